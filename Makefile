@@ -1,0 +1,39 @@
+# `make test` is the one test command (README, .ci/run): it builds its own virtualenv from
+# pyproject.toml on first use, then runs every quality gate and the test suite.
+VENV ?= .venv
+PYTHON ?= python3
+BIN := $(VENV)/bin
+SRC := src tests bench scripts
+
+.PHONY: test lint typecheck layers unit wheel bench clean
+
+test: lint typecheck layers unit wheel
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $@
+
+lint: $(BIN)/.installed
+	$(BIN)/ruff check $(SRC)
+	$(BIN)/ruff format --check $(SRC)
+
+typecheck: $(BIN)/.installed
+	$(BIN)/mypy
+
+layers: $(BIN)/.installed
+	$(BIN)/lint-imports
+
+unit: $(BIN)/.installed
+	$(BIN)/pytest
+
+# A real (non-editable) wheel must carry the package data `gpucap demo` needs.
+wheel: $(BIN)/.installed
+	$(BIN)/python scripts/check_wheel.py
+
+bench: $(BIN)/.installed
+	$(BIN)/python bench/run.py
+
+clean:
+	rm -rf $(VENV) dist build .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -1,0 +1,124 @@
+"""Cron schedules of disruption budgets (`spec.disruption.budgets[].schedule`).
+
+Karpenter parses a schedule with robfig/cron's standard parser in UTC: five fields (minute,
+hour, day of month, month, day of week) or one of the descriptors `@yearly`/`@annually`,
+`@monthly`, `@weekly`, `@daily`/`@midnight`, `@hourly`. Each field is a comma list of `*`/`?`,
+`n`, `a-b`, each optionally `/step`; months and weekdays also accept three-letter names.
+As in cron, when both day-of-month and day-of-week are restricted a time matches either.
+Called by validation (syntax) and by the disruption budgets (whether a window is active).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+__all__ = ["CronError", "CronSchedule", "parse_cron"]
+
+_DESCRIPTORS = {
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
+}
+_MONTHS = {m: i + 1 for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split())}
+_DAYS = {d: i for i, d in enumerate("sun mon tue wed thu fri sat".split())}
+# (name, lowest, highest, names)
+_FIELDS = (
+    ("minute", 0, 59, {}),
+    ("hour", 0, 23, {}),
+    ("day of month", 1, 31, {}),
+    ("month", 1, 12, _MONTHS),
+    ("day of week", 0, 6, _DAYS),
+)
+
+
+class CronError(ValueError):
+    """A schedule robfig/cron's standard parser would reject."""
+
+
+@dataclass(frozen=True, slots=True)
+class CronSchedule:
+    minutes: frozenset[int]
+    hours: frozenset[int]
+    days_of_month: frozenset[int]
+    months: frozenset[int]
+    days_of_week: frozenset[int]
+    dom_any: bool
+    dow_any: bool
+
+    def matches(self, t: dt.datetime) -> bool:
+        """Whether the minute containing `t` (UTC) is a hit of this schedule."""
+        t = t.astimezone(dt.UTC)
+        if t.minute not in self.minutes or t.hour not in self.hours or t.month not in self.months:
+            return False
+        dom = t.day in self.days_of_month
+        dow = (t.isoweekday() % 7) in self.days_of_week
+        if self.dom_any or self.dow_any:
+            return dom and dow
+        return dom or dow
+
+    def last_hit_at_or_before(self, t: dt.datetime, horizon: dt.timedelta) -> dt.datetime | None:
+        """The latest hit h with t - horizon < h <= t (minute resolution), or None."""
+        t = t.astimezone(dt.UTC).replace(second=0, microsecond=0)
+        limit = t - horizon
+        while t > limit:
+            if self.matches(t):
+                return t
+            t -= dt.timedelta(minutes=1)
+        return None
+
+
+def parse_cron(text: str) -> CronSchedule:
+    expr = _DESCRIPTORS.get(text.strip(), text)
+    fields = expr.split()
+    if len(fields) != 5:
+        raise CronError(f"expected exactly 5 fields, found {len(fields)}: {text!r}")
+    sets = [
+        _parse_field(f, name, lo, hi, names)
+        for f, (name, lo, hi, names) in zip(fields, _FIELDS, strict=True)
+    ]
+    return CronSchedule(
+        minutes=sets[0],
+        hours=sets[1],
+        days_of_month=sets[2],
+        months=sets[3],
+        days_of_week=sets[4],
+        dom_any=fields[2] in ("*", "?"),
+        dow_any=fields[4] in ("*", "?"),
+    )
+
+
+def _parse_field(text: str, name: str, lo: int, hi: int, names: dict[str, int]) -> frozenset[int]:
+    values: set[int] = set()
+    for part in text.split(","):
+        rng, _, step_text = part.partition("/")
+        step = 1
+        if step_text:
+            if not step_text.isdigit() or int(step_text) == 0:
+                raise CronError(f"{name}: bad step {step_text!r}")
+            step = int(step_text)
+        if rng in ("*", "?"):
+            start, end = lo, hi
+        else:
+            a, dash, b = rng.partition("-")
+            start = _value(a, name, lo, hi, names)
+            end = _value(b, name, lo, hi, names) if dash else (hi if step_text else start)
+            if start > end:
+                raise CronError(f"{name}: range {rng!r} starts after it ends")
+        values.update(range(start, end + 1, step))
+    return frozenset(values)
+
+
+def _value(text: str, name: str, lo: int, hi: int, names: dict[str, int]) -> int:
+    if text.lower() in names:
+        return names[text.lower()]
+    if not text.isdigit():
+        raise CronError(f"{name}: {text!r} is not a number")
+    v = int(text)
+    if not lo <= v <= hi:
+        raise CronError(f"{name}: {v} is outside {lo}-{hi}")
+    return v

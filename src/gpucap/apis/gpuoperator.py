@@ -1,0 +1,160 @@
+"""The NVIDIA GPU Operator's ClusterPolicy (`nvidia.com/v1`) and the device plugin's config file.
+
+What gpucap needs from them: whether a device plugin will run (so nodes advertise
+`nvidia.com/gpu` and Karpenter can initialize them), the MIG strategy, and time-slicing: a
+node with N physical GPUs advertises `N x replicas` of the resource (or a renamed
+`<name>.shared` resource when `renameByDefault` is true). The config file format is the
+device plugin's `version: v1` config (NVIDIA/k8s-device-plugin `api/config/v1`), carried in a
+ConfigMap whose key is the config name the ClusterPolicy's `devicePlugin.config.default` picks.
+Called by `apis/serde.py` (ClusterPolicy) and by the lint rules and the kubelet model, which read
+a ConfigMap's configs with `device_plugin_configs`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import Field, StrictBool, StrictInt, StrictStr, ValidationError
+
+from gpucap.apis.core import ConfigMap, Toleration
+from gpucap.apis.meta import KubeModel, ObjectMeta
+
+__all__ = [
+    "ClusterPolicy",
+    "DevicePluginConfig",
+    "DevicePluginConfigError",
+    "device_plugin_configs",
+]
+
+MIGStrategy = Literal["none", "single", "mixed"]
+
+
+class ReplicatedResource(KubeModel):
+    name: StrictStr
+    replicas: Annotated[StrictInt, Field(ge=1)]
+    rename: StrictStr | None = None
+    devices: Any = None
+
+
+class TimeSlicing(KubeModel):
+    rename_by_default: StrictBool = False
+    fail_requests_greater_than_one: StrictBool = False
+    resources: list[ReplicatedResource] = Field(default_factory=list)
+
+
+class Sharing(KubeModel):
+    time_slicing: TimeSlicing | None = None
+    mps: TimeSlicing | None = None
+
+
+class Flags(KubeModel):
+    mig_strategy: MIGStrategy = "none"
+    fail_on_init_error: StrictBool | None = None
+
+
+class DevicePluginConfig(KubeModel):
+    version: Literal["v1"]
+    flags: Flags = Field(default_factory=Flags)
+    sharing: Sharing | None = None
+
+    def replicas_for(self, resource: str = "nvidia.com/gpu") -> int:
+        """How many schedulable units one physical device of `resource` becomes (1 = unshared)."""
+        if self.sharing is None:
+            return 1
+        for policy in (self.sharing.time_slicing, self.sharing.mps):
+            if policy is None:
+                continue
+            for r in policy.resources:
+                if r.name == resource:
+                    return r.replicas
+        return 1
+
+    def advertised_resource(self, resource: str = "nvidia.com/gpu") -> str:
+        """The resource name shared devices are advertised under (`.shared` when renamed)."""
+        if self.sharing is None:
+            return resource
+        for policy in (self.sharing.time_slicing, self.sharing.mps):
+            if policy is None:
+                continue
+            for r in policy.resources:
+                if r.name == resource:
+                    if r.rename:
+                        return r.rename
+                    return f"{resource}.shared" if policy.rename_by_default else resource
+        return resource
+
+
+class DevicePluginConfigError(ValueError):
+    """A ConfigMap entry that looks like a device-plugin config but is not a valid one."""
+
+    def __init__(self, key: str, field: str, message: str) -> None:
+        super().__init__(f"data.{key}: {field}: {message}" if field else f"data.{key}: {message}")
+        self.key = key
+        self.field = field
+
+
+def _looks_like_device_plugin_config(doc: object) -> bool:
+    return isinstance(doc, dict) and "version" in doc and ("sharing" in doc or "flags" in doc)
+
+
+def device_plugin_configs(config_map: ConfigMap) -> dict[str, DevicePluginConfig]:
+    """The device-plugin configs a ConfigMap carries, by data key; other keys are skipped.
+
+    Raises DevicePluginConfigError for an entry that is meant as one (it has `version` and
+    `sharing` or `flags`) but does not validate.
+    """
+    configs: dict[str, DevicePluginConfig] = {}
+    for key in sorted(config_map.data):
+        try:
+            doc = yaml.safe_load(config_map.data[key])
+        except yaml.YAMLError:
+            continue
+        if not _looks_like_device_plugin_config(doc):
+            continue
+        try:
+            configs[key] = DevicePluginConfig.model_validate(doc)
+        except ValidationError as err:
+            first = err.errors()[0]
+            loc = ".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in first["loc"])
+            raise DevicePluginConfigError(key, loc.replace(".[", "["), first["msg"]) from err
+    return configs
+
+
+class DevicePluginConfigRef(KubeModel):
+    name: StrictStr | None = None
+    default: StrictStr | None = None
+
+
+class DevicePluginSpec(KubeModel):
+    enabled: StrictBool = True
+    config: DevicePluginConfigRef | None = None
+
+
+class ComponentSpec(KubeModel):
+    enabled: StrictBool = True
+
+
+class MIGSpec(KubeModel):
+    strategy: MIGStrategy = "single"
+
+
+class DaemonsetsSpec(KubeModel):
+    tolerations: list[Toleration] = Field(default_factory=list)
+    priority_class_name: StrictStr | None = None
+
+
+class ClusterPolicySpec(KubeModel):
+    device_plugin: DevicePluginSpec = Field(default_factory=DevicePluginSpec)
+    driver: ComponentSpec = Field(default_factory=ComponentSpec)
+    toolkit: ComponentSpec = Field(default_factory=ComponentSpec)
+    mig: MIGSpec = Field(default_factory=MIGSpec)
+    mig_manager: ComponentSpec = Field(default_factory=ComponentSpec)
+    daemonsets: DaemonsetsSpec = Field(default_factory=DaemonsetsSpec)
+
+
+class ClusterPolicy(KubeModel):
+    api_version: Literal["nvidia.com/v1"] = "nvidia.com/v1"
+    kind: Literal["ClusterPolicy"] = "ClusterPolicy"
+    metadata: ObjectMeta
+    spec: ClusterPolicySpec = Field(default_factory=ClusterPolicySpec)

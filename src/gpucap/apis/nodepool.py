@@ -1,0 +1,178 @@
+"""NodePool and NodeClaim (`karpenter.sh/v1`), with the CRD's defaults.
+
+Karpenter has no defaulting webhook; all defaults are OpenAPI `default:` values in the CRD
+(`pkg/apis/crds/karpenter.sh_nodepools.yaml`, `karpenter.sh_nodeclaims.yaml`), which the API
+server applies on create. gpucap applies the same ones when it loads a manifest:
+- `spec.template.spec.expireAfter`: `720h`;
+- `spec.disruption`: `{consolidateAfter: 0s}`, `consolidationPolicy: WhenEmptyOrUnderutilized`,
+  `budgets: [{nodes: "10%"}]` (and a budget without `nodes` gets `10%`);
+- `spec.weight` stays unset (the scheduler treats unset as 0).
+Syntax checks that need the whole object (patterns, CEL rules) live in `apis/validation.py`.
+Called by `apis/serde.py`; read by the scheduler, disruption controllers and lint rules.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, StrictInt, StrictStr
+
+from gpucap.apis.core import ResourceList, Taint
+from gpucap.apis.duration import parse_karpenter_duration
+from gpucap.apis.meta import KarpenterModel, KubeModel, ObjectMeta
+
+__all__ = [
+    "Budget",
+    "Disruption",
+    "NodeClaim",
+    "NodeClassReference",
+    "NodePool",
+    "NodeSelectorRequirementWithMinValues",
+]
+
+RequirementOperator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"]
+ConsolidationPolicy = Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"]
+DisruptionReason = Literal["Underutilized", "Empty", "Drifted"]
+
+DEFAULT_EXPIRE_AFTER = "720h"
+DEFAULT_CONSOLIDATE_AFTER = "0s"
+DEFAULT_CONSOLIDATION_POLICY: ConsolidationPolicy = "WhenEmptyOrUnderutilized"
+DEFAULT_BUDGET_NODES = "10%"
+
+
+class NodeSelectorRequirementWithMinValues(KarpenterModel):
+    key: StrictStr
+    operator: RequirementOperator
+    values: list[StrictStr] = Field(default_factory=list)
+    min_values: StrictInt | None = None
+
+
+class NodeClassReference(KarpenterModel):
+    group: StrictStr
+    kind: StrictStr
+    name: StrictStr
+
+
+class KarpenterTaint(KarpenterModel):
+    key: StrictStr
+    value: StrictStr | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+    time_added: StrictStr | None = None
+
+    def as_taint(self) -> Taint:
+        return Taint(key=self.key, value=self.value, effect=self.effect)
+
+
+class TemplateMetadata(KarpenterModel):
+    labels: dict[str, StrictStr] = Field(default_factory=dict)
+    annotations: dict[str, StrictStr] = Field(default_factory=dict)
+
+
+class NodeClaimTemplateSpec(KarpenterModel):
+    requirements: list[NodeSelectorRequirementWithMinValues]
+    node_class_ref: NodeClassReference
+    taints: list[KarpenterTaint] = Field(default_factory=list)
+    startup_taints: list[KarpenterTaint] = Field(default_factory=list)
+    expire_after: StrictStr = DEFAULT_EXPIRE_AFTER
+    termination_grace_period: StrictStr | None = None
+
+    @property
+    def expire_after_seconds(self) -> int | None:
+        """Seconds until a NodeClaim expires; None for `Never`."""
+        return parse_karpenter_duration(self.expire_after)
+
+
+class NodeClaimTemplate(KarpenterModel):
+    metadata: TemplateMetadata = Field(default_factory=TemplateMetadata)
+    spec: NodeClaimTemplateSpec
+
+
+class Budget(KarpenterModel):
+    nodes: StrictStr = DEFAULT_BUDGET_NODES
+    schedule: StrictStr | None = None
+    duration: StrictStr | None = None
+    reasons: list[DisruptionReason] | None = None
+
+
+def _default_budgets() -> list[Budget]:
+    return [Budget(nodes=DEFAULT_BUDGET_NODES)]
+
+
+class Disruption(KarpenterModel):
+    consolidate_after: StrictStr = DEFAULT_CONSOLIDATE_AFTER
+    consolidation_policy: ConsolidationPolicy = DEFAULT_CONSOLIDATION_POLICY
+    budgets: Annotated[list[Budget], Field(default_factory=_default_budgets)]
+
+    @property
+    def consolidate_after_seconds(self) -> int | None:
+        """Seconds a node must be consolidatable before acting; None for `Never`."""
+        return parse_karpenter_duration(self.consolidate_after)
+
+
+class NodePoolSpec(KarpenterModel):
+    template: NodeClaimTemplate
+    disruption: Disruption = Field(default_factory=Disruption)
+    limits: ResourceList | None = None
+    weight: StrictInt | None = None
+    replicas: StrictInt | None = None
+
+
+class NodePool(KarpenterModel):
+    api_version: Literal["karpenter.sh/v1"] = "karpenter.sh/v1"
+    kind: Literal["NodePool"] = "NodePool"
+    metadata: ObjectMeta
+    spec: NodePoolSpec
+    status: dict[str, object] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @property
+    def effective_weight(self) -> int:
+        """Scheduling weight; an unset weight counts as 0 (`pkg/utils/nodepool/nodepool.go`)."""
+        return self.spec.weight or 0
+
+
+class NodeClaimResources(KarpenterModel):
+    requests: ResourceList = Field(default_factory=dict)
+
+
+class NodeClaimSpec(KarpenterModel):
+    requirements: list[NodeSelectorRequirementWithMinValues]
+    node_class_ref: NodeClassReference
+    taints: list[KarpenterTaint] = Field(default_factory=list)
+    startup_taints: list[KarpenterTaint] = Field(default_factory=list)
+    resources: NodeClaimResources = Field(default_factory=NodeClaimResources)
+    expire_after: StrictStr = DEFAULT_EXPIRE_AFTER
+    termination_grace_period: StrictStr | None = None
+
+
+class NodeClaimCondition(KubeModel):
+    type: str
+    status: str
+    reason: str | None = None
+    message: str | None = None
+    last_transition_time: str | None = None
+
+
+class NodeClaimStatus(KubeModel):
+    node_name: str | None = None
+    provider_id: str | None = Field(default=None, alias="providerID")
+    image_id: str | None = Field(default=None, alias="imageID")
+    capacity: ResourceList = Field(default_factory=dict)
+    allocatable: ResourceList = Field(default_factory=dict)
+    conditions: list[NodeClaimCondition] = Field(default_factory=list)
+    last_pod_event_time: str | None = None
+
+
+class NodeClaim(KarpenterModel):
+    api_version: Literal["karpenter.sh/v1"] = "karpenter.sh/v1"
+    kind: Literal["NodeClaim"] = "NodeClaim"
+    metadata: ObjectMeta
+    spec: NodeClaimSpec
+    status: NodeClaimStatus = Field(default_factory=NodeClaimStatus)
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name

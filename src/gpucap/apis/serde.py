@@ -1,0 +1,618 @@
+"""Loading manifests: files, directories and stdin -> typed, defaulted, validated objects.
+
+Accepts what people `kubectl apply`: multi-document YAML, JSON, and `kind: List`. Every
+document is parsed with its line numbers kept (`Source.line_of` maps a field path back to
+`file:line`, which lint findings use), dispatched on (apiVersion, kind) to its model, defaulted
+and validated (`apis/validation.py`). Problems become `Issue`s that name the file, the
+document, the object and the field:
+
+    nodepool.yaml[0] NodePool/gpu: spec.template.spec.requirements[2].operator: 'Inn' is not ...
+
+Kinds gpucap does not use are reported once per kind as ignored (a warning), never silently
+dropped. Workloads are expanded into pods afterwards (`Manifests.pods`).
+Called by the CLI (`cli/`), the simulator (scenario manifests) and tests.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import sys
+import types
+import typing
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TextIO, TypeAlias
+
+import yaml
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+from gpucap.apis.core import ConfigMap, Node, Pod, PodDisruptionBudget
+from gpucap.apis.ec2nodeclass import EC2NodeClass
+from gpucap.apis.gpuoperator import ClusterPolicy
+from gpucap.apis.meta import json_kind
+from gpucap.apis.nodeoverlay import NodeOverlay
+from gpucap.apis.nodepool import NodeClaim, NodePool
+from gpucap.apis.placeholders import placeholders
+from gpucap.apis.scenario import Scenario
+from gpucap.apis.validation import Violation, validate_object
+from gpucap.apis.workloads import (
+    DaemonSet,
+    Deployment,
+    Job,
+    ReplicaSet,
+    StatefulSet,
+    Workload,
+    expand_workload,
+    pod_uid,
+)
+
+__all__ = [
+    "KINDS",
+    "Issue",
+    "LoadResult",
+    "Manifest",
+    "Manifests",
+    "Source",
+    "format_path",
+    "load_paths",
+    "load_text",
+]
+
+KubeObject: TypeAlias = (
+    NodePool
+    | NodeClaim
+    | EC2NodeClass
+    | NodeOverlay
+    | Pod
+    | Node
+    | ConfigMap
+    | Deployment
+    | StatefulSet
+    | ReplicaSet
+    | Job
+    | DaemonSet
+    | PodDisruptionBudget
+    | ClusterPolicy
+    | Scenario
+)
+
+# (kind) -> (apiVersion gpucap reads, model, namespaced)
+KINDS: dict[str, tuple[str, type[BaseModel], bool]] = {
+    "NodePool": ("karpenter.sh/v1", NodePool, False),
+    "NodeClaim": ("karpenter.sh/v1", NodeClaim, False),
+    "EC2NodeClass": ("karpenter.k8s.aws/v1", EC2NodeClass, False),
+    "NodeOverlay": ("karpenter.sh/v1alpha1", NodeOverlay, False),
+    "Pod": ("v1", Pod, True),
+    "Node": ("v1", Node, False),
+    "ConfigMap": ("v1", ConfigMap, True),
+    "Deployment": ("apps/v1", Deployment, True),
+    "StatefulSet": ("apps/v1", StatefulSet, True),
+    "ReplicaSet": ("apps/v1", ReplicaSet, True),
+    "Job": ("batch/v1", Job, True),
+    "DaemonSet": ("apps/v1", DaemonSet, True),
+    "PodDisruptionBudget": ("policy/v1", PodDisruptionBudget, True),
+    "ClusterPolicy": ("nvidia.com/v1", ClusterPolicy, False),
+    "Scenario": ("gpucap.dev/v1alpha1", Scenario, False),
+}
+
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+Path_: TypeAlias = tuple[str | int, ...]
+
+
+def format_path(path: Iterable[str | int]) -> str:
+    """`('spec', 'requirements', 2, 'key')` -> `spec.requirements[2].key`.
+
+    Map keys that are not plain identifiers (label keys, resource names) are bracketed:
+    `spec.limits[nvidia.com/gpu]`.
+    """
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", part):
+            out += f".{part}" if out else part
+        else:
+            out += f"[{part}]"
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where an object came from: file, document index (0-based), `kind: List` item, lines."""
+
+    file: str
+    index: int
+    item: int | None = None
+    lines: Mapping[Path_, int] = field(default_factory=dict, compare=False, repr=False)
+
+    def __str__(self) -> str:
+        where = f"{self.file}[{self.index}]"
+        return where if self.item is None else f"{where}.items[{self.item}]"
+
+    def line_of(self, path: Sequence[str | int] = ()) -> int | None:
+        """1-based line of the field at `path`, or of its nearest ancestor that has one."""
+        p = tuple(path)
+        while True:
+            if p in self.lines:
+                return self.lines[p]
+            if not p:
+                return None
+            p = p[:-1]
+
+
+@dataclass(frozen=True, slots=True)
+class Issue:
+    """A problem found while loading: an error (the object is rejected) or a warning."""
+
+    severity: Literal["error", "warning"]
+    source: Source | None
+    object_ref: str | None
+    path: Path_
+    message: str
+    rule: str = "SCHEMA"
+
+    @property
+    def line(self) -> int | None:
+        return self.source.line_of(self.path) if self.source else None
+
+    def __str__(self) -> str:
+        parts = []
+        if self.source is not None:
+            parts.append(str(self.source))
+        if self.object_ref:
+            parts.append(self.object_ref)
+        head = " ".join(parts)
+        tail = f"{format_path(self.path)}: {self.message}" if self.path else self.message
+        return f"{head}: {tail}" if head else tail
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    """One loaded object and where it came from."""
+
+    obj: KubeObject
+    source: Source
+
+    @property
+    def ref(self) -> str:
+        return object_ref(self.obj)
+
+
+def object_ref(obj: KubeObject) -> str:
+    """`Kind/name` (cluster scoped) or `Kind/namespace/name` (namespaced)."""
+    _, _, namespaced = KINDS[obj.kind]
+    if namespaced:
+        return f"{obj.kind}/{obj.metadata.namespace or 'default'}/{obj.metadata.name}"
+    return f"{obj.kind}/{obj.metadata.name}"
+
+
+@dataclass(slots=True)
+class LoadResult:
+    """Everything a load produced: the objects that validated, and every issue found."""
+
+    manifests: list[Manifest] = field(default_factory=list)
+    issues: list[Issue] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Issue]:
+        return [i for i in self.issues if i.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Issue]:
+        return [i for i in self.issues if i.severity == "warning"]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def extend(self, other: LoadResult) -> None:
+        self.manifests.extend(other.manifests)
+        self.issues.extend(other.issues)
+
+    @property
+    def objects(self) -> Manifests:
+        return Manifests(tuple(self.manifests))
+
+
+@dataclass(frozen=True, slots=True)
+class Manifests:
+    """The loaded objects by kind, in input order; workloads expanded into pods."""
+
+    items: tuple[Manifest, ...]
+
+    def of_kind(self, kind: str) -> list[Any]:
+        return [m.obj for m in self.items if m.obj.kind == kind]
+
+    @property
+    def nodepools(self) -> list[NodePool]:
+        return self.of_kind("NodePool")
+
+    @property
+    def nodeclasses(self) -> list[EC2NodeClass]:
+        return self.of_kind("EC2NodeClass")
+
+    @property
+    def nodeclaims(self) -> list[NodeClaim]:
+        return self.of_kind("NodeClaim")
+
+    @property
+    def nodeoverlays(self) -> list[NodeOverlay]:
+        return self.of_kind("NodeOverlay")
+
+    @property
+    def nodes(self) -> list[Node]:
+        return self.of_kind("Node")
+
+    @property
+    def daemonsets(self) -> list[DaemonSet]:
+        return self.of_kind("DaemonSet")
+
+    @property
+    def configmaps(self) -> list[ConfigMap]:
+        return self.of_kind("ConfigMap")
+
+    @property
+    def cluster_policies(self) -> list[ClusterPolicy]:
+        return self.of_kind("ClusterPolicy")
+
+    @property
+    def pdbs(self) -> list[PodDisruptionBudget]:
+        return self.of_kind("PodDisruptionBudget")
+
+    @property
+    def scenarios(self) -> list[Scenario]:
+        return self.of_kind("Scenario")
+
+    @property
+    def workloads(self) -> list[Workload]:
+        return [
+            m.obj
+            for m in self.items
+            if isinstance(m.obj, Deployment | StatefulSet | ReplicaSet | Job)
+        ]
+
+    @property
+    def pods(self) -> list[Pod]:
+        """Pods as listed, plus the pods each workload creates, in input order."""
+        pods: list[Pod] = []
+        for m in self.items:
+            if isinstance(m.obj, Pod):
+                pods.append(m.obj)
+            elif isinstance(m.obj, Deployment | StatefulSet | ReplicaSet | Job):
+                pods.extend(expand_workload(m.obj))
+        return pods
+
+
+# ---- YAML with line numbers -----------------------------------------------------------------
+_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _DuplicateKeyError(ValueError):
+    def __init__(self, path: Path_, key: str, line: int) -> None:
+        super().__init__(f"mapping key {key!r} is defined twice (again on line {line})")
+        self.path = path
+
+
+def _construct(
+    node: yaml.Node, loader: yaml.SafeLoader, path: Path_, lines: dict[Path_, int]
+) -> Any:
+    """Build Python data from a composed YAML node, recording each field's line."""
+    lines.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        loader.flatten_mapping(node)  # YAML merge keys (<<)
+        out: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            key = loader.construct_object(key_node, deep=True)
+            if not isinstance(key, str):
+                key = str(key).lower() if isinstance(key, bool) else str(key)
+            child = (*path, key)
+            if key in out:
+                raise _DuplicateKeyError(child, key, key_node.start_mark.line + 1)
+            lines[child] = key_node.start_mark.line + 1
+            out[key] = _construct(value_node, loader, child, lines)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [
+            _construct(item, loader, (*path, i), lines) for i, item in enumerate(node.value)
+        ]
+    return loader.construct_object(node, deep=True)
+
+
+def _documents(text: str) -> Iterator[tuple[Any, dict[Path_, int]]]:
+    loader = _Loader(text)
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            lines: dict[Path_, int] = {}
+            if node is None:
+                yield None, lines
+                continue
+            yield _construct(node, loader, (), lines), lines
+    finally:
+        loader.dispose()
+
+
+# ---- loading --------------------------------------------------------------------------------
+def load_paths(paths: Sequence[str], stdin: TextIO | None = None) -> LoadResult:
+    """Load files, directories (every *.yaml|*.yml|*.json inside, recursively, sorted) and `-`."""
+    result = LoadResult()
+    ignored: Counter[str] = Counter()
+    for raw in paths:
+        if raw == "-":
+            text = (stdin or sys.stdin).read()
+            result.extend(load_text(text, "<stdin>", ignored=ignored))
+            continue
+        p = Path(raw)
+        if p.is_dir():
+            files = sorted(
+                f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in MANIFEST_SUFFIXES
+            )
+            if not files:
+                result.issues.append(
+                    Issue("error", None, None, (), f"{raw}: no *.yaml, *.yml or *.json files")
+                )
+            for f in files:
+                result.extend(_load_file(f, ignored))
+        elif p.is_file():
+            result.extend(_load_file(p, ignored))
+        else:
+            result.issues.append(Issue("error", None, None, (), f"{raw}: no such file or directory"))
+    _report_ignored(result, ignored)
+    return result
+
+
+def _load_file(path: Path, ignored: Counter[str]) -> LoadResult:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        return LoadResult(issues=[Issue("error", None, None, (), f"{path}: cannot read: {reason}")])
+    return load_text(text, str(path), ignored=ignored)
+
+
+def load_text(text: str, file: str = "<input>", *, ignored: Counter[str] | None = None) -> LoadResult:
+    """Load every document of one file's text. `ignored` collects unused kinds across files."""
+    own_counter = ignored is None
+    counter: Counter[str] = Counter() if ignored is None else ignored
+    result = LoadResult()
+    try:
+        docs = list(_documents(text))
+    except _DuplicateKeyError as err:
+        result.issues.append(Issue("error", None, None, (), f"{file}: {err}"))
+        return result
+    except yaml.YAMLError as err:
+        docs = []
+        if file.endswith(".json"):
+            # JSON that YAML cannot read (tabs, for instance) is still JSON.
+            try:
+                docs = [(json.loads(text), {})]
+            except json.JSONDecodeError:
+                docs = []
+        if not docs:
+            result.issues.append(Issue("error", None, None, (), f"{file}: {_yaml_error(err)}"))
+            return result
+    for index, (data, lines) in enumerate(docs):
+        if data is None:
+            continue
+        source = Source(file, index, None, lines)
+        if isinstance(data, dict) and data.get("kind") == "List":
+            items = data.get("items")
+            if not isinstance(items, list):
+                result.issues.append(
+                    Issue("error", source, "List", ("items",), "a List needs an items array")
+                )
+                continue
+            for i, item in enumerate(items):
+                item_lines = {
+                    k[2:]: v for k, v in lines.items() if len(k) >= 2 and k[:2] == ("items", i)
+                }
+                _load_document(item, Source(file, index, i, item_lines), result, counter)
+            continue
+        _load_document(data, source, result, counter)
+    if own_counter:
+        _report_ignored(result, counter)
+    return result
+
+
+def _yaml_error(err: yaml.YAMLError) -> str:
+    mark = getattr(err, "problem_mark", None)
+    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+    if mark is not None:
+        return f"line {mark.line + 1} column {mark.column + 1}: invalid YAML: {problem}"
+    return f"invalid YAML: {problem}"
+
+
+def _report_ignored(result: LoadResult, ignored: Counter[str]) -> None:
+    if not ignored:
+        return
+    kinds = ", ".join(f"{k} ({n})" if n > 1 else k for k, n in sorted(ignored.items()))
+    result.issues.append(
+        Issue("warning", None, None, (), f"ignored kinds gpucap does not use: {kinds}", "IGNORED")
+    )
+    ignored.clear()
+
+
+def _load_document(data: Any, source: Source, result: LoadResult, ignored: Counter[str]) -> None:
+    def error(path: Path_, message: str, ref: str | None = None) -> None:
+        result.issues.append(Issue("error", source, ref, path, message))
+
+    if not isinstance(data, dict):
+        error((), f"a manifest must be a mapping, got {json_kind(data)}")
+        return
+    kind, api_version = data.get("kind"), data.get("apiVersion")
+    if not isinstance(kind, str) or not kind:
+        error(("kind",), "required field is missing" if kind is None else "must be a string")
+        return
+    if not isinstance(api_version, str) or not api_version:
+        error(("apiVersion",), "required field is missing", kind)
+        return
+    if kind not in KINDS:
+        ignored[kind] += 1
+        return
+    want_version, model, namespaced = KINDS[kind]
+    meta = data.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    ref = f"{kind}/{name}" if isinstance(name, str) and name else kind
+    if api_version != want_version:
+        error(
+            ("apiVersion",),
+            f"{api_version!r} is not supported for {kind}; gpucap reads {want_version}",
+            ref,
+        )
+        return
+    if not isinstance(meta, dict):
+        error(("metadata",), "required field is missing", ref)
+        return
+    if not isinstance(name, str) or not name:
+        error(("metadata", "name"), "required field is missing", ref)
+        return
+    if namespaced:
+        namespace = meta.get("namespace") or "default"
+        data = {**data, "metadata": {**meta, "namespace": namespace}}
+        ref = f"{kind}/{namespace}/{name}"
+        if kind == "Pod" and not meta.get("uid"):
+            # Pods need a stable UID: Karpenter's queue breaks ties on it.
+            data["metadata"]["uid"] = pod_uid(namespace, name)
+    try:
+        obj = model.model_validate(data)
+    except ValidationError as err:
+        for detail in err.errors(include_url=False):
+            path, message = _translate(detail, model)
+            error(path, message, ref)
+        return
+    violations = validate_object(obj)  # type: ignore[arg-type]
+    for v in violations:
+        result.issues.append(
+            Issue(v.severity, source, ref, v.path, v.message, v.rule or "SCHEMA")
+        )
+    if not any(v.severity == "error" for v in violations):
+        _check_placeholders(data, (), source, ref, result)
+        result.manifests.append(Manifest(obj, source))  # type: ignore[arg-type]
+
+
+def _check_placeholders(
+    value: Any, path: Path_, source: Source, ref: str, result: LoadResult
+) -> None:
+    """Warn about `${VAR}` left in a manifest: envsubst/`gpucap render` was not run on it."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _check_placeholders(v, (*path, k), source, ref, result)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _check_placeholders(v, (*path, i), source, ref, result)
+    elif isinstance(value, str) and "${" in value:
+        names = placeholders(value, braced_only=True)
+        if names:
+            result.issues.append(
+                Issue(
+                    "warning",
+                    source,
+                    ref,
+                    path,
+                    f"unsubstituted placeholder {', '.join('${' + n + '}' for n in names)} "
+                    "(fill it with `gpucap render` or envsubst before applying)",
+                    "PLACEHOLDER",
+                )
+            )
+
+
+# ---- pydantic errors -> one-line messages -----------------------------------------------------
+def _translate(detail: ErrorDetails, model: type[BaseModel]) -> tuple[Path_, str]:
+    loc = tuple(p for p in detail["loc"] if not _is_union_tag(p))
+    kind = detail["type"]
+    given = detail.get("input")
+    ctx = detail.get("ctx") or {}
+    if kind == "missing":
+        return loc, "required field is missing"
+    if kind == "extra_forbidden":
+        name = str(loc[-1]) if loc else ""
+        hint = _suggest(model, loc[:-1], name)
+        return loc, f"unknown field {name!r}" + (f" (did you mean {hint!r}?)" if hint else "")
+    if kind == "literal_error":
+        allowed = ", ".join(re.findall(r"'([^']*)'", str(ctx.get("expected", ""))))
+        return loc, f"{given!r} is not one of {allowed}"
+    if kind in ("string_type",):
+        return loc, f"expected a string, got {json_kind(given)} {_show(given)}"
+    if kind in ("int_type", "int_parsing", "int_from_float"):
+        return loc, f"expected an integer, got {json_kind(given)} {_show(given)}"
+    if kind in ("bool_type", "bool_parsing"):
+        return loc, f"expected a boolean (true or false), got {json_kind(given)} {_show(given)}"
+    if kind in ("list_type", "tuple_type"):
+        return loc, f"expected a list, got {json_kind(given)}"
+    if kind in ("dict_type", "model_type", "model_attributes_type", "mapping_type"):
+        return loc, f"expected an object (mapping), got {json_kind(given)}"
+    if kind == "greater_than_equal":
+        return loc, f"{given!r} is less than the minimum {ctx.get('ge')}"
+    if kind == "less_than_equal":
+        return loc, f"{given!r} is greater than the maximum {ctx.get('le')}"
+    if kind in ("float_type", "float_parsing"):
+        return loc, f"expected a number, got {json_kind(given)} {_show(given)}"
+    return loc, str(detail["msg"])
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _is_union_tag(part: str | int) -> bool:
+    # pydantic names union members in error locations (`str`, `function-plain[...]`, ...).
+    return isinstance(part, str) and (
+        part in ("str", "int", "float", "bool", "list", "dict", "none") or "[" in part
+    )
+
+
+def _suggest(model: type[BaseModel], path: Path_, name: str) -> str | None:
+    """The field name closest to a misspelt one, looking up the model at `path`."""
+    target: Any = model
+    for part in path:
+        target = _field_type(target, part)
+        if target is None:
+            return None
+    if not (isinstance(target, type) and issubclass(target, BaseModel)):
+        return None
+    aliases = [f.alias or n for n, f in target.model_fields.items()]
+    close = difflib.get_close_matches(name, aliases, n=1, cutoff=0.6)
+    if not close:
+        lowered = {a.lower(): a for a in aliases}
+        return lowered.get(name.lower())
+    return close[0]
+
+
+def _field_type(target: Any, part: str | int) -> Any:
+    target = _unwrap(target)
+    if isinstance(part, int):
+        args = typing.get_args(target)
+        return _unwrap(args[0]) if args else None
+    if isinstance(target, type) and issubclass(target, BaseModel):
+        for n, f in target.model_fields.items():
+            if part in (n, f.alias):
+                return _unwrap(f.annotation)
+        return None
+    if typing.get_origin(target) is dict:
+        return _unwrap(typing.get_args(target)[1])
+    return None
+
+
+def _unwrap(tp: Any) -> Any:
+    """Strip Optional/Annotated; return the model or container type underneath."""
+    while True:
+        origin = typing.get_origin(tp)
+        if origin is typing.Annotated:
+            tp = typing.get_args(tp)[0]
+            continue
+        if origin in (typing.Union, types.UnionType):
+            members = [a for a in typing.get_args(tp) if a is not type(None)]
+            if len(members) == 1:
+                tp = members[0]
+                continue
+        return tp
+
+
+__all__ += ["KubeObject", "Violation", "object_ref"]

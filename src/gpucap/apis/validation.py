@@ -1,0 +1,801 @@
+"""CRD and API validation rules beyond types: patterns, CEL rules, cross-field checks.
+
+Each rule is Karpenter's (the CRDs' OpenAPI patterns and CEL rules, `pkg/apis/crds/*.yaml`, and
+the NodePool runtime validation `pkg/apis/v1/nodepool_validation.go` /
+`nodeclaim_validation.go: ValidateRequirement`) or Kubernetes' (pod resources, tolerations,
+node affinity, workload selectors). A rule yields a `Violation` with the field path; the
+loader (`apis/serde.py`) attaches file, document and object. Messages reuse the CRD's wording
+where it has one. Types, enums and required fields are checked earlier by the pydantic models.
+
+Called by `apis/serde.py` for every object it loads.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from gpucap.apis import labels
+from gpucap.apis.core import (
+    ConfigMap,
+    Container,
+    NodeSelectorTerm,
+    Pod,
+    PodDisruptionBudget,
+    PodSpec,
+    Toleration,
+)
+from gpucap.apis.cron import CronError, parse_cron
+from gpucap.apis.duration import (
+    BUDGET_DURATION_PATTERN,
+    NILLABLE_DURATION_PATTERN,
+    TERMINATION_GRACE_PERIOD_PATTERN,
+    DurationError,
+    parse_go_duration,
+)
+from gpucap.apis.ec2nodeclass import ALIAS_FAMILIES, EC2NodeClass
+from gpucap.apis.gpuoperator import DevicePluginConfigError, device_plugin_configs
+from gpucap.apis.meta import matches_selector
+from gpucap.apis.nodeoverlay import NodeOverlay
+from gpucap.apis.nodepool import (
+    KarpenterTaint,
+    NodeClaim,
+    NodePool,
+    NodeSelectorRequirementWithMinValues,
+)
+from gpucap.apis.quantity import Quantity
+from gpucap.apis.scenario import Scenario
+from gpucap.apis.workloads import DaemonSet, Deployment, Job, ReplicaSet, StatefulSet
+
+__all__ = ["Violation", "validate_object"]
+
+Path = tuple[str | int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    path: Path
+    message: str
+    severity: Literal["error", "warning"] = "error"
+    rule: str | None = None
+
+
+Found = Iterator[Violation]
+
+# ---- patterns copied from the CRDs ------------------------------------------------------------
+_QUALIFIED_KEY = re.compile(
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*(\/))?"
+    r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$"
+)
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_BUDGET_NODES = re.compile(r"^((100|[0-9]{1,2})%|[0-9]+)$")
+_BUDGET_SCHEDULE = re.compile(
+    r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))|((.+)\s(.+)\s(.+)\s(.+)\s(.+))$"
+)
+_VOLUME_SIZE = re.compile(
+    r"^((?:[1-9][0-9]{0,3}|[1-4][0-9]{4}|[5][0-8][0-9]{3}|59000)Gi"
+    r"|(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|[6][0-3][0-9]{3}|64000)G"
+    r"|([1-9]||[1-5][0-7]|58)Ti|([1-9]||[1-5][0-9]|6[0-3]|64)T)$"
+)
+_EVICTION_VALUE = re.compile(
+    r"^((\d{1,2}(\.\d{1,2})?|100(\.0{1,2})?)%||(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
+    r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?)$"
+)
+_OVERLAY_PRICE = re.compile(r"^\d+(\.\d+)?$")
+_OVERLAY_PRICE_ADJUSTMENT = re.compile(
+    r"^(([+-]{1}(\d*\.?\d+))|(\+{1}\d*\.?\d+%)|(^(-\d{1,2}(\.\d+)?%)$)|(-100%))$"
+)
+_EVICTION_SIGNALS = (
+    "memory.available",
+    "nodefs.available",
+    "nodefs.inodesFree",
+    "imagefs.available",
+    "imagefs.inodesFree",
+    "pid.available",
+)
+_RESERVED_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pid")
+_NATIVE_RESOURCE_PREFIXES = ("kubernetes.io/", "requests.", "hugepages-")
+_NATIVE_RESOURCES = {"cpu", "memory", "ephemeral-storage", "pods", "storage"}
+
+# The Kubernetes API's PodSpec and Container field names (core/v1 types.go, 1.34): an unknown
+# one is a typo that `kubectl apply` (strict field validation) would reject.
+_POD_SPEC_FIELDS = frozenset(
+    """volumes initContainers containers ephemeralContainers restartPolicy
+    terminationGracePeriodSeconds activeDeadlineSeconds dnsPolicy nodeSelector serviceAccountName
+    serviceAccount automountServiceAccountToken nodeName hostNetwork hostPID hostIPC
+    shareProcessNamespace securityContext imagePullSecrets hostname subdomain affinity
+    schedulerName tolerations hostAliases priorityClassName priority dnsConfig readinessGates
+    runtimeClassName enableServiceLinks preemptionPolicy overhead topologySpreadConstraints
+    setHostnameAsFQDN os hostUsers schedulingGates resourceClaims resources hostnameOverride
+    workloadRef""".split()
+)
+_CONTAINER_FIELDS = frozenset(
+    """name image command args workingDir ports envFrom env resources resizePolicy restartPolicy
+    restartPolicyRules volumeMounts volumeDevices livenessProbe readinessProbe startupProbe
+    lifecycle terminationMessagePath terminationMessagePolicy imagePullPolicy securityContext
+    stdin stdinOnce tty""".split()
+)
+
+
+def validate_object(obj: Any) -> list[Violation]:
+    """Every rule violation of one loaded object (empty when it is valid)."""
+    checks = {
+        NodePool: _nodepool,
+        NodeClaim: _nodeclaim,
+        EC2NodeClass: _ec2nodeclass,
+        NodeOverlay: _nodeoverlay,
+        Pod: _pod,
+        Deployment: _replicated,
+        StatefulSet: _replicated,
+        ReplicaSet: _replicated,
+        Job: _job,
+        DaemonSet: _daemonset,
+        ConfigMap: _configmap,
+        PodDisruptionBudget: _pdb,
+        Scenario: _scenario,
+    }
+    check = checks.get(type(obj))
+    return list(check(obj)) if check else []
+
+
+# ---- NodePool / NodeClaim -------------------------------------------------------------------
+def _nodepool(np: NodePool) -> Found:
+    spec = np.spec
+    tpl = ("spec", "template")
+    yield from _template_labels(np.spec.template.metadata.labels, (*tpl, "metadata", "labels"))
+    yield from _requirements(spec.template.spec.requirements, (*tpl, "spec", "requirements"))
+    yield from _taints(spec.template.spec.taints, spec.template.spec.startup_taints, (*tpl, "spec"))
+    yield from _karpenter_durations(
+        spec.template.spec.expire_after, spec.template.spec.termination_grace_period, (*tpl, "spec")
+    )
+    ref = spec.template.spec.node_class_ref
+    ref_path = (*tpl, "spec", "nodeClassRef")
+    for name, value in (("group", ref.group), ("kind", ref.kind), ("name", ref.name)):
+        if value == "":
+            yield Violation((*ref_path, name), f"{name} may not be empty")
+    if "/" in ref.group:
+        yield Violation((*ref_path, "group"), f"{ref.group!r} must not contain '/'")
+    if ref.group and ref.group != "karpenter.k8s.aws" or ref.kind and ref.kind != "EC2NodeClass":
+        yield Violation(
+            ref_path,
+            f"{ref.group}/{ref.kind} is not the AWS provider's node class "
+            "(karpenter.k8s.aws/EC2NodeClass); this NodePool would never become Ready",
+        )
+    d = spec.disruption
+    if not NILLABLE_DURATION_PATTERN.match(d.consolidate_after):
+        yield Violation(
+            ("spec", "disruption", "consolidateAfter"),
+            f"{d.consolidate_after!r} is not a duration like 30s, 5m, 1h30m or Never",
+        )
+    if len(d.budgets) > 50:
+        yield Violation(("spec", "disruption", "budgets"), f"{len(d.budgets)} budgets; at most 50")
+    for i, b in enumerate(d.budgets):
+        bp: Path = ("spec", "disruption", "budgets", i)
+        if not _BUDGET_NODES.match(b.nodes):
+            yield Violation(
+                (*bp, "nodes"), f"{b.nodes!r} must be a count (e.g. '1') or a percentage 0-100%"
+            )
+        if (b.schedule is None) != (b.duration is None):
+            yield Violation(bp, "'schedule' must be set with 'duration'")
+        if b.schedule is not None:
+            if not _BUDGET_SCHEDULE.match(b.schedule):
+                yield Violation(
+                    (*bp, "schedule"),
+                    f"{b.schedule!r} is not a cron schedule (5 fields or @daily, @hourly, ...)",
+                )
+            else:
+                try:
+                    parse_cron(b.schedule)
+                except CronError as err:
+                    yield Violation((*bp, "schedule"), f"{b.schedule!r}: {err}")
+        if b.duration is not None and not BUDGET_DURATION_PATTERN.match(b.duration):
+            yield Violation(
+                (*bp, "duration"), f"{b.duration!r} must be hours and/or minutes, e.g. 10m, 1h30m"
+            )
+    if spec.weight is not None and not 1 <= spec.weight <= 100:
+        yield Violation(("spec", "weight"), f"{spec.weight} is outside 1-100")
+    if spec.replicas is not None:
+        if spec.replicas < 0:
+            yield Violation(("spec", "replicas"), f"{spec.replicas} is less than the minimum 0")
+        if spec.limits and set(spec.limits) != {"nodes"}:
+            yield Violation(("spec", "limits"), "only 'limits.nodes' is supported on static NodePools")
+        if spec.weight is not None:
+            yield Violation(("spec", "weight"), "'weight' is not supported on static NodePools")
+
+
+def _nodeclaim(nc: NodeClaim) -> Found:
+    yield from _requirements(nc.spec.requirements, ("spec", "requirements"))
+    yield from _taints(nc.spec.taints, nc.spec.startup_taints, ("spec",))
+    yield from _karpenter_durations(
+        nc.spec.expire_after, nc.spec.termination_grace_period, ("spec",)
+    )
+
+
+def _karpenter_durations(expire_after: str, tgp: str | None, base: Path) -> Found:
+    if not NILLABLE_DURATION_PATTERN.match(expire_after):
+        yield Violation(
+            (*base, "expireAfter"),
+            f"{expire_after!r} is not a duration like 720h, 30m, 1h30m or Never",
+        )
+    if tgp is not None and not TERMINATION_GRACE_PERIOD_PATTERN.match(tgp):
+        yield Violation(
+            (*base, "terminationGracePeriod"),
+            f"{tgp!r} is not a duration like 1h, 30m or 1h30m (Never is not allowed)",
+        )
+
+
+def _template_labels(template_labels: dict[str, str], base: Path) -> Found:
+    if len(template_labels) > 100:
+        yield Violation(base, f"{len(template_labels)} labels; at most 100")
+    for key, value in template_labels.items():
+        problem = labels.restricted_label_problem(key)
+        if problem:
+            yield Violation((*base, key), problem)
+        key_problem = labels.qualified_name_problem(key)
+        if key_problem:
+            yield Violation((*base, key), f"invalid label key {key!r}: {key_problem}")
+        value_problem = labels.label_value_problem(value)
+        if value_problem:
+            yield Violation((*base, key), f"invalid label value {value!r}: {value_problem}")
+
+
+def _requirements(
+    reqs: Sequence[NodeSelectorRequirementWithMinValues], base: Path, *, overlay: bool = False
+) -> Found:
+    if len(reqs) > 100:
+        yield Violation(base, f"{len(reqs)} requirements; at most 100")
+    for i, r in enumerate(reqs):
+        p: Path = (*base, i)
+        key = labels.normalize_label(r.key)
+        if len(r.key) > 316 or not _QUALIFIED_KEY.match(r.key):
+            problem = labels.qualified_name_problem(r.key) or "must be at most 316 characters"
+            yield Violation((*p, "key"), f"{r.key!r} is not a valid label key: {problem}")
+        if overlay:
+            if key not in (labels.NODEPOOL,):
+                problem = labels.restricted_label_problem(key)
+                if problem:
+                    yield Violation((*p, "key"), problem)
+        else:
+            problem = labels.restricted_label_problem(key)
+            if problem:
+                yield Violation((*p, "key"), problem)
+        for j, v in enumerate(r.values):
+            if len(v) > 63 or not _LABEL_VALUE.match(v):
+                yield Violation(
+                    (*p, "values", j),
+                    f"{v!r} is not a valid label value: {labels.label_value_problem(v)}",
+                )
+        if r.operator == "In" and not r.values:
+            yield Violation(p, "requirements with operator 'In' must have a value defined")
+        if overlay and r.operator == "NotIn" and not r.values:
+            yield Violation(p, "requirements with operator 'NotIn' must have a value defined")
+        if r.operator in ("Gt", "Lt", "Gte", "Lte") and (
+            len(r.values) != 1 or not r.values[0].isdigit()
+        ):
+            yield Violation(
+                (*p, "values"),
+                f"requirements operator {r.operator!r} must have a single positive integer value",
+            )
+        if r.min_values is not None:
+            if not 1 <= r.min_values <= 50:
+                yield Violation((*p, "minValues"), f"{r.min_values} is outside 1-50")
+            elif r.operator == "In" and len(r.values) < r.min_values:
+                yield Violation(
+                    (*p, "minValues"),
+                    "requirements with 'minValues' must have at least that many values specified "
+                    f"in the 'values' field ({len(r.values)} < {r.min_values})",
+                )
+        known = labels.KNOWN_VALUES.get(key)
+        if known is not None and r.operator == "In" and r.values:
+            valid = [v for v in r.values if v in known]
+            invalid = [v for v in r.values if v not in known]
+            if not valid:
+                yield Violation(
+                    (*p, "values"),
+                    f"no valid values found in {r.values} for {key}, "
+                    f"expected one of: {sorted(known)}",
+                )
+            elif r.min_values is not None and len(valid) < r.min_values:
+                yield Violation(
+                    (*p, "values"),
+                    f"not enough valid values for {key}: {len(valid)} < minValues {r.min_values}",
+                )
+            elif invalid:
+                yield Violation(
+                    (*p, "values"),
+                    f"{invalid} are not values of {key} (expected {sorted(known)}); "
+                    "Karpenter ignores them",
+                    severity="warning",
+                )
+
+
+def _taints(
+    taints: Sequence[KarpenterTaint], startup: Sequence[KarpenterTaint], base: Path
+) -> Found:
+    seen: dict[tuple[str, str], str] = {}
+    for field, group in (("taints", taints), ("startupTaints", startup)):
+        for i, t in enumerate(group):
+            p: Path = (*base, field, i)
+            if not _QUALIFIED_KEY.match(t.key):
+                problem = labels.qualified_name_problem(t.key)
+                yield Violation((*p, "key"), f"{t.key!r} is not a valid taint key: {problem}")
+            if t.value and not _QUALIFIED_KEY.match(t.value):
+                problem = labels.qualified_name_problem(t.value)
+                yield Violation((*p, "value"), f"{t.value!r} is not a valid taint value: {problem}")
+            pair = (t.key, t.effect)
+            if pair in seen:
+                yield Violation(
+                    p, f"duplicate taint Key/Effect pair {t.key}={t.effect} (also in {seen[pair]})"
+                )
+            seen.setdefault(pair, f"{field}[{i}]")
+
+
+# ---- EC2NodeClass -----------------------------------------------------------------------------
+def _ec2nodeclass(nc: EC2NodeClass) -> Found:
+    s = nc.spec
+    if (s.role is None) == (s.instance_profile is None):
+        yield Violation(("spec",), "must specify exactly one of ['role', 'instanceProfile']")
+    if s.role == "":
+        yield Violation(("spec", "role"), "role cannot be empty")
+    if s.instance_profile == "":
+        yield Violation(("spec", "instanceProfile"), "instanceProfile cannot be empty")
+    yield from _ami_terms(nc)
+    yield from _selector_terms(
+        "subnetSelectorTerms", s.subnet_selector_terms, ("tags", "id"), r"subnet-[0-9a-z]+"
+    )
+    yield from _selector_terms(
+        "securityGroupSelectorTerms",
+        s.security_group_selector_terms,
+        ("tags", "id", "name"),
+        r"sg-[0-9a-z]+",
+    )
+    if s.tags:
+        for key in s.tags:
+            p: Path = ("spec", "tags", key)
+            if key == "":
+                yield Violation(p, "empty tag keys aren't supported")
+            elif key == "eks:eks-cluster-name" or key.startswith("kubernetes.io/cluster"):
+                yield Violation(p, f"tag contains a restricted tag matching {key}")
+            elif key in ("karpenter.sh/nodepool", "karpenter.sh/nodeclaim", labels.EC2NODECLASS):
+                yield Violation(p, f"tag contains a restricted tag matching {key}")
+    bdms = s.block_device_mappings or []
+    if len(bdms) > 50:
+        yield Violation(("spec", "blockDeviceMappings"), f"{len(bdms)} mappings; at most 50")
+    if sum(1 for b in bdms if b.root_volume) > 1:
+        yield Violation(
+            ("spec", "blockDeviceMappings"), "must have only one blockDeviceMappings with rootVolume"
+        )
+    for i, b in enumerate(bdms):
+        ep: Path = ("spec", "blockDeviceMappings", i, "ebs")
+        if b.ebs is None:
+            continue
+        if b.ebs.snapshot_id is None and b.ebs.volume_size is None:
+            yield Violation(ep, "snapshotID or volumeSize must be defined")
+        if b.ebs.volume_size is not None and not _VOLUME_SIZE.match(b.ebs.volume_size):
+            yield Violation(
+                (*ep, "volumeSize"),
+                f"{b.ebs.volume_size!r} must be 1-59000Gi, 1-64000G, 1-58Ti or 1-64T",
+            )
+        if b.ebs.volume_initialization_rate is not None:
+            rate = b.ebs.volume_initialization_rate
+            if not 100 <= rate <= 300:
+                yield Violation((*ep, "volumeInitializationRate"), f"{rate} is outside 100-300")
+            if not b.ebs.snapshot_id:
+                yield Violation(ep, "snapshotID must be set when volumeInitializationRate is set")
+    hop = s.metadata_options.http_put_response_hop_limit
+    if not 1 <= hop <= 64:
+        yield Violation(
+            ("spec", "metadataOptions", "httpPutResponseHopLimit"), f"{hop} is outside 1-64"
+        )
+    if s.kubelet is not None:
+        yield from _kubelet(s.kubelet, ("spec", "kubelet"))
+    nis = s.network_interfaces or []
+    if nis:
+        if not any(
+            n.device_index == 0 and n.network_card_index == 0 and n.interface_type == "interface"
+            for n in nis
+        ):
+            yield Violation(
+                ("spec", "networkInterfaces"),
+                "networkInterfaces must include a primary interface with interfaceType='interface'",
+            )
+        pairs = [(n.network_card_index, n.device_index) for n in nis]
+        efa_cards = [n.network_card_index for n in nis if n.interface_type == "efa-only"]
+        if len(set(pairs)) != len(pairs) or len(set(efa_cards)) != len(efa_cards):
+            yield Violation(
+                ("spec", "networkInterfaces"),
+                "networkInterfaces must not have duplicate networkCardIndex and deviceIndex "
+                "pairs, and can have at most one efa device per network card",
+            )
+    pg = s.placement_group_selector
+    if pg is not None and (pg.id is None) == (pg.name is None):
+        yield Violation(
+            ("spec", "placementGroupSelector"), "exactly one of 'name' and 'id' must be set"
+        )
+    if pg is not None and pg.id is not None and not re.fullmatch(r"pg-[0-9a-z]+", pg.id):
+        yield Violation(("spec", "placementGroupSelector", "id"), f"{pg.id!r} must match pg-...")
+
+
+def _ami_terms(nc: EC2NodeClass) -> Found:
+    s = nc.spec
+    base: Path = ("spec", "amiSelectorTerms")
+    terms = s.ami_selector_terms
+    if not terms:
+        yield Violation(base, "at least one amiSelectorTerm is required")
+    if len(terms) > 30:
+        yield Violation(base, f"{len(terms)} terms; at most 30")
+    has_alias = False
+    for i, t in enumerate(terms):
+        p: Path = (*base, i)
+        if not (t.tags or t.id or t.name or t.alias or t.ssm_parameter):
+            yield Violation(
+                p, "expected at least one, got none, ['tags', 'id', 'name', 'alias', 'ssmParameter']"
+            )
+        if t.id is not None and (t.alias or t.tags or t.name or t.owner):
+            yield Violation(
+                p,
+                "'id' is mutually exclusive, cannot be set with a combination of other fields "
+                "in amiSelectorTerms",
+            )
+        if t.id is not None and not re.search(r"ami-[0-9a-z]+", t.id):
+            yield Violation((*p, "id"), f"{t.id!r} is not an AMI id (ami-...)")
+        if t.tags is not None and any(k == "" or v == "" for k, v in t.tags.items()):
+            yield Violation((*p, "tags"), "empty tag keys or values aren't supported")
+        if t.alias is None:
+            continue
+        has_alias = True
+        if t.tags or t.name or t.owner:
+            yield Violation(
+                p,
+                "'alias' is mutually exclusive, cannot be set with a combination of other fields "
+                "in amiSelectorTerms",
+            )
+        ap: Path = (*p, "alias")
+        if len(t.alias) > 30:
+            yield Violation(ap, f"{t.alias!r} is longer than 30 characters")
+        if not re.match(r"^[a-zA-Z0-9]+@.+$", t.alias):
+            yield Violation(
+                ap, f"{t.alias!r} is improperly formatted, must match the format 'family@version'"
+            )
+            continue
+        family, version = t.alias.split("@", 1)
+        if family not in ALIAS_FAMILIES:
+            yield Violation(
+                ap,
+                f"family {family!r} is not supported, must be one of the following: "
+                "'al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022', 'windows2025'",
+            )
+        elif family.startswith("windows") and version != "latest":
+            yield Violation(ap, "windows families may only specify version 'latest'")
+        if s.ami_family is not None and family in ALIAS_FAMILIES:
+            want = ALIAS_FAMILIES[family]
+            if s.ami_family not in (want, "Custom"):
+                yield Violation(
+                    ("spec", "amiFamily"),
+                    f"if set, amiFamily must be '{want}' or 'Custom' when using an {want} alias",
+                )
+    if has_alias and len(terms) != 1:
+        yield Violation(
+            base,
+            "'alias' is mutually exclusive, cannot be set with a combination of other "
+            "amiSelectorTerms",
+        )
+    if terms and not has_alias and s.ami_family is None:
+        yield Violation(
+            ("spec",), "must specify amiFamily if amiSelectorTerms does not contain an alias"
+        )
+
+
+def _selector_terms(field: str, terms: Sequence[Any], kinds: tuple[str, ...], id_re: str) -> Found:
+    base: Path = ("spec", field)
+    if not terms:
+        yield Violation(base, f"{field} cannot be empty")
+    if len(terms) > 30:
+        yield Violation(base, f"{len(terms)} terms; at most 30")
+    for i, t in enumerate(terms):
+        p: Path = (*base, i)
+        set_fields = [k for k in kinds if getattr(t, k) is not None]
+        if not set_fields:
+            yield Violation(p, f"expected at least one, got none, {list(kinds)}")
+        if t.id is not None and not re.search(id_re, t.id):
+            yield Violation((*p, "id"), f"{t.id!r} does not match {id_re}")
+        if t.tags is not None:
+            if len(t.tags) > 20:
+                yield Violation((*p, "tags"), f"{len(t.tags)} tags; at most 20")
+            if any(k == "" or v == "" for k, v in t.tags.items()):
+                yield Violation((*p, "tags"), "empty tag keys or values aren't supported")
+    # The CRD's mutual-exclusion rules are written `!self.all(...)`: they fire only when *every*
+    # term combines `id` with another field. gpucap reproduces that exactly.
+    if terms and all(t.id is not None and len([k for k in kinds if getattr(t, k)]) > 1 for t in terms):
+        yield Violation(
+            base, f"'id' is mutually exclusive, cannot be set with a combination of other fields in {field}"
+        )
+
+
+def _kubelet(k: Any, base: Path) -> Found:
+    if k.max_pods is not None and k.max_pods < 0:
+        yield Violation((*base, "maxPods"), f"{k.max_pods} is less than the minimum 0")
+    if k.pods_per_core is not None and k.pods_per_core < 0:
+        yield Violation((*base, "podsPerCore"), f"{k.pods_per_core} is less than the minimum 0")
+    for field, values in (("kubeReserved", k.kube_reserved), ("systemReserved", k.system_reserved)):
+        for key, value in (values or {}).items():
+            if key not in _RESERVED_RESOURCES:
+                yield Violation(
+                    (*base, field, key),
+                    f"valid keys for {field} are ['cpu','memory','ephemeral-storage','pid']",
+                )
+            try:
+                q = Quantity.parse(value)
+            except ValueError:
+                yield Violation((*base, field, key), f"{value!r} is not a valid quantity")
+                continue
+            if q.nanos < 0:
+                yield Violation(
+                    (*base, field, key), f"{field} value cannot be a negative resource quantity"
+                )
+    for field, values in (
+        ("evictionHard", k.eviction_hard),
+        ("evictionSoft", k.eviction_soft),
+        ("evictionSoftGracePeriod", k.eviction_soft_grace_period),
+    ):
+        for key, value in (values or {}).items():
+            if key not in _EVICTION_SIGNALS:
+                yield Violation(
+                    (*base, field, key),
+                    f"valid keys for {field} are {list(_EVICTION_SIGNALS)}",
+                )
+            if field != "evictionSoftGracePeriod" and not _EVICTION_VALUE.match(value):
+                yield Violation(
+                    (*base, field, key), f"{value!r} is not a quantity or a percentage"
+                )
+    soft, grace = set(k.eviction_soft or {}), set(k.eviction_soft_grace_period or {})
+    for key in sorted(soft - grace):
+        yield Violation(
+            (*base, "evictionSoft", key),
+            "evictionSoft OwnerKey does not have a matching evictionSoftGracePeriod",
+        )
+    for key in sorted(grace - soft):
+        yield Violation(
+            (*base, "evictionSoftGracePeriod", key),
+            "evictionSoftGracePeriod OwnerKey does not have a matching evictionSoft",
+        )
+    for field, v in (
+        ("imageGCHighThresholdPercent", k.image_gc_high_threshold_percent),
+        ("imageGCLowThresholdPercent", k.image_gc_low_threshold_percent),
+    ):
+        if v is not None and not 0 <= v <= 100:
+            yield Violation((*base, field), f"{v} is outside 0-100")
+    high, low = k.image_gc_high_threshold_percent, k.image_gc_low_threshold_percent
+    if high is not None and low is not None and high <= low:
+        yield Violation(
+            base, "imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent"
+        )
+
+
+# ---- NodeOverlay ------------------------------------------------------------------------------
+def _nodeoverlay(o: NodeOverlay) -> Found:
+    s = o.spec
+    yield from _requirements(s.requirements, ("spec", "requirements"), overlay=True)
+    if s.price is not None and s.price_adjustment is not None:
+        yield Violation(("spec",), "cannot set both 'price' and 'priceAdjustment'")
+    if s.price is not None and not _OVERLAY_PRICE.match(s.price):
+        yield Violation(("spec", "price"), f"{s.price!r} must be a decimal number, e.g. 0.52")
+    if s.price_adjustment is not None and not _OVERLAY_PRICE_ADJUSTMENT.match(s.price_adjustment):
+        yield Violation(
+            ("spec", "priceAdjustment"),
+            f"{s.price_adjustment!r} must be a signed amount (+0.1, -0.05) or percentage (-10%)",
+        )
+    for name in s.capacity or {}:
+        if name in ("cpu", "memory", "ephemeral-storage", "pods"):
+            yield Violation(("spec", "capacity", name), "invalid resource restricted")
+    if s.weight is not None and not 1 <= s.weight <= 10000:
+        yield Violation(("spec", "weight"), f"{s.weight} is outside 1-10000")
+
+
+# ---- Pods and workloads -----------------------------------------------------------------------
+def _pod(pod: Pod) -> Found:
+    yield from _pod_spec(pod.spec, ("spec",))
+
+
+def _pod_spec(spec: PodSpec, base: Path) -> Found:
+    for name in sorted(spec.model_extra or {}):
+        if name not in _POD_SPEC_FIELDS:
+            yield Violation((*base, name), f"unknown field {name!r}")
+    if not spec.containers:
+        yield Violation((*base, "containers"), "a pod needs at least one container")
+    for field, containers in (("containers", spec.containers), ("initContainers", spec.init_containers)):
+        for i, c in enumerate(containers):
+            yield from _container(c, (*base, field, i))
+    for i, t in enumerate(spec.tolerations):
+        yield from _toleration(t, (*base, "tolerations", i))
+    for key, value in spec.node_selector.items():
+        problem = labels.label_value_problem(value)
+        if problem:
+            yield Violation((*base, "nodeSelector", key), f"invalid label value {value!r}: {problem}")
+    aff = spec.affinity
+    if aff is not None and aff.node_affinity is not None:
+        na = aff.node_affinity
+        na_base: Path = (*base, "affinity", "nodeAffinity")
+        req = na.required_during_scheduling_ignored_during_execution
+        if req is not None:
+            rp: Path = (*na_base, "requiredDuringSchedulingIgnoredDuringExecution")
+            if not req.node_selector_terms:
+                yield Violation((*rp, "nodeSelectorTerms"), "must have at least one term")
+            for i, term in enumerate(req.node_selector_terms):
+                yield from _node_selector_term(term, (*rp, "nodeSelectorTerms", i))
+        for i, pref in enumerate(na.preferred_during_scheduling_ignored_during_execution):
+            yield from _node_selector_term(
+                pref.preference,
+                (*na_base, "preferredDuringSchedulingIgnoredDuringExecution", i, "preference"),
+            )
+    for i, tsc in enumerate(spec.topology_spread_constraints):
+        if not tsc.topology_key:
+            yield Violation(
+                (*base, "topologySpreadConstraints", i, "topologyKey"), "may not be empty"
+            )
+
+
+def _container(c: Container, base: Path) -> Found:
+    for name in sorted(c.model_extra or {}):
+        if name not in _CONTAINER_FIELDS:
+            yield Violation((*base, name), f"unknown field {name!r}")
+    rp: Path = (*base, "resources")
+    requests, limits = c.resources.requests, c.resources.limits
+    for field, rl in (("requests", requests), ("limits", limits)):
+        for name, q in rl.items():
+            if q.nanos < 0:
+                yield Violation((*rp, field, name), f"{q} must be greater than or equal to 0")
+            if _is_extended(name) and not q.is_integer():
+                yield Violation((*rp, field, name), f"{q} must be an integer")
+    for name, q in requests.items():
+        if _is_extended(name):
+            if name not in limits:
+                # Requests were defaulted from limits, so a request without a limit was written.
+                yield Violation(
+                    (*rp, "limits", name),
+                    f"{name} is an extended resource: it must be set in limits "
+                    "(Limit must be set for non overcommitable resources)",
+                )
+            elif limits[name] != q:
+                yield Violation(
+                    (*rp, "requests", name),
+                    f"must be equal to {name} limit of {limits[name]} "
+                    "(extended resources cannot be overcommitted)",
+                )
+        elif name in limits and q > limits[name]:
+            yield Violation(
+                (*rp, "requests", name), f"{q} must be less than or equal to {name} limit of {limits[name]}"
+            )
+
+
+def _is_extended(name: str) -> bool:
+    """Kubernetes `IsExtendedResourceName`: a domain-prefixed name outside kubernetes.io."""
+    if name in _NATIVE_RESOURCES or name.startswith(_NATIVE_RESOURCE_PREFIXES):
+        return False
+    return "/" in name
+
+
+def _toleration(t: Toleration, base: Path) -> Found:
+    if t.operator == "Exists" and t.value:
+        yield Violation((*base, "value"), "value must be empty when operator is 'Exists'")
+    if not t.key and t.operator != "Exists":
+        yield Violation((*base, "operator"), "operator must be 'Exists' when key is empty")
+    if t.toleration_seconds is not None and t.effect != "NoExecute":
+        yield Violation(
+            (*base, "tolerationSeconds"), "only valid with effect 'NoExecute'"
+        )
+    if t.key:
+        problem = labels.qualified_name_problem(t.key)
+        if problem:
+            yield Violation((*base, "key"), f"{t.key!r} is not a valid taint key: {problem}")
+
+
+def _node_selector_term(term: NodeSelectorTerm, base: Path) -> Found:
+    for i, r in enumerate(term.match_expressions):
+        p: Path = (*base, "matchExpressions", i)
+        problem = labels.qualified_name_problem(r.key)
+        if problem:
+            yield Violation((*p, "key"), f"{r.key!r} is not a valid label key: {problem}")
+        if r.operator in ("In", "NotIn") and not r.values:
+            yield Violation(
+                (*p, "values"), f"must be specified when operator is {r.operator!r}"
+            )
+        if r.operator in ("Exists", "DoesNotExist") and r.values:
+            yield Violation(
+                (*p, "values"), f"may not be specified when operator is {r.operator!r}"
+            )
+        if r.operator in ("Gt", "Lt") and (len(r.values) != 1 or not _is_int(r.values[0])):
+            yield Violation(
+                (*p, "values"), f"operator {r.operator!r} needs a single integer value"
+            )
+
+
+def _is_int(text: str) -> bool:
+    return re.fullmatch(r"[+-]?[0-9]+", text) is not None
+
+
+def _replicated(w: Deployment | StatefulSet | ReplicaSet) -> Found:
+    yield from _selector_matches_template(w.spec.selector, w.spec.template.metadata.labels)
+    yield from _pod_spec(w.spec.template.spec, ("spec", "template", "spec"))
+
+
+def _job(j: Job) -> Found:
+    yield from _pod_spec(j.spec.template.spec, ("spec", "template", "spec"))
+
+
+def _daemonset(ds: DaemonSet) -> Found:
+    yield from _selector_matches_template(ds.spec.selector, ds.spec.template.metadata.labels)
+    yield from _pod_spec(ds.spec.template.spec, ("spec", "template", "spec"))
+
+
+def _selector_matches_template(selector: Any, template_labels: dict[str, str]) -> Found:
+    if not selector.match_labels and not selector.match_expressions:
+        yield Violation(("spec", "selector"), "empty selector is invalid for a workload")
+    elif not matches_selector(selector, template_labels):
+        yield Violation(
+            ("spec", "template", "metadata", "labels"),
+            "`selector` does not match template `labels`",
+        )
+
+
+def _configmap(cm: ConfigMap) -> Found:
+    try:
+        device_plugin_configs(cm)
+    except DevicePluginConfigError as err:
+        yield Violation(
+            ("data", err.key),
+            f"invalid device-plugin config: {err.field + ': ' if err.field else ''}"
+            f"{str(err).rsplit(': ', 1)[-1]}",
+        )
+
+
+def _pdb(pdb: PodDisruptionBudget) -> Found:
+    if pdb.spec.min_available is not None and pdb.spec.max_unavailable is not None:
+        yield Violation(("spec",), "minAvailable and maxUnavailable cannot both be set")
+    for field, v in (("minAvailable", pdb.spec.min_available), ("maxUnavailable", pdb.spec.max_unavailable)):
+        if isinstance(v, str) and not re.fullmatch(r"[0-9]+%", v):
+            yield Violation(("spec", field), f"{v!r} must be an integer or a percentage")
+        if isinstance(v, int) and v < 0:
+            yield Violation(("spec", field), f"{v} must be greater than or equal to 0")
+
+
+# ---- Scenario ---------------------------------------------------------------------------------
+def _scenario(sc: Scenario) -> Found:
+    s = sc.spec
+    total: float | None = None
+    try:
+        total = parse_go_duration(s.duration)
+        if total <= 0:
+            yield Violation(("spec", "duration"), f"{s.duration!r} must be positive")
+    except DurationError as err:
+        yield Violation(("spec", "duration"), str(err))
+    for i, e in enumerate(s.events):
+        p: Path = ("spec", "events", i)
+        try:
+            at = parse_go_duration(e.at)
+            if at < 0:
+                yield Violation((*p, "at"), f"{e.at!r} is before the start of the scenario")
+            elif total is not None and at > total:
+                yield Violation(
+                    (*p, "at"), f"{e.at!r} is after the end of the scenario ({s.duration})"
+                )
+        except DurationError as err:
+            yield Violation((*p, "at"), str(err))
+        actions = e.actions
+        if len(actions) != 1:
+            yield Violation(
+                p,
+                "an event needs exactly one action of apply, scale, delete, capacity, interrupt, "
+                f"amiRelease; found {len(actions)}",
+            )
+        if e.apply is not None and (e.apply.file is None) == (e.apply.manifest is None):
+            yield Violation((*p, "apply"), "set exactly one of 'file' and 'manifest'")
+        if e.scale is not None and e.scale.replicas < 0:
+            yield Violation((*p, "scale", "replicas"), f"{e.scale.replicas} must be >= 0")
+        if e.capacity is not None and e.capacity.for_ is not None:
+            try:
+                parse_go_duration(e.capacity.for_)
+            except DurationError as err:
+                yield Violation((*p, "capacity", "for"), str(err))

@@ -1,0 +1,195 @@
+"""The `gpucap` command: argument parsing, files, stdout/stderr, exit codes.
+
+Thin by design: load -> call the core -> format (`cli/render.py`) -> print. Exit codes follow
+contract.md: 0 done, 1 findings (lint), 2 bad input or usage. Whatever goes wrong, the user
+gets one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from gpucap import __version__
+from gpucap.apis.placeholders import substitute
+from gpucap.apis.serde import LoadResult, load_paths, load_text
+from gpucap.cli.render import describe, format_issue, format_list
+from gpucap.runtime.logging import configure
+
+__all__ = ["app", "main"]
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+EXIT_BAD_INPUT = 2
+
+# Values `gpucap demo` fills the workshop's placeholders with (a pinned AMI, never @latest).
+DEMO_VALUES = {
+    "CLUSTER_NAME": "gpucap-demo",
+    "KARPENTER_NODE_ROLE": "KarpenterNodeRole-gpucap-demo",
+    "AMI_VERSION": "v20260827",
+}
+
+app = typer.Typer(
+    name="gpucap",
+    help="Karpenter's GPU capacity model for Amazon EKS: lint, plan and simulate GPU NodePools "
+    "before they cost money.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _version(value: bool) -> None:
+    if value:
+        out.print(f"gpucap {__version__}")
+        raise typer.Exit(EXIT_OK)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+    verbose: Annotated[
+        int, typer.Option("--verbose", "-v", count=True, help="More logs on stderr (-vv debug).")
+    ] = 0,
+) -> None:
+    configure(verbose)
+
+
+OutputOption = Annotated[
+    str,
+    typer.Option("--output", "-o", help="table (default), json or yaml.", show_default=False),
+]
+
+
+def _check_output(output: str, allowed: tuple[str, ...]) -> None:
+    if output not in allowed:
+        err.print(f"error: --output {output!r} is not one of {', '.join(allowed)}")
+        raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def _report(result: LoadResult) -> None:
+    for issue in result.issues:
+        err.print(format_issue(issue), markup=False, style="red" if issue.severity == "error" else "yellow")
+
+
+def _print_summaries(result: LoadResult) -> None:
+    for m in result.manifests:
+        out.print(f"{m.source} {m.ref}: {describe(m.obj)}", markup=False)
+
+
+@app.command()
+def validate(
+    files: Annotated[
+        list[str], typer.Argument(help="Manifest files, directories, or - for stdin.")
+    ],
+    output: OutputOption = "table",
+) -> None:
+    """Load, default and validate manifests; print a one-line summary per object."""
+    _check_output(output, ("table", "json", "yaml"))
+    result = load_paths(files)
+    _report(result)
+    if not result.ok:
+        err.print(f"{len(result.errors)} error(s); nothing was validated", markup=False)
+        raise typer.Exit(EXIT_BAD_INPUT)
+    if output == "table":
+        _print_summaries(result)
+        n = len(result.manifests)
+        out.print(
+            f"{n} object{'s' if n != 1 else ''} valid, {len(result.warnings)} warning(s)",
+            markup=False,
+        )
+    else:
+        sys.stdout.write(format_list(result.manifests, output))
+
+
+@app.command()
+def render(
+    files: Annotated[list[str], typer.Argument(help="Manifest files, or - for stdin.")],
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="KEY=VALUE, overrides the environment (repeatable)."),
+    ] = None,
+) -> None:
+    """Fill ${VAR} and $VAR placeholders from the environment and --set, like envsubst,
+    but fail (exit 2) naming every missing variable instead of writing empty strings."""
+    values = dict(os.environ)
+    for item in set_ or []:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            err.print(f"error: --set {item!r} must be KEY=VALUE", markup=False)
+            raise typer.Exit(EXIT_BAD_INPUT)
+        values[key] = value
+    texts: list[tuple[str, str]] = []
+    for f in files:
+        try:
+            texts.append((f, sys.stdin.read() if f == "-" else Path(f).read_text(encoding="utf-8")))
+        except OSError as e:
+            err.print(f"error: {f}: cannot read: {e.strerror}", markup=False)
+            raise typer.Exit(EXIT_BAD_INPUT) from None
+    rendered: list[str] = []
+    failed = False
+    for name, text in texts:
+        sub = substitute(text, values)
+        if sub.missing:
+            failed = True
+            err.print(f"error: {name}: missing variable(s): {', '.join(sub.missing)}", markup=False)
+        rendered.append(sub.text)
+    if failed:
+        raise typer.Exit(EXIT_BAD_INPUT)
+    sys.stdout.write("---\n".join(t if t.endswith("\n") else t + "\n" for t in rendered))
+
+
+def _workshop_texts() -> list[tuple[str, str]]:
+    root = resources.files("gpucap.data").joinpath("examples", "workshop")
+    return sorted(
+        (f"workshop/{p.name}", p.read_text(encoding="utf-8"))
+        for p in root.iterdir()
+        if p.name.endswith(".yaml")
+    )
+
+
+@app.command()
+def demo() -> None:
+    """Run gpucap on the bundled workshop example (a GPU NodePool, EC2NodeClass, device plugin,
+    time-slicing config and a vLLM Deployment)."""
+    out.print("gpucap demo: the EKS GPU workshop's manifests, placeholders filled with:")
+    for k, v in DEMO_VALUES.items():
+        out.print(f"  {k}={v}", markup=False)
+    result = LoadResult()
+    for name, text in _workshop_texts():
+        result.extend(load_text(substitute(text, DEMO_VALUES).text, name))
+    _report(result)
+    if not result.ok:
+        raise typer.Exit(EXIT_BAD_INPUT)
+    out.print("\n[bold]validate[/bold]: what gpucap understood")
+    _print_summaries(result)
+    pods = result.objects.pods
+    out.print(f"\n{len(result.manifests)} objects valid; {len(pods)} pending pod(s): "
+              + ", ".join(p.key for p in pods), markup=False)
+
+
+def main() -> None:
+    """Console-script entry point: run the app; turn any unexpected failure into one line."""
+    try:
+        app()
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(130)
+    except Exception as e:  # the promise is "never a traceback"; say what broke in one line
+        err.print(f"gpucap: internal error: {type(e).__name__}: {e} (please report this)", markup=False)
+        sys.exit(70)

@@ -1,0 +1,151 @@
+"""Pure formatting for the CLI: objects and issues in, text out (no printing, no I/O).
+
+`describe` gives the one-line summary `gpucap validate` prints per object; `format_issue` the
+one-line error/warning; `format_list` the defaulted objects as a re-loadable `kind: List`.
+Called by `cli/main.py`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+
+import yaml
+
+from gpucap.apis.core import ConfigMap, Node, Pod, PodDisruptionBudget, PodSpec, Toleration
+from gpucap.apis.ec2nodeclass import EC2NodeClass
+from gpucap.apis.gpuoperator import ClusterPolicy, device_plugin_configs
+from gpucap.apis.meta import dump
+from gpucap.apis.nodeoverlay import NodeOverlay
+from gpucap.apis.nodepool import NodeClaim, NodePool
+from gpucap.apis.quantity import format_base_units
+from gpucap.apis.scenario import Scenario
+from gpucap.apis.serde import Issue, KubeObject, Manifest
+from gpucap.apis.workloads import DaemonSet, Deployment, Job, ReplicaSet, StatefulSet, expand_workload
+from gpucap.apis.workloads import replica_count
+from gpucap.scheduling.resources import pod_requests
+
+__all__ = ["describe", "format_issue", "format_list", "format_resources"]
+
+
+def format_resources(resources: Mapping[str, int]) -> str:
+    """`cpu=3 memory=12Gi nvidia.com/gpu=1` (sorted, canonical quantities)."""
+    return " ".join(f"{k}={v}" for k, v in format_base_units(resources).items()) or "nothing"
+
+
+def format_issue(issue: Issue) -> str:
+    return f"{issue.severity}: {issue}"
+
+
+def format_list(objects: Iterable[Manifest], output: str) -> str:
+    doc = {"apiVersion": "v1", "kind": "List", "items": [dump(m.obj) for m in objects]}
+    if output == "yaml":
+        return yaml.safe_dump(doc, sort_keys=False, default_flow_style=False)
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def _tolerations(tolerations: list[Toleration]) -> str:
+    parts = []
+    for t in tolerations:
+        key = t.key or "*"
+        if t.operator == "Equal":
+            key += f"={t.value or ''}"
+        parts.append(f"{key}:{t.effect or '*'}")
+    return ", ".join(parts)
+
+
+def _pod_spec_summary(spec: PodSpec) -> str:
+    text = f"requests {format_resources(pod_requests(spec))}"
+    if spec.tolerations:
+        text += f"; tolerates {_tolerations(spec.tolerations)}"
+    if spec.node_selector:
+        text += "; nodeSelector " + ",".join(f"{k}={v}" for k, v in spec.node_selector.items())
+    return text
+
+
+def _short_key(key: str) -> str:
+    return key.rsplit("/", 1)[-1]
+
+
+def describe(obj: KubeObject) -> str:
+    """A one-line summary of what gpucap understood from an object (after defaults)."""
+    if isinstance(obj, NodePool):
+        s = obj.spec
+        reqs = " ".join(
+            f"{_short_key(r.key)} {r.operator} {','.join(r.values)}".rstrip()
+            for r in s.template.spec.requirements
+        )
+        taints = ", ".join(
+            f"{t.key}={t.value or ''}:{t.effect}" for t in s.template.spec.taints
+        ) or "none"
+        limits = (
+            " ".join(f"{k}={v}" for k, v in sorted(s.limits.items())) if s.limits else "none"
+        )
+        budgets = ", ".join(
+            f"nodes={b.nodes}" + (f" @ {b.schedule} for {b.duration}" if b.schedule else "")
+            for b in s.disruption.budgets
+        )
+        weight = f"; weight {s.weight}" if s.weight is not None else ""
+        return (
+            f"requirements [{reqs}]; taints {taints}; limits {limits}; "
+            f"{s.disruption.consolidation_policy} after {s.disruption.consolidate_after} "
+            f"(budgets {budgets}); expireAfter {s.template.spec.expire_after}{weight}"
+        )
+    if isinstance(obj, EC2NodeClass):
+        s = obj.spec
+        term = obj.alias
+        ami = f"alias {term.alias}" if term else f"{len(s.ami_selector_terms)} AMI selector terms"
+        who = f"role {s.role}" if s.role is not None else f"instanceProfile {s.instance_profile}"
+        root = "default root volume (20Gi)"
+        for b in s.block_device_mappings or []:
+            if b.ebs is not None and (b.root_volume or b.device_name in ("/dev/xvda", "/dev/xvdb")):
+                root = f"root volume {b.ebs.volume_size or 'from snapshot'} {b.ebs.volume_type or ''}".rstrip()
+                break
+        return f"{ami} (family {obj.ami_family}); {who}; {root}"
+    if isinstance(obj, Deployment | StatefulSet | ReplicaSet | Job):
+        n = replica_count(obj)
+        names = [p.metadata.name for p in expand_workload(obj)]
+        shown = ", ".join(names[:3]) + (", ..." if n > 3 else "")
+        return (
+            f"{n} pod{'s' if n != 1 else ''}{f' ({shown})' if n else ''}; "
+            f"per pod {_pod_spec_summary(obj.spec.template.spec)}"
+        )
+    if isinstance(obj, DaemonSet):
+        return f"per node {_pod_spec_summary(obj.spec.template.spec)}"
+    if isinstance(obj, Pod):
+        where = f"bound to {obj.spec.node_name}" if obj.spec.node_name else "pending"
+        return f"{where}; {_pod_spec_summary(obj.spec)}"
+    if isinstance(obj, Node):
+        cap = {k: q.value() if k != "cpu" else q.milli_value() for k, q in obj.status.capacity.items()}
+        return f"capacity {format_resources(cap)}; {len(obj.spec.taints)} taints"
+    if isinstance(obj, NodeClaim):
+        return f"{len(obj.spec.requirements)} requirements; node {obj.status.node_name or 'not registered'}"
+    if isinstance(obj, ConfigMap):
+        configs = device_plugin_configs(obj)
+        if not configs:
+            return f"{len(obj.data)} keys (no device-plugin config)"
+        parts = []
+        for key, cfg in configs.items():
+            replicas = cfg.replicas_for()
+            sharing = f"time-sliced x{replicas}" if replicas > 1 else "not shared"
+            parts.append(f"{key}: nvidia.com/gpu {sharing}, MIG {cfg.flags.mig_strategy}")
+        return "device-plugin config " + "; ".join(parts)
+    if isinstance(obj, ClusterPolicy):
+        s = obj.spec
+        dp = "device plugin " + ("enabled" if s.device_plugin.enabled else "DISABLED")
+        if s.device_plugin.config is not None:
+            dp += f" (config {s.device_plugin.config.name}, default {s.device_plugin.config.default})"
+        return (
+            f"{dp}; driver {'on' if s.driver.enabled else 'off'}; "
+            f"toolkit {'on' if s.toolkit.enabled else 'off'}; MIG {s.mig.strategy}"
+        )
+    if isinstance(obj, PodDisruptionBudget):
+        s = obj.spec
+        if s.min_available is not None:
+            return f"minAvailable {s.min_available}"
+        return f"maxUnavailable {s.max_unavailable}"
+    if isinstance(obj, NodeOverlay):
+        return f"{len(obj.spec.requirements)} requirements; price {obj.spec.price or obj.spec.price_adjustment or 'unchanged'}"
+    if isinstance(obj, Scenario):
+        return f"{len(obj.spec.events)} events over {obj.spec.duration}; seed {obj.spec.seed}"
+    return ""

@@ -1,0 +1,1 @@
+"""Package data: the bundled catalog, AMI releases and the workshop example manifests."""

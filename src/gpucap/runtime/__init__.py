@@ -1,0 +1,1 @@
+"""Runtime basics shared by the shell layers: the injected Clock and logging."""

@@ -1,0 +1,1 @@
+"""Karpenter's scheduling simulation, pure: no I/O, no clock, no global randomness."""
