@@ -17,7 +17,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def run(*cmd: str | Path, cwd: Path = ROOT) -> str:
-    proc = subprocess.run([str(c) for c in cmd], cwd=cwd, capture_output=True, text=True)
+    proc = subprocess.run(
+        [str(c) for c in cmd], check=False, cwd=cwd, capture_output=True, text=True
+    )
     if proc.returncode != 0:
         sys.exit(f"check_wheel: {' '.join(map(str, cmd))} failed:\n{proc.stdout}{proc.stderr}")
     return proc.stdout
@@ -31,7 +33,9 @@ def main() -> None:
         env = Path(tmp) / "venv"
         venv.create(env, with_pip=False)
         py = env / "bin" / "python"
-        purelib = Path(run(py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").strip())
+        purelib = Path(
+            run(py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])").strip()
+        )
         # Borrow the dependencies (not gpucap) from this environment: a path in a .pth file is
         # added to sys.path, but the .pth files inside it (the editable install) are not read.
         here = sysconfig.get_paths()["purelib"]

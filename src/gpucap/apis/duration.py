@@ -38,14 +38,14 @@ _UNIT_SECONDS = {"h": 3600, "m": 60, "s": 1}
 _GO_UNITS = {
     "ns": Decimal("1e-9"),
     "us": Decimal("1e-6"),
-    "µs": Decimal("1e-6"),  # noqa: RUF001 - Go accepts both micro signs
-    "μs": Decimal("1e-6"),  # noqa: RUF001
+    "µs": Decimal("1e-6"),
+    "μs": Decimal("1e-6"),
     "ms": Decimal("1e-3"),
     "s": Decimal(1),
     "m": Decimal(60),
     "h": Decimal(3600),
 }
-_GO_TERM = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")  # noqa: RUF001
+_GO_TERM = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
 
 
 class DurationError(ValueError):

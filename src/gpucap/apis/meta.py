@@ -109,7 +109,9 @@ def _int_or_string(value: Any) -> int | str:
     # Kubernetes IntOrString: a JSON integer or a string (e.g. "50%"), nothing else.
     if isinstance(value, bool) or not isinstance(value, int | str):
         raise PydanticCustomError(
-            "int_or_string", "expected an integer or a string, got {kind}", {"kind": json_kind(value)}
+            "int_or_string",
+            "expected an integer or a string, got {kind}",
+            {"kind": json_kind(value)},
         )
     return value
 

@@ -117,7 +117,8 @@ class Quantity:
     # ----- access -------------------------------------------------------------------------
     @property
     def nanos(self) -> int:
-        return int(self._nanos)
+        nanos: int = object.__getattribute__(self, "_nanos")
+        return nanos
 
     def value(self) -> int:
         """Whole units, rounded up (Kubernetes `Quantity.Value()`)."""

@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 from pydantic import Field, StrictBool, StrictInt, StrictStr
 
-from gpucap.apis.quantity import Quantity
 from gpucap.apis.meta import KarpenterModel, ObjectMeta
+from gpucap.apis.quantity import Quantity
 
 __all__ = ["Scenario", "ScenarioEvent"]
 

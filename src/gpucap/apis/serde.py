@@ -318,9 +318,7 @@ def _construct(
             out[key] = _construct(value_node, loader, child, lines)
         return out
     if isinstance(node, yaml.SequenceNode):
-        return [
-            _construct(item, loader, (*path, i), lines) for i, item in enumerate(node.value)
-        ]
+        return [_construct(item, loader, (*path, i), lines) for i, item in enumerate(node.value)]
     return loader.construct_object(node, deep=True)
 
 
@@ -362,7 +360,9 @@ def load_paths(paths: Sequence[str], stdin: TextIO | None = None) -> LoadResult:
         elif p.is_file():
             result.extend(_load_file(p, ignored))
         else:
-            result.issues.append(Issue("error", None, None, (), f"{raw}: no such file or directory"))
+            result.issues.append(
+                Issue("error", None, None, (), f"{raw}: no such file or directory")
+            )
     _report_ignored(result, ignored)
     return result
 
@@ -376,7 +376,9 @@ def _load_file(path: Path, ignored: Counter[str]) -> LoadResult:
     return load_text(text, str(path), ignored=ignored)
 
 
-def load_text(text: str, file: str = "<input>", *, ignored: Counter[str] | None = None) -> LoadResult:
+def load_text(
+    text: str, file: str = "<input>", *, ignored: Counter[str] | None = None
+) -> LoadResult:
     """Load every document of one file's text. `ignored` collects unused kinds across files."""
     own_counter = ignored is None
     counter: Counter[str] = Counter() if ignored is None else ignored
@@ -486,11 +488,9 @@ def _load_document(data: Any, source: Source, result: LoadResult, ignored: Count
             path, message = _translate(detail, model)
             error(path, message, ref)
         return
-    violations = validate_object(obj)  # type: ignore[arg-type]
+    violations = validate_object(obj)
     for v in violations:
-        result.issues.append(
-            Issue(v.severity, source, ref, v.path, v.message, v.rule or "SCHEMA")
-        )
+        result.issues.append(Issue(v.severity, source, ref, v.path, v.message, v.rule or "SCHEMA"))
     if not any(v.severity == "error" for v in violations):
         _check_placeholders(data, (), source, ref, result)
         result.manifests.append(Manifest(obj, source))  # type: ignore[arg-type]

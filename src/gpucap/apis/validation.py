@@ -13,7 +13,7 @@ Called by `apis/serde.py` for every object it loads.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -102,26 +102,85 @@ _NATIVE_RESOURCES = {"cpu", "memory", "ephemeral-storage", "pods", "storage"}
 # The Kubernetes API's PodSpec and Container field names (core/v1 types.go, 1.34): an unknown
 # one is a typo that `kubectl apply` (strict field validation) would reject.
 _POD_SPEC_FIELDS = frozenset(
-    """volumes initContainers containers ephemeralContainers restartPolicy
-    terminationGracePeriodSeconds activeDeadlineSeconds dnsPolicy nodeSelector serviceAccountName
-    serviceAccount automountServiceAccountToken nodeName hostNetwork hostPID hostIPC
-    shareProcessNamespace securityContext imagePullSecrets hostname subdomain affinity
-    schedulerName tolerations hostAliases priorityClassName priority dnsConfig readinessGates
-    runtimeClassName enableServiceLinks preemptionPolicy overhead topologySpreadConstraints
-    setHostnameAsFQDN os hostUsers schedulingGates resourceClaims resources hostnameOverride
-    workloadRef""".split()
+    [
+        "volumes",
+        "initContainers",
+        "containers",
+        "ephemeralContainers",
+        "restartPolicy",
+        "terminationGracePeriodSeconds",
+        "activeDeadlineSeconds",
+        "dnsPolicy",
+        "nodeSelector",
+        "serviceAccountName",
+        "serviceAccount",
+        "automountServiceAccountToken",
+        "nodeName",
+        "hostNetwork",
+        "hostPID",
+        "hostIPC",
+        "shareProcessNamespace",
+        "securityContext",
+        "imagePullSecrets",
+        "hostname",
+        "subdomain",
+        "affinity",
+        "schedulerName",
+        "tolerations",
+        "hostAliases",
+        "priorityClassName",
+        "priority",
+        "dnsConfig",
+        "readinessGates",
+        "runtimeClassName",
+        "enableServiceLinks",
+        "preemptionPolicy",
+        "overhead",
+        "topologySpreadConstraints",
+        "setHostnameAsFQDN",
+        "os",
+        "hostUsers",
+        "schedulingGates",
+        "resourceClaims",
+        "resources",
+        "hostnameOverride",
+        "workloadRef",
+    ]
 )
 _CONTAINER_FIELDS = frozenset(
-    """name image command args workingDir ports envFrom env resources resizePolicy restartPolicy
-    restartPolicyRules volumeMounts volumeDevices livenessProbe readinessProbe startupProbe
-    lifecycle terminationMessagePath terminationMessagePolicy imagePullPolicy securityContext
-    stdin stdinOnce tty""".split()
+    [
+        "name",
+        "image",
+        "command",
+        "args",
+        "workingDir",
+        "ports",
+        "envFrom",
+        "env",
+        "resources",
+        "resizePolicy",
+        "restartPolicy",
+        "restartPolicyRules",
+        "volumeMounts",
+        "volumeDevices",
+        "livenessProbe",
+        "readinessProbe",
+        "startupProbe",
+        "lifecycle",
+        "terminationMessagePath",
+        "terminationMessagePolicy",
+        "imagePullPolicy",
+        "securityContext",
+        "stdin",
+        "stdinOnce",
+        "tty",
+    ]
 )
 
 
 def validate_object(obj: Any) -> list[Violation]:
     """Every rule violation of one loaded object (empty when it is valid)."""
-    checks = {
+    checks: dict[type[Any], Callable[[Any], Found]] = {
         NodePool: _nodepool,
         NodeClaim: _nodeclaim,
         EC2NodeClass: _ec2nodeclass,
@@ -157,7 +216,9 @@ def _nodepool(np: NodePool) -> Found:
             yield Violation((*ref_path, name), f"{name} may not be empty")
     if "/" in ref.group:
         yield Violation((*ref_path, "group"), f"{ref.group!r} must not contain '/'")
-    if ref.group and ref.group != "karpenter.k8s.aws" or ref.kind and ref.kind != "EC2NodeClass":
+    if (ref.group and ref.group != "karpenter.k8s.aws") or (
+        ref.kind and ref.kind != "EC2NodeClass"
+    ):
         yield Violation(
             ref_path,
             f"{ref.group}/{ref.kind} is not the AWS provider's node class "
@@ -200,7 +261,9 @@ def _nodepool(np: NodePool) -> Found:
         if spec.replicas < 0:
             yield Violation(("spec", "replicas"), f"{spec.replicas} is less than the minimum 0")
         if spec.limits and set(spec.limits) != {"nodes"}:
-            yield Violation(("spec", "limits"), "only 'limits.nodes' is supported on static NodePools")
+            yield Violation(
+                ("spec", "limits"), "only 'limits.nodes' is supported on static NodePools"
+            )
         if spec.weight is not None:
             yield Violation(("spec", "weight"), "'weight' is not supported on static NodePools")
 
@@ -250,17 +313,14 @@ def _requirements(
         p: Path = (*base, i)
         key = labels.normalize_label(r.key)
         if len(r.key) > 316 or not _QUALIFIED_KEY.match(r.key):
-            problem = labels.qualified_name_problem(r.key) or "must be at most 316 characters"
-            yield Violation((*p, "key"), f"{r.key!r} is not a valid label key: {problem}")
-        if overlay:
-            if key not in (labels.NODEPOOL,):
-                problem = labels.restricted_label_problem(key)
-                if problem:
-                    yield Violation((*p, "key"), problem)
-        else:
-            problem = labels.restricted_label_problem(key)
-            if problem:
-                yield Violation((*p, "key"), problem)
+            why = labels.qualified_name_problem(r.key) or "must be at most 316 characters"
+            yield Violation((*p, "key"), f"{r.key!r} is not a valid label key: {why}")
+        # NodeOverlays may select on karpenter.sh/nodepool; NodePools and NodeClaims may not.
+        restricted = (
+            None if overlay and key == labels.NODEPOOL else labels.restricted_label_problem(key)
+        )
+        if restricted:
+            yield Violation((*p, "key"), restricted)
         for j, v in enumerate(r.values):
             if len(v) > 63 or not _LABEL_VALUE.match(v):
                 yield Violation(
@@ -356,16 +416,19 @@ def _ec2nodeclass(nc: EC2NodeClass) -> Found:
             p: Path = ("spec", "tags", key)
             if key == "":
                 yield Violation(p, "empty tag keys aren't supported")
-            elif key == "eks:eks-cluster-name" or key.startswith("kubernetes.io/cluster"):
-                yield Violation(p, f"tag contains a restricted tag matching {key}")
-            elif key in ("karpenter.sh/nodepool", "karpenter.sh/nodeclaim", labels.EC2NODECLASS):
+            elif (
+                key == "eks:eks-cluster-name"
+                or key.startswith("kubernetes.io/cluster")
+                or key in ("karpenter.sh/nodepool", "karpenter.sh/nodeclaim", labels.EC2NODECLASS)
+            ):
                 yield Violation(p, f"tag contains a restricted tag matching {key}")
     bdms = s.block_device_mappings or []
     if len(bdms) > 50:
         yield Violation(("spec", "blockDeviceMappings"), f"{len(bdms)} mappings; at most 50")
     if sum(1 for b in bdms if b.root_volume) > 1:
         yield Violation(
-            ("spec", "blockDeviceMappings"), "must have only one blockDeviceMappings with rootVolume"
+            ("spec", "blockDeviceMappings"),
+            "must have only one blockDeviceMappings with rootVolume",
         )
     for i, b in enumerate(bdms):
         ep: Path = ("spec", "blockDeviceMappings", i, "ebs")
@@ -431,7 +494,8 @@ def _ami_terms(nc: EC2NodeClass) -> Found:
         p: Path = (*base, i)
         if not (t.tags or t.id or t.name or t.alias or t.ssm_parameter):
             yield Violation(
-                p, "expected at least one, got none, ['tags', 'id', 'name', 'alias', 'ssmParameter']"
+                p,
+                "expected at least one, got none, ['tags', 'id', 'name', 'alias', 'ssmParameter']",
             )
         if t.id is not None and (t.alias or t.tags or t.name or t.owner):
             yield Violation(
@@ -508,9 +572,13 @@ def _selector_terms(field: str, terms: Sequence[Any], kinds: tuple[str, ...], id
                 yield Violation((*p, "tags"), "empty tag keys or values aren't supported")
     # The CRD's mutual-exclusion rules are written `!self.all(...)`: they fire only when *every*
     # term combines `id` with another field. gpucap reproduces that exactly.
-    if terms and all(t.id is not None and len([k for k in kinds if getattr(t, k)]) > 1 for t in terms):
+    if terms and all(
+        t.id is not None and len([k for k in kinds if getattr(t, k)]) > 1 for t in terms
+    ):
         yield Violation(
-            base, f"'id' is mutually exclusive, cannot be set with a combination of other fields in {field}"
+            base,
+            "'id' is mutually exclusive, cannot be set with a combination of other fields "
+            f"in {field}",
         )
 
 
@@ -547,9 +615,7 @@ def _kubelet(k: Any, base: Path) -> Found:
                     f"valid keys for {field} are {list(_EVICTION_SIGNALS)}",
                 )
             if field != "evictionSoftGracePeriod" and not _EVICTION_VALUE.match(value):
-                yield Violation(
-                    (*base, field, key), f"{value!r} is not a quantity or a percentage"
-                )
+                yield Violation((*base, field, key), f"{value!r} is not a quantity or a percentage")
     soft, grace = set(k.eviction_soft or {}), set(k.eviction_soft_grace_period or {})
     for key in sorted(soft - grace):
         yield Violation(
@@ -605,7 +671,10 @@ def _pod_spec(spec: PodSpec, base: Path) -> Found:
             yield Violation((*base, name), f"unknown field {name!r}")
     if not spec.containers:
         yield Violation((*base, "containers"), "a pod needs at least one container")
-    for field, containers in (("containers", spec.containers), ("initContainers", spec.init_containers)):
+    for field, containers in (
+        ("containers", spec.containers),
+        ("initContainers", spec.init_containers),
+    ):
         for i, c in enumerate(containers):
             yield from _container(c, (*base, field, i))
     for i, t in enumerate(spec.tolerations):
@@ -613,7 +682,9 @@ def _pod_spec(spec: PodSpec, base: Path) -> Found:
     for key, value in spec.node_selector.items():
         problem = labels.label_value_problem(value)
         if problem:
-            yield Violation((*base, "nodeSelector", key), f"invalid label value {value!r}: {problem}")
+            yield Violation(
+                (*base, "nodeSelector", key), f"invalid label value {value!r}: {problem}"
+            )
     aff = spec.affinity
     if aff is not None and aff.node_affinity is not None:
         na = aff.node_affinity
@@ -666,7 +737,8 @@ def _container(c: Container, base: Path) -> Found:
                 )
         elif name in limits and q > limits[name]:
             yield Violation(
-                (*rp, "requests", name), f"{q} must be less than or equal to {name} limit of {limits[name]}"
+                (*rp, "requests", name),
+                f"{q} must be less than or equal to {name} limit of {limits[name]}",
             )
 
 
@@ -683,9 +755,7 @@ def _toleration(t: Toleration, base: Path) -> Found:
     if not t.key and t.operator != "Exists":
         yield Violation((*base, "operator"), "operator must be 'Exists' when key is empty")
     if t.toleration_seconds is not None and t.effect != "NoExecute":
-        yield Violation(
-            (*base, "tolerationSeconds"), "only valid with effect 'NoExecute'"
-        )
+        yield Violation((*base, "tolerationSeconds"), "only valid with effect 'NoExecute'")
     if t.key:
         problem = labels.qualified_name_problem(t.key)
         if problem:
@@ -699,17 +769,11 @@ def _node_selector_term(term: NodeSelectorTerm, base: Path) -> Found:
         if problem:
             yield Violation((*p, "key"), f"{r.key!r} is not a valid label key: {problem}")
         if r.operator in ("In", "NotIn") and not r.values:
-            yield Violation(
-                (*p, "values"), f"must be specified when operator is {r.operator!r}"
-            )
+            yield Violation((*p, "values"), f"must be specified when operator is {r.operator!r}")
         if r.operator in ("Exists", "DoesNotExist") and r.values:
-            yield Violation(
-                (*p, "values"), f"may not be specified when operator is {r.operator!r}"
-            )
+            yield Violation((*p, "values"), f"may not be specified when operator is {r.operator!r}")
         if r.operator in ("Gt", "Lt") and (len(r.values) != 1 or not _is_int(r.values[0])):
-            yield Violation(
-                (*p, "values"), f"operator {r.operator!r} needs a single integer value"
-            )
+            yield Violation((*p, "values"), f"operator {r.operator!r} needs a single integer value")
 
 
 def _is_int(text: str) -> bool:
@@ -754,7 +818,10 @@ def _configmap(cm: ConfigMap) -> Found:
 def _pdb(pdb: PodDisruptionBudget) -> Found:
     if pdb.spec.min_available is not None and pdb.spec.max_unavailable is not None:
         yield Violation(("spec",), "minAvailable and maxUnavailable cannot both be set")
-    for field, v in (("minAvailable", pdb.spec.min_available), ("maxUnavailable", pdb.spec.max_unavailable)):
+    for field, v in (
+        ("minAvailable", pdb.spec.min_available),
+        ("maxUnavailable", pdb.spec.max_unavailable),
+    ):
         if isinstance(v, str) and not re.fullmatch(r"[0-9]+%", v):
             yield Violation(("spec", field), f"{v!r} must be an integer or a percentage")
         if isinstance(v, int) and v < 0:

@@ -27,6 +27,7 @@ __all__ = [
     "Workload",
     "expand_workload",
     "pod_uid",
+    "replica_count",
 ]
 
 NonNegativeInt = Annotated[StrictInt, Field(ge=0)]

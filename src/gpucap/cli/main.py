@@ -82,7 +82,11 @@ def _check_output(output: str, allowed: tuple[str, ...]) -> None:
 
 def _report(result: LoadResult) -> None:
     for issue in result.issues:
-        err.print(format_issue(issue), markup=False, style="red" if issue.severity == "error" else "yellow")
+        err.print(
+            format_issue(issue),
+            markup=False,
+            style="red" if issue.severity == "error" else "yellow",
+        )
 
 
 def _print_summaries(result: LoadResult) -> None:
@@ -177,8 +181,11 @@ def demo() -> None:
     out.print("\n[bold]validate[/bold]: what gpucap understood")
     _print_summaries(result)
     pods = result.objects.pods
-    out.print(f"\n{len(result.manifests)} objects valid; {len(pods)} pending pod(s): "
-              + ", ".join(p.key for p in pods), markup=False)
+    out.print(
+        f"\n{len(result.manifests)} objects valid; {len(pods)} pending pod(s): "
+        + ", ".join(p.key for p in pods),
+        markup=False,
+    )
 
 
 def main() -> None:
@@ -191,5 +198,7 @@ def main() -> None:
         err.print("interrupted")
         sys.exit(130)
     except Exception as e:  # the promise is "never a traceback"; say what broke in one line
-        err.print(f"gpucap: internal error: {type(e).__name__}: {e} (please report this)", markup=False)
+        err.print(
+            f"gpucap: internal error: {type(e).__name__}: {e} (please report this)", markup=False
+        )
         sys.exit(70)

@@ -8,7 +8,8 @@ Called by `cli/main.py`.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import yaml
 
@@ -18,11 +19,19 @@ from gpucap.apis.gpuoperator import ClusterPolicy, device_plugin_configs
 from gpucap.apis.meta import dump
 from gpucap.apis.nodeoverlay import NodeOverlay
 from gpucap.apis.nodepool import NodeClaim, NodePool
-from gpucap.apis.quantity import format_base_units
+from gpucap.apis.quantity import base_units, format_base_units
 from gpucap.apis.scenario import Scenario
 from gpucap.apis.serde import Issue, KubeObject, Manifest
-from gpucap.apis.workloads import DaemonSet, Deployment, Job, ReplicaSet, StatefulSet, expand_workload
-from gpucap.apis.workloads import replica_count
+from gpucap.apis.workloads import (
+    DaemonSet,
+    Deployment,
+    Job,
+    ReplicaSet,
+    StatefulSet,
+    Workload,
+    expand_workload,
+    replica_count,
+)
 from gpucap.scheduling.resources import pod_requests
 
 __all__ = ["describe", "format_issue", "format_list", "format_resources"]
@@ -67,85 +76,123 @@ def _short_key(key: str) -> str:
     return key.rsplit("/", 1)[-1]
 
 
+def _describe_nodepool(obj: NodePool) -> str:
+    s = obj.spec
+    reqs = " ".join(
+        f"{_short_key(r.key)} {r.operator} {','.join(r.values)}".rstrip()
+        for r in s.template.spec.requirements
+    )
+    taints = ", ".join(f"{t.key}={t.value or ''}:{t.effect}" for t in s.template.spec.taints)
+    limits = " ".join(f"{k}={v}" for k, v in sorted(s.limits.items())) if s.limits else "none"
+    budgets = ", ".join(
+        f"nodes={b.nodes}" + (f" @ {b.schedule} for {b.duration}" if b.schedule else "")
+        for b in s.disruption.budgets
+    )
+    weight = f"; weight {s.weight}" if s.weight is not None else ""
+    return (
+        f"requirements [{reqs}]; taints {taints or 'none'}; limits {limits}; "
+        f"{s.disruption.consolidation_policy} after {s.disruption.consolidate_after} "
+        f"(budgets {budgets}); expireAfter {s.template.spec.expire_after}{weight}"
+    )
+
+
+def _describe_nodeclass(obj: EC2NodeClass) -> str:
+    s = obj.spec
+    term = obj.alias
+    ami = f"alias {term.alias}" if term else f"{len(s.ami_selector_terms)} AMI selector terms"
+    who = f"role {s.role}" if s.role is not None else f"instanceProfile {s.instance_profile}"
+    root = "default root volume (20Gi)"
+    for b in s.block_device_mappings or []:
+        if b.ebs is not None and (b.root_volume or b.device_name in ("/dev/xvda", "/dev/xvdb")):
+            size = b.ebs.volume_size or "from snapshot"
+            root = f"root volume {size} {b.ebs.volume_type or ''}".rstrip()
+            break
+    return f"{ami} (family {obj.ami_family}); {who}; {root}"
+
+
+def _describe_workload(obj: Workload) -> str:
+    n = replica_count(obj)
+    names = [p.metadata.name for p in expand_workload(obj)]
+    shown = ", ".join(names[:3]) + (", ..." if n > 3 else "")
+    return (
+        f"{n} pod{'s' if n != 1 else ''}{f' ({shown})' if n else ''}; "
+        f"per pod {_pod_spec_summary(obj.spec.template.spec)}"
+    )
+
+
+def _describe_configmap(obj: ConfigMap) -> str:
+    configs = device_plugin_configs(obj)
+    if not configs:
+        return f"{len(obj.data)} keys (no device-plugin config)"
+    parts = []
+    for key, cfg in configs.items():
+        replicas = cfg.replicas_for()
+        sharing = f"time-sliced x{replicas}" if replicas > 1 else "not shared"
+        parts.append(f"{key}: nvidia.com/gpu {sharing}, MIG {cfg.flags.mig_strategy}")
+    return "device-plugin config " + "; ".join(parts)
+
+
+def _describe_cluster_policy(obj: ClusterPolicy) -> str:
+    s = obj.spec
+    dp = "device plugin " + ("enabled" if s.device_plugin.enabled else "DISABLED")
+    cfg = s.device_plugin.config
+    if cfg is not None:
+        dp += f" (config {cfg.name}, default {cfg.default})"
+    return (
+        f"{dp}; driver {'on' if s.driver.enabled else 'off'}; "
+        f"toolkit {'on' if s.toolkit.enabled else 'off'}; MIG {s.mig.strategy}"
+    )
+
+
+def _describe_pdb(obj: PodDisruptionBudget) -> str:
+    if obj.spec.min_available is not None:
+        return f"minAvailable {obj.spec.min_available}"
+    return f"maxUnavailable {obj.spec.max_unavailable}"
+
+
+def _describe_pod(obj: Pod) -> str:
+    where = f"bound to {obj.spec.node_name}" if obj.spec.node_name else "pending"
+    return f"{where}; {_pod_spec_summary(obj.spec)}"
+
+
+def _describe_node(obj: Node) -> str:
+    capacity = format_resources(base_units(obj.status.capacity))
+    return f"capacity {capacity}; {len(obj.spec.taints)} taints"
+
+
+def _describe_nodeclaim(obj: NodeClaim) -> str:
+    node = obj.status.node_name or "not registered"
+    return f"{len(obj.spec.requirements)} requirements; node {node}"
+
+
+def _describe_overlay(obj: NodeOverlay) -> str:
+    price = obj.spec.price or obj.spec.price_adjustment or "unchanged"
+    return f"{len(obj.spec.requirements)} requirements; price {price}"
+
+
+def _describe_scenario(obj: Scenario) -> str:
+    return f"{len(obj.spec.events)} events over {obj.spec.duration}; seed {obj.spec.seed}"
+
+
+_DESCRIBE: dict[type[Any], Callable[[Any], str]] = {
+    NodePool: _describe_nodepool,
+    EC2NodeClass: _describe_nodeclass,
+    Deployment: _describe_workload,
+    StatefulSet: _describe_workload,
+    ReplicaSet: _describe_workload,
+    Job: _describe_workload,
+    DaemonSet: lambda obj: f"per node {_pod_spec_summary(obj.spec.template.spec)}",
+    Pod: _describe_pod,
+    Node: _describe_node,
+    NodeClaim: _describe_nodeclaim,
+    ConfigMap: _describe_configmap,
+    ClusterPolicy: _describe_cluster_policy,
+    PodDisruptionBudget: _describe_pdb,
+    NodeOverlay: _describe_overlay,
+    Scenario: _describe_scenario,
+}
+
+
 def describe(obj: KubeObject) -> str:
     """A one-line summary of what gpucap understood from an object (after defaults)."""
-    if isinstance(obj, NodePool):
-        s = obj.spec
-        reqs = " ".join(
-            f"{_short_key(r.key)} {r.operator} {','.join(r.values)}".rstrip()
-            for r in s.template.spec.requirements
-        )
-        taints = ", ".join(
-            f"{t.key}={t.value or ''}:{t.effect}" for t in s.template.spec.taints
-        ) or "none"
-        limits = (
-            " ".join(f"{k}={v}" for k, v in sorted(s.limits.items())) if s.limits else "none"
-        )
-        budgets = ", ".join(
-            f"nodes={b.nodes}" + (f" @ {b.schedule} for {b.duration}" if b.schedule else "")
-            for b in s.disruption.budgets
-        )
-        weight = f"; weight {s.weight}" if s.weight is not None else ""
-        return (
-            f"requirements [{reqs}]; taints {taints}; limits {limits}; "
-            f"{s.disruption.consolidation_policy} after {s.disruption.consolidate_after} "
-            f"(budgets {budgets}); expireAfter {s.template.spec.expire_after}{weight}"
-        )
-    if isinstance(obj, EC2NodeClass):
-        s = obj.spec
-        term = obj.alias
-        ami = f"alias {term.alias}" if term else f"{len(s.ami_selector_terms)} AMI selector terms"
-        who = f"role {s.role}" if s.role is not None else f"instanceProfile {s.instance_profile}"
-        root = "default root volume (20Gi)"
-        for b in s.block_device_mappings or []:
-            if b.ebs is not None and (b.root_volume or b.device_name in ("/dev/xvda", "/dev/xvdb")):
-                root = f"root volume {b.ebs.volume_size or 'from snapshot'} {b.ebs.volume_type or ''}".rstrip()
-                break
-        return f"{ami} (family {obj.ami_family}); {who}; {root}"
-    if isinstance(obj, Deployment | StatefulSet | ReplicaSet | Job):
-        n = replica_count(obj)
-        names = [p.metadata.name for p in expand_workload(obj)]
-        shown = ", ".join(names[:3]) + (", ..." if n > 3 else "")
-        return (
-            f"{n} pod{'s' if n != 1 else ''}{f' ({shown})' if n else ''}; "
-            f"per pod {_pod_spec_summary(obj.spec.template.spec)}"
-        )
-    if isinstance(obj, DaemonSet):
-        return f"per node {_pod_spec_summary(obj.spec.template.spec)}"
-    if isinstance(obj, Pod):
-        where = f"bound to {obj.spec.node_name}" if obj.spec.node_name else "pending"
-        return f"{where}; {_pod_spec_summary(obj.spec)}"
-    if isinstance(obj, Node):
-        cap = {k: q.value() if k != "cpu" else q.milli_value() for k, q in obj.status.capacity.items()}
-        return f"capacity {format_resources(cap)}; {len(obj.spec.taints)} taints"
-    if isinstance(obj, NodeClaim):
-        return f"{len(obj.spec.requirements)} requirements; node {obj.status.node_name or 'not registered'}"
-    if isinstance(obj, ConfigMap):
-        configs = device_plugin_configs(obj)
-        if not configs:
-            return f"{len(obj.data)} keys (no device-plugin config)"
-        parts = []
-        for key, cfg in configs.items():
-            replicas = cfg.replicas_for()
-            sharing = f"time-sliced x{replicas}" if replicas > 1 else "not shared"
-            parts.append(f"{key}: nvidia.com/gpu {sharing}, MIG {cfg.flags.mig_strategy}")
-        return "device-plugin config " + "; ".join(parts)
-    if isinstance(obj, ClusterPolicy):
-        s = obj.spec
-        dp = "device plugin " + ("enabled" if s.device_plugin.enabled else "DISABLED")
-        if s.device_plugin.config is not None:
-            dp += f" (config {s.device_plugin.config.name}, default {s.device_plugin.config.default})"
-        return (
-            f"{dp}; driver {'on' if s.driver.enabled else 'off'}; "
-            f"toolkit {'on' if s.toolkit.enabled else 'off'}; MIG {s.mig.strategy}"
-        )
-    if isinstance(obj, PodDisruptionBudget):
-        s = obj.spec
-        if s.min_available is not None:
-            return f"minAvailable {s.min_available}"
-        return f"maxUnavailable {s.max_unavailable}"
-    if isinstance(obj, NodeOverlay):
-        return f"{len(obj.spec.requirements)} requirements; price {obj.spec.price or obj.spec.price_adjustment or 'unchanged'}"
-    if isinstance(obj, Scenario):
-        return f"{len(obj.spec.events)} events over {obj.spec.duration}; seed {obj.spec.seed}"
-    return ""
+    return _DESCRIBE[type(obj)](obj)
