@@ -18,6 +18,7 @@ import yaml
 from pydantic import Field, StrictBool, StrictInt, StrictStr, ValidationError
 
 from gpucap.apis.core import ConfigMap, Toleration
+from gpucap.apis.errors import format_path, translate
 from gpucap.apis.meta import KubeModel, ObjectMeta
 
 __all__ = [
@@ -89,9 +90,10 @@ class DevicePluginConfigError(ValueError):
     """A ConfigMap entry that looks like a device-plugin config but is not a valid one."""
 
     def __init__(self, key: str, field: str, message: str) -> None:
-        super().__init__(f"data.{key}: {field}: {message}" if field else f"data.{key}: {message}")
+        super().__init__(f"{field}: {message}" if field else message)
         self.key = key
         self.field = field
+        self.message = message
 
 
 def _looks_like_device_plugin_config(doc: object) -> bool:
@@ -115,9 +117,8 @@ def device_plugin_configs(config_map: ConfigMap) -> dict[str, DevicePluginConfig
         try:
             configs[key] = DevicePluginConfig.model_validate(doc)
         except ValidationError as err:
-            first = err.errors()[0]
-            loc = ".".join(str(p) if isinstance(p, str) else f"[{p}]" for p in first["loc"])
-            raise DevicePluginConfigError(key, loc.replace(".[", "["), first["msg"]) from err
+            path, message = translate(err.errors(include_url=False)[0], DevicePluginConfig)
+            raise DevicePluginConfigError(key, format_path(path), message) from err
     return configs
 
 

@@ -15,24 +15,20 @@ Called by the CLI (`cli/`), the simulator (scenario manifests) and tests.
 
 from __future__ import annotations
 
-import difflib
 import json
-import re
 import sys
-import types
-import typing
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TextIO, TypeAlias
 
 import yaml
 from pydantic import BaseModel, ValidationError
-from pydantic_core import ErrorDetails
 
 from gpucap.apis.core import ConfigMap, Node, Pod, PodDisruptionBudget
 from gpucap.apis.ec2nodeclass import EC2NodeClass
+from gpucap.apis.errors import FieldPath, format_path, translate
 from gpucap.apis.gpuoperator import ClusterPolicy
 from gpucap.apis.meta import json_kind
 from gpucap.apis.nodeoverlay import NodeOverlay
@@ -102,24 +98,7 @@ KINDS: dict[str, tuple[str, type[BaseModel], bool]] = {
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
-Path_: TypeAlias = tuple[str | int, ...]
-
-
-def format_path(path: Iterable[str | int]) -> str:
-    """`('spec', 'requirements', 2, 'key')` -> `spec.requirements[2].key`.
-
-    Map keys that are not plain identifiers (label keys, resource names) are bracketed:
-    `spec.limits[nvidia.com/gpu]`.
-    """
-    out = ""
-    for part in path:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", part):
-            out += f".{part}" if out else part
-        else:
-            out += f"[{part}]"
-    return out
+Path_: TypeAlias = FieldPath
 
 
 @dataclass(frozen=True, slots=True)
@@ -485,7 +464,7 @@ def _load_document(data: Any, source: Source, result: LoadResult, ignored: Count
         obj = model.model_validate(data)
     except ValidationError as err:
         for detail in err.errors(include_url=False):
-            path, message = _translate(detail, model)
+            path, message = translate(detail, model)
             error(path, message, ref)
         return
     violations = validate_object(obj)
@@ -520,99 +499,6 @@ def _check_placeholders(
                     "PLACEHOLDER",
                 )
             )
-
-
-# ---- pydantic errors -> one-line messages -----------------------------------------------------
-def _translate(detail: ErrorDetails, model: type[BaseModel]) -> tuple[Path_, str]:
-    loc = tuple(p for p in detail["loc"] if not _is_union_tag(p))
-    kind = detail["type"]
-    given = detail.get("input")
-    ctx = detail.get("ctx") or {}
-    if kind == "missing":
-        return loc, "required field is missing"
-    if kind == "extra_forbidden":
-        name = str(loc[-1]) if loc else ""
-        hint = _suggest(model, loc[:-1], name)
-        return loc, f"unknown field {name!r}" + (f" (did you mean {hint!r}?)" if hint else "")
-    if kind == "literal_error":
-        allowed = ", ".join(re.findall(r"'([^']*)'", str(ctx.get("expected", ""))))
-        return loc, f"{given!r} is not one of {allowed}"
-    if kind in ("string_type",):
-        return loc, f"expected a string, got {json_kind(given)} {_show(given)}"
-    if kind in ("int_type", "int_parsing", "int_from_float"):
-        return loc, f"expected an integer, got {json_kind(given)} {_show(given)}"
-    if kind in ("bool_type", "bool_parsing"):
-        return loc, f"expected a boolean (true or false), got {json_kind(given)} {_show(given)}"
-    if kind in ("list_type", "tuple_type"):
-        return loc, f"expected a list, got {json_kind(given)}"
-    if kind in ("dict_type", "model_type", "model_attributes_type", "mapping_type"):
-        return loc, f"expected an object (mapping), got {json_kind(given)}"
-    if kind == "greater_than_equal":
-        return loc, f"{given!r} is less than the minimum {ctx.get('ge')}"
-    if kind == "less_than_equal":
-        return loc, f"{given!r} is greater than the maximum {ctx.get('le')}"
-    if kind in ("float_type", "float_parsing"):
-        return loc, f"expected a number, got {json_kind(given)} {_show(given)}"
-    return loc, str(detail["msg"])
-
-
-def _show(value: Any) -> str:
-    text = json.dumps(value, default=str)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _is_union_tag(part: str | int) -> bool:
-    # pydantic names union members in error locations (`str`, `function-plain[...]`, ...).
-    return isinstance(part, str) and (
-        part in ("str", "int", "float", "bool", "list", "dict", "none") or "[" in part
-    )
-
-
-def _suggest(model: type[BaseModel], path: Path_, name: str) -> str | None:
-    """The field name closest to a misspelt one, looking up the model at `path`."""
-    target: Any = model
-    for part in path:
-        target = _field_type(target, part)
-        if target is None:
-            return None
-    if not (isinstance(target, type) and issubclass(target, BaseModel)):
-        return None
-    aliases = [f.alias or n for n, f in target.model_fields.items()]
-    close = difflib.get_close_matches(name, aliases, n=1, cutoff=0.6)
-    if not close:
-        lowered = {a.lower(): a for a in aliases}
-        return lowered.get(name.lower())
-    return close[0]
-
-
-def _field_type(target: Any, part: str | int) -> Any:
-    target = _unwrap(target)
-    if isinstance(part, int):
-        args = typing.get_args(target)
-        return _unwrap(args[0]) if args else None
-    if isinstance(target, type) and issubclass(target, BaseModel):
-        for n, f in target.model_fields.items():
-            if part in (n, f.alias):
-                return _unwrap(f.annotation)
-        return None
-    if typing.get_origin(target) is dict:
-        return _unwrap(typing.get_args(target)[1])
-    return None
-
-
-def _unwrap(tp: Any) -> Any:
-    """Strip Optional/Annotated; return the model or container type underneath."""
-    while True:
-        origin = typing.get_origin(tp)
-        if origin is typing.Annotated:
-            tp = typing.get_args(tp)[0]
-            continue
-        if origin in (typing.Union, types.UnionType):
-            members = [a for a in typing.get_args(tp) if a is not type(None)]
-            if len(members) == 1:
-                tp = members[0]
-                continue
-        return tp
 
 
 __all__ += ["KubeObject", "Violation", "object_ref"]

@@ -718,7 +718,9 @@ def _container(c: Container, base: Path) -> Found:
         for name, q in rl.items():
             if q.nanos < 0:
                 yield Violation((*rp, field, name), f"{q} must be greater than or equal to 0")
-            if _is_extended(name) and not q.is_integer():
+            # A request defaulted from its limit is reported once, on the limit.
+            defaulted = field == "requests" and name in limits and limits[name] == q
+            if _is_extended(name) and not q.is_integer() and not defaulted:
                 yield Violation((*rp, field, name), f"{q} must be an integer")
     for name, q in requests.items():
         if _is_extended(name):
@@ -808,11 +810,7 @@ def _configmap(cm: ConfigMap) -> Found:
     try:
         device_plugin_configs(cm)
     except DevicePluginConfigError as err:
-        yield Violation(
-            ("data", err.key),
-            f"invalid device-plugin config: {err.field + ': ' if err.field else ''}"
-            f"{str(err).rsplit(': ', 1)[-1]}",
-        )
+        yield Violation(("data", err.key), f"invalid device-plugin config: {err}")
 
 
 def _pdb(pdb: PodDisruptionBudget) -> Found:
