@@ -584,3 +584,12 @@ def test_subnet_id_with_tags_is_rejected_only_when_every_term_combines_them_as_t
 def test_every_violation_in_a_document_is_reported_not_only_the_first() -> None:
     doc = edit(edit(nodepool(), f"{REQ}[1].operator", "Inn"), f"{TPL}.taints[0].effect", "Never")
     assert len(load(doc).errors) == 2
+
+
+def test_a_node_class_ref_to_another_provider_is_a_warning_because_the_pool_never_gets_ready() -> None:
+    result = load(edit(nodepool(), f"{TPL}.nodeClassRef.kind", "AKSNodeClass"))
+    assert result.errors == []
+    assert [str(w) for w in result.warnings] == [
+        NP + f"{TPL}.nodeClassRef: karpenter.k8s.aws/AKSNodeClass is not the AWS provider's node "
+        "class (karpenter.k8s.aws/EC2NodeClass); this NodePool would never become Ready"
+    ]

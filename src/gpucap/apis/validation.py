@@ -223,6 +223,7 @@ def _nodepool(np: NodePool) -> Found:
             ref_path,
             f"{ref.group}/{ref.kind} is not the AWS provider's node class "
             "(karpenter.k8s.aws/EC2NodeClass); this NodePool would never become Ready",
+            severity="warning",
         )
     d = spec.disruption
     if not NILLABLE_DURATION_PATTERN.match(d.consolidate_after):
