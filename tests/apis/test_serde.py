@@ -293,7 +293,8 @@ def test_pods_without_a_namespace_are_in_default_and_get_a_stable_uid() -> None:
     p1, p2 = first.objects.pods[0], second.objects.pods[0]
     assert p1.metadata.namespace == "default"
     assert p1.key == "default/web-0"
-    assert p1.metadata.uid and p1.metadata.uid == p2.metadata.uid
+    assert p1.metadata.uid
+    assert p1.metadata.uid == p2.metadata.uid
 
 
 def test_yaml_merge_keys_are_honoured() -> None:

@@ -586,7 +586,9 @@ def test_every_violation_in_a_document_is_reported_not_only_the_first() -> None:
     assert len(load(doc).errors) == 2
 
 
-def test_a_node_class_ref_to_another_provider_is_a_warning_because_the_pool_never_gets_ready() -> None:
+def test_a_node_class_ref_to_another_provider_is_a_warning_because_the_pool_never_gets_ready() -> (
+    None
+):
     result = load(edit(nodepool(), f"{TPL}.nodeClassRef.kind", "AKSNodeClass"))
     assert result.errors == []
     assert [str(w) for w in result.warnings] == [

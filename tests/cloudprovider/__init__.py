@@ -1,0 +1,1 @@
+"""Tests of the cloud-provider layer (`gpucap.cloudprovider`)."""

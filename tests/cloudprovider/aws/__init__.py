@@ -1,0 +1,1 @@
+"""Tests of the AWS provider: the instance-type catalog and Karpenter's capacity model."""
