@@ -403,7 +403,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     (
         "toleration operator enum",
         pod(tolerations=[{**GPU_TOLERATION, "operator": "Exist"}]),
-        POD + "spec.tolerations[0].operator: 'Exist' is not one of Exists, Equal, ",
+        POD + "spec.tolerations[0].operator: 'Exist' is not one of Exists, Equal, Lt, Gt, ",
     ),
     (
         "toleration Exists has no value",
@@ -595,3 +595,8 @@ def test_a_node_class_ref_to_another_provider_is_a_warning_because_the_pool_neve
         NP + f"{TPL}.nodeClassRef: karpenter.k8s.aws/AKSNodeClass is not the AWS provider's node "
         "class (karpenter.k8s.aws/EC2NodeClass); this NodePool would never become Ready"
     ]
+
+
+def test_a_duration_with_a_trailing_newline_is_rejected_as_the_api_server_does() -> None:
+    result = load(edit(nodepool(), "spec.disruption", {"consolidateAfter": "10m\n"}))
+    assert [e.path for e in result.errors] == [("spec", "disruption", "consolidateAfter")]

@@ -55,7 +55,9 @@ class Taint(KubeModel):
 class Toleration(KubeModel):
     key: str | None = None
     # The API server leaves it empty; empty means Equal (core/v1 types.go).
-    operator: Literal["Exists", "Equal", ""] = "Equal"
+    # Lt/Gt compare integer values (Kubernetes 1.35 TaintTolerationComparisonOperators; Karpenter
+    # enables them when it checks tolerations).
+    operator: Literal["Exists", "Equal", "Lt", "Gt", ""] = "Equal"
     value: str | None = None
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute", ""] | None = None
     toleration_seconds: StrictInt | None = None
@@ -68,6 +70,12 @@ class Toleration(KubeModel):
             return False
         if self.operator == "Exists":
             return True
+        if self.operator in ("Lt", "Gt"):
+            try:
+                taint_value, bound = int(taint.value or ""), int(self.value or "")
+            except ValueError:
+                return False
+            return taint_value < bound if self.operator == "Lt" else taint_value > bound
         return (self.value or "") == (taint.value or "")
 
 

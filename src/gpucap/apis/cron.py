@@ -68,8 +68,9 @@ class CronSchedule:
 
     def last_hit_at_or_before(self, t: dt.datetime, horizon: dt.timedelta) -> dt.datetime | None:
         """The latest hit h with t - horizon < h <= t (minute resolution), or None."""
-        t = t.astimezone(dt.UTC).replace(second=0, microsecond=0)
-        limit = t - horizon
+        now = t.astimezone(dt.UTC)
+        limit = now - horizon
+        t = now.replace(second=0, microsecond=0)
         while t > limit:
             if self.matches(t):
                 return t
@@ -82,40 +83,46 @@ def parse_cron(text: str) -> CronSchedule:
     fields = expr.split()
     if len(fields) != 5:
         raise CronError(f"expected exactly 5 fields, found {len(fields)}: {text!r}")
-    sets = [
+    parsed = [
         _parse_field(f, name, lo, hi, names)
         for f, (name, lo, hi, names) in zip(fields, _FIELDS, strict=True)
     ]
     return CronSchedule(
-        minutes=sets[0],
-        hours=sets[1],
-        days_of_month=sets[2],
-        months=sets[3],
-        days_of_week=sets[4],
-        dom_any=fields[2] in ("*", "?"),
-        dow_any=fields[4] in ("*", "?"),
+        minutes=parsed[0][0],
+        hours=parsed[1][0],
+        days_of_month=parsed[2][0],
+        months=parsed[3][0],
+        days_of_week=parsed[4][0],
+        dom_any=parsed[2][1],
+        dow_any=parsed[4][1],
     )
 
 
-def _parse_field(text: str, name: str, lo: int, hi: int, names: dict[str, int]) -> frozenset[int]:
+def _parse_field(
+    text: str, name: str, lo: int, hi: int, names: dict[str, int]
+) -> tuple[frozenset[int], bool]:
+    """The field's values, and robfig's "star bit": whether some part is `*`/`?` with a step of
+    at most 1 (such a day field counts as unrestricted when combining day-of-month/-week)."""
     values: set[int] = set()
+    star = False
     for part in text.split(","):
-        rng, _, step_text = part.partition("/")
+        rng, slash, step_text = part.partition("/")
         step = 1
-        if step_text:
+        if slash:
             if not step_text.isdigit() or int(step_text) == 0:
                 raise CronError(f"{name}: bad step {step_text!r}")
             step = int(step_text)
         if rng in ("*", "?"):
+            star = star or step <= 1
             start, end = lo, hi
         else:
             a, dash, b = rng.partition("-")
             start = _value(a, name, lo, hi, names)
-            end = _value(b, name, lo, hi, names) if dash else (hi if step_text else start)
+            end = _value(b, name, lo, hi, names) if dash else (hi if slash else start)
             if start > end:
                 raise CronError(f"{name}: range {rng!r} starts after it ends")
         values.update(range(start, end + 1, step))
-    return frozenset(values)
+    return frozenset(values), star
 
 
 def _value(text: str, name: str, lo: int, hi: int, names: dict[str, int]) -> int:

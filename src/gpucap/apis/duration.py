@@ -27,6 +27,7 @@ __all__ = [
     "parse_karpenter_duration",
 ]
 
+# Use these with `fullmatch`: Python's `$` also matches before a trailing newline, Go's does not.
 # karpenter.sh_nodepools.yaml: expireAfter and consolidateAfter
 NILLABLE_DURATION_PATTERN = re.compile(r"^(([0-9]+(s|m|h))+|Never)$")
 # karpenter.sh_nodepools.yaml: terminationGracePeriod (no `Never`)
@@ -87,15 +88,18 @@ def parse_go_duration(text: str) -> float:
 
 
 def format_seconds(seconds: float) -> str:
-    """Compact human form of a number of seconds (`2h`, `1h30m`, `45s`, `0.5s`) for output."""
+    """Compact Go-duration form of a number of seconds (`2h`, `1h30m`, `45s`, `1m0.5s`), exact:
+    `parse_go_duration(format_seconds(s)) == s`. Used for output."""
     if seconds < 0:
         return "-" + format_seconds(-seconds)
-    whole = int(seconds)
-    if whole != seconds:
-        return f"{seconds:g}s"
-    if whole == 0:
-        return "0s"
+    exact = Decimal(repr(float(seconds)))
+    whole = int(exact)
+    fraction = exact - whole
     hours, rest = divmod(whole, 3600)
     minutes, secs = divmod(rest, 60)
-    parts = [f"{v}{u}" for v, u in ((hours, "h"), (minutes, "m"), (secs, "s")) if v]
+    parts = [f"{v}{u}" for v, u in ((hours, "h"), (minutes, "m")) if v]
+    if fraction:
+        parts.append(f"{format(secs + fraction, 'f')}s")
+    elif secs or not parts:
+        parts.append(f"{secs}s")
     return "".join(parts)

@@ -37,7 +37,7 @@ __all__ = [
 NANO = 10**9
 
 # Kubernetes' grammar (apimachinery/pkg/api/resource/quantity.go): a signed decimal number, then
-# one suffix: binary SI, decimal SI or a decimal exponent. Anchored; no whitespace allowed.
+# one suffix: binary SI, decimal SI or a decimal exponent (matched with fullmatch).
 _QUANTITY_RE = re.compile(
     r"^(?P<sign>[+-])?(?P<int>[0-9]*)(?:\.(?P<frac>[0-9]*))?"
     r"(?:(?P<bin>Ki|Mi|Gi|Ti|Pi|Ei)|(?P<exp>[eE][+-]?[0-9]+)|(?P<dec>[numkMGTPE]))?$"
@@ -56,6 +56,11 @@ class QuantityError(ValueError):
 
 def _ceil_div(a: int, b: int) -> int:
     return -((-a) // b)
+
+
+def _round_away(a: int, b: int) -> int:
+    """a / b rounded away from zero, as Kubernetes rounds `Value()` and `MilliValue()`."""
+    return _ceil_div(a, b) if a >= 0 else -_ceil_div(-a, b)
 
 
 @total_ordering
@@ -83,7 +88,8 @@ class Quantity:
             text = repr(text)
         if not isinstance(text, str):
             raise QuantityError(f"{text!r} is not a quantity")
-        m = _QUANTITY_RE.match(text)
+        # Kubernetes trims surrounding whitespace when it decodes a quantity from JSON/YAML.
+        m = _QUANTITY_RE.fullmatch(text.strip())
         if m is None or (not m.group("int") and not m.group("frac")):
             raise QuantityError(f"{text!r} is not a valid quantity")
         digits = (m.group("int") or "") + (m.group("frac") or "")
@@ -121,12 +127,12 @@ class Quantity:
         return nanos
 
     def value(self) -> int:
-        """Whole units, rounded up (Kubernetes `Quantity.Value()`)."""
-        return _ceil_div(self.nanos, NANO)
+        """Whole units, rounded away from zero (Kubernetes `Quantity.Value()`)."""
+        return _round_away(self.nanos, NANO)
 
     def milli_value(self) -> int:
-        """Milli-units, rounded up (Kubernetes `Quantity.MilliValue()`)."""
-        return _ceil_div(self.nanos, 10**6)
+        """Milli-units, rounded away from zero (Kubernetes `Quantity.MilliValue()`)."""
+        return _round_away(self.nanos, 10**6)
 
     def is_zero(self) -> bool:
         return self.nanos == 0

@@ -226,7 +226,7 @@ def _nodepool(np: NodePool) -> Found:
             severity="warning",
         )
     d = spec.disruption
-    if not NILLABLE_DURATION_PATTERN.match(d.consolidate_after):
+    if not NILLABLE_DURATION_PATTERN.fullmatch(d.consolidate_after):
         yield Violation(
             ("spec", "disruption", "consolidateAfter"),
             f"{d.consolidate_after!r} is not a duration like 30s, 5m, 1h30m or Never",
@@ -235,14 +235,14 @@ def _nodepool(np: NodePool) -> Found:
         yield Violation(("spec", "disruption", "budgets"), f"{len(d.budgets)} budgets; at most 50")
     for i, b in enumerate(d.budgets):
         bp: Path = ("spec", "disruption", "budgets", i)
-        if not _BUDGET_NODES.match(b.nodes):
+        if not _BUDGET_NODES.fullmatch(b.nodes):
             yield Violation(
                 (*bp, "nodes"), f"{b.nodes!r} must be a count (e.g. '1') or a percentage 0-100%"
             )
         if (b.schedule is None) != (b.duration is None):
             yield Violation(bp, "'schedule' must be set with 'duration'")
         if b.schedule is not None:
-            if not _BUDGET_SCHEDULE.match(b.schedule):
+            if not _BUDGET_SCHEDULE.fullmatch(b.schedule):
                 yield Violation(
                     (*bp, "schedule"),
                     f"{b.schedule!r} is not a cron schedule (5 fields or @daily, @hourly, ...)",
@@ -252,7 +252,7 @@ def _nodepool(np: NodePool) -> Found:
                     parse_cron(b.schedule)
                 except CronError as err:
                     yield Violation((*bp, "schedule"), f"{b.schedule!r}: {err}")
-        if b.duration is not None and not BUDGET_DURATION_PATTERN.match(b.duration):
+        if b.duration is not None and not BUDGET_DURATION_PATTERN.fullmatch(b.duration):
             yield Violation(
                 (*bp, "duration"), f"{b.duration!r} must be hours and/or minutes, e.g. 10m, 1h30m"
             )
@@ -278,12 +278,12 @@ def _nodeclaim(nc: NodeClaim) -> Found:
 
 
 def _karpenter_durations(expire_after: str, tgp: str | None, base: Path) -> Found:
-    if not NILLABLE_DURATION_PATTERN.match(expire_after):
+    if not NILLABLE_DURATION_PATTERN.fullmatch(expire_after):
         yield Violation(
             (*base, "expireAfter"),
             f"{expire_after!r} is not a duration like 720h, 30m, 1h30m or Never",
         )
-    if tgp is not None and not TERMINATION_GRACE_PERIOD_PATTERN.match(tgp):
+    if tgp is not None and not TERMINATION_GRACE_PERIOD_PATTERN.fullmatch(tgp):
         yield Violation(
             (*base, "terminationGracePeriod"),
             f"{tgp!r} is not a duration like 1h, 30m or 1h30m (Never is not allowed)",
@@ -313,7 +313,7 @@ def _requirements(
     for i, r in enumerate(reqs):
         p: Path = (*base, i)
         key = labels.normalize_label(r.key)
-        if len(r.key) > 316 or not _QUALIFIED_KEY.match(r.key):
+        if len(r.key) > 316 or not _QUALIFIED_KEY.fullmatch(r.key):
             why = labels.qualified_name_problem(r.key) or "must be at most 316 characters"
             yield Violation((*p, "key"), f"{r.key!r} is not a valid label key: {why}")
         # NodeOverlays may select on karpenter.sh/nodepool; NodePools and NodeClaims may not.
@@ -323,7 +323,7 @@ def _requirements(
         if restricted:
             yield Violation((*p, "key"), restricted)
         for j, v in enumerate(r.values):
-            if len(v) > 63 or not _LABEL_VALUE.match(v):
+            if len(v) > 63 or not _LABEL_VALUE.fullmatch(v):
                 yield Violation(
                     (*p, "values", j),
                     f"{v!r} is not a valid label value: {labels.label_value_problem(v)}",
@@ -379,10 +379,10 @@ def _taints(
     for field, group in (("taints", taints), ("startupTaints", startup)):
         for i, t in enumerate(group):
             p: Path = (*base, field, i)
-            if not _QUALIFIED_KEY.match(t.key):
+            if not _QUALIFIED_KEY.fullmatch(t.key):
                 problem = labels.qualified_name_problem(t.key)
                 yield Violation((*p, "key"), f"{t.key!r} is not a valid taint key: {problem}")
-            if t.value and not _QUALIFIED_KEY.match(t.value):
+            if t.value and not _QUALIFIED_KEY.fullmatch(t.value):
                 problem = labels.qualified_name_problem(t.value)
                 yield Violation((*p, "value"), f"{t.value!r} is not a valid taint value: {problem}")
             pair = (t.key, t.effect)
@@ -437,7 +437,7 @@ def _ec2nodeclass(nc: EC2NodeClass) -> Found:
             continue
         if b.ebs.snapshot_id is None and b.ebs.volume_size is None:
             yield Violation(ep, "snapshotID or volumeSize must be defined")
-        if b.ebs.volume_size is not None and not _VOLUME_SIZE.match(b.ebs.volume_size):
+        if b.ebs.volume_size is not None and not _VOLUME_SIZE.fullmatch(b.ebs.volume_size):
             yield Violation(
                 (*ep, "volumeSize"),
                 f"{b.ebs.volume_size!r} must be 1-59000Gi, 1-64000G, 1-58Ti or 1-64T",
@@ -520,7 +520,7 @@ def _ami_terms(nc: EC2NodeClass) -> Found:
         ap: Path = (*p, "alias")
         if len(t.alias) > 30:
             yield Violation(ap, f"{t.alias!r} is longer than 30 characters")
-        if not re.match(r"^[a-zA-Z0-9]+@.+$", t.alias):
+        if not re.fullmatch(r"[a-zA-Z0-9]+@.+", t.alias):
             yield Violation(
                 ap, f"{t.alias!r} is improperly formatted, must match the format 'family@version'"
             )
@@ -615,7 +615,7 @@ def _kubelet(k: Any, base: Path) -> Found:
                     (*base, field, key),
                     f"valid keys for {field} are {list(_EVICTION_SIGNALS)}",
                 )
-            if field != "evictionSoftGracePeriod" and not _EVICTION_VALUE.match(value):
+            if field != "evictionSoftGracePeriod" and not _EVICTION_VALUE.fullmatch(value):
                 yield Violation((*base, field, key), f"{value!r} is not a quantity or a percentage")
     soft, grace = set(k.eviction_soft or {}), set(k.eviction_soft_grace_period or {})
     for key in sorted(soft - grace):
@@ -647,9 +647,11 @@ def _nodeoverlay(o: NodeOverlay) -> Found:
     yield from _requirements(s.requirements, ("spec", "requirements"), overlay=True)
     if s.price is not None and s.price_adjustment is not None:
         yield Violation(("spec",), "cannot set both 'price' and 'priceAdjustment'")
-    if s.price is not None and not _OVERLAY_PRICE.match(s.price):
+    if s.price is not None and not _OVERLAY_PRICE.fullmatch(s.price):
         yield Violation(("spec", "price"), f"{s.price!r} must be a decimal number, e.g. 0.52")
-    if s.price_adjustment is not None and not _OVERLAY_PRICE_ADJUSTMENT.match(s.price_adjustment):
+    if s.price_adjustment is not None and not _OVERLAY_PRICE_ADJUSTMENT.fullmatch(
+        s.price_adjustment
+    ):
         yield Violation(
             ("spec", "priceAdjustment"),
             f"{s.price_adjustment!r} must be a signed amount (+0.1, -0.05) or percentage (-10%)",

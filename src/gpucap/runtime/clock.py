@@ -46,8 +46,8 @@ class FakeClock:
     def __init__(self, start: dt.datetime = EPOCH) -> None:
         if start.tzinfo is None:
             raise ValueError("FakeClock needs a timezone-aware start time")
-        self._start = start
-        self._now = start
+        self._start = start.astimezone(dt.UTC)
+        self._now = self._start
 
     def now(self) -> dt.datetime:
         return self._now
@@ -64,6 +64,9 @@ class FakeClock:
 
     def set(self, when: dt.datetime) -> None:
         """Jump to `when`; it must not be earlier than the current time."""
+        if when.tzinfo is None:
+            raise ValueError("FakeClock.set needs a timezone-aware time")
+        when = when.astimezone(dt.UTC)
         if when < self._now:
             raise ValueError(f"cannot move a clock backwards from {self._now} to {when}")
         self._now = when
