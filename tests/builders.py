@@ -102,9 +102,14 @@ GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSc
 
 
 def pod_spec(
-    *, gpu: int | None = None, tolerations: list[Any] | None = None, **extra: Any
+    *,
+    gpu: int | None = None,
+    tolerations: list[Any] | None = None,
+    cpu: str | None = "1",
+    memory: str | None = "1Gi",
+    **extra: Any,
 ) -> dict[str, Any]:
-    spec: dict[str, Any] = {"containers": [container(gpu=gpu)]}
+    spec: dict[str, Any] = {"containers": [container(gpu=gpu, cpu=cpu, memory=memory)]}
     if tolerations is not None:
         spec["tolerations"] = tolerations
     spec.update(extra)

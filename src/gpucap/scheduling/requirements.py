@@ -1,0 +1,330 @@
+"""Karpenter's requirement algebra: node selector requirements as sets that intersect.
+
+A `Requirement` is Karpenter's (`kubernetes-sigs/karpenter:pkg/scheduling/requirement.go`):
+a key, a value set that is either concrete (`In`, `DoesNotExist`) or a complement (`NotIn`,
+`Exists`), optional integer bounds (`Gt n` becomes `>= n+1`, `Lt n` becomes `<= n-1`, `Gte`, `Lte`),
+and an optional `minValues`. `Requirements` maps keys to requirements; adding a requirement for a
+key already present intersects them (`requirements.go`). `compatible` and `intersects` are the
+two checks the scheduler uses:
+
+- `intersects`: for keys both sides define, the value sets must overlap, unless both are
+  `NotIn`/`DoesNotExist`;
+- `compatible`: additionally, a key the other side *requires* (not `NotIn`/`DoesNotExist`) must be
+  defined here, unless it is in `allow_undefined` (the well-known labels, for NodeClaims).
+
+Where Karpenter picks at random (`Any()` for `Exists`), gpucap picks deterministically (the
+smallest allowed value). Values are immutable; every operation returns a new object.
+Called by the scheduler, the instance-type filters and lint rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from gpucap.apis.core import NodeSelectorRequirement
+from gpucap.apis.labels import WELL_KNOWN_LABELS, normalize_label
+from gpucap.apis.nodepool import NodeSelectorRequirementWithMinValues
+
+__all__ = [
+    "IncompatibleError",
+    "Operator",
+    "Requirement",
+    "Requirements",
+]
+
+Operator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"]
+
+# Go's math.MaxInt64: an Exists requirement "has" this many values.
+_MAX_INT = 2**63 - 1
+
+
+def _as_int(value: str) -> int | None:
+    # strconv.Atoi: optional sign, decimal digits only.
+    text = value[1:] if value[:1] in "+-" else value
+    if not text.isdigit():
+        return None
+    return int(value)
+
+
+def _within(value: str, gte: int | None, lte: int | None) -> bool:
+    if gte is None and lte is None:
+        return True
+    n = _as_int(value)
+    if n is None:
+        return False  # bounds only admit integers
+    return (gte is None or n >= gte) and (lte is None or n <= lte)
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """One key's allowed values. Build with `Requirement.new(key, operator, values)`."""
+
+    key: str
+    complement: bool
+    values: frozenset[str] = frozenset()
+    gte: int | None = None
+    lte: int | None = None
+    min_values: int | None = None
+
+    @classmethod
+    def new(
+        cls,
+        key: str,
+        operator: str,
+        values: Iterable[str] = (),
+        min_values: int | None = None,
+    ) -> Requirement:
+        """Karpenter's `NewRequirementWithFlexibility` (keys normalised, Gt/Lt made inclusive)."""
+        key = normalize_label(key)
+        vals = tuple(values)
+        if operator == "In":
+            return cls(key, False, frozenset(vals), min_values=min_values)
+        if operator == "DoesNotExist":
+            return cls(key, False, frozenset(), min_values=min_values)
+        if operator == "NotIn":
+            return cls(key, True, frozenset(vals), min_values=min_values)
+        if operator == "Exists":
+            return cls(key, True, frozenset(), min_values=min_values)
+        n = int(vals[0])  # validated at the manifest boundary
+        if operator == "Gt":
+            if n == _MAX_INT:
+                return cls(key, False, frozenset(), min_values=min_values)
+            return cls(key, True, frozenset(), gte=n + 1, min_values=min_values)
+        if operator == "Lt":
+            return cls(key, True, frozenset(), lte=n - 1, min_values=min_values)
+        if operator == "Gte":
+            return cls(key, True, frozenset(), gte=n, min_values=min_values)
+        if operator == "Lte":
+            return cls(key, True, frozenset(), lte=n, min_values=min_values)
+        raise ValueError(f"unsupported operator {operator!r}")
+
+    # ---- set algebra ------------------------------------------------------------------------
+    def intersection(self, other: Requirement) -> Requirement:
+        complement = self.complement and other.complement
+        gte = _max_opt(self.gte, other.gte)
+        lte = _min_opt(self.lte, other.lte)
+        min_values = _max_opt(self.min_values, other.min_values)
+        if gte is not None and lte is not None and gte > lte:
+            return Requirement(self.key, False, frozenset(), min_values=min_values)
+        if self.complement and other.complement:
+            values = self.values | other.values
+        elif self.complement:
+            values = other.values - self.values
+        elif other.complement:
+            values = self.values - other.values
+        else:
+            values = self.values & other.values
+        values = frozenset(v for v in values if _within(v, gte, lte))
+        if not complement:
+            gte = lte = None  # bounds only matter for complement sets
+        return Requirement(self.key, complement, values, gte, lte, min_values)
+
+    def has_intersection(self, other: Requirement) -> bool:
+        gte = _max_opt(self.gte, other.gte)
+        lte = _min_opt(self.lte, other.lte)
+        if gte is not None and lte is not None and gte > lte:
+            return False
+        if self.complement and other.complement:
+            return True
+        if self.complement:
+            return any(v not in self.values and _within(v, gte, lte) for v in other.values)
+        if other.complement:
+            return any(v not in other.values and _within(v, gte, lte) for v in self.values)
+        return any(v in other.values and _within(v, gte, lte) for v in self.values)
+
+    def has(self, value: str) -> bool:
+        """Whether `value` is allowed."""
+        if self.complement:
+            return value not in self.values and _within(value, self.gte, self.lte)
+        return value in self.values and _within(value, self.gte, self.lte)
+
+    @property
+    def operator(self) -> str:
+        """In, NotIn, Exists or DoesNotExist (Gt/Lt are Exists with bounds), as Karpenter says."""
+        if self.complement:
+            return "NotIn" if self.values else "Exists"
+        return "In" if self.values else "DoesNotExist"
+
+    def __len__(self) -> int:
+        if self.complement:
+            return _MAX_INT - len(self.values)
+        return len(self.values)
+
+    def any(self) -> str:
+        """A value the requirement allows ("" for DoesNotExist). Deterministic, unlike Karpenter."""
+        op = self.operator
+        if op == "In":
+            return min(self.values)
+        if op in ("NotIn", "Exists"):
+            n = self.gte if self.gte is not None else 0
+            while str(n) in self.values:
+                n += 1
+            return str(n)
+        return ""
+
+    def sorted_values(self) -> list[str]:
+        return sorted(self.values)
+
+    def __str__(self) -> str:
+        op = self.operator
+        if op in ("Exists", "DoesNotExist"):
+            text = f"{self.key} {op}"
+        else:
+            values = sorted(self.values)
+            if len(values) > 5:
+                values = [*values[:5], f"and {len(values) - 5} others"]
+            text = f"{self.key} {op} [{' '.join(values)}]"
+        if self.gte is not None:
+            text += f" >={self.gte}"
+        if self.lte is not None:
+            text += f" <={self.lte}"
+        if self.min_values is not None:
+            text += f" minValues {self.min_values}"
+        return text
+
+
+def _max_opt(a: int | None, b: int | None) -> int | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return max(a, b)
+
+
+def _min_opt(a: int | None, b: int | None) -> int | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return min(a, b)
+
+
+class IncompatibleError(Exception):
+    """Why two requirement sets cannot both hold; the message is Karpenter's wording."""
+
+
+@dataclass(frozen=True, slots=True)
+class Requirements(Mapping[str, Requirement]):
+    """Requirements by key; immutable. `add` intersects per key and returns a new object."""
+
+    _items: Mapping[str, Requirement] = field(default_factory=dict)
+
+    # ---- construction -----------------------------------------------------------------------
+    @classmethod
+    def of(cls, *requirements: Requirement) -> Requirements:
+        return cls().add(*requirements)
+
+    @classmethod
+    def from_node_selector(
+        cls, requirements: Iterable[NodeSelectorRequirementWithMinValues | NodeSelectorRequirement]
+    ) -> Requirements:
+        reqs = []
+        for r in requirements:
+            min_values = getattr(r, "min_values", None)
+            reqs.append(Requirement.new(r.key, r.operator, r.values, min_values))
+        return cls.of(*reqs)
+
+    @classmethod
+    def from_labels(cls, labels: Mapping[str, str]) -> Requirements:
+        return cls.of(*(Requirement.new(k, "In", [v]) for k, v in labels.items()))
+
+    # ---- Mapping ---------------------------------------------------------------------------
+    def __getitem__(self, key: str) -> Requirement:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self._items.items()))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Requirements):
+            return dict(self._items) == dict(other._items)
+        return NotImplemented
+
+    # ---- algebra ---------------------------------------------------------------------------
+    def add(self, *requirements: Requirement) -> Requirements:
+        items = dict(self._items)
+        for r in requirements:
+            existing = items.get(r.key)
+            items[r.key] = r if existing is None else r.intersection(existing)
+        return Requirements(items)
+
+    def merge(self, other: Requirements) -> Requirements:
+        return self.add(*other.values())
+
+    def get_or_exists(self, key: str) -> Requirement:
+        """The requirement for `key`; an undefined key allows any value (`Exists`)."""
+        found = self._items.get(key)
+        return found if found is not None else Requirement.new(key, "Exists")
+
+    def without(self, *keys: str) -> Requirements:
+        return Requirements({k: v for k, v in self._items.items() if k not in keys})
+
+    def intersects(self, other: Requirements) -> IncompatibleError | None:
+        """Karpenter's `Intersects`: the first key both define whose values cannot overlap."""
+        small, large = (self, other) if len(self) <= len(other) else (other, self)
+        for key in sorted(k for k in small if k in large):
+            existing, incoming = self[key], other[key]
+            if existing.has_intersection(incoming):
+                continue
+            if incoming.operator in ("NotIn", "DoesNotExist") and existing.operator in (
+                "NotIn",
+                "DoesNotExist",
+            ):
+                continue
+            return IncompatibleError(f"key {key}, {incoming} not in {existing}")
+        return None
+
+    def compatible(
+        self, other: Requirements, allow_undefined: frozenset[str] = frozenset()
+    ) -> IncompatibleError | None:
+        """Karpenter's `Compatible`: `other` may require only keys this set defines (or that are
+        in `allow_undefined`, or that it excludes), and the shared keys must intersect."""
+        for key in sorted(other):
+            if key in allow_undefined or key in self._items:
+                continue
+            if other[key].operator in ("NotIn", "DoesNotExist"):
+                continue
+            return IncompatibleError(
+                f'label "{key}" does not have known values{_typo_hint(self, key, allow_undefined)}'
+            )
+        return self.intersects(other)
+
+    def is_compatible(
+        self, other: Requirements, allow_undefined: frozenset[str] = frozenset()
+    ) -> bool:
+        return self.compatible(other, allow_undefined) is None
+
+    def has_min_values(self) -> bool:
+        return any(r.min_values is not None for r in self._items.values())
+
+    def labels(self) -> dict[str, str]:
+        """Single-valued `In` requirements as labels (what a node launched from them carries)."""
+        return {
+            k: next(iter(r.values))
+            for k, r in sorted(self._items.items())
+            if r.operator == "In" and len(r.values) == 1
+        }
+
+    def __str__(self) -> str:
+        return ", ".join(sorted(str(r) for r in self._items.values()))
+
+
+ALLOW_UNDEFINED_WELL_KNOWN = frozenset(WELL_KNOWN_LABELS)
+
+
+def _typo_hint(reqs: Requirements, key: str, allowed: frozenset[str]) -> str:
+    # Karpenter suggests a well-known or defined key that contains the misspelt one or ends the
+    # same way; gpucap checks candidates in sorted order so the hint is stable.
+    suffix = key.split("/", 1)[1] if "/" in key else key
+    for candidate in [*sorted(allowed), *sorted(reqs)]:
+        if key in candidate or candidate.endswith(suffix):
+            return f' (typo of "{candidate}"?)'
+    return ""

@@ -1,0 +1,908 @@
+"""Karpenter's scheduling simulation: pending pods in, planned NodeClaims and reasons out.
+
+This is `Scheduler.Solve` of `kubernetes-sigs/karpenter:pkg/controllers/provisioning/scheduling/`
+(`scheduler.go`, `nodeclaim.go`, `nodeclaimtemplate.go`, `existingnode.go`, `queue.go`), pure:
+- pods are queued by CPU then memory request (descending), then creation time and UID;
+- each pod goes to the first existing node that takes it (initialized first, then by name), else
+  to the emptiest in-flight NodeClaim that takes it, else to a new NodeClaim from the first
+  NodePool (by weight, then name descending) that can take it; a pod that fails is relaxed one
+  preference at a time and retried, and requeued when nothing is left to relax; the loop stops
+  when a whole pass makes no progress;
+- a NodeClaim keeps every instance type that still fits all its pods (it does not pick one);
+  NodePool limits are checked against instance-type capacity and reduced pessimistically by the
+  largest option of each new NodeClaim;
+- after the loop each NodeClaim is finalized: its options ordered by price and cut to 600,
+  minValues re-checked, and DaemonSet overhead added to its requests.
+
+Where Go leaves an order undefined (map iteration, unstable sorts, random `Any()`), gpucap uses
+a total order (names, sorted domains), so the same input gives the same plan every time.
+Called by `gpucap plan`, the provisioner and consolidation.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from gpucap.apis.core import Pod, Taint
+from gpucap.apis.labels import (
+    CAPACITY_TYPE,
+    EC2NODECLASS,
+    HOSTNAME,
+    INITIALIZED,
+    INSTANCE_TYPE,
+    NODEPOOL,
+    REGISTERED,
+    WELL_KNOWN_LABELS,
+    restricted_label_problem,
+)
+from gpucap.apis.nodepool import NodePool
+from gpucap.apis.quantity import format_base_units
+from gpucap.apis.workloads import DaemonSet
+from gpucap.scheduling import preferences
+from gpucap.scheduling.hostports import HostPortUsage, host_ports
+from gpucap.scheduling.instancetypes import (
+    MAX_INSTANCE_TYPES,
+    InstanceType,
+    compatible_offerings,
+    satisfies_min_values,
+    truncate,
+)
+from gpucap.scheduling.requirements import (
+    ALLOW_UNDEFINED_WELL_KNOWN,
+    IncompatibleError,
+    Requirement,
+    Requirements,
+)
+from gpucap.scheduling.resources import Resources, add, fits, pod_requests, subtract
+from gpucap.scheduling.taints import format_taint, is_known_ephemeral, untolerated
+from gpucap.scheduling.topology import (
+    CountedPod,
+    Topology,
+    TopologyError,
+    build_domain_groups,
+)
+
+__all__ = [
+    "ExistingNode",
+    "NodeClaim",
+    "NodeClaimTemplate",
+    "PoolInput",
+    "Results",
+    "SchedulingOptions",
+    "StateNode",
+    "solve",
+]
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_DOES_NOT_EXIST_NODEPOOL = Requirement.new(NODEPOOL, "DoesNotExist")
+
+
+class SchedulingError(Exception):
+    """A pod cannot go where it was tried; the message is Karpenter's wording where it has one."""
+
+
+# ---- inputs -----------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class PoolInput:
+    """A Ready NodePool and the instance types its node class offers (from the cloud provider)."""
+
+    nodepool: NodePool
+    instance_types: Sequence[InstanceType]
+
+
+@dataclass(frozen=True, slots=True)
+class StateNode:
+    """A node (or a launched NodeClaim without a node yet) as cluster state sees it.
+
+    `allocatable` is what the scheduler may use (for an uninitialized Karpenter node, the
+    NodeClaim's values stand in for resources the kubelet has not registered yet); `capacity`
+    is what counts against NodePool limits (what the node advertises, so a GPU time-sliced 4
+    ways counts 4). `pods` are the pods bound to it.
+    """
+
+    name: str
+    labels: Mapping[str, str]
+    allocatable: Mapping[str, int]
+    capacity: Mapping[str, int] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    startup_taints: tuple[Taint, ...] = ()
+    pods: tuple[Pod, ...] = ()
+    initialized: bool = True
+    marked_for_deletion: bool = False
+
+    @property
+    def nodepool(self) -> str | None:
+        return self.labels.get(NODEPOOL)
+
+    @property
+    def managed(self) -> bool:
+        return NODEPOOL in self.labels
+
+    @property
+    def hostname(self) -> str:
+        return self.labels.get(HOSTNAME, self.name)
+
+    def effective_taints(self) -> tuple[Taint, ...]:
+        """Taints the scheduler honours: an uninitialized Karpenter node's startup taints and
+        known ephemeral taints are expected to go away, so they are ignored."""
+        if self.initialized or not self.managed:
+            return self.taints
+        startup = {(t.key, t.effect) for t in self.startup_taints}
+        return tuple(
+            t for t in self.taints if not is_known_ephemeral(t) and (t.key, t.effect) not in startup
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulingOptions:
+    """Karpenter operator settings that change scheduling (`pkg/operator/options`)."""
+
+    preference_policy: Literal["Respect", "Ignore"] = "Respect"
+    min_values_policy: Literal["Strict", "BestEffort"] = "Strict"
+    max_instance_types: int = MAX_INSTANCE_TYPES
+
+
+# ---- per-pod data -------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class PodData:
+    requests: Resources
+    requirements: Requirements
+    strict_requirements: Requirements
+
+
+def pod_requirements(pod: Pod, *, strict: bool = False) -> Requirements:
+    """Karpenter's `NewPodRequirements`: nodeSelector, the heaviest preferred node-affinity term
+    (unless `strict`), and the first required node-affinity term."""
+    reqs = Requirements.from_labels(pod.spec.node_selector)
+    aff = pod.spec.affinity
+    if aff is None or aff.node_affinity is None:
+        return reqs
+    na = aff.node_affinity
+    preferred = na.preferred_during_scheduling_ignored_during_execution
+    if not strict and preferred:
+        heaviest = sorted(preferred, key=lambda t: -t.weight)[0]
+        reqs = reqs.merge(Requirements.from_node_selector(heaviest.preference.match_expressions))
+    required = na.required_during_scheduling_ignored_during_execution
+    if required is not None and required.node_selector_terms:
+        first = required.node_selector_terms[0]
+        reqs = reqs.merge(Requirements.from_node_selector(first.match_expressions))
+    return reqs
+
+
+def _pod_data(pod: Pod, options: SchedulingOptions) -> PodData:
+    requirements = pod_requirements(pod, strict=options.preference_policy == "Ignore")
+    strict = pod_requirements(pod, strict=True)
+    return PodData(add(pod_requests(pod.spec), {"pods": 1}), requirements, strict)
+
+
+def validate_pod(pod: Pod) -> str | None:
+    """Why Karpenter would not consider a pending pod at all (`provisioner.go: Validate`)."""
+    if pod.spec.resource_claims:
+        return (
+            "pod has Dynamic Resource Allocation requirements that are not yet supported by "
+            "Karpenter"
+        )
+    keys = list(pod.spec.node_selector)
+    aff = pod.spec.affinity
+    if aff is not None and aff.node_affinity is not None:
+        req = aff.node_affinity.required_during_scheduling_ignored_during_execution
+        for term in req.node_selector_terms if req else []:
+            if term.match_fields:
+                return "node selector term with matchFields is not supported"
+            keys += [e.key for e in term.match_expressions]
+        for pref in aff.node_affinity.preferred_during_scheduling_ignored_during_execution:
+            keys += [e.key for e in pref.preference.match_expressions]
+    for key in keys:
+        problem = restricted_label_problem(key)
+        if problem and key != NODEPOOL:
+            return f"invalid node selector or affinity: {problem}"
+    return None
+
+
+# ---- NodeClaim templates and DaemonSet overhead ------------------------------------------------
+@dataclass(slots=True)
+class DaemonOverheadGroup:
+    """Instance types that would run the same DaemonSet pods, and what those pods need."""
+
+    instance_types: frozenset[str]
+    overhead: Resources
+    host_ports: HostPortUsage
+
+
+@dataclass(slots=True)
+class NodeClaimTemplate:
+    """A NodePool turned into the requirements, labels and taints of the NodeClaims it makes."""
+
+    nodepool: NodePool
+    requirements: Requirements
+    labels: dict[str, str]
+    taints: tuple[Taint, ...]
+    startup_taints: tuple[Taint, ...]
+    instance_types: list[InstanceType]
+    daemon_groups: list[DaemonOverheadGroup] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.nodepool.name
+
+    @classmethod
+    def from_nodepool(cls, np: NodePool) -> NodeClaimTemplate:
+        spec = np.spec.template.spec
+        labels = {
+            **np.spec.template.metadata.labels,
+            NODEPOOL: np.name,
+            EC2NODECLASS: spec.node_class_ref.name,
+        }
+        reqs = (
+            Requirements.from_node_selector(spec.requirements)
+            .merge(Requirements.from_labels(labels))
+            .add(
+                Requirement.new(REGISTERED, "In", ["true"]),
+                Requirement.new(INITIALIZED, "In", ["true"]),
+            )
+        )
+        return cls(
+            nodepool=np,
+            requirements=reqs,
+            labels=labels,
+            taints=tuple(t.as_taint() for t in spec.taints),
+            startup_taints=tuple(t.as_taint() for t in spec.startup_taints),
+            instance_types=[],
+        )
+
+
+def _daemon_compatible(template: NodeClaimTemplate, it: InstanceType, pod: Pod) -> bool:
+    """Karpenter's `isDaemonPodCompatible`: tolerates the pool's taints (PreferNoSchedule always
+    tolerated for daemons), and its strict requirements fit the pool and the type, dropping
+    required node-affinity terms one at a time if needed."""
+    pod = preferences.tolerate_prefer_no_schedule(pod) or pod
+    if untolerated(template.taints, pod.spec.tolerations) is not None:
+        return False
+    current: Pod | None = pod
+    while current is not None:
+        reqs = pod_requirements(current, strict=True)
+        if (
+            template.requirements.is_compatible(reqs, ALLOW_UNDEFINED_WELL_KNOWN)
+            and it.requirements.intersects(reqs) is None
+        ):
+            return True
+        current = preferences.drop_required_node_term(current)
+    return False
+
+
+def daemon_pod(ds: DaemonSet) -> Pod:
+    """The pod a DaemonSet would run on a node (its template, named after the DaemonSet)."""
+    meta = ds.spec.template.metadata.model_copy(
+        update={"name": ds.metadata.name, "namespace": ds.metadata.namespace or "default"}
+    )
+    return Pod(metadata=meta, spec=ds.spec.template.spec)
+
+
+def _daemon_groups(
+    template: NodeClaimTemplate, daemons: Sequence[Pod]
+) -> list[DaemonOverheadGroup]:
+    groups: dict[tuple[str, ...], DaemonOverheadGroup] = {}
+    members: dict[tuple[str, ...], list[str]] = {}
+    for it in template.instance_types:
+        compatible = [p for p in daemons if _daemon_compatible(template, it, p)]
+        key = tuple(sorted(p.key for p in compatible))
+        if key not in groups:
+            usage = HostPortUsage()
+            for p in compatible:
+                usage.add(p, host_ports(p))
+            overhead = add(*(add(pod_requests(p.spec), {"pods": 1}) for p in compatible))
+            groups[key] = DaemonOverheadGroup(frozenset(), overhead, usage)
+            members[key] = []
+        members[key].append(it.name)
+    for key, group in groups.items():
+        group.instance_types = frozenset(members[key])
+    return [groups[k] for k in sorted(groups)]
+
+
+# ---- instance-type filtering -------------------------------------------------------------------
+@dataclass(slots=True)
+class _FilterOutcome:
+    requirements_met: bool = False
+    fits: bool = False
+    has_offering: bool = False
+    requirements_and_fits: bool = False
+    requirements_and_offering: bool = False
+    fits_and_offering: bool = False
+    min_values_error: str | None = None
+
+    def message(self, requests: Resources) -> str:
+        """Karpenter's `InstanceTypeFilterError` wording (requirements dump left out)."""
+        res = f"resources={_format_resources(requests)}"
+        if self.min_values_error:
+            return f"{self.min_values_error}, {res}"
+        r, f, o = self.requirements_met, self.fits, self.has_offering
+        if not r and not f and not o:
+            text = (
+                "no instance type met the scheduling requirements or had enough resources or "
+                "had a required offering"
+            )
+        elif not r and not f:
+            text = "no instance type met the scheduling requirements or had enough resources"
+        elif not r and not o:
+            text = "no instance type met the scheduling requirements or had a required offering"
+        elif not f and not o:
+            text = "no instance type had enough resources or had a required offering"
+        elif not r:
+            text = "no instance type met all requirements"
+        elif not f:
+            text = "no instance type has enough resources"
+        elif not o:
+            text = "no instance type has the required offering"
+        elif self.requirements_and_fits:
+            text = (
+                "no instance type which met the scheduling requirements and had enough "
+                "resources, had a required offering"
+            )
+        elif self.fits_and_offering:
+            text = (
+                "no instance type which had enough resources and the required offering met the "
+                "scheduling requirements"
+            )
+        elif self.requirements_and_offering:
+            text = (
+                "no instance type which met the scheduling requirements and the required "
+                "offering had the required resources"
+            )
+        else:
+            text = "no instance type met the requirements/resources/offering tuple"
+        return f"{text}, {res}"
+
+
+def _format_resources(resources: Mapping[str, int]) -> str:
+    return "{" + ", ".join(f"{k}={v}" for k, v in format_base_units(resources).items()) + "}"
+
+
+def filter_instance_types(
+    options: Sequence[InstanceType],
+    reqs: Requirements,
+    pod: Pod | None,
+    groups: Sequence[DaemonOverheadGroup],
+    total_requests: Resources,
+    *,
+    relax_min_values: bool,
+) -> tuple[list[InstanceType], dict[str, int], _FilterOutcome]:
+    """Karpenter's `filterInstanceTypesByRequirements`: the options that intersect `reqs`, fit
+    `total_requests` plus their DaemonSet overhead, and have an allowed available offering."""
+    outcome = _FilterOutcome()
+    ports = host_ports(pod) if pod is not None else ()
+    by_name = {it.name: it for it in options}
+    kept: dict[str, InstanceType] = {}
+    for group in groups:
+        if pod is not None and group.host_ports.conflict(pod, ports):
+            continue
+        total = add(total_requests, group.overhead) if group.overhead else total_requests
+        for name in sorted(group.instance_types):
+            it = by_name.get(name)
+            if it is None:
+                continue
+            compat = it.requirements.intersects(reqs) is None
+            fit = fits(total, it.allocatable)
+            offering = it.has_available_offering(reqs)
+            outcome.requirements_met |= compat
+            outcome.fits |= fit
+            outcome.has_offering |= offering
+            outcome.requirements_and_fits |= compat and fit and not offering
+            outcome.requirements_and_offering |= compat and offering and not fit
+            outcome.fits_and_offering |= fit and offering and not compat
+            if compat and fit and offering:
+                kept[name] = it
+    remaining = [it for it in options if it.name in kept]
+    unmet: dict[str, int] = {}
+    if reqs.has_min_values():
+        _, unmet = satisfies_min_values(remaining, reqs)
+        if unmet:
+            keys = ", ".join(sorted(unmet))
+            outcome.min_values_error = (
+                f"minValues requirement is not met for label(s) (label(s)=[{keys}])"
+            )
+            if not relax_min_values:
+                remaining = []
+            else:
+                outcome.min_values_error = None
+    return remaining, unmet, outcome
+
+
+# ---- placement targets ----------------------------------------------------------------------
+@dataclass(slots=True, eq=False)
+class NodeClaim:
+    """A NodeClaim planned in this pass: its pods, requirements and remaining instance types."""
+
+    template: NodeClaimTemplate
+    hostname: str
+    requirements: Requirements
+    instance_types: list[InstanceType]
+    daemon_groups: list[DaemonOverheadGroup]
+    pods: list[Pod] = field(default_factory=list)
+    requests: Resources = field(default_factory=dict)
+    name: str = ""
+    min_values_relaxed: bool = False
+    labels: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def nodepool(self) -> str:
+        return self.template.name
+
+    def can_add(
+        self, pod: Pod, data: PodData, topology: Topology, *, relax_min_values: bool
+    ) -> tuple[Requirements, list[InstanceType]]:
+        """Whether `pod` fits; returns the narrowed requirements and instance types, or raises."""
+        taint = untolerated(self.template.taints, pod.spec.tolerations)
+        if taint is not None:
+            raise SchedulingError(f"did not tolerate taint {format_taint(taint)}")
+        err = self.requirements.compatible(data.requirements, ALLOW_UNDEFINED_WELL_KNOWN)
+        if err is not None:
+            raise SchedulingError(f"incompatible requirements, {err}")
+        reqs = self.requirements.merge(data.requirements)
+        try:
+            topo = topology.add_requirements(
+                pod, self.template.taints, data.strict_requirements, reqs
+            )
+        except TopologyError as terr:
+            raise SchedulingError(str(terr)) from terr
+        err = reqs.compatible(topo, ALLOW_UNDEFINED_WELL_KNOWN)
+        if err is not None:
+            raise SchedulingError(str(err))
+        reqs = reqs.merge(topo)
+        requests = add(self.requests, data.requests)
+        remaining, unmet, outcome = filter_instance_types(
+            self.instance_types,
+            reqs,
+            pod,
+            self.daemon_groups,
+            requests,
+            relax_min_values=relax_min_values,
+        )
+        if relax_min_values and unmet:
+            # BestEffort: lower each unmet minValues to what the remaining types offer.
+            reqs = Requirements(
+                {k: replace(r, min_values=unmet[k]) if k in unmet else r for k, r in reqs.items()}
+            )
+        if not remaining:
+            raise SchedulingError(outcome.message(data.requests))
+        return reqs, remaining
+
+    def add(
+        self,
+        pod: Pod,
+        data: PodData,
+        reqs: Requirements,
+        instance_types: list[InstanceType],
+        topology: Topology,
+    ) -> None:
+        self.pods.append(pod)
+        self.instance_types = instance_types
+        self.requests = add(self.requests, data.requests)
+        self.requirements = reqs
+        topology.register(HOSTNAME, self.hostname)
+        topology.record(pod, self.template.taints, reqs)
+        ports = host_ports(pod)
+        for group in self.daemon_groups:
+            group.host_ports.add(pod, ports)
+
+
+@dataclass(slots=True, eq=False)
+class ExistingNode:
+    """A node that already exists (or is launching), with what is left on it."""
+
+    state: StateNode
+    remaining: Resources
+    requirements: Requirements
+    taints: tuple[Taint, ...]
+    host_ports: HostPortUsage
+    pods: list[Pod] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.state.name
+
+    def can_add(self, pod: Pod, data: PodData, topology: Topology) -> Requirements:
+        taint = untolerated(self.taints, pod.spec.tolerations)
+        if taint is not None:
+            raise SchedulingError(f"did not tolerate taint {format_taint(taint)}")
+        conflict = self.host_ports.conflict(pod, host_ports(pod))
+        if conflict:
+            raise SchedulingError(f"checking host port usage, {conflict}")
+        if not fits(data.requests, self.remaining):
+            raise SchedulingError("exceeds node resources")
+        err = self.requirements.compatible(data.requirements)
+        if err is not None:
+            raise SchedulingError(str(err))
+        reqs = self.requirements.merge(data.requirements)
+        try:
+            topo = topology.add_requirements(pod, self.taints, data.strict_requirements, reqs)
+        except TopologyError as terr:
+            raise SchedulingError(str(terr)) from terr
+        err = reqs.compatible(topo)
+        if err is not None:
+            raise SchedulingError(str(err))
+        return reqs.merge(topo)
+
+    def add(self, pod: Pod, data: PodData, reqs: Requirements, topology: Topology) -> None:
+        self.pods.append(pod)
+        self.remaining = subtract(self.remaining, data.requests)
+        self.requirements = reqs
+        topology.record(pod, self.taints, reqs)
+        self.host_ports.add(pod, host_ports(pod))
+
+
+# ---- results ------------------------------------------------------------------------------------
+@dataclass(slots=True)
+class Results:
+    """What one scheduling pass decided."""
+
+    new_node_claims: list[NodeClaim]
+    existing_nodes: list[ExistingNode]
+    pod_errors: dict[str, str]  # pod key -> reason, for pods that did not schedule
+    pool_notes: dict[str, str]  # NodePool -> why it took no part (no compatible instance type)
+    pods: dict[str, Pod]  # pod key -> pod, every pod considered
+
+    def pods_on_existing_nodes(self) -> dict[str, list[str]]:
+        return {n.name: [p.key for p in n.pods] for n in self.existing_nodes if n.pods}
+
+
+# ---- the scheduler ------------------------------------------------------------------------------
+class Scheduler:
+    """One scheduling pass over a snapshot (Karpenter's `Scheduler`)."""
+
+    def __init__(
+        self,
+        pools: Sequence[PoolInput],
+        *,
+        state_nodes: Sequence[StateNode] = (),
+        daemonsets: Sequence[DaemonSet] = (),
+        pending_pods: Sequence[Pod] = (),
+        options: SchedulingOptions | None = None,
+    ) -> None:
+        self.options = options or SchedulingOptions()
+        self.relax_min_values = self.options.min_values_policy == "BestEffort"
+        self.daemons = [daemon_pod(ds) for ds in daemonsets]
+        ordered = sorted(
+            (p for p in pools if p.nodepool.spec.replicas is None),
+            key=lambda p: (-p.nodepool.effective_weight, _desc(p.nodepool.name)),
+        )
+        self.pool_notes: dict[str, str] = {}
+        self.templates: list[NodeClaimTemplate] = []
+        for pool in ordered:
+            template = NodeClaimTemplate.from_nodepool(pool.nodepool)
+            everything = [
+                DaemonOverheadGroup(
+                    frozenset(it.name for it in pool.instance_types), {}, HostPortUsage()
+                )
+            ]
+            remaining, _, outcome = filter_instance_types(
+                pool.instance_types,
+                template.requirements,
+                None,
+                everything,
+                {},
+                relax_min_values=self.relax_min_values,
+            )
+            if not remaining:
+                why = outcome.min_values_error or "requirements filtered out all instance types"
+                self.pool_notes[pool.nodepool.name] = f"skipping, nodepool {why}"
+                continue
+            template.instance_types = remaining
+            template.daemon_groups = _daemon_groups(template, self.daemons)
+            self.templates.append(template)
+        self.tolerate_prefer_no_schedule = any(
+            t.effect == "PreferNoSchedule"
+            for p in pools
+            for t in p.nodepool.spec.template.spec.taints
+        )
+        self.remaining_resources: dict[str, Resources] = {}
+        for pool in pools:
+            limits = pool.nodepool.spec.limits
+            if limits is not None:
+                self.remaining_resources[pool.nodepool.name] = {
+                    k: (q.milli_value() if k == "cpu" else q.value()) for k, q in limits.items()
+                }
+        # Topology: domains from every pool and its instance types; counts from bound pods.
+        live = [n for n in state_nodes if not n.marked_for_deletion]
+        domain_groups = build_domain_groups(
+            [
+                (
+                    Requirements.from_node_selector(
+                        p.nodepool.spec.template.spec.requirements
+                    ).merge(Requirements.from_labels(p.nodepool.spec.template.metadata.labels)),
+                    tuple(t.as_taint() for t in p.nodepool.spec.template.spec.taints),
+                    [it.requirements for it in p.instance_types],
+                )
+                for p in pools
+            ]
+        )
+        pending_keys = {p.key for p in pending_pods}
+        counted = [
+            CountedPod(pod, n.labels, n.taints, n.name)
+            for n in live
+            for pod in n.pods
+            if pod.key not in pending_keys
+        ]
+        self.topology = Topology(
+            domain_groups,
+            existing_pods=counted,
+            existing_node_domains=[(n.labels, n.taints) for n in live],
+            ignore_preferences=self.options.preference_policy == "Ignore",
+        )
+        self.existing: list[ExistingNode] = []
+        for n in live:
+            self.existing.append(self._existing_node(n))
+            pool_remaining = self.remaining_resources.get(n.nodepool or "")
+            if pool_remaining is not None:
+                self.remaining_resources[n.nodepool or ""] = subtract(
+                    pool_remaining, {**n.capacity, "nodes": 1}
+                )
+        self.existing.sort(key=lambda e: (not e.state.initialized, e.name))
+        self.new_node_claims: list[NodeClaim] = []
+        self._hostnames = 0
+        self._pod_data: dict[str, PodData] = {}
+
+    def _existing_node(self, n: StateNode) -> ExistingNode:
+        taints = n.effective_taints()
+        labels_reqs = Requirements.from_labels(n.labels)
+        daemon_requests: Resources = {}
+        for p in self.daemons:
+            if untolerated(taints, p.spec.tolerations) is not None:
+                continue
+            if labels_reqs.compatible(pod_requirements(p, strict=True)) is not None:
+                continue
+            daemon_requests = add(daemon_requests, pod_requests(p.spec), {"pods": 1})
+        bound = add(*(add(pod_requests(p.spec), {"pods": 1}) for p in n.pods))
+        already = add(
+            *(
+                add(pod_requests(p.spec), {"pods": 1})
+                for p in n.pods
+                if any(o.kind == "DaemonSet" for o in p.metadata.owner_references)
+            )
+        )
+        missing_daemons = {k: max(v, 0) for k, v in subtract(daemon_requests, already).items()}
+        available = subtract(dict(n.allocatable), bound)
+        usage = HostPortUsage()
+        for p in n.pods:
+            usage.add(p, host_ports(p))
+        reqs = labels_reqs.add(Requirement.new(HOSTNAME, "In", [n.hostname]))
+        self.topology.register(HOSTNAME, n.hostname)
+        return ExistingNode(n, subtract(available, missing_daemons), reqs, taints, usage)
+
+    # ---- the main loop -----------------------------------------------------------------------
+    def solve(self, pods: Sequence[Pod]) -> Results:
+        errors: dict[str, str] = {}
+        considered: dict[str, Pod] = {}
+        queue: list[Pod] = []
+        order: dict[str, int] = {}
+        for i, pod in enumerate(pods):
+            considered[pod.key] = pod
+            reason = validate_pod(pod)
+            if reason is not None:
+                errors[pod.key] = reason
+                continue
+            if _DOES_NOT_EXIST_NODEPOOL in pod_requirements(pod).values():
+                continue  # the pod opted out of Karpenter: ignored silently
+            order[pod.key] = i
+            self._update(pod)
+            queue.append(pod)
+        queue.sort(key=lambda p: self._queue_key(p, order[p.key]))
+        last_len: dict[str, int] = {}
+        while queue:
+            pod = queue[0]
+            if last_len.get(pod.key) == len(queue):
+                break  # a full cycle without progress
+            queue.pop(0)
+            reason = self._try_schedule(pod)
+            if reason is None:
+                errors.pop(pod.key, None)
+                continue
+            errors[pod.key] = reason
+            self.topology.update(pod)
+            self._pod_data[pod.key] = _pod_data(pod, self.options)
+            queue.append(pod)
+            last_len[pod.key] = len(queue)
+        self._finalize(errors)
+        return Results(self.new_node_claims, self.existing, errors, self.pool_notes, considered)
+
+    def _queue_key(self, pod: Pod, index: int) -> tuple[int, int, dt.datetime, int, str]:
+        # Karpenter sorts by creationTimestamp then UID; manifests have no timestamps, and the
+        # order they list pods in is the order `kubectl apply` would create them.
+        data = self._pod_data[pod.key]
+        created = pod.metadata.creation_timestamp or _EPOCH
+        return (
+            -data.requests.get("cpu", 0),
+            -data.requests.get("memory", 0),
+            created,
+            index,
+            pod.metadata.uid or "",
+        )
+
+    def _update(self, pod: Pod) -> None:
+        self.topology.update(pod)
+        self._pod_data[pod.key] = _pod_data(pod, self.options)
+
+    def _try_schedule(self, pod: Pod) -> str | None:
+        current = pod
+        while True:
+            try:
+                self._add(current)
+                return None
+            except SchedulingError as err:
+                relaxed = preferences.relax(
+                    current, tolerate_prefer_no_schedule_taints=self.tolerate_prefer_no_schedule
+                )
+                if relaxed is None:
+                    return str(err)
+                current = relaxed
+                self._update(current)
+
+    def _add(self, pod: Pod) -> None:
+        data = self._pod_data[pod.key]
+        for node in self.existing:
+            try:
+                reqs = node.can_add(pod, data, self.topology)
+            except SchedulingError:
+                continue
+            node.add(pod, data, reqs, self.topology)
+            return
+        # Emptiest planned NodeClaim first (Go's sort.Slice is unstable; gpucap keeps creation
+        # order among equals).
+        self.new_node_claims.sort(key=lambda n: len(n.pods))
+        for claim in self.new_node_claims:
+            try:
+                reqs, its = claim.can_add(pod, data, self.topology, relax_min_values=False)
+            except SchedulingError:
+                continue
+            claim.add(pod, data, reqs, its, self.topology)
+            return
+        if not self.templates:
+            raise SchedulingError("nodepool requirements filtered out all available instance types")
+        errors = []
+        for template in self.templates:
+            try:
+                self._add_to_new_node_claim(template, pod, data)
+                return
+            except SchedulingError as err:
+                errors.append(f'nodepool "{template.name}": {err}')
+        raise SchedulingError("; ".join(errors))
+
+    def _add_to_new_node_claim(self, template: NodeClaimTemplate, pod: Pod, data: PodData) -> None:
+        its = template.instance_types
+        remaining = self.remaining_resources.get(template.name)
+        if remaining is not None:
+            if remaining.get("nodes") == 0 and "nodes" in remaining:
+                raise SchedulingError("node limits have been exhausted for nodepool")
+            its = [
+                it for it in its if all(it.capacity.get(k, 0) <= v for k, v in remaining.items())
+            ]
+            if not its:
+                raise SchedulingError("all available instance types exceed limits for nodepool")
+        self._hostnames += 1
+        hostname = f"hostname-placeholder-{self._hostnames:04d}"
+        claim = NodeClaim(
+            template=template,
+            hostname=hostname,
+            requirements=template.requirements.add(Requirement.new(HOSTNAME, "In", [hostname])),
+            instance_types=its,
+            daemon_groups=[
+                DaemonOverheadGroup(g.instance_types, g.overhead, g.host_ports.copy())
+                for g in template.daemon_groups
+            ],
+        )
+        reqs, fitting = claim.can_add(
+            pod, data, self.topology, relax_min_values=self.relax_min_values
+        )
+        claim.min_values_relaxed = any(
+            (orig := template.requirements.get(k)) is not None
+            and orig.min_values is not None
+            and r.min_values is not None
+            and r.min_values < orig.min_values
+            for k, r in reqs.items()
+        )
+        claim.add(pod, data, reqs, fitting, self.topology)
+        self.new_node_claims.append(claim)
+        if remaining is not None:
+            largest: Resources = {}
+            for it in claim.instance_types:
+                for k, v in it.capacity.items():
+                    largest[k] = max(largest.get(k, 0), v)
+            self.remaining_resources[template.name] = {
+                k: v - largest.get(k, 0) for k, v in remaining.items()
+            }
+
+    # ---- finalisation ------------------------------------------------------------------------
+    def _finalize(self, errors: dict[str, str]) -> None:
+        counters: dict[str, int] = {}
+        kept: list[NodeClaim] = []
+        for claim in sorted(self.new_node_claims, key=lambda c: c.hostname):
+            claim.requirements = claim.requirements.without(HOSTNAME)
+            claim.requests = add(claim.requests, _min_daemon_overhead(claim))
+            ordered, unmet = truncate(
+                claim.instance_types, claim.requirements, self.options.max_instance_types
+            )
+            if unmet and not self.relax_min_values:
+                for pod in claim.pods:
+                    errors[pod.key] = (
+                        "pod didn't schedule because NodePool couldn't meet minValues "
+                        f'requirements (NodePool="{claim.nodepool}")'
+                    )
+                continue
+            claim.instance_types = ordered
+            instance_type_req = claim.requirements.get_or_exists(INSTANCE_TYPE)
+            claim.requirements = claim.requirements.add(
+                Requirement.new(
+                    INSTANCE_TYPE,
+                    "In",
+                    [it.name for it in ordered],
+                    min_values=instance_type_req.min_values,
+                )
+            )
+            capacity_types = sorted(
+                {
+                    o.capacity_type
+                    for it in ordered
+                    for o in compatible_offerings(it, claim.requirements)
+                }
+            )
+            if capacity_types:
+                claim.requirements = claim.requirements.add(
+                    Requirement.new(CAPACITY_TYPE, "In", capacity_types)
+                )
+            counters[claim.nodepool] = counters.get(claim.nodepool, 0) + 1
+            claim.name = f"{claim.nodepool}-{counters[claim.nodepool]}"
+            claim.labels = {**claim.template.labels, **_custom_labels(claim.requirements)}
+            kept.append(claim)
+        self.new_node_claims = kept
+
+
+def _min_daemon_overhead(claim: NodeClaim) -> Resources:
+    names = {it.name for it in claim.instance_types}
+    overheads = [g.overhead for g in claim.daemon_groups if g.instance_types & names]
+    if not overheads:
+        return {}
+    keys = set().union(*overheads)
+    return {k: min(o.get(k, 0) for o in overheads) for k in sorted(keys)}
+
+
+def _custom_labels(reqs: Requirements) -> dict[str, str]:
+    """Karpenter labels a new node with one value of every non-well-known requirement."""
+    out: dict[str, str] = {}
+    for key, req in sorted(reqs.items()):
+        if key in WELL_KNOWN_LABELS or key in (HOSTNAME, REGISTERED, INITIALIZED):
+            continue
+        if restricted_label_problem(key):
+            continue
+        value = req.any()
+        if value:
+            out[key] = value
+    return out
+
+
+def _desc(name: str) -> tuple[int, ...]:
+    # Sort key that orders names descending inside an ascending sort.
+    return (*tuple(-ord(c) for c in name), 1)
+
+
+def solve(
+    pods: Sequence[Pod],
+    pools: Sequence[PoolInput],
+    *,
+    state_nodes: Sequence[StateNode] = (),
+    daemonsets: Sequence[DaemonSet] = (),
+    options: SchedulingOptions | None = None,
+) -> Results:
+    """Schedule `pods` (pending) onto existing nodes and new NodeClaims from `pools`."""
+    scheduler = Scheduler(
+        pools,
+        state_nodes=state_nodes,
+        daemonsets=daemonsets,
+        pending_pods=pods,
+        options=options,
+    )
+    return scheduler.solve(pods)
+
+
+__all__ += ["IncompatibleError", "PodData", "SchedulingError", "daemon_pod", "pod_requirements"]

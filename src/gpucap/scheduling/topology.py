@@ -1,0 +1,528 @@
+"""Topology spread and pod (anti-)affinity, as Karpenter's scheduler tracks them.
+
+Karpenter (`pkg/controllers/provisioning/scheduling/topology*.go`) keeps one `TopologyGroup`
+per distinct constraint (spread, affinity or anti-affinity; key; namespaces; selector; maxSkew;
+node filter). A group counts, per domain (a zone, a hostname, a capacity type, ...), the pods its
+selector matches. Domains come from the NodePools and their instance types (all values each
+topology key can take), from existing nodes, and from planned nodes as they are created.
+
+Before a pod is placed on a node, `add_requirements` narrows the node's requirements for every
+group the pod owns (and every existing pod's anti-affinity that would count it):
+- spread: the allowed domain with the fewest matching pods, if placing there keeps the skew
+  within maxSkew (a new node's hostname always starts at 0);
+- affinity: domains that already have a matching pod (or, for the first pod of a self-selecting
+  group, any domain);
+- anti-affinity: domains with no matching pod.
+After placement, `record` counts the pod in the domain the node ended up in.
+
+Go iterates maps in random order where several domains tie; gpucap iterates domains sorted, so
+ties go to the lexicographically smallest domain. Called by the scheduler (`solver.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+
+from gpucap.apis.core import Pod, PodAffinityTerm, Taint, Toleration, TopologySpreadConstraint
+from gpucap.apis.labels import HOSTNAME
+from gpucap.apis.meta import LabelSelector, LabelSelectorRequirement, matches_selector
+from gpucap.scheduling.requirements import Requirement, Requirements
+from gpucap.scheduling.taints import untolerated
+
+__all__ = ["DomainGroups", "Topology", "TopologyError", "TopologyGroup", "TopologyType"]
+
+_MAX_INT32 = 2**31 - 1
+
+
+class TopologyType(Enum):
+    SPREAD = "topology spread"
+    AFFINITY = "pod affinity"
+    ANTI_AFFINITY = "pod anti-affinity"
+
+
+class TopologyError(Exception):
+    """No domain satisfies a topology constraint for this pod on this node."""
+
+
+# topology key -> domain -> list of taint sets of the NodePools offering that domain
+DomainGroups = dict[str, dict[str, list[tuple[Taint, ...]]]]
+
+
+def build_domain_groups(
+    pools: Sequence[tuple[Requirements, tuple[Taint, ...], Sequence[Requirements]]],
+) -> DomainGroups:
+    """Every domain each key can take: per NodePool (its requirements, its taints, and its
+    instance types' requirements), the values of pool ∩ type requirements, plus the pool's own
+    `In` values (Karpenter's `buildDomainGroups`)."""
+    groups: DomainGroups = {}
+
+    def insert(key: str, domain: str, taints: tuple[Taint, ...]) -> None:
+        by_domain = groups.setdefault(key, {})
+        existing = by_domain.get(domain)
+        # A domain reachable without taints needs no taint bookkeeping.
+        if existing is None or not taints:
+            by_domain[domain] = [taints]
+        elif existing[0]:
+            existing.append(taints)
+
+    for pool_reqs, taints, type_reqs in pools:
+        for it_reqs in type_reqs:
+            merged = pool_reqs.merge(it_reqs)
+            for key, req in merged.items():
+                groups.setdefault(key, {})
+                if not req.complement:
+                    for domain in sorted(req.values):
+                        insert(key, domain, taints)
+        for key, req in pool_reqs.items():
+            if req.operator == "In":
+                for domain in sorted(req.values):
+                    insert(key, domain, taints)
+    return groups
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFilter:
+    """Which nodes a spread constraint counts (nodeAffinityPolicy / nodeTaintsPolicy)."""
+
+    requirements: tuple[Requirements, ...] = ()
+    taint_policy: str = ""  # Honor | Ignore | "" (affinity groups: no filter)
+    affinity_policy: str = ""
+    tolerations: tuple[Toleration, ...] = ()
+
+    @classmethod
+    def for_pod(cls, pod: Pod, taint_policy: str, affinity_policy: str) -> NodeFilter:
+        base = Requirements.from_labels(pod.spec.node_selector)
+        aff = pod.spec.affinity
+        required = (
+            aff.node_affinity.required_during_scheduling_ignored_during_execution
+            if aff is not None and aff.node_affinity is not None
+            else None
+        )
+        if required is None:
+            reqs: tuple[Requirements, ...] = (base,)
+        else:
+            reqs = tuple(
+                base.merge(Requirements.from_node_selector(term.match_expressions))
+                for term in required.node_selector_terms
+            )
+        return cls(reqs, taint_policy, affinity_policy, tuple(pod.spec.tolerations))
+
+    def matches(self, taints: Iterable[Taint], requirements: Requirements) -> bool:
+        # Karpenter checks these strictly (without its well-known-label allowance).
+        if (
+            self.affinity_policy == "Honor"
+            and self.requirements
+            and not any(requirements.is_compatible(r) for r in self.requirements)
+        ):
+            return False
+        return not (self.taint_policy == "Honor" and untolerated(taints, self.tolerations))
+
+
+def _selector_key(selector: LabelSelector | None) -> tuple[object, ...]:
+    if selector is None:
+        return ("nil",)
+    exprs = tuple(
+        sorted((e.key, e.operator, tuple(sorted(e.values))) for e in selector.match_expressions)
+    )
+    return (tuple(sorted(selector.match_labels.items())), exprs)
+
+
+@dataclass(slots=True, eq=False)
+class TopologyGroup:
+    """One constraint's domain counts (Karpenter's `TopologyGroup`)."""
+
+    type: TopologyType
+    key: str
+    namespaces: frozenset[str]
+    selector: LabelSelector | None
+    max_skew: int
+    min_domains: int | None
+    node_filter: NodeFilter
+    domains: dict[str, int] = field(default_factory=dict)
+    empty_domains: set[str] = field(default_factory=set)
+    owners: set[str] = field(default_factory=set)
+
+    @property
+    def identity(self) -> tuple[object, ...]:
+        return (
+            self.type,
+            self.key,
+            tuple(sorted(self.namespaces)),
+            self.max_skew,
+            self.node_filter,
+            _selector_key(self.selector),
+        )
+
+    def selects(self, pod: Pod) -> bool:
+        # A nil selector matches nothing (Kubernetes LabelSelectorAsSelector(nil) = Nothing).
+        return (pod.metadata.namespace or "default") in self.namespaces and matches_selector(
+            self.selector, pod.metadata.labels
+        )
+
+    def counts(self, pod: Pod, taints: Iterable[Taint], requirements: Requirements) -> bool:
+        return self.selects(pod) and self.node_filter.matches(taints, requirements)
+
+    def register(self, *domains: str) -> None:
+        for d in domains:
+            if d not in self.domains:
+                self.domains[d] = 0
+                self.empty_domains.add(d)
+
+    def record(self, *domains: str) -> None:
+        for d in domains:
+            self.domains[d] = self.domains.get(d, 0) + 1
+            self.empty_domains.discard(d)
+
+    # ---- next domain ---------------------------------------------------------------------
+    def next_domains(
+        self, pod: Pod, pod_domains: Requirement, node_domains: Requirement
+    ) -> Requirement:
+        if self.type is TopologyType.SPREAD:
+            return self._next_spread(pod, pod_domains, node_domains)
+        if self.type is TopologyType.AFFINITY:
+            return self._next_affinity(pod, pod_domains, node_domains)
+        return self._next_anti_affinity(pod_domains, node_domains)
+
+    def _min_count(self, pod_domains: Requirement) -> int:
+        if self.key == HOSTNAME:
+            return 0  # a new node is always an empty hostname domain
+        supported = [c for d, c in self.domains.items() if pod_domains.has(d)]
+        if self.min_domains is not None and len(supported) < self.min_domains:
+            return 0
+        return min(supported, default=_MAX_INT32)
+
+    def _next_spread(
+        self, pod: Pod, pod_domains: Requirement, node_domains: Requirement
+    ) -> Requirement:
+        least = self._min_count(pod_domains)
+        self_selecting = self.selects(pod)
+        if self.key == HOSTNAME and len(node_domains.values) == 1 and not node_domains.complement:
+            host = next(iter(node_domains.values))
+            count = self.domains.get(host, 0) + (1 if self_selecting else 0)
+            if count <= self.max_skew:
+                return Requirement.new(self.key, "In", [host])
+            return Requirement.new(self.key, "DoesNotExist")
+        if node_domains.operator == "In":
+            candidates = [d for d in sorted(node_domains.values) if d in self.domains]
+        else:
+            candidates = [d for d in sorted(self.domains) if node_domains.has(d)]
+        best: str | None = None
+        best_count = _MAX_INT32
+        for d in candidates:
+            count = self.domains[d] + (1 if self_selecting else 0)
+            if count - least <= self.max_skew and count < best_count:
+                best, best_count = d, count
+        if best is None:
+            return Requirement.new(self.key, "DoesNotExist")
+        return Requirement.new(self.key, "In", [best])
+
+    def _any_compatible_pod_domain(self, pod_domains: Requirement) -> bool:
+        return any(pod_domains.has(d) and c > 0 for d, c in self.domains.items())
+
+    def _next_affinity(
+        self, pod: Pod, pod_domains: Requirement, node_domains: Requirement
+    ) -> Requirement:
+        bootstrap = self.selects(pod) and (
+            len(self.domains) == len(self.empty_domains)
+            or not self._any_compatible_pod_domain(pod_domains)
+        )
+        if self.key == HOSTNAME and len(node_domains.values) == 1 and not node_domains.complement:
+            host = next(iter(node_domains.values))
+            if pod_domains.has(host) and (self.domains.get(host, 0) > 0 or bootstrap):
+                return Requirement.new(self.key, "In", [host])
+            return Requirement.new(self.key, "DoesNotExist")
+        if node_domains.operator == "In":
+            options = [
+                d
+                for d in sorted(node_domains.values)
+                if pod_domains.has(d) and self.domains.get(d, 0) > 0
+            ]
+        else:
+            options = [
+                d
+                for d in sorted(self.domains)
+                if pod_domains.has(d) and self.domains[d] > 0 and node_domains.has(d)
+            ]
+        if options:
+            return Requirement.new(self.key, "In", options)
+        if bootstrap:
+            both = pod_domains.intersection(node_domains)
+            picks = []
+            first_both = next((d for d in sorted(self.domains) if both.has(d)), None)
+            if first_both is not None:
+                picks.append(first_both)
+            first_pod = next((d for d in sorted(self.domains) if pod_domains.has(d)), None)
+            if first_pod is not None:
+                picks.append(first_pod)
+            if picks:
+                return Requirement.new(self.key, "In", picks)
+        return Requirement.new(self.key, "DoesNotExist")
+
+    def _next_anti_affinity(
+        self, pod_domains: Requirement, node_domains: Requirement
+    ) -> Requirement:
+        if self.key == HOSTNAME and len(node_domains.values) == 1 and not node_domains.complement:
+            host = next(iter(node_domains.values))
+            if self.domains.get(host, 0) == 0:
+                return Requirement.new(self.key, "In", [host])
+            return Requirement.new(self.key, "DoesNotExist")
+        if node_domains.operator == "In":
+            options = [
+                d
+                for d in sorted(node_domains.values)
+                if d in self.empty_domains and pod_domains.has(d)
+            ]
+        else:
+            options = [
+                d for d in sorted(self.empty_domains) if node_domains.has(d) and pod_domains.has(d)
+            ]
+        if options:
+            return Requirement.new(self.key, "In", options)
+        return Requirement.new(self.key, "DoesNotExist")
+
+
+@dataclass(frozen=True, slots=True)
+class CountedPod:
+    """A pod already on a node, for counting: the pod and its node's labels and taints."""
+
+    pod: Pod
+    node_labels: Mapping[str, str]
+    node_taints: tuple[Taint, ...] = ()
+    node_name: str = ""
+
+
+class Topology:
+    """All topology groups of one scheduling pass (Karpenter's `Topology`)."""
+
+    def __init__(
+        self,
+        domain_groups: DomainGroups,
+        *,
+        existing_pods: Sequence[CountedPod] = (),
+        existing_node_domains: Sequence[tuple[Mapping[str, str], tuple[Taint, ...]]] = (),
+        ignore_preferences: bool = False,
+    ) -> None:
+        self.domain_groups = domain_groups
+        self.groups: dict[tuple[object, ...], TopologyGroup] = {}
+        self.inverse_groups: dict[tuple[object, ...], TopologyGroup] = {}
+        self.existing_pods = existing_pods
+        self.existing_node_domains = existing_node_domains
+        self.ignore_preferences = ignore_preferences
+        for counted in existing_pods:
+            pod = counted.pod
+            aff = pod.spec.affinity
+            if aff is not None and aff.pod_anti_affinity is not None:
+                self._track_inverse(pod, counted.node_labels)
+
+    # ---- building groups ---------------------------------------------------------------------
+    def _new_group(  # noqa: PLR0917 - mirrors Karpenter's NewTopologyGroup
+        self,
+        kind: TopologyType,
+        key: str,
+        pod: Pod,
+        namespaces: frozenset[str],
+        selector: LabelSelector | None,
+        max_skew: int,
+        min_domains: int | None,
+        node_filter: NodeFilter,
+    ) -> TopologyGroup:
+        tg = TopologyGroup(kind, key, namespaces, selector, max_skew, min_domains, node_filter)
+        ignore_taints = node_filter.taint_policy == "Ignore"
+        for domain, taint_sets in sorted(self.domain_groups.get(key, {}).items()):
+            if ignore_taints or any(
+                untolerated(ts, pod.spec.tolerations) is None for ts in taint_sets
+            ):
+                tg.register(domain)
+        return tg
+
+    def _namespaces(self, pod: Pod, term: PodAffinityTerm) -> frozenset[str]:
+        # gpucap has no Namespace objects: a namespaceSelector selects the namespaces listed.
+        if term.namespaces:
+            return frozenset(term.namespaces)
+        return frozenset({pod.metadata.namespace or "default"})
+
+    def _groups_for(self, pod: Pod) -> list[TopologyGroup]:
+        groups: list[TopologyGroup] = []
+        for tsc in pod.spec.topology_spread_constraints:
+            if self.ignore_preferences and tsc.when_unsatisfiable != "DoNotSchedule":
+                continue
+            groups.append(
+                self._new_group(
+                    TopologyType.SPREAD,
+                    tsc.topology_key,
+                    pod,
+                    frozenset({pod.metadata.namespace or "default"}),
+                    _spread_selector(tsc, pod),
+                    tsc.max_skew,
+                    tsc.min_domains,
+                    NodeFilter.for_pod(pod, tsc.node_taints_policy, tsc.node_affinity_policy),
+                )
+            )
+        aff = pod.spec.affinity
+        if aff is None:
+            return groups
+        for kind, section in (
+            (TopologyType.AFFINITY, aff.pod_affinity),
+            (TopologyType.ANTI_AFFINITY, aff.pod_anti_affinity),
+        ):
+            if section is None:
+                continue
+            terms = list(section.required_during_scheduling_ignored_during_execution)
+            if not self.ignore_preferences:
+                terms += [
+                    w.pod_affinity_term
+                    for w in section.preferred_during_scheduling_ignored_during_execution
+                ]
+            for term in terms:
+                groups.append(
+                    self._new_group(
+                        kind,
+                        term.topology_key,
+                        pod,
+                        self._namespaces(pod, term),
+                        term.label_selector,
+                        _MAX_INT32,
+                        None,
+                        NodeFilter(),
+                    )
+                )
+        return groups
+
+    def _count_existing(self, tg: TopologyGroup) -> None:
+        for labels, taints in self.existing_node_domains:
+            if not tg.node_filter.matches(taints, Requirements.from_labels(labels)):
+                continue
+            if tg.key in labels:
+                tg.register(labels[tg.key])
+        for counted in self.existing_pods:
+            if not tg.selects(counted.pod):
+                continue
+            domain = counted.node_labels.get(tg.key)
+            if domain is None and tg.key == HOSTNAME:
+                domain = counted.node_name or None
+            if domain is None:
+                continue
+            if not tg.node_filter.matches(
+                counted.node_taints, Requirements.from_labels(counted.node_labels)
+            ):
+                continue
+            tg.record(domain)
+
+    def _track_inverse(self, pod: Pod, node_labels: Mapping[str, str] | None) -> None:
+        aff = pod.spec.affinity
+        if aff is None or aff.pod_anti_affinity is None:
+            return
+        for term in aff.pod_anti_affinity.required_during_scheduling_ignored_during_execution:
+            tg = self._new_group(
+                TopologyType.ANTI_AFFINITY,
+                term.topology_key,
+                pod,
+                self._namespaces(pod, term),
+                term.label_selector,
+                _MAX_INT32,
+                None,
+                NodeFilter(),
+            )
+            tg = self.inverse_groups.setdefault(tg.identity, tg)
+            if node_labels is not None and tg.key in node_labels:
+                tg.record(node_labels[tg.key])
+            tg.owners.add(_uid(pod))
+
+    def update(self, pod: Pod) -> None:
+        """(Re)compute the groups `pod` owns, e.g. after one of its preferences was relaxed."""
+        uid = _uid(pod)
+        for tg in self.groups.values():
+            tg.owners.discard(uid)
+        aff = pod.spec.affinity
+        if aff is not None and aff.pod_anti_affinity is not None:
+            has = bool(aff.pod_anti_affinity.required_during_scheduling_ignored_during_execution)
+            if not self.ignore_preferences:
+                has = has or bool(
+                    aff.pod_anti_affinity.preferred_during_scheduling_ignored_during_execution
+                )
+            if has:
+                self._track_inverse(pod, None)
+        for tg in self._groups_for(pod):
+            existing = self.groups.get(tg.identity)
+            if existing is None:
+                self._count_existing(tg)
+                self.groups[tg.identity] = tg
+                existing = tg
+            existing.owners.add(uid)
+
+    # ---- scheduling hooks ---------------------------------------------------------------------
+    def register(self, key: str, domain: str) -> None:
+        for tg in (*self.groups.values(), *self.inverse_groups.values()):
+            if tg.key == key:
+                tg.register(domain)
+
+    def _matching(
+        self, pod: Pod, taints: Sequence[Taint], reqs: Requirements
+    ) -> list[TopologyGroup]:
+        uid = _uid(pod)
+        owned = [tg for tg in self.groups.values() if uid in tg.owners]
+        inverse = [tg for tg in self.inverse_groups.values() if tg.counts(pod, taints, reqs)]
+        return owned + inverse
+
+    def add_requirements(
+        self,
+        pod: Pod,
+        taints: Sequence[Taint],
+        pod_requirements: Requirements,
+        node_requirements: Requirements,
+    ) -> Requirements:
+        """The node requirements narrowed by every topology the pod is subject to.
+
+        Raises TopologyError when a group leaves no domain.
+        """
+        out = node_requirements
+        for tg in self._matching(pod, taints, node_requirements):
+            pod_domains = pod_requirements.get_or_exists(tg.key)
+            node_domains = node_requirements.get_or_exists(tg.key)
+            domains = tg.next_domains(pod, pod_domains, node_domains)
+            if len(domains) == 0:
+                counts = ", ".join(f"{d}={c}" for d, c in sorted(tg.domains.items())[:25])
+                raise TopologyError(
+                    f"unsatisfiable topology constraint for {tg.type.value}, key={tg.key} "
+                    f"(counts = {{{counts}}}, podDomains = {pod_domains}, "
+                    f"nodeDomains = {node_domains})"
+                )
+            out = out.add(domains)
+        return out
+
+    def record(self, pod: Pod, taints: Sequence[Taint], requirements: Requirements) -> None:
+        """Count a placed pod in the domains its node's requirements pin down."""
+        uid = _uid(pod)
+        for tg in self.groups.values():
+            if not tg.counts(pod, taints, requirements):
+                continue
+            domains = requirements.get_or_exists(tg.key)
+            if tg.type is TopologyType.ANTI_AFFINITY:
+                tg.record(*sorted(domains.values))
+            elif not domains.complement and len(domains.values) == 1:
+                tg.record(next(iter(domains.values)))
+        for tg in self.inverse_groups.values():
+            if uid in tg.owners:
+                tg.record(*sorted(requirements.get_or_exists(tg.key).values))
+
+
+def _uid(pod: Pod) -> str:
+    return pod.metadata.uid or pod.key
+
+
+def _spread_selector(tsc: TopologySpreadConstraint, pod: Pod) -> LabelSelector | None:
+    """The constraint's selector plus `matchLabelKeys` resolved against the pod's labels."""
+    extra = [
+        LabelSelectorRequirement(key=k, operator="In", values=[pod.metadata.labels[k]])
+        for k in tsc.match_label_keys
+        if k in pod.metadata.labels
+    ]
+    if not extra:
+        return tsc.label_selector
+    base = tsc.label_selector or LabelSelector()
+    return LabelSelector(
+        match_labels=dict(base.match_labels),
+        match_expressions=[*base.match_expressions, *extra],
+    )
