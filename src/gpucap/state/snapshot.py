@@ -1,0 +1,124 @@
+"""A snapshot of cluster state built from manifests: which pods are pending, which nodes exist
+and what the scheduler may use on them.
+
+Mirrors Karpenter's `state.StateNode` (`pkg/controllers/state/statenode.go`):
+- a Node and the NodeClaim that launched it are one state node (matched by `status.nodeName`
+  or `providerID`); a NodeClaim without a Node yet is a state node of its own, with the
+  NodeClaim's labels, taints, capacity and allocatable;
+- while a Karpenter node is not initialized, every resource its Node reports as zero or missing
+  (the kubelet zeroes extended resources until the device plugin registers them) is taken from
+  the NodeClaim, so pending GPU pods are still nominated to it (`Allocatable()`, `Capacity()`);
+- a node is initialized when it carries `karpenter.sh/initialized=true`; nodes Karpenter does not
+  manage (no `karpenter.sh/nodepool` label) count as initialized;
+- nodes being deleted (deletionTimestamp, or the `karpenter.sh/disrupted` taint) are marked.
+Pending pods are those with no `spec.nodeName` that a provisioner would consider: not owned by a
+DaemonSet, not finished. Called by `gpucap plan` and the simulator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from gpucap.apis.core import Node, Pod, Taint
+from gpucap.apis.labels import INITIALIZED, NODEPOOL
+from gpucap.apis.nodepool import NodeClaim
+from gpucap.apis.quantity import base_units
+from gpucap.scheduling.solver import StateNode
+from gpucap.scheduling.taints import DISRUPTED_TAINT
+
+__all__ = ["Snapshot", "snapshot"]
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    pending: tuple[Pod, ...]
+    nodes: tuple[StateNode, ...]
+    unknown_node_pods: tuple[Pod, ...]  # bound to a node that is not in the input
+
+
+def _fill(primary: Mapping[str, int], fallback: Mapping[str, int]) -> dict[str, int]:
+    out = dict(primary)
+    for k, v in fallback.items():
+        if out.get(k, 0) == 0:
+            out[k] = v
+    return {k: v for k, v in out.items()}
+
+
+def _is_pending(pod: Pod) -> bool:
+    if pod.spec.node_name:
+        return False
+    if any(o.kind == "DaemonSet" for o in pod.metadata.owner_references):
+        return False
+    return pod.status.phase not in ("Succeeded", "Failed")
+
+
+def snapshot(
+    pods: Sequence[Pod], nodes: Sequence[Node] = (), nodeclaims: Sequence[NodeClaim] = ()
+) -> Snapshot:
+    """Cluster state from loaded manifests (see the module docstring for the rules)."""
+    by_node: dict[str, list[Pod]] = {}
+    for pod in pods:
+        if pod.spec.node_name:
+            by_node.setdefault(pod.spec.node_name, []).append(pod)
+    claims_by_node: dict[str, NodeClaim] = {}
+    for nc in nodeclaims:
+        if nc.status.node_name:
+            claims_by_node[nc.status.node_name] = nc
+        if nc.status.provider_id:
+            claims_by_node["providerID:" + nc.status.provider_id] = nc
+    state: list[StateNode] = []
+    matched: set[str] = set()
+    for node in nodes:
+        name = node.metadata.name
+        claim = claims_by_node.get(name) or claims_by_node.get(
+            "providerID:" + (node.spec.provider_id or "")
+        )
+        labels = dict(node.metadata.labels)
+        managed = NODEPOOL in labels
+        initialized = (not managed) or labels.get(INITIALIZED) == "true"
+        allocatable = base_units(node.status.allocatable)
+        capacity = base_units(node.status.capacity)
+        startup: tuple[Taint, ...] = ()
+        if claim is not None:
+            matched.add(claim.name)
+            startup = tuple(t.as_taint() for t in claim.spec.startup_taints)
+            if managed and not initialized:
+                allocatable = _fill(allocatable, base_units(claim.status.allocatable))
+                capacity = _fill(capacity, base_units(claim.status.capacity))
+        deleting = node.metadata.deletion_timestamp is not None or any(
+            t.key == DISRUPTED_TAINT.key and t.effect == DISRUPTED_TAINT.effect
+            for t in node.spec.taints
+        )
+        state.append(
+            StateNode(
+                name=name,
+                labels=labels,
+                allocatable=allocatable,
+                capacity=capacity,
+                taints=tuple(node.spec.taints),
+                startup_taints=startup,
+                pods=tuple(by_node.get(name, ())),
+                initialized=initialized,
+                marked_for_deletion=deleting,
+            )
+        )
+    for nc in nodeclaims:
+        if nc.name in matched:
+            continue
+        labels = dict(nc.metadata.labels)
+        state.append(
+            StateNode(
+                name=nc.name,
+                labels=labels,
+                allocatable=base_units(nc.status.allocatable),
+                capacity=base_units(nc.status.capacity),
+                taints=tuple(t.as_taint() for t in (*nc.spec.taints, *nc.spec.startup_taints)),
+                startup_taints=tuple(t.as_taint() for t in nc.spec.startup_taints),
+                initialized=False,
+                marked_for_deletion=nc.metadata.deletion_timestamp is not None,
+            )
+        )
+    known = {n.name for n in state}
+    unknown = tuple(p for p in pods if p.spec.node_name and p.spec.node_name not in known)
+    return Snapshot(tuple(p for p in pods if _is_pending(p)), tuple(state), unknown)
