@@ -45,7 +45,7 @@ def main() -> None:
         if not where.startswith(str(purelib)):
             sys.exit(f"check_wheel: gpucap was imported from {where.strip()}, not the wheel")
         out = run(py, "-m", "gpucap", "demo", cwd=Path(tmp))
-        if "objects valid" not in out:
+        if "new node(s)" not in out:
             sys.exit(f"check_wheel: `gpucap demo` from the wheel printed no result:\n{out}")
     print(f"check_wheel: {wheel.name} installs and runs `gpucap demo`")
 

@@ -158,11 +158,16 @@ def test_render_rejects_a_malformed_set() -> None:
     assert "--set 'NOVALUE' must be KEY=VALUE" in result.stderr
 
 
-def test_demo_runs_the_workshop_and_finds_the_vllm_pod() -> None:
+def test_demo_validates_and_plans_the_workshop_and_shows_the_gpu_limit() -> None:
     result = run("demo")
     assert result.exit_code == 0
     assert "NodePool/gpu" in result.stdout
-    assert "1 pending pod(s): default/vllm-0" in result.stdout
+    assert "1 new node(s)" in result.stdout
+    assert (
+        'default/vllm-6: nodepool "gpu": all available instance types exceed limits'
+        in result.stdout
+    )
+    assert "6 new node(s)" in result.stdout
     assert "warning" not in result.stderr
 
 

@@ -18,8 +18,24 @@ from rich.console import Console
 
 from gpucap import __version__
 from gpucap.apis.placeholders import substitute
-from gpucap.apis.serde import LoadResult, load_paths, load_text
-from gpucap.cli.render import describe, format_issue, format_list
+from gpucap.apis.serde import LoadResult, Manifest, load_paths, load_text
+from gpucap.apis.workloads import Deployment
+from gpucap.cli.render import (
+    describe,
+    format_explanation,
+    format_issue,
+    format_list,
+    format_plan,
+)
+from gpucap.cloudprovider.aws.catalog import (
+    Catalog,
+    CatalogError,
+    load_catalog,
+    parse_catalog_json,
+    parse_prices_json,
+)
+from gpucap.controllers.provisioning import plan as make_plan
+from gpucap.controllers.provisioning import pools_for
 from gpucap.runtime.logging import configure
 
 __all__ = ["app", "main"]
@@ -156,6 +172,99 @@ def render(
     sys.stdout.write("---\n".join(t if t.endswith("\n") else t + "\n" for t in rendered))
 
 
+def _load_catalog(
+    region: str, zones: str | None, catalog_file: str | None, prices_file: str | None
+) -> Catalog:
+    """The catalog for `plan`/`simulate`: bundled, or `--catalog`, with `--prices` overrides."""
+    try:
+        infos = None
+        if catalog_file is not None:
+            infos = parse_catalog_json(_read(catalog_file), source=catalog_file)
+        prices = None
+        if prices_file is not None:
+            prices = parse_prices_json(_read(prices_file), source=prices_file)
+        zone_list = [z.strip() for z in zones.split(",") if z.strip()] if zones else None
+        return load_catalog(
+            region, infos=infos, prices=prices, zones=zone_list, prices_source=prices_file or ""
+        )
+    except CatalogError as e:
+        err.print(f"error: {e}", markup=False)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        err.print(f"error: {path}: cannot read: {e.strerror}", markup=False)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+
+
+@app.command()
+def plan(  # noqa: PLR0917 - typer maps parameters to options
+    files: Annotated[
+        list[str], typer.Argument(help="Manifest files, directories, or - for stdin.")
+    ],
+    output: OutputOption = "table",
+    region: Annotated[str, typer.Option(help="AWS region of the catalog.")] = "us-east-1",
+    zones: Annotated[
+        str | None, typer.Option(help="Comma-separated zones (default: the region's).")
+    ] = None,
+    kubernetes_version: Annotated[
+        str, typer.Option("--kubernetes-version", help="Cluster Kubernetes version.")
+    ] = "1.36",
+    catalog: Annotated[
+        str | None, typer.Option("--catalog", help="A catalog file replacing the bundled one.")
+    ] = None,
+    prices: Annotated[
+        str | None, typer.Option("--prices", help="A prices file overriding catalog prices.")
+    ] = None,
+    explain: Annotated[
+        str | None,
+        typer.Option(
+            "--explain", help="NAMESPACE/POD (or POD): why each NodePool can or cannot take it."
+        ),
+    ] = None,
+) -> None:
+    """Schedule the pending pods as Karpenter's provisioner would and print what it would
+    launch, at what price, and why any pod stays Pending."""
+    _check_output(output, ("table", "json", "yaml"))
+    del kubernetes_version  # AMI resolution (and its Kubernetes version) comes with `ami`
+    result = load_paths(files)
+    _report(result)
+    if not result.ok:
+        raise typer.Exit(EXIT_BAD_INPUT)
+    cat = _load_catalog(region, zones, catalog, prices)
+    made = make_plan(result.objects, cat)
+    if explain is not None:
+        key = explain if "/" in explain else f"default/{explain}"
+        pod = made.results.pods.get(key)
+        if pod is None or made.scheduler is None:
+            err.print(f"error: --explain {explain}: no such pod in the input", markup=False)
+            raise typer.Exit(EXIT_BAD_INPUT)
+        where = next(
+            (c.name for c in made.node_claims if any(p.key == key for p in c.pods)),
+            next(
+                (n for n, pods in made.results.pods_on_existing_nodes().items() if key in pods),
+                None,
+            ),
+        )
+        pools = pools_for(result.objects, cat, [])
+        out.print(
+            format_explanation(
+                key, made.scheduler.explain(pod, pools), made.results.pod_errors.get(key), where
+            ),
+            markup=False,
+            end="",
+        )
+        return
+    text = format_plan(made, output)
+    if output == "table":
+        out.print(text, markup=False, end="")
+    else:
+        sys.stdout.write(text)
+
+
 def _workshop_texts() -> list[tuple[str, str]]:
     root = resources.files("gpucap.data").joinpath("examples", "workshop")
     return sorted(
@@ -168,7 +277,8 @@ def _workshop_texts() -> list[tuple[str, str]]:
 @app.command()
 def demo() -> None:
     """Run gpucap on the bundled workshop example (a GPU NodePool, EC2NodeClass, device plugin,
-    time-slicing config and a vLLM Deployment)."""
+    time-slicing config and a vLLM Deployment): validate it, plan it, then plan the vLLM
+    Deployment scaled to 8 replicas to show the NodePool's GPU limit at work."""
     out.print("gpucap demo: the EKS GPU workshop's manifests, placeholders filled with:")
     for k, v in DEMO_VALUES.items():
         out.print(f"  {k}={v}", markup=False)
@@ -178,14 +288,21 @@ def demo() -> None:
     _report(result)
     if not result.ok:
         raise typer.Exit(EXIT_BAD_INPUT)
-    out.print("\n[bold]validate[/bold]: what gpucap understood")
+    out.print("\n[bold]gpucap validate[/bold]: what gpucap understood")
     _print_summaries(result)
-    pods = result.objects.pods
+    cat = load_catalog("us-east-1")
+    out.print("\n[bold]gpucap plan[/bold]: what Karpenter would launch for the pending pods")
+    out.print(format_plan(make_plan(result.objects, cat), "table"), markup=False, end="")
+    scaled = LoadResult(issues=list(result.issues))
+    for m in result.manifests:
+        obj = m.obj
+        if isinstance(obj, Deployment) and obj.metadata.name == "vllm":
+            obj = obj.model_copy(update={"spec": obj.spec.model_copy(update={"replicas": 8})})
+        scaled.manifests.append(Manifest(obj, m.source))
     out.print(
-        f"\n{len(result.manifests)} objects valid; {len(pods)} pending pod(s): "
-        + ", ".join(p.key for p in pods),
-        markup=False,
+        "\n[bold]gpucap plan[/bold], vLLM scaled to 8 replicas: the limit of 6 GPUs stops the rest"
     )
+    out.print(format_plan(make_plan(scaled.objects, cat), "table"), markup=False, end="")
 
 
 def main() -> None:

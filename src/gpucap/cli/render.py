@@ -32,9 +32,22 @@ from gpucap.apis.workloads import (
     expand_workload,
     replica_count,
 )
+from gpucap.controllers.provisioning import Plan
 from gpucap.scheduling.resources import pod_requests
+from gpucap.scheduling.solver import NodeClaim as PlannedNodeClaim
+from gpucap.scheduling.solver import PoolExplanation
 
-__all__ = ["describe", "format_issue", "format_list", "format_resources"]
+__all__ = [
+    "describe",
+    "format_explanation",
+    "format_issue",
+    "format_list",
+    "format_plan",
+    "format_resources",
+    "plan_document",
+]
+
+GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "habana.ai/gaudi", "aws.amazon.com/neuron")
 
 
 def format_resources(resources: Mapping[str, int]) -> str:
@@ -196,3 +209,178 @@ _DESCRIBE: dict[type[Any], Callable[[Any], str]] = {
 def describe(obj: KubeObject) -> str:
     """A one-line summary of what gpucap understood from an object (after defaults)."""
     return _DESCRIBE[type(obj)](obj)
+
+
+# ---- plan ---------------------------------------------------------------------------------------
+def _launch_labels(plan: Plan, claim: PlannedNodeClaim) -> dict[str, str]:
+    """The labels the node would carry: template and custom labels, the launched type's
+    single-valued labels, the zone and the capacity type."""
+    labels = dict(claim.labels)
+    launch = plan.launches.get(claim.name)
+    if launch is not None:
+        chosen = next((it for it in claim.instance_types if it.name == launch.instance_type), None)
+        if chosen is not None:
+            for key, req in sorted(chosen.requirements.items()):
+                if req.operator == "In" and len(req.values) == 1:
+                    labels.setdefault(key, next(iter(req.values)))
+        labels["topology.kubernetes.io/zone"] = launch.zone
+        labels["karpenter.sh/capacity-type"] = launch.capacity_type
+        labels["node.kubernetes.io/instance-type"] = launch.instance_type
+    return dict(sorted(labels.items()))
+
+
+def _gpus(plan: Plan) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for claim in plan.node_claims:
+        launch = plan.launches.get(claim.name)
+        if launch is None:
+            continue
+        chosen = next((it for it in claim.instance_types if it.name == launch.instance_type), None)
+        if chosen is None:
+            continue
+        for resource in GPU_RESOURCES:
+            n = chosen.capacity.get(resource, 0)
+            if n:
+                total[resource] = total.get(resource, 0) + n
+    return dict(sorted(total.items()))
+
+
+def plan_document(plan: Plan) -> dict[str, Any]:
+    """The `Plan` JSON of contract.md (stable keys)."""
+    claims = []
+    for claim in plan.node_claims:
+        launch = plan.launches.get(claim.name)
+        entry: dict[str, Any] = {
+            "name": claim.name,
+            "nodePool": claim.nodepool,
+            "instanceTypeOptions": [it.name for it in claim.instance_types],
+            "launch": None,
+            "pods": [p.key for p in claim.pods],
+            "requests": format_base_units(claim.requests),
+            "labels": _launch_labels(plan, claim),
+            "taints": [
+                {k: v for k, v in (("key", t.key), ("value", t.value), ("effect", t.effect)) if v}
+                for t in claim.template.taints
+            ],
+        }
+        if launch is not None:
+            entry["launch"] = {
+                "instanceType": launch.instance_type,
+                "zone": launch.zone,
+                "capacityType": launch.capacity_type,
+                "pricePerHour": launch.price,
+            }
+        else:
+            entry["launchError"] = plan.launch_errors.get(claim.name, "")
+        claims.append(entry)
+    existing = [
+        {"name": name, "pods": pods}
+        for name, pods in sorted(plan.results.pods_on_existing_nodes().items())
+    ]
+    unschedulable = [
+        {"pod": key, "reason": reason} for key, reason in sorted(plan.results.pod_errors.items())
+    ]
+    scheduled = sum(len(c.pods) for c in plan.node_claims) + sum(len(e["pods"]) for e in existing)
+    price = round(sum(launch.price for launch in plan.launches.values()), 6)
+    return {
+        "apiVersion": "gpucap.dev/v1alpha1",
+        "kind": "Plan",
+        "nodeClaims": claims,
+        "existingNodes": existing,
+        "unschedulable": unschedulable,
+        "notes": list(plan.notes),
+        "summary": {
+            "nodeClaims": len(claims),
+            "pods": scheduled,
+            "unschedulable": len(unschedulable),
+            "pricePerHour": price,
+            "gpus": _gpus(plan),
+        },
+    }
+
+
+def format_plan(plan: Plan, output: str) -> str:
+    doc = plan_document(plan)
+    if output == "json":
+        return json.dumps(doc, indent=2) + "\n"
+    if output == "yaml":
+        return yaml.safe_dump(doc, sort_keys=False, default_flow_style=False)
+    return format_plan_table(doc)
+
+
+def _table(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+
+
+def format_plan_table(doc: dict[str, Any]) -> str:
+    """The plan for a terminal: new NodeClaims, existing nodes used, pending pods, summary."""
+    lines: list[str] = []
+    claims = doc["nodeClaims"]
+    if claims:
+        rows = [
+            [
+                "NODECLAIM",
+                "NODEPOOL",
+                "INSTANCE TYPE",
+                "ZONE",
+                "CAPACITY",
+                "$/HOUR",
+                "OPTIONS",
+                "PODS",
+            ]
+        ]
+        for c in claims:
+            launch = c["launch"] or {}
+            rows.append(
+                [
+                    c["name"],
+                    c["nodePool"],
+                    launch.get("instanceType", "(launch fails)"),
+                    launch.get("zone", "-"),
+                    launch.get("capacityType", "-"),
+                    f"{launch['pricePerHour']:.4f}" if launch else "-",
+                    str(len(c["instanceTypeOptions"])),
+                    ", ".join(c["pods"]),
+                ]
+            )
+        lines += _table(rows)
+    else:
+        lines.append("No new nodes.")
+    for c in claims:
+        if c["launch"] is None:
+            lines.append(f"{c['name']}: launch would fail: {c.get('launchError', '')}")
+    if doc["existingNodes"]:
+        lines.append("")
+        lines += _table(
+            [["EXISTING NODE", "PODS"]]
+            + [[e["name"], ", ".join(e["pods"])] for e in doc["existingNodes"]]
+        )
+    if doc["unschedulable"]:
+        lines.append("")
+        lines.append("Pending (Karpenter would not launch for these):")
+        lines += [f"  {u['pod']}: {u['reason']}" for u in doc["unschedulable"]]
+    if doc["notes"]:
+        lines.append("")
+        lines += [f"note: {n}" for n in doc["notes"]]
+    s = doc["summary"]
+    gpus = ", ".join(f"{v} {k}" for k, v in s["gpus"].items())
+    lines.append("")
+    lines.append(
+        f"{s['nodeClaims']} new node(s), ${s['pricePerHour']:.4f}/hour"
+        + (f", {gpus}" if gpus else "")
+        + f"; {s['pods']} pod(s) scheduled, {s['unschedulable']} pending"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def format_explanation(
+    pod_key: str, explanations: list[PoolExplanation], reason: str | None, where: str | None
+) -> str:
+    """`gpucap plan --explain POD`: NodePool by NodePool, what survived each filter."""
+    lines = [f"pod {pod_key}: " + (f"scheduled on {where}" if where else f"pending: {reason}")]
+    for e in explanations:
+        lines.append(f"  NodePool {e.nodepool} (weight {e.weight}): {e.verdict}")
+        for label, count in e.steps:
+            lines.append(f"    {count:5d} instance types {label}")
+    return "\n".join(lines) + "\n"

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from gpucap.apis.core import NodeSelectorRequirement
-from gpucap.apis.labels import WELL_KNOWN_LABELS, normalize_label
+from gpucap.apis.labels import HOSTNAME, WELL_KNOWN_LABELS, normalize_label
 from gpucap.apis.nodepool import NodeSelectorRequirementWithMinValues
 
 __all__ = [
@@ -40,12 +40,17 @@ Operator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "
 _MAX_INT = 2**63 - 1
 
 
+_ASCII_DIGITS = frozenset("0123456789")
+_MIN_INT = -(2**63)
+
+
 def _as_int(value: str) -> int | None:
-    # strconv.Atoi: optional sign, decimal digits only.
+    # Go's strconv.Atoi: optional sign, ASCII decimal digits only, within int64.
     text = value[1:] if value[:1] in "+-" else value
-    if not text.isdigit():
+    if not text or not _ASCII_DIGITS.issuperset(text):
         return None
-    return int(value)
+    n = int(value)
+    return n if _MIN_INT <= n <= _MAX_INT else None
 
 
 def _within(value: str, gte: int | None, lte: int | None) -> bool:
@@ -90,7 +95,8 @@ class Requirement:
         n = int(vals[0])  # validated at the manifest boundary
         if operator == "Gt":
             if n == _MAX_INT:
-                return cls(key, False, frozenset(), min_values=min_values)
+                # Gt MaxInt64 matches nothing; Karpenter rebuilds it without minValues.
+                return cls(key, False, frozenset())
             return cls(key, True, frozenset(), gte=n + 1, min_values=min_values)
         if operator == "Lt":
             return cls(key, True, frozenset(), lte=n - 1, min_values=min_values)
@@ -158,10 +164,15 @@ class Requirement:
         if op == "In":
             return min(self.values)
         if op in ("NotIn", "Exists"):
+            # Karpenter draws at random from [gte (default 0), lte]; gpucap takes the smallest
+            # value there that is not excluded ("" when there is none, where Karpenter panics).
             n = self.gte if self.gte is not None else 0
-            while str(n) in self.values:
+            upper = self.lte if self.lte is not None else _MAX_INT
+            while n <= upper:
+                if str(n) not in self.values:
+                    return str(n)
                 n += 1
-            return str(n)
+            return ""
         return ""
 
     def sorted_values(self) -> list[str]:
@@ -268,9 +279,13 @@ class Requirements(Mapping[str, Requirement]):
         return Requirements({k: v for k, v in self._items.items() if k not in keys})
 
     def intersects(self, other: Requirements) -> IncompatibleError | None:
-        """Karpenter's `Intersects`: the first key both define whose values cannot overlap."""
+        """Karpenter's `Intersects`: every key both define whose values cannot overlap (one
+        message per key, sorted, joined as multierr joins them), or None."""
         small, large = (self, other) if len(self) <= len(other) else (other, self)
-        for key in sorted(k for k in small if k in large):
+        problems = []
+        for key in small:
+            if key not in large:
+                continue
             existing, incoming = self[key], other[key]
             if existing.has_intersection(incoming):
                 continue
@@ -279,8 +294,10 @@ class Requirements(Mapping[str, Requirement]):
                 "DoesNotExist",
             ):
                 continue
-            return IncompatibleError(f"key {key}, {incoming} not in {existing}")
-        return None
+            problems.append(f"key {key}, {incoming} not in {existing}")
+        if not problems:
+            return None
+        return IncompatibleError("; ".join(sorted(problems)))
 
     def compatible(
         self, other: Requirements, allow_undefined: frozenset[str] = frozenset()
@@ -314,7 +331,8 @@ class Requirements(Mapping[str, Requirement]):
         }
 
     def __str__(self) -> str:
-        return ", ".join(sorted(str(r) for r in self._items.values()))
+        # Karpenter leaves restricted labels (the hostname placeholder) out of messages.
+        return ", ".join(sorted(str(r) for k, r in self._items.items() if k != HOSTNAME))
 
 
 ALLOW_UNDEFINED_WELL_KNOWN = frozenset(WELL_KNOWN_LABELS)

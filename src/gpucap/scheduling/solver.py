@@ -534,6 +534,16 @@ class ExistingNode:
 
 
 # ---- results ------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class PoolExplanation:
+    """Why a NodePool could or could not take a pod: instance types left after each filter."""
+
+    nodepool: str
+    weight: int
+    steps: list[tuple[str, int]]
+    verdict: str
+
+
 @dataclass(slots=True)
 class Results:
     """What one scheduling pass decided."""
@@ -813,6 +823,75 @@ class Scheduler:
                 k: v - largest.get(k, 0) for k, v in remaining.items()
             }
 
+    # ---- explanation ---------------------------------------------------------------------------
+    def explain(self, pod: Pod, pools: Sequence[PoolInput]) -> list[PoolExplanation]:
+        """NodePool by NodePool, whether a new NodeClaim could take `pod` on its own, and how
+        many instance types survive each of Karpenter's filters (for `gpucap plan --explain`)."""
+        data = _pod_data(pod, self.options)
+        templates = {t.name: t for t in self.templates}
+        out: list[PoolExplanation] = []
+        ordered = sorted(
+            pools, key=lambda p: (-p.nodepool.effective_weight, _desc(p.nodepool.name))
+        )
+        for pool in ordered:
+            name = pool.nodepool.name
+            steps: list[tuple[str, int]] = [("offered by the node class", len(pool.instance_types))]
+            template = templates.get(name)
+            if template is None:
+                reason = self.pool_notes.get(name, "static NodePool (replicas set)")
+                out.append(PoolExplanation(name, pool.nodepool.effective_weight, steps, reason))
+                continue
+            steps.append(("meet the NodePool's requirements", len(template.instance_types)))
+            taint = untolerated(template.taints, pod.spec.tolerations)
+            if taint is not None:
+                out.append(
+                    PoolExplanation(
+                        name,
+                        pool.nodepool.effective_weight,
+                        steps,
+                        f"did not tolerate taint {format_taint(taint)}",
+                    )
+                )
+                continue
+            err = template.requirements.compatible(data.requirements, ALLOW_UNDEFINED_WELL_KNOWN)
+            if err is not None:
+                out.append(
+                    PoolExplanation(
+                        name,
+                        pool.nodepool.effective_weight,
+                        steps,
+                        f"incompatible requirements, {err}",
+                    )
+                )
+                continue
+            reqs = template.requirements.merge(data.requirements)
+            its = [it for it in template.instance_types if it.requirements.intersects(reqs) is None]
+            steps.append(("meet the pod's requirements", len(its)))
+            fitting = [
+                it
+                for it in its
+                if any(
+                    it.name in g.instance_types
+                    and fits(add(data.requests, g.overhead), it.allocatable)
+                    for g in template.daemon_groups
+                )
+            ]
+            steps.append(("fit the pod plus DaemonSet overhead", len(fitting)))
+            offered = [it for it in fitting if it.has_available_offering(reqs)]
+            steps.append(("have an available offering in an allowed zone", len(offered)))
+            limits = pool.nodepool.spec.limits
+            if limits is not None:
+                caps = {
+                    k: (q.milli_value() if k == "cpu" else q.value()) for k, q in limits.items()
+                }
+                offered = [
+                    it for it in offered if all(it.capacity.get(k, 0) <= v for k, v in caps.items())
+                ]
+                steps.append(("fit within the NodePool's limits (if it were empty)", len(offered)))
+            verdict = "usable" if offered else "no instance type left"
+            out.append(PoolExplanation(name, pool.nodepool.effective_weight, steps, verdict))
+        return out
+
     # ---- finalisation ------------------------------------------------------------------------
     def _finalize(self, errors: dict[str, str]) -> None:
         counters: dict[str, int] = {}
@@ -905,4 +984,11 @@ def solve(
     return scheduler.solve(pods)
 
 
-__all__ += ["IncompatibleError", "PodData", "SchedulingError", "daemon_pod", "pod_requirements"]
+__all__ += [
+    "IncompatibleError",
+    "PodData",
+    "PoolExplanation",
+    "SchedulingError",
+    "daemon_pod",
+    "pod_requirements",
+]

@@ -42,7 +42,7 @@ def _fill(primary: Mapping[str, int], fallback: Mapping[str, int]) -> dict[str, 
     for k, v in fallback.items():
         if out.get(k, 0) == 0:
             out[k] = v
-    return {k: v for k, v in out.items()}
+    return out
 
 
 def _is_pending(pod: Pod) -> bool:

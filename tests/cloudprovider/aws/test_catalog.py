@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.cloudprovider.aws import capacity as cap
+from gpucap.cloudprovider.aws import catalog as catalog_module
 from gpucap.cloudprovider.aws.catalog import (
+    WELL_KNOWN_LABEL_KEYS,
     BlockDeviceSettings,
     Catalog,
     CatalogError,
@@ -29,12 +33,18 @@ from gpucap.cloudprovider.aws.catalog import (
     bundled_catalog_entries,
     bundled_instance_type_infos,
     load_catalog,
+    node_class_settings,
     pack_catalog_columns,
     parse_catalog_json,
     parse_prices_json,
     resolve_instance_type,
+    scheduling_requirements,
     unpack_catalog_columns,
 )
+from gpucap.scheduling import instancetypes as scheduling
+from gpucap.scheduling.requirements import ALLOW_UNDEFINED_WELL_KNOWN, Requirement, Requirements
+from tests import builders
+from tests.builders import edit, nodeclass
 
 MiB = 2**20
 GiB = 2**30
@@ -882,6 +892,164 @@ def test_instance_types_are_resolved_once_per_node_class_and_sorted(us_east_1: C
     assert us_east_1.instance_types(NodeClassSettings()) is first
     assert [it.name for it in first] == sorted(it.name for it in first)
     assert us_east_1.instance_types(NodeClassSettings(max_pods=20)) is not first
+
+
+# ---- the scheduler's view ---------------------------------------------------------------------
+
+
+def test_catalog_offerings_are_the_schedulers_offerings() -> None:
+    assert catalog_module.Offering is scheduling.Offering
+
+
+@pytest.mark.parametrize("name", ["m5.xlarge", "g6.xlarge", "p4d.24xlarge", "c5.metal"])
+def test_scheduling_types_require_every_well_known_label_absent_ones_as_does_not_exist(
+    us_east_1: Catalog, name: str
+) -> None:
+    it = us_east_1.instance_type(name)
+    sched = next(t for t in us_east_1.scheduling_instance_types() if t.name == name)
+    assert set(sched.requirements) == WELL_KNOWN_LABEL_KEYS
+    for key in WELL_KNOWN_LABEL_KEYS:
+        values = it.requirements.get(key, ())
+        expected = "In" if values else "DoesNotExist"
+        assert (sched.requirements[key].operator, sched.requirements[key].values) == (
+            expected,
+            frozenset(values),
+        ), key
+    assert sched.capacity == it.capacity
+    assert sched.allocatable == it.allocatable
+    assert sched.offerings is it.offerings
+
+
+def test_gpu_count_exists_selects_gpu_types_only(us_east_1: Catalog) -> None:
+    wants_gpu = Requirements.of(Requirement.new(AWS + "instance-gpu-count", "Exists"))
+    chosen = {
+        t.name
+        for t in us_east_1.scheduling_instance_types()
+        if wants_gpu.is_compatible(t.requirements, ALLOW_UNDEFINED_WELL_KNOWN)
+    }
+    assert {"g5.xlarge", "g6.xlarge", "p4d.24xlarge"} <= chosen
+    assert not {"m5.xlarge", "c5.metal"} & chosen
+
+
+def test_an_empty_value_list_is_does_not_exist_and_an_empty_value_is_a_value() -> None:
+    reqs = scheduling_requirements({"kubernetes.io/os": (), AWS + "instance-hypervisor": ("",)})
+    assert reqs["kubernetes.io/os"].operator == "DoesNotExist"
+    assert reqs[AWS + "instance-hypervisor"].operator == "In"
+    assert reqs[AWS + "instance-hypervisor"].has("")
+
+
+def test_scheduling_types_are_built_once_per_node_class(us_east_1: Catalog) -> None:
+    first = us_east_1.scheduling_instance_types()
+    assert us_east_1.scheduling_instance_types(NodeClassSettings()) is first
+    assert [t.name for t in first] == list(us_east_1.names)
+    other = us_east_1.scheduling_instance_types(NodeClassSettings(max_pods=20))
+    assert other is not first
+    assert {t.allocatable["pods"] for t in other} == {20}
+
+
+# ---- EC2NodeClass -> NodeClassSettings --------------------------------------------------------
+
+
+def test_node_class_settings_read_every_capacity_input_of_an_ec2nodeclass() -> None:
+    doc = edit(nodeclass(), "spec.amiSelectorTerms", [{"alias": "bottlerocket@latest"}])
+    doc = edit(
+        doc,
+        "spec.kubelet",
+        {
+            "maxPods": 58,
+            "podsPerCore": 4,
+            "kubeReserved": {"cpu": "250m", "memory": "1Gi", "ephemeral-storage": "2G"},
+            "systemReserved": {"cpu": "0.1", "memory": "100Mi"},
+            "evictionHard": {"memory.available": "5%", "nodefs.available": "10%"},
+        },
+    )
+    doc = edit(
+        doc,
+        "spec.blockDeviceMappings",
+        [
+            {"deviceName": "/dev/xvda", "ebs": {"volumeSize": "4Gi"}},
+            {"deviceName": "/dev/xvdb", "ebs": {"volumeSize": "100Gi"}, "rootVolume": True},
+            {"deviceName": "/dev/xvdc", "ebs": {"snapshotID": "snap-0123"}},
+        ],
+    )
+    doc = edit(doc, "spec.instanceStorePolicy", "RAID0")
+    doc = edit(
+        doc,
+        "spec.networkInterfaces",
+        [
+            {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+            {"networkCardIndex": 0, "deviceIndex": 1, "interfaceType": "efa-only"},
+        ],
+    )
+    settings = node_class_settings(EC2NodeClass.model_validate(doc), reserved_enis=1)
+    assert settings == NodeClassSettings(
+        ami_family="Bottlerocket",
+        max_pods=58,
+        pods_per_core=4,
+        kube_reserved={"cpu": 250, "memory": GiB, "ephemeral-storage": 2 * 10**9},
+        system_reserved={"cpu": 100, "memory": 100 * MiB},
+        eviction_hard={"memory.available": "5%", "nodefs.available": "10%"},
+        block_device_mappings=(
+            BlockDeviceSettings("/dev/xvda", 4 * GiB),
+            BlockDeviceSettings("/dev/xvdb", 100 * GiB, root_volume=True),
+            BlockDeviceSettings("/dev/xvdc", None),
+        ),
+        instance_store_policy="RAID0",
+        network_interfaces=(
+            NetworkInterfaceSettings(0, 0, "interface"),
+            NetworkInterfaceSettings(0, 1, "efa-only"),
+        ),
+        reserved_enis=1,
+    )
+
+
+def test_a_plain_ec2nodeclass_gives_the_default_settings_with_its_root_volume() -> None:
+    settings = node_class_settings(EC2NodeClass.model_validate(nodeclass()))
+    assert settings == NodeClassSettings(
+        ami_family="AL2023",
+        block_device_mappings=(BlockDeviceSettings("/dev/xvda", 200 * GiB),),
+    )
+    assert settings.network_interfaces is None
+    bare = edit(nodeclass(), "spec.blockDeviceMappings", builders.DELETE)
+    bare = edit(bare, "spec.amiSelectorTerms", [{"id": "ami-0123"}])
+    assert node_class_settings(EC2NodeClass.model_validate(bare)) == NodeClassSettings("Custom")
+
+
+def test_node_class_settings_change_allocatable_through_the_catalog(us_east_1: Catalog) -> None:
+    doc = edit(nodeclass(), "spec.kubelet", {"maxPods": 20})
+    settings = node_class_settings(EC2NodeClass.model_validate(doc))
+    assert us_east_1.instance_type("m5.xlarge", settings).allocatable["pods"] == 20
+    root = us_east_1.instance_type("m5.xlarge", settings).capacity["ephemeral-storage"]
+    assert root == 200 * GiB
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        (
+            "spec.kubelet",
+            {"kubeReserved": {"memory": "lots"}},
+            "EC2NodeClass gpu: spec.kubelet.kubeReserved['memory']: ",
+        ),
+        (
+            "spec.blockDeviceMappings[0].ebs.volumeSize",
+            "big",
+            "EC2NodeClass gpu: spec.blockDeviceMappings[0].ebs.volumeSize: ",
+        ),
+        ("spec.kubelet", {"maxPods": -1}, "EC2NodeClass gpu: max_pods must be >= 0"),
+        (
+            "spec.kubelet",
+            {"evictionHard": {"memory.available": "x%"}},
+            "EC2NodeClass gpu: evictionHard['memory.available']",
+        ),
+    ],
+)
+def test_node_class_values_the_capacity_model_cannot_use_name_the_nodeclass_and_field(
+    path: str, value: object, message: str
+) -> None:
+    doc = EC2NodeClass.model_validate(edit(nodeclass(), path, value))
+    with pytest.raises(ValueError, match=re.escape(message)):
+        node_class_settings(doc)
 
 
 # ---- laws -------------------------------------------------------------------------------------

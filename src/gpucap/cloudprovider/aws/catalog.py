@@ -10,12 +10,17 @@ Flow::
     infos  = bundled_instance_type_infos()            # or parse_catalog_json(text, source=path)
     prices = parse_prices_json(text, source=path)     # optional
     catalog = load_catalog("us-east-1", infos=infos, prices=prices, zones=None)
-    its = catalog.instance_types(NodeClassSettings(ami_family="AL2023"))
+    settings = node_class_settings(ec2nodeclass)       # or NodeClassSettings(ami_family=...)
+    its = catalog.instance_types(settings)
+    scheduler_its = catalog.scheduling_instance_types(settings)
 
 `InstanceTypeInfo` is one row of data (region independent). `Catalog.instance_types(settings)`
 resolves every row for the catalog's region and one EC2NodeClass (`NodeClassSettings`), the way
 Karpenter's `NewInstanceType` does: requirements (well-known labels), capacity, overhead,
-allocatable (formulas in `capacity.py`) and offerings (zone x capacity type, with prices).
+allocatable (formulas in `capacity.py`) and offerings (zone x capacity type, with prices; the
+scheduler's `Offering` class). `Catalog.scheduling_instance_types(settings)` gives the same
+types as `gpucap.scheduling.instancetypes.InstanceType` values, whose requirements hold every
+well-known key (`DoesNotExist` where the type has no value), for the scheduler and the launch.
 
 Bundled data
 ------------
@@ -87,13 +92,17 @@ from importlib import resources
 from types import MappingProxyType
 from typing import Any, Final, TypeGuard
 
-from gpucap.apis.quantity import QuantityError
+from gpucap.apis.ec2nodeclass import EC2NodeClass
+from gpucap.apis.quantity import QuantityError, parse_resource_value
 from gpucap.cloudprovider.aws import capacity as cap
 from gpucap.cloudprovider.aws.capacity import (
     AMIFamilyTraits,
     BlockDeviceSettings,
     NetworkInterfaceSettings,
 )
+from gpucap.scheduling import instancetypes as scheduling
+from gpucap.scheduling.instancetypes import Offering
+from gpucap.scheduling.requirements import Requirement, Requirements
 
 __all__ = [
     "ARCHITECTURES",
@@ -119,6 +128,7 @@ __all__ = [
     "bundled_region_zones",
     "estimate_spot_price",
     "load_catalog",
+    "node_class_settings",
     "pack_catalog_columns",
     "parse_catalog",
     "parse_catalog_json",
@@ -126,6 +136,8 @@ __all__ = [
     "parse_prices_json",
     "resolve_instance_type",
     "resolve_spot_price",
+    "scheduling_instance_type",
+    "scheduling_requirements",
     "unpack_catalog_columns",
 ]
 
@@ -135,9 +147,11 @@ ARCHITECTURES: Final = ("amd64", "arm64")
 # Where a resolved spot price came from, best first.
 SPOT_PRICE_SOURCES: Final = ("override", "sampled", "catalog", "advisor-estimate", "on-demand")
 # Every label key the catalog can put in `InstanceType.requirements`; a key missing from a type's
-# requirements means `DoesNotExist` for it (Karpenter adds such a requirement for every key).
-# Karpenter's other AWS well-known keys (zone-id, nitro-sandbox, capacity-reservation-*,
-# placement-group-*) need data or features the catalog does not model: DoesNotExist everywhere.
+# requirements means `DoesNotExist` for it (Karpenter's `computeRequirements` starts each of
+# these keys as DoesNotExist). Karpenter's other AWS well-known keys need data or features the
+# catalog does not model and stay undefined in `scheduling_requirements`: zone-id (Karpenter
+# sets it only when the subnets' zone IDs are known), nitro-sandbox (main only),
+# capacity-reservation-* (only with reservations), placement-group-* (never on the type).
 WELL_KNOWN_LABEL_KEYS: Final = frozenset(
     {
         cap.LABEL_INSTANCE_TYPE,
@@ -361,20 +375,6 @@ class NodeClassSettings:
 
 
 @dataclass(frozen=True, slots=True)
-class Offering:
-    """Where and how the type can be launched: one zone x capacity type, price in USD/hour.
-
-    Unavailable offerings exist too (not offered in the zone, no price, or incompatible with the
-    node class); their price is 0.0 when unknown, as in Karpenter.
-    """
-
-    zone: str
-    capacity_type: str
-    price: float
-    available: bool
-
-
-@dataclass(frozen=True, slots=True)
 class Overhead:
     """What the kubelet keeps back: kube-reserved, system-reserved and hard-eviction reserve."""
 
@@ -417,6 +417,8 @@ class InstanceType:
     - `capacity`: every resource key Karpenter sets, zero-valued ones included (Karpenter keeps
       them; its docs omit them). cpu in millicores, memory/ephemeral-storage in bytes.
     - `allocatable`: capacity - overhead.total(), per capacity key.
+    - `offerings`: one per zone x capacity type; unavailable ones too (not offered in the zone,
+      no price, or incompatible with the node class), priced 0.0 when unknown, as in Karpenter.
     Compared and hashed by identity: `Catalog` resolves each type once per node class.
     """
 
@@ -742,6 +744,9 @@ class Catalog:
     _resolved: dict[NodeClassSettings, tuple[InstanceType, ...]] = field(
         default_factory=dict, init=False, repr=False
     )
+    _scheduling: dict[NodeClassSettings, tuple[scheduling.InstanceType, ...]] = field(
+        default_factory=dict, init=False, repr=False
+    )
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -781,6 +786,123 @@ class Catalog:
             if it.name == name:
                 return it
         raise KeyError(name)
+
+    def scheduling_instance_types(
+        self, settings: NodeClassSettings | None = None
+    ) -> tuple[scheduling.InstanceType, ...]:
+        """`instance_types(settings)` as the scheduler and the launch see them, by name.
+
+        Built once per node class (like `instance_types`); see `scheduling_instance_type`.
+        """
+        settings = settings if settings is not None else NodeClassSettings()
+        cached = self._scheduling.get(settings)
+        if cached is None:
+            cached = tuple(scheduling_instance_type(it) for it in self.instance_types(settings))
+            self._scheduling[settings] = cached
+        return cached
+
+
+def scheduling_requirements(requirements: Mapping[str, tuple[str, ...]]) -> Requirements:
+    """A catalog type's label requirements as the scheduler's `Requirements`.
+
+    Every key of `WELL_KNOWN_LABEL_KEYS` gets a requirement: `In` its values, or `DoesNotExist`
+    when the type has none (an absent key, or an empty tuple such as Windows on arm64). This is
+    the key list Karpenter's `computeRequirements` (aws `pkg/providers/instancetype/types.go`)
+    starts from; the keys it adds only with data gpucap lacks (zone-id, capacity reservations,
+    nitro-sandbox) stay undefined, so a claim may require them as it may any well-known label.
+    """
+    keys = sorted(WELL_KNOWN_LABEL_KEYS | set(requirements))
+    return Requirements.of(
+        *(
+            Requirement.new(key, "In", values)
+            if (values := requirements.get(key, ()))
+            else Requirement.new(key, "DoesNotExist")
+            for key in keys
+        )
+    )
+
+
+def scheduling_instance_type(it: InstanceType) -> scheduling.InstanceType:
+    """One resolved catalog type as a `scheduling.InstanceType`.
+
+    Requirements per `scheduling_requirements`; capacity and allocatable are the catalog's own
+    read-only views (base units: cpu millicores, memory/ephemeral-storage bytes, counts);
+    offerings are the same `Offering` values.
+    """
+    return scheduling.InstanceType(
+        name=it.name,
+        requirements=scheduling_requirements(it.requirements),
+        capacity=it.capacity,
+        allocatable=it.allocatable,
+        offerings=it.offerings,
+    )
+
+
+def node_class_settings(
+    nodeclass: EC2NodeClass,
+    *,
+    reserved_enis: int = cap.RESERVED_ENIS,
+    vm_memory_overhead_percent: float = cap.VM_MEMORY_OVERHEAD_PERCENT,
+) -> NodeClassSettings:
+    """The capacity-model inputs of an EC2NodeClass (plus the two operator settings).
+
+    amiFamily (set or inferred from the alias); kubelet maxPods, podsPerCore, kubeReserved and
+    systemReserved (quantities in base units: cpu millicores, others bytes or counts),
+    evictionHard (as written); blockDeviceMappings (volumeSize in bytes, deviceName,
+    rootVolume); instanceStorePolicy; networkInterfaces. A value the capacity model cannot use
+    raises ValueError naming the EC2NodeClass and the field.
+    """
+    spec = nodeclass.spec
+    where = f"EC2NodeClass {nodeclass.name}"
+    kubelet = spec.kubelet
+
+    def reserved(name: str, values: Mapping[str, str] | None) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for resource, text in sorted((values or {}).items()):
+            try:
+                out[resource] = parse_resource_value(resource, text)
+            except QuantityError as err:
+                raise ValueError(f"{where}: spec.kubelet.{name}[{resource!r}]: {err}") from None
+        return out
+
+    mappings: list[BlockDeviceSettings] = []
+    for index, mapping in enumerate(spec.block_device_mappings or ()):
+        size_text = mapping.ebs.volume_size if mapping.ebs is not None else None
+        size: int | None = None
+        if size_text is not None:
+            try:
+                size = parse_resource_value("storage", size_text)
+            except QuantityError as err:
+                raise ValueError(
+                    f"{where}: spec.blockDeviceMappings[{index}].ebs.volumeSize: {err}"
+                ) from None
+        mappings.append(BlockDeviceSettings(mapping.device_name, size, mapping.root_volume))
+    nics = (
+        None
+        if spec.network_interfaces is None
+        else tuple(
+            NetworkInterfaceSettings(nic.network_card_index, nic.device_index, nic.interface_type)
+            for nic in spec.network_interfaces
+        )
+    )
+    kube_reserved = reserved("kubeReserved", kubelet.kube_reserved if kubelet else None)
+    system_reserved = reserved("systemReserved", kubelet.system_reserved if kubelet else None)
+    try:
+        return NodeClassSettings(
+            ami_family=nodeclass.ami_family,
+            max_pods=kubelet.max_pods if kubelet is not None else None,
+            pods_per_core=kubelet.pods_per_core if kubelet is not None else None,
+            kube_reserved=kube_reserved,
+            system_reserved=system_reserved,
+            eviction_hard=dict((kubelet.eviction_hard if kubelet else None) or {}),
+            block_device_mappings=tuple(mappings),
+            instance_store_policy=spec.instance_store_policy,
+            network_interfaces=nics,
+            reserved_enis=reserved_enis,
+            vm_memory_overhead_percent=vm_memory_overhead_percent,
+        )
+    except ValueError as err:
+        raise ValueError(f"{where}: {err}") from None
 
 
 def load_catalog(

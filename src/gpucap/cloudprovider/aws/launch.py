@@ -1,0 +1,356 @@
+"""Karpenter's AWS launch decision for one NodeClaim: what CreateFleet would launch.
+
+Pure: instance types (with their offerings, ICE'd ones marked unavailable), the NodeClaim's
+requirements and resource requests in; a `Launch` (instance type, zone, capacity type, price and
+the CreateFleet overrides considered) or an `InsufficientCapacityError` out. Called by `plan`
+(the `launch` object of `gpucap plan -o json`) and, later, the AWS cloud provider's Create.
+
+Steps, in Karpenter's order (aws `pkg/providers/instance/instance.go: Create` and
+`filterInstanceTypes`; the filters are in `pkg/providers/instance/filter/filter.go`):
+
+1. compatible-available: keep a type when the claim's requirements are compatible with its
+   requirements (keys both define must intersect; a claim key the type lacks, such as a
+   NodePool's custom label, passes), its allocatable fits the claim's requests, and it has an
+   available offering the claim allows (zone, capacity type).
+2. reserved offerings (only when the claim allows `reserved`): keep the types that have an
+   available allowed reserved offering, with only those offerings, one per zone. Karpenter does
+   this in three filters (reservation type, capacity block, one offering per zone); gpucap's
+   `Offering` carries no reservation type, ID or remaining capacity, so they collapse into one
+   (every reservation counts as a default one; the first offering of a zone is kept).
+3. exotic types (skipped when any requirement has minValues): drop types whose
+   `instance-size` contains `metal`, or with non-zero `aws.amazon.com/neuron`,
+   `aws.amazon.com/neuroncore`, `amd.com/gpu`, `nvidia.com/gpu` or `habana.ai/gaudi`
+   *capacity* (a fractional GPU type advertises 0 and is not exotic) -- unless no other type
+   is left, in which case all are kept.
+4. spot offerings (skipped with minValues, and unless the claim allows both spot and on-demand
+   and the remaining types have both kinds of available allowed offering): drop every spot
+   offering priced above the cheapest available allowed on-demand offering; a type is dropped
+   only when no offering at all is left.
+5. truncate: order by the cheapest available allowed offering and keep 60; with minValues and
+   the Strict policy, the kept types must still meet them.
+   Any step that leaves no type, or a failed minValues check, is an `InsufficientCapacityError`.
+6. capacity type (`getCapacityType`): `reserved`, then `spot`, if the claim allows it and some
+   remaining type has an available allowed offering of it; else `on-demand`.
+7. overrides: for every remaining type, each available offering allowed by the claim with the
+   capacity type narrowed to the chosen one, one per type and zone, priced by the offering.
+
+The pick among the overrides is gpucap's deterministic model of EC2 Fleet, which Karpenter
+leaves to EC2 (`price-capacity-optimized` for spot, `lowest-price` for on-demand): the lowest
+price, ties broken by instance type name, then zone. Spot pool depth is not modelled, so
+price-capacity-optimized is treated as lowest price. `Launch.overrides` is sorted by that key,
+so the pick is `overrides[0]`.
+
+Where Karpenter's code says more than karpenter-provisioning.md §4.2-4.4 and contract.md
+(code wins):
+
+- contract.md's "spot before on-demand when both are allowed and available" holds only after
+  the spot-offering filter: when every spot offering costs more than the cheapest on-demand
+  one, on-demand is launched although spot is allowed and available.
+- The reservation filters do more than keep one reserved offering per zone: when the claim
+  allows `reserved` and some type has such an offering, the types without one are dropped and
+  the others keep only their reserved offerings (`capacityReservationTypeFilter`,
+  `reservedOfferingFilter`).
+- Compatible-available uses `Requirements.IsCompatible` with well-known labels allowed
+  undefined, not a plain intersection; the two agree for catalog types, whose keys are all
+  well-known. Requests are checked against each allocatable group (NodeOverlay capacity or
+  overhead overrides make several); gpucap has no per-offering overrides, so one group.
+- The spot-offering filter prunes spot offerings from *all* of a type's offerings (unavailable
+  and disallowed ones included) and keeps a type while any offering remains; a price equal to
+  the cheapest on-demand one is kept (`filter.go: spotOfferingFilter`).
+- The exotic filter looks at any `instance-size` value containing `metal` (`metal-24xl` too)
+  and at capacity, not allocatable; its fallback is "no non-exotic type left".
+- The truncation error reads `insufficient capacity, truncating instance types based on the
+  passed-in requirements, validating minValues, minValues requirement is not met for label(s)`
+  (the labels are structured log values, here `unmet_min_values`), and with the BestEffort
+  minValues policy truncation never fails (core `pkg/cloudprovider/types.go: Truncate`).
+- `getCapacityType` falls back to on-demand without checking that the claim allows it; after
+  step 1 that cannot launch a disallowed capacity type.
+
+Not modelled: subnets (every zone of an offering is assumed to have one; Karpenter skips zones
+without), launch-template splits, tenancy, capacity blocks and interruptible reservations,
+placement groups, NodeOverlay price priorities, and the log line Karpenter writes when it falls
+back to on-demand with fewer than 5 instance types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from gpucap.apis.labels import CAPACITY_TYPE
+from gpucap.apis.nodepool import NodeClaim
+from gpucap.apis.quantity import base_units
+from gpucap.cloudprovider.aws import capacity as cap
+from gpucap.scheduling.instancetypes import InstanceType, Offering, compatible_offerings, truncate
+from gpucap.scheduling.requirements import ALLOW_UNDEFINED_WELL_KNOWN, Requirement, Requirements
+from gpucap.scheduling.resources import fits
+
+__all__ = [
+    "EXOTIC_RESOURCES",
+    "MAX_LAUNCH_INSTANCE_TYPES",
+    "FleetOverride",
+    "InsufficientCapacityError",
+    "Launch",
+    "MinValuesPolicy",
+    "choose_capacity_type",
+    "choose_launch",
+    "choose_node_claim_launch",
+    "filter_instance_types",
+    "fleet_overrides",
+]
+
+# aws pkg/providers/instance/instance.go `maxInstanceTypes`: the most types one CreateFleet gets.
+MAX_LAUNCH_INSTANCE_TYPES: Final = 60
+# aws pkg/providers/instance/filter/filter.go: capacity that makes a type "exotic".
+EXOTIC_RESOURCES: Final = (
+    cap.RESOURCE_AWS_NEURON,
+    cap.RESOURCE_AWS_NEURON_CORE,
+    cap.RESOURCE_AMD_GPU,
+    cap.RESOURCE_NVIDIA_GPU,
+    cap.RESOURCE_HABANA_GAUDI,
+)
+_METAL: Final = "metal"
+
+ON_DEMAND: Final = "on-demand"
+SPOT: Final = "spot"
+RESERVED: Final = "reserved"
+
+# Karpenter's messages (aws instance.go: filterInstanceTypes), after "insufficient capacity, ".
+ALL_UNAVAILABLE: Final = "all requested instance types were unavailable during launch"
+MIN_VALUES_TRUNCATED: Final = (
+    "truncating instance types based on the passed-in requirements, validating minValues, "
+    "minValues requirement is not met for label(s)"
+)
+
+# Core `MIN_VALUES_POLICY` (pkg/operator/options/options.go), default Strict.
+MinValuesPolicy = Literal["Strict", "BestEffort"]
+
+
+class InsufficientCapacityError(Exception):
+    """No instance type can be launched for the claim; Karpenter deletes the NodeClaim and the
+    pods are scheduled again. `str()` is Karpenter's message; `reason` is the part after
+    "insufficient capacity, "; `unmet_min_values` maps each minValues key the truncated types
+    no longer meet to how many values they still offer."""
+
+    def __init__(self, reason: str, *, unmet_min_values: Mapping[str, int] | None = None) -> None:
+        super().__init__(f"insufficient capacity, {reason}")
+        self.reason = reason
+        self.unmet_min_values: dict[str, int] = dict(sorted((unmet_min_values or {}).items()))
+
+
+@dataclass(frozen=True, slots=True)
+class FleetOverride:
+    """One CreateFleet launch-template override: a type in a zone, its priority the price."""
+
+    instance_type: str
+    zone: str
+    price: float
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """What CreateFleet would launch: `overrides[0]`, with every override it was offered, sorted
+    by (price, instance type, zone)."""
+
+    instance_type: str
+    zone: str
+    capacity_type: str
+    price: float
+    overrides: tuple[FleetOverride, ...]
+
+
+# ==== the decision =============================================================================
+
+
+def choose_launch(
+    instance_types: Iterable[InstanceType],
+    requirements: Requirements,
+    requests: Mapping[str, int] | None = None,
+    *,
+    min_values_policy: MinValuesPolicy = "Strict",
+    max_instance_types: int = MAX_LAUNCH_INSTANCE_TYPES,
+) -> Launch:
+    """Karpenter's launch for a NodeClaim with `requirements` and `requests` (base units).
+
+    `instance_types` are every type of the claim's node class, as Karpenter passes them; the
+    claim's requirements (its `node.kubernetes.io/instance-type` list included) narrow them.
+    """
+    if max_instance_types < 1:
+        raise ValueError(f"max_instance_types must be >= 1, got {max_instance_types}")
+    remaining = filter_instance_types(
+        instance_types,
+        requirements,
+        requests,
+        min_values_policy=min_values_policy,
+        max_instance_types=max_instance_types,
+    )
+    capacity_type = choose_capacity_type(remaining, requirements)
+    overrides = fleet_overrides(remaining, requirements, capacity_type)
+    if not overrides:
+        # Unreachable: step 1 leaves an allowed offering and the capacity type follows the
+        # offerings. Karpenter would fail with a CreateError ("no capacity offerings ...").
+        raise RuntimeError(f"no {capacity_type} override for a claim that passed the filters")
+    best = overrides[0]
+    return Launch(
+        instance_type=best.instance_type,
+        zone=best.zone,
+        capacity_type=capacity_type,
+        price=best.price,
+        overrides=overrides,
+    )
+
+
+def choose_node_claim_launch(
+    node_claim: NodeClaim,
+    instance_types: Iterable[InstanceType],
+    *,
+    min_values_policy: MinValuesPolicy = "Strict",
+) -> Launch:
+    """`choose_launch` for a NodeClaim manifest (its spec requirements and resource requests)."""
+    return choose_launch(
+        instance_types,
+        Requirements.from_node_selector(node_claim.spec.requirements),
+        base_units(node_claim.spec.resources.requests),
+        min_values_policy=min_values_policy,
+    )
+
+
+def filter_instance_types(
+    instance_types: Iterable[InstanceType],
+    requirements: Requirements,
+    requests: Mapping[str, int] | None = None,
+    *,
+    min_values_policy: MinValuesPolicy = "Strict",
+    max_instance_types: int = MAX_LAUNCH_INSTANCE_TYPES,
+) -> list[InstanceType]:
+    """Steps 1-5: the types CreateFleet is offered, cheapest first.
+
+    A filter that narrows a type's offerings returns a new `InstanceType` with the remaining
+    ones (the inputs are never changed), as Karpenter replaces `Offerings` on its copy.
+    """
+    types = _compatible_available(list(instance_types), requirements, requests or {})
+    for step in (_reserved_offerings, _non_exotic, _spot_not_above_on_demand):
+        if not types:
+            break
+        types = step(types, requirements)
+    if not types:
+        raise InsufficientCapacityError(ALL_UNAVAILABLE)
+    kept, unmet = truncate(types, requirements, max_instance_types)
+    if unmet and min_values_policy == "Strict":
+        raise InsufficientCapacityError(MIN_VALUES_TRUNCATED, unmet_min_values=unmet)
+    return kept
+
+
+def choose_capacity_type(instance_types: Sequence[InstanceType], requirements: Requirements) -> str:
+    """Karpenter's `getCapacityType`: reserved, then spot, when the claim allows it and one of
+    the types has an available allowed offering of it; otherwise on-demand."""
+    allowed = requirements.get_or_exists(CAPACITY_TYPE)
+    for capacity_type in (RESERVED, SPOT):
+        if not allowed.has(capacity_type):
+            continue
+        narrowed = _with_capacity_type(requirements, capacity_type)
+        if any(compatible_offerings(it, narrowed) for it in instance_types):
+            return capacity_type
+    return ON_DEMAND
+
+
+def fleet_overrides(
+    instance_types: Sequence[InstanceType], requirements: Requirements, capacity_type: str
+) -> tuple[FleetOverride, ...]:
+    """The CreateFleet overrides: each type's available offerings of `capacity_type` that the
+    claim allows, one per type and zone, sorted by (price, instance type, zone)."""
+    narrowed = _with_capacity_type(requirements, capacity_type)
+    overrides: dict[tuple[str, str], FleetOverride] = {}
+    for it in instance_types:
+        for offering in compatible_offerings(it, narrowed):
+            overrides.setdefault(
+                (it.name, offering.zone), FleetOverride(it.name, offering.zone, offering.price)
+            )
+    return tuple(sorted(overrides.values(), key=lambda o: (o.price, o.instance_type, o.zone)))
+
+
+# ==== the filters ==============================================================================
+
+
+def _compatible_available(
+    types: list[InstanceType], reqs: Requirements, requests: Mapping[str, int]
+) -> list[InstanceType]:
+    return [
+        it
+        for it in types
+        if fits(requests, it.allocatable)
+        and it.has_available_offering(reqs)
+        and reqs.is_compatible(it.requirements, ALLOW_UNDEFINED_WELL_KNOWN)
+    ]
+
+
+def _reserved_offerings(types: list[InstanceType], reqs: Requirements) -> list[InstanceType]:
+    if not reqs.get_or_exists(CAPACITY_TYPE).has(RESERVED):
+        return types
+    kept: list[InstanceType] = []
+    for it in types:
+        by_zone: dict[str, Offering] = {}
+        for offering in compatible_offerings(it, reqs):
+            if offering.capacity_type == RESERVED:
+                by_zone.setdefault(offering.zone, offering)
+        if by_zone:
+            kept.append(_with_offerings(it, tuple(by_zone.values())))
+    # No reserved offering anywhere: nothing to prefer, every type stays as it was.
+    return kept or types
+
+
+def _is_exotic(it: InstanceType) -> bool:
+    sizes = it.requirements.get_or_exists(cap.LABEL_INSTANCE_SIZE).values
+    if any(_METAL in size for size in sizes):
+        return True
+    return any(it.capacity.get(resource, 0) != 0 for resource in EXOTIC_RESOURCES)
+
+
+def _non_exotic(types: list[InstanceType], reqs: Requirements) -> list[InstanceType]:
+    if reqs.has_min_values():
+        return types
+    generic = [it for it in types if not _is_exotic(it)]
+    return generic or types
+
+
+def _spot_not_above_on_demand(types: list[InstanceType], reqs: Requirements) -> list[InstanceType]:
+    if reqs.has_min_values():
+        return types
+    allowed = reqs.get_or_exists(CAPACITY_TYPE)
+    if not (allowed.has(ON_DEMAND) and allowed.has(SPOT)):
+        return types
+    usable = [o for it in types for o in compatible_offerings(it, reqs)]
+    on_demand_prices = [o.price for o in usable if o.capacity_type == ON_DEMAND]
+    if not on_demand_prices or not any(o.capacity_type == SPOT for o in usable):
+        return types
+    ceiling = min(on_demand_prices)
+    kept: list[InstanceType] = []
+    for it in types:
+        offerings = tuple(
+            o for o in it.offerings if not (o.capacity_type == SPOT and o.price > ceiling)
+        )
+        if len(offerings) == len(it.offerings):
+            kept.append(it)
+        elif offerings:
+            kept.append(_with_offerings(it, offerings))
+    return kept
+
+
+# ==== helpers ==================================================================================
+
+
+def _with_offerings(it: InstanceType, offerings: tuple[Offering, ...]) -> InstanceType:
+    # A fresh object (not dataclasses.replace): the price memo must not be shared.
+    return InstanceType(
+        name=it.name,
+        requirements=it.requirements,
+        capacity=it.capacity,
+        allocatable=it.allocatable,
+        offerings=offerings,
+    )
+
+
+def _with_capacity_type(reqs: Requirements, capacity_type: str) -> Requirements:
+    """The claim's requirements with the capacity type replaced by `In [capacity_type]`."""
+    return reqs.without(CAPACITY_TYPE).add(Requirement.new(CAPACITY_TYPE, "In", [capacity_type]))

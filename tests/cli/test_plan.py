@@ -1,0 +1,226 @@
+"""`gpucap plan` on the workshop example and variants: the nodes, prices and reasons it prints."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from gpucap.cli.main import app
+from gpucap.cloudprovider.aws.catalog import load_catalog
+from tests.builders import GPU_TOLERATION, deployment, pod, to_yaml
+
+WORKSHOP = Path(__file__).resolve().parents[2] / "src" / "gpucap" / "data" / "examples" / "workshop"
+runner = CliRunner()
+
+
+def plan_json(tmp_path: Path, *docs: dict[str, Any], extra: tuple[str, ...] = ()) -> dict[str, Any]:
+    files = [
+        str(WORKSHOP / n)
+        for n in ("nodepool.yaml", "ec2nodeclass.yaml", "nvidia-device-plugin.yaml")
+    ]
+    if docs:
+        f = tmp_path / "workload.yaml"
+        f.write_text(to_yaml(*docs))
+        files.append(str(f))
+    result = runner.invoke(app, ["plan", "-o", "json", *files, *extra])
+    assert result.exit_code == 0, result.stderr
+    doc: dict[str, Any] = json.loads(result.stdout)
+    return doc
+
+
+def vllm(replicas: int) -> dict[str, Any]:
+    return deployment(
+        "vllm", replicas=replicas, gpu=1, cpu="3", memory="12Gi", tolerations=[GPU_TOLERATION]
+    )
+
+
+def cheapest_spot(names: list[str]) -> tuple[str, float]:
+    its = load_catalog("us-east-1").scheduling_instance_types(None)
+    best = min(
+        (o.price, it.name, o.zone)
+        for it in its
+        if it.name in names
+        for o in it.offerings
+        if o.available and o.capacity_type == "spot"
+    )
+    return best[1], best[0]
+
+
+def test_the_workshop_vllm_deployment_gets_one_spot_gpu_node_per_replica(tmp_path: Path) -> None:
+    doc = plan_json(tmp_path, vllm(3))
+    claims = doc["nodeClaims"]
+    assert [c["pods"] for c in claims] == [
+        ["default/vllm-0"],
+        ["default/vllm-1"],
+        ["default/vllm-2"],
+    ]
+    options = claims[0]["instanceTypeOptions"]
+    assert sorted(options) == ["g5.2xlarge", "g5.xlarge", "g6.2xlarge", "g6.xlarge"]
+    name, price = cheapest_spot(options)
+    for c in claims:
+        assert c["launch"]["capacityType"] == "spot"
+        assert (c["launch"]["instanceType"], c["launch"]["pricePerHour"]) == (name, price)
+        assert c["taints"] == [
+            {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+        ]
+        assert c["labels"]["karpenter.sh/nodepool"] == "gpu"
+        assert c["requests"]["nvidia.com/gpu"] == "1"
+    assert doc["summary"] == {
+        "nodeClaims": 3,
+        "pods": 3,
+        "unschedulable": 0,
+        "pricePerHour": round(3 * price, 6),
+        "gpus": {"nvidia.com/gpu": 3},
+    }
+
+
+def test_the_gpu_limit_of_six_leaves_the_seventh_replica_pending(tmp_path: Path) -> None:
+    doc = plan_json(tmp_path, vllm(7))
+    assert doc["summary"]["nodeClaims"] == 6
+    assert doc["unschedulable"] == [
+        {
+            "pod": "default/vllm-6",
+            "reason": 'nodepool "gpu": all available instance types exceed limits for nodepool',
+        }
+    ]
+
+
+def test_a_pod_without_the_toleration_stays_pending_with_karpenters_reason(tmp_path: Path) -> None:
+    doc = plan_json(tmp_path, pod("busybox"))
+    assert doc["nodeClaims"] == []
+    assert doc["unschedulable"] == [
+        {
+            "pod": "default/busybox",
+            "reason": 'nodepool "gpu": did not tolerate taint nvidia.com/gpu=present:NoSchedule',
+        }
+    ]
+
+
+def test_the_device_plugin_daemonset_is_counted_in_the_node_requests(tmp_path: Path) -> None:
+    doc = plan_json(tmp_path, vllm(1))
+    assert doc["nodeClaims"][0]["requests"]["cpu"] == "3010m"
+    assert doc["nodeClaims"][0]["requests"]["pods"] == "2"
+
+
+def test_on_demand_is_used_when_the_pool_allows_only_on_demand(tmp_path: Path) -> None:
+    np = (WORKSHOP / "nodepool.yaml").read_text().replace('["spot", "on-demand"]', '["on-demand"]')
+    f = tmp_path / "np.yaml"
+    f.write_text(np)
+    w = tmp_path / "w.yaml"
+    w.write_text(to_yaml(vllm(1)))
+    result = runner.invoke(
+        app, ["plan", "-o", "json", str(f), str(WORKSHOP / "ec2nodeclass.yaml"), str(w)]
+    )
+    launch = json.loads(result.stdout)["nodeClaims"][0]["launch"]
+    assert launch["capacityType"] == "on-demand"
+
+
+def test_a_price_override_changes_the_launch(tmp_path: Path) -> None:
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"us-east-1": {"g5.xlarge": {"spot": 0.01}}}))
+    doc = plan_json(tmp_path, vllm(1), extra=("--prices", str(prices)))
+    launch = doc["nodeClaims"][0]["launch"]
+    assert (launch["instanceType"], launch["pricePerHour"]) == ("g5.xlarge", 0.01)
+
+
+def test_zones_restrict_where_nodes_launch(tmp_path: Path) -> None:
+    doc = plan_json(tmp_path, vllm(1), extra=("--zones", "us-east-1c"))
+    assert doc["nodeClaims"][0]["launch"]["zone"] == "us-east-1c"
+
+
+def test_the_table_lists_nodes_pending_pods_and_a_summary(tmp_path: Path) -> None:
+    f = tmp_path / "w.yaml"
+    f.write_text(to_yaml(vllm(1), pod("busybox")))
+    result = runner.invoke(app, ["plan", str(WORKSHOP), str(f)])
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == [
+        "NODECLAIM",
+        "NODEPOOL",
+        "INSTANCE",
+        "TYPE",
+        "ZONE",
+        "CAPACITY",
+        "$/HOUR",
+        "OPTIONS",
+        "PODS",
+    ]
+    assert 'default/busybox: nodepool "gpu": did not tolerate taint' in result.stdout
+    assert lines[-1].startswith("2 new node(s)") or lines[-1].startswith("1 new node(s)")
+
+
+def test_explain_shows_each_filter_for_each_nodepool(tmp_path: Path) -> None:
+    f = tmp_path / "w.yaml"
+    f.write_text(to_yaml(pod("big", gpu=2, tolerations=[GPU_TOLERATION])))
+    result = runner.invoke(app, ["plan", str(WORKSHOP), str(f), "--explain", "big"])
+    assert result.exit_code == 0
+    out = result.stdout.splitlines()
+    assert out[0].startswith(
+        'pod default/big: pending: nodepool "gpu": no instance type has enough resources'
+    )
+    assert out[1] == "  NodePool gpu (weight 0): no instance type left"
+    counts = {line.split(" instance types ")[1]: int(line.split()[0]) for line in out[2:]}
+    assert counts["meet the NodePool's requirements"] == 4
+    assert counts["fit the pod plus DaemonSet overhead"] == 0
+
+
+def test_explain_of_an_unknown_pod_is_an_error(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["plan", str(WORKSHOP), "--explain", "nope"])
+    assert result.exit_code == 2
+    assert "--explain nope: no such pod in the input" in result.stderr
+
+
+def test_a_nodepool_without_its_nodeclass_is_planned_with_defaults_and_a_note(
+    tmp_path: Path,
+) -> None:
+    f = tmp_path / "w.yaml"
+    f.write_text(to_yaml(vllm(1)))
+    result = runner.invoke(app, ["plan", "-o", "json", str(WORKSHOP / "nodepool.yaml"), str(f)])
+    doc = json.loads(result.stdout)
+    assert doc["summary"]["nodeClaims"] == 1
+    assert doc["notes"] == [
+        "NodePool gpu: EC2NodeClass gpu is not in the input; planned with a default one "
+        "(AL2023, 20Gi root volume)"
+    ]
+
+
+def test_a_bad_catalog_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    bad = tmp_path / "catalog.json"
+    bad.write_text(json.dumps([{"name": "x9.large"}]))
+    result = runner.invoke(app, ["plan", str(WORKSHOP), "--catalog", str(bad)])
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()[-1:]
+    assert line.startswith(f"error: {bad}: entry 0 (x9.large)")
+
+
+def test_existing_nodes_take_pods_before_new_nodes(tmp_path: Path) -> None:
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": "ip-10-0-1-1",
+            "labels": {
+                "karpenter.sh/nodepool": "gpu",
+                "karpenter.sh/initialized": "true",
+                "kubernetes.io/hostname": "ip-10-0-1-1",
+                "kubernetes.io/arch": "amd64",
+            },
+        },
+        "spec": {"taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]},
+        "status": {
+            "capacity": {"cpu": "4", "memory": "16Gi", "pods": "58", "nvidia.com/gpu": "4"},
+            "allocatable": {"cpu": "3920m", "memory": "14Gi", "pods": "58", "nvidia.com/gpu": "4"},
+        },
+    }
+    small = deployment(
+        "small", replicas=5, gpu=1, cpu="500m", memory="1Gi", tolerations=[GPU_TOLERATION]
+    )
+    doc = plan_json(tmp_path, node, small)
+    # The node is time-sliced 4 ways: 4 pods fit there, it uses 4 of the limit of 6.
+    assert doc["existingNodes"] == [
+        {"name": "ip-10-0-1-1", "pods": [f"default/small-{i}" for i in range(4)]}
+    ]
+    assert [c["pods"] for c in doc["nodeClaims"]] == [["default/small-4"]]
