@@ -14,13 +14,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
 
 from gpucap.apis.labels import CAPACITY_TYPE, ZONE
-from gpucap.scheduling.requirements import Requirements
+from gpucap.scheduling.requirements import Requirement, Requirements
 
 __all__ = [
     "MAX_INSTANCE_TYPES",
     "InstanceType",
+    "InstanceTypeTable",
     "Offering",
     "cheapest_offering",
     "compatible_offerings",
@@ -59,22 +63,83 @@ class InstanceType:
     capacity: Mapping[str, int]
     allocatable: Mapping[str, int]
     offerings: tuple[Offering, ...]
-    # Memoised per requirement set: the same claim requirements are asked about many times.
-    _cheapest: dict[Requirements, float | None] = field(
+    # Memoised by the zone and capacity-type requirements, the only keys offerings depend on.
+    _cheapest: dict[tuple[Requirement | None, Requirement | None], float | None] = field(
         default_factory=dict, repr=False, compare=False
     )
 
+    _compatible: dict[Requirements, bool] = field(default_factory=dict, repr=False, compare=False)
+
     def cheapest_price(self, reqs: Requirements) -> float | None:
         """The price of the cheapest available offering `reqs` allows; None when there is none."""
-        if reqs in self._cheapest:
-            return self._cheapest[reqs]
+        key = (reqs.get(ZONE), reqs.get(CAPACITY_TYPE))
+        try:
+            return self._cheapest[key]
+        except KeyError:
+            pass
         best = cheapest_offering(self, reqs)
         price = best.price if best is not None else None
-        self._cheapest[reqs] = price
+        self._cheapest[key] = price
         return price
 
     def has_available_offering(self, reqs: Requirements) -> bool:
         return self.cheapest_price(reqs) is not None
+
+    def is_compatible(self, reqs: Requirements) -> bool:
+        """Karpenter's instance-type check: the type's requirements intersect `reqs`.
+
+        Memoised per requirement set: a scheduling pass asks about the same sets many times.
+        """
+        try:
+            return self._compatible[reqs]
+        except KeyError:
+            ok = self.requirements.intersects(reqs) is None
+            self._compatible[reqs] = ok
+            return ok
+
+
+class InstanceTypeTable:
+    """A fixed list of instance types with their allocatable as an integer matrix, so "which of
+    these fit this request" is one vectorised comparison, plus per-pass memos of requirement
+    compatibility and offering availability. One per NodeClaim template (built by the scheduler).
+    """
+
+    def __init__(self, types: Sequence[InstanceType]) -> None:
+        self.types = list(types)
+        self.index = {it.name: i for i, it in enumerate(self.types)}
+        self.resources = sorted({k for it in self.types for k in it.allocatable})
+        self.column = {k: j for j, k in enumerate(self.resources)}
+        self.allocatable = np.array(
+            [[it.allocatable.get(k, 0) for k in self.resources] for it in self.types],
+            dtype=np.int64,
+        ).reshape(len(self.types), len(self.resources))
+        # Karpenter's Fits fails outright when any allocatable value is negative.
+        self.any_negative = (self.allocatable < 0).any(axis=1)
+        self._compatible: dict[Requirements, dict[str, bool]] = {}
+        self._offered: dict[tuple[Requirement | None, Requirement | None], dict[str, bool]] = {}
+
+    def fits(self, requests: Mapping[str, int]) -> np.ndarray[Any, np.dtype[np.bool_]]:
+        """Per type (table order): whether `requests` fit its allocatable (Karpenter's Fits)."""
+        mask = ~self.any_negative
+        for k, v in requests.items():
+            j = self.column.get(k)
+            if j is None:
+                if v > 0:
+                    return np.zeros(len(self.types), dtype=np.bool_)
+                continue
+            mask = mask & (self.allocatable[:, j] >= min(v, _INT64_MAX))
+        return mask
+
+    def compatible(self, reqs: Requirements) -> dict[str, bool]:
+        """Memo (filled lazily by the caller) of `it.requirements.intersects(reqs) is None`."""
+        return self._compatible.setdefault(reqs, {})
+
+    def offered(self, reqs: Requirements) -> dict[str, bool]:
+        """Memo (filled lazily by the caller) of "has an available offering `reqs` allows"."""
+        return self._offered.setdefault((reqs.get(ZONE), reqs.get(CAPACITY_TYPE)), {})
+
+
+_INT64_MAX = 2**63 - 1
 
 
 def compatible_offerings(it: InstanceType, reqs: Requirements) -> list[Offering]:

@@ -220,7 +220,9 @@ class IncompatibleError(Exception):
 class Requirements(Mapping[str, Requirement]):
     """Requirements by key; immutable. `add` intersects per key and returns a new object."""
 
-    _items: Mapping[str, Requirement] = field(default_factory=dict)
+    _items: dict[str, Requirement] = field(default_factory=dict)
+    # The hash is needed often (memo keys) and never changes: computed once.
+    _hash: list[int] = field(default_factory=list, compare=False, repr=False)
 
     # ---- construction -----------------------------------------------------------------------
     @classmethod
@@ -251,12 +253,22 @@ class Requirements(Mapping[str, Requirement]):
     def __len__(self) -> int:
         return len(self._items)
 
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    def get(self, key: str, default: Requirement | None = None) -> Requirement | None:  # type: ignore[override]
+        return self._items.get(key, default)
+
     def __hash__(self) -> int:
-        return hash(frozenset(self._items.items()))
+        if not self._hash:
+            self._hash.append(hash(frozenset(self._items.items())))
+        return self._hash[0]
 
     def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
         if isinstance(other, Requirements):
-            return dict(self._items) == dict(other._items)
+            return hash(self) == hash(other) and self._items == other._items
         return NotImplemented
 
     # ---- algebra ---------------------------------------------------------------------------
@@ -281,12 +293,15 @@ class Requirements(Mapping[str, Requirement]):
     def intersects(self, other: Requirements) -> IncompatibleError | None:
         """Karpenter's `Intersects`: every key both define whose values cannot overlap (one
         message per key, sorted, joined as multierr joins them), or None."""
-        small, large = (self, other) if len(self) <= len(other) else (other, self)
+        mine, theirs = self._items, other._items
+        small, large = (mine, theirs) if len(mine) <= len(theirs) else (theirs, mine)
         problems = []
         for key in small:
             if key not in large:
                 continue
-            existing, incoming = self[key], other[key]
+            existing, incoming = mine[key], theirs[key]
+            if existing is incoming:
+                continue
             if existing.has_intersection(incoming):
                 continue
             if incoming.operator in ("NotIn", "DoesNotExist") and existing.operator in (

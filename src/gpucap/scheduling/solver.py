@@ -24,7 +24,9 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Any, Literal
+
+import numpy as np
 
 from gpucap.apis.core import Pod, Taint
 from gpucap.apis.labels import (
@@ -46,6 +48,7 @@ from gpucap.scheduling.hostports import HostPortUsage, host_ports
 from gpucap.scheduling.instancetypes import (
     MAX_INSTANCE_TYPES,
     InstanceType,
+    InstanceTypeTable,
     compatible_offerings,
     satisfies_min_values,
     truncate,
@@ -223,6 +226,7 @@ class NodeClaimTemplate:
     startup_taints: tuple[Taint, ...]
     instance_types: list[InstanceType]
     daemon_groups: list[DaemonOverheadGroup] = field(default_factory=list)
+    table: InstanceTypeTable | None = None
 
     @property
     def name(self) -> str:
@@ -368,33 +372,56 @@ def filter_instance_types(
     total_requests: Resources,
     *,
     relax_min_values: bool,
+    table: InstanceTypeTable | None = None,
 ) -> tuple[list[InstanceType], dict[str, int], _FilterOutcome]:
     """Karpenter's `filterInstanceTypesByRequirements`: the options that intersect `reqs`, fit
-    `total_requests` plus their DaemonSet overhead, and have an allowed available offering."""
+    `total_requests` plus their DaemonSet overhead, and have an allowed available offering.
+
+    `table` (the template's instance types) makes it fast: fits are one numpy comparison per
+    DaemonSet group and compatibility/offerings are memoised; the answers are the same.
+    """
     outcome = _FilterOutcome()
     ports = host_ports(pod) if pod is not None else ()
-    by_name = {it.name: it for it in options}
-    kept: dict[str, InstanceType] = {}
+    if table is None:
+        table = InstanceTypeTable(options)
+    # The placeholder hostname of a planned node never matters to instance types (they do not
+    # define the key), and leaving it out lets the compatibility memo be shared across nodes.
+    type_reqs = reqs.without(HOSTNAME) if HOSTNAME in reqs else reqs
+    compatible = table.compatible(type_reqs)
+    offered = table.offered(reqs)
+    # DaemonSet groups partition the instance types; a group whose host ports clash with the
+    # pod's is skipped entirely, as in Karpenter.
+    fit_by_group: list[tuple[frozenset[str], np.ndarray[Any, np.dtype[np.bool_]]]] = []
     for group in groups:
-        if pod is not None and group.host_ports.conflict(pod, ports):
+        if ports and pod is not None and group.host_ports.conflict(pod, ports):
             continue
         total = add(total_requests, group.overhead) if group.overhead else total_requests
-        for name in sorted(group.instance_types):
-            it = by_name.get(name)
-            if it is None:
-                continue
-            compat = it.requirements.intersects(reqs) is None
-            fit = fits(total, it.allocatable)
-            offering = it.has_available_offering(reqs)
-            outcome.requirements_met |= compat
-            outcome.fits |= fit
-            outcome.has_offering |= offering
-            outcome.requirements_and_fits |= compat and fit and not offering
-            outcome.requirements_and_offering |= compat and offering and not fit
-            outcome.fits_and_offering |= fit and offering and not compat
-            if compat and fit and offering:
-                kept[name] = it
-    remaining = [it for it in options if it.name in kept]
+        fit_by_group.append((group.instance_types, table.fits(total)))
+    remaining: list[InstanceType] = []
+    for it in options:
+        name = it.name
+        fit_mask = next((m for names, m in fit_by_group if name in names), None)
+        if fit_mask is None:
+            continue
+        compat = compatible.get(name)
+        if compat is None:
+            compat = compatible[name] = it.requirements.intersects(type_reqs) is None
+        offering = offered.get(name)
+        if offering is None:
+            offering = offered[name] = it.has_available_offering(reqs)
+        i = table.index.get(name)
+        fit = bool(fit_mask[i]) if i is not None else fits(total_requests, it.allocatable)
+        if compat and fit and offering:
+            remaining.append(it)
+            continue
+        outcome.requirements_met |= compat
+        outcome.fits |= fit
+        outcome.has_offering |= offering
+        outcome.requirements_and_fits |= compat and fit and not offering
+        outcome.requirements_and_offering |= compat and offering and not fit
+        outcome.fits_and_offering |= fit and offering and not compat
+    if remaining:
+        outcome.requirements_met = outcome.fits = outcome.has_offering = True
     unmet: dict[str, int] = {}
     if reqs.has_min_values():
         _, unmet = satisfies_min_values(remaining, reqs)
@@ -459,6 +486,7 @@ class NodeClaim:
             self.daemon_groups,
             requests,
             relax_min_values=relax_min_values,
+            table=self.template.table,
         )
         if relax_min_values and unmet:
             # BestEffort: lower each unmet minValues to what the remaining types offer.
@@ -600,6 +628,7 @@ class Scheduler:
                 self.pool_notes[pool.nodepool.name] = f"skipping, nodepool {why}"
                 continue
             template.instance_types = remaining
+            template.table = InstanceTypeTable(remaining)
             template.daemon_groups = _daemon_groups(template, self.daemons)
             self.templates.append(template)
         self.tolerate_prefer_no_schedule = any(
@@ -919,13 +948,8 @@ class Scheduler:
                     min_values=instance_type_req.min_values,
                 )
             )
-            capacity_types = sorted(
-                {
-                    o.capacity_type
-                    for it in ordered
-                    for o in compatible_offerings(it, claim.requirements)
-                }
-            )
+            capacity_types = _allowed_capacity_types(ordered, claim.requirements)
+
             if capacity_types:
                 claim.requirements = claim.requirements.add(
                     Requirement.new(CAPACITY_TYPE, "In", capacity_types)
@@ -935,6 +959,17 @@ class Scheduler:
             claim.labels = {**claim.template.labels, **_custom_labels(claim.requirements)}
             kept.append(claim)
         self.new_node_claims = kept
+
+
+def _allowed_capacity_types(types: Sequence[InstanceType], reqs: Requirements) -> list[str]:
+    """Capacity types of the available offerings `reqs` allows, across `types` (sorted)."""
+    everything = {o.capacity_type for it in types for o in it.offerings}
+    found: set[str] = set()
+    for it in types:
+        found.update(o.capacity_type for o in compatible_offerings(it, reqs))
+        if found == everything:
+            break
+    return sorted(found)
 
 
 def _min_daemon_overhead(claim: NodeClaim) -> Resources:
