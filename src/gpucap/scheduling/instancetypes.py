@@ -114,20 +114,20 @@ class InstanceTypeTable:
             dtype=np.int64,
         ).reshape(len(self.types), len(self.resources))
         # Karpenter's Fits fails outright when any allocatable value is negative.
-        self.any_negative = (self.allocatable < 0).any(axis=1)
+        self.any_negative: np.ndarray[Any, np.dtype[np.bool_]] = (self.allocatable < 0).any(axis=1)
         self._compatible: dict[Requirements, dict[str, bool]] = {}
         self._offered: dict[tuple[Requirement | None, Requirement | None], dict[str, bool]] = {}
 
     def fits(self, requests: Mapping[str, int]) -> np.ndarray[Any, np.dtype[np.bool_]]:
         """Per type (table order): whether `requests` fit its allocatable (Karpenter's Fits)."""
-        mask = ~self.any_negative
+        mask: np.ndarray[Any, np.dtype[np.bool_]] = np.logical_not(self.any_negative)
         for k, v in requests.items():
             j = self.column.get(k)
             if j is None:
                 if v > 0:
                     return np.zeros(len(self.types), dtype=np.bool_)
                 continue
-            mask = mask & (self.allocatable[:, j] >= min(v, _INT64_MAX))
+            mask = np.logical_and(mask, self.allocatable[:, j] >= min(v, _INT64_MAX))
         return mask
 
     def compatible(self, reqs: Requirements) -> dict[str, bool]:
