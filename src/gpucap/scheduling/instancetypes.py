@@ -114,7 +114,9 @@ class InstanceTypeTable:
             dtype=np.int64,
         ).reshape(len(self.types), len(self.resources))
         # Karpenter's Fits fails outright when any allocatable value is negative.
-        self.any_negative: np.ndarray[Any, np.dtype[np.bool_]] = (self.allocatable < 0).any(axis=1)
+        self.any_negative: np.ndarray[Any, np.dtype[np.bool_]] = np.asarray(
+            (self.allocatable < 0).any(axis=1), dtype=np.bool_
+        )
         self._compatible: dict[Requirements, dict[str, bool]] = {}
         self._offered: dict[tuple[Requirement | None, Requirement | None], dict[str, bool]] = {}
 
