@@ -113,12 +113,20 @@ class InstanceTypeTable:
             [[it.allocatable.get(k, 0) for k in self.resources] for it in self.types],
             dtype=np.int64,
         ).reshape(len(self.types), len(self.resources))
+        self.capacity_resources = sorted({k for it in self.types for k in it.capacity})
+        self.capacity_column = {k: j for j, k in enumerate(self.capacity_resources)}
+        self.capacity = np.array(
+            [[it.capacity.get(k, 0) for k in self.capacity_resources] for it in self.types],
+            dtype=np.int64,
+        ).reshape(len(self.types), len(self.capacity_resources))
         # Karpenter's Fits fails outright when any allocatable value is negative.
         self.any_negative: np.ndarray[Any, np.dtype[np.bool_]] = np.asarray(
             (self.allocatable < 0).any(axis=1), dtype=np.bool_
         )
-        self._compatible: dict[Requirements, dict[str, bool]] = {}
-        self._offered: dict[tuple[Requirement | None, Requirement | None], dict[str, bool]] = {}
+        self._compatible: dict[Requirements, np.ndarray[Any, np.dtype[np.bool_]]] = {}
+        self._offered: dict[
+            tuple[Requirement | None, Requirement | None], np.ndarray[Any, np.dtype[np.bool_]]
+        ] = {}
 
     def fits(self, requests: Mapping[str, int]) -> np.ndarray[Any, np.dtype[np.bool_]]:
         """Per type (table order): whether `requests` fit its allocatable (Karpenter's Fits)."""
@@ -132,13 +140,68 @@ class InstanceTypeTable:
             mask = np.logical_and(mask, self.allocatable[:, j] >= min(v, _INT64_MAX))
         return mask
 
-    def compatible(self, reqs: Requirements) -> dict[str, bool]:
-        """Memo (filled lazily by the caller) of `it.requirements.intersects(reqs) is None`."""
-        return self._compatible.setdefault(reqs, {})
+    def compatible(self, reqs: Requirements) -> np.ndarray[Any, np.dtype[np.bool_]]:
+        """Per type: `it.requirements.intersects(reqs) is None` (memoised per requirement set)."""
+        mask = self._compatible.get(reqs)
+        if mask is None:
+            mask = np.fromiter(
+                (it.requirements.intersects(reqs) is None for it in self.types),
+                dtype=np.bool_,
+                count=len(self.types),
+            )
+            self._compatible[reqs] = mask
+        return mask
 
-    def offered(self, reqs: Requirements) -> dict[str, bool]:
-        """Memo (filled lazily by the caller) of "has an available offering `reqs` allows"."""
-        return self._offered.setdefault((reqs.get(ZONE), reqs.get(CAPACITY_TYPE)), {})
+    def offered(self, reqs: Requirements) -> np.ndarray[Any, np.dtype[np.bool_]]:
+        """Per type: it has an available offering `reqs` allows (memoised by zone and capacity
+        type, the only keys offerings depend on)."""
+        key = (reqs.get(ZONE), reqs.get(CAPACITY_TYPE))
+        mask = self._offered.get(key)
+        if mask is None:
+            mask = np.fromiter(
+                (it.has_available_offering(reqs) for it in self.types),
+                dtype=np.bool_,
+                count=len(self.types),
+            )
+            self._offered[key] = mask
+        return mask
+
+    def within(self, limits: Mapping[str, int]) -> np.ndarray[Any, np.dtype[np.bool_]]:
+        """Per type: its capacity is at most `limits` for every limited resource (Karpenter's
+        `filterByRemainingResources`; a resource the type lacks counts as 0)."""
+        mask = np.ones(len(self.types), dtype=np.bool_)
+        for k, v in limits.items():
+            j = self.capacity_column.get(k)
+            if j is None:
+                if v < 0:
+                    return np.zeros(len(self.types), dtype=np.bool_)
+                continue
+            mask &= self.capacity[:, j] <= v
+        return mask
+
+    def max_capacity(
+        self, mask: np.ndarray[Any, np.dtype[np.bool_]], resources: Iterable[str]
+    ) -> dict[str, int]:
+        """The largest capacity among the selected types, for each of `resources`."""
+        out: dict[str, int] = {}
+        if not mask.any():
+            return out
+        for k in resources:
+            j = self.capacity_column.get(k)
+            out[k] = int(self.capacity[mask, j].max()) if j is not None else 0
+        return out
+
+    def mask_of(self, names: Iterable[str]) -> np.ndarray[Any, np.dtype[np.bool_]]:
+        mask = np.zeros(len(self.types), dtype=np.bool_)
+        for name in names:
+            i = self.index.get(name)
+            if i is not None:
+                mask[i] = True
+        return mask
+
+    def types_of(self, mask: np.ndarray[Any, np.dtype[np.bool_]]) -> list[InstanceType]:
+        """The types a mask selects, in table order."""
+        return [self.types[i] for i in np.flatnonzero(mask)]
 
 
 _INT64_MAX = 2**63 - 1

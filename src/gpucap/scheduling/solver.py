@@ -213,6 +213,8 @@ class DaemonOverheadGroup:
     instance_types: frozenset[str]
     overhead: Resources
     host_ports: HostPortUsage
+    # The same instance types as a mask over the template's table (set by the scheduler).
+    mask: np.ndarray[Any, np.dtype[np.bool_]] | None = None
 
 
 @dataclass(slots=True)
@@ -364,6 +366,62 @@ def _format_resources(resources: Mapping[str, int]) -> str:
     return "{" + ", ".join(f"{k}={v}" for k, v in format_base_units(resources).items()) + "}"
 
 
+Mask = np.ndarray[Any, np.dtype[np.bool_]]
+
+
+def filter_options(  # noqa: PLR0917 - mirrors filterInstanceTypesByRequirements
+    table: InstanceTypeTable,
+    options: Mask,
+    reqs: Requirements,
+    pod: Pod | None,
+    groups: Sequence[DaemonOverheadGroup],
+    total_requests: Resources,
+    *,
+    relax_min_values: bool,
+) -> tuple[Mask, dict[str, int], _FilterOutcome]:
+    """Karpenter's `filterInstanceTypesByRequirements` over a mask of `table`'s types: keep the
+    options that intersect `reqs`, fit `total_requests` plus their DaemonSet group's overhead,
+    and have an allowed available offering. Vectorised; memoised per requirement set."""
+    ports = host_ports(pod) if pod is not None else ()
+    # The placeholder hostname of a planned node never matters to instance types (they do not
+    # define the key), and leaving it out lets the compatibility memo be shared across nodes.
+    type_reqs = reqs.without(HOSTNAME) if HOSTNAME in reqs else reqs
+    covered = np.zeros(len(table.types), dtype=np.bool_)
+    fit = np.zeros(len(table.types), dtype=np.bool_)
+    for group in groups:
+        # DaemonSet groups partition the types; a group whose host ports clash with the
+        # pod's is skipped entirely, as in Karpenter.
+        if ports and pod is not None and group.host_ports.conflict(pod, ports):
+            continue
+        gmask = group.mask if group.mask is not None else table.mask_of(group.instance_types)
+        total = add(total_requests, group.overhead) if group.overhead else total_requests
+        covered |= gmask
+        fit |= gmask & table.fits(total)
+    opt = options & covered
+    compat = table.compatible(type_reqs)
+    offered = table.offered(reqs)
+    remaining = opt & compat & fit & offered
+    outcome = _FilterOutcome()
+    if not remaining.any():
+        outcome.requirements_met = bool((opt & compat).any())
+        outcome.fits = bool((opt & fit).any())
+        outcome.has_offering = bool((opt & offered).any())
+        outcome.requirements_and_fits = bool((opt & compat & fit & ~offered).any())
+        outcome.requirements_and_offering = bool((opt & compat & offered & ~fit).any())
+        outcome.fits_and_offering = bool((opt & fit & offered & ~compat).any())
+    unmet: dict[str, int] = {}
+    if reqs.has_min_values():
+        _, unmet = satisfies_min_values(table.types_of(remaining), reqs)
+        if unmet:
+            keys = ", ".join(sorted(unmet))
+            if not relax_min_values:
+                outcome.min_values_error = (
+                    f"minValues requirement is not met for label(s) (label(s)=[{keys}])"
+                )
+                remaining = np.zeros(len(table.types), dtype=np.bool_)
+    return remaining, unmet, outcome
+
+
 def filter_instance_types(
     options: Sequence[InstanceType],
     reqs: Requirements,
@@ -372,95 +430,59 @@ def filter_instance_types(
     total_requests: Resources,
     *,
     relax_min_values: bool,
-    table: InstanceTypeTable | None = None,
 ) -> tuple[list[InstanceType], dict[str, int], _FilterOutcome]:
-    """Karpenter's `filterInstanceTypesByRequirements`: the options that intersect `reqs`, fit
-    `total_requests` plus their DaemonSet overhead, and have an allowed available offering.
-
-    `table` (the template's instance types) makes it fast: fits are one numpy comparison per
-    DaemonSet group and compatibility/offerings are memoised; the answers are the same.
-    """
-    outcome = _FilterOutcome()
-    ports = host_ports(pod) if pod is not None else ()
-    if table is None:
-        table = InstanceTypeTable(options)
-    # The placeholder hostname of a planned node never matters to instance types (they do not
-    # define the key), and leaving it out lets the compatibility memo be shared across nodes.
-    type_reqs = reqs.without(HOSTNAME) if HOSTNAME in reqs else reqs
-    compatible = table.compatible(type_reqs)
-    offered = table.offered(reqs)
-    # DaemonSet groups partition the instance types; a group whose host ports clash with the
-    # pod's is skipped entirely, as in Karpenter.
-    fit_by_group: list[tuple[frozenset[str], np.ndarray[Any, np.dtype[np.bool_]]]] = []
-    for group in groups:
-        if ports and pod is not None and group.host_ports.conflict(pod, ports):
-            continue
-        total = add(total_requests, group.overhead) if group.overhead else total_requests
-        fit_by_group.append((group.instance_types, table.fits(total)))
-    remaining: list[InstanceType] = []
-    for it in options:
-        name = it.name
-        fit_mask = next((m for names, m in fit_by_group if name in names), None)
-        if fit_mask is None:
-            continue
-        compat = compatible.get(name)
-        if compat is None:
-            compat = compatible[name] = it.requirements.intersects(type_reqs) is None
-        offering = offered.get(name)
-        if offering is None:
-            offering = offered[name] = it.has_available_offering(reqs)
-        i = table.index.get(name)
-        fit = bool(fit_mask[i]) if i is not None else fits(total_requests, it.allocatable)
-        if compat and fit and offering:
-            remaining.append(it)
-            continue
-        outcome.requirements_met |= compat
-        outcome.fits |= fit
-        outcome.has_offering |= offering
-        outcome.requirements_and_fits |= compat and fit and not offering
-        outcome.requirements_and_offering |= compat and offering and not fit
-        outcome.fits_and_offering |= fit and offering and not compat
-    if remaining:
-        outcome.requirements_met = outcome.fits = outcome.has_offering = True
-    unmet: dict[str, int] = {}
-    if reqs.has_min_values():
-        _, unmet = satisfies_min_values(remaining, reqs)
-        if unmet:
-            keys = ", ".join(sorted(unmet))
-            outcome.min_values_error = (
-                f"minValues requirement is not met for label(s) (label(s)=[{keys}])"
-            )
-            if not relax_min_values:
-                remaining = []
-            else:
-                outcome.min_values_error = None
-    return remaining, unmet, outcome
+    """`filter_options` for a plain list of instance types (kept in their order)."""
+    table = InstanceTypeTable(options)
+    mask, unmet, outcome = filter_options(
+        table,
+        np.ones(len(table.types), dtype=np.bool_),
+        reqs,
+        pod,
+        groups,
+        total_requests,
+        relax_min_values=relax_min_values,
+    )
+    return table.types_of(mask), unmet, outcome
 
 
 # ---- placement targets ----------------------------------------------------------------------
 @dataclass(slots=True, eq=False)
 class NodeClaim:
-    """A NodeClaim planned in this pass: its pods, requirements and remaining instance types."""
+    """A NodeClaim planned in this pass: its pods, requirements and remaining instance types
+    (a mask over its template's table while scheduling; a price-ordered list once finalized)."""
 
     template: NodeClaimTemplate
     hostname: str
     requirements: Requirements
-    instance_types: list[InstanceType]
+    options: Mask
     daemon_groups: list[DaemonOverheadGroup]
     pods: list[Pod] = field(default_factory=list)
     requests: Resources = field(default_factory=dict)
     name: str = ""
     min_values_relaxed: bool = False
     labels: dict[str, str] = field(default_factory=dict)
+    final_types: list[InstanceType] | None = None
 
     @property
     def nodepool(self) -> str:
         return self.template.name
 
+    @property
+    def table(self) -> InstanceTypeTable:
+        assert self.template.table is not None
+        return self.template.table
+
+    @property
+    def instance_types(self) -> list[InstanceType]:
+        """The instance types this NodeClaim may still become."""
+        if self.final_types is not None:
+            return self.final_types
+        return self.table.types_of(self.options)
+
     def can_add(
         self, pod: Pod, data: PodData, topology: Topology, *, relax_min_values: bool
-    ) -> tuple[Requirements, list[InstanceType]]:
-        """Whether `pod` fits; returns the narrowed requirements and instance types, or raises."""
+    ) -> tuple[Requirements, Mask]:
+        """Whether `pod` fits; returns the narrowed requirements and options, or raises."""
         taint = untolerated(self.template.taints, pod.spec.tolerations)
         if taint is not None:
             raise SchedulingError(f"did not tolerate taint {format_taint(taint)}")
@@ -479,21 +501,21 @@ class NodeClaim:
             raise SchedulingError(str(err))
         reqs = reqs.merge(topo)
         requests = add(self.requests, data.requests)
-        remaining, unmet, outcome = filter_instance_types(
-            self.instance_types,
+        remaining, unmet, outcome = filter_options(
+            self.table,
+            self.options,
             reqs,
             pod,
             self.daemon_groups,
             requests,
             relax_min_values=relax_min_values,
-            table=self.template.table,
         )
         if relax_min_values and unmet:
             # BestEffort: lower each unmet minValues to what the remaining types offer.
             reqs = Requirements(
                 {k: replace(r, min_values=unmet[k]) if k in unmet else r for k, r in reqs.items()}
             )
-        if not remaining:
+        if not remaining.any():
             raise SchedulingError(outcome.message(data.requests))
         return reqs, remaining
 
@@ -502,11 +524,11 @@ class NodeClaim:
         pod: Pod,
         data: PodData,
         reqs: Requirements,
-        instance_types: list[InstanceType],
+        options: Mask,
         topology: Topology,
     ) -> None:
         self.pods.append(pod)
-        self.instance_types = instance_types
+        self.options = options
         self.requests = add(self.requests, data.requests)
         self.requirements = reqs
         topology.register(HOSTNAME, self.hostname)
@@ -630,6 +652,8 @@ class Scheduler:
             template.instance_types = remaining
             template.table = InstanceTypeTable(remaining)
             template.daemon_groups = _daemon_groups(template, self.daemons)
+            for group in template.daemon_groups:
+                group.mask = template.table.mask_of(group.instance_types)
             self.templates.append(template)
         self.tolerate_prefer_no_schedule = any(
             t.effect == "PreferNoSchedule"
@@ -809,15 +833,15 @@ class Scheduler:
         raise SchedulingError("; ".join(errors))
 
     def _add_to_new_node_claim(self, template: NodeClaimTemplate, pod: Pod, data: PodData) -> None:
-        its = template.instance_types
+        table = template.table
+        assert table is not None
+        options = np.ones(len(table.types), dtype=np.bool_)
         remaining = self.remaining_resources.get(template.name)
         if remaining is not None:
             if remaining.get("nodes") == 0 and "nodes" in remaining:
                 raise SchedulingError("node limits have been exhausted for nodepool")
-            its = [
-                it for it in its if all(it.capacity.get(k, 0) <= v for k, v in remaining.items())
-            ]
-            if not its:
+            options = table.within(remaining)
+            if not options.any():
                 raise SchedulingError("all available instance types exceed limits for nodepool")
         self._hostnames += 1
         hostname = f"hostname-placeholder-{self._hostnames:04d}"
@@ -825,9 +849,9 @@ class Scheduler:
             template=template,
             hostname=hostname,
             requirements=template.requirements.add(Requirement.new(HOSTNAME, "In", [hostname])),
-            instance_types=its,
+            options=options,
             daemon_groups=[
-                DaemonOverheadGroup(g.instance_types, g.overhead, g.host_ports.copy())
+                DaemonOverheadGroup(g.instance_types, g.overhead, g.host_ports.copy(), g.mask)
                 for g in template.daemon_groups
             ],
         )
@@ -844,10 +868,8 @@ class Scheduler:
         claim.add(pod, data, reqs, fitting, self.topology)
         self.new_node_claims.append(claim)
         if remaining is not None:
-            largest: Resources = {}
-            for it in claim.instance_types:
-                for k, v in it.capacity.items():
-                    largest[k] = max(largest.get(k, 0), v)
+            # Pessimistic: the NodeClaim may become its largest option.
+            largest = table.max_capacity(claim.options, remaining)
             self.remaining_resources[template.name] = {
                 k: v - largest.get(k, 0) for k, v in remaining.items()
             }
@@ -938,7 +960,7 @@ class Scheduler:
                         f'requirements (NodePool="{claim.nodepool}")'
                     )
                 continue
-            claim.instance_types = ordered
+            claim.final_types = ordered
             instance_type_req = claim.requirements.get_or_exists(INSTANCE_TYPE)
             claim.requirements = claim.requirements.add(
                 Requirement.new(

@@ -43,7 +43,26 @@ class TopologyType(Enum):
 
 
 class TopologyError(Exception):
-    """No domain satisfies a topology constraint for this pod on this node."""
+    """No domain satisfies a topology constraint for this pod on this node.
+
+    The message is built only when asked for: most failures (a pod not fitting one of many
+    planned nodes) are never shown.
+    """
+
+    def __init__(self, group: TopologyGroup, pod_domains: Requirement, node_domains: Requirement):
+        super().__init__()
+        self.group = group
+        self.pod_domains = pod_domains
+        self.node_domains = node_domains
+        self.counts = dict(group.domains)
+
+    def __str__(self) -> str:
+        counts = ", ".join(f"{d}={c}" for d, c in sorted(self.counts.items())[:25])
+        return (
+            f"unsatisfiable topology constraint for {self.group.type.value}, key={self.group.key} "
+            f"(counts = {{{counts}}}, podDomains = {self.pod_domains}, "
+            f"nodeDomains = {self.node_domains})"
+        )
 
 
 # topology key -> domain -> list of taint sets of the NodePools offering that domain
@@ -306,6 +325,7 @@ class Topology:
     ) -> None:
         self.domain_groups = domain_groups
         self.groups: dict[tuple[object, ...], TopologyGroup] = {}
+        self.owned: dict[str, list[TopologyGroup]] = {}  # pod UID -> groups it owns
         self.inverse_groups: dict[tuple[object, ...], TopologyGroup] = {}
         self.existing_pods = existing_pods
         self.existing_node_domains = existing_node_domains
@@ -433,7 +453,7 @@ class Topology:
     def update(self, pod: Pod) -> None:
         """(Re)compute the groups `pod` owns, e.g. after one of its preferences was relaxed."""
         uid = _uid(pod)
-        for tg in self.groups.values():
+        for tg in self.owned.pop(uid, []):
             tg.owners.discard(uid)
         aff = pod.spec.affinity
         if aff is not None and aff.pod_anti_affinity is not None:
@@ -450,7 +470,9 @@ class Topology:
                 self._count_existing(tg)
                 self.groups[tg.identity] = tg
                 existing = tg
-            existing.owners.add(uid)
+            if uid not in existing.owners:
+                existing.owners.add(uid)
+                self.owned.setdefault(uid, []).append(existing)
 
     # ---- scheduling hooks ---------------------------------------------------------------------
     def register(self, key: str, domain: str) -> None:
@@ -461,8 +483,9 @@ class Topology:
     def _matching(
         self, pod: Pod, taints: Sequence[Taint], reqs: Requirements
     ) -> list[TopologyGroup]:
-        uid = _uid(pod)
-        owned = [tg for tg in self.groups.values() if uid in tg.owners]
+        owned = self.owned.get(_uid(pod), [])
+        if not self.inverse_groups:
+            return owned
         inverse = [tg for tg in self.inverse_groups.values() if tg.counts(pod, taints, reqs)]
         return owned + inverse
 
@@ -483,12 +506,7 @@ class Topology:
             node_domains = node_requirements.get_or_exists(tg.key)
             domains = tg.next_domains(pod, pod_domains, node_domains)
             if len(domains) == 0:
-                counts = ", ".join(f"{d}={c}" for d, c in sorted(tg.domains.items())[:25])
-                raise TopologyError(
-                    f"unsatisfiable topology constraint for {tg.type.value}, key={tg.key} "
-                    f"(counts = {{{counts}}}, podDomains = {pod_domains}, "
-                    f"nodeDomains = {node_domains})"
-                )
+                raise TopologyError(tg, pod_domains, node_domains)
             out = out.add(domains)
         return out
 
