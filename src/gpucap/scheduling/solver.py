@@ -21,8 +21,9 @@ Called by `gpucap plan`, the provisioner and consolidation.
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -84,7 +85,23 @@ _DOES_NOT_EXIST_NODEPOOL = Requirement.new(NODEPOOL, "DoesNotExist")
 
 
 class SchedulingError(Exception):
-    """A pod cannot go where it was tried; the message is Karpenter's wording where it has one."""
+    """A pod cannot go where it was tried; the message is Karpenter's wording where it has one.
+
+    Built lazily (from a string, another exception or a function): most failures are a pod
+    not fitting one of many planned nodes, and their messages are never shown.
+    """
+
+    def __init__(self, message: str | Exception | Callable[[], str]) -> None:
+        super().__init__()
+        self._message = message
+
+    def __str__(self) -> str:
+        m = self._message
+        if isinstance(m, str):
+            return m
+        if isinstance(m, Exception):
+            return str(m)
+        return m()
 
 
 # ---- inputs -----------------------------------------------------------------------------------
@@ -485,20 +502,20 @@ class NodeClaim:
         """Whether `pod` fits; returns the narrowed requirements and options, or raises."""
         taint = untolerated(self.template.taints, pod.spec.tolerations)
         if taint is not None:
-            raise SchedulingError(f"did not tolerate taint {format_taint(taint)}")
+            raise SchedulingError(lambda: f"did not tolerate taint {format_taint(taint)}")
         err = self.requirements.compatible(data.requirements, ALLOW_UNDEFINED_WELL_KNOWN)
         if err is not None:
-            raise SchedulingError(f"incompatible requirements, {err}")
+            raise SchedulingError(lambda: f"incompatible requirements, {err}")
         reqs = self.requirements.merge(data.requirements)
         try:
             topo = topology.add_requirements(
                 pod, self.template.taints, data.strict_requirements, reqs
             )
         except TopologyError as terr:
-            raise SchedulingError(str(terr)) from terr
+            raise SchedulingError(terr) from terr
         err = reqs.compatible(topo, ALLOW_UNDEFINED_WELL_KNOWN)
         if err is not None:
-            raise SchedulingError(str(err))
+            raise SchedulingError(err)
         reqs = reqs.merge(topo)
         requests = add(self.requests, data.requests)
         remaining, unmet, outcome = filter_options(
@@ -516,7 +533,8 @@ class NodeClaim:
                 {k: replace(r, min_values=unmet[k]) if k in unmet else r for k, r in reqs.items()}
             )
         if not remaining.any():
-            raise SchedulingError(outcome.message(data.requests))
+            requests_of_pod = data.requests
+            raise SchedulingError(lambda: outcome.message(requests_of_pod))
         return reqs, remaining
 
     def add(
@@ -564,15 +582,15 @@ class ExistingNode:
             raise SchedulingError("exceeds node resources")
         err = self.requirements.compatible(data.requirements)
         if err is not None:
-            raise SchedulingError(str(err))
+            raise SchedulingError(err)
         reqs = self.requirements.merge(data.requirements)
         try:
             topo = topology.add_requirements(pod, self.taints, data.strict_requirements, reqs)
         except TopologyError as terr:
-            raise SchedulingError(str(terr)) from terr
+            raise SchedulingError(terr) from terr
         err = reqs.compatible(topo)
         if err is not None:
-            raise SchedulingError(str(err))
+            raise SchedulingError(err)
         return reqs.merge(topo)
 
     def add(self, pod: Pod, data: PodData, reqs: Requirements, topology: Topology) -> None:
@@ -704,6 +722,9 @@ class Scheduler:
                 )
         self.existing.sort(key=lambda e: (not e.state.initialized, e.name))
         self.new_node_claims: list[NodeClaim] = []
+        # Planned NodeClaims by pod count, each bucket in creation order (see `_add`).
+        self._by_count: dict[int, list[NodeClaim]] = {}
+        self._seq: dict[int, int] = {}
         self._hostnames = 0
         self._pod_data: dict[str, PodData] = {}
 
@@ -811,16 +832,19 @@ class Scheduler:
                 continue
             node.add(pod, data, reqs, self.topology)
             return
-        # Emptiest planned NodeClaim first (Go's sort.Slice is unstable; gpucap keeps creation
-        # order among equals).
-        self.new_node_claims.sort(key=lambda n: len(n.pods))
-        for claim in self.new_node_claims:
-            try:
-                reqs, its = claim.can_add(pod, data, self.topology, relax_min_values=False)
-            except SchedulingError:
-                continue
-            claim.add(pod, data, reqs, its, self.topology)
-            return
+        # Emptiest planned NodeClaim first (Go's sort.Slice is unstable; gpucap breaks ties by
+        # creation order). Claims are kept in buckets by pod count, so no sort per pod.
+        for count in sorted(self._by_count):
+            for claim in self._by_count[count]:
+                if self.topology.rejects_host(pod, claim.hostname):
+                    continue
+                try:
+                    reqs, its = claim.can_add(pod, data, self.topology, relax_min_values=False)
+                except SchedulingError:
+                    continue
+                claim.add(pod, data, reqs, its, self.topology)
+                self._rebucket(claim, count)
+                return
         if not self.templates:
             raise SchedulingError("nodepool requirements filtered out all available instance types")
         errors = []
@@ -831,6 +855,16 @@ class Scheduler:
             except SchedulingError as err:
                 errors.append(f'nodepool "{template.name}": {err}')
         raise SchedulingError("; ".join(errors))
+
+    def _rebucket(self, claim: NodeClaim, old_count: int) -> None:
+        bucket = self._by_count[old_count]
+        bucket.remove(claim)
+        if not bucket:
+            del self._by_count[old_count]
+        target = self._by_count.setdefault(old_count + 1, [])
+        seq = self._seq[id(claim)]
+        keys = [self._seq[id(c)] for c in target]
+        target.insert(bisect.bisect(keys, seq), claim)
 
     def _add_to_new_node_claim(self, template: NodeClaimTemplate, pod: Pod, data: PodData) -> None:
         table = template.table
@@ -867,6 +901,8 @@ class Scheduler:
         )
         claim.add(pod, data, reqs, fitting, self.topology)
         self.new_node_claims.append(claim)
+        self._seq[id(claim)] = len(self._seq)
+        self._by_count.setdefault(1, []).append(claim)
         if remaining is not None:
             # Pessimistic: the NodeClaim may become its largest option.
             largest = table.max_capacity(claim.options, remaining)

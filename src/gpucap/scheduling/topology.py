@@ -54,10 +54,11 @@ class TopologyError(Exception):
         self.group = group
         self.pod_domains = pod_domains
         self.node_domains = node_domains
-        self.counts = dict(group.domains)
 
     def __str__(self) -> str:
-        counts = ", ".join(f"{d}={c}" for d, c in sorted(self.counts.items())[:25])
+        # Formatted from the live counts: the scheduler formats a failure right after it
+        # happens, before any count changes.
+        counts = ", ".join(f"{d}={c}" for d, c in sorted(self.group.domains.items())[:25])
         return (
             f"unsatisfiable topology constraint for {self.group.type.value}, key={self.group.key} "
             f"(counts = {{{counts}}}, podDomains = {self.pod_domains}, "
@@ -488,6 +489,23 @@ class Topology:
             return owned
         inverse = [tg for tg in self.inverse_groups.values() if tg.counts(pod, taints, reqs)]
         return owned + inverse
+
+    def rejects_host(self, pod: Pod, hostname: str) -> bool:
+        """A cheap, exact shortcut for the common failure: a hostname spread or hostname
+        anti-affinity the pod owns already rules out this node (the same answer
+        `add_requirements` would give for a node whose hostname is `hostname`)."""
+        for tg in self.owned.get(_uid(pod), ()):
+            if tg.key != HOSTNAME:
+                continue
+            count = tg.domains.get(hostname, 0)
+            if tg.type is TopologyType.ANTI_AFFINITY and count > 0:
+                return True
+            if (
+                tg.type is TopologyType.SPREAD
+                and count + (1 if tg.selects(pod) else 0) > tg.max_skew
+            ):
+                return True
+        return False
 
     def add_requirements(
         self,
