@@ -124,6 +124,12 @@ class InstanceTypeTable:
             (self.allocatable < 0).any(axis=1), dtype=np.bool_
         )
         self._compatible: dict[Requirements, np.ndarray[Any, np.dtype[np.bool_]]] = {}
+        self._prices: dict[
+            tuple[Requirement | None, Requirement | None], np.ndarray[Any, np.dtype[np.float64]]
+        ] = {}
+        by_name = sorted(range(len(self.types)), key=lambda i: self.types[i].name)
+        self.name_rank = np.empty(len(self.types), dtype=np.int64)
+        self.name_rank[by_name] = np.arange(len(self.types))
         self._offered: dict[
             tuple[Requirement | None, Requirement | None], np.ndarray[Any, np.dtype[np.bool_]]
         ] = {}
@@ -190,6 +196,30 @@ class InstanceTypeTable:
             j = self.capacity_column.get(k)
             out[k] = int(self.capacity[mask, j].max()) if j is not None else 0
         return out
+
+    def prices(self, reqs: Requirements) -> np.ndarray[Any, np.dtype[np.float64]]:
+        """Per type: the cheapest available offering `reqs` allows (inf when none), memoised
+        by zone and capacity type."""
+        key = (reqs.get(ZONE), reqs.get(CAPACITY_TYPE))
+        prices = self._prices.get(key)
+        if prices is None:
+            prices = np.fromiter(
+                (p if (p := it.cheapest_price(reqs)) is not None else np.inf for it in self.types),
+                dtype=np.float64,
+                count=len(self.types),
+            )
+            self._prices[key] = prices
+        return prices
+
+    def order_by_price(
+        self, mask: np.ndarray[Any, np.dtype[np.bool_]], reqs: Requirements
+    ) -> list[InstanceType]:
+        """`order_by_price` of the selected types (ties by name), vectorised."""
+        idx = np.flatnonzero(mask)
+        prices = self.prices(reqs)[idx]
+        ranks = self.name_rank[idx]
+        order = np.lexsort((ranks, prices))
+        return [self.types[i] for i in idx[order]]
 
     def mask_of(self, names: Iterable[str]) -> np.ndarray[Any, np.dtype[np.bool_]]:
         mask = np.zeros(len(self.types), dtype=np.bool_)

@@ -19,6 +19,7 @@ Called by the scheduler, the instance-type filters and lint rules.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -212,6 +213,12 @@ def _min_opt(a: int | None, b: int | None) -> int | None:
     return min(a, b)
 
 
+@functools.lru_cache(maxsize=4096)
+def _exists(key: str) -> Requirement:
+    # Requirements are immutable, so one `Exists` per key can be shared.
+    return Requirement.new(key, "Exists")
+
+
 class IncompatibleError(Exception):
     """Why two requirement sets cannot both hold; the message is Karpenter's wording."""
 
@@ -285,7 +292,7 @@ class Requirements(Mapping[str, Requirement]):
     def get_or_exists(self, key: str) -> Requirement:
         """The requirement for `key`; an undefined key allows any value (`Exists`)."""
         found = self._items.get(key)
-        return found if found is not None else Requirement.new(key, "Exists")
+        return found if found is not None else _exists(key)
 
     def without(self, *keys: str) -> Requirements:
         return Requirements({k: v for k, v in self._items.items() if k not in keys})

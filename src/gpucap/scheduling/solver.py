@@ -52,7 +52,6 @@ from gpucap.scheduling.instancetypes import (
     InstanceTypeTable,
     compatible_offerings,
     satisfies_min_values,
-    truncate,
 )
 from gpucap.scheduling.requirements import (
     ALLOW_UNDEFINED_WELL_KNOWN,
@@ -986,9 +985,10 @@ class Scheduler:
         for claim in sorted(self.new_node_claims, key=lambda c: c.hostname):
             claim.requirements = claim.requirements.without(HOSTNAME)
             claim.requests = add(claim.requests, _min_daemon_overhead(claim))
-            ordered, unmet = truncate(
-                claim.instance_types, claim.requirements, self.options.max_instance_types
-            )
+            ordered = claim.table.order_by_price(claim.options, claim.requirements)[
+                : self.options.max_instance_types
+            ]
+            _, unmet = satisfies_min_values(ordered, claim.requirements)
             if unmet and not self.relax_min_values:
                 for pod in claim.pods:
                     errors[pod.key] = (

@@ -244,13 +244,16 @@ class TopologyGroup:
     def _next_affinity(
         self, pod: Pod, pod_domains: Requirement, node_domains: Requirement
     ) -> Requirement:
-        bootstrap = self.selects(pod) and (
-            len(self.domains) == len(self.empty_domains)
-            or not self._any_compatible_pod_domain(pod_domains)
-        )
+        def bootstrap() -> bool:
+            # The first pod of a self-selecting group may go anywhere (Karpenter's special case).
+            return self.selects(pod) and (
+                len(self.domains) == len(self.empty_domains)
+                or not self._any_compatible_pod_domain(pod_domains)
+            )
+
         if self.key == HOSTNAME and len(node_domains.values) == 1 and not node_domains.complement:
             host = next(iter(node_domains.values))
-            if pod_domains.has(host) and (self.domains.get(host, 0) > 0 or bootstrap):
+            if pod_domains.has(host) and (self.domains.get(host, 0) > 0 or bootstrap()):
                 return Requirement.new(self.key, "In", [host])
             return Requirement.new(self.key, "DoesNotExist")
         if node_domains.operator == "In":
@@ -267,7 +270,7 @@ class TopologyGroup:
             ]
         if options:
             return Requirement.new(self.key, "In", options)
-        if bootstrap:
+        if bootstrap():
             both = pod_domains.intersection(node_domains)
             picks = []
             first_both = next((d for d in sorted(self.domains) if both.has(d)), None)
