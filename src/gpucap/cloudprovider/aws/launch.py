@@ -82,6 +82,7 @@ from gpucap.apis.labels import CAPACITY_TYPE
 from gpucap.apis.nodepool import NodeClaim
 from gpucap.apis.quantity import base_units
 from gpucap.cloudprovider.aws import capacity as cap
+from gpucap.cloudprovider.types import InsufficientCapacityError
 from gpucap.scheduling.instancetypes import InstanceType, Offering, compatible_offerings, truncate
 from gpucap.scheduling.requirements import ALLOW_UNDEFINED_WELL_KNOWN, Requirement, Requirements
 from gpucap.scheduling.resources import fits
@@ -125,18 +126,6 @@ MIN_VALUES_TRUNCATED: Final = (
 
 # Core `MIN_VALUES_POLICY` (pkg/operator/options/options.go), default Strict.
 MinValuesPolicy = Literal["Strict", "BestEffort"]
-
-
-class InsufficientCapacityError(Exception):
-    """No instance type can be launched for the claim; Karpenter deletes the NodeClaim and the
-    pods are scheduled again. `str()` is Karpenter's message; `reason` is the part after
-    "insufficient capacity, "; `unmet_min_values` maps each minValues key the truncated types
-    no longer meet to how many values they still offer."""
-
-    def __init__(self, reason: str, *, unmet_min_values: Mapping[str, int] | None = None) -> None:
-        super().__init__(f"insufficient capacity, {reason}")
-        self.reason = reason
-        self.unmet_min_values: dict[str, int] = dict(sorted((unmet_min_values or {}).items()))
 
 
 @dataclass(frozen=True, slots=True)

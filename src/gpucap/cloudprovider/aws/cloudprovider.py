@@ -1,0 +1,423 @@
+"""AWSCloudProvider: Karpenter's AWS provider over the `EC2API` seam.
+
+`create` follows aws `pkg/cloudprovider/cloudprovider.go: Create` and `pkg/providers/instance/
+instance.go`: resolve the EC2NodeClass (missing ⇒ insufficient capacity, AMIs unresolvable ⇒
+not ready), list instance types fresh (insufficient-capacity marks applied), run the launch
+filters and pick the capacity type (`launch.py`), map each type to the first AMI whose
+requirements it meets (types without one are dropped), build the CreateFleet request (one
+override per type x zone with the zone's subnet, the AMI and the offering price as priority;
+`price-capacity-optimized` for spot, `lowest-price` for on-demand; tags on the instance, its
+volumes and the fleet in the request itself, so an instance is never untagged), call
+CreateFleet, mark every override that failed with an insufficient-capacity code unavailable for
+3 minutes (after every call, successes too), and turn the result into the launched NodeClaim or
+Karpenter's error. The same code runs over SimulatedEC2 (the default) and boto3 (real AWS).
+
+Not modelled: launch templates (one named template per node class stands in for Karpenter's
+split by AMI/maxPods/EFA), capacity reservations, placement groups, subnet IP accounting.
+Called by the lifecycle controllers (launch, termination, drift) and by the contract tests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from gpucap.apis.ec2nodeclass import EC2NodeClass
+from gpucap.apis.labels import CAPACITY_TYPE, EC2NODECLASS, INSTANCE_TYPE, NODEPOOL, ZONE
+from gpucap.apis.meta import ObjectMeta
+from gpucap.apis.nodepool import NodeClaim, NodePool
+from gpucap.apis.quantity import base_units
+from gpucap.cloudprovider.aws.catalog import Catalog, node_class_settings
+from gpucap.cloudprovider.aws.ec2api import EC2API, EC2APIError
+from gpucap.cloudprovider.aws.ice_cache import (
+    ICE_ERROR_CODES,
+    SERVICE_LINKED_ROLE_ERROR,
+    UnavailableOfferings,
+)
+from gpucap.cloudprovider.aws.launch import (
+    choose_capacity_type,
+    filter_instance_types,
+    fleet_overrides,
+)
+from gpucap.cloudprovider.types import (
+    CreateError,
+    InsufficientCapacityError,
+    NodeClaimNotFoundError,
+    NodeClassNotReadyError,
+    launched_node_claim,
+)
+from gpucap.runtime.clock import Clock
+from gpucap.scheduling.instancetypes import InstanceType, Offering
+from gpucap.scheduling.requirements import Requirements
+
+__all__ = ["AWSCloudProvider", "ResolvedImage", "parse_provider_id"]
+
+NODECLAIM_TAG = "karpenter.sh/nodeclaim"
+CLUSTER_NAME_TAG = "eks:eks-cluster-name"
+
+
+class ResolvedImage(Protocol):
+    """An AMI the node class resolved to, with the instance types it applies to."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def requirements(self) -> Requirements: ...
+
+
+ImageResolver = Callable[[EC2NodeClass], Sequence[ResolvedImage]]
+
+
+@dataclass(frozen=True, slots=True)
+class _Image:
+    id: str
+    requirements: Requirements
+
+
+def parse_provider_id(provider_id: str) -> tuple[str, str]:
+    """`aws:///us-east-1a/i-0123` -> (zone, instance id)."""
+    prefix = "aws:///"
+    if not provider_id.startswith(prefix) or provider_id.count("/") != 4:
+        raise NodeClaimNotFoundError(f"provider id {provider_id!r} is not an AWS instance")
+    zone, instance_id = provider_id[len(prefix) :].split("/", 1)
+    return zone, instance_id
+
+
+@dataclass(slots=True)
+class AWSCloudProvider:
+    """Karpenter's AWS CloudProvider (see the module docstring)."""
+
+    api: EC2API
+    catalog: Catalog
+    clock: Clock
+    nodeclasses: Mapping[str, EC2NodeClass]
+    cluster_name: str = "gpucap"
+    images: ImageResolver | None = None
+    unavailable: UnavailableOfferings = field(init=False)
+    _types: dict[tuple[str, tuple[str, ...]], tuple[InstanceType, ...]] = field(
+        default_factory=dict
+    )
+    _subnets: dict[str, str] | None = None
+
+    def __post_init__(self) -> None:
+        self.unavailable = UnavailableOfferings(self.clock)
+
+    def name(self) -> str:
+        return "aws"
+
+    # ---- instance types ------------------------------------------------------------------------
+    def instance_types_for(self, nodeclass: EC2NodeClass) -> tuple[InstanceType, ...]:
+        """The node class's instance types with insufficient-capacity marks applied (rebuilt
+        only when the set of active marks changes, as Karpenter keys its cache on them)."""
+        self.unavailable.expire()
+        marks = tuple(self.unavailable.active())
+        key = (nodeclass.name, marks)
+        cached = self._types.get(key)
+        if cached is not None:
+            return cached
+        base = self.catalog.scheduling_instance_types(node_class_settings(nodeclass))
+        out = []
+        for it in base:
+            offerings = tuple(
+                Offering(
+                    o.zone,
+                    o.capacity_type,
+                    o.price,
+                    o.available
+                    and not self.unavailable.is_unavailable(o.capacity_type, it.name, o.zone),
+                )
+                for o in it.offerings
+            )
+            if not marks or offerings == it.offerings:
+                out.append(it)
+            else:
+                out.append(
+                    InstanceType(it.name, it.requirements, it.capacity, it.allocatable, offerings)
+                )
+        result = tuple(out)
+        if len(self._types) > 64:
+            self._types.clear()
+        self._types[key] = result
+        return result
+
+    def get_instance_types(self, nodepool: NodePool) -> Sequence[InstanceType]:
+        nodeclass = self.nodeclasses.get(nodepool.spec.template.spec.node_class_ref.name)
+        if nodeclass is None:
+            return ()
+        return self.instance_types_for(nodeclass)
+
+    # ---- create ----------------------------------------------------------------------------------
+    def create(self, node_claim: NodeClaim) -> NodeClaim:
+        ref = node_claim.spec.node_class_ref
+        nodeclass = self.nodeclasses.get(ref.name)
+        if nodeclass is None:
+            raise InsufficientCapacityError(
+                f"resolving node class, ec2nodeclasses {ref.name!r} not found"
+            )
+        images = self._images(nodeclass)
+        reqs = Requirements.from_node_selector(node_claim.spec.requirements)
+        requests = base_units(node_claim.spec.resources.requests)
+        types = filter_instance_types(self.instance_types_for(nodeclass), reqs, requests)
+        capacity_type = choose_capacity_type(types, reqs)
+        # Each type launches with the first AMI whose requirements it meets.
+        image_of: dict[str, str] = {}
+        for it in types:
+            image = next(
+                (im for im in images if im.requirements.intersects(it.requirements) is None), None
+            )
+            if image is not None:
+                image_of[it.name] = image.id
+        types = [it for it in types if it.name in image_of]
+        if not types:
+            raise CreateError("LaunchFailed", "no instance types satisfy requirements of amis")
+        overrides = fleet_overrides(types, reqs, capacity_type)
+        subnets = self._subnet_by_zone()
+        request = self._create_fleet_request(
+            node_claim,
+            nodeclass,
+            capacity_type,
+            [
+                {
+                    "InstanceType": o.instance_type,
+                    "SubnetId": subnets[o.zone],
+                    "ImageId": image_of[o.instance_type],
+                    "AvailabilityZone": o.zone,
+                    "Priority": o.price,
+                }
+                for o in overrides
+                if o.zone in subnets
+            ],
+        )
+        try:
+            response = self.api.create_fleet(**request)
+        except EC2APIError as err:
+            raise CreateError("CreateFleetFailed", str(err)) from err
+        errors = response.get("Errors") or []
+        self._record_errors(errors, capacity_type)
+        instances = [
+            i for fleet in response.get("Instances") or [] for i in fleet.get("InstanceIds", [])
+        ]
+        if not instances:
+            codes = sorted({e.get("ErrorCode", "") for e in errors})
+            if errors and all(
+                c in ICE_ERROR_CODES or c == SERVICE_LINKED_ROLE_ERROR for c in codes
+            ):
+                raise InsufficientCapacityError(
+                    f"creating fleet, with fleet error(s), {'; '.join(codes)}"
+                )
+            raise CreateError(
+                "LaunchFailed",
+                f"creating fleet, no instance returned ({', '.join(codes) or 'no error'})",
+            )
+        try:
+            first = response["Instances"][0]
+            chosen = first["LaunchTemplateAndOverrides"]["Overrides"]
+            it = next(t for t in types if t.name == chosen["InstanceType"])
+            zone = chosen["AvailabilityZone"]
+            return launched_node_claim(
+                node_claim,
+                instance_type=it,
+                zone=zone,
+                capacity_type=capacity_type,
+                provider_id=f"aws:///{zone}/{instances[0]}",
+                image_id=chosen.get("ImageId") or image_of[it.name],
+                extra_labels={EC2NODECLASS: nodeclass.name},
+            )
+        except (KeyError, StopIteration, ValueError) as err:
+            # Never leave an instance behind that no NodeClaim will track.
+            self.api.terminate_instances(InstanceIds=instances)
+            raise CreateError("LaunchFailed", f"unexpected CreateFleet response: {err!r}") from err
+
+    def _record_errors(self, errors: Sequence[Mapping[str, Any]], capacity_type: str) -> None:
+        for e in errors:
+            code = e.get("ErrorCode", "")
+            override = (e.get("LaunchTemplateAndOverrides") or {}).get("Overrides") or {}
+            if code == SERVICE_LINKED_ROLE_ERROR:
+                self.unavailable.mark_capacity_type_unavailable("spot")
+            elif code in ICE_ERROR_CODES and override:
+                self.unavailable.mark_unavailable(
+                    capacity_type, override["InstanceType"], override["AvailabilityZone"]
+                )
+
+    def _create_fleet_request(
+        self,
+        node_claim: NodeClaim,
+        nodeclass: EC2NodeClass,
+        capacity_type: str,
+        overrides: list[dict[str, Any]],
+    ) -> dict[str, Any]:
+        nodepool = node_claim.metadata.labels.get(NODEPOOL, "")
+        tags = {
+            **(nodeclass.spec.tags or {}),
+            NODEPOOL: nodepool,
+            NODECLAIM_TAG: node_claim.name,
+            EC2NODECLASS: nodeclass.name,
+            CLUSTER_NAME_TAG: self.cluster_name,
+            f"kubernetes.io/cluster/{self.cluster_name}": "owned",
+        }
+        tag_list = [{"Key": k, "Value": v} for k, v in sorted(tags.items())]
+        template = (
+            "karpenter.k8s.aws/"
+            + hashlib.sha256(f"{self.cluster_name}/{nodeclass.name}".encode()).hexdigest()[:20]
+        )
+        request: dict[str, Any] = {
+            "Type": "instant",
+            "TargetCapacitySpecification": {
+                "DefaultTargetCapacityType": capacity_type,
+                "TotalTargetCapacity": 1,
+            },
+            "LaunchTemplateConfigs": [
+                {
+                    "LaunchTemplateSpecification": {
+                        "LaunchTemplateName": template,
+                        "Version": "$Latest",
+                    },
+                    "Overrides": overrides,
+                }
+            ],
+            "TagSpecifications": [
+                {"ResourceType": r, "Tags": tag_list} for r in ("instance", "volume", "fleet")
+            ],
+        }
+        if capacity_type == "spot":
+            request["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
+        else:
+            request["OnDemandOptions"] = {"AllocationStrategy": "lowest-price"}
+        if nodeclass.spec.context:
+            request["Context"] = nodeclass.spec.context
+        return request
+
+    def _subnet_by_zone(self) -> dict[str, str]:
+        if self._subnets is None:
+            subnets = self.api.describe_subnets().get("Subnets", [])
+            by_zone: dict[str, tuple[int, str]] = {}
+            for s in subnets:
+                # One subnet per zone: the one with the most free IPs (ties by id).
+                candidate = (-int(s.get("AvailableIpAddressCount", 0)), s["SubnetId"])
+                zone = s["AvailabilityZone"]
+                if zone not in by_zone or candidate < by_zone[zone]:
+                    by_zone[zone] = candidate
+            self._subnets = {z: v[1] for z, v in by_zone.items()}
+        return self._subnets
+
+    def _images(self, nodeclass: EC2NodeClass) -> Sequence[ResolvedImage]:
+        if self.images is None:
+            # Without an AMI resolver every type launches the node class's first AMI id term,
+            # or a placeholder image that applies to every type.
+            term = next((t for t in nodeclass.spec.ami_selector_terms if t.id), None)
+            return [_Image(term.id if term and term.id else "ami-unresolved", Requirements())]
+        try:
+            images = self.images(nodeclass)
+        except (EC2APIError, ValueError) as err:
+            raise NodeClassNotReadyError(
+                f"resolving AMIs for EC2NodeClass {nodeclass.name}: {err}"
+            ) from err
+        if not images:
+            raise NodeClassNotReadyError(f"EC2NodeClass {nodeclass.name} resolved no AMI")
+        return images
+
+    # ---- get / list / delete --------------------------------------------------------------
+    def _instance(self, instance_id: str) -> dict[str, Any]:
+        try:
+            reservations = self.api.describe_instances(InstanceIds=[instance_id]).get(
+                "Reservations", []
+            )
+        except EC2APIError as err:
+            if err.code.startswith("InvalidInstanceID"):
+                raise NodeClaimNotFoundError(f"instance {instance_id} not found") from err
+            raise CreateError("DescribeInstancesFailed", str(err)) from err
+        for r in reservations:
+            for inst in r.get("Instances", []):
+                if inst["InstanceId"] == instance_id and inst["State"]["Name"] not in (
+                    "shutting-down",
+                    "terminated",
+                ):
+                    return dict(inst)
+        raise NodeClaimNotFoundError(f"instance {instance_id} not found")
+
+    def _to_node_claim(self, inst: Mapping[str, Any]) -> NodeClaim:
+        tags = {t["Key"]: t["Value"] for t in inst.get("Tags", [])}
+        zone = inst["Placement"]["AvailabilityZone"]
+        labels = {
+            INSTANCE_TYPE: inst["InstanceType"],
+            ZONE: zone,
+            CAPACITY_TYPE: "spot" if inst.get("InstanceLifecycle") == "spot" else "on-demand",
+        }
+        if NODEPOOL in tags:
+            labels[NODEPOOL] = tags[NODEPOOL]
+        meta = ObjectMeta(name=tags.get(NODECLAIM_TAG, inst["InstanceId"]), labels=labels)
+        return NodeClaim.model_validate(
+            {
+                "metadata": meta.model_dump(by_alias=True, exclude_none=True),
+                "spec": {
+                    "requirements": [
+                        {"key": INSTANCE_TYPE, "operator": "In", "values": [inst["InstanceType"]]}
+                    ],
+                    "nodeClassRef": {
+                        "group": "karpenter.k8s.aws",
+                        "kind": "EC2NodeClass",
+                        "name": tags.get(EC2NODECLASS, ""),
+                    },
+                },
+                "status": {
+                    "providerID": f"aws:///{zone}/{inst['InstanceId']}",
+                    "imageID": inst.get("ImageId"),
+                },
+            }
+        )
+
+    def get(self, provider_id: str) -> NodeClaim:
+        _, instance_id = parse_provider_id(provider_id)
+        return self._to_node_claim(self._instance(instance_id))
+
+    def list(self) -> list[NodeClaim]:
+        response = self.api.describe_instances(
+            Filters=[
+                {"Name": "tag-key", "Values": [NODEPOOL]},
+                {"Name": f"tag:{CLUSTER_NAME_TAG}", "Values": [self.cluster_name]},
+                {
+                    "Name": "instance-state-name",
+                    "Values": ["pending", "running", "stopping", "stopped"],
+                },
+            ]
+        )
+        out = [
+            self._to_node_claim(inst)
+            for r in response.get("Reservations", [])
+            for inst in r.get("Instances", [])
+        ]
+        return sorted(out, key=lambda nc: nc.status.provider_id or "")
+
+    def delete(self, node_claim: NodeClaim) -> None:
+        _, instance_id = parse_provider_id(node_claim.status.provider_id or "")
+        self._instance(instance_id)  # NodeClaimNotFoundError once it is gone
+        try:
+            self.api.terminate_instances(InstanceIds=[instance_id])
+        except EC2APIError as err:
+            if err.code.startswith("InvalidInstanceID"):
+                raise NodeClaimNotFoundError(f"instance {instance_id} not found") from err
+            raise CreateError("TerminateFailed", str(err)) from err
+
+    # ---- drift --------------------------------------------------------------------------------
+    def is_drifted(self, node_claim: NodeClaim) -> str:
+        """`AMIDrift` when the instance's AMI is no longer the one Karpenter would pick for its
+        type (aws `pkg/cloudprovider/drift.go: isAMIDrifted`); "" otherwise."""
+        nodeclass = self.nodeclasses.get(node_claim.spec.node_class_ref.name)
+        image_id = node_claim.status.image_id
+        type_name = node_claim.metadata.labels.get(INSTANCE_TYPE)
+        if nodeclass is None or not image_id or not type_name:
+            return ""
+        try:
+            images = self._images(nodeclass)
+        except NodeClassNotReadyError:
+            return ""
+        it = next((t for t in self.instance_types_for(nodeclass) if t.name == type_name), None)
+        if it is None:
+            return ""
+        wanted = next(
+            (im.id for im in images if im.requirements.intersects(it.requirements) is None), None
+        )
+        return "AMIDrift" if wanted is not None and wanted != image_id else ""

@@ -1,0 +1,550 @@
+"""SimulatedEC2: the `EC2API` in memory, fed by the bundled catalog — gpucap's default AWS.
+
+It answers the calls the AWS cloud provider makes, in boto3's shapes, from a `Catalog`:
+instance types, zone offerings, spot prices, subnets (one per zone) and security groups; it
+launches instances with CreateFleet, keeps their lifecycle on the injected Clock (`pending`
+for a launch latency, then `running`; `shutting-down` then `terminated`), holds an SSM
+parameter store (AMI parameters) and images.
+
+Capacity is scripted: `set_capacity(instance_type, zone, capacity_type, available=False,
+until=...)` makes a pool refuse launches (EC2's `InsufficientInstanceCapacity`) for a window.
+
+CreateFleet is modelled on EC2 Fleet `instant` requests: the overrides of the requested
+capacity type are tried cheapest first (price-capacity-optimized for spot is modelled as "the
+cheapest pool that has capacity"; lowest-price for on-demand), ties by instance type then
+zone; each override whose pool has no capacity adds an `InsufficientInstanceCapacity` error;
+the first pool with capacity launches. This is a model of EC2, not EC2: real spot allocation
+also weighs pool depth. Deterministic: instance IDs count up; no randomness.
+Called by `plan` and `simulate` (under AWSCloudProvider) and by tests.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpucap.cloudprovider.aws.catalog import Catalog
+from gpucap.cloudprovider.aws.ec2api import EC2APIError, Response
+from gpucap.runtime.clock import Clock
+
+__all__ = ["LAUNCH_LATENCY", "SimulatedEC2", "SimulatedInstance"]
+
+# Time from CreateFleet to a running instance; EC2 typically reports 10-30 s. The node still
+# has to boot and join (the simulator's kubelet model adds that).
+LAUNCH_LATENCY = dt.timedelta(seconds=15)
+TERMINATION_LATENCY = dt.timedelta(seconds=30)
+ACCOUNT = "123456789012"
+
+
+@dataclass(slots=True)
+class SimulatedInstance:
+    instance_id: str
+    instance_type: str
+    zone: str
+    subnet_id: str
+    image_id: str
+    capacity_type: str
+    price: float
+    launched_at: dt.datetime
+    tags: dict[str, str]
+    terminated_at: dt.datetime | None = None
+
+    def state(self, now: dt.datetime) -> str:
+        if self.terminated_at is not None:
+            return (
+                "terminated" if now >= self.terminated_at + TERMINATION_LATENCY else "shutting-down"
+            )
+        return "running" if now >= self.launched_at + LAUNCH_LATENCY else "pending"
+
+
+@dataclass(slots=True)
+class _Window:
+    available: bool
+    until: dt.datetime | None
+
+
+@dataclass(slots=True)
+class SimulatedEC2:
+    """An in-memory EC2 + SSM over a catalog (see the module docstring)."""
+
+    catalog: Catalog
+    clock: Clock
+    instances: dict[str, SimulatedInstance] = field(default_factory=dict)
+    parameters: dict[str, str] = field(default_factory=dict)
+    images: dict[str, dict[str, Any]] = field(default_factory=dict)
+    calls: list[str] = field(default_factory=list)
+    _capacity: dict[tuple[str, str, str], _Window] = field(default_factory=dict)
+    _next_instance: int = 0
+    _next_fleet: int = 0
+
+    # ---- scripted capacity ---------------------------------------------------------------------
+    def set_capacity(
+        self,
+        instance_type: str,
+        zone: str | None = None,
+        capacity_type: str | None = None,
+        *,
+        available: bool,
+        until: dt.datetime | None = None,
+    ) -> None:
+        """Open or close pools (None: every zone / capacity type) until `until` (None: for good)."""
+        zones = [zone] if zone else list(self.catalog.zones)
+        capacity_types = [capacity_type] if capacity_type else ["spot", "on-demand"]
+        for z in zones:
+            for ct in capacity_types:
+                self._capacity[(instance_type, z, ct)] = _Window(available, until)
+
+    def has_capacity(self, instance_type: str, zone: str, capacity_type: str) -> bool:
+        window = self._capacity.get((instance_type, zone, capacity_type))
+        if window is None:
+            return True
+        if window.until is not None and self.clock.now() >= window.until:
+            return True
+        return window.available
+
+    # ---- AMIs ------------------------------------------------------------------------------------
+    def put_parameter(self, name: str, value: str) -> None:
+        self.parameters[name] = value
+
+    def register_image(
+        self,
+        image_id: str,
+        name: str,
+        *,
+        architecture: str = "x86_64",
+        creation_date: str = "2026-01-01T00:00:00.000Z",
+        deprecated: bool = False,
+        tags: Mapping[str, str] | None = None,
+        owner: str = "amazon",
+    ) -> None:
+        image: dict[str, Any] = {
+            "ImageId": image_id,
+            "Name": name,
+            "Architecture": architecture,
+            "CreationDate": creation_date,
+            "OwnerId": owner,
+            "State": "available",
+            "Tags": [{"Key": k, "Value": v} for k, v in sorted((tags or {}).items())],
+        }
+        if deprecated:
+            image["DeprecationTime"] = creation_date
+        self.images[image_id] = image
+
+    @staticmethod
+    def image_id_for(name: str) -> str:
+        """A stable fake AMI id for an image name."""
+        return "ami-" + hashlib.sha256(name.encode()).hexdigest()[:17]
+
+    # ---- EC2: describe -----------------------------------------------------------------------
+    def describe_instance_types(self, **kwargs: Any) -> Response:
+        self.calls.append("DescribeInstanceTypes")
+        wanted = set(kwargs.get("InstanceTypes") or [])
+        out = []
+        for info in self.catalog.infos:
+            if wanted and info.name not in wanted:
+                continue
+            arch = "x86_64" if info.architecture == "amd64" else "arm64"
+            entry: dict[str, Any] = {
+                "InstanceType": info.name,
+                "ProcessorInfo": {"SupportedArchitectures": [arch]},
+                "VCpuInfo": {"DefaultVCpus": info.vcpus},
+                "MemoryInfo": {"SizeInMiB": info.memory_mib},
+                "SupportedVirtualizationTypes": ["hvm"],
+                "SupportedUsageClasses": ["on-demand", "spot"],
+            }
+            if info.gpu_count:
+                entry["GpuInfo"] = {
+                    "Gpus": [
+                        {
+                            "Name": info.gpu_name or "",
+                            "Manufacturer": (info.gpu_manufacturer or "nvidia").upper(),
+                            "Count": info.gpu_count,
+                            "MemoryInfo": {"SizeInMiB": info.gpu_memory_mib or 0},
+                        }
+                    ]
+                }
+            out.append(entry)
+        return {"InstanceTypes": out}
+
+    def describe_instance_type_offerings(self, **kwargs: Any) -> Response:
+        self.calls.append("DescribeInstanceTypeOfferings")
+        out = []
+        for info in self.catalog.infos:
+            zones = (info.offerings or {}).get(self.catalog.region, self.catalog.zones)
+            for z in sorted(zones):
+                if z in self.catalog.zones:
+                    out.append(
+                        {
+                            "InstanceType": info.name,
+                            "LocationType": "availability-zone",
+                            "Location": z,
+                        }
+                    )
+        return {"InstanceTypeOfferings": out}
+
+    def describe_spot_price_history(self, **kwargs: Any) -> Response:
+        self.calls.append("DescribeSpotPriceHistory")
+        wanted = set(kwargs.get("InstanceTypes") or [])
+        out = []
+        stamp = self.clock.now().isoformat()
+        for it in self.catalog.scheduling_instance_types(None):
+            if wanted and it.name not in wanted:
+                continue
+            for o in it.offerings:
+                if o.capacity_type == "spot" and o.available:
+                    out.append(
+                        {
+                            "InstanceType": it.name,
+                            "AvailabilityZone": o.zone,
+                            "ProductDescription": "Linux/UNIX",
+                            "SpotPrice": f"{o.price:.6f}",
+                            "Timestamp": stamp,
+                        }
+                    )
+        return {"SpotPriceHistory": out}
+
+    def describe_availability_zones(self, **kwargs: Any) -> Response:
+        self.calls.append("DescribeAvailabilityZones")
+        return {
+            "AvailabilityZones": [
+                {
+                    "ZoneName": z,
+                    "ZoneId": f"use1-az{i + 1}",
+                    "State": "available",
+                    "RegionName": self.catalog.region,
+                }
+                for i, z in enumerate(self.catalog.zones)
+            ]
+        }
+
+    def describe_subnets(self, **kwargs: Any) -> Response:
+        """One subnet per zone; it matches any selector (the simulation has one VPC)."""
+        self.calls.append("DescribeSubnets")
+        return {
+            "Subnets": [
+                {
+                    "SubnetId": self.subnet_for(z),
+                    "AvailabilityZone": z,
+                    "AvailableIpAddressCount": 8000,
+                    "VpcId": "vpc-0sim",
+                }
+                for z in self.catalog.zones
+            ]
+        }
+
+    @staticmethod
+    def subnet_for(zone: str) -> str:
+        return "subnet-" + hashlib.sha256(zone.encode()).hexdigest()[:17]
+
+    def describe_security_groups(self, **kwargs: Any) -> Response:
+        self.calls.append("DescribeSecurityGroups")
+        return {
+            "SecurityGroups": [
+                {"GroupId": "sg-0sim", "GroupName": "gpucap-sim", "VpcId": "vpc-0sim"}
+            ]
+        }
+
+    def describe_images(self, **kwargs: Any) -> Response:
+        self.calls.append("DescribeImages")
+        ids = set(kwargs.get("ImageIds") or [])
+        filters = {f["Name"]: f["Values"] for f in kwargs.get("Filters") or []}
+        out = []
+        for image_id in sorted(self.images):
+            image = self.images[image_id]
+            if ids and image_id not in ids:
+                continue
+            if "image-id" in filters and image_id not in filters["image-id"]:
+                continue
+            if "name" in filters and not any(_glob(p, image["Name"]) for p in filters["name"]):
+                continue
+            tags = {t["Key"]: t["Value"] for t in image["Tags"]}
+            if any(
+                name.startswith("tag:") and tags.get(name[4:]) not in values
+                for name, values in filters.items()
+            ):
+                continue
+            if "tag-key" in filters and not set(filters["tag-key"]) <= set(tags):
+                continue
+            out.append(dict(image))
+        if ids and not out:
+            raise EC2APIError(
+                "InvalidAMIID.NotFound",
+                f"the image ids {sorted(ids)} do not exist",
+                operation="DescribeImages",
+            )
+        return {"Images": out}
+
+    # ---- EC2: instances -------------------------------------------------------------------------
+    def create_fleet(self, **kwargs: Any) -> Response:
+        """EC2 Fleet `instant`: try the overrides of the target capacity type cheapest first."""
+        self.calls.append("CreateFleet")
+        if kwargs.get("Type") != "instant":
+            raise EC2APIError(
+                "InvalidParameterValue",
+                "only instant fleets are simulated",
+                operation="CreateFleet",
+            )
+        target = kwargs["TargetCapacitySpecification"]
+        capacity_type = target.get("DefaultTargetCapacityType", "on-demand")
+        count = int(target.get("TotalTargetCapacity", 1))
+        tags = _tags_for(kwargs.get("TagSpecifications", []), "instance")
+        overrides = []
+        for config in kwargs.get("LaunchTemplateConfigs", []):
+            for o in config.get("Overrides", []):
+                overrides.append(o)
+        prices = self._prices(capacity_type)
+        ordered = sorted(
+            overrides,
+            key=lambda o: (
+                prices.get((o["InstanceType"], o["AvailabilityZone"]), float("inf")),
+                o["InstanceType"],
+                o["AvailabilityZone"],
+            ),
+        )
+        self._next_fleet += 1
+        fleet_id = f"fleet-{self._next_fleet:08x}-sim"
+        errors: list[dict[str, Any]] = []
+        launched: list[SimulatedInstance] = []
+        for o in ordered:
+            if len(launched) >= count:
+                break
+            key = (o["InstanceType"], o["AvailabilityZone"])
+            if key not in prices:
+                errors.append(
+                    _fleet_error(
+                        o, "Unsupported", "The requested configuration is currently not supported."
+                    )
+                )
+                continue
+            if not self.has_capacity(o["InstanceType"], o["AvailabilityZone"], capacity_type):
+                errors.append(
+                    _fleet_error(
+                        o,
+                        "InsufficientInstanceCapacity",
+                        f"We currently do not have sufficient {o['InstanceType']} capacity in the "
+                        f"Availability Zone you requested ({o['AvailabilityZone']}).",
+                    )
+                )
+                continue
+            while len(launched) < count:
+                launched.append(self._launch(o, capacity_type, prices[key], tags))
+        response: dict[str, Any] = {"FleetId": fleet_id, "Errors": errors, "Instances": []}
+        if launched:
+            first = launched[0]
+            response["Instances"] = [
+                {
+                    "InstanceIds": [i.instance_id for i in launched],
+                    "InstanceType": first.instance_type,
+                    "Lifecycle": "spot" if capacity_type == "spot" else "on-demand",
+                    "LaunchTemplateAndOverrides": {
+                        "Overrides": {
+                            "InstanceType": first.instance_type,
+                            "AvailabilityZone": first.zone,
+                            "SubnetId": first.subnet_id,
+                            "ImageId": first.image_id,
+                        }
+                    },
+                }
+            ]
+        return response
+
+    def _prices(self, capacity_type: str) -> dict[tuple[str, str], float]:
+        out = {}
+        for it in self.catalog.scheduling_instance_types(None):
+            for o in it.offerings:
+                if o.capacity_type == capacity_type and o.available:
+                    out[(it.name, o.zone)] = o.price
+        return out
+
+    def _launch(
+        self, override: Mapping[str, Any], capacity_type: str, price: float, tags: dict[str, str]
+    ) -> SimulatedInstance:
+        self._next_instance += 1
+        instance = SimulatedInstance(
+            instance_id=f"i-{self._next_instance:017x}",
+            instance_type=override["InstanceType"],
+            zone=override["AvailabilityZone"],
+            subnet_id=override.get("SubnetId") or self.subnet_for(override["AvailabilityZone"]),
+            image_id=override.get("ImageId") or "ami-0sim",
+            capacity_type=capacity_type,
+            price=price,
+            launched_at=self.clock.now(),
+            tags=dict(tags),
+        )
+        self.instances[instance.instance_id] = instance
+        return instance
+
+    def describe_instances(self, **kwargs: Any) -> Response:
+        self.calls.append("DescribeInstances")
+        ids = list(kwargs.get("InstanceIds") or [])
+        missing = [i for i in ids if i not in self.instances]
+        if missing:
+            raise EC2APIError(
+                "InvalidInstanceID.NotFound",
+                f"The instance IDs '{', '.join(missing)}' do not exist",
+                operation="DescribeInstances",
+            )
+        filters = {f["Name"]: f["Values"] for f in kwargs.get("Filters") or []}
+        now = self.clock.now()
+        out = []
+        for instance_id in ids or sorted(self.instances):
+            inst = self.instances[instance_id]
+            state = inst.state(now)
+            if "instance-state-name" in filters and state not in filters["instance-state-name"]:
+                continue
+            if any(
+                name.startswith("tag:") and inst.tags.get(name[4:]) not in values
+                for name, values in filters.items()
+            ):
+                continue
+            if "tag-key" in filters and not set(filters["tag-key"]) <= set(inst.tags):
+                continue
+            out.append(self._describe(inst, state))
+        return {"Reservations": [{"Instances": out}] if out else []}
+
+    def _describe(self, inst: SimulatedInstance, state: str) -> dict[str, Any]:
+        return {
+            "InstanceId": inst.instance_id,
+            "InstanceType": inst.instance_type,
+            "ImageId": inst.image_id,
+            "SubnetId": inst.subnet_id,
+            "Placement": {"AvailabilityZone": inst.zone},
+            "State": {"Name": state},
+            "InstanceLifecycle": "spot" if inst.capacity_type == "spot" else None,
+            "LaunchTime": inst.launched_at.isoformat(),
+            "Tags": [{"Key": k, "Value": v} for k, v in sorted(inst.tags.items())],
+        }
+
+    def terminate_instances(self, **kwargs: Any) -> Response:
+        self.calls.append("TerminateInstances")
+        out = []
+        for instance_id in kwargs.get("InstanceIds") or []:
+            inst = self.instances.get(instance_id)
+            if inst is None:
+                raise EC2APIError(
+                    "InvalidInstanceID.NotFound",
+                    f"The instance ID '{instance_id}' does not exist",
+                    operation="TerminateInstances",
+                )
+            previous = inst.state(self.clock.now())
+            if inst.terminated_at is None:
+                inst.terminated_at = self.clock.now()
+            out.append(
+                {
+                    "InstanceId": instance_id,
+                    "PreviousState": {"Name": previous},
+                    "CurrentState": {"Name": inst.state(self.clock.now())},
+                }
+            )
+        return {"TerminatingInstances": out}
+
+    def create_tags(self, **kwargs: Any) -> Response:
+        self.calls.append("CreateTags")
+        tags = {t["Key"]: t["Value"] for t in kwargs.get("Tags") or []}
+        for resource in kwargs.get("Resources") or []:
+            if resource in self.instances:
+                self.instances[resource].tags.update(tags)
+            elif resource in self.images:
+                merged = {t["Key"]: t["Value"] for t in self.images[resource]["Tags"]} | tags
+                self.images[resource]["Tags"] = [
+                    {"Key": k, "Value": v} for k, v in sorted(merged.items())
+                ]
+            else:
+                raise EC2APIError(
+                    "InvalidID", f"The ID '{resource}' is not valid", operation="CreateTags"
+                )
+        return {}
+
+    # ---- SSM ------------------------------------------------------------------------------------
+    def get_parameter(self, **kwargs: Any) -> Response:
+        self.calls.append("GetParameter")
+        name = kwargs["Name"]
+        if name not in self.parameters:
+            raise EC2APIError(
+                "ParameterNotFound", f"Parameter {name} not found.", operation="GetParameter"
+            )
+        return {"Parameter": {"Name": name, "Type": "String", "Value": self.parameters[name]}}
+
+    def get_parameters_by_path(self, **kwargs: Any) -> Response:
+        self.calls.append("GetParametersByPath")
+        path = kwargs["Path"].rstrip("/") + "/"
+        recursive = bool(kwargs.get("Recursive"))
+        out = []
+        for name in sorted(self.parameters):
+            if not name.startswith(path):
+                continue
+            if not recursive and "/" in name[len(path) :]:
+                continue
+            out.append({"Name": name, "Type": "String", "Value": self.parameters[name]})
+        return {"Parameters": out}
+
+    # ---- Pricing --------------------------------------------------------------------------
+    def get_products(self, **kwargs: Any) -> Response:
+        """On-demand prices as the Pricing API's JSON price list (only `instanceType` filters)."""
+        self.calls.append("GetProducts")
+        wanted = {
+            f["Value"] for f in kwargs.get("Filters") or [] if f.get("Field") == "instanceType"
+        }
+        out = []
+        for info in self.catalog.infos:
+            if wanted and info.name not in wanted:
+                continue
+            price = self.catalog.pricing[info.name].on_demand
+            if price is None:
+                continue
+            out.append(
+                json.dumps(_price_list_entry(info.name, self.catalog.region, price), sort_keys=True)
+            )
+        return {"PriceList": out}
+
+
+def _tags_for(specs: Iterable[Mapping[str, Any]], resource: str) -> dict[str, str]:
+    for spec in specs:
+        if spec.get("ResourceType") == resource:
+            return {t["Key"]: t["Value"] for t in spec.get("Tags", [])}
+    return {}
+
+
+def _fleet_error(override: Mapping[str, Any], code: str, message: str) -> dict[str, Any]:
+    return {
+        "LaunchTemplateAndOverrides": {"Overrides": dict(override)},
+        "Lifecycle": None,
+        "ErrorCode": code,
+        "ErrorMessage": message,
+    }
+
+
+def _glob(pattern: str, text: str) -> bool:
+    import fnmatch  # noqa: PLC0415 - only image name filters need it
+
+    return fnmatch.fnmatchcase(text, pattern)
+
+
+def _price_list_entry(instance_type: str, region: str, price: float) -> dict[str, Any]:
+    sku = hashlib.sha256(f"{region}:{instance_type}".encode()).hexdigest()[:16].upper()
+    return {
+        "product": {
+            "sku": sku,
+            "attributes": {
+                "instanceType": instance_type,
+                "regionCode": region,
+                "operatingSystem": "Linux",
+            },
+        },
+        "terms": {
+            "OnDemand": {
+                f"{sku}.JRTCKXETXF": {
+                    "priceDimensions": {
+                        f"{sku}.JRTCKXETXF.6YS6EN2CT7": {
+                            "unit": "Hrs",
+                            "pricePerUnit": {"USD": f"{price:.10f}"},
+                        }
+                    }
+                }
+            }
+        },
+    }

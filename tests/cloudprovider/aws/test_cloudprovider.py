@@ -1,0 +1,229 @@
+"""AWSCloudProvider over SimulatedEC2: insufficient capacity and fallback, the ICE cache TTL,
+the CreateFleet request Karpenter builds, and never an orphaned instance."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pytest
+
+from gpucap.apis.ec2nodeclass import EC2NodeClass
+from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, ZONE
+from gpucap.cloudprovider.aws.catalog import load_catalog
+from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider
+from gpucap.cloudprovider.aws.simulated import SimulatedEC2
+from gpucap.cloudprovider.types import CreateError, InsufficientCapacityError, node_claim_for
+from gpucap.runtime.clock import FakeClock
+from gpucap.scheduling.requirements import Requirement, Requirements
+from tests.builders import edit, load, nodeclass
+
+CATALOG = load_catalog("us-east-1")
+GPU_TYPES = ["g5.xlarge", "g6.xlarge"]
+
+
+class SpyEC2(SimulatedEC2):
+    """SimulatedEC2 that records CreateFleet requests and can corrupt the response."""
+
+    requests: list[dict[str, Any]]
+    corrupt: bool
+
+    def create_fleet(self, **kwargs: Any) -> dict[str, Any]:
+        self.requests.append(kwargs)
+        response = super().create_fleet(**kwargs)
+        if self.corrupt and response["Instances"]:
+            response["Instances"][0]["LaunchTemplateAndOverrides"]["Overrides"]["InstanceType"] = (
+                "x9.large"
+            )
+        return response
+
+
+def provider(**nodeclass_edits: Any) -> tuple[AWSCloudProvider, SpyEC2, FakeClock]:
+    doc = nodeclass("gpu")
+    for path, value in nodeclass_edits.items():
+        doc = edit(doc, path.replace("__", "."), value)
+    nc: EC2NodeClass = load(doc).objects.nodeclasses[0]
+    clock = FakeClock()
+    api = SpyEC2(CATALOG, clock)
+    api.requests, api.corrupt = [], False
+    return AWSCloudProvider(api, CATALOG, clock, {"gpu": nc}, cluster_name="demo"), api, clock
+
+
+def gpu_claim(
+    name: str = "gpu-abcde", capacity_types: tuple[str, ...] = ("spot", "on-demand")
+) -> Any:
+    reqs = Requirements.of(
+        Requirement.new(INSTANCE_TYPE, "In", GPU_TYPES),
+        Requirement.new(CAPACITY_TYPE, "In", capacity_types),
+    )
+    return node_claim_for(
+        name,
+        "gpu",
+        reqs,
+        {"cpu": 3000, "memory": 12 * 2**30, "nvidia.com/gpu": 1, "pods": 1},
+        node_class="gpu",
+    )
+
+
+def close_spot(api: SimulatedEC2) -> None:
+    for name in GPU_TYPES:
+        api.set_capacity(name, None, "spot", available=False)
+
+
+def test_spot_is_tried_before_on_demand() -> None:
+    cp, _, _ = provider()
+    launched = cp.create(gpu_claim())
+    assert launched.metadata.labels[CAPACITY_TYPE] == "spot"
+
+
+def test_ice_on_every_spot_offering_leads_to_an_on_demand_launch() -> None:
+    cp, api, _ = provider()
+    close_spot(api)
+    # First attempt: EC2 has no spot capacity anywhere; Karpenter deletes the NodeClaim.
+    with pytest.raises(InsufficientCapacityError):
+        cp.create(gpu_claim("gpu-1"))
+    # Every spot offering of the allowed types is now marked, so the next try is on-demand.
+    spot = [
+        o
+        for it in cp.instance_types_for(cp.nodeclasses["gpu"])
+        if it.name in GPU_TYPES
+        for o in it.offerings
+        if o.capacity_type == "spot"
+    ]
+    assert spot
+    assert not any(o.available for o in spot)
+    launched = cp.create(gpu_claim("gpu-2"))
+    assert launched.metadata.labels[CAPACITY_TYPE] == "on-demand"
+
+
+def test_one_ice_zone_moves_the_launch_to_the_next_cheapest_pool() -> None:
+    cp, api, _ = provider()
+    first = cp.create(gpu_claim("a"))
+    api.set_capacity(
+        first.metadata.labels[INSTANCE_TYPE], first.metadata.labels[ZONE], "spot", available=False
+    )
+    second = cp.create(gpu_claim("b"))
+    assert second.metadata.labels[CAPACITY_TYPE] == "spot"
+    assert (second.metadata.labels[INSTANCE_TYPE], second.metadata.labels[ZONE]) != (
+        first.metadata.labels[INSTANCE_TYPE],
+        first.metadata.labels[ZONE],
+    )
+
+
+def test_an_ice_mark_expires_after_three_minutes() -> None:
+    cp, api, clock = provider()
+    close_spot(api)
+    with pytest.raises(InsufficientCapacityError):
+        cp.create(gpu_claim())
+    key = ("spot", "g6.xlarge", "us-east-1a")
+    assert cp.unavailable.is_unavailable(*key)
+    clock.advance(179)
+    assert cp.unavailable.is_unavailable(*key)
+    clock.advance(1)
+    assert not cp.unavailable.is_unavailable(*key)
+    now = cp.instance_types_for(cp.nodeclasses["gpu"])
+    base = CATALOG.scheduling_instance_types(None)
+    assert [o.available for it in now if it.name == "g6.xlarge" for o in it.offerings] == [
+        o.available for it in base if it.name == "g6.xlarge" for o in it.offerings
+    ]
+
+
+def test_successful_fleets_still_record_their_ice_errors() -> None:
+    cp, api, _ = provider()
+    cheapest = cp.create(gpu_claim("probe"))
+    api.set_capacity(
+        cheapest.metadata.labels[INSTANCE_TYPE],
+        cheapest.metadata.labels[ZONE],
+        "spot",
+        available=False,
+    )
+    cp.create(gpu_claim("next"))  # succeeds elsewhere
+    assert cp.unavailable.is_unavailable(
+        "spot", cheapest.metadata.labels[INSTANCE_TYPE], cheapest.metadata.labels[ZONE]
+    )
+
+
+def test_the_create_fleet_request_is_built_as_karpenter_builds_it() -> None:
+    cp, api, _ = provider(spec__tags={"team": "ml"})
+    cp.create(gpu_claim())
+    (request,) = api.requests
+    assert request["Type"] == "instant"
+    assert request["TargetCapacitySpecification"] == {
+        "DefaultTargetCapacityType": "spot",
+        "TotalTargetCapacity": 1,
+    }
+    assert request["SpotOptions"] == {"AllocationStrategy": "price-capacity-optimized"}
+    overrides = request["LaunchTemplateConfigs"][0]["Overrides"]
+    assert {(o["InstanceType"], o["AvailabilityZone"]) for o in overrides} == {
+        (it.name, o.zone)
+        for it in CATALOG.scheduling_instance_types(None)
+        if it.name in GPU_TYPES
+        for o in it.offerings
+        if o.capacity_type == "spot" and o.available
+    }
+    assert all(o["SubnetId"] == api.subnet_for(o["AvailabilityZone"]) for o in overrides)
+    tags = {t["Key"]: t["Value"] for t in request["TagSpecifications"][0]["Tags"]}
+    assert tags == {
+        "karpenter.sh/nodepool": "gpu",
+        "karpenter.sh/nodeclaim": "gpu-abcde",
+        "karpenter.k8s.aws/ec2nodeclass": "gpu",
+        "eks:eks-cluster-name": "demo",
+        "kubernetes.io/cluster/demo": "owned",
+        "team": "ml",
+    }
+    assert [s["ResourceType"] for s in request["TagSpecifications"]] == [
+        "instance",
+        "volume",
+        "fleet",
+    ]
+
+
+def test_on_demand_fleets_use_lowest_price() -> None:
+    cp, api, _ = provider()
+    cp.create(gpu_claim(capacity_types=("on-demand",)))
+    assert api.requests[0]["OnDemandOptions"] == {"AllocationStrategy": "lowest-price"}
+
+
+def test_the_launched_instance_carries_the_tags_and_is_listed() -> None:
+    cp, api, clock = provider()
+    launched = cp.create(gpu_claim())
+    instance_id = (launched.status.provider_id or "").rsplit("/", 1)[1]
+    assert api.instances[instance_id].tags["karpenter.sh/nodeclaim"] == "gpu-abcde"
+    assert api.instances[instance_id].state(clock.now()) == "pending"
+    clock.advance(dt.timedelta(minutes=1).total_seconds())
+    assert api.instances[instance_id].state(clock.now()) == "running"
+    assert [nc.metadata.name for nc in cp.list()] == ["gpu-abcde"]
+
+
+def test_an_unexpected_fleet_response_leaves_no_instance_behind() -> None:
+    cp, api, _ = provider()
+    original = api.create_fleet
+
+    def broken(**kwargs: Any) -> dict[str, Any]:
+        response = original(**kwargs)
+        response["Instances"][0]["LaunchTemplateAndOverrides"]["Overrides"]["InstanceType"] = (
+            "x9.large"
+        )
+        return response
+
+    api.create_fleet = broken  # type: ignore[method-assign]
+    with pytest.raises(CreateError):
+        cp.create(gpu_claim())
+    assert all(i.terminated_at is not None for i in api.instances.values())
+    assert api.instances
+
+
+def test_a_missing_node_class_is_insufficient_capacity() -> None:
+    cp, _, _ = provider()
+    claim = gpu_claim()
+    claim = claim.model_copy(
+        update={
+            "spec": claim.spec.model_copy(
+                update={
+                    "node_class_ref": claim.spec.node_class_ref.model_copy(update={"name": "nope"})
+                }
+            )
+        }
+    )
+    with pytest.raises(InsufficientCapacityError):
+        cp.create(claim)
