@@ -18,6 +18,7 @@ from rich.console import Console
 
 from gpucap import __version__
 from gpucap.apis.placeholders import substitute
+from gpucap.apis.quantity import Quantity
 from gpucap.apis.serde import LoadResult, Manifest, load_paths, load_text
 from gpucap.apis.workloads import Deployment
 from gpucap.cli.render import (
@@ -36,6 +37,13 @@ from gpucap.cloudprovider.aws.catalog import (
 )
 from gpucap.controllers.provisioning import plan as make_plan
 from gpucap.controllers.provisioning import pools_for
+from gpucap.lint.config import ConfigError, find_config, load_config
+from gpucap.lint.context import KNOWN_IMAGE_SIZES, LintContext
+from gpucap.lint.model import all_rules
+from gpucap.lint.output import format_json as format_lint_json
+from gpucap.lint.output import format_sarif, rule_help
+from gpucap.lint.output import format_text as format_lint_text
+from gpucap.lint.runner import run as run_lint
 from gpucap.runtime.logging import configure
 
 __all__ = ["app", "main"]
@@ -263,6 +271,87 @@ def plan(  # noqa: PLR0917 - typer maps parameters to options
         out.print(text, markup=False, end="")
     else:
         sys.stdout.write(text)
+
+
+@app.command()
+def lint(  # noqa: PLR0917 - typer maps parameters to options
+    files: Annotated[
+        list[str] | None, typer.Argument(help="Manifest files, directories, or - for stdin.")
+    ] = None,
+    output: Annotated[
+        str, typer.Option("--output", "-o", help="text (default), json or sarif.")
+    ] = "text",
+    strict: Annotated[bool, typer.Option(help="Exit 1 on warnings too.")] = False,
+    explain: Annotated[
+        str | None, typer.Option("--explain", help="Print everything about one rule id.")
+    ] = None,
+    config: Annotated[
+        str | None, typer.Option("--config", help="A .gpucap.toml or pyproject.toml to use.")
+    ] = None,
+    region: Annotated[str, typer.Option(help="AWS region of the catalog.")] = "us-east-1",
+    kubernetes_version: Annotated[
+        str, typer.Option("--kubernetes-version", help="Cluster Kubernetes version.")
+    ] = "1.36",
+    image_size: Annotated[
+        list[str] | None,
+        typer.Option("--image-size", help="IMAGE=COMPRESSED[/UNCOMPRESSED], e.g. my/img=9Gi/18Gi."),
+    ] = None,
+) -> None:
+    """Find GPU NodePool mistakes before they reach a cluster: rules with stable ids, each with a
+    why and a fix. Exit 1 on errors (or warnings with --strict), 0 otherwise, 2 on bad input."""
+    rules = all_rules()
+    if explain is not None:
+        wanted = next((r for r in rules if explain in (r.id, r.name)), None)
+        if wanted is None:
+            err.print(f"error: --explain {explain!r}: no such rule", markup=False)
+            raise typer.Exit(EXIT_BAD_INPUT)
+        out.print(rule_help(wanted), markup=False, end="")
+        return
+    _check_output(output, ("text", "json", "sarif"))
+    if not files:
+        err.print("error: give manifest files or directories to lint", markup=False)
+        raise typer.Exit(EXIT_BAD_INPUT)
+    try:
+        config_path = Path(config) if config else find_config(Path.cwd())
+        cfg = load_config(config_path, rules)
+    except ConfigError as e:
+        err.print(f"error: {e}", markup=False)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    sizes = dict(KNOWN_IMAGE_SIZES)
+    for item in image_size or []:
+        name, eq, value = item.partition("=")
+        try:
+            if not eq:
+                raise ValueError(item)
+            compressed, _, uncompressed = value.partition("/")
+            c = Quantity.parse(compressed).value()
+            sizes[name] = (c, Quantity.parse(uncompressed).value() if uncompressed else 2 * c)
+        except ValueError:
+            err.print(f"error: --image-size {item!r} must be IMAGE=SIZE[/SIZE], e.g. a/b=9Gi/18Gi")
+            raise typer.Exit(EXIT_BAD_INPUT) from None
+    result = load_paths(files)
+    unreadable = [i for i in result.errors if i.source is None]
+    if unreadable:
+        _report(LoadResult(issues=unreadable))
+        raise typer.Exit(EXIT_BAD_INPUT)
+    ctx = LintContext(
+        result.manifests,
+        _load_catalog(region, None, None, None),
+        kubernetes_version=kubernetes_version,
+        image_sizes=sizes,
+    )
+    report = run_lint(ctx, cfg, issues=result.issues, rules=rules)
+    if output == "json":
+        sys.stdout.write(format_lint_json(report))
+    elif output == "sarif":
+        sys.stdout.write(format_sarif(report, rules))
+    else:
+        for f in report.findings:
+            style = {"error": "red", "warning": "yellow", "info": "cyan"}[f.severity]
+            out.print(str(f), markup=False, style=style)
+        out.print(format_lint_text(report).splitlines()[-1], markup=False)
+    failing = report.count("error") + (report.count("warning") if strict else 0)
+    raise typer.Exit(EXIT_FINDINGS if failing else EXIT_OK)
 
 
 def _workshop_texts() -> list[tuple[str, str]]:

@@ -1,0 +1,106 @@
+"""Lint configuration: which rules run and how severe they are.
+
+Read from `--config FILE`, else the nearest `.gpucap.toml` (table `[lint]`) or `pyproject.toml`
+(table `[tool.gpucap.lint]`) from the working directory upwards:
+
+    [tool.gpucap.lint]
+    select = ["GPU", "NP001"]     # rule ids or id prefixes; default: every rule
+    ignore = ["NP006"]            # ids or prefixes to skip
+    severity = { NP005 = "error", DIS002 = "info" }
+
+Called by the CLI before running the rules.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpucap.lint.model import SEVERITIES, Rule, Severity
+
+__all__ = ["ConfigError", "LintConfig", "find_config", "load_config"]
+
+
+class ConfigError(ValueError):
+    """A lint configuration gpucap cannot use; the message names the file and the key."""
+
+
+@dataclass(frozen=True, slots=True)
+class LintConfig:
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    severity: Mapping[str, Severity] = field(default_factory=dict)
+    source: str | None = None
+
+    def enabled(self, rule: Rule) -> bool:
+        def matches(patterns: Sequence[str]) -> bool:
+            return any(rule.id == p or rule.id.startswith(p) or rule.name == p for p in patterns)
+
+        if self.select and not matches(self.select):
+            return False
+        return not matches(self.ignore)
+
+    def severity_of(self, rule: Rule) -> Severity:
+        return self.severity.get(rule.id, rule.severity)
+
+
+def find_config(start: Path) -> Path | None:
+    for directory in (start, *start.parents):
+        for name in (".gpucap.toml", "pyproject.toml"):
+            candidate = directory / name
+            if candidate.is_file() and _table(candidate) is not None:
+                return candidate
+    return None
+
+
+def _table(path: Path) -> dict[str, Any] | None:
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as err:
+        raise ConfigError(f"{path}: cannot read: {err}") from err
+    if path.name == "pyproject.toml":
+        table = doc.get("tool", {}).get("gpucap", {}).get("lint")
+    else:
+        table = doc.get("lint")
+    return table if isinstance(table, dict) else None
+
+
+def load_config(path: Path | None, known: Sequence[Rule]) -> LintConfig:
+    if path is None:
+        return LintConfig()
+    table = _table(path)
+    if table is None:
+        if path.name == "pyproject.toml":
+            return LintConfig(source=str(path))
+        raise ConfigError(f"{path}: no [lint] table")
+    where = "[tool.gpucap.lint]" if path.name == "pyproject.toml" else "[lint]"
+    ids = {r.id for r in known} | {r.name for r in known}
+    prefixes = {r.category for r in known}
+
+    def patterns(key: str) -> tuple[str, ...]:
+        value = table.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{path}: {where}.{key}: expected a list of rule ids")
+        for v in value:
+            if v not in ids and v not in prefixes:
+                raise ConfigError(f"{path}: {where}.{key}: unknown rule {v!r}")
+        return tuple(value)
+
+    unknown_keys = sorted(set(table) - {"select", "ignore", "severity"})
+    if unknown_keys:
+        raise ConfigError(f"{path}: {where}: unknown key {unknown_keys[0]!r}")
+    severity = table.get("severity", {})
+    if not isinstance(severity, dict):
+        raise ConfigError(f"{path}: {where}.severity: expected a table of rule id = severity")
+    for rule_id, level in severity.items():
+        if rule_id not in {r.id for r in known}:
+            raise ConfigError(f"{path}: {where}.severity: unknown rule {rule_id!r}")
+        if level not in SEVERITIES:
+            raise ConfigError(
+                f"{path}: {where}.severity.{rule_id}: {level!r} is not one of "
+                + ", ".join(SEVERITIES)
+            )
+    return LintConfig(patterns("select"), patterns("ignore"), dict(severity), str(path))

@@ -1,0 +1,264 @@
+"""Everything a lint rule may look at, computed once per run.
+
+Built from the loaded manifests (with their files and lines), the catalog and the options of
+`gpucap lint`: each NodePool resolved against the catalog through its EC2NodeClass (which
+instance types it can launch, which of them have NVIDIA GPUs, which AMI family and alias), the
+pods with the manifest they come from (a Deployment's pods point at the Deployment's pod
+template), the DaemonSets, the GPU Operator's ClusterPolicy and device-plugin configs, and
+known image sizes. `finding()` turns a rule's verdict into a `Finding` at the right `file:line`.
+Called by the lint runner; rules only read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from gpucap.apis.core import ConfigMap, Pod
+from gpucap.apis.ec2nodeclass import EC2NodeClass
+from gpucap.apis.errors import format_path
+from gpucap.apis.gpuoperator import DevicePluginConfig, device_plugin_configs
+from gpucap.apis.labels import CAPACITY_TYPE
+from gpucap.apis.nodeoverlay import NodeOverlay
+from gpucap.apis.nodepool import NodePool
+from gpucap.apis.quantity import Quantity
+from gpucap.apis.serde import Manifest, Source
+from gpucap.apis.workloads import (
+    DaemonSet,
+    Deployment,
+    Job,
+    ReplicaSet,
+    StatefulSet,
+    expand_workload,
+)
+from gpucap.cloudprovider.aws.catalog import Catalog, NodeClassSettings, node_class_settings
+from gpucap.lint.model import Finding, Severity
+from gpucap.scheduling.instancetypes import InstanceType
+from gpucap.scheduling.requirements import Requirements
+from gpucap.scheduling.solver import NodeClaimTemplate
+
+__all__ = ["KNOWN_IMAGE_SIZES", "LintContext", "PodRef", "PoolView"]
+
+GIB = 2**30
+
+# Compressed / uncompressed sizes of common inference images (bytes), used when the input does
+# not say (`--image-size` overrides). vLLM from the workshop (seed, step 2); others from their
+# registries' published layer sizes, rounded.
+KNOWN_IMAGE_SIZES: dict[str, tuple[int, int]] = {
+    "vllm/vllm-openai": (9 * GIB, 18 * GIB),
+    "nvcr.io/nvidia/tritonserver": (10 * GIB, 22 * GIB),
+    "ghcr.io/huggingface/text-generation-inference": (5 * GIB, 12 * GIB),
+    "lmsysorg/sglang": (10 * GIB, 25 * GIB),
+}
+
+DEVICE_PLUGIN_IMAGE_MARKERS = ("k8s-device-plugin", "nvidia-device-plugin", "gpu-operator")
+GPU_RESOURCE = "nvidia.com/gpu"
+
+
+@dataclass(frozen=True, slots=True)
+class PodRef:
+    """A pod and the manifest that makes it; `base` is the path of its pod spec there."""
+
+    pod: Pod
+    manifest: Manifest
+    base: tuple[str | int, ...]  # ("spec",) for a Pod, ("spec", "template", "spec") for workloads
+
+
+@dataclass
+class PoolView:
+    """A NodePool resolved against the catalog."""
+
+    manifest: Manifest
+    nodepool: NodePool
+    nodeclass: Manifest | None
+    template: NodeClaimTemplate
+    instance_types: list[InstanceType]  # launchable: meet the pool's requirements, offered
+
+    @property
+    def name(self) -> str:
+        return self.nodepool.name
+
+    @cached_property
+    def gpu_types(self) -> list[InstanceType]:
+        return [it for it in self.instance_types if it.capacity.get(GPU_RESOURCE, 0) > 0]
+
+    @property
+    def can_launch_gpus(self) -> bool:
+        return bool(self.gpu_types)
+
+    @property
+    def capacity_types(self) -> set[str]:
+        req = self.template.requirements.get(CAPACITY_TYPE)
+        offered = {
+            o.capacity_type for it in self.instance_types for o in it.offerings if o.available
+        }
+        return {ct for ct in offered if req is None or req.has(ct)}
+
+    @property
+    def ec2nodeclass(self) -> EC2NodeClass | None:
+        return self.nodeclass.obj if self.nodeclass is not None else None  # type: ignore[return-value]
+
+
+@dataclass
+class LintContext:
+    """The whole input, resolved (see the module docstring)."""
+
+    manifests: Sequence[Manifest]
+    catalog: Catalog
+    kubernetes_version: str = "1.36"
+    image_sizes: Mapping[str, tuple[int, int]] = field(
+        default_factory=lambda: dict(KNOWN_IMAGE_SIZES)
+    )
+
+    # ---- objects by kind ------------------------------------------------------------------
+    def of_kind(self, kind: str) -> list[Manifest]:
+        return [m for m in self.manifests if m.obj.kind == kind]
+
+    @cached_property
+    def nodeclasses(self) -> dict[str, Manifest]:
+        return {m.obj.metadata.name: m for m in self.of_kind("EC2NodeClass")}
+
+    @cached_property
+    def daemonsets(self) -> list[Manifest]:
+        return self.of_kind("DaemonSet")
+
+    @cached_property
+    def cluster_policies(self) -> list[Manifest]:
+        return self.of_kind("ClusterPolicy")
+
+    @cached_property
+    def overlays(self) -> list[NodeOverlay]:
+        return [m.obj for m in self.of_kind("NodeOverlay")]  # type: ignore[misc]
+
+    @cached_property
+    def device_plugin_configs(self) -> list[tuple[Manifest, str, DevicePluginConfig]]:
+        """(ConfigMap manifest, data key, config) for every device-plugin config in the input."""
+        out = []
+        for m in self.of_kind("ConfigMap"):
+            cm: ConfigMap = m.obj  # type: ignore[assignment]
+            for key, cfg in device_plugin_configs(cm).items():
+                out.append((m, key, cfg))
+        return out
+
+    @cached_property
+    def device_plugin_daemonsets(self) -> list[Manifest]:
+        """DaemonSets that run the NVIDIA device plugin (by image or name)."""
+        out = []
+        for m in self.daemonsets:
+            ds: DaemonSet = m.obj  # type: ignore[assignment]
+            images = [c.image or "" for c in ds.spec.template.spec.containers]
+            text = " ".join([ds.metadata.name, *images])
+            if any(marker in text for marker in DEVICE_PLUGIN_IMAGE_MARKERS):
+                out.append(m)
+        return out
+
+    @property
+    def has_device_plugin(self) -> bool:
+        """A device plugin will run: its DaemonSet, or a ClusterPolicy with it enabled."""
+        if self.device_plugin_daemonsets:
+            return True
+        return any(
+            p.obj.spec.device_plugin.enabled  # type: ignore[union-attr]
+            for p in self.cluster_policies
+        )
+
+    @cached_property
+    def pods(self) -> list[PodRef]:
+        out: list[PodRef] = []
+        for m in self.manifests:
+            obj = m.obj
+            if isinstance(obj, Pod):
+                out.append(PodRef(obj, m, ("spec",)))
+            elif isinstance(obj, Deployment | StatefulSet | ReplicaSet | Job):
+                out += [PodRef(p, m, ("spec", "template", "spec")) for p in expand_workload(obj, 1)]
+        return out
+
+    # ---- NodePools resolved -----------------------------------------------------------------
+    def settings_for(self, nodeclass: Manifest | None) -> NodeClassSettings:
+        if nodeclass is None:
+            return NodeClassSettings()
+        try:
+            return node_class_settings(nodeclass.obj)  # type: ignore[arg-type]
+        except ValueError:
+            return NodeClassSettings()
+
+    @cached_property
+    def pools(self) -> list[PoolView]:
+        out = []
+        for m in self.of_kind("NodePool"):
+            np: NodePool = m.obj  # type: ignore[assignment]
+            nc = self.nodeclasses.get(np.spec.template.spec.node_class_ref.name)
+            types = self.catalog.scheduling_instance_types(self.settings_for(nc))
+            template = NodeClaimTemplate.from_nodepool(np)
+            reqs = template.requirements
+            launchable = [
+                it for it in types if it.is_compatible(reqs) and it.has_available_offering(reqs)
+            ]
+            out.append(PoolView(m, np, nc, template, launchable))
+        return out
+
+    def pools_for_pod(self, pod: Pod) -> list[PoolView]:
+        """Pools whose requirements a pod's node selector and required affinity can meet
+        (taints not considered)."""
+        from gpucap.scheduling.requirements import ALLOW_UNDEFINED_WELL_KNOWN  # noqa: PLC0415
+        from gpucap.scheduling.solver import pod_requirements  # noqa: PLC0415
+
+        reqs = pod_requirements(pod, strict=True)
+        return [
+            p
+            for p in self.pools
+            if p.template.requirements.is_compatible(reqs, ALLOW_UNDEFINED_WELL_KNOWN)
+            and any(it.is_compatible(reqs) for it in p.instance_types)
+        ]
+
+    # ---- findings -----------------------------------------------------------------------------
+    def finding(
+        self,
+        rule: str,
+        severity: Severity,
+        manifest: Manifest | None,
+        path: Sequence[str | int],
+        message: str,
+    ) -> Finding:
+        """A finding at the line of `path` in `manifest` (nearest ancestor that has a line)."""
+        if manifest is None:
+            return Finding(rule, severity, message)
+        source: Source = manifest.source
+        return Finding(
+            rule,
+            severity,
+            message,
+            file=source.file,
+            line=source.line_of(tuple(path)),
+            object_ref=manifest.ref,
+            path=format_path(path),
+        )
+
+
+def pod_gpus(pod: Pod, resource: str = GPU_RESOURCE) -> int:
+    """GPUs a pod requests (containers summed; init containers' peak)."""
+    total = sum(
+        (
+            c.resources.limits.get(resource) or c.resources.requests.get(resource) or Quantity(0)
+        ).value()
+        for c in pod.spec.containers
+    )
+    init = max(
+        (
+            (c.resources.limits.get(resource) or Quantity(0)).value()
+            for c in pod.spec.init_containers
+        ),
+        default=0,
+    )
+    return max(total, init)
+
+
+def requirements_of(pool: PoolView) -> Requirements:
+    return pool.template.requirements
+
+
+def image_size(ctx: LintContext, image: str) -> tuple[int, int] | None:
+    """Known (compressed, uncompressed) size of an image, matched without its tag."""
+    repo = image.rsplit(":", 1)[0] if ":" in image.rsplit("/", maxsplit=1)[-1] else image
+    return ctx.image_sizes.get(image) or ctx.image_sizes.get(repo)

@@ -1,0 +1,110 @@
+"""Lint findings as text (`file:line: ID severity message`, grouped by file), JSON, and SARIF
+2.1.0 for code-scanning tools (GitHub code scanning, GitLab, ...). Pure; called by the CLI."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from gpucap import __version__
+from gpucap.lint.model import Finding, Rule
+from gpucap.lint.runner import LintResult
+
+__all__ = ["format_json", "format_sarif", "format_text", "rule_help"]
+
+_SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+
+
+def format_text(result: LintResult) -> str:
+    lines = [str(f) for f in result.findings]
+    errors, warnings, infos = (result.count(s) for s in ("error", "warning", "info"))
+    summary = f"{errors} error(s), {warnings} warning(s), {infos} info"
+    if result.suppressed:
+        summary += f"; {result.suppressed} suppressed"
+    return "\n".join([*lines, summary]) + "\n"
+
+
+def _finding_json(f: Finding) -> dict[str, Any]:
+    return {
+        "rule": f.rule,
+        "severity": f.severity,
+        "message": f.message,
+        "file": f.file,
+        "line": f.line,
+        "object": f.object_ref,
+        "path": f.path or None,
+    }
+
+
+def format_json(result: LintResult) -> str:
+    doc = {
+        "apiVersion": "gpucap.dev/v1alpha1",
+        "kind": "LintReport",
+        "findings": [_finding_json(f) for f in result.findings],
+        "summary": {
+            "errors": result.count("error"),
+            "warnings": result.count("warning"),
+            "info": result.count("info"),
+            "suppressed": result.suppressed,
+        },
+    }
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def rule_help(rule: Rule) -> str:
+    """`gpucap lint --explain ID`: everything about one rule."""
+    return (
+        f"{rule.id} {rule.name} ({rule.severity})\n\n"
+        f"Checks: {rule.summary}\n\nWhy: {rule.why}\n\nFix: {rule.fix}\n\nSource: {rule.source}\n"
+    )
+
+
+def format_sarif(result: LintResult, rules: Sequence[Rule]) -> str:
+    """A SARIF 2.1.0 log with one run, every rule described, one result per finding."""
+    catalog = list(rules)
+    index = {r.id: i for i, r in enumerate(catalog)}
+    results = []
+    for f in result.findings:
+        entry: dict[str, Any] = {
+            "ruleId": f.rule,
+            "ruleIndex": index[f.rule],
+            "level": _SARIF_LEVEL[f.severity],
+            "message": {"text": f"{f.object_ref}: {f.message}" if f.object_ref else f.message},
+        }
+        if f.file is not None:
+            region: dict[str, Any] = {"startLine": f.line} if f.line else {}
+            location: dict[str, Any] = {"artifactLocation": {"uri": f.file}}
+            if region:
+                location["region"] = region
+            entry["locations"] = [{"physicalLocation": location}]
+        results.append(entry)
+    doc = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "gpucap",
+                        "version": __version__,
+                        "informationUri": "https://github.com/gpucap/gpucap",
+                        "rules": [
+                            {
+                                "id": r.id,
+                                "name": r.name,
+                                "shortDescription": {"text": r.summary},
+                                "fullDescription": {"text": r.why},
+                                "help": {"text": f"{r.why} Fix: {r.fix}"},
+                                "defaultConfiguration": {"level": _SARIF_LEVEL[r.severity]},
+                                "properties": {"source": r.source},
+                            }
+                            for r in catalog
+                        ],
+                    }
+                },
+                "results": results,
+            }
+        ],
+    }
+    return json.dumps(doc, indent=2) + "\n"

@@ -1,0 +1,5 @@
+"""Lint rules: ami (see landscape.md §3). Registered on import."""
+
+from __future__ import annotations
+
+__all__: list[str] = []

@@ -1,0 +1,51 @@
+"""SCHEMA rules: what the loader found (invalid manifests, placeholders left in, kinds gpucap
+ignores). Their findings come from loading (`apis/serde.py`); the rules exist so they have ids,
+docs, severities and can be selected or ignored like any other."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from gpucap.lint.context import LintContext
+from gpucap.lint.model import Finding, rule
+
+__all__: list[str] = []
+
+
+def _from_loader(_: LintContext) -> Iterable[Finding]:
+    return ()
+
+
+rule(
+    "SCHEMA001",
+    "invalid-manifest",
+    "error",
+    summary="A manifest violates Karpenter's CRD rules or the Kubernetes API (field by field).",
+    why="The API server would reject it (or Karpenter would never mark the NodePool Ready), "
+    "so nothing it describes would run.",
+    fix="Correct the field named in the message; `gpucap validate` prints every violation.",
+    source="Karpenter CRDs (karpenter.sh_nodepools.yaml, karpenter.k8s.aws_ec2nodeclasses.yaml) "
+    "and runtime validation; Kubernetes API validation",
+)(_from_loader)
+
+rule(
+    "SCHEMA002",
+    "unsubstituted-placeholder",
+    "info",
+    summary="A `${VAR}` placeholder is still in the manifest.",
+    why="envsubst fills it with an empty string when the variable is unset: `alias: al2023@` "
+    "resolves no AMI and the NodePool never becomes Ready.",
+    fix="Fill it with `gpucap render` (fails on a missing variable) before applying.",
+    source="the workshop's envsubst step (seed, step 2)",
+)(_from_loader)
+
+rule(
+    "SCHEMA003",
+    "ignored-kind",
+    "info",
+    summary="The input has kinds gpucap does not use; they are not checked.",
+    why="Only the kinds that decide capacity are modelled; anything else is reported once so "
+    "nothing is silently dropped.",
+    fix="Nothing to fix; remove the files from the lint input to silence it.",
+    source="gpucap contract.md (inputs)",
+)(_from_loader)
