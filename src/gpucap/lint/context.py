@@ -33,6 +33,7 @@ from gpucap.apis.workloads import (
     expand_workload,
 )
 from gpucap.cloudprovider.aws.catalog import Catalog, NodeClassSettings, node_class_settings
+from gpucap.cloudprovider.aws.ec2api import EC2API
 from gpucap.lint.model import Finding, Severity
 from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.requirements import Requirements
@@ -110,6 +111,11 @@ class LintContext:
     image_sizes: Mapping[str, tuple[int, int]] = field(
         default_factory=lambda: dict(KNOWN_IMAGE_SIZES)
     )
+    # `--ami-previous vYYYYMMDD`: the release the pinned aliases are compared with (AMI003).
+    previous_ami_release: str | None = None
+    # `--aws`: real AWS (SSM) answers which AMI releases exist (AMI002); None = bundled data.
+    ec2api: EC2API | None = None
+    _keys_cache: dict[int, frozenset[str]] = field(default_factory=dict, repr=False)
 
     # ---- objects by kind ------------------------------------------------------------------
     def of_kind(self, kind: str) -> list[Manifest]:
@@ -192,11 +198,24 @@ class LintContext:
             types = self.catalog.scheduling_instance_types(self.settings_for(nc))
             template = NodeClaimTemplate.from_nodepool(np)
             reqs = template.requirements
+            # Only keys the instance types define can rule one out (intersection ignores the
+            # rest), so checking the reduced set gives the same answer and shares the memo
+            # across pools that differ only in their own labels.
+            keys = self._type_keys(types)
+            reduced = Requirements({k: r for k, r in reqs.items() if k in keys})
             launchable = [
-                it for it in types if it.is_compatible(reqs) and it.has_available_offering(reqs)
+                it for it in types if it.is_compatible(reduced) and it.has_available_offering(reqs)
             ]
             out.append(PoolView(m, np, nc, template, launchable))
         return out
+
+    def _type_keys(self, types: Sequence[InstanceType]) -> frozenset[str]:
+        key = id(types)
+        cached = self._keys_cache.get(key)
+        if cached is None:
+            cached = frozenset(k for it in types for k in it.requirements)
+            self._keys_cache[key] = cached
+        return cached
 
     def pools_for_pod(self, pod: Pod) -> list[PoolView]:
         """Pools whose requirements a pod's node selector and required affinity can meet
