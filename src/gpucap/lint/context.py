@@ -116,6 +116,9 @@ class LintContext:
     # `--aws`: real AWS (SSM) answers which AMI releases exist (AMI002); None = bundled data.
     ec2api: EC2API | None = None
     _keys_cache: dict[int, frozenset[str]] = field(default_factory=dict, repr=False)
+    _launchable: dict[tuple[int, Requirements], list[InstanceType]] = field(
+        default_factory=dict, repr=False
+    )
 
     # ---- objects by kind ------------------------------------------------------------------
     def of_kind(self, kind: str) -> list[Manifest]:
@@ -203,9 +206,15 @@ class LintContext:
             # across pools that differ only in their own labels.
             keys = self._type_keys(types)
             reduced = Requirements({k: r for k, r in reqs.items() if k in keys})
-            launchable = [
-                it for it in types if it.is_compatible(reduced) and it.has_available_offering(reqs)
-            ]
+            memo_key = (id(types), reduced)
+            launchable = self._launchable.get(memo_key)
+            if launchable is None:
+                launchable = [
+                    it
+                    for it in types
+                    if it.is_compatible(reduced) and it.has_available_offering(reqs)
+                ]
+                self._launchable[memo_key] = launchable
             out.append(PoolView(m, np, nc, template, launchable))
         return out
 

@@ -1,0 +1,162 @@
+"""The lint framework: config, suppression comments, output formats (SARIF valid against the
+2.1.0 schema), exit codes, --explain, and the rules doc kept in step with the rules."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+from typer.testing import CliRunner
+
+from gpucap.cli.main import app
+from gpucap.lint.config import ConfigError, LintConfig, load_config
+from gpucap.lint.model import all_rules
+from tests.builders import edit, nodeclass, nodepool, to_yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+SARIF_SCHEMA = json.loads((ROOT / "tests" / "data" / "sarif-schema-2.1.0.json").read_text())
+runner = CliRunner()
+
+NO_PLUGIN_POOL = to_yaml(
+    edit(nodepool(), "spec.template.spec.nodeClassRef.name", "gpu"), nodeclass("gpu")
+)
+
+
+def write(tmp_path: Path, text: str, name: str = "pool.yaml") -> Path:
+    f = tmp_path / name
+    f.write_text(text)
+    return f
+
+
+def test_errors_exit_1_and_print_file_line_id_severity(tmp_path: Path) -> None:
+    f = write(tmp_path, NO_PLUGIN_POOL)
+    result = runner.invoke(app, ["lint", str(f)])
+    assert result.exit_code == 1, result.stderr
+    line = next(ln for ln in result.stdout.splitlines() if " GPU001 " in ln)
+    assert line.startswith(f"{f}:")
+    assert " GPU001 error NodePool/gpu: " in line
+
+
+def test_unreadable_input_exits_2(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["lint", str(tmp_path / "missing.yaml")])
+    assert result.exit_code == 2
+
+
+def test_json_output_lists_findings_with_stable_keys(tmp_path: Path) -> None:
+    f = write(tmp_path, NO_PLUGIN_POOL)
+    result = runner.invoke(app, ["lint", "-o", "json", str(f)])
+    doc = json.loads(result.stdout)
+    assert doc["kind"] == "LintReport"
+    gpu001 = next(x for x in doc["findings"] if x["rule"] == "GPU001")
+    assert set(gpu001) == {"rule", "severity", "message", "file", "line", "object", "path"}
+    assert doc["summary"]["errors"] >= 1
+
+
+def test_sarif_output_is_valid_sarif_2_1_0(tmp_path: Path) -> None:
+    f = write(tmp_path, NO_PLUGIN_POOL)
+    result = runner.invoke(app, ["lint", "-o", "sarif", str(f)])
+    doc = json.loads(result.stdout)
+    jsonschema.validate(doc, SARIF_SCHEMA)
+    run = doc["runs"][0]
+    assert {r["id"] for r in run["tool"]["driver"]["rules"]} >= {"GPU001", "SCHEMA001"}
+    res = next(r for r in run["results"] if r["ruleId"] == "GPU001")
+    assert res["level"] == "error"
+    assert res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == str(f)
+    assert res["locations"][0]["physicalLocation"]["region"]["startLine"] >= 1
+
+
+def test_an_ignore_comment_on_the_line_above_suppresses_the_finding(tmp_path: Path) -> None:
+    text = NO_PLUGIN_POOL.replace(
+        "    spec:\n      nodeClassRef",
+        "    spec:\n      # gpucap: ignore=GPU001\n      nodeClassRef",
+        1,
+    )
+    text = text.replace(
+        "      requirements:", "      # gpucap: ignore=GPU001\n      requirements:", 1
+    )
+    f = write(tmp_path, text)
+    result = runner.invoke(app, ["lint", str(f)])
+    assert " GPU001 " not in result.stdout
+    assert "suppressed" in result.stdout.splitlines()[-1]
+
+
+def test_an_ignore_file_comment_suppresses_the_rule_everywhere(tmp_path: Path) -> None:
+    f = write(tmp_path, "# gpucap: ignore-file=GPU001\n" + NO_PLUGIN_POOL)
+    result = runner.invoke(app, ["lint", str(f)])
+    assert " GPU001 " not in result.stdout
+
+
+def test_config_can_ignore_select_and_regrade_rules(tmp_path: Path) -> None:
+    f = write(tmp_path, NO_PLUGIN_POOL)
+    cfg = write(
+        tmp_path, '[tool.gpucap.lint]\nseverity = { GPU001 = "warning" }\n', "pyproject.toml"
+    )
+    regraded = runner.invoke(app, ["lint", str(f), "--config", str(cfg)])
+    assert " GPU001 warning " in regraded.stdout
+    assert regraded.exit_code == 0
+    strict = runner.invoke(app, ["lint", str(f), "--config", str(cfg), "--strict"])
+    assert strict.exit_code == 1
+    cfg2 = write(tmp_path, '[lint]\nignore = ["GPU"]\n', ".gpucap.toml")
+    ignored = runner.invoke(app, ["lint", str(f), "--config", str(cfg2)])
+    assert " GPU001 " not in ignored.stdout
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[lint]\nignore = ["XYZ999"]\n', "[lint].ignore: unknown rule 'XYZ999'"),
+        (
+            '[lint]\nseverity = { GPU001 = "fatal" }\n',
+            "[lint].severity.GPU001: 'fatal' is not one of error, warning, info",
+        ),
+        ("[lint]\nselct = []\n", "[lint]: unknown key 'selct'"),
+    ],
+)
+def test_a_bad_config_is_one_line_and_exit_2(tmp_path: Path, text: str, message: str) -> None:
+    cfg = write(tmp_path, text, ".gpucap.toml")
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        load_config(cfg, all_rules())
+    result = runner.invoke(
+        app, ["lint", str(write(tmp_path, NO_PLUGIN_POOL)), "--config", str(cfg)]
+    )
+    assert result.exit_code == 2
+
+
+def test_explain_prints_the_rule(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["lint", "--explain", "GPU001"])
+    assert result.exit_code == 0
+    assert result.stdout.startswith("GPU001 gpu-pool-without-device-plugin (error)")
+    assert "Why:" in result.stdout
+    assert "Fix:" in result.stdout
+    unknown = runner.invoke(app, ["lint", "--explain", "NOPE1"])
+    assert unknown.exit_code == 2
+
+
+def test_every_rule_has_an_id_name_why_fix_and_source() -> None:
+    rules = all_rules()
+    assert len({r.id for r in rules}) == len(rules)
+    assert len({r.name for r in rules}) == len(rules)
+    for r in rules:
+        assert r.summary
+        assert r.why
+        assert r.fix
+        assert r.source
+        assert r.severity in ("error", "warning", "info")
+
+
+def test_the_rules_doc_is_generated_from_the_rules() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "gen_rules_doc.py"), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_default_config_enables_every_rule() -> None:
+    assert all(LintConfig().enabled(r) for r in all_rules())
