@@ -64,7 +64,7 @@ def nodeclass(name: str = "gpu") -> dict[str, Any]:
         "metadata": {"name": name},
         "spec": {
             "role": "KarpenterNodeRole-demo",
-            "amiSelectorTerms": [{"alias": "al2023@v20260827"}],
+            "amiSelectorTerms": [{"alias": "al2023@v20260714"}],
             "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "demo"}}],
             "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "demo"}}],
             "blockDeviceMappings": [

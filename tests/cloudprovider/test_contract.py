@@ -38,7 +38,9 @@ def fake() -> CloudProvider:
 
 def aws_simulated() -> CloudProvider:
     clock = FakeClock()
-    return AWSCloudProvider(SimulatedEC2(CATALOG, clock), CATALOG, clock, {"default": NODECLASS})
+    api = SimulatedEC2(CATALOG, clock)
+    api.publish_amis("1.36")
+    return AWSCloudProvider(api, CATALOG, clock, {"default": NODECLASS})
 
 
 PROVIDERS: dict[str, Callable[[], CloudProvider]] = {"fake": fake, "aws+simulated": aws_simulated}

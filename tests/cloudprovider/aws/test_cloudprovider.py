@@ -13,7 +13,12 @@ from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, ZONE
 from gpucap.cloudprovider.aws.catalog import load_catalog
 from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider
 from gpucap.cloudprovider.aws.simulated import SimulatedEC2
-from gpucap.cloudprovider.types import CreateError, InsufficientCapacityError, node_claim_for
+from gpucap.cloudprovider.types import (
+    CreateError,
+    InsufficientCapacityError,
+    NodeClassNotReadyError,
+    node_claim_for,
+)
 from gpucap.runtime.clock import FakeClock
 from gpucap.scheduling.requirements import Requirement, Requirements
 from tests.builders import edit, load, nodeclass
@@ -46,6 +51,7 @@ def provider(**nodeclass_edits: Any) -> tuple[AWSCloudProvider, SpyEC2, FakeCloc
     clock = FakeClock()
     api = SpyEC2(CATALOG, clock)
     api.requests, api.corrupt = [], False
+    api.publish_amis("1.36")
     return AWSCloudProvider(api, CATALOG, clock, {"gpu": nc}, cluster_name="demo"), api, clock
 
 
@@ -227,3 +233,44 @@ def test_a_missing_node_class_is_insufficient_capacity() -> None:
     )
     with pytest.raises(InsufficientCapacityError):
         cp.create(claim)
+
+
+def cpu_claim(name: str = "cpu-abcde") -> Any:
+    reqs = Requirements.of(Requirement.new(INSTANCE_TYPE, "In", ["m5.large"]))
+    return node_claim_for(name, "gpu", reqs, {"cpu": 1000, "pods": 1}, node_class="gpu")
+
+
+def test_the_nvidia_ami_is_launched_for_g5_and_g6_and_the_standard_one_for_m5() -> None:
+    cp, api, _ = provider()
+    gpu = cp.create(gpu_claim("g"))
+    cpu = cp.create(cpu_claim("c"))
+    assert api.images[gpu.status.image_id or ""]["Name"].startswith(
+        "amazon-eks-node-al2023-x86_64-nvidia-1.36-"
+    )
+    assert api.images[cpu.status.image_id or ""]["Name"].startswith(
+        "amazon-eks-node-al2023-x86_64-standard-1.36-"
+    )
+
+
+def test_latest_follows_a_new_release_and_drifts_while_a_pinned_alias_does_not() -> None:
+    latest, latest_api, _ = provider(spec__amiSelectorTerms=[{"alias": "al2023@latest"}])
+    pinned, pinned_api, _ = provider(spec__amiSelectorTerms=[{"alias": "al2023@v20260714"}])
+    for api in (latest_api, pinned_api):
+        api.publish_amis("1.36", recommended="v20260714")
+    on_latest = latest.create(gpu_claim("a"))
+    on_pinned = pinned.create(gpu_claim("b"))
+    assert latest.is_drifted(on_latest) == ""
+    assert pinned.is_drifted(on_pinned) == ""
+    # AWS publishes a newer release and moves `recommended` to it.
+    for api in (latest_api, pinned_api):
+        api.publish_amis("1.36", recommended="v20260827")
+    assert latest.is_drifted(on_latest) == "AMIDrift"
+    assert pinned.is_drifted(on_pinned) == ""
+    relaunched = latest.create(gpu_claim("c"))
+    assert relaunched.status.image_id != on_latest.status.image_id
+
+
+def test_an_alias_whose_release_does_not_exist_makes_the_node_class_not_ready() -> None:
+    cp, _, _ = provider(spec__amiSelectorTerms=[{"alias": "al2023@v20990101"}])
+    with pytest.raises(NodeClassNotReadyError):
+        cp.create(gpu_claim())

@@ -29,6 +29,7 @@ from gpucap.apis.labels import CAPACITY_TYPE, EC2NODECLASS, INSTANCE_TYPE, NODEP
 from gpucap.apis.meta import ObjectMeta
 from gpucap.apis.nodepool import NodeClaim, NodePool
 from gpucap.apis.quantity import base_units
+from gpucap.cloudprovider.aws.amifamily import AMIResolutionError, resolve_amis
 from gpucap.cloudprovider.aws.catalog import Catalog, node_class_settings
 from gpucap.cloudprovider.aws.ec2api import EC2API, EC2APIError
 from gpucap.cloudprovider.aws.ice_cache import (
@@ -71,12 +72,6 @@ class ResolvedImage(Protocol):
 ImageResolver = Callable[[EC2NodeClass], Sequence[ResolvedImage]]
 
 
-@dataclass(frozen=True, slots=True)
-class _Image:
-    id: str
-    requirements: Requirements
-
-
 def parse_provider_id(provider_id: str) -> tuple[str, str]:
     """`aws:///us-east-1a/i-0123` -> (zone, instance id)."""
     prefix = "aws:///"
@@ -95,6 +90,8 @@ class AWSCloudProvider:
     clock: Clock
     nodeclasses: Mapping[str, EC2NodeClass]
     cluster_name: str = "gpucap"
+    kubernetes_version: str = "1.36"
+    # How AMIs are resolved: default Karpenter's resolution over the same EC2API (SSM + EC2).
     images: ImageResolver | None = None
     unavailable: UnavailableOfferings = field(init=False)
     _types: dict[tuple[str, tuple[str, ...]], tuple[InstanceType, ...]] = field(
@@ -304,14 +301,14 @@ class AWSCloudProvider:
         return self._subnets
 
     def _images(self, nodeclass: EC2NodeClass) -> Sequence[ResolvedImage]:
-        if self.images is None:
-            # Without an AMI resolver every type launches the node class's first AMI id term,
-            # or a placeholder image that applies to every type.
-            term = next((t for t in nodeclass.spec.ami_selector_terms if t.id), None)
-            return [_Image(term.id if term and term.id else "ami-unresolved", Requirements())]
         try:
-            images = self.images(nodeclass)
-        except (EC2APIError, ValueError) as err:
+            if self.images is not None:
+                images = self.images(nodeclass)
+            else:
+                images = resolve_amis(
+                    nodeclass, self.kubernetes_version, self.api, now=self.clock.now()
+                )
+        except (EC2APIError, AMIResolutionError, ValueError) as err:
             raise NodeClassNotReadyError(
                 f"resolving AMIs for EC2NodeClass {nodeclass.name}: {err}"
             ) from err

@@ -27,6 +27,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpucap.cloudprovider.aws.amifamily import (
+    AL2023_VARIANTS,
+    release_version_parameter,
+    ssm_parameter_name,
+)
+from gpucap.cloudprovider.aws.amireleases import AMIRelease, releases_for
 from gpucap.cloudprovider.aws.catalog import Catalog
 from gpucap.cloudprovider.aws.ec2api import EC2APIError, Response
 from gpucap.runtime.clock import Clock
@@ -133,6 +139,42 @@ class SimulatedEC2:
         if deprecated:
             image["DeprecationTime"] = creation_date
         self.images[image_id] = image
+
+    def publish_amis(self, kubernetes_version: str, *, recommended: str | None = None) -> None:
+        """Publish the bundled EKS AL2023 AMI releases for a Kubernetes version as AWS does: an
+        image and a pinned SSM parameter per release x arch x variant, and `recommended`
+        parameters (image id and release version) pointing at `recommended` (default: the
+        newest release). Called when a simulation starts and on an `amiRelease` event."""
+        k8s = kubernetes_version
+        newest: dict[tuple[str, str], AMIRelease] = {}
+        for release in reversed(
+            releases_for(k8s, "al2023", "x86_64") + releases_for(k8s, "al2023", "arm64")
+        ):
+            for arch, variants in AL2023_VARIANTS.items():
+                for variant in variants:
+                    if not release.has(k8s, "al2023", arch, variant):
+                        continue
+                    name = f"amazon-eks-node-al2023-{arch}-{variant}-{k8s}-{release.version}"
+                    image_id = self.image_id_for(name)
+                    if image_id not in self.images:
+                        self.register_image(
+                            image_id,
+                            name,
+                            architecture=arch,
+                            creation_date=f"{release.date.isoformat()}T00:00:00.000Z",
+                        )
+                    pinned = ssm_parameter_name(f"al2023@{release.version}", k8s, arch, variant)
+                    self.parameters[pinned] = image_id
+                    if recommended is None or release.version == recommended:
+                        newest[(arch, variant)] = release
+        for (arch, variant), release in newest.items():
+            name = f"amazon-eks-node-al2023-{arch}-{variant}-{k8s}-{release.version}"
+            self.parameters[ssm_parameter_name("al2023@latest", k8s, arch, variant)] = (
+                self.image_id_for(name)
+            )
+            self.parameters[release_version_parameter(k8s, "al2023", arch, variant)] = (
+                release.release_version(k8s) or release.version
+            )
 
     @staticmethod
     def image_id_for(name: str) -> str:
