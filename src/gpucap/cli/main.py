@@ -7,7 +7,9 @@ gets one line on stderr, never a traceback.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import sys
 from importlib import resources
 from pathlib import Path
@@ -28,6 +30,13 @@ from gpucap.cli.render import (
     format_list,
     format_plan,
 )
+from gpucap.cloudprovider.aws.ami import (
+    AMILookupError,
+    AMIReleaseInfo,
+    list_releases,
+    recommended_release,
+)
+from gpucap.cloudprovider.aws.amireleases import UnknownReleaseError, diff_releases, find_release
 from gpucap.cloudprovider.aws.catalog import (
     Catalog,
     CatalogError,
@@ -35,6 +44,7 @@ from gpucap.cloudprovider.aws.catalog import (
     parse_catalog_json,
     parse_prices_json,
 )
+from gpucap.cloudprovider.aws.ec2api import EC2API, EC2APIError
 from gpucap.controllers.provisioning import plan as make_plan
 from gpucap.controllers.provisioning import pools_for
 from gpucap.lint.config import ConfigError, find_config, load_config
@@ -144,12 +154,24 @@ def validate(
 
 
 @app.command()
-def render(
+def render(  # noqa: PLR0917 - typer maps parameters to options
     files: Annotated[list[str], typer.Argument(help="Manifest files, or - for stdin.")],
     set_: Annotated[
         list[str] | None,
         typer.Option("--set", help="KEY=VALUE, overrides the environment (repeatable)."),
     ] = None,
+    pin_ami: Annotated[
+        bool,
+        typer.Option(
+            "--pin-ami",
+            help="Set AMI_VERSION to the recommended release (SSM, or --offline) and replace "
+            "any `@latest` alias with it.",
+        ),
+    ] = False,
+    kubernetes_version: KubernetesOption = "1.36",
+    variant: VariantOption = "nvidia",
+    offline: OfflineOption = False,
+    region: RegionOption = None,
 ) -> None:
     """Fill ${VAR} and $VAR placeholders from the environment and --set, like envsubst,
     but fail (exit 2) naming every missing variable instead of writing empty strings."""
@@ -160,6 +182,10 @@ def render(
             err.print(f"error: --set {item!r} must be KEY=VALUE", markup=False)
             raise typer.Exit(EXIT_BAD_INPUT)
         values[key] = value
+    pinned: str | None = None
+    if pin_ami:
+        pinned = _release(kubernetes_version, "al2023", "x86_64", variant, offline, region).version
+        values["AMI_VERSION"] = pinned
     texts: list[tuple[str, str]] = []
     for f in files:
         try:
@@ -174,7 +200,11 @@ def render(
         if sub.missing:
             failed = True
             err.print(f"error: {name}: missing variable(s): {', '.join(sub.missing)}", markup=False)
-        rendered.append(sub.text)
+        body = sub.text
+        if pinned is not None:
+            # Never write `@latest`: it rolls the whole fleet on AWS's schedule.
+            body = re.sub(r"(alias:\s*[\"']?[a-z0-9]+@)latest\b", rf"\g<1>{pinned}", body)
+        rendered.append(body)
     if failed:
         raise typer.Exit(EXIT_BAD_INPUT)
     sys.stdout.write("---\n".join(t if t.endswith("\n") else t + "\n" for t in rendered))
@@ -352,6 +382,186 @@ def lint(  # noqa: PLR0917 - typer maps parameters to options
         out.print(format_lint_text(report).splitlines()[-1], markup=False)
     failing = report.count("error") + (report.count("warning") if strict else 0)
     raise typer.Exit(EXIT_FINDINGS if failing else EXIT_OK)
+
+
+ami_app = typer.Typer(
+    help="EKS-optimized AMI releases: the recommended one, the list, and what changes between two.",
+    no_args_is_help=True,
+)
+app.add_typer(ami_app, name="ami")
+catalog_app = typer.Typer(help="The EC2 instance-type catalog.", no_args_is_help=True)
+app.add_typer(catalog_app, name="catalog")
+
+KubernetesOption = Annotated[
+    str, typer.Option("--kubernetes-version", help="Cluster Kubernetes version.")
+]
+FamilyOption = Annotated[str, typer.Option("--family", help="AMI family.")]
+VariantOption = Annotated[str, typer.Option("--variant", help="standard, nvidia or neuron.")]
+ArchOption = Annotated[str, typer.Option("--arch", help="x86_64 or arm64.")]
+OfflineOption = Annotated[
+    bool, typer.Option("--offline", help="Use the bundled release list, not SSM.")
+]
+RegionOption = Annotated[
+    str | None, typer.Option("--region", help="AWS region (default: your AWS configuration).")
+]
+
+
+def _aws(region: str | None) -> EC2API:
+    """Real AWS through boto3 (standard configuration; AWS_ENDPOINT_URL is honoured)."""
+    from gpucap.cloudprovider.aws.boto import BotoEC2API  # noqa: PLC0415 - boto3 only when asked
+
+    try:
+        return BotoEC2API.from_environment(region=region)
+    except EC2APIError as e:
+        err.print(f"error: AWS: {e}", markup=False)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+
+
+def _release(  # noqa: PLR0917 - the six lookup keys
+    kubernetes_version: str, family: str, arch: str, variant: str, offline: bool, region: str | None
+) -> AMIReleaseInfo:
+    try:
+        return recommended_release(
+            kubernetes_version,
+            family=family,
+            arch=arch,
+            variant=variant,
+            api=None if offline else _aws(region),
+        )
+    except (AMILookupError, ValueError) as e:
+        err.print(f"error: {e}", markup=False)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+
+
+@ami_app.command("resolve")
+def ami_resolve(  # noqa: PLR0917 - typer maps parameters to options
+    kubernetes_version: KubernetesOption = "1.36",
+    family: FamilyOption = "al2023",
+    variant: VariantOption = "nvidia",
+    arch: ArchOption = "x86_64",
+    region: RegionOption = None,
+    offline: OfflineOption = False,
+    output: OutputOption = "table",
+) -> None:
+    """Print the recommended release (e.g. v20260827) to pin as `al2023@<release>`."""
+    _check_output(output, ("table", "json"))
+    info = _release(kubernetes_version, family, arch, variant, offline, region)
+    if output == "json":
+        sys.stdout.write(
+            json.dumps(
+                {
+                    "kubernetesVersion": kubernetes_version,
+                    "family": family,
+                    "arch": arch,
+                    "variant": variant,
+                    "release": info.version,
+                    "releaseVersion": info.release_version,
+                    "alias": f"{family}@{info.version}",
+                    "source": info.source,
+                },
+                indent=2,
+            )
+            + "\n"
+        )
+    else:
+        out.print(info.version, markup=False)
+
+
+@ami_app.command("list")
+def ami_list(  # noqa: PLR0917 - typer maps parameters to options
+    kubernetes_version: KubernetesOption = "1.36",
+    family: FamilyOption = "al2023",
+    variant: VariantOption = "nvidia",
+    arch: ArchOption = "x86_64",
+    region: RegionOption = None,
+    offline: OfflineOption = False,
+) -> None:
+    """List the releases for a Kubernetes version, newest first (with the NVIDIA driver and the
+    CUDA version it supports, from the bundled release notes)."""
+    try:
+        infos = list_releases(
+            kubernetes_version,
+            family=family,
+            arch=arch,
+            variant=variant,
+            api=None if offline else _aws(region),
+        )
+    except (AMILookupError, ValueError) as e:
+        err.print(f"error: {e}", markup=False)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    rows = [["RELEASE", "DATE", "NVIDIA DRIVER", "CUDA", "KERNEL"]]
+    for info in infos:
+        known = find_release(info.version)
+        image = known.image(kubernetes_version, family, arch, variant) if known else None
+        rows.append(
+            [
+                info.version,
+                known.date.isoformat() if known else "?",
+                (image.nvidia_driver if image else None) or "-",
+                (image.cuda_from_driver if image else None) or "-",
+                (image.kernel if image else None) or "-",
+            ]
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        out.print(
+            "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip(), markup=False
+        )
+
+
+@ami_app.command("diff")
+def ami_diff(  # noqa: PLR0917 - typer maps parameters to options
+    old: Annotated[str, typer.Argument(help="Release, e.g. v20250403.")],
+    new: Annotated[str, typer.Argument(help="Release, e.g. v20250410.")],
+    kubernetes_version: KubernetesOption = "1.36",
+    family: FamilyOption = "al2023",
+    variant: VariantOption = "nvidia",
+    arch: ArchOption = "x86_64",
+) -> None:
+    """What changes between two releases (kernel, containerd, NVIDIA driver, CUDA); a driver
+    major-version change is flagged as a risk for GPU images."""
+    try:
+        diff = diff_releases(
+            old, new, kubernetes_version, family=family, arch=arch, variant=variant
+        )
+    except (UnknownReleaseError, ValueError) as e:
+        err.print(f"error: {e}", markup=False)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    for line in diff.lines():
+        out.print(line, markup=False)
+    if diff.driver_major_changed:
+        out.print(
+            f"RISK: NVIDIA driver major version {diff.old_driver_major} -> "
+            f"{diff.new_driver_major}; images built for the old CUDA may break",
+            markup=False,
+        )
+
+
+@catalog_app.command("export")
+def catalog_export(
+    output_file: Annotated[str, typer.Option("-o", "--output", help="File to write.")],
+    from_aws: Annotated[
+        bool, typer.Option("--from-aws", help="Read the live EC2 and Pricing APIs.")
+    ] = False,
+    region: Annotated[str, typer.Option("--region", help="AWS region.")] = "us-east-1",
+) -> None:
+    """Build a catalog file (`--catalog` accepts it) from the live AWS APIs: instance types,
+    zone offerings, spot price history and on-demand prices."""
+    if not from_aws:
+        err.print("error: give --from-aws (the only source `catalog export` has)", markup=False)
+        raise typer.Exit(EXIT_BAD_INPUT)
+    from gpucap.cloudprovider.aws.export import export_catalog  # noqa: PLC0415
+
+    api = _aws(region)
+    try:
+        entries = export_catalog(api, region)
+    except EC2APIError as e:
+        err.print(f"error: AWS: {e}", markup=False)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    Path(output_file).write_text(
+        json.dumps(entries, indent=1, sort_keys=True) + "\n", encoding="utf-8"
+    )
+    out.print(f"wrote {len(entries)} instance types for {region} to {output_file}", markup=False)
 
 
 def _workshop_texts() -> list[tuple[str, str]]:
