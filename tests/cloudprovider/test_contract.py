@@ -3,7 +3,8 @@ moto, in test_contract_moto.py when moto's server is available)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -43,11 +44,35 @@ def aws_simulated() -> CloudProvider:
     return AWSCloudProvider(api, CATALOG, clock, {"default": NODECLASS})
 
 
+def aws_moto(endpoint: str) -> CloudProvider:
+    """AWSCloudProvider over boto3 against moto's server (AWS_ENDPOINT_URL). moto refuses the
+    reserved `/aws/service/...` SSM parameters, so AMIs come from one of moto's own images."""
+    from gpucap.cloudprovider.aws.boto import BotoEC2API  # noqa: PLC0415 - moto tests only
+
+    api = BotoEC2API.from_environment(region="us-east-1", endpoint_url=endpoint)
+    image_id = api.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+
+    @dataclass(frozen=True)
+    class Image:
+        id: str
+        requirements: Requirements
+
+    return AWSCloudProvider(
+        api,
+        CATALOG,
+        FakeClock(),
+        {"default": NODECLASS},
+        images=lambda _nc: [Image(image_id, Requirements())],
+    )
+
+
 PROVIDERS: dict[str, Callable[[], CloudProvider]] = {"fake": fake, "aws+simulated": aws_simulated}
 
 
-@pytest.fixture(params=sorted(PROVIDERS))
-def provider(request: pytest.FixtureRequest) -> Iterator[CloudProvider]:
+@pytest.fixture(params=[*sorted(PROVIDERS), "aws+moto"])
+def provider(request: pytest.FixtureRequest) -> CloudProvider:
+    if request.param == "aws+moto":
+        return aws_moto(request.getfixturevalue("moto"))
     return PROVIDERS[request.param]()
 
 

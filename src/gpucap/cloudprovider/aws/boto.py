@@ -313,6 +313,12 @@ class BotoEC2API:
     def describe_images(self, **kwargs: Any) -> Response:
         return self._ec2_call("describe_images", kwargs)
 
+    def describe_launch_templates(self, **kwargs: Any) -> Response:
+        return self._ec2_call("describe_launch_templates", kwargs)
+
+    def create_launch_template(self, **kwargs: Any) -> Response:
+        return self._ec2_call("create_launch_template", kwargs)
+
     def describe_subnets(self, **kwargs: Any) -> Response:
         return self._ec2_call("describe_subnets", kwargs)
 

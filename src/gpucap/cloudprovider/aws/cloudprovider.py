@@ -28,7 +28,7 @@ from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.labels import CAPACITY_TYPE, EC2NODECLASS, INSTANCE_TYPE, NODEPOOL, ZONE
 from gpucap.apis.meta import ObjectMeta
 from gpucap.apis.nodepool import NodeClaim, NodePool
-from gpucap.apis.quantity import base_units
+from gpucap.apis.quantity import Quantity, base_units
 from gpucap.cloudprovider.aws.amifamily import AMIResolutionError, resolve_amis
 from gpucap.cloudprovider.aws.catalog import Catalog, node_class_settings
 from gpucap.cloudprovider.aws.ec2api import EC2API, EC2APIError
@@ -72,6 +72,13 @@ class ResolvedImage(Protocol):
 ImageResolver = Callable[[EC2NodeClass], Sequence[ResolvedImage]]
 
 
+def _gib(size: str | None) -> int | None:
+    """An EBS volume size (`200Gi`, `100G`, `1Ti`) in GiB, as EC2 takes it (rounded up)."""
+    if size is None:
+        return None
+    return -(-Quantity.parse(size).value() // 2**30)
+
+
 def parse_provider_id(provider_id: str) -> tuple[str, str]:
     """`aws:///us-east-1a/i-0123` -> (zone, instance id)."""
     prefix = "aws:///"
@@ -98,6 +105,7 @@ class AWSCloudProvider:
         default_factory=dict
     )
     _subnets: dict[str, str] | None = None
+    _templates: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.unavailable = UnavailableOfferings(self.clock)
@@ -187,6 +195,12 @@ class AWSCloudProvider:
                 for o in overrides
                 if o.zone in subnets
             ],
+        )
+        self._ensure_launch_template(
+            request["LaunchTemplateConfigs"][0]["LaunchTemplateSpecification"][
+                "LaunchTemplateName"
+            ],
+            nodeclass,
         )
         try:
             response = self.api.create_fleet(**request)
@@ -286,6 +300,54 @@ class AWSCloudProvider:
         if nodeclass.spec.context:
             request["Context"] = nodeclass.spec.context
         return request
+
+    def _ensure_launch_template(self, name: str, nodeclass: EC2NodeClass) -> None:
+        """Karpenter's launch template provider creates the node class's template on first use
+        (user data, block devices, metadata options, security groups live there)."""
+        if name in self._templates:
+            return
+        try:
+            self.api.describe_launch_templates(LaunchTemplateNames=[name])
+        except EC2APIError as err:
+            if "NotFound" not in err.code:
+                raise CreateError("LaunchTemplateFailed", str(err)) from err
+            meta = nodeclass.spec.metadata_options
+            data: dict[str, Any] = {
+                "MetadataOptions": {
+                    "HttpEndpoint": meta.http_endpoint,
+                    "HttpProtocolIpv6": meta.http_protocol_ipv6,
+                    "HttpPutResponseHopLimit": meta.http_put_response_hop_limit,
+                    "HttpTokens": meta.http_tokens,
+                },
+            }
+            devices = [
+                {
+                    "DeviceName": b.device_name,
+                    "Ebs": {
+                        k: v
+                        for k, v in (
+                            ("VolumeSize", _gib(b.ebs.volume_size)),
+                            ("VolumeType", b.ebs.volume_type),
+                            ("Iops", b.ebs.iops),
+                            ("Throughput", b.ebs.throughput),
+                            ("Encrypted", b.ebs.encrypted),
+                            ("DeleteOnTermination", b.ebs.delete_on_termination),
+                            ("SnapshotId", b.ebs.snapshot_id),
+                        )
+                        if v is not None
+                    },
+                }
+                for b in nodeclass.spec.block_device_mappings or []
+                if b.device_name and b.ebs is not None
+            ]
+            if devices:
+                data["BlockDeviceMappings"] = devices
+            try:
+                self.api.create_launch_template(LaunchTemplateName=name, LaunchTemplateData=data)
+            except EC2APIError as create_err:
+                if "AlreadyExists" not in create_err.code:
+                    raise CreateError("LaunchTemplateFailed", str(create_err)) from create_err
+        self._templates.add(name)
 
     def _subnet_by_zone(self) -> dict[str, str]:
         if self._subnets is None:

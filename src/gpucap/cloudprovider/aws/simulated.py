@@ -83,6 +83,7 @@ class SimulatedEC2:
     parameters: dict[str, str] = field(default_factory=dict)
     images: dict[str, dict[str, Any]] = field(default_factory=dict)
     calls: list[str] = field(default_factory=list)
+    launch_templates: dict[str, str] = field(default_factory=dict)
     _capacity: dict[tuple[str, str, str], _Window] = field(default_factory=dict)
     _next_instance: int = 0
     _next_fleet: int = 0
@@ -319,6 +320,40 @@ class SimulatedEC2:
                 operation="DescribeImages",
             )
         return {"Images": out}
+
+    # ---- EC2: launch templates -----------------------------------------------------------------
+    def describe_launch_templates(self, **kwargs: Any) -> Response:
+        self.calls.append("DescribeLaunchTemplates")
+        names = set(kwargs.get("LaunchTemplateNames") or [])
+        found = [
+            {"LaunchTemplateName": n, "LaunchTemplateId": i}
+            for n, i in sorted(self.launch_templates.items())
+            if not names or n in names
+        ]
+        if names and not found:
+            raise EC2APIError(
+                "InvalidLaunchTemplateName.NotFoundException",
+                "At least one of the launch templates specified in the request does not exist.",
+                operation="DescribeLaunchTemplates",
+            )
+        return {"LaunchTemplates": found}
+
+    def create_launch_template(self, **kwargs: Any) -> Response:
+        self.calls.append("CreateLaunchTemplate")
+        name = kwargs["LaunchTemplateName"]
+        if name in self.launch_templates:
+            raise EC2APIError(
+                "InvalidLaunchTemplateName.AlreadyExistsException",
+                f"Launch template name already in use: {name}",
+                operation="CreateLaunchTemplate",
+            )
+        self.launch_templates[name] = f"lt-{len(self.launch_templates) + 1:017x}"
+        return {
+            "LaunchTemplate": {
+                "LaunchTemplateName": name,
+                "LaunchTemplateId": self.launch_templates[name],
+            }
+        }
 
     # ---- EC2: instances -------------------------------------------------------------------------
     def create_fleet(self, **kwargs: Any) -> Response:
