@@ -325,6 +325,8 @@ class FakeEC2API:
     terminate_instances = _unused
     create_tags = _unused
     describe_images = _unused
+    describe_launch_templates = _unused
+    create_launch_template = _unused
     describe_subnets = _unused
     describe_security_groups = _unused
     get_parameter = _unused
