@@ -326,6 +326,13 @@ def lint(  # noqa: PLR0917 - typer maps parameters to options
         list[str] | None,
         typer.Option("--image-size", help="IMAGE=COMPRESSED[/UNCOMPRESSED], e.g. my/img=9Gi/18Gi."),
     ] = None,
+    ami_previous: Annotated[
+        str | None,
+        typer.Option("--ami-previous", help="Compare pinned AMI aliases with this release."),
+    ] = None,
+    aws: Annotated[
+        bool, typer.Option("--aws", help="Check AMI releases against SSM (real AWS).")
+    ] = False,
 ) -> None:
     """Find GPU NodePool mistakes before they reach a cluster: rules with stable ids, each with a
     why and a fix. Exit 1 on errors (or warnings with --strict), 0 otherwise, 2 on bad input."""
@@ -369,6 +376,8 @@ def lint(  # noqa: PLR0917 - typer maps parameters to options
         _load_catalog(region, None, None, None),
         kubernetes_version=kubernetes_version,
         image_sizes=sizes,
+        previous_ami_release=ami_previous,
+        ec2api=_aws(region) if aws else None,
     )
     report = run_lint(ctx, cfg, issues=result.issues, rules=rules)
     if output == "json":

@@ -1,15 +1,23 @@
-"""GPU rules: device plugin, initialization and the GPU Operator (landscape.md §3.1)."""
+"""GPU rules: device plugin, initialization and the GPU Operator (landscape.md §3.1).
+
+GPU001/GPU002: a device plugin exists and runs on GPU nodes. GPU003: every startup taint has a
+remover (heuristic in its `why`). GPU004: the GPU Operator does not install a driver or toolkit
+on EKS accelerated AMIs. GPU005: a custom (non-alias) AMI is not shared by GPU and CPU types.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
+from gpucap.apis.core import Pod, Taint
+from gpucap.apis.gpuoperator import ClusterPolicy, ComponentSpec
 from gpucap.apis.workloads import DaemonSet
-from gpucap.lint.context import LintContext
+from gpucap.lint.context import LintContext, PoolView
 from gpucap.lint.model import Finding, rule
-from gpucap.scheduling.preferences import tolerate_prefer_no_schedule
-from gpucap.scheduling.solver import daemon_pod
-from gpucap.scheduling.taints import format_taint, untolerated
+from gpucap.scheduling.preferences import drop_required_node_term, tolerate_prefer_no_schedule
+from gpucap.scheduling.requirements import ALLOW_UNDEFINED_WELL_KNOWN
+from gpucap.scheduling.solver import daemon_pod, pod_requirements
+from gpucap.scheduling.taints import format_taint, is_known_ephemeral, untolerated
 
 __all__: list[str] = []
 
@@ -77,3 +85,210 @@ def device_plugin_does_not_tolerate(ctx: LintContext) -> Iterable[Finding]:
                     f"does not tolerate {format_taint(taint)} of GPU NodePool {pool.name}: the "
                     "device plugin would never run there",
                 )
+
+
+# ---- GPU003 --------------------------------------------------------------------------------------
+# Startup taints whose remover is a well-known DaemonSet that tolerates every taint (so it cannot
+# be recognised by an explicit toleration): taint key -> markers looked for in the DaemonSet's
+# name and container images.
+KNOWN_STARTUP_TAINT_REMOVERS: dict[str, tuple[str, ...]] = {
+    "node.cilium.io/agent-not-ready": ("cilium",),
+    "ebs.csi.aws.com/agent-not-ready": ("ebs-csi",),
+    "efs.csi.aws.com/agent-not-ready": ("efs-csi",),
+    "cni.istio.io/not-ready": ("istio-cni",),
+}
+
+
+def _claims_startup_taint(ds: DaemonSet, taint: Taint) -> bool:
+    """Whether a DaemonSet looks like the remover of `taint`: it tolerates it by its key (a
+    blanket `operator: Exists` toleration does not count), or it is the known remover."""
+    if any(t.key == taint.key and t.tolerates(taint) for t in ds.spec.template.spec.tolerations):
+        return True
+    markers = KNOWN_STARTUP_TAINT_REMOVERS.get(taint.key, ())
+    images = [c.image or "" for c in ds.spec.template.spec.containers]
+    text = " ".join([ds.metadata.name, *images])
+    return any(marker in text for marker in markers)
+
+
+def _why_daemon_cannot_run(pool: PoolView, ds: DaemonSet) -> str | None:
+    """Why the DaemonSet's pod would not run on the pool's nodes, or None when it would.
+
+    The DaemonSet controller ignores PreferNoSchedule taints; every other taint and startup
+    taint must be tolerated, and the node selector with one of the required node-affinity terms
+    must match the pool's labels and one of its instance types."""
+    pod = daemon_pod(ds)
+    pod = tolerate_prefer_no_schedule(pod) or pod
+    taint = untolerated(
+        (*pool.template.taints, *pool.template.startup_taints), pod.spec.tolerations
+    )
+    if taint is not None:
+        return f"does not tolerate {format_taint(taint)}"
+    current: Pod | None = pod
+    while current is not None:
+        reqs = pod_requirements(current, strict=True)
+        if pool.template.requirements.is_compatible(reqs, ALLOW_UNDEFINED_WELL_KNOWN) and (
+            not pool.instance_types or any(it.is_compatible(reqs) for it in pool.instance_types)
+        ):
+            return None
+        current = drop_required_node_term(current)
+    return "its node selector / required node affinity matches none of the pool's nodes"
+
+
+@rule(
+    "GPU003",
+    "startup-taint-without-remover",
+    "warning",
+    summary="A NodePool sets startupTaints and no DaemonSet in the input is known to remove them.",
+    why="Karpenter expects every startup taint to be removed (by a DaemonSet or controller on the "
+    "node) before it marks the node initialized. A taint nobody removes keeps the node "
+    "uninitialized for good: never consolidated, pods nominated to it stay Pending, and it runs "
+    "until expireAfter. Heuristic: a remover is a DaemonSet that tolerates the taint by its key "
+    "(a blanket `operator: Exists` does not count) or a known remover for it (Cilium agent for "
+    "node.cilium.io/agent-not-ready, EBS/EFS CSI node for <driver>/agent-not-ready, Istio CNI for "
+    "cni.istio.io/not-ready); it must also be able to run on the pool's nodes. Taints the node "
+    "loses by itself (not-ready, uninitialized, readiness.k8s.io/*) are not checked.",
+    fix="Deploy the component that removes the taint (tolerating the pool's taints and startup "
+    "taints), or drop the startup taint; if the remover is deployed separately, include its "
+    "DaemonSet in the lint input or ignore this rule for the line.",
+    source="Karpenter troubleshooting (NodePool startup taints); Karpenter NodePools "
+    "(spec.template.spec.startupTaints); kubernetes-sigs/karpenter "
+    "pkg/controllers/nodeclaim/lifecycle/initialization.go",
+)
+def startup_taint_without_remover(ctx: LintContext) -> Iterable[Finding]:
+    for pool in ctx.pools:
+        for index, taint in enumerate(pool.template.startup_taints):
+            if is_known_ephemeral(taint):
+                continue
+            path = ("spec", "template", "spec", "startupTaints", index)
+            removers = [
+                m
+                for m in ctx.daemonsets
+                if _claims_startup_taint(m.obj, taint)  # type: ignore[arg-type]
+            ]
+            if not removers:
+                yield ctx.finding(
+                    "GPU003",
+                    "warning",
+                    pool.manifest,
+                    path,
+                    f"startup taint {format_taint(taint)} has no remover in the input (no "
+                    "DaemonSet tolerates it by key or is a known remover): Karpenter never "
+                    "initializes a node that keeps it, so the pool's nodes would stay "
+                    "uninitialized and never be consolidated",
+                )
+                continue
+            reasons = {
+                m.ref: _why_daemon_cannot_run(pool, m.obj)  # type: ignore[arg-type]
+                for m in removers
+            }
+            if all(reason is not None for reason in reasons.values()):
+                detail = "; ".join(f"{ref} {reason}" for ref, reason in reasons.items())
+                yield ctx.finding(
+                    "GPU003",
+                    "warning",
+                    pool.manifest,
+                    path,
+                    f"startup taint {format_taint(taint)} would be removed by a DaemonSet that "
+                    f"cannot run on this pool's nodes ({detail}): the taint stays and the nodes "
+                    "never initialize",
+                )
+
+
+# ---- GPU004 --------------------------------------------------------------------------------------
+# EKS accelerated AMI families (alias family in `family@version`): the NVIDIA variants ship the
+# driver and the NVIDIA container toolkit.
+EKS_ACCELERATED_ALIASES = ("al2023", "bottlerocket", "al2")
+
+
+@rule(
+    "GPU004",
+    "gpu-operator-manages-driver-on-eks-ami",
+    "error",
+    summary="The GPU Operator's ClusterPolicy installs the driver or the container toolkit "
+    "(driver.enabled / toolkit.enabled true or unset) while a GPU NodePool boots an EKS "
+    "accelerated AMI (EC2NodeClass alias al2023 / bottlerocket).",
+    why="The EKS accelerated AMIs (AL2023 NVIDIA, Bottlerocket NVIDIA) ship the NVIDIA driver and "
+    "container toolkit. The operator's driver and toolkit pods then install a second copy and "
+    "rewrite the container runtime configuration on every new GPU node, which fails or delays "
+    "the device plugin, so nvidia.com/gpu registers late or never and Karpenter cannot "
+    "initialize the node.",
+    fix="Set driver.enabled: false and toolkit.enabled: false in the ClusterPolicy (Helm: "
+    "--set driver.enabled=false --set toolkit.enabled=false).",
+    source="EKS Best Practices AI/ML (Use Kubernetes Device Plugin: pre-installed NVIDIA GPU "
+    "drivers and NVIDIA container toolkit)",
+)
+def gpu_operator_manages_driver(ctx: LintContext) -> Iterable[Finding]:
+    pools: list[tuple[PoolView, str]] = []
+    for pool in ctx.pools:
+        nc = pool.ec2nodeclass
+        term = nc.alias if nc is not None else None
+        if pool.can_launch_gpus and term and term.alias_family in EKS_ACCELERATED_ALIASES:
+            pools.append((pool, term.alias or ""))
+    if not pools:
+        return
+    names = ", ".join(
+        f"{pool.name} (EC2NodeClass {pool.ec2nodeclass.name if pool.ec2nodeclass else '?'}, "
+        f"alias {alias})"
+        for pool, alias in pools
+    )
+    subject = f"GPU NodePool {names} boots" if len(pools) == 1 else f"GPU NodePools {names} boot"
+    for m in ctx.cluster_policies:
+        policy: ClusterPolicy = m.obj  # type: ignore[assignment]
+        for component, what in (("driver", "NVIDIA driver"), ("toolkit", "container toolkit")):
+            spec: ComponentSpec = getattr(policy.spec, component)
+            if not spec.enabled:
+                continue
+            explicit = "enabled" in spec.model_fields_set
+            state = "is true" if explicit else "is unset (defaults to true)"
+            yield ctx.finding(
+                "GPU004",
+                "error",
+                m,
+                ("spec", component, "enabled"),
+                f"{component}.enabled {state} but {subject} an EKS accelerated AMI that "
+                f"already ships the {what}: the operator would install a second one on every "
+                "GPU node, delaying or blocking nvidia.com/gpu registration",
+            )
+
+
+# ---- GPU005 --------------------------------------------------------------------------------------
+def _examples(names: Sequence[str], n: int = 3) -> str:
+    head = ", ".join(names[:n])
+    return f"{head} and {len(names) - n} more" if len(names) > n else head
+
+
+@rule(
+    "GPU005",
+    "custom-ami-mixed-gpu-pool",
+    "warning",
+    summary="A NodePool whose EC2NodeClass selects AMIs without an alias (id, name, tags, SSM) can "
+    "launch both NVIDIA GPU and non-GPU instance types.",
+    why="Unless the AMI comes from an alias, Karpenter cannot tell which AMI suits which instance "
+    "type beyond the architecture: a GPU instance may boot an AMI without the NVIDIA driver "
+    "(nvidia.com/gpu never registers, the node never initializes) or a CPU instance the "
+    "accelerated AMI. Karpenter's docs say to use a separate EC2NodeClass for accelerated AMIs.",
+    fix="Split the pool: one NodePool + EC2NodeClass (accelerated AMI) restricted to GPU instance "
+    "types, one for the rest; or restrict this pool to one kind of instance type.",
+    source="Karpenter NodeClasses (spec.amiSelectorTerms)",
+)
+def custom_ami_mixed_gpu_pool(ctx: LintContext) -> Iterable[Finding]:
+    for pool in ctx.pools:
+        nc = pool.ec2nodeclass
+        if nc is None or nc.alias is not None or not pool.can_launch_gpus:
+            continue
+        cpu_types = [
+            it.name for it in pool.instance_types if not it.capacity.get("nvidia.com/gpu", 0)
+        ]
+        if not cpu_types:
+            continue
+        gpu_types = [it.name for it in pool.gpu_types]
+        yield ctx.finding(
+            "GPU005",
+            "warning",
+            pool.manifest,
+            ("spec", "template", "spec", "requirements"),
+            f"EC2NodeClass {nc.name} selects its AMI without an alias and this pool can launch "
+            f"both GPU ({_examples(gpu_types)}) and non-GPU ({_examples(cpu_types)}) instance "
+            "types: Karpenter cannot match the AMI to the instance type, so GPU nodes may boot "
+            "an AMI without the NVIDIA driver (or CPU nodes the GPU AMI)",
+        )
