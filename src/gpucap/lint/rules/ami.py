@@ -1,5 +1,458 @@
-"""Lint rules: ami (see landscape.md §3). Registered on import."""
+"""AMI rules: mutable aliases, pinned releases that do not exist, NVIDIA driver changes
+(landscape.md §3.5; AMI resolution from karpenter-disruption.md §4.3 and `amifamily.py`; release
+contents from `amireleases.py`).
+
+AMI001-AMI003. Two inputs come from `gpucap lint` options: `ctx.previous_ami_release`
+(`--ami-previous vYYYYMMDD`, AMI003) and `ctx.ec2api` (`--aws`: SSM answers which releases
+exist, authoritative over the bundled list, AMI002).
+"""
 
 from __future__ import annotations
 
+import datetime as dt
+import itertools
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from gpucap.apis.ec2nodeclass import EC2NodeClass
+from gpucap.apis.labels import ARCH
+from gpucap.apis.serde import Manifest
+from gpucap.cloudprovider.aws.amifamily import (
+    AMIQueryAPI,
+    UnsupportedAliasError,
+    alias_parameters,
+    ssm_parameter_name,
+    variant_for,
+)
+from gpucap.cloudprovider.aws.amireleases import (
+    RELEASE_FAMILIES,
+    AMIRelease,
+    coverage_end,
+    diff_releases,
+    find_release,
+    latest_release,
+    releases_for,
+)
+from gpucap.cloudprovider.aws.ec2api import EC2APIError
+from gpucap.lint.context import LintContext, PoolView
+from gpucap.lint.model import Finding, rule
+from gpucap.lint.rules.nodepool import name_list
+
 __all__: list[str] = []
+
+_RELEASE = re.compile(r"^v(\d{8})$")
+_NOT_FOUND = "ParameterNotFound"
+_KUBE_TO_EC2_ARCH = {"amd64": "x86_64", "arm64": "arm64"}
+
+
+@dataclass(frozen=True, slots=True)
+class _Alias:
+    manifest: Manifest
+    nodeclass: EC2NodeClass
+    index: int  # of the alias term in amiSelectorTerms
+    family: str
+    version: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.family}@{self.version}"
+
+    @property
+    def path(self) -> tuple[str | int, ...]:
+        return ("spec", "amiSelectorTerms", self.index, "alias")
+
+    @property
+    def latest(self) -> bool:
+        return self.version == "latest"
+
+
+def _aliases(ctx: LintContext) -> list[_Alias]:
+    out = []
+    for m in ctx.of_kind("EC2NodeClass"):
+        nc: EC2NodeClass = m.obj  # type: ignore[assignment]
+        for i, term in enumerate(nc.spec.ami_selector_terms):
+            if term.alias and "@" in term.alias:
+                family, version = term.alias.split("@", 1)
+                out.append(_Alias(m, nc, i, family, version))
+    return out
+
+
+def _pools_of(ctx: LintContext, name: str) -> list[PoolView]:
+    return [p for p in ctx.pools if p.nodepool.spec.template.spec.node_class_ref.name == name]
+
+
+def _needed_images(pools: list[PoolView]) -> dict[tuple[str, str], list[str]]:
+    """(EC2 arch, AMI variant) the pools' launchable types need -> pool names."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for pool in pools:
+        for it in pool.instance_types:
+            arch_req = it.requirements.get(ARCH)
+            arch = _KUBE_TO_EC2_ARCH.get(arch_req.any() if arch_req is not None else "amd64")
+            variant = variant_for(it.requirements)
+            if arch is None or variant is None:
+                continue
+            names = out.setdefault((arch, variant), [])
+            if pool.name not in names:
+                names.append(pool.name)
+    return out
+
+
+def _gpu_arches(pools: list[PoolView]) -> list[str]:
+    arches = {
+        _KUBE_TO_EC2_ARCH.get(req.any(), "x86_64")
+        for p in pools
+        for it in p.gpu_types
+        if (req := it.requirements.get(ARCH)) is not None
+    }
+    return sorted(arches, key=lambda a: a != "x86_64") or ["x86_64"]
+
+
+def _release_date(version: str) -> dt.date | None:
+    match = _RELEASE.match(version)
+    if match is None:
+        return None
+    try:
+        return dt.datetime.strptime(match.group(1), "%Y%m%d").date()
+    except ValueError:
+        return None
+
+
+# ==== AMI001 ===================================================================================
+
+
+@rule(
+    "AMI001",
+    "ami-alias-latest",
+    "warning",
+    summary="An EC2NodeClass selects its AMI with `<family>@latest`.",
+    why="Every new AMI release drifts (replaces) all out-of-date nodes, on AWS's release "
+    "schedule rather than yours; on GPU pools a release can also change the NVIDIA driver and "
+    'the CUDA version it supports. Karpenter: @latest is for pre-production; "we strongly '
+    'recommend pinning".',
+    fix="Pin a release (`alias: al2023@vYYYYMMDD`, from the SSM parameter "
+    "…/recommended/release_version) and upgrade deliberately, with a Drifted disruption budget.",
+    source="EKS Best Practices Karpenter (Lock down AMIs in production clusters); Karpenter docs, "
+    "NodeClasses (amiSelectorTerms); aws/karpenter-provider-aws#6862, #6952",
+)
+def ami_alias_latest(ctx: LintContext) -> Iterable[Finding]:
+    for alias in _aliases(ctx):
+        if not alias.latest:
+            continue
+        pools = _pools_of(ctx, alias.nodeclass.name)
+        gpu = any(p.can_launch_gpus for p in pools)
+        who = f" of NodePool {name_list(p.name for p in pools)}" if pools else ""
+        driver = " and, on GPU nodes, can change the NVIDIA driver" if gpu else ""
+        hint = ""
+        if alias.family in RELEASE_FAMILIES:
+            try:
+                newest = latest_release(
+                    ctx.kubernetes_version,
+                    alias.family,
+                    "x86_64",
+                    "nvidia" if gpu else None,
+                    contents_known_only=True,
+                )
+            except ValueError:
+                newest = None
+            if newest is not None:
+                hint = f"; pin a release, e.g. {alias.family}@{newest.version}"
+                image = newest.image(ctx.kubernetes_version, alias.family, "x86_64", "nvidia")
+                if gpu and image is not None and image.nvidia_driver:
+                    cuda = f", CUDA {image.cuda_from_driver}" if image.cuda_from_driver else ""
+                    hint += f" (NVIDIA driver {image.nvidia_driver}{cuda})"
+        yield ctx.finding(
+            "AMI001",
+            "warning",
+            alias.manifest,
+            alias.path,
+            f"{alias.text}: every new AMI release drifts all nodes{who}{driver}{hint}",
+        )
+
+
+# ==== AMI002 ===================================================================================
+
+
+@rule(
+    "AMI002",
+    "ami-release-not-found",
+    "error",
+    summary="A pinned alias (`al2023@vYYYYMMDD`) names a release that has no AMI for the "
+    "cluster's Kubernetes version (bundled EKS AMI release list, or SSM when gpucap has AWS "
+    "access).",
+    why="Karpenter reads one SSM parameter per architecture and variant of the alias; if none "
+    "exists the EC2NodeClass never becomes Ready (AMIsReady=False) and nothing launches; if the "
+    "NVIDIA variant is missing, GPU instance types get no AMI and are dropped.",
+    fix="Pick a release that exists for your Kubernetes version (`gpucap ami` lists them, or "
+    "`aws ssm get-parameters-by-path` under /aws/service/eks/optimized-ami/<k8s>/), or upgrade "
+    "the release together with the cluster.",
+    source="aws/karpenter-provider-aws pkg/providers/amifamily (al2023.go, al2.go, ami.go); "
+    "awslabs/amazon-eks-ami release notes; the workshop (seed, step 2: READY False when "
+    "AMI_VERSION does not exist for the Kubernetes version)",
+)
+def ami_release_not_found(ctx: LintContext) -> Iterable[Finding]:
+    api = ctx.ec2api
+    k8s = ctx.kubernetes_version
+    for alias in _aliases(ctx):
+        if alias.latest:
+            continue
+        pools = _pools_of(ctx, alias.nodeclass.name)
+        try:
+            alias_parameters(alias.text, k8s)
+        except UnsupportedAliasError as err:
+            yield ctx.finding("AMI002", "error", alias.manifest, alias.path, f"{alias.text}: {err}")
+            continue
+        except ValueError:
+            continue  # malformed alias: the schema rules report it
+        if api is not None:
+            yield from _check_ssm(ctx, api, alias, pools)
+        elif alias.family in RELEASE_FAMILIES:
+            yield from _check_bundled(ctx, alias, pools)
+
+
+def _check_ssm(
+    ctx: LintContext, api: AMIQueryAPI, alias: _Alias, pools: list[PoolView]
+) -> Iterable[Finding]:
+    k8s = ctx.kubernetes_version
+    needed = _needed_images(pools)
+    if needed:
+        wanted = {
+            ssm_parameter_name(alias.text, k8s, arch, variant): (f"{arch}/{variant}", names)
+            for (arch, variant), names in sorted(needed.items())
+        }
+    else:
+        wanted = {p.name: ("any", []) for p in alias_parameters(alias.text, k8s)}
+    missing: list[str] = []
+    for name in wanted:
+        try:
+            api.get_parameter(Name=name)
+        except EC2APIError as err:
+            if err.code != _NOT_FOUND:
+                yield ctx.finding(
+                    "AMI002",
+                    "info",
+                    alias.manifest,
+                    alias.path,
+                    f"{alias.text}: could not read SSM parameter {name} ({err.code}); release "
+                    "not checked",
+                )
+                return
+            missing.append(name)
+    if not missing or (not needed and len(missing) < len(wanted)):
+        return
+    if not needed:
+        text = f"none of its SSM parameters exist for Kubernetes {k8s} ({missing[0]}, …)"
+    else:
+        parts = [
+            f"{wanted[name][0]} ({name}; NodePool {name_list(wanted[name][1])})" for name in missing
+        ]
+        text = f"SSM has no {'; '.join(parts)} for Kubernetes {k8s}"
+    yield ctx.finding(
+        "AMI002",
+        "error",
+        alias.manifest,
+        alias.path,
+        f"{alias.text}: {text}: Karpenter resolves no AMI for those instance types",
+    )
+
+
+def _nearest(k8s: str, family: str, date: dt.date) -> str:
+    try:
+        known = releases_for(k8s, family)
+    except ValueError:
+        return ""
+    before = next((r for r in known if r.date < date), None)
+    after = next((r for r in reversed(known) if r.date > date), None)
+    near = [r.version for r in (before, after) if r is not None]
+    return f"; nearest releases for Kubernetes {k8s}: {', '.join(near)}" if near else ""
+
+
+def _check_bundled(ctx: LintContext, alias: _Alias, pools: list[PoolView]) -> Iterable[Finding]:
+    k8s = ctx.kubernetes_version
+    date = _release_date(alias.version)
+    if date is None:
+        yield ctx.finding(
+            "AMI002",
+            "error",
+            alias.manifest,
+            alias.path,
+            f"{alias.text}: {alias.version!r} is not a release version (vYYYYMMDD, e.g. "
+            f"v{coverage_end():%Y%m%d}): Karpenter finds no SSM parameter for it",
+        )
+        return
+    release = find_release(alias.version)
+    if release is None:
+        end = coverage_end()
+        if date > end:
+            yield ctx.finding(
+                "AMI002",
+                "info",
+                alias.manifest,
+                alias.path,
+                f"{alias.text}: unknown, newer than the bundled list (through {end.isoformat()}); "
+                "check it exists for Kubernetes "
+                f"{k8s} (gpucap with AWS access reads SSM)",
+            )
+            return
+        yield ctx.finding(
+            "AMI002",
+            "error",
+            alias.manifest,
+            alias.path,
+            f"{alias.text}: there is no EKS AMI release {alias.version} (the bundled list covers "
+            f"releases through {end.isoformat()}){_nearest(k8s, alias.family, date)}: Karpenter "
+            "resolves no AMI and the EC2NodeClass never becomes Ready",
+        )
+        return
+    if release.abandoned:
+        yield ctx.finding(
+            "AMI002",
+            "warning",
+            alias.manifest,
+            alias.path,
+            f"{alias.text}: release {release.version} is marked abandoned in the EKS AMI release "
+            "notes; its AMIs may be withdrawn: pin another release",
+        )
+    yield from _missing_images(ctx, alias, release, pools)
+
+
+def _missing_images(
+    ctx: LintContext, alias: _Alias, release: AMIRelease, pools: list[PoolView]
+) -> Iterable[Finding]:
+    k8s = ctx.kubernetes_version
+    needed = _needed_images(pools)
+    if not needed:
+        if any(release.has(k8s, alias.family, arch) for arch in ("x86_64", "arm64")):
+            return
+        missing = [f"any AMI for Kubernetes {k8s}"]
+    else:
+        missing = [
+            f"{arch}/{variant} (NodePool {name_list(names)})"
+            for (arch, variant), names in sorted(needed.items())
+            if not release.has(k8s, alias.family, arch, variant)
+        ]
+    if not missing:
+        return
+    covers = ", ".join(release.kubernetes_versions) or "unknown versions"
+    if not release.contents_known:
+        yield ctx.finding(
+            "AMI002",
+            "info",
+            alias.manifest,
+            alias.path,
+            f"{alias.text}: gpucap knows release {release.version} only partly ({release.note}); "
+            f"it cannot confirm {'; '.join(missing)} for Kubernetes {k8s}",
+        )
+        return
+    yield ctx.finding(
+        "AMI002",
+        "error",
+        alias.manifest,
+        alias.path,
+        f"{alias.text}: release {release.version} has no {'; '.join(missing)} for Kubernetes "
+        f"{k8s} (it covers Kubernetes {covers}): Karpenter resolves no AMI for those instance "
+        "types",
+    )
+
+
+# ==== AMI003 ===================================================================================
+
+
+@rule(
+    "AMI003",
+    "ami-nvidia-driver-major-change",
+    "warning",
+    summary="Between two versions of an EC2NodeClass in the input (same name, different files: "
+    "old, new), or between --ami-previous and a pinned alias, the NVIDIA driver of the GPU AMI "
+    "changes major version.",
+    why="A new driver branch (e.g. 570 -> 580) changes the CUDA version the driver supports, and "
+    "the rollout drifts every GPU node: images built for the old CUDA, or kernels compiled for "
+    "it, can break fleet-wide.",
+    fix="Test the GPU workloads on the new AMI first (a canary NodePool on its own "
+    "EC2NodeClass), then roll with a Drifted disruption budget; or pin a release on the same "
+    "driver branch.",
+    source="awslabs/amazon-eks-ami release notes; aws-samples/amazon-eks-machine-learning-with-"
+    "terraform-and-kubeflow#119; the workshop (seed, step 2: a driver bump can break workloads)",
+)
+def ami_nvidia_driver_major_change(ctx: LintContext) -> Iterable[Finding]:
+    aliases = [a for a in _aliases(ctx) if a.family in RELEASE_FAMILIES]
+    by_name: dict[str, list[_Alias]] = {}
+    for a in aliases:
+        by_name.setdefault(a.nodeclass.name, []).append(a)
+    for name, versions in by_name.items():
+        pools = _pools_of(ctx, name)
+        if pools and not any(p.can_launch_gpus for p in pools):
+            continue
+        for old, new in itertools.pairwise(versions):
+            if old.manifest.source.file == new.manifest.source.file:
+                continue
+            where = f"{old.text} in {old.manifest.source.file}"
+            yield from _driver_change(
+                ctx,
+                old_family=old.family,
+                old_version=old.version,
+                new=new,
+                pools=pools,
+                where=where,
+            )
+    previous = ctx.previous_ami_release
+    if not previous:
+        return
+    for a in aliases:
+        pools = _pools_of(ctx, a.nodeclass.name)
+        if pools and not any(p.can_launch_gpus for p in pools):
+            continue
+        yield from _driver_change(
+            ctx,
+            old_family=a.family,
+            old_version=previous,
+            new=a,
+            pools=pools,
+            where=f"--ami-previous {previous}",
+        )
+
+
+def _resolve(ctx: LintContext, family: str, version: str, arch: str) -> AMIRelease | None:
+    if version == "latest":
+        return latest_release(
+            ctx.kubernetes_version, family, arch, "nvidia", contents_known_only=True
+        )
+    return find_release(version)
+
+
+def _driver_change(
+    ctx: LintContext,
+    *,
+    old_family: str,
+    old_version: str,
+    new: _Alias,
+    pools: list[PoolView],
+    where: str,
+) -> Iterable[Finding]:
+    if old_family != new.family:
+        return
+    for arch in _gpu_arches(pools):
+        try:
+            old_r = _resolve(ctx, old_family, old_version, arch)
+            new_r = _resolve(ctx, new.family, new.version, arch)
+            if old_r is None or new_r is None or old_r is new_r:
+                continue
+            diff = diff_releases(old_r, new_r, ctx.kubernetes_version, family=new.family, arch=arch)
+        except ValueError:
+            continue
+        if not diff.driver_major_changed:
+            continue
+        driver = diff.field("nvidia_driver")
+        cuda = diff.field("cuda_from_driver")
+        resolved = f" (now {new_r.version})" if new.latest else ""
+        yield ctx.finding(
+            "AMI003",
+            "warning",
+            new.manifest,
+            new.path,
+            f"NVIDIA driver {driver.old} (CUDA {cuda.old or 'unknown'}) -> {driver.new} (CUDA "
+            f"{cuda.new or 'unknown'}) on {new.family} {arch}/nvidia, Kubernetes "
+            f"{diff.kubernetes_version}: from {where} to {new.text}{resolved}, driver major "
+            f"{diff.old_driver_major} -> {diff.new_driver_major}; test GPU workloads before "
+            "rolling out",
+        )

@@ -1,5 +1,589 @@
-"""Lint rules: nodepool (see landscape.md §3). Registered on import."""
+"""NodePool rules: structure, limits and capacity flexibility (landscape.md §3.4).
+
+NP001-NP008. Also the helpers the other rule families share: which pools a pod can land on
+(`landing_pools`: requirements, taints and whether some launchable type holds its requests),
+where its metadata and containers are in its manifest, and whether a field was written.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from collections.abc import Iterable, Sequence
+
+from gpucap.apis.core import Pod
+from gpucap.apis.labels import CAPACITY_TYPE, ZONE
+from gpucap.apis.quantity import base_units, format_resource_value
+from gpucap.apis.serde import Manifest
+from gpucap.lint.context import GPU_RESOURCE, LintContext, PodRef, PoolView, pod_gpus
+from gpucap.lint.model import Finding, rule
+from gpucap.scheduling.instancetypes import InstanceType, truncate
+from gpucap.scheduling.resources import fits, pod_requests
+from gpucap.scheduling.solver import pod_requirements
+from gpucap.scheduling.taints import format_taint, untolerated
+
+__all__ = [
+    "SPOT",
+    "landing_pools",
+    "meta_path",
+    "name_list",
+    "spot_types",
+    "written",
+]
+
+SPOT = "spot"
+ON_DEMAND = "on-demand"
+REQUIREMENTS = ("spec", "template", "spec", "requirements")
+TAINTS = ("spec", "template", "spec", "taints")
+
+# aws/karpenter-provider-aws pkg/providers/instance/instance.go: `instanceTypeFlexibilityThreshold`
+# (Karpenter warns below it when it falls back to on-demand); 15 with SpotToSpotConsolidation
+# (Karpenter docs, disruption: Spot consolidation).
+SPOT_FLEXIBILITY_THRESHOLD = 5
+SPOT_TO_SPOT_THRESHOLD = 15
+
+# v1alpha5/v1beta1 names that still load in v1 but Karpenter v1 ignores (karpenter.sh v1 upgrade
+# guide; kubernetes-sigs/karpenter pkg/apis/v1/labels.go has only the v1 names).
+LEGACY_ANNOTATIONS = {
+    "karpenter.sh/do-not-evict": "karpenter.sh/do-not-disrupt",
+    "karpenter.sh/do-not-consolidate": "karpenter.sh/do-not-disrupt",
+}
+LEGACY_LABELS = {"karpenter.sh/provisioner-name": "karpenter.sh/nodepool"}
+
+
+# ==== shared helpers ===========================================================================
+
+
+def written(manifest: Manifest, path: Sequence[str | int]) -> bool:
+    """Whether the manifest's text has the field at `path` (not a default filled in on load)."""
+    return tuple(path) in manifest.source.lines
+
+
+def meta_path(ref: PodRef) -> tuple[str | int, ...]:
+    """Where the pod's metadata is in its manifest (`metadata`, or the template's)."""
+    return (*ref.base[:-1], "metadata")
+
+
+def name_list(names: Iterable[str], limit: int = 3) -> str:
+    items = list(names)
+    head = ", ".join(items[:limit])
+    return f"{head} and {len(items) - limit} more" if len(items) > limit else head
+
+
+def tolerates_pool(pod: Pod, pool: PoolView) -> bool:
+    """Karpenter's scheduler: every taint of the pool (whatever its effect) is tolerated."""
+    return untolerated(pool.template.taints, pod.spec.tolerations) is None
+
+
+def landing_pools(ctx: LintContext, pod: Pod) -> list[PoolView]:
+    """Pools a pod can get a new node from: their requirements meet the pod's node selector and
+    required affinity, the pod tolerates their taints, and a launchable type compatible with the
+    pod holds its requests (DaemonSet overhead not subtracted)."""
+    requests = pod_requests(pod.spec)
+    reqs = pod_requirements(pod, strict=True)
+    return [
+        pool
+        for pool in ctx.pools_for_pod(pod)
+        if tolerates_pool(pod, pool)
+        and any(
+            it.is_compatible(reqs) and fits(requests, it.allocatable) for it in pool.instance_types
+        )
+    ]
+
+
+def spot_types(pool: PoolView) -> list[InstanceType]:
+    """Launchable types with an available spot offering the pool's requirements allow."""
+    reqs = pool.template.requirements
+    return [
+        it
+        for it in pool.instance_types
+        if any(o.available and o.capacity_type == SPOT and o.allowed_by(reqs) for o in it.offerings)
+    ]
+
+
+def _requirement_index(pool: PoolView, key: str) -> int | None:
+    for i, r in enumerate(pool.nodepool.spec.template.spec.requirements):
+        if r.key == key:
+            return i
+    return None
+
+
+# ==== NP001 ====================================================================================
+
+
+@rule(
+    "NP001",
+    "gpu-pool-without-taint",
+    "warning",
+    summary="A NodePool that can launch GPU instances has no NoSchedule (or NoExecute) taint.",
+    why="Any pod without a matching node selector can land on an expensive GPU node, and a node "
+    "with one such pod on it is not empty, so it is never consolidated away.",
+    fix="Add `taints: [{key: nvidia.com/gpu, value: present, effect: NoSchedule}]` to "
+    "spec.template.spec and a matching toleration to the GPU pods (the GPU Operator's and the "
+    "device plugin's DaemonSets tolerate nvidia.com/gpu already).",
+    source="EKS Best Practices AI/ML (Use taints and tolerations to prevent non-accelerated "
+    "workloads…); EKS Best Practices Karpenter (Create NodePools that are mutually exclusive or "
+    "weighted); Karpenter docs, NodePools (Isolating Expensive Hardware)",
+)
+def gpu_pool_without_taint(ctx: LintContext) -> Iterable[Finding]:
+    for pool in ctx.pools:
+        if not pool.can_launch_gpus:
+            continue
+        taints = pool.template.taints
+        if any(t.effect in ("NoSchedule", "NoExecute") for t in taints):
+            continue
+        soft = [format_taint(t) for t in taints if t.effect == "PreferNoSchedule"]
+        note = (
+            f" ({', '.join(soft)} is only a preference: the scheduler still places pods there)"
+            if soft
+            else ""
+        )
+        types = name_list(it.name for it in pool.gpu_types)
+        yield ctx.finding(
+            "NP001",
+            "warning",
+            pool.manifest,
+            TAINTS if written(pool.manifest, TAINTS) else ("spec", "template", "spec"),
+            f"can launch GPU instances ({types}) but has no NoSchedule taint{note}: non-GPU pods "
+            "can land on GPU nodes and keep them alive",
+        )
+
+
+# ==== NP002 ====================================================================================
+
+
+@rule(
+    "NP002",
+    "overlapping-pools-same-weight",
+    "warning",
+    summary="A pod can be served by two or more NodePools of the same (highest) weight.",
+    why="The docs say Karpenter then picks one at random; the code orders by weight and breaks "
+    "ties by NodePool name, descending, so which pool (and which instance types, capacity type "
+    "and price) a pod gets depends on names, not intent.",
+    fix="Give the pools distinct `spec.weight`s, or make them mutually exclusive with "
+    "requirements and taints.",
+    source="EKS Best Practices Karpenter (Create NodePools that are mutually exclusive or "
+    "weighted); kubernetes-sigs/karpenter pkg/utils/nodepool (OrderByWeight)",
+)
+def overlapping_pools_same_weight(ctx: LintContext) -> Iterable[Finding]:
+    # tie group (pool names) -> pods that see it
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for ref in ctx.pods:
+        pools = landing_pools(ctx, ref.pod)
+        if len(pools) < 2:
+            continue
+        top = max(p.nodepool.effective_weight for p in pools)
+        tied = sorted((p.name for p in pools if p.nodepool.effective_weight == top), reverse=True)
+        if len(tied) >= 2:
+            groups.setdefault(tuple(tied), []).append(ref.pod.key)
+    by_name = {p.name: p for p in ctx.pools}
+    for group, pods in groups.items():
+        winner = by_name[group[0]]
+        weight = winner.nodepool.effective_weight
+        weight_text = f"weight {weight}" if winner.nodepool.spec.weight is not None else "no weight"
+        yield ctx.finding(
+            "NP002",
+            "warning",
+            winner.manifest,
+            ("spec", "weight") if winner.nodepool.spec.weight is not None else ("spec",),
+            f"NodePools {', '.join(sorted(group))} ({weight_text}) can all serve "
+            f"{name_list(pods)}: Karpenter will use {winner.name} (weights tie, names "
+            "descending); set distinct weights or make the pools mutually exclusive",
+        )
+
+
+# ==== NP003 ====================================================================================
+
+
+@rule(
+    "NP003",
+    "gpu-pool-no-limits",
+    "warning",
+    summary="A GPU NodePool has no spec.limits, or no nvidia.com/gpu limit.",
+    why="Nothing bounds the spend: a runaway Deployment (or a scale-up loop of nodes that never "
+    "initialize) keeps launching GPU instances.",
+    fix='Set `spec.limits: {nvidia.com/gpu: "<n>"}` (Karpenter counts what nodes advertise, so '
+    "allow for time-slicing replicas), and add billing alarms.",
+    source="EKS Best Practices Karpenter (Create billing alarms…); EKS Best Practices AI/ML "
+    "(Tailor Compute Capacity: limits nvidia.com/gpu: 10)",
+)
+def gpu_pool_no_limits(ctx: LintContext) -> Iterable[Finding]:
+    for pool in ctx.pools:
+        if not pool.can_launch_gpus:
+            continue
+        limits = pool.nodepool.spec.limits
+        if limits is None:
+            yield ctx.finding(
+                "NP003",
+                "warning",
+                pool.manifest,
+                ("spec",),
+                "GPU NodePool has no spec.limits: nothing bounds how many GPU nodes it launches",
+            )
+        elif GPU_RESOURCE not in limits:
+            others = ", ".join(sorted(limits))
+            yield ctx.finding(
+                "NP003",
+                "warning",
+                pool.manifest,
+                ("spec", "limits"),
+                f"GPU NodePool limits only {others}, not nvidia.com/gpu: the GPU count (and the "
+                "spend) is bounded only indirectly",
+            )
+
+
+# ==== NP004 ====================================================================================
+
+
+def _reachable(total: int, sizes: set[int]) -> int:
+    """The largest sum <= total of any number of items of the given sizes."""
+    ok = [False] * (total + 1)
+    ok[0] = True
+    for n in range(1, total + 1):
+        ok[n] = any(s <= n and ok[n - s] for s in sizes)
+    return max(n for n in range(total + 1) if ok[n])
+
+
+_MAX_REACH_CHECK = 10_000  # GPU limits above this are not checked for exact reachability
+
+
+@rule(
+    "NP004",
+    "limit-unreachable",
+    "warning",
+    summary="A NodePool limit is below the smallest allowed instance type (or GPU limits can "
+    "only be partly used), or a GPU pod requests more GPUs than any type it may use holds.",
+    why="Karpenter drops every instance type whose capacity would exceed the remaining limits "
+    '("all available instance types exceed limits for nodepool"); a pod whose GPU request no '
+    "allowed type holds stays Pending.",
+    fix="Raise the limit to a multiple of the allowed types' capacity, widen the allowed "
+    "instance types (instance-gpu-count, instance-size), or lower the pod's request.",
+    source="aws/karpenter-provider-aws#6328, #8068, #7038",
+)
+def limit_unreachable(ctx: LintContext) -> Iterable[Finding]:
+    for pool in ctx.pools:
+        limits = pool.nodepool.spec.limits
+        if not limits or not pool.instance_types:
+            continue
+        for resource, value in base_units(limits).items():
+            types = pool.gpu_types if resource == GPU_RESOURCE else pool.instance_types
+            sizes = {it.capacity.get(resource, 0) for it in types} - {0}
+            if not sizes:
+                continue
+            path = ("spec", "limits", resource)
+            smallest = min(sizes)
+            text = format_resource_value(resource, value)
+            if value < smallest:
+                holder = min(
+                    (it for it in types if it.capacity.get(resource, 0) == smallest),
+                    key=lambda it: it.name,
+                )
+                yield ctx.finding(
+                    "NP004",
+                    "warning",
+                    pool.manifest,
+                    path,
+                    f"limit {resource}: {text} is below the smallest allowed instance type "
+                    f"({holder.name} has {format_resource_value(resource, smallest)}): the pool "
+                    "can never launch a node" + (" with GPUs" if resource == GPU_RESOURCE else ""),
+                )
+            elif resource == GPU_RESOURCE and value <= _MAX_REACH_CHECK:
+                reach = _reachable(value, sizes)
+                if reach < value:
+                    counts = ", ".join(str(s) for s in sorted(sizes))
+                    yield ctx.finding(
+                        "NP004",
+                        "warning",
+                        pool.manifest,
+                        path,
+                        f"limit {resource}: {text} cannot be reached with the allowed GPU counts "
+                        f"per node ({counts}): at most {reach} GPUs can be launched",
+                    )
+    yield from _gpu_requests_unreachable(ctx)
+
+
+def _gpu_requests_unreachable(ctx: LintContext) -> Iterable[Finding]:
+    seen: set[int] = set()
+    for ref in ctx.pods:
+        gpus = pod_gpus(ref.pod)
+        if gpus <= 0 or id(ref.manifest) in seen:
+            continue
+        reqs = pod_requirements(ref.pod, strict=True)
+        candidates = [
+            p
+            for p in ctx.pools_for_pod(ref.pod)
+            if p.can_launch_gpus and tolerates_pool(ref.pod, p)
+        ]
+        if not candidates:
+            continue  # no GPU pool for this pod at all: the pod rules say why
+        problems: list[str] = []
+        for pool in candidates:
+            most = max(
+                (
+                    it.capacity.get(GPU_RESOURCE, 0)
+                    for it in pool.gpu_types
+                    if it.is_compatible(reqs)
+                ),
+                default=0,
+            )
+            limits = base_units(pool.nodepool.spec.limits or {})
+            limit = limits.get(GPU_RESOURCE)
+            if most >= gpus and (limit is None or limit >= gpus):
+                break  # some pool can take it
+            if most < gpus:
+                problems.append(f"{pool.name} allows at most {most} per node")
+            else:
+                problems.append(f"{pool.name} is limited to {limit}")
+        else:
+            seen.add(id(ref.manifest))
+            path = _gpu_request_path(ref)
+            yield ctx.finding(
+                "NP004",
+                "warning",
+                ref.manifest,
+                path,
+                f"pod {ref.pod.key} requests {gpus} nvidia.com/gpu but no NodePool it can use "
+                f"holds that many ({'; '.join(problems)}): it would stay Pending",
+            )
+
+
+def _gpu_request_path(ref: PodRef) -> tuple[str | int, ...]:
+    for i, c in enumerate(ref.pod.spec.containers):
+        for kind in ("limits", "requests"):
+            if GPU_RESOURCE in getattr(c.resources, kind):
+                return (*ref.base, "containers", i, "resources", kind, GPU_RESOURCE)
+    return (*ref.base, "containers")
+
+
+# ==== NP005 ====================================================================================
+
+
+@rule(
+    "NP005",
+    "spot-pool-too-narrow",
+    "warning",
+    summary="A NodePool that allows spot can launch fewer than 5 instance types, or only in one "
+    "zone.",
+    why="Spot capacity for a handful of types in one zone evaporates: launches fail with "
+    "InsufficientInstanceCapacity and interruptions are frequent. Karpenter itself warns below "
+    "5 types when it falls back to on-demand (15 are needed for spot-to-spot consolidation).",
+    fix="Widen the requirements (more families, sizes and generations; GPU name or memory "
+    "instead of exact types), use minValues for diversity, and allow every zone.",
+    source="aws/karpenter-provider-aws pkg/providers/instance/instance.go "
+    "(instanceTypeFlexibilityThreshold = 5); Karpenter docs, disruption (Spot consolidation); "
+    "EKS Best Practices Karpenter (Avoid overly constraining…); EKS Best Practices AI/ML (Spot)",
+)
+def spot_pool_too_narrow(ctx: LintContext) -> Iterable[Finding]:
+    for pool in ctx.pools:
+        types = spot_types(pool)
+        if not types:
+            continue
+        reqs = pool.template.requirements
+        if len(types) < SPOT_FLEXIBILITY_THRESHOLD:
+            names = ", ".join(sorted(it.name for it in types))
+            yield ctx.finding(
+                "NP005",
+                "warning",
+                pool.manifest,
+                REQUIREMENTS,
+                f"allows spot but only {len(types)} instance type"
+                f"{'' if len(types) == 1 else 's'} can launch ({names}); Karpenter's flexibility "
+                f"threshold is {SPOT_FLEXIBILITY_THRESHOLD} ({SPOT_TO_SPOT_THRESHOLD} for "
+                "spot-to-spot consolidation): expect insufficient capacity and interruptions",
+            )
+        zones = {
+            o.zone
+            for it in types
+            for o in it.offerings
+            if o.available and o.capacity_type == SPOT and o.allowed_by(reqs)
+        }
+        if len(zones) == 1:
+            index = _requirement_index(pool, ZONE)
+            path = (*REQUIREMENTS, index) if index is not None else REQUIREMENTS
+            yield ctx.finding(
+                "NP005",
+                "warning",
+                pool.manifest,
+                path,
+                f"allows spot in one zone only ({next(iter(zones))}): a capacity shortage there "
+                "leaves the pool nothing to launch",
+            )
+
+
+# ==== NP006 ====================================================================================
+
+
+@rule(
+    "NP006",
+    "spot-only-no-fallback",
+    "info",
+    summary="A NodePool allows only spot capacity and no other pool offers on-demand for its pods.",
+    why="Karpenter falls back from spot to on-demand only within a pool that allows both (or to "
+    "a lower-weight pool); account spot quota errors (MaxSpotInstanceCountExceeded) are not "
+    "capacity errors and never fall back.",
+    fix="Allow `karpenter.sh/capacity-type In [spot, on-demand]`, or add a lower-weight "
+    "on-demand NodePool the same pods can use; keep spot-only for interruption-tolerant work.",
+    source="Karpenter docs, NodePools (Capacity Type); aws/karpenter-provider-aws#5789, #4318, "
+    "#5743",
+)
+def spot_only_no_fallback(ctx: LintContext) -> Iterable[Finding]:
+    for pool in ctx.pools:
+        kinds = pool.capacity_types
+        if SPOT not in kinds or kinds - {SPOT}:
+            continue
+        others = [p for p in ctx.pools if p is not pool and ON_DEMAND in p.capacity_types]
+        pods = [ref for ref in ctx.pods if pool in landing_pools(ctx, ref.pod)]
+        if pods:
+            stranded = [
+                ref.pod.key
+                for ref in pods
+                if not any(p in others for p in landing_pools(ctx, ref.pod))
+            ]
+            if not stranded:
+                continue
+            who = f" for {name_list(stranded)}"
+        else:
+            # No pod in the input: assume a fallback if another pool offers on-demand for the
+            # same kind of node (GPU or not).
+            if any(p.can_launch_gpus == pool.can_launch_gpus for p in others):
+                continue
+            who = ""
+        index = _requirement_index(pool, CAPACITY_TYPE)
+        yield ctx.finding(
+            "NP006",
+            "info",
+            pool.manifest,
+            (*REQUIREMENTS, index) if index is not None else REQUIREMENTS,
+            f"spot only, with no on-demand fallback{who}: a spot shortage or a spot quota error "
+            "(MaxSpotInstanceCountExceeded) leaves the pods Pending",
+        )
+
+
+# ==== NP007 ====================================================================================
+
+
+@rule(
+    "NP007",
+    "v1beta1-field-placement",
+    "error",
+    summary="Pre-v1 Karpenter names that still load but Karpenter v1 ignores: the "
+    "karpenter.sh/do-not-evict and do-not-consolidate annotations, and the "
+    "karpenter.sh/provisioner-name label in pod selectors.",
+    why="v1 protects pods only with karpenter.sh/do-not-disrupt, and labels nodes with "
+    "karpenter.sh/nodepool: an old annotation protects nothing, an old selector matches no "
+    "NodePool. Misplaced v1beta1 fields themselves (spec.disruption.expireAfter, "
+    "spec.template.spec.kubelet, consolidationPolicy WhenUnderutilized, apiVersion "
+    "karpenter.sh/v1beta1) make the manifest invalid: the loader rejects them as SCHEMA001 "
+    "errors before any rule runs, so NP007 never sees those objects; move expireAfter to "
+    "spec.template.spec.expireAfter and kubelet to the EC2NodeClass.",
+    fix='Use `karpenter.sh/do-not-disrupt: "true"` and `karpenter.sh/nodepool: <name>`.',
+    source="Karpenter docs, NodePools (v1 schema) and v1 migration guide; EKS Best Practices "
+    "AI/ML (Tailor Compute Capacity example carries expireAfter under disruption)",
+)
+def v1beta1_field_placement(ctx: LintContext) -> Iterable[Finding]:
+    seen: set[int] = set()
+    for ref in ctx.pods:
+        if id(ref.manifest) in seen:
+            continue
+        seen.add(id(ref.manifest))
+        meta = meta_path(ref)
+        for key, value in sorted(ref.pod.metadata.annotations.items()):
+            if key in LEGACY_ANNOTATIONS:
+                yield ctx.finding(
+                    "NP007",
+                    "error",
+                    ref.manifest,
+                    (*meta, "annotations", key),
+                    f"annotation {key}: {value!r} is a pre-v1 name that Karpenter v1 ignores: "
+                    f'the pod is not protected; use {LEGACY_ANNOTATIONS[key]}: "true"',
+                )
+        for key, path in _selector_keys(ref):
+            if key in LEGACY_LABELS:
+                yield ctx.finding(
+                    "NP007",
+                    "error",
+                    ref.manifest,
+                    path,
+                    f"selects on {key}, a pre-v1 label Karpenter v1 nodes do not carry: the pod "
+                    f"matches no NodePool; use {LEGACY_LABELS[key]}",
+                )
+    for pool in ctx.pools:
+        annotations = pool.nodepool.spec.template.metadata.annotations
+        for key in sorted(annotations):
+            if key in LEGACY_ANNOTATIONS:
+                yield ctx.finding(
+                    "NP007",
+                    "error",
+                    pool.manifest,
+                    ("spec", "template", "metadata", "annotations", key),
+                    f"node annotation {key} is a pre-v1 name that Karpenter v1 ignores; use "
+                    f'{LEGACY_ANNOTATIONS[key]}: "true"',
+                )
+
+
+def _selector_keys(ref: PodRef) -> Iterable[tuple[str, tuple[str | int, ...]]]:
+    spec = ref.pod.spec
+    for key in spec.node_selector:
+        yield key, (*ref.base, "nodeSelector", key)
+    affinity = spec.affinity
+    if affinity is None or affinity.node_affinity is None:
+        return
+    required = affinity.node_affinity.required_during_scheduling_ignored_during_execution
+    if required is None:
+        return
+    base = (
+        *ref.base,
+        "affinity",
+        "nodeAffinity",
+        "requiredDuringSchedulingIgnoredDuringExecution",
+        "nodeSelectorTerms",
+    )
+    for i, term in enumerate(required.node_selector_terms):
+        for j, expr in enumerate(term.match_expressions):
+            yield expr.key, (*base, i, "matchExpressions", j, "key")
+
+
+# ==== NP008 ====================================================================================
+
+
+@rule(
+    "NP008",
+    "minvalues-policy-awareness",
+    "info",
+    summary="A NodePool uses minValues; what happens when it cannot be met depends on "
+    "Karpenter's --min-values-policy.",
+    why="With Strict (the default) a NodeClaim that cannot meet minValues is not launched; "
+    "with BestEffort Karpenter lowers minValues to what is available. minValues also turns off "
+    "the exotic-type and spot-price filters at launch (HasMinValues() short-circuit).",
+    fix="Check the controller's MIN_VALUES_POLICY, and keep minValues at or below what the "
+    "allowed instance types can offer.",
+    source="Karpenter docs, NodePools (Min Values); aws/karpenter-provider-aws "
+    "pkg/providers/instance/filter/filter.go",
+)
+def minvalues_policy_awareness(ctx: LintContext) -> Iterable[Finding]:
+    for pool in ctx.pools:
+        spec = pool.nodepool.spec.template.spec
+        indexed = [(i, r) for i, r in enumerate(spec.requirements) if r.min_values is not None]
+        if not indexed:
+            continue
+        first = indexed[0][0]
+        keys = ", ".join(f"{r.key} minValues {r.min_values}" for _, r in indexed)
+        _, unmet = truncate(pool.instance_types, pool.template.requirements)
+        if unmet:
+            gaps = ", ".join(f"{k} has {n} distinct values" for k, n in sorted(unmet.items()))
+            outcome = (
+                f"the {len(pool.instance_types)} launchable types cannot meet it ({gaps}): with "
+                "--min-values-policy=Strict (the default) the pool launches nothing, with "
+                "BestEffort Karpenter lowers minValues"
+            )
+        else:
+            outcome = (
+                f"met by the {len(pool.instance_types)} launchable types today; if offerings "
+                "shrink, Strict (the default) stops launching and BestEffort relaxes it"
+            )
+        yield ctx.finding(
+            "NP008",
+            "info",
+            pool.manifest,
+            (*REQUIREMENTS, first, "minValues"),
+            f"uses minValues ({keys}): {outcome}; minValues also disables the exotic-type and "
+            "spot-price launch filters",
+        )

@@ -1,5 +1,142 @@
-"""Lint rules: spot (see landscape.md §3). Registered on import."""
+"""Spot rules (landscape.md §3.5, cold-start model from §4).
+
+SPOT001. The cold-start estimate is deliberately simple: fixed stage times (the low end of
+the typical column of landscape.md §4.5, so the estimate errs short), the image pull bounded by
+the pool's disk (`storage.pull_seconds`), and a model-load time for known model-server images.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from gpucap.lint.context import (
+    KNOWN_IMAGE_SIZES,
+    LintContext,
+    PodRef,
+    PoolView,
+    image_size,
+    pod_gpus,
+)
+from gpucap.lint.model import Finding, rule
+from gpucap.lint.rules.nodepool import landing_pools, spot_types
+from gpucap.lint.rules.storage import GIB, pool_disk, pull_seconds
+
 __all__: list[str] = []
+
+# Spot interruption notice (Karpenter docs, disruption: Interruption; EC2 spot docs).
+SPOT_NOTICE_S = 120
+# Stage times in seconds (landscape.md §4.5 "Typical", low end):
+BATCH_S = 1  # Karpenter batch window: BATCH_IDLE_DURATION 1 s (settings.md), §4.1
+LAUNCH_S = 20  # CreateFleet -> running: 16-26 s measured (brevdev/ec2-coldboot-research), §4.1
+NODE_READY_S = 30  # boot -> Node Ready: 30-65 s (hackernoon, akingscote, KubeFM), §4.2
+DEVICE_PLUGIN_S = 30  # device plugin registers nvidia.com/gpu: 30-90 s (aws#1459, NVIDIA#291), §4.2
+# Model download + load + engine init for a model server with a warm cache: 1.4 min
+# (tensorfuse.io, Llama-3.1-8B on L40S with vLLM; 4.9 min cold), §4.4.
+MODEL_LOAD_S = 84
+# Images that are model servers (their load time counts): the known inference images, and names
+# containing these markers.
+MODEL_SERVER_MARKERS = ("vllm", "tritonserver", "text-generation-inference", "sglang")
+# When the pool's disk has no throughput model (io1/io2, ...): assume the gp3 maximum.
+UNKNOWN_DISK_MIB_S = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class _Estimate:
+    pool: str
+    total: float
+    stages: list[tuple[str, float, str]]  # (stage, seconds, detail)
+
+
+def _is_model_server(image: str) -> bool:
+    repo = image.rsplit(":", 1)[0] if ":" in image.rsplit("/", maxsplit=1)[-1] else image
+    return repo in KNOWN_IMAGE_SIZES or any(m in image for m in MODEL_SERVER_MARKERS)
+
+
+def _estimate(ctx: LintContext, ref: PodRef, pool: PoolView) -> _Estimate:
+    disk = pool_disk(pool)
+    mib_s = disk.throughput if disk is not None and disk.throughput else UNKNOWN_DISK_MIB_S
+    stages: list[tuple[str, float, str]] = [
+        ("launch", BATCH_S + LAUNCH_S, ""),
+        ("join", NODE_READY_S, ""),
+        ("device plugin", DEVICE_PLUGIN_S, ""),
+    ]
+    compressed = uncompressed = 0
+    for c in (*ref.pod.spec.init_containers, *ref.pod.spec.containers):
+        size = image_size(ctx, c.image or "")
+        if size is not None:
+            compressed += size[0]
+            uncompressed += size[1]
+    if compressed:
+        pull = pull_seconds(compressed, uncompressed, mib_s)
+        detail = (
+            f" ({compressed / GIB:.1f}Gi compressed + {uncompressed / GIB:.1f}Gi unpacked at "
+            f"{mib_s:.0f} MiB/s)"
+        )
+        stages.append(("image pull", pull, detail))
+    if any(_is_model_server(c.image or "") for c in ref.pod.spec.containers):
+        stages.append(("model load", MODEL_LOAD_S, " (warm cache)"))
+    return _Estimate(pool.name, sum(s for _, s, _ in stages), stages)
+
+
+@rule(
+    "SPOT001",
+    "spot-cold-start-exceeds-notice",
+    "warning",
+    summary="A GPU pod can run on spot and either its estimated cold start on a new node or its "
+    "terminationGracePeriodSeconds exceeds the 2-minute spot interruption notice.",
+    why="Spot gives 2 minutes' notice. If a replacement takes longer to launch, join, register "
+    "GPUs, pull the image and load the model, every interruption is an outage for that replica; "
+    "a pod with a longer termination period is killed with its node before it finishes.",
+    fix="Run latency-sensitive inference on on-demand (a weighted on-demand pool), keep spare "
+    "replicas, cut the cold start (pre-pulled images, faster disks, cached models), and keep "
+    "terminationGracePeriodSeconds at or below 120.",
+    source="Karpenter docs, disruption (Interruption); EKS Best Practices AI/ML (Spot "
+    "considerations and use cases); landscape.md §4",
+)
+def spot_cold_start_exceeds_notice(ctx: LintContext) -> Iterable[Finding]:
+    seen: set[int] = set()
+    for ref in ctx.pods:
+        if id(ref.manifest) in seen or pod_gpus(ref.pod) <= 0:
+            continue
+        pools = [p for p in landing_pools(ctx, ref.pod) if _spot_gpus(p)]
+        if not pools:
+            continue
+        seen.add(id(ref.manifest))
+        names = ", ".join(p.name for p in pools)
+        best = min((_estimate(ctx, ref, p) for p in pools), key=lambda e: e.total)
+        if best.total > SPOT_NOTICE_S:
+            parts = " + ".join(f"{label} {s:.0f} s{detail}" for label, s, detail in best.stages)
+            yield ctx.finding(
+                "SPOT001",
+                "warning",
+                ref.manifest,
+                _image_path(ref),
+                f"pod {ref.pod.key} can run on spot (NodePool {names}) but its estimated cold "
+                f"start on a new node is about {best.total:.0f} s ({parts}), more than the "
+                f"{SPOT_NOTICE_S} s spot notice: each interruption is an outage for this replica",
+            )
+        grace = ref.pod.spec.termination_grace_period_seconds
+        if grace is not None and grace > SPOT_NOTICE_S:
+            yield ctx.finding(
+                "SPOT001",
+                "warning",
+                ref.manifest,
+                (*ref.base, "terminationGracePeriodSeconds"),
+                f"pod {ref.pod.key} can run on spot (NodePool {names}) with "
+                f"terminationGracePeriodSeconds {grace} > {SPOT_NOTICE_S}: on an interruption "
+                "the node is reclaimed before the pod finishes terminating",
+            )
+
+
+def _spot_gpus(pool: PoolView) -> bool:
+    """The pool can launch a GPU type on spot."""
+    gpu = {id(it) for it in pool.gpu_types}
+    return any(id(it) in gpu for it in spot_types(pool))
+
+
+def _image_path(ref: PodRef) -> tuple[str | int, ...]:
+    for i, c in enumerate(ref.pod.spec.containers):
+        if _is_model_server(c.image or ""):
+            return (*ref.base, "containers", i, "image")
+    return (*ref.base, "containers")

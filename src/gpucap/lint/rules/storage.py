@@ -1,5 +1,281 @@
-"""Lint rules: storage (see landscape.md §3). Registered on import."""
+"""Storage and image-pull rules (landscape.md §3.6, timings from §4.3).
+
+STG001-STG002. Also the disk model SPOT001 uses: which device containerd writes images to on a
+pool's nodes (`pool_disk`: the EC2NodeClass's ephemeral block device, Karpenter's default
+mapping, or RAID0 instance store), the images of the GPU pods that can land on a pool
+(`pool_images`) and the disk-bound pull estimate (`pull_seconds`).
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from gpucap.apis.ec2nodeclass import BlockDevice, EC2NodeClass
+from gpucap.cloudprovider.aws.capacity import (
+    AMI_FAMILIES,
+    DEFAULT_EBS_VOLUME_SIZE,
+    INSTANCE_STORE_POLICY_RAID0,
+    LABEL_INSTANCE_LOCAL_NVME,
+)
+from gpucap.lint.context import LintContext, PodRef, PoolView, image_size, pod_gpus
+from gpucap.lint.model import Finding, Severity, rule
+from gpucap.lint.rules.nodepool import landing_pools, name_list
+
+__all__ = [
+    "DEFAULT_GP3_THROUGHPUT_MIB_S",
+    "NETWORK_MIB_S",
+    "DiskModel",
+    "PoolImages",
+    "pool_disk",
+    "pool_images",
+    "pull_seconds",
+]
+
+MIB = 2**20
+GIB = 2**30
+# gp3 baseline throughput, what an unset `throughput` gets; provisionable 125-1000 MiB/s
+# (aws/karpenter-provider-aws pkg/apis/v1/ec2nodeclass.go validation; landscape.md §4.3).
+DEFAULT_GP3_THROUGHPUT_MIB_S = 125
+# gp2 throughput: 128 MiB/s up to 170 GiB, 250 MiB/s above 334 GiB (EBS volume types docs);
+# sizes in between only burst to 250, so gpucap takes 128 there.
+GP2_SMALL_MIB_S, GP2_LARGE_MIB_S, GP2_LARGE_FROM = 128, 250, 334 * GIB
+# Local NVMe instance store with instanceStorePolicy RAID0: no published number in the stored
+# sources; taken as the gp3 maximum, so it never makes an estimate worse (landscape.md §4.3:
+# "then network and single-threaded decompression become the bound").
+INSTANCE_STORE_MIB_S = 1000
+# Network bound of a pull: a 10 Gbps link at line rate (landscape.md §4.3: "a 10 Gbps link
+# moves 9 GB in about 7-8 s"); real registries are slower, so this is a lower bound.
+NETWORK_MIB_S = 10e9 / 8 / MIB
+# STG001: a volume smaller than this many times the images' compressed size is too small; or
+# than compressed + unpacked (containerd keeps both), whichever is larger (landscape.md §3.6).
+ROOT_VOLUME_FACTOR = 2.5
+# STG002: report when the images of a pool add up to this much (compressed) ...
+LARGE_IMAGES_BYTES = 1 * GIB
+# ... and make it a warning when the disk-bound pull alone exceeds the 2-minute spot notice.
+PULL_WARNING_S = 120
+
+
+@dataclass(frozen=True, slots=True)
+class DiskModel:
+    """The device a pool's nodes pull images to."""
+
+    size: int  # bytes; the smallest ephemeral storage among the pool's GPU types
+    kind: str  # gp3, gp2, io1, ..., "instance store"
+    throughput: float | None  # MiB/s; None when gpucap has no model for the volume type
+    default_throughput: bool  # gp3 without `throughput` (125 MiB/s)
+    mapped: bool  # the EC2NodeClass sets blockDeviceMappings
+    path: tuple[str | int, ...]  # the mapping (or spec) in the EC2NodeClass
+
+
+@dataclass(slots=True)
+class PoolImages:
+    """Images of the GPU pods that can land on a pool."""
+
+    known: dict[str, tuple[int, int]] = field(default_factory=dict)  # image -> (compr., unpacked)
+    unknown: list[str] = field(default_factory=list)
+    pods: list[PodRef] = field(default_factory=list)
+
+    @property
+    def compressed(self) -> int:
+        return sum(c for c, _ in self.known.values())
+
+    @property
+    def uncompressed(self) -> int:
+        return sum(u for _, u in self.known.values())
+
+
+def pull_seconds(compressed: int, uncompressed: int, throughput_mib_s: float) -> float:
+    """Disk- and network-bound pull time: containerd writes the compressed blobs and the unpacked
+    layers to the same disk (landscape.md §4.3 [derived]); max with the line-rate download."""
+    disk = (compressed + uncompressed) / MIB / throughput_mib_s
+    network = compressed / MIB / NETWORK_MIB_S
+    return max(disk, network)
+
+
+def _uses_instance_store(pool: PoolView, nodeclass: EC2NodeClass) -> bool:
+    if nodeclass.spec.instance_store_policy != INSTANCE_STORE_POLICY_RAID0:
+        return False
+    types = pool.gpu_types or pool.instance_types
+    return bool(types) and all(
+        any(
+            v not in ("", "0")
+            for v in it.requirements.get_or_exists(LABEL_INSTANCE_LOCAL_NVME).values
+        )
+        for it in types
+    )
+
+
+def _ebs_throughput(ebs: BlockDevice | None, size: int) -> tuple[str, float | None, bool]:
+    kind = (ebs.volume_type if ebs is not None else None) or "gp3"
+    if kind == "gp3":
+        set_ = ebs.throughput if ebs is not None else None
+        return kind, float(set_ or DEFAULT_GP3_THROUGHPUT_MIB_S), set_ is None
+    if kind == "gp2":
+        return kind, float(GP2_LARGE_MIB_S if size >= GP2_LARGE_FROM else GP2_SMALL_MIB_S), False
+    return kind, None, False
+
+
+def pool_disk(pool: PoolView) -> DiskModel | None:
+    """The image disk of a pool's nodes, or None without an EC2NodeClass."""
+    nodeclass = pool.ec2nodeclass
+    if nodeclass is None or pool.nodeclass is None:
+        return None
+    types = pool.gpu_types or pool.instance_types
+    sizes = [it.capacity.get("ephemeral-storage", 0) for it in types]
+    size = min(sizes) if sizes else DEFAULT_EBS_VOLUME_SIZE
+    mappings = nodeclass.spec.block_device_mappings or []
+    if _uses_instance_store(pool, nodeclass):
+        return DiskModel(
+            size,
+            "instance store",
+            INSTANCE_STORE_MIB_S,
+            False,
+            bool(mappings),
+            ("spec", "instanceStorePolicy"),
+        )
+    if not mappings:
+        kind, mib, default = _ebs_throughput(None, size)
+        return DiskModel(size, kind, mib, default, False, ("spec",))
+    traits = AMI_FAMILIES.get(nodeclass.ami_family)
+    device = traits.ephemeral_device if traits is not None else None
+    index = next((i for i, m in enumerate(mappings) if m.root_volume), None)
+    if index is None:
+        if device is None:  # Custom: Karpenter takes the last mapping
+            index = len(mappings) - 1
+        else:
+            index = next((i for i, m in enumerate(mappings) if m.device_name == device), None)
+    if index is None:
+        # No mapping for the ephemeral device: the AMI's own root volume, size unknown to
+        # Karpenter (it assumes the 20Gi default); gpucap assumes a default gp3 too.
+        kind, mib, default = _ebs_throughput(None, size)
+        return DiskModel(size, kind, mib, default, True, ("spec", "blockDeviceMappings"))
+    kind, mib, default = _ebs_throughput(mappings[index].ebs, size)
+    return DiskModel(size, kind, mib, default, True, ("spec", "blockDeviceMappings", index))
+
+
+def pool_images(ctx: LintContext, pool: PoolView) -> PoolImages:
+    """Images of the GPU pods (requesting nvidia.com/gpu) that can land on the pool."""
+    out = PoolImages()
+    seen: set[int] = set()
+    for ref in ctx.pods:
+        if id(ref.manifest) in seen or pod_gpus(ref.pod) <= 0:
+            continue
+        if pool not in landing_pools(ctx, ref.pod):
+            continue
+        seen.add(id(ref.manifest))
+        out.pods.append(ref)
+        for c in (*ref.pod.spec.init_containers, *ref.pod.spec.containers):
+            if not c.image or c.image in out.known or c.image in out.unknown:
+                continue
+            size = image_size(ctx, c.image)
+            if size is None:
+                out.unknown.append(c.image)
+            else:
+                out.known[c.image] = size
+    return out
+
+
+def _gib(n: float) -> str:
+    return f"{n / GIB:.1f}Gi"
+
+
+# ==== STG001 ===================================================================================
+
+
+@rule(
+    "STG001",
+    "gpu-root-volume-too-small",
+    "warning",
+    summary="A GPU pool's EC2NodeClass has no blockDeviceMappings (the 20Gi default), or a "
+    "volume smaller than 2.5x the compressed size (and than compressed + unpacked) of the "
+    "images of the GPU pods that can land there.",
+    why="containerd keeps the compressed layers and the unpacked snapshot on the same disk: "
+    "vLLM images are about 9-12 GB compressed and 18-29 GB unpacked, so a 20Gi root volume "
+    "fills up (image pull fails, or the kubelet evicts pods for ephemeral storage).",
+    fix="Set blockDeviceMappings on the root device (/dev/xvda on AL2023) with volumeSize of "
+    "at least 100Gi (the Karpenter blueprint's GPU NodeClass), or instanceStorePolicy: RAID0 "
+    "on types with local NVMe.",
+    source="Karpenter docs, NodeClasses (blockDeviceMappings); vllm-project/vllm#17163, "
+    "#22377; aws-samples/karpenter-blueprints nvidia-gpu-workload/gpu-nodeclass.yaml",
+)
+def gpu_root_volume_too_small(ctx: LintContext) -> Iterable[Finding]:
+    for pool in ctx.pools:
+        if not pool.can_launch_gpus:
+            continue
+        disk = pool_disk(pool)
+        if disk is None or disk.kind == "instance store":
+            continue
+        images = pool_images(ctx, pool)
+        need = max(ROOT_VOLUME_FACTOR * images.compressed, images.compressed + images.uncompressed)
+        what = (
+            f"{name_list(sorted(images.known), 2)}: {_gib(images.compressed)} compressed, "
+            f"{_gib(images.uncompressed)} unpacked"
+        )
+        if not disk.mapped:
+            detail = f"; GPU pods pull {what}" if images.known else ""
+            yield ctx.finding(
+                "STG001",
+                "warning",
+                pool.nodeclass,
+                disk.path,
+                f"GPU EC2NodeClass (NodePool {pool.name}) has no blockDeviceMappings: nodes get "
+                f"the {_gib(DEFAULT_EBS_VOLUME_SIZE)} default root volume{detail}",
+            )
+        elif images.known and disk.size < need:
+            unknown = f" ({len(images.unknown)} image(s) of unknown size not counted)"
+            yield ctx.finding(
+                "STG001",
+                "warning",
+                pool.nodeclass,
+                (*disk.path, "ebs", "volumeSize") if isinstance(disk.path[-1], int) else disk.path,
+                f"volume of {_gib(disk.size)} for NodePool {pool.name} is smaller than "
+                f"{_gib(need)} needed for the images of its GPU pods ({what})"
+                + (unknown if images.unknown else ""),
+            )
+
+
+# ==== STG002 ===================================================================================
+
+
+@rule(
+    "STG002",
+    "gp3-default-throughput-large-images",
+    "info",
+    summary="A GPU pool pulls multi-GB images onto gp3 at the default 125 MiB/s; the message "
+    "gives the disk-bound pull estimate (a warning above 2 minutes).",
+    why="On a fresh node the pull is bounded by the root volume: the compressed layers and the "
+    "unpacked snapshot are both written, e.g. 9 + 18 GiB of vLLM at 125 MiB/s takes about "
+    "3.7 minutes before network and decompression limits.",
+    fix="Raise gp3 `throughput` (up to 1000) and `iops`, use instanceStorePolicy: RAID0 on "
+    "NVMe types, SOCI parallel pull, or pre-pull images into an EBS snapshot (with "
+    "volumeInitializationRate).",
+    source="EKS Best Practices AI/ML performance (Optimizing container image pull times; "
+    "Consider NVMe for kubelet and containerd storage); aws/karpenter-provider-aws "
+    "pkg/apis/v1/ec2nodeclass.go (throughput 125-1000); landscape.md §4.3",
+)
+def gp3_default_throughput(ctx: LintContext) -> Iterable[Finding]:
+    for pool in ctx.pools:
+        if not pool.can_launch_gpus:
+            continue
+        disk = pool_disk(pool)
+        if disk is None or disk.kind != "gp3" or not disk.default_throughput:
+            continue
+        images = pool_images(ctx, pool)
+        if images.compressed < LARGE_IMAGES_BYTES:
+            continue
+        assert disk.throughput is not None
+        seconds = pull_seconds(images.compressed, images.uncompressed, disk.throughput)
+        fast = pull_seconds(images.compressed, images.uncompressed, 1000)
+        severity: Severity = "warning" if seconds > PULL_WARNING_S else "info"
+        where = "the default mapping" if not disk.mapped else "gp3 without throughput"
+        yield ctx.finding(
+            "STG002",
+            severity,
+            pool.nodeclass,
+            disk.path,
+            f"NodePool {pool.name} pulls {name_list(sorted(images.known), 2)} "
+            f"({_gib(images.compressed)} compressed, {_gib(images.uncompressed)} unpacked) onto "
+            f"{where} at {DEFAULT_GP3_THROUGHPUT_MIB_S} MiB/s: about {seconds:.0f} s disk-bound "
+            f"per fresh node (about {fast:.0f} s at 1000 MiB/s)",
+        )

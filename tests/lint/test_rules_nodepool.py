@@ -1,0 +1,422 @@
+"""NP001-NP008 (lint/rules/nodepool.py), on builder manifests and on the workshop's files."""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Any
+
+import pytest
+
+from gpucap.apis.placeholders import substitute
+from gpucap.apis.serde import load_text
+from gpucap.cloudprovider.aws.catalog import load_catalog
+from gpucap.lint.config import LintConfig
+from gpucap.lint.context import LintContext
+from gpucap.lint.model import Finding
+from gpucap.lint.runner import run
+from tests.builders import (
+    DELETE,
+    GPU_TOLERATION,
+    deployment,
+    edit,
+    nodeclass,
+    nodepool,
+    pod,
+    to_yaml,
+)
+
+CATALOG = load_catalog("us-east-1")
+WORKSHOP = resources.files("gpucap") / "data/examples/workshop"
+VALUES = {"AMI_VERSION": "v20260714", "CLUSTER_NAME": "c", "KARPENTER_NODE_ROLE": "r"}
+MINE = ("NP", "DIS", "SPOT", "STG", "AMI")
+FAMILY = "spec.template.spec.requirements[2]"  # karpenter.k8s.aws/instance-family in nodepool()
+
+
+def lint(*docs: dict[str, Any], select: str) -> tuple[list[Finding], str]:
+    text = to_yaml(*docs)
+    loaded = load_text(text, "test.yaml")
+    assert not loaded.errors, loaded.errors
+    ctx = LintContext(loaded.manifests, CATALOG)
+    return run(ctx, LintConfig(select=(select,))).findings, text
+
+
+def line_of(text: str, needle: str, after: str | None = None) -> int:
+    """1-based line of the first line containing `needle` (after the line containing `after`)."""
+    lines = text.splitlines()
+    start = 0
+    if after is not None:
+        start = next(i for i, line in enumerate(lines) if after in line) + 1
+    return next(i + 1 for i in range(start, len(lines)) if needle in lines[i])
+
+
+def workshop(**replace: tuple[str, str]) -> dict[str, str]:
+    """The workshop's files (placeholders filled), with `file=(old, new)` text replacements."""
+    out = {}
+    for f in sorted(WORKSHOP.iterdir(), key=lambda f: f.name):
+        if not f.name.endswith(".yaml"):
+            continue
+        text = substitute(f.read_text(encoding="utf-8"), VALUES).text
+        key = f.name.removesuffix(".yaml").replace("-", "_")
+        if key in replace:
+            old, new = replace[key]
+            assert old in text, (f.name, old)
+            text = text.replace(old, new)
+        out[f.name] = text
+    return out
+
+
+def lint_files(files: dict[str, str], select: tuple[str, ...]) -> list[Finding]:
+    manifests = []
+    for name, text in files.items():
+        loaded = load_text(text, name)
+        assert not loaded.errors, loaded.errors
+        manifests += loaded.manifests
+    return run(LintContext(manifests, CATALOG), LintConfig(select=select)).findings
+
+
+def only(findings: list[Finding], rule: str) -> Finding:
+    hits = [f for f in findings if f.rule == rule]
+    assert len(hits) == 1, findings
+    return hits[0]
+
+
+GPU_POD = pod("gpu-0", gpu=1, tolerations=[GPU_TOLERATION])
+
+
+# ==== NP001 ====================================================================================
+
+
+def test_np001_gpu_pool_without_taint() -> None:
+    findings, text = lint(
+        edit(nodepool(), "spec.template.spec.taints", DELETE), nodeclass(), select="NP001"
+    )
+    f = only(findings, "NP001")
+    assert f.severity == "warning"
+    assert f.line == line_of(text, "  spec:", after="template:")
+    assert "has no NoSchedule taint" in f.message
+    assert "g5." in f.message
+
+
+def test_np001_prefer_no_schedule_is_not_enough() -> None:
+    soft = {"key": "nvidia.com/gpu", "value": "present", "effect": "PreferNoSchedule"}
+    findings, text = lint(
+        edit(nodepool(), "spec.template.spec.taints[0]", soft), nodeclass(), select="NP001"
+    )
+    f = only(findings, "NP001")
+    assert f.line == line_of(text, "taints:")
+    assert "nvidia.com/gpu=present:PreferNoSchedule is only a preference" in f.message
+
+
+def test_np001_quiet_for_tainted_gpu_pool_and_untainted_cpu_pool() -> None:
+    cpu = edit(
+        edit(nodepool("cpu"), f"{FAMILY}.values", ["m5", "c5"]),
+        "spec.template.spec.taints",
+        DELETE,
+    )
+    findings, _ = lint(nodepool(), cpu, nodeclass(), select="NP001")
+    assert findings == []
+
+
+def test_np001_workshop_without_taint() -> None:
+    files = workshop(
+        nodepool=(
+            "      taints:\n        - key: nvidia.com/gpu\n          value: present\n"
+            "          effect: NoSchedule\n",
+            "",
+        )
+    )
+    f = only(lint_files(files, ("NP001",)), "NP001")
+    assert (f.file, f.severity) == ("nodepool.yaml", "warning")
+    assert f.line == line_of(files["nodepool.yaml"], "    spec:", after="template:")
+    assert "g5.xlarge" in f.message
+
+
+# ==== NP002 ====================================================================================
+
+
+def test_np002_equal_weights_name_the_winner() -> None:
+    findings, text = lint(
+        nodepool("gpu-a"), nodepool("gpu-b"), nodeclass(), GPU_POD, select="NP002"
+    )
+    f = only(findings, "NP002")
+    assert f.severity == "warning"
+    assert f.object_ref == "NodePool/gpu-b"
+    assert f.line == line_of(text, "spec:", after="name: gpu-b")
+    assert "NodePools gpu-a, gpu-b (no weight) can all serve default/gpu-0" in f.message
+    assert "Karpenter will use gpu-b (weights tie, names descending)" in f.message
+
+
+def test_np002_distinct_weights_or_exclusive_pools_are_quiet() -> None:
+    weighted = nodepool("gpu-a", weight=10)
+    findings, _ = lint(weighted, nodepool("gpu-b"), nodeclass(), GPU_POD, select="NP002")
+    assert findings == []
+    # gpu-b can serve the pod only if it tolerates a taint it does not: mutually exclusive.
+    other = edit(nodepool("gpu-b"), "spec.template.spec.taints[0].key", "team-b")
+    findings, _ = lint(nodepool("gpu-a"), other, nodeclass(), GPU_POD, select="NP002")
+    assert findings == []
+
+
+def test_np002_equal_explicit_weights() -> None:
+    findings, text = lint(
+        nodepool("a", weight=5), nodepool("b", weight=5), nodeclass(), GPU_POD, select="NP002"
+    )
+    f = only(findings, "NP002")
+    assert f.line == line_of(text, "weight: 5", after="name: b")
+    assert "(weight 5)" in f.message
+    assert "Karpenter will use b" in f.message
+
+
+# ==== NP003 ====================================================================================
+
+
+def test_np003_no_limits() -> None:
+    findings, text = lint(edit(nodepool(), "spec.limits", DELETE), nodeclass(), select="NP003")
+    f = only(findings, "NP003")
+    assert f.severity == "warning"
+    assert f.line == line_of(text, "spec:")
+    assert "has no spec.limits" in f.message
+
+
+def test_np003_limits_without_gpu() -> None:
+    findings, text = lint(
+        edit(nodepool(), "spec.limits", {"cpu": "100"}), nodeclass(), select="NP003"
+    )
+    f = only(findings, "NP003")
+    assert f.line == line_of(text, "limits:")
+    assert "limits only cpu, not nvidia.com/gpu" in f.message
+
+
+def test_np003_quiet_with_gpu_limit() -> None:
+    findings, _ = lint(nodepool(), nodeclass(), select="NP003")
+    assert findings == []
+
+
+def test_np003_workshop_without_limits() -> None:
+    files = workshop(nodepool=('  limits:\n    nvidia.com/gpu: "6"\n', ""))
+    f = only(lint_files(files, ("NP003",)), "NP003")
+    assert (f.file, f.severity) == ("nodepool.yaml", "warning")
+    assert f.line == line_of(files["nodepool.yaml"], "spec:")
+    assert "no spec.limits" in f.message
+
+
+# ==== NP004 ====================================================================================
+
+FOUR_GPU = {"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "In", "values": ["4"]}
+
+
+def test_np004_gpu_limit_below_smallest_type() -> None:
+    np = edit(
+        edit(nodepool(), "spec.template.spec.requirements[3]", FOUR_GPU),
+        "spec.limits",
+        {"nvidia.com/gpu": "2"},
+    )
+    findings, text = lint(np, nodeclass(), select="NP004")
+    f = only(findings, "NP004")
+    assert f.severity == "warning"
+    assert f.line == line_of(text, "nvidia.com/gpu: '2'")
+    assert "limit nvidia.com/gpu: 2 is below the smallest allowed instance type" in f.message
+    assert "has 4): the pool can never launch a node with GPUs" in f.message
+
+
+def test_np004_gpu_limit_partly_reachable() -> None:
+    np = edit(
+        edit(nodepool(), "spec.template.spec.requirements[3]", FOUR_GPU),
+        "spec.limits",
+        {"nvidia.com/gpu": "6"},
+    )
+    findings, _ = lint(np, nodeclass(), select="NP004")
+    f = only(findings, "NP004")
+    assert "cannot be reached with the allowed GPU counts per node (4): at most 4 GPUs" in f.message
+
+
+def test_np004_pod_requests_more_gpus_than_any_type() -> None:
+    one = dict(FOUR_GPU, values=["1"])
+    np = edit(nodepool(), "spec.template.spec.requirements[3]", one)
+    big = deployment("train", gpu=2, tolerations=[GPU_TOLERATION])
+    findings, text = lint(np, nodeclass(), big, select="NP004")
+    f = only(findings, "NP004")
+    assert f.object_ref == "Deployment/default/train"
+    assert f.line == line_of(text, "nvidia.com/gpu: '2'")
+    assert "requests 2 nvidia.com/gpu but no NodePool it can use holds that many" in f.message
+    assert "gpu allows at most 1 per node" in f.message
+
+
+def test_np004_quiet_when_reachable() -> None:
+    findings, _ = lint(nodepool(), nodeclass(), GPU_POD, select="NP004")
+    assert findings == []
+
+
+# ==== NP005 ====================================================================================
+
+
+def test_np005_one_instance_type() -> None:
+    np = edit(
+        nodepool(),
+        "spec.template.spec.requirements[2]",
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["g5.xlarge"]},
+    )
+    findings, text = lint(np, nodeclass(), select="NP005")
+    f = only(findings, "NP005")
+    assert f.severity == "warning"
+    assert f.line == line_of(text, "requirements:")
+    assert "allows spot but only 1 instance type can launch (g5.xlarge)" in f.message
+
+
+def test_np005_one_zone() -> None:
+    zone = {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-east-1a"]}
+    findings, text = lint(
+        edit(nodepool(), "spec.template.spec.requirements[3]", zone), nodeclass(), select="NP005"
+    )
+    f = only(findings, "NP005")
+    assert f.line == line_of(text, "topology.kubernetes.io/zone")
+    assert "allows spot in one zone only (us-east-1a)" in f.message
+
+
+def test_np005_quiet_for_wide_or_on_demand_pools() -> None:
+    findings, _ = lint(nodepool(), nodeclass(), select="NP005")
+    assert findings == []
+    on_demand = edit(
+        edit(nodepool(), f"{FAMILY}.values", ["g5"]),
+        "spec.template.spec.requirements[1].values",
+        ["on-demand"],
+    )
+    findings, _ = lint(
+        edit(on_demand, "spec.template.spec.requirements[3]", dict(FOUR_GPU, values=["1"])),
+        nodeclass(),
+        select="NP005",
+    )
+    assert findings == []
+
+
+def test_np005_workshop_one_instance_type() -> None:
+    files = workshop(nodepool=('values: ["g5", "g6"]', 'values: ["g5"]'))
+    files["nodepool.yaml"] = files["nodepool.yaml"].replace(
+        'values: ["xlarge", "2xlarge"]', 'values: ["xlarge"]'
+    )
+    f = only(lint_files(files, ("NP005",)), "NP005")
+    assert (f.file, f.severity) == ("nodepool.yaml", "warning")
+    assert f.line == line_of(files["nodepool.yaml"], "requirements:")
+    assert "only 1 instance type can launch (g5.xlarge)" in f.message
+
+
+def test_np005_workshop_as_published_has_four_types() -> None:
+    f = only(lint_files(workshop(), ("NP005",)), "NP005")
+    assert "only 4 instance types" in f.message
+
+
+# ==== NP006 ====================================================================================
+
+SPOT_ONLY = "spec.template.spec.requirements[1].values"
+
+
+def test_np006_spot_only() -> None:
+    findings, text = lint(
+        edit(nodepool(), SPOT_ONLY, ["spot"]), nodeclass(), GPU_POD, select="NP006"
+    )
+    f = only(findings, "NP006")
+    assert f.severity == "info"
+    assert f.line == line_of(text, "karpenter.sh/capacity-type")
+    assert "spot only, with no on-demand fallback for default/gpu-0" in f.message
+
+
+def test_np006_quiet_with_on_demand_fallback_pool() -> None:
+    spot = edit(nodepool("gpu-spot", weight=50), SPOT_ONLY, ["spot"])
+    od = edit(nodepool("gpu-od"), SPOT_ONLY, ["on-demand"])
+    findings, _ = lint(spot, od, nodeclass(), GPU_POD, select="NP006")
+    assert findings == []
+    findings, _ = lint(nodepool(), nodeclass(), GPU_POD, select="NP006")
+    assert findings == []
+
+
+def test_np006_workshop_spot_only() -> None:
+    files = workshop(nodepool=('values: ["spot", "on-demand"]', 'values: ["spot"]'))
+    f = only(lint_files(files, ("NP006",)), "NP006")
+    assert (f.file, f.severity) == ("nodepool.yaml", "info")
+    assert f.line == line_of(files["nodepool.yaml"], "key: karpenter.sh/capacity-type")
+    assert "default/vllm-0" in f.message
+
+
+# ==== NP007 ====================================================================================
+
+
+def test_np007_legacy_annotation() -> None:
+    doc = edit(GPU_POD, "metadata.annotations", {"karpenter.sh/do-not-evict": "true"})
+    findings, text = lint(nodepool(), nodeclass(), doc, select="NP007")
+    f = only(findings, "NP007")
+    assert f.severity == "error"
+    assert f.line == line_of(text, "karpenter.sh/do-not-evict")
+    assert "pre-v1 name that Karpenter v1 ignores" in f.message
+    assert "karpenter.sh/do-not-disrupt" in f.message
+
+
+def test_np007_provisioner_name_selector() -> None:
+    doc = edit(GPU_POD, "spec.nodeSelector", {"karpenter.sh/provisioner-name": "gpu"})
+    findings, text = lint(nodepool(), nodeclass(), doc, select="NP007")
+    f = only(findings, "NP007")
+    assert f.line == line_of(text, "karpenter.sh/provisioner-name")
+    assert "matches no NodePool; use karpenter.sh/nodepool" in f.message
+
+
+def test_np007_legacy_node_annotation_on_pool() -> None:
+    np = edit(
+        nodepool(),
+        "spec.template.metadata.annotations",
+        {"karpenter.sh/do-not-consolidate": "true"},
+    )
+    findings, text = lint(np, nodeclass(), select="NP007")
+    f = only(findings, "NP007")
+    assert f.line == line_of(text, "karpenter.sh/do-not-consolidate")
+
+
+def test_np007_quiet_for_v1_names() -> None:
+    doc = edit(GPU_POD, "metadata.annotations", {"karpenter.sh/do-not-disrupt": "true"})
+    doc = edit(doc, "spec.nodeSelector", {"karpenter.sh/nodepool": "gpu"})
+    findings, _ = lint(nodepool(), nodeclass(), doc, select="NP007")
+    assert findings == []
+
+
+def test_np007_misplaced_expire_after_is_a_loader_error_not_np007() -> None:
+    """spec.disruption.expireAfter never reaches the rules: the loader rejects the NodePool
+    (SCHEMA001), which is why NP007 covers only what still loads."""
+    loaded = load_text(to_yaml(edit(nodepool(), "spec.disruption.expireAfter", "720h")), "t.yaml")
+    assert [i.path for i in loaded.errors] == [("spec", "disruption", "expireAfter")]
+    assert loaded.manifests == []
+
+
+# ==== NP008 ====================================================================================
+
+
+def test_np008_min_values_met() -> None:
+    np = edit(nodepool(), f"{FAMILY}.minValues", 2)
+    findings, text = lint(np, nodeclass(), select="NP008")
+    f = only(findings, "NP008")
+    assert f.severity == "info"
+    assert f.line == line_of(text, "minValues: 2")
+    assert "karpenter.k8s.aws/instance-family minValues 2" in f.message
+    assert "met by the" in f.message
+
+
+def test_np008_min_values_unmet() -> None:
+    names = {"key": "karpenter.k8s.aws/instance-gpu-name", "operator": "Exists", "minValues": 3}
+    np = edit(nodepool(), "spec.template.spec.requirements[3]", names)
+    findings, _ = lint(np, nodeclass(), select="NP008")
+    f = only(findings, "NP008")
+    assert "karpenter.k8s.aws/instance-gpu-name has 2 distinct values" in f.message
+    assert "--min-values-policy=Strict (the default) the pool launches nothing" in f.message
+
+
+def test_np008_quiet_without_min_values() -> None:
+    findings, _ = lint(nodepool(), nodeclass(), select="NP008")
+    assert findings == []
+
+
+# ==== the workshop as published ================================================================
+
+
+@pytest.mark.parametrize("ami", ["v20260714", "v20260827"])
+def test_workshop_has_no_errors_from_these_rules(ami: str) -> None:
+    files = workshop()
+    if ami != VALUES["AMI_VERSION"]:
+        files["ec2nodeclass.yaml"] = files["ec2nodeclass.yaml"].replace(VALUES["AMI_VERSION"], ami)
+    findings = lint_files(files, MINE)
+    assert [f for f in findings if f.severity == "error"] == []
