@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from gpucap.apis.core import ConfigMap, Pod
 from gpucap.apis.ec2nodeclass import EC2NodeClass
@@ -66,9 +67,9 @@ class PodRef:
     base: tuple[str | int, ...]  # ("spec",) for a Pod, ("spec", "template", "spec") for workloads
 
 
-@dataclass
+@dataclass(eq=False)
 class PoolView:
-    """A NodePool resolved against the catalog."""
+    """A NodePool resolved against the catalog (compared by identity)."""
 
     manifest: Manifest
     nodepool: NodePool
@@ -116,6 +117,9 @@ class LintContext:
     # `--aws`: real AWS (SSM) answers which AMI releases exist (AMI002); None = bundled data.
     ec2api: EC2API | None = None
     _keys_cache: dict[int, frozenset[str]] = field(default_factory=dict, repr=False)
+    # Per-run memo for rules (e.g. which pools a pod can land on): rules ask the same questions
+    # about the same pods many times.
+    memo: dict[tuple[Any, ...], Any] = field(default_factory=dict, repr=False)
     _launchable: dict[tuple[int, Requirements], list[InstanceType]] = field(
         default_factory=dict, repr=False
     )
@@ -232,13 +236,19 @@ class LintContext:
         from gpucap.scheduling.requirements import ALLOW_UNDEFINED_WELL_KNOWN  # noqa: PLC0415
         from gpucap.scheduling.solver import pod_requirements  # noqa: PLC0415
 
+        key = ("pools_for_pod", pod.key, id(pod))
+        cached: list[PoolView] | None = self.memo.get(key)
+        if cached is not None:
+            return cached
         reqs = pod_requirements(pod, strict=True)
-        return [
+        result = [
             p
             for p in self.pools
             if p.template.requirements.is_compatible(reqs, ALLOW_UNDEFINED_WELL_KNOWN)
             and any(it.is_compatible(reqs) for it in p.instance_types)
         ]
+        self.memo[key] = result
+        return result
 
     # ---- findings -----------------------------------------------------------------------------
     def finding(

@@ -77,9 +77,13 @@ def landing_pools(ctx: LintContext, pod: Pod) -> list[PoolView]:
     """Pools a pod can get a new node from: their requirements meet the pod's node selector and
     required affinity, the pod tolerates their taints, and a launchable type compatible with the
     pod holds its requests (DaemonSet overhead not subtracted)."""
+    key = ("landing_pools", pod.key, id(pod))
+    cached: list[PoolView] | None = ctx.memo.get(key)
+    if cached is not None:
+        return cached
     requests = pod_requests(pod.spec)
     reqs = pod_requirements(pod, strict=True)
-    return [
+    result = [
         pool
         for pool in ctx.pools_for_pod(pod)
         if tolerates_pool(pod, pool)
@@ -87,6 +91,8 @@ def landing_pools(ctx: LintContext, pod: Pod) -> list[PoolView]:
             it.is_compatible(reqs) and fits(requests, it.allocatable) for it in pool.instance_types
         )
     ]
+    ctx.memo[key] = result
+    return result
 
 
 def spot_types(pool: PoolView) -> list[InstanceType]:
