@@ -114,6 +114,7 @@ def launched_node_claim(
     provider_id: str,
     image_id: str,
     extra_labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
 ) -> NodeClaim:
     """The NodeClaim as Karpenter writes it back after a launch (aws `instanceToNodeClaim`,
     core `PopulateNodeClaimDetails`): the type's single-valued labels, the zone and capacity
@@ -142,7 +143,12 @@ def launched_node_claim(
         capacity=nonzero(instance_type.capacity),
         allocatable=nonzero(instance_type.allocatable),
     )
-    meta = node_claim.metadata.model_copy(update={"labels": labels})
+    meta = node_claim.metadata.model_copy(
+        update={
+            "labels": labels,
+            "annotations": {**node_claim.metadata.annotations, **(annotations or {})},
+        }
+    )
     return node_claim.model_copy(update={"metadata": meta, "status": status})
 
 

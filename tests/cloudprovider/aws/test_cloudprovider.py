@@ -253,8 +253,10 @@ def test_the_nvidia_ami_is_launched_for_g5_and_g6_and_the_standard_one_for_m5() 
 
 
 def test_latest_follows_a_new_release_and_drifts_while_a_pinned_alias_does_not() -> None:
-    latest, latest_api, _ = provider(spec__amiSelectorTerms=[{"alias": "al2023@latest"}])
-    pinned, pinned_api, _ = provider(spec__amiSelectorTerms=[{"alias": "al2023@v20260714"}])
+    latest, latest_api, clock = provider(spec__amiSelectorTerms=[{"alias": "al2023@latest"}])
+    pinned, pinned_api, pinned_clock = provider(
+        spec__amiSelectorTerms=[{"alias": "al2023@v20260714"}]
+    )
     for api in (latest_api, pinned_api):
         api.publish_amis("1.36", recommended="v20260714")
     on_latest = latest.create(gpu_claim("a"))
@@ -264,10 +266,79 @@ def test_latest_follows_a_new_release_and_drifts_while_a_pinned_alias_does_not()
     # AWS publishes a newer release and moves `recommended` to it.
     for api in (latest_api, pinned_api):
         api.publish_amis("1.36", recommended="v20260827")
+    # Karpenter caches what SSM said for 24 hours: nothing drifts yet.
+    assert latest.is_drifted(on_latest) == ""
+    clock.advance(dt.timedelta(hours=24).total_seconds())
+    pinned_clock.advance(dt.timedelta(hours=24).total_seconds())
     assert latest.is_drifted(on_latest) == "AMIDrift"
     assert pinned.is_drifted(on_pinned) == ""
     relaunched = latest.create(gpu_claim("c"))
     assert relaunched.status.image_id != on_latest.status.image_id
+    assert latest.is_drifted(relaunched) == ""
+
+
+def test_a_scheduled_ami_release_takes_effect_at_its_time() -> None:
+    cp, api, clock = provider(spec__amiSelectorTerms=[{"alias": "al2023@latest"}])
+    api.publish_amis("1.36", recommended="v20260714")
+    api.schedule_ami_release(clock.now() + dt.timedelta(hours=1), "1.36", "v20260827")
+    first = cp.create(gpu_claim("a"))
+    assert api.images[first.status.image_id or ""]["Name"].endswith("-v20260714")
+    clock.advance(dt.timedelta(hours=25).total_seconds())
+    second = cp.create(gpu_claim("b"))
+    assert api.images[second.status.image_id or ""]["Name"].endswith("-v20260827")
+
+
+def test_changing_a_hashed_node_class_field_is_node_class_drift() -> None:
+    cp, _, _ = provider()
+    launched = cp.create(gpu_claim())
+    assert launched.metadata.annotations["karpenter.k8s.aws/ec2nodeclass-hash-version"] == "v6"
+    assert cp.is_drifted(launched) == ""
+    nc = cp.nodeclasses["gpu"]
+    changed = nc.model_copy(update={"spec": nc.spec.model_copy(update={"user_data": "echo hi"})})
+    cp.nodeclasses = {"gpu": changed}
+    assert cp.is_drifted(launched) == "NodeClassDrift"
+
+
+def test_subnet_selector_changes_do_not_count_as_node_class_drift() -> None:
+    cp, _, _ = provider()
+    launched = cp.create(gpu_claim())
+    nc = cp.nodeclasses["gpu"]
+    terms = [t.model_copy(update={"tags": {"other": "x"}}) for t in nc.spec.subnet_selector_terms]
+    changed = nc.model_copy(
+        update={"spec": nc.spec.model_copy(update={"subnet_selector_terms": terms})}
+    )
+    cp.nodeclasses = {"gpu": changed}
+    assert cp.is_drifted(launched) == ""
+
+
+def test_a_spot_interruption_marks_the_offering_unavailable_and_reclaims_the_instance() -> None:
+    cp, api, clock = provider()
+    launched = cp.create(gpu_claim())
+    instance_id = (launched.status.provider_id or "").rsplit("/", 1)[1]
+    deadline = api.interrupt(instance_id)
+    assert deadline == clock.now() + dt.timedelta(minutes=2)
+    assert api.interruption_notices() == [(instance_id, deadline)]
+    cp.mark_interrupted(launched)
+    labels = launched.metadata.labels
+    assert cp.unavailable.is_unavailable("spot", labels[INSTANCE_TYPE], labels[ZONE])
+    clock.advance(120)
+    assert api.instances[instance_id].state(clock.now()) in ("shutting-down", "terminated")
+    assert api.interruption_notices() == []
+
+
+def test_the_node_class_status_lists_the_resolved_amis_and_their_requirements() -> None:
+    cp, _, _ = provider()
+    status = cp.nodeclass_status(cp.nodeclasses["gpu"])
+    assert status["conditions"] == [{"type": "Ready", "status": "True"}]
+    by_name = {a["name"]: a for a in status["amis"]}
+    nvidia = next(a for n, a in by_name.items() if "-x86_64-nvidia-" in n)
+    assert {"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "Exists"} in nvidia[
+        "requirements"
+    ]
+    assert {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]} in nvidia[
+        "requirements"
+    ]
+    assert len(status["subnets"]) == len(CATALOG.zones)
 
 
 def test_an_alias_whose_release_does_not_exist_makes_the_node_class_not_ready() -> None:

@@ -19,7 +19,9 @@ Called by the lifecycle controllers (launch, termination, drift) and by the cont
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -72,6 +74,34 @@ class ResolvedImage(Protocol):
 ImageResolver = Callable[[EC2NodeClass], Sequence[ResolvedImage]]
 
 
+NODECLASS_HASH_ANNOTATION = "karpenter.k8s.aws/ec2nodeclass-hash"
+NODECLASS_HASH_VERSION_ANNOTATION = "karpenter.k8s.aws/ec2nodeclass-hash-version"
+NODECLASS_HASH_VERSION = "v6"
+# pkg/providers/ssm: resolved SSM parameters (and so alias AMIs) are cached for 24 hours.
+AMI_CACHE_TTL = dt.timedelta(hours=24)
+# Fields Karpenter leaves out of the node class hash (`hash:"ignore"` in pkg/apis/v1/
+# ec2nodeclass.go): drift on them is detected dynamically (AMI, subnet, security group), or not
+# at all. The resolved AMI family and the kubelet settings are hashed explicitly.
+_UNHASHED = (
+    "subnetSelectorTerms",
+    "securityGroupSelectorTerms",
+    "capacityReservationSelectorTerms",
+    "ipPrefixCount",
+    "amiSelectorTerms",
+    "amiFamily",
+)
+
+
+def nodeclass_hash(nodeclass: EC2NodeClass) -> str:
+    """The EC2NodeClass's static hash (gpucap's stand-in for Karpenter's hashstructure value):
+    a change here drifts every NodeClaim launched from it (`NodeClassDrift`)."""
+    spec = nodeclass.spec.model_dump(by_alias=True, exclude_none=True, mode="json")
+    for name in _UNHASHED:
+        spec.pop(name, None)
+    canonical = json.dumps([spec, nodeclass.ami_family], sort_keys=True, separators=(",", ":"))
+    return str(int(hashlib.sha256(canonical.encode()).hexdigest()[:15], 16))
+
+
 def _gib(size: str | None) -> int | None:
     """An EBS volume size (`200Gi`, `100G`, `1Ti`) in GiB, as EC2 takes it (rounded up)."""
     if size is None:
@@ -106,6 +136,9 @@ class AWSCloudProvider:
     )
     _subnets: dict[str, str] | None = None
     _templates: set[str] = field(default_factory=set)
+    _ami_cache: dict[tuple[str, str], tuple[dt.datetime, Sequence[ResolvedImage]]] = field(
+        default_factory=dict
+    )
 
     def __post_init__(self) -> None:
         self.unavailable = UnavailableOfferings(self.clock)
@@ -236,6 +269,10 @@ class AWSCloudProvider:
                 provider_id=f"aws:///{zone}/{instances[0]}",
                 image_id=chosen.get("ImageId") or image_of[it.name],
                 extra_labels={EC2NODECLASS: nodeclass.name},
+                annotations={
+                    NODECLASS_HASH_ANNOTATION: nodeclass_hash(nodeclass),
+                    NODECLASS_HASH_VERSION_ANNOTATION: NODECLASS_HASH_VERSION,
+                },
             )
         except (KeyError, StopIteration, ValueError) as err:
             # Never leave an instance behind that no NodeClaim will track.
@@ -363,6 +400,25 @@ class AWSCloudProvider:
         return self._subnets
 
     def _images(self, nodeclass: EC2NodeClass) -> Sequence[ResolvedImage]:
+        """The node class's AMIs, cached for 24 hours on the clock (Karpenter's SSM cache): a
+        new `recommended` release is seen, and `@latest` nodes drift, within a day."""
+        terms = json.dumps(
+            [
+                t.model_dump(by_alias=True, exclude_none=True)
+                for t in nodeclass.spec.ami_selector_terms
+            ],
+            sort_keys=True,
+        )
+        key = (nodeclass.name, terms)
+        cached = self._ami_cache.get(key)
+        now = self.clock.now()
+        if cached is not None and now < cached[0]:
+            return cached[1]
+        images = self._resolve_images(nodeclass)
+        self._ami_cache[key] = (now + AMI_CACHE_TTL, images)
+        return images
+
+    def _resolve_images(self, nodeclass: EC2NodeClass) -> Sequence[ResolvedImage]:
         try:
             if self.images is not None:
                 images = self.images(nodeclass)
@@ -377,6 +433,46 @@ class AWSCloudProvider:
         if not images:
             raise NodeClassNotReadyError(f"EC2NodeClass {nodeclass.name} resolved no AMI")
         return images
+
+    # ---- interruption and status -----------------------------------------------------------
+    def mark_interrupted(self, node_claim: NodeClaim) -> None:
+        """A spot interruption marks the instance's offering unavailable, as an
+        insufficient-capacity error does (aws `pkg/controllers/interruption`)."""
+        labels = node_claim.metadata.labels
+        if labels.get(CAPACITY_TYPE) == "spot" and INSTANCE_TYPE in labels and ZONE in labels:
+            self.unavailable.mark_unavailable("spot", labels[INSTANCE_TYPE], labels[ZONE])
+
+    def nodeclass_status(self, nodeclass: EC2NodeClass) -> dict[str, Any]:
+        """The EC2NodeClass status Karpenter writes: resolved AMIs with the requirements that
+        map instance types to them, subnets, and readiness."""
+        try:
+            images = self._images(nodeclass)
+        except NodeClassNotReadyError as err:
+            return {
+                "amis": [],
+                "conditions": [{"type": "Ready", "status": "False", "message": str(err)}],
+            }
+        amis = [
+            {
+                "id": im.id,
+                **({"name": str(n)} if (n := getattr(im, "name", None)) else {}),
+                "requirements": [
+                    {
+                        "key": k,
+                        "operator": r.operator,
+                        **({"values": r.sorted_values()} if r.values else {}),
+                    }
+                    for k, r in sorted(im.requirements.items())
+                ],
+            }
+            for im in images
+        ]
+        subnets = [{"id": s, "zone": z} for z, s in sorted(self._subnet_by_zone().items())]
+        return {
+            "amis": amis,
+            "subnets": subnets,
+            "conditions": [{"type": "Ready", "status": "True"}],
+        }
 
     # ---- get / list / delete --------------------------------------------------------------
     def _instance(self, instance_id: str) -> dict[str, Any]:
@@ -462,12 +558,24 @@ class AWSCloudProvider:
 
     # ---- drift --------------------------------------------------------------------------------
     def is_drifted(self, node_claim: NodeClaim) -> str:
-        """`AMIDrift` when the instance's AMI is no longer the one Karpenter would pick for its
-        type (aws `pkg/cloudprovider/drift.go: isAMIDrifted`); "" otherwise."""
+        """Why the NodeClaim no longer matches its node class (aws `pkg/cloudprovider/drift.go`),
+        checked in Karpenter's order: `NodeClassDrift` when the node class's static hash changed
+        since launch, `AMIDrift` when the instance's AMI is no longer the one Karpenter would
+        pick for its type; "" otherwise."""
         nodeclass = self.nodeclasses.get(node_claim.spec.node_class_ref.name)
+        if nodeclass is None:
+            return ""
+        annotations = node_claim.metadata.annotations
+        if annotations.get(
+            NODECLASS_HASH_VERSION_ANNOTATION
+        ) == NODECLASS_HASH_VERSION and annotations.get(NODECLASS_HASH_ANNOTATION) not in (
+            None,
+            nodeclass_hash(nodeclass),
+        ):
+            return "NodeClassDrift"
         image_id = node_claim.status.image_id
         type_name = node_claim.metadata.labels.get(INSTANCE_TYPE)
-        if nodeclass is None or not image_id or not type_name:
+        if not image_id or not type_name:
             return ""
         try:
             images = self._images(nodeclass)

@@ -42,6 +42,8 @@ __all__ = ["LAUNCH_LATENCY", "SimulatedEC2", "SimulatedInstance"]
 # Time from CreateFleet to a running instance; EC2 typically reports 10-30 s. The node still
 # has to boot and join (the simulator's kubelet model adds that).
 LAUNCH_LATENCY = dt.timedelta(seconds=15)
+# EC2 spot: the interruption warning comes two minutes before the instance is reclaimed.
+SPOT_INTERRUPTION_NOTICE = dt.timedelta(minutes=2)
 TERMINATION_LATENCY = dt.timedelta(seconds=30)
 ACCOUNT = "123456789012"
 
@@ -58,8 +60,17 @@ class SimulatedInstance:
     launched_at: dt.datetime
     tags: dict[str, str]
     terminated_at: dt.datetime | None = None
+    interrupted_at: dt.datetime | None = None
 
     def state(self, now: dt.datetime) -> str:
+        if (
+            self.interrupted_at is not None
+            and now >= self.interrupted_at + SPOT_INTERRUPTION_NOTICE
+        ):
+            # EC2 reclaims the instance when the two-minute notice runs out.
+            end = self.interrupted_at + SPOT_INTERRUPTION_NOTICE
+            if self.terminated_at is None or self.terminated_at > end:
+                self.terminated_at = end
         if self.terminated_at is not None:
             return (
                 "terminated" if now >= self.terminated_at + TERMINATION_LATENCY else "shutting-down"
@@ -84,6 +95,8 @@ class SimulatedEC2:
     images: dict[str, dict[str, Any]] = field(default_factory=dict)
     calls: list[str] = field(default_factory=list)
     launch_templates: dict[str, str] = field(default_factory=dict)
+    # (time, Kubernetes version, release) changes of `recommended` not yet applied
+    scheduled_releases: list[tuple[dt.datetime, str, str]] = field(default_factory=list)
     _capacity: dict[tuple[str, str, str], _Window] = field(default_factory=dict)
     _next_instance: int = 0
     _next_fleet: int = 0
@@ -104,6 +117,35 @@ class SimulatedEC2:
         for z in zones:
             for ct in capacity_types:
                 self._capacity[(instance_type, z, ct)] = _Window(available, until)
+
+    def interrupt(self, instance_id: str) -> dt.datetime:
+        """Send a spot interruption warning; the instance is reclaimed two minutes later.
+        Returns when it will be reclaimed."""
+        inst = self.instances[instance_id]
+        if inst.capacity_type != "spot":
+            raise EC2APIError("IncorrectInstanceState", f"{instance_id} is not a spot instance")
+        inst.interrupted_at = self.clock.now()
+        return inst.interrupted_at + SPOT_INTERRUPTION_NOTICE
+
+    def interruption_notices(self) -> list[tuple[str, dt.datetime]]:
+        """Spot instances under an interruption warning and not yet reclaimed: (id, deadline)."""
+        now = self.clock.now()
+        return [
+            (i.instance_id, i.interrupted_at + SPOT_INTERRUPTION_NOTICE)
+            for i in sorted(self.instances.values(), key=lambda i: i.instance_id)
+            if i.interrupted_at is not None and i.state(now) not in ("terminated", "shutting-down")
+        ]
+
+    def schedule_ami_release(self, at: dt.datetime, kubernetes_version: str, version: str) -> None:
+        """Make `version` the recommended release from `at` on (applied on the next SSM call)."""
+        self.scheduled_releases.append((at, kubernetes_version, version))
+        self.scheduled_releases.sort()
+
+    def _apply_scheduled_releases(self) -> None:
+        now = self.clock.now()
+        while self.scheduled_releases and self.scheduled_releases[0][0] <= now:
+            _, k8s, version = self.scheduled_releases.pop(0)
+            self.publish_amis(k8s, recommended=version)
 
     def has_capacity(self, instance_type: str, zone: str, capacity_type: str) -> bool:
         window = self._capacity.get((instance_type, zone, capacity_type))
@@ -539,6 +581,7 @@ class SimulatedEC2:
     # ---- SSM ------------------------------------------------------------------------------------
     def get_parameter(self, **kwargs: Any) -> Response:
         self.calls.append("GetParameter")
+        self._apply_scheduled_releases()
         name = kwargs["Name"]
         if name not in self.parameters:
             raise EC2APIError(
@@ -548,6 +591,7 @@ class SimulatedEC2:
 
     def get_parameters_by_path(self, **kwargs: Any) -> Response:
         self.calls.append("GetParametersByPath")
+        self._apply_scheduled_releases()
         path = kwargs["Path"].rstrip("/") + "/"
         recursive = bool(kwargs.get("Recursive"))
         out = []
