@@ -418,7 +418,9 @@ def _gpu_on_renamed_pools(ctx: LintContext, ref: PodRef) -> Iterable[Finding]:
     )
 
 
-def _shared_without_overlay(ctx: LintContext, ref: PodRef, name: str) -> Iterable[Finding]:
+def _overlay_coverage(ctx: LintContext, ref: PodRef, name: str) -> tuple[bool, str]:
+    """Whether a NodeOverlay gives `name` to an instance type the pod can use, and where it was
+    looked for (the pod's GPU pools' types, or any type when no pool fits the pod)."""
     reqs = pod_requirements(ref.pod, strict=True)
     pools = _pod_pools(ctx, ref.pod)
     if pools:
@@ -428,10 +430,12 @@ def _shared_without_overlay(ctx: LintContext, ref: PodRef, name: str) -> Iterabl
             for it in p.gpu_types
             if it.is_compatible(reqs)
         )
-        where = "the GPU instance types of NodePool " + ", ".join(p.name for p in pools)
-    else:
-        covered = _overlay_sets_anywhere(ctx, name)
-        where = "any instance type"
+        return covered, "the GPU instance types of NodePool " + ", ".join(p.name for p in pools)
+    return _overlay_sets_anywhere(ctx, name), "any instance type"
+
+
+def _shared_without_overlay(ctx: LintContext, ref: PodRef, name: str) -> Iterable[Finding]:
+    covered, where = _overlay_coverage(ctx, ref, name)
     if covered:
         return
     found = _first_request(ref, name)
@@ -601,19 +605,7 @@ def time_slicing_config_not_applied(ctx: LintContext) -> Iterable[Finding]:
 def mig_mixed_without_overlay(ctx: LintContext) -> Iterable[Finding]:
     for ref in ctx.pods:
         for name in sorted(n for n in _requested_names(ref.pod) if MIG_RESOURCE.match(n)):
-            reqs = pod_requirements(ref.pod, strict=True)
-            pools = _pod_pools(ctx, ref.pod)
-            if pools:
-                covered = any(
-                    overlay_capacity(ctx, p, it, name) is not None
-                    for p in pools
-                    for it in p.gpu_types
-                    if it.is_compatible(reqs)
-                )
-                where = "the GPU instance types of NodePool " + ", ".join(p.name for p in pools)
-            else:
-                covered = _overlay_sets_anywhere(ctx, name)
-                where = "any instance type"
+            covered, where = _overlay_coverage(ctx, ref, name)
             if covered:
                 continue
             found = _first_request(ref, name)
