@@ -47,7 +47,7 @@ from gpucap.cloudprovider.aws.catalog import (
 from gpucap.cloudprovider.aws.ec2api import EC2API, EC2APIError
 from gpucap.controllers.provisioning import plan as make_plan
 from gpucap.controllers.provisioning import pools_for
-from gpucap.lint.config import ConfigError, find_config, load_config
+from gpucap.lint.config import ConfigError, LintConfig, find_config, load_config
 from gpucap.lint.context import KNOWN_IMAGE_SIZES, LintContext
 from gpucap.lint.model import all_rules
 from gpucap.lint.output import format_json as format_lint_json
@@ -585,8 +585,8 @@ def _workshop_texts() -> list[tuple[str, str]]:
 @app.command()
 def demo() -> None:
     """Run gpucap on the bundled workshop example (a GPU NodePool, EC2NodeClass, device plugin,
-    time-slicing config and a vLLM Deployment): validate it, plan it, then plan the vLLM
-    Deployment scaled to 8 replicas to show the NodePool's GPU limit at work."""
+    time-slicing config and a vLLM Deployment): validate it, lint it, plan it, then plan the
+    vLLM Deployment scaled to 8 replicas to show the NodePool's GPU limit at work."""
     out.print("gpucap demo: the EKS GPU workshop's manifests, placeholders filled with:")
     for k, v in DEMO_VALUES.items():
         out.print(f"  {k}={v}", markup=False)
@@ -599,6 +599,11 @@ def demo() -> None:
     out.print("\n[bold]gpucap validate[/bold]: what gpucap understood")
     _print_summaries(result)
     cat = load_catalog("us-east-1")
+    out.print("\n[bold]gpucap lint[/bold]: what would bite (no errors: it is the good example)")
+    report = run_lint(LintContext(result.manifests, cat), LintConfig(), issues=result.issues)
+    for f in report.findings:
+        out.print(str(f), markup=False)
+    out.print(format_lint_text(report).splitlines()[-1], markup=False)
     out.print("\n[bold]gpucap plan[/bold]: what Karpenter would launch for the pending pods")
     out.print(format_plan(make_plan(result.objects, cat), "table"), markup=False, end="")
     scaled = LoadResult(issues=list(result.issues))
