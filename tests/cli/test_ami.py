@@ -145,3 +145,32 @@ def test_a_missing_ssm_parameter_is_one_line_and_exit_2(aws: SimulatedEC2) -> No
     )
     assert result.exit_code == 2
     assert "ParameterNotFound" in result.stderr
+
+
+def test_list_for_a_kubernetes_version_with_no_release_is_an_error_not_an_empty_table() -> None:
+    result = runner.invoke(app, ["ami", "list", "--offline", "--kubernetes-version", "1.99"])
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr.strip().splitlines() == [
+        "error: no bundled al2023 x86_64/nvidia release for Kubernetes 1.99"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["resolve", "--offline", "--family", "bottlerocket"], "AMI family 'bottlerocket'"),
+        (["resolve", "--offline", "--variant", "weird"], "variant 'weird'"),
+        (["list", "--offline", "--family", "bottlerocket"], "AMI family 'bottlerocket'"),
+        (["diff", "v20250410", "v20000101"], "v20000101"),
+    ],
+)
+def test_every_ami_lookup_error_is_one_line_on_stderr_and_exit_2(
+    args: list[str], fragment: str
+) -> None:
+    result = runner.invoke(app, ["ami", *args])
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("error: ")
+    assert fragment in lines[0]

@@ -11,6 +11,8 @@ import json
 import os
 import re
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 from typing import Annotated
@@ -426,10 +428,21 @@ def _aws(region: str | None) -> EC2API:
         raise typer.Exit(EXIT_BAD_INPUT) from None
 
 
+@contextmanager
+def _lookup_errors() -> Iterator[None]:
+    """Turn an AMI lookup failure (unknown version, family or release; nothing in SSM) into the
+    one-line bad-input error and exit code that every `ami` subcommand shares."""
+    try:
+        yield
+    except (AMILookupError, UnknownReleaseError, ValueError) as e:
+        err.print(f"error: {e}", markup=False)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+
+
 def _release(  # noqa: PLR0917 - the six lookup keys
     kubernetes_version: str, family: str, arch: str, variant: str, offline: bool, region: str | None
 ) -> AMIReleaseInfo:
-    try:
+    with _lookup_errors():
         return recommended_release(
             kubernetes_version,
             family=family,
@@ -437,9 +450,6 @@ def _release(  # noqa: PLR0917 - the six lookup keys
             variant=variant,
             api=None if offline else _aws(region),
         )
-    except (AMILookupError, ValueError) as e:
-        err.print(f"error: {e}", markup=False)
-        raise typer.Exit(EXIT_BAD_INPUT) from None
 
 
 @ami_app.command("resolve")
@@ -487,7 +497,7 @@ def ami_list(  # noqa: PLR0917 - typer maps parameters to options
 ) -> None:
     """List the releases for a Kubernetes version, newest first (with the NVIDIA driver and the
     CUDA version it supports, from the bundled release notes)."""
-    try:
+    with _lookup_errors():
         infos = list_releases(
             kubernetes_version,
             family=family,
@@ -495,9 +505,6 @@ def ami_list(  # noqa: PLR0917 - typer maps parameters to options
             variant=variant,
             api=None if offline else _aws(region),
         )
-    except (AMILookupError, ValueError) as e:
-        err.print(f"error: {e}", markup=False)
-        raise typer.Exit(EXIT_BAD_INPUT) from None
     rows = [["RELEASE", "DATE", "NVIDIA DRIVER", "CUDA", "KERNEL"]]
     for info in infos:
         known = find_release(info.version)
@@ -529,13 +536,10 @@ def ami_diff(  # noqa: PLR0917 - typer maps parameters to options
 ) -> None:
     """What changes between two releases (kernel, containerd, NVIDIA driver, CUDA); a driver
     major-version change is flagged as a risk for GPU images."""
-    try:
+    with _lookup_errors():
         diff = diff_releases(
             old, new, kubernetes_version, family=family, arch=arch, variant=variant
         )
-    except (UnknownReleaseError, ValueError) as e:
-        err.print(f"error: {e}", markup=False)
-        raise typer.Exit(EXIT_BAD_INPUT) from None
     for line in diff.lines():
         out.print(line, markup=False)
     if diff.driver_major_changed:

@@ -86,11 +86,17 @@ def list_releases(
     """Every release for a Kubernetes version, newest first: SSM's pinned parameters or the
     bundled list."""
     if api is None:
+        bundled = releases_for(kubernetes_version, family, arch, variant)
+        if not bundled:
+            # An empty table with exit 0 would read as "nothing to pin" rather than "wrong input".
+            raise AMILookupError(
+                f"no bundled {family} {arch}/{variant} release for Kubernetes {kubernetes_version}"
+            )
         return [
             AMIReleaseInfo(
                 r.version, r.release_version(kubernetes_version), "bundled", r.date.isoformat()
             )
-            for r in releases_for(kubernetes_version, family, arch, variant)
+            for r in bundled
         ]
     family_path = _family_path(family)
     path = f"/aws/service/eks/optimized-ami/{kubernetes_version}/{family_path}/{arch}/{variant}"
