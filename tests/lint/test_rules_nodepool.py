@@ -1,4 +1,4 @@
-"""NP001-NP008 (lint/rules/nodepool.py), on builder manifests and on the workshop's files."""
+"""NP001-NP009 (lint/rules/nodepool.py), on builder manifests and on the workshop's files."""
 
 from __future__ import annotations
 
@@ -6,10 +6,12 @@ from importlib import resources
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gpucap.apis.placeholders import substitute
 from gpucap.apis.serde import load_text
-from gpucap.cloudprovider.aws.catalog import load_catalog
+from gpucap.cloudprovider.aws.catalog import NodeClassSettings, load_catalog
 from gpucap.lint.config import LintConfig
 from gpucap.lint.context import LintContext
 from gpucap.lint.model import Finding
@@ -420,3 +422,116 @@ def test_workshop_has_no_errors_from_these_rules(ami: str) -> None:
         files["ec2nodeclass.yaml"] = files["ec2nodeclass.yaml"].replace(VALUES["AMI_VERSION"], ami)
     findings = lint_files(files, MINE)
     assert [f for f in findings if f.severity == "error"] == []
+
+
+# ==== NP009 ====================================================================================
+
+ALL_TYPE_NAMES = sorted({it.name for it in CATALOG.scheduling_instance_types(NodeClassSettings())})
+
+
+@pytest.mark.parametrize(
+    ("key", "typo", "suggestion"),
+    [
+        ("node.kubernetes.io/instance-type", "g5.xlage", "g5.xlarge"),
+        ("karpenter.k8s.aws/instance-family", "g6ee", "g6e"),
+        ("karpenter.k8s.aws/instance-size", "12xlage", "12xlarge"),
+        ("karpenter.k8s.aws/instance-gpu-name", "a10gg", "a10g"),
+        ("karpenter.k8s.aws/instance-gpu-manufacturer", "nvidai", "nvidia"),
+    ],
+)
+def test_np009_a_value_no_instance_type_has_is_a_warning_naming_the_closest_known_value(
+    key: str, typo: str, suggestion: str
+) -> None:
+    # The typo sits next to a real value, so the pool still has something to launch.
+    real = {
+        "node.kubernetes.io/instance-type": "g5.2xlarge",
+        "karpenter.k8s.aws/instance-family": "g5",
+        "karpenter.k8s.aws/instance-size": "2xlarge",
+        "karpenter.k8s.aws/instance-gpu-name": "a10g",
+        "karpenter.k8s.aws/instance-gpu-manufacturer": "nvidia",
+    }[key]
+    np = edit(
+        nodepool(),
+        "spec.template.spec.requirements[3]",
+        {"key": key, "operator": "In", "values": [real, typo]},
+    )
+    findings, text = lint(np, nodeclass(), select="NP009")
+    f = only(findings, "NP009")
+    assert f.severity == "warning"
+    assert f.line == line_of(text, f"- {typo}")
+    assert f"{key} In {typo}: no instance type in the catalog (us-east-1," in f.message
+    assert f"(did you mean {suggestion}?)" in f.message
+    assert f.message.endswith("Karpenter drops it silently")
+
+
+def test_np009_a_pool_whose_requirements_leave_nothing_to_launch_is_an_error() -> None:
+    # Every value exists, but no g5 has an H100: the intersection is empty.
+    np = edit(
+        nodepool(),
+        "spec.template.spec.requirements[3]",
+        {"key": "karpenter.k8s.aws/instance-gpu-name", "operator": "In", "values": ["h100"]},
+    )
+    findings, text = lint(np, nodeclass(), select="NP009")
+    f = only(findings, "NP009")
+    assert f.severity == "error"
+    assert f.line == line_of(text, "requirements:")
+    assert "Karpenter skips the pool and the pods that need it stay Pending" in f.message
+
+
+def test_np009_an_unknown_only_value_gives_the_warning_and_the_error() -> None:
+    np = edit(nodepool(), f"{FAMILY}.values", ["p9"])
+    findings, _ = lint(np, nodeclass(), select="NP009")
+    assert sorted(f.severity for f in findings) == ["error", "warning"]
+    assert any("instance-family In p9" in f.message for f in findings)
+
+
+def test_np009_quiet_for_known_values_notin_and_pool_labels() -> None:
+    reqs = nodepool()["spec"]["template"]["spec"]["requirements"] + [
+        {"key": "node.kubernetes.io/instance-type", "operator": "NotIn", "values": ["p9.huge"]},
+        {"key": "example.com/team", "operator": "In", "values": ["ml"]},
+        {"key": "karpenter.k8s.aws/instance-size", "operator": "In", "values": ["xlarge"]},
+    ]
+    findings, _ = lint(
+        edit(nodepool(), "spec.template.spec.requirements", reqs), nodeclass(), select="NP009"
+    )
+    assert findings == []
+    assert lint_files(workshop(), ("NP009",)) == []
+
+
+def test_np009_the_beta_instance_type_label_is_checked_like_the_v1_one() -> None:
+    np = edit(
+        nodepool(),
+        "spec.template.spec.requirements[3]",
+        {
+            "key": "beta.kubernetes.io/instance-type",
+            "operator": "In",
+            "values": ["g5.2xlarge", "g5.xlage"],
+        },
+    )
+    findings, _ = lint(np, nodeclass(), select="NP009")
+    assert "did you mean g5.xlarge?" in only(findings, "NP009").message
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    known=st.lists(st.sampled_from(ALL_TYPE_NAMES), min_size=1, max_size=4, unique=True),
+    unknown=st.lists(
+        st.from_regex(r"[a-z][0-9][a-z]{0,3}\.[a-z0-9]{2,9}", fullmatch=True),
+        max_size=3,
+        unique=True,
+    ),
+)
+def test_np009_flags_exactly_the_instance_types_the_catalog_lacks(
+    known: list[str], unknown: list[str]
+) -> None:
+    missing = [v for v in unknown if v not in ALL_TYPE_NAMES]
+    np = edit(
+        edit(nodepool(), f"{FAMILY}", DELETE),
+        "spec.template.spec.requirements[2]",
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": known + missing},
+    )
+    findings, _ = lint(np, nodeclass(), select="NP009")
+    flagged = sorted(
+        f.message.split(" In ", 1)[1].split(":", 1)[0] for f in findings if f.severity == "warning"
+    )
+    assert flagged == sorted(missing)

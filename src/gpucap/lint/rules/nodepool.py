@@ -1,16 +1,17 @@
 """NodePool rules: structure, limits and capacity flexibility (landscape.md §3.4).
 
-NP001-NP008. Also the helpers the other rule families share: which pools a pod can land on
+NP001-NP009. Also the helpers the other rule families share: which pools a pod can land on
 (`landing_pools`: requirements, taints and whether some launchable type holds its requests),
 where its metadata and containers are in its manifest, and whether a field was written.
 """
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Sequence
 
 from gpucap.apis.core import Pod
-from gpucap.apis.labels import CAPACITY_TYPE, ZONE
+from gpucap.apis.labels import CAPACITY_TYPE, NORMALIZED_LABELS, REGION, ZONE, ZONE_ID
 from gpucap.apis.quantity import base_units, format_resource_value
 from gpucap.apis.serde import Manifest
 from gpucap.lint.context import GPU_RESOURCE, LintContext, PodRef, PoolView, pod_gpus
@@ -593,3 +594,78 @@ def minvalues_policy_awareness(ctx: LintContext) -> Iterable[Finding]:
             f"uses minValues ({keys}): {outcome}; minValues also disables the exotic-type and "
             "spot-price launch filters",
         )
+
+
+# ==== NP009 ====================================================================================
+
+# Keys whose values depend on where gpucap runs (the catalog's region) or that validate already
+# checks (capacity types), not on what instance types exist.
+_PLACEMENT_KEYS = frozenset({ZONE, ZONE_ID, REGION, CAPACITY_TYPE})
+
+
+@rule(
+    "NP009",
+    "requirements-match-no-instance-type",
+    "warning",
+    summary="A NodePool requirement allows a value (instance type, family, size, GPU name...) "
+    "that no instance type in the catalog has, or the requirements together leave nothing "
+    "to launch (error).",
+    why="Karpenter does not reject unknown values: it intersects the requirements with the "
+    "instance types it knows, so a typo such as `g5.xlage` or `g6x` is dropped without a word. "
+    "If nothing is left, the pool is skipped ('nodepool requirements filtered out all instance "
+    "types') and its pods stay Pending.",
+    fix="Correct the value (the message suggests the closest known one); if the type is newer "
+    "than gpucap's bundled catalog, lint with `--catalog` built by `gpucap catalog export`.",
+    source="kubernetes-sigs/karpenter pkg/controllers/provisioning/provisioner.go (a NodePool "
+    "whose requirements leave no instance type option is skipped with a NoCompatibleInstanceTypes "
+    "event)",
+)
+def requirements_match_no_instance_type(ctx: LintContext) -> Iterable[Finding]:
+    for pool in ctx.pools:
+        types = ctx.catalog.scheduling_instance_types(ctx.settings_for(pool.nodeclass))
+        catalog = f"the catalog ({ctx.catalog.region}, {len(types)} types)"
+        for i, req in enumerate(pool.nodepool.spec.template.spec.requirements):
+            key = NORMALIZED_LABELS.get(req.key, req.key)
+            if req.operator != "In" or key in _PLACEMENT_KEYS:
+                continue
+            known = _known_values(ctx, types, key)
+            if not known:
+                continue  # a label of the pool's own, not an instance-type property
+            for j, value in enumerate(req.values):
+                if value in known:
+                    continue
+                close = difflib.get_close_matches(value, sorted(known), n=1, cutoff=0.75)
+                hint = f" (did you mean {close[0]}?)" if close else ""
+                path = (*REQUIREMENTS, i, "values", j)
+                yield ctx.finding(
+                    "NP009",
+                    "warning",
+                    pool.manifest,
+                    path if written(pool.manifest, path) else (*REQUIREMENTS, i),
+                    f"{req.key} In {value}: no instance type in {catalog} has this "
+                    f"value{hint}; Karpenter drops it silently",
+                )
+        if not pool.instance_types:
+            yield ctx.finding(
+                "NP009",
+                "error",
+                pool.manifest,
+                REQUIREMENTS,
+                f"no instance type in {catalog} meets all of the requirements with an available "
+                "offering: Karpenter skips the pool and the pods that need it stay Pending",
+            )
+
+
+def _known_values(ctx: LintContext, types: Sequence[InstanceType], key: str) -> frozenset[str]:
+    """Every value that some instance type in `types` has for `key` (memoised per catalog)."""
+    memo = ("known_values", id(types), key)
+    cached: frozenset[str] | None = ctx.memo.get(memo)
+    if cached is None:
+        values: set[str] = set()
+        for it in types:
+            req = it.requirements.get(key)
+            if req is not None and not req.complement:
+                values.update(req.values)
+        cached = frozenset(values)
+        ctx.memo[memo] = cached
+    return cached
