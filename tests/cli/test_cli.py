@@ -191,3 +191,22 @@ def test_two_files_with_the_same_object_both_load(tmp_path: Path) -> None:
     result = run("validate", str(tmp_path / "a.yaml"))
     assert result.exit_code == 0
     assert "2 objects valid" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["lint", "--image-size", "foo[/SIZE]"],
+        ["lint", "-o", "[/x]"],
+        ["plan", "--zones", "[bold]x[/bold]"],
+    ],
+)
+def test_option_values_that_look_like_rich_markup_are_quoted_not_crashed_on(
+    args: list[str],
+) -> None:
+    result = runner.invoke(app, [args[0], str(WORKSHOP), *args[1:]])
+    assert result.exit_code == 2
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1
+    assert args[-1] in errors[0]
+    assert "internal error" not in result.stderr

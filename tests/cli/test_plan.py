@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from gpucap.cli.main import app
@@ -129,6 +130,23 @@ def test_a_price_override_changes_the_launch(tmp_path: Path) -> None:
 def test_zones_restrict_where_nodes_launch(tmp_path: Path) -> None:
     doc = plan_json(tmp_path, vllm(1), extra=("--zones", "us-east-1c"))
     assert doc["nodeClaims"][0]["launch"]["zone"] == "us-east-1c"
+
+
+@pytest.mark.parametrize(
+    ("zones", "message"),
+    [
+        ("us-west-2a", "error: zone us-west-2a is not a zone of us-east-1 in the catalog"),
+        ("", "error: no zones given for region us-east-1"),
+        (" , ", "error: no zones given for region us-east-1"),
+    ],
+)
+def test_zones_that_cannot_launch_anything_are_bad_input(zones: str, message: str) -> None:
+    result = runner.invoke(app, ["plan", str(WORKSHOP), "--zones", zones])
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1
+    assert errors[0].startswith(message)
 
 
 def test_the_table_lists_nodes_pending_pods_and_a_summary(tmp_path: Path) -> None:

@@ -82,7 +82,8 @@ app = typer.Typer(
 )
 
 out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+# Error messages quote user input (file names, option values): never read it as rich markup.
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 
 
 def _version(value: bool) -> None:
@@ -223,7 +224,9 @@ def _load_catalog(
         prices = None
         if prices_file is not None:
             prices = parse_prices_json(_read(prices_file), source=prices_file)
-        zone_list = [z.strip() for z in zones.split(",") if z.strip()] if zones else None
+        zone_list = (
+            [z.strip() for z in zones.split(",") if z.strip()] if zones is not None else None
+        )
         return load_catalog(
             region, infos=infos, prices=prices, zones=zone_list, prices_source=prices_file or ""
         )

@@ -865,6 +865,26 @@ def test_a_region_without_known_zones_needs_zones() -> None:
     assert catalog.unpriced == ("g9.xlarge",)
 
 
+def test_a_zone_of_another_region_is_an_error_naming_the_regions_zones() -> None:
+    with pytest.raises(
+        CatalogError,
+        match=r"zone us-west-2a is not a zone of us-east-1 in the catalog \(known: us-east-1a, ",
+    ):
+        load_catalog("us-east-1", zones=["us-east-1a", "us-west-2a"])
+
+
+def test_a_user_catalog_checks_zones_against_its_own_offerings() -> None:
+    infos = user_catalog(entry(offerings={"us-east-1": ["us-east-1b"]}))
+    with pytest.raises(CatalogError, match="zone us-east-1a is not a zone of us-east-1"):
+        load_catalog("us-east-1", infos=infos, zones=["us-east-1a"])
+    assert load_catalog("us-east-1", infos=infos, zones=["us-east-1b"]).zones == ("us-east-1b",)
+
+
+def test_an_empty_zone_list_is_an_error_not_every_zone() -> None:
+    with pytest.raises(CatalogError, match="no zones given for region us-east-1"):
+        load_catalog("us-east-1", zones=[])
+
+
 # ---- bundled data -----------------------------------------------------------------------------
 
 

@@ -919,12 +919,21 @@ def load_catalog(
     the bundled data's zones for the region. `prices` come from `parse_prices_json`.
     """
     rows = tuple(infos) if infos is not None else bundled_instance_type_infos()
+    known = sorted({z for info in rows for z in (info.offerings or {}).get(region, ())})
     if zones is not None:
         zone_list = tuple(sorted(set(zones)))
         if not zone_list:
             raise CatalogError(f"no zones given for region {region}")
+        region_zones = set(known) or set(bundled_region_zones().get(region, ()))
+        foreign = [z for z in zone_list if region_zones and z not in region_zones]
+        if foreign:
+            # A zone of another region would leave every offering unavailable: nothing would
+            # launch and the plan would blame the NodePools.
+            raise CatalogError(
+                f"zone {foreign[0]} is not a zone of {region} in the catalog "
+                f"(known: {', '.join(sorted(region_zones))})"
+            )
     else:
-        known = sorted({z for info in rows for z in (info.offerings or {}).get(region, ())})
         zone_list = tuple(known) or bundled_region_zones().get(region, ())
         if not zone_list:
             raise CatalogError(
