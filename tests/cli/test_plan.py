@@ -180,9 +180,66 @@ def test_explain_shows_each_filter_for_each_nodepool(tmp_path: Path) -> None:
         'pod default/big: pending: nodepool "gpu": no instance type has enough resources'
     )
     assert out[1] == "  NodePool gpu (weight 0): no instance type left"
-    counts = {line.split(" instance types ")[1]: int(line.split()[0]) for line in out[2:]}
+    counts = {
+        line.split(" instance types ")[1]: int(line.split()[0])
+        for line in out[2:]
+        if " instance types " in line and line.split()[0].isdigit()
+    }
     assert counts["meet the NodePool's requirements"] == 4
     assert counts["fit the pod plus DaemonSet overhead"] == 0
+    assert out[-1] == (
+        "    because nvidia.com/gpu: needs 2 with DaemonSet overhead; the largest allocatable "
+        "among the 4 instance types left is 1"
+    )
+
+
+@pytest.mark.parametrize(
+    ("selector", "because"),
+    [
+        (
+            {"karpenter.k8s.aws/instance-gpu-name": "h100"},
+            "karpenter.k8s.aws/instance-gpu-name In [h100]: the 4 instance types left have "
+            "a10g, l4",
+        ),
+        (
+            {
+                "karpenter.k8s.aws/instance-gpu-name": "l4",
+                "node.kubernetes.io/instance-type": "g5.xlarge",
+            },
+            "each pod requirement is met by some instance type, but no single type meets all "
+            "of them together",
+        ),
+    ],
+)
+def test_explain_names_the_pod_requirement_that_rules_out_every_type(
+    tmp_path: Path, selector: dict[str, str], because: str
+) -> None:
+    f = tmp_path / "w.yaml"
+    f.write_text(to_yaml(pod("picky", gpu=1, tolerations=[GPU_TOLERATION], nodeSelector=selector)))
+    result = runner.invoke(app, ["plan", str(WORKSHOP), str(f), "--explain", "picky"])
+    assert result.exit_code == 0
+    out = result.stdout.splitlines()
+    step = next(line for line in out if "instance types meet the pod's requirements" in line)
+    assert int(step.split()[0]) == 0
+    assert out[-1] == f"    because {because}"
+
+
+def test_explain_names_the_limit_below_the_smallest_type(tmp_path: Path) -> None:
+    f = tmp_path / "w.yaml"
+    f.write_text(to_yaml(pod("one", gpu=1, tolerations=[GPU_TOLERATION])))
+    nodepool = (
+        (WORKSHOP / "nodepool.yaml")
+        .read_text()
+        .replace('nvidia.com/gpu: "6"', 'nvidia.com/gpu: "0"')
+    )
+    np_file = tmp_path / "nodepool.yaml"
+    np_file.write_text(nodepool)
+    files = [str(np_file), str(WORKSHOP / "ec2nodeclass.yaml"), str(f)]
+    result = runner.invoke(app, ["plan", *files, "--explain", "one"])
+    assert result.exit_code == 0
+    assert result.stdout.splitlines()[-1] == (
+        "    because limit nvidia.com/gpu=0: the smallest among the 4 instance types left has 1"
+    )
 
 
 def test_explain_of_an_unknown_pod_is_an_error(tmp_path: Path) -> None:

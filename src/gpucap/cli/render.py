@@ -383,4 +383,5 @@ def format_explanation(
         lines.append(f"  NodePool {e.nodepool} (weight {e.weight}): {e.verdict}")
         for label, count in e.steps:
             lines.append(f"    {count:5d} instance types {label}")
+        lines.extend(f"    because {cause}" for cause in e.causes)
     return "\n".join(lines) + "\n"

@@ -44,7 +44,7 @@ from gpucap.apis.labels import (
 from gpucap.apis.nodepool import NodePool
 from gpucap.apis.quantity import format_base_units
 from gpucap.apis.workloads import DaemonSet
-from gpucap.scheduling import preferences
+from gpucap.scheduling import explanation, preferences
 from gpucap.scheduling.hostports import HostPortUsage, host_ports
 from gpucap.scheduling.instancetypes import (
     MAX_INSTANCE_TYPES,
@@ -609,6 +609,8 @@ class PoolExplanation:
     weight: int
     steps: list[tuple[str, int]]
     verdict: str
+    # When a filter leaves nothing: what ruled the types out (scheduling/explanation.py).
+    causes: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -953,6 +955,9 @@ class Scheduler:
             reqs = template.requirements.merge(data.requirements)
             its = [it for it in template.instance_types if it.requirements.intersects(reqs) is None]
             steps.append(("meet the pod's requirements", len(its)))
+            causes: list[str] = []
+            if not its:
+                causes = explanation.requirement_causes(template.instance_types, data.requirements)
             fitting = [
                 it
                 for it in its
@@ -963,19 +968,33 @@ class Scheduler:
                 )
             ]
             steps.append(("fit the pod plus DaemonSet overhead", len(fitting)))
+            if its and not fitting:
+                least = min(
+                    (g.overhead for g in template.daemon_groups),
+                    key=lambda o: sum(o.values()),
+                    default={},
+                )
+                causes = explanation.resource_causes(its, add(data.requests, least))
             offered = [it for it in fitting if it.has_available_offering(reqs)]
             steps.append(("have an available offering in an allowed zone", len(offered)))
+            if fitting and not offered:
+                causes = explanation.offering_causes(fitting, reqs)
             limits = pool.nodepool.spec.limits
             if limits is not None:
                 caps = {
                     k: (q.milli_value() if k == "cpu" else q.value()) for k, q in limits.items()
                 }
-                offered = [
+                within = [
                     it for it in offered if all(it.capacity.get(k, 0) <= v for k, v in caps.items())
                 ]
-                steps.append(("fit within the NodePool's limits (if it were empty)", len(offered)))
+                steps.append(("fit within the NodePool's limits (if it were empty)", len(within)))
+                if offered and not within:
+                    causes = explanation.limit_causes(offered, caps)
+                offered = within
             verdict = "usable" if offered else "no instance type left"
-            out.append(PoolExplanation(name, pool.nodepool.effective_weight, steps, verdict))
+            out.append(
+                PoolExplanation(name, pool.nodepool.effective_weight, steps, verdict, causes)
+            )
         return out
 
     # ---- finalisation ------------------------------------------------------------------------
