@@ -44,6 +44,11 @@ def _verb(n: int, singular: str, plural: str) -> str:
     return singular if n == 1 else plural
 
 
+def _or_combined(causes: list[str], types: Sequence[InstanceType], combined: str) -> list[str]:
+    # No single requirement, resource or limit rules every type out: only their combination does.
+    return causes if causes or not types else [combined]
+
+
 def requirement_causes(types: Sequence[InstanceType], pod_reqs: Requirements) -> list[str]:
     """The pod requirements that no type in `types` meets, each with the values they have."""
     causes = []
@@ -58,12 +63,12 @@ def requirement_causes(types: Sequence[InstanceType], pod_reqs: Requirements) ->
         values = [v for r in defined if not r.complement for v in r.values]
         have = _values(values) if values else "no value for it"
         causes.append(f"{wanted}: {_left(len(types))} {_verb(len(types), 'has', 'have')} {have}")
-    if not causes and types:
-        causes.append(
-            "each pod requirement is met by some instance type, but no single type meets all "
-            "of them together"
-        )
-    return causes
+    return _or_combined(
+        causes,
+        types,
+        "each pod requirement is met by some instance type, but no single type meets all of "
+        "them together",
+    )
 
 
 def resource_causes(types: Sequence[InstanceType], needed: Resources) -> list[str]:
@@ -81,12 +86,12 @@ def resource_causes(types: Sequence[InstanceType], needed: Resources) -> list[st
                 f"overhead; the largest allocatable among {_left(len(types))} "
                 f"is {format_resource_value(resource, largest)}"
             )
-    if not causes and types:
-        causes.append(
-            "each requested resource fits some instance type, but no single type holds all of "
-            "them together"
-        )
-    return causes
+    return _or_combined(
+        causes,
+        types,
+        "each requested resource fits some instance type, but no single type holds all of "
+        "them together",
+    )
 
 
 def offering_causes(types: Sequence[InstanceType], reqs: Requirements) -> list[str]:
@@ -117,6 +122,6 @@ def limit_causes(types: Sequence[InstanceType], limits: Mapping[str, int]) -> li
                 f"smallest among {_left(len(types))} has "
                 f"{format_resource_value(resource, smallest)}"
             )
-    if not causes and types:
-        causes.append("each instance type is within some limits, but none within all of them")
-    return causes
+    return _or_combined(
+        causes, types, "each instance type is within some limits, but none within all of them"
+    )
