@@ -242,6 +242,18 @@ def test_explain_names_the_limit_below_the_smallest_type(tmp_path: Path) -> None
     )
 
 
+def test_the_pending_list_points_to_explain_for_its_first_pod(tmp_path: Path) -> None:
+    f = tmp_path / "w.yaml"
+    f.write_text(to_yaml(pod("big", gpu=2, tolerations=[GPU_TOLERATION]), pod("busybox")))
+    lines = runner.invoke(app, ["plan", str(WORKSHOP), str(f)]).stdout.splitlines()
+    start = lines.index("Pending (Karpenter would not launch for these):")
+    assert lines[start + 1].startswith("  default/big: ")
+    assert lines[start + 2].startswith("  default/busybox: ")
+    assert lines[start + 3] == (
+        "  (`gpucap plan FILES --explain default/big` shows what ruled each NodePool out)"
+    )
+
+
 def test_explain_of_an_unknown_pod_is_an_error(tmp_path: Path) -> None:
     result = runner.invoke(app, ["plan", str(WORKSHOP), "--explain", "nope"])
     assert result.exit_code == 2

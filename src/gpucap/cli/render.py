@@ -360,6 +360,10 @@ def format_plan_table(doc: dict[str, Any]) -> str:
         lines.append("")
         lines.append("Pending (Karpenter would not launch for these):")
         lines += [f"  {u['pod']}: {u['reason']}" for u in doc["unschedulable"]]
+        first = doc["unschedulable"][0]["pod"]
+        lines.append(
+            f"  (`gpucap plan FILES --explain {first}` shows what ruled each NodePool out)"
+        )
     if doc["notes"]:
         lines.append("")
         lines += [f"note: {n}" for n in doc["notes"]]
