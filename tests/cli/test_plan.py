@@ -311,3 +311,49 @@ def test_existing_nodes_take_pods_before_new_nodes(tmp_path: Path) -> None:
         {"name": "ip-10-0-1-1", "pods": [f"default/small-{i}" for i in range(4)]}
     ]
     assert [c["pods"] for c in doc["nodeClaims"]] == [["default/small-4"]]
+
+
+def time_slicing_overlay(name: str = "timeslice-4", gpus: str = "4") -> dict[str, Any]:
+    return {
+        "apiVersion": "karpenter.sh/v1alpha1",
+        "kind": "NodeOverlay",
+        "metadata": {"name": name},
+        "spec": {
+            "weight": 10,
+            "requirements": [
+                {"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "In", "values": ["1"]}
+            ],
+            "capacity": {"nvidia.com/gpu": gpus},
+        },
+    }
+
+
+def test_a_time_slicing_overlay_makes_the_gpu_limit_count_advertised_gpus(tmp_path: Path) -> None:
+    without = plan_json(tmp_path, vllm(8))
+    assert without["summary"]["gpus"] == {"nvidia.com/gpu": 6}  # the limit: 6 nodes of 1 GPU
+    doc = plan_json(tmp_path, vllm(8), time_slicing_overlay())
+    # Each node now advertises 4 GPUs: the first takes 4 of the limit of 6, a second would
+    # need 4 more, so only one node launches, sized for as many pods as its CPUs hold.
+    assert doc["summary"]["gpus"] == {"nvidia.com/gpu": 4}
+    assert len(doc["nodeClaims"]) == 1
+    scheduled = doc["nodeClaims"][0]["pods"]
+    assert len(scheduled) + len(doc["unschedulable"]) == 8
+    assert all("exceed limits for nodepool" in u["reason"] for u in doc["unschedulable"])
+    assert any(
+        n.startswith("NodePool gpu: NodeOverlays change") and "feature gate" in n
+        for n in doc["notes"]
+    )
+
+
+def test_a_conflicting_overlay_is_reported_and_not_applied(tmp_path: Path) -> None:
+    doc = plan_json(
+        tmp_path,
+        vllm(1),
+        time_slicing_overlay("a-two", "2"),
+        time_slicing_overlay("b-four", "4"),
+    )
+    assert any(
+        n.startswith("NodeOverlay a-two conflicts with b-four (both weight 10)")
+        for n in doc["notes"]
+    )
+    assert doc["summary"]["gpus"] == {"nvidia.com/gpu": 4}  # b-four's value

@@ -8,7 +8,8 @@ launch CreateFleet would make (`cloudprovider/aws/launch.py`). No time passes.
 
 Where gpucap differs: a NodePool whose EC2NodeClass is not in the input is planned with a
 default EC2NodeClass (AL2023, 20Gi root volume) and a note, instead of being ignored as
-not Ready, because people often plan with a NodePool alone.
+not Ready, because people often plan with a NodePool alone; NodeOverlays are applied
+(`scheduling/nodeoverlay.py`) although Karpenter needs a feature gate for them, and a note says so.
 Called by `gpucap plan` and, per batch, by the simulator.
 """
 
@@ -16,9 +17,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gpucap.apis.nodeoverlay import NodeOverlay
 from gpucap.apis.serde import Manifests
 from gpucap.cloudprovider.aws.catalog import Catalog, NodeClassSettings, node_class_settings
 from gpucap.cloudprovider.aws.launch import InsufficientCapacityError, Launch, choose_launch
+from gpucap.scheduling.nodeoverlay import PoolTypes, apply_overlays, evaluate_overlays
 from gpucap.scheduling.solver import (
     NodeClaim,
     PoolInput,
@@ -68,7 +71,32 @@ def pools_for(manifests: Manifests, catalog: Catalog, notes: list[str]) -> list[
         else:
             settings = node_class_settings(nodeclass)
         pools.append(PoolInput(np, catalog.scheduling_instance_types(settings)))
-    return pools
+    return _with_overlays(pools, manifests.nodeoverlays, notes)
+
+
+def _with_overlays(
+    pools: list[PoolInput], overlays: list[NodeOverlay], notes: list[str]
+) -> list[PoolInput]:
+    """The pools with the NodeOverlays Karpenter would accept applied to their instance types."""
+    if not overlays:
+        return pools
+    views = [
+        PoolTypes(p.nodepool.name, p.nodepool.spec.template.metadata.labels, p.instance_types)
+        for p in pools
+    ]
+    accepted, conflicts = evaluate_overlays(overlays, views)
+    notes.extend(str(c) for c in conflicts)
+    out = []
+    for pool, view in zip(pools, views, strict=True):
+        types, changed = apply_overlays(accepted, view)
+        if changed:
+            notes.append(
+                f"NodePool {pool.nodepool.name}: NodeOverlays change {changed} instance type"
+                f"{'' if changed == 1 else 's'} (Karpenter applies them only with the "
+                "NodeOverlay feature gate on; it is off by default)"
+            )
+        out.append(PoolInput(pool.nodepool, types))
+    return out
 
 
 def plan(

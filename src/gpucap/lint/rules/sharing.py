@@ -22,9 +22,10 @@ to be in use on a pool when its template sets `nvidia.com/mig.config` to a profi
 `all-disabled` (the MIG manager's default), or, without a ClusterPolicy, when the applied config
 sets `migStrategy: single` itself; and only on GPUs that support MIG.
 
-NodeOverlays match an instance type as Karpenter's overlay controller does: the overlay's
-requirements must be compatible with the type's requirements plus the pool's name and template
-labels, and allow one of its offerings; the highest weight wins.
+NodeOverlays match an instance type as Karpenter's overlay controller does
+(`scheduling/nodeoverlay.py`): the overlay's requirements must be compatible with the type's
+requirements plus the pool's name and template labels, and allow one of its offerings; the
+highest weight wins and a same-weight conflict rejects the later overlay.
 """
 
 from __future__ import annotations
@@ -35,14 +36,14 @@ from dataclasses import dataclass
 
 from gpucap.apis.core import ConfigMap, Container, Pod
 from gpucap.apis.gpuoperator import ClusterPolicy, DevicePluginConfig
-from gpucap.apis.labels import INSTANCE_GPU_MEMORY, INSTANCE_GPU_NAME, NODEPOOL
+from gpucap.apis.labels import INSTANCE_GPU_MEMORY, INSTANCE_GPU_NAME
 from gpucap.apis.nodeoverlay import NodeOverlay
 from gpucap.apis.quantity import Quantity
 from gpucap.apis.serde import Manifest
 from gpucap.lint.context import GPU_RESOURCE, LintContext, PodRef, PoolView
 from gpucap.lint.model import Finding, Severity, rule
 from gpucap.scheduling.instancetypes import InstanceType
-from gpucap.scheduling.requirements import Requirement, Requirements
+from gpucap.scheduling.nodeoverlay import PoolTypes, capacity_overlay, evaluate_overlays
 from gpucap.scheduling.solver import pod_requirements
 
 __all__ = [
@@ -150,27 +151,22 @@ def applied_config(ctx: LintContext, pool: PoolView) -> AppliedConfig | None:
 
 
 # ---- NodeOverlays ---------------------------------------------------------------------------
-def _overlay_requirements(overlay: NodeOverlay) -> Requirements:
-    return Requirements.from_node_selector(overlay.spec.requirements)
-
-
 def overlay_capacity(
     ctx: LintContext, pool: PoolView, it: InstanceType, resource: str
 ) -> tuple[NodeOverlay, int] | None:
-    """The NodeOverlay that sets `resource` capacity on `it` in `pool`, and the value set."""
-    it_reqs = it.requirements.add(
-        Requirement.new(NODEPOOL, "In", [pool.name]),
-        *Requirements.from_labels(pool.nodepool.spec.template.metadata.labels).values(),
-    )
-    ordered = sorted(ctx.overlays, key=lambda o: (-(o.spec.weight or 0), o.metadata.name))
-    for overlay in ordered:
-        capacity = overlay.spec.capacity or {}
-        if resource not in capacity:
-            continue
-        reqs = _overlay_requirements(overlay)
-        if it_reqs.is_compatible(reqs) and any(o.allowed_by(reqs) for o in it.offerings):
-            return overlay, capacity[resource].value()
-    return None
+    """The NodeOverlay that sets `resource` capacity on `it` in `pool`, and the value set
+    (Karpenter's order and conflict rules: `scheduling/nodeoverlay.py`)."""
+    key = ("accepted_overlays",)
+    accepted: list[NodeOverlay] | None = ctx.memo.get(key)
+    if accepted is None:
+        views = [_pool_types(p) for p in ctx.pools]
+        accepted = evaluate_overlays(ctx.overlays, views)[0]
+        ctx.memo[key] = accepted
+    return capacity_overlay(accepted, _pool_types(pool), it, resource)
+
+
+def _pool_types(pool: PoolView) -> PoolTypes:
+    return PoolTypes(pool.name, pool.nodepool.spec.template.metadata.labels, pool.instance_types)
 
 
 def _overlay_sets_anywhere(ctx: LintContext, resource: str) -> bool:

@@ -1,0 +1,232 @@
+"""NodeOverlays applied to a NodePool's instance types: capacity and offering-price overrides.
+
+Karpenter's overlay controller (kubernetes-sigs/karpenter `pkg/controllers/nodeoverlay/`, with
+the decorator in `pkg/cloudprovider/overlay/`), read at v1.14:
+
+- Matching is per NodePool. The type's requirements plus `karpenter.sh/nodepool In [pool]` and
+  the pool's template labels must be compatible with the overlay's requirements (no undefined
+  keys allowed), and at least one offering (zone, capacity type; available or not) must be
+  allowed by them.
+- Order: higher weight first (unset = 0); at equal weight the name later in the alphabet first.
+- Price is per offering: the first overlay in that order that matches the offering sets it
+  (`price` replaces it; `priceAdjustment` `+0.5`/`-0.5` adds, `+10%`/`-10%` scales the
+  provider's price; floored at 0). Overlays never stack.
+- Capacity is per instance type and per resource: the first overlay that sets a resource wins
+  it, lower ones may still add other resources. The value replaces the provider's (e.g.
+  `nvidia.com/gpu` for time-slicing) and is allocatable in full (overhead covers only cpu,
+  memory, ephemeral storage and pods, which overlays may not set).
+- An overlay that sets the same offering price or capacity resource as an earlier overlay of the
+  same weight is a conflict: Karpenter rejects it everywhere (ValidationSucceeded=False, reason
+  Conflict) and applies the rest.
+
+Karpenter runs overlays only behind the `NodeOverlay` feature gate (off by default); gpucap
+applies the overlays it is given and says so in a note. Called by `controllers/provisioning.py`
+(`plan`) and the lint rules on time-slicing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from gpucap.apis.labels import NODEPOOL
+from gpucap.apis.nodeoverlay import NodeOverlay
+from gpucap.scheduling.instancetypes import InstanceType
+from gpucap.scheduling.requirements import Requirement, Requirements
+
+__all__ = [
+    "OverlayConflict",
+    "PoolTypes",
+    "adjusted_price",
+    "apply_overlays",
+    "capacity_overlay",
+    "evaluate_overlays",
+    "ordered",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class PoolTypes:
+    """A NodePool's name, template labels and the instance types its node class offers."""
+
+    name: str
+    labels: Mapping[str, str]
+    types: Sequence[InstanceType]
+
+
+@dataclass(frozen=True, slots=True)
+class OverlayConflict:
+    """An overlay Karpenter rejects: it sets what an earlier overlay of the same weight set."""
+
+    overlay: str
+    earlier: str
+    weight: int
+    what: str  # e.g. "nvidia.com/gpu capacity of g5.xlarge in NodePool gpu"
+
+    def __str__(self) -> str:
+        return (
+            f"NodeOverlay {self.overlay} conflicts with {self.earlier} (both weight "
+            f"{self.weight}) on the {self.what}; Karpenter rejects it (ValidationSucceeded=False, "
+            "reason Conflict), so it is not applied"
+        )
+
+
+def _weight(overlay: NodeOverlay) -> int:
+    return overlay.spec.weight or 0
+
+
+def ordered(overlays: Iterable[NodeOverlay]) -> list[NodeOverlay]:
+    """Karpenter's `OrderByWeight`: higher weight first, then names in descending order."""
+    by_name = sorted(overlays, key=lambda o: o.metadata.name, reverse=True)
+    return sorted(by_name, key=lambda o: -_weight(o))  # stable: keeps names descending
+
+
+def _requirements(overlay: NodeOverlay) -> Requirements:
+    return Requirements.from_node_selector(overlay.spec.requirements)
+
+
+def _type_requirements(it: InstanceType, pool: PoolTypes) -> Requirements:
+    return it.requirements.add(
+        Requirement.new(NODEPOOL, "In", [pool.name]),
+        *Requirements.from_labels(pool.labels).values(),
+    )
+
+
+def _matching_offerings(
+    it: InstanceType, pool: PoolTypes, reqs: Requirements
+) -> list[tuple[str, str]]:
+    """The (zone, capacity type) offerings of `it` the overlay applies to; empty if none."""
+    if not _type_requirements(it, pool).is_compatible(reqs):
+        return []
+    return [(o.zone, o.capacity_type) for o in it.offerings if o.allowed_by(reqs)]
+
+
+def _capacity(overlay: NodeOverlay) -> dict[str, int]:
+    return {k: q.value() for k, q in (overlay.spec.capacity or {}).items()}
+
+
+def adjusted_price(price: float, overlay: NodeOverlay) -> float:
+    """An offering's price under the overlay's `price` or `priceAdjustment` (never below 0)."""
+    if overlay.spec.price is not None:
+        return float(overlay.spec.price)
+    text = overlay.spec.price_adjustment
+    if text is None:
+        return price
+    if text.endswith("%"):  # a percentage of the provider's price
+        return max(price * (1 + float(text[:-1]) / 100), 0.0)
+    return max(price + float(text), 0.0)  # a signed amount
+
+
+def _sets_price(overlay: NodeOverlay) -> bool:
+    return overlay.spec.price is not None or overlay.spec.price_adjustment is not None
+
+
+def evaluate_overlays(
+    overlays: Sequence[NodeOverlay], pools: Sequence[PoolTypes]
+) -> tuple[list[NodeOverlay], list[OverlayConflict]]:
+    """The overlays Karpenter accepts (in application order) and the conflicts it rejects."""
+    price_owner: dict[tuple[str, str, str, str], NodeOverlay] = {}
+    capacity_owner: dict[tuple[str, str, str], NodeOverlay] = {}
+    accepted: list[NodeOverlay] = []
+    conflicts: list[OverlayConflict] = []
+    for overlay in ordered(overlays):
+        reqs = _requirements(overlay)
+        capacity = _capacity(overlay)
+        claimed_prices: list[tuple[str, str, str, str]] = []
+        claimed_capacity: list[tuple[str, str, str]] = []
+        conflict: OverlayConflict | None = None
+        for pool in pools:
+            for it in pool.types:
+                offerings = _matching_offerings(it, pool, reqs)
+                if not offerings:
+                    continue
+                keys = [(pool.name, it.name, z, ct) for z, ct in offerings]
+                if not _sets_price(overlay):
+                    keys = []
+                for key in keys:
+                    owner = price_owner.get(key)
+                    if owner is not None and _weight(owner) == _weight(overlay):
+                        what = f"price of {it.name} {key[3]} in {key[2]} in NodePool {pool.name}"
+                        conflict = OverlayConflict(
+                            overlay.metadata.name, owner.metadata.name, _weight(overlay), what
+                        )
+                        break
+                    if owner is None:
+                        claimed_prices.append(key)
+                for resource in sorted(capacity) if conflict is None else ():
+                    ckey = (pool.name, it.name, resource)
+                    owner = capacity_owner.get(ckey)
+                    if owner is not None and _weight(owner) == _weight(overlay):
+                        what = f"{resource} capacity of {it.name} in NodePool {pool.name}"
+                        conflict = OverlayConflict(
+                            overlay.metadata.name, owner.metadata.name, _weight(overlay), what
+                        )
+                        break
+                    if owner is None:
+                        claimed_capacity.append(ckey)
+                if conflict is not None:
+                    break
+            if conflict is not None:
+                break
+        if conflict is not None:
+            conflicts.append(conflict)
+            continue
+        accepted.append(overlay)
+        price_owner.update(dict.fromkeys(claimed_prices, overlay))
+        capacity_owner.update(dict.fromkeys(claimed_capacity, overlay))
+    return accepted, conflicts
+
+
+def capacity_overlay(
+    overlays: Sequence[NodeOverlay], pool: PoolTypes, it: InstanceType, resource: str
+) -> tuple[NodeOverlay, int] | None:
+    """The overlay (of `overlays`, in application order) that sets `resource` on `it` in
+    `pool`, with the value it sets; None if none does."""
+    for overlay in overlays:
+        capacity = _capacity(overlay)
+        if resource in capacity and _matching_offerings(it, pool, _requirements(overlay)):
+            return overlay, capacity[resource]
+    return None
+
+
+def apply_overlays(
+    accepted: Sequence[NodeOverlay], pool: PoolTypes
+) -> tuple[tuple[InstanceType, ...], int]:
+    """The pool's instance types with the accepted overlays applied (types no overlay touches
+    are the same objects), and how many types changed."""
+    out: list[InstanceType] = []
+    changed = 0
+    matched = [(o, _requirements(o), _capacity(o)) for o in accepted]
+    for it in pool.types:
+        capacity: dict[str, int] = {}
+        prices: dict[tuple[str, str], float] = {}
+        for overlay, reqs, overlay_capacity in matched:
+            offerings = _matching_offerings(it, pool, reqs)
+            if not offerings:
+                continue
+            for resource, value in overlay_capacity.items():
+                capacity.setdefault(resource, value)
+            if _sets_price(overlay):
+                originals = {(o.zone, o.capacity_type): o.price for o in it.offerings}
+                for key in offerings:
+                    if key not in prices:
+                        prices[key] = adjusted_price(originals[key], overlay)
+        if not capacity and not prices:
+            out.append(it)
+            continue
+        changed += 1
+        out.append(
+            InstanceType(
+                name=it.name,
+                requirements=it.requirements,
+                capacity={**it.capacity, **capacity},
+                allocatable={**it.allocatable, **capacity},
+                offerings=tuple(
+                    replace(o, price=prices[(o.zone, o.capacity_type)])
+                    if (o.zone, o.capacity_type) in prices
+                    else o
+                    for o in it.offerings
+                ),
+            )
+        )
+    return tuple(out), changed
