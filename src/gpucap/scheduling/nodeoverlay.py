@@ -121,59 +121,62 @@ def _sets_price(overlay: NodeOverlay) -> bool:
     return overlay.spec.price is not None or overlay.spec.price_adjustment is not None
 
 
+# What an overlay sets, one key each: ("price", pool, type, zone, capacity type) or
+# ("capacity", pool, type, resource).
+_Claim = tuple[str, ...]
+
+
+def _claims(overlay: NodeOverlay, pools: Sequence[PoolTypes]) -> list[_Claim]:
+    reqs = _requirements(overlay)
+    resources = sorted(_capacity(overlay))
+    out: list[_Claim] = []
+    for pool in pools:
+        for it in pool.types:
+            offerings = _matching_offerings(it, pool, reqs)
+            if not offerings:
+                continue
+            if _sets_price(overlay):
+                out += [("price", pool.name, it.name, z, ct) for z, ct in offerings]
+            out += [("capacity", pool.name, it.name, r) for r in resources]
+    return out
+
+
+def _describe(claim: _Claim) -> str:
+    if claim[0] == "price":
+        _, pool, name, zone, capacity_type = claim
+        return f"price of {name} {capacity_type} in {zone} in NodePool {pool}"
+    _, pool, name, resource = claim
+    return f"{resource} capacity of {name} in NodePool {pool}"
+
+
 def evaluate_overlays(
     overlays: Sequence[NodeOverlay], pools: Sequence[PoolTypes]
 ) -> tuple[list[NodeOverlay], list[OverlayConflict]]:
     """The overlays Karpenter accepts (in application order) and the conflicts it rejects."""
-    price_owner: dict[tuple[str, str, str, str], NodeOverlay] = {}
-    capacity_owner: dict[tuple[str, str, str], NodeOverlay] = {}
+    owners: dict[_Claim, NodeOverlay] = {}
     accepted: list[NodeOverlay] = []
     conflicts: list[OverlayConflict] = []
     for overlay in ordered(overlays):
-        reqs = _requirements(overlay)
-        capacity = _capacity(overlay)
-        claimed_prices: list[tuple[str, str, str, str]] = []
-        claimed_capacity: list[tuple[str, str, str]] = []
-        conflict: OverlayConflict | None = None
-        for pool in pools:
-            for it in pool.types:
-                offerings = _matching_offerings(it, pool, reqs)
-                if not offerings:
-                    continue
-                keys = [(pool.name, it.name, z, ct) for z, ct in offerings]
-                if not _sets_price(overlay):
-                    keys = []
-                for key in keys:
-                    owner = price_owner.get(key)
-                    if owner is not None and _weight(owner) == _weight(overlay):
-                        what = f"price of {it.name} {key[3]} in {key[2]} in NodePool {pool.name}"
-                        conflict = OverlayConflict(
-                            overlay.metadata.name, owner.metadata.name, _weight(overlay), what
-                        )
-                        break
-                    if owner is None:
-                        claimed_prices.append(key)
-                for resource in sorted(capacity) if conflict is None else ():
-                    ckey = (pool.name, it.name, resource)
-                    owner = capacity_owner.get(ckey)
-                    if owner is not None and _weight(owner) == _weight(overlay):
-                        what = f"{resource} capacity of {it.name} in NodePool {pool.name}"
-                        conflict = OverlayConflict(
-                            overlay.metadata.name, owner.metadata.name, _weight(overlay), what
-                        )
-                        break
-                    if owner is None:
-                        claimed_capacity.append(ckey)
-                if conflict is not None:
-                    break
-            if conflict is not None:
-                break
-        if conflict is not None:
-            conflicts.append(conflict)
+        claims = _claims(overlay, pools)
+        clash = next(
+            (
+                (claim, owner)
+                for claim in claims
+                if (owner := owners.get(claim)) is not None and _weight(owner) == _weight(overlay)
+            ),
+            None,
+        )
+        if clash is not None:
+            claim, owner = clash
+            conflicts.append(
+                OverlayConflict(
+                    overlay.metadata.name, owner.metadata.name, _weight(overlay), _describe(claim)
+                )
+            )
             continue
         accepted.append(overlay)
-        price_owner.update(dict.fromkeys(claimed_prices, overlay))
-        capacity_owner.update(dict.fromkeys(claimed_capacity, overlay))
+        for claim in claims:
+            owners.setdefault(claim, overlay)  # a higher weight, processed earlier, keeps it
     return accepted, conflicts
 
 
