@@ -49,7 +49,7 @@ def pool(name: str = "gpu", labels: dict[str, str] | None = None) -> PoolTypes:
 def applied(*overlays: NodeOverlay, on: PoolTypes | None = None) -> dict[str, InstanceType]:
     target = on or pool()
     accepted, _ = evaluate_overlays(overlays, [target])
-    types, _ = apply_overlays(accepted, target)
+    ((types, _),) = apply_overlays(accepted, [target])
     return {it.name: it for it in types}
 
 
@@ -152,3 +152,18 @@ def test_an_overlay_matching_no_offering_does_not_apply() -> None:
     nowhere = {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-east-1f"]}
     o = overlay("z", G5, nowhere, capacity={"nvidia.com/gpu": "4"})
     assert applied(o)["g5.xlarge"].capacity["nvidia.com/gpu"] == 1
+
+
+def test_a_template_label_that_is_also_a_type_key_is_intersected_with_the_type() -> None:
+    # The pool pins the family by label: an overlay for m5 cannot apply to any of its types,
+    # and one for g5 applies to the g5 types only.
+    labelled = pool(labels={"karpenter.k8s.aws/instance-family": "g5"})
+    m5 = {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["m5"]}
+    extra = {"example.com/x": "1"}
+    assert (
+        "example.com/x"
+        not in applied(overlay("m5", m5, capacity=extra), on=labelled)["m5.large"].capacity
+    )
+    types = applied(overlay("g5", G5, capacity=extra), on=labelled)
+    assert types["g5.xlarge"].capacity["example.com/x"] == 1
+    assert "example.com/x" not in types["m5.large"].capacity

@@ -87,8 +87,8 @@ def _with_overlays(
     accepted, conflicts = evaluate_overlays(overlays, views)
     notes.extend(str(c) for c in conflicts)
     out = []
-    for pool, view in zip(pools, views, strict=True):
-        types, changed = apply_overlays(accepted, view)
+    applied = apply_overlays(accepted, views)
+    for pool, (types, changed) in zip(pools, applied, strict=True):
         if changed:
             notes.append(
                 f"NodePool {pool.nodepool.name}: NodeOverlays change {changed} instance type"

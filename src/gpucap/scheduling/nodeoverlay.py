@@ -85,20 +85,56 @@ def _requirements(overlay: NodeOverlay) -> Requirements:
     return Requirements.from_node_selector(overlay.spec.requirements)
 
 
-def _type_requirements(it: InstanceType, pool: PoolTypes) -> Requirements:
-    return it.requirements.add(
+def _pool_requirements(pool: PoolTypes) -> Requirements:
+    return Requirements.of(
         Requirement.new(NODEPOOL, "In", [pool.name]),
         *Requirements.from_labels(pool.labels).values(),
     )
 
 
-def _matching_offerings(
-    it: InstanceType, pool: PoolTypes, reqs: Requirements
-) -> list[tuple[str, str]]:
-    """The (zone, capacity type) offerings of `it` the overlay applies to; empty if none."""
-    if not _type_requirements(it, pool).is_compatible(reqs):
-        return []
-    return [(o.zone, o.capacity_type) for o in it.offerings if o.allowed_by(reqs)]
+class _Matcher:
+    """Which offerings of a type an overlay applies to in a pool (empty: it does not apply).
+
+    Karpenter checks the overlay against the type's requirements plus the pool's name and
+    labels. The keys split cleanly when no pool label is also a type key: the pool part is
+    checked once per pool and the type part once per type, whatever the number of pools.
+    """
+
+    def __init__(self) -> None:
+        self._pool_reqs: dict[str, Requirements] = {}
+        self._pool_ok: dict[tuple[int, str], bool] = {}
+        self._type_offerings: dict[tuple[int, int], list[tuple[str, str]]] = {}
+
+    def offerings(
+        self, overlay: NodeOverlay, reqs: Requirements, it: InstanceType, pool: PoolTypes
+    ) -> list[tuple[str, str]]:
+        pool_reqs = self._pool_reqs.get(pool.name)
+        if pool_reqs is None:
+            pool_reqs = self._pool_reqs[pool.name] = _pool_requirements(pool)
+        if any(key in it.requirements for key in pool_reqs):
+            # A template label that is also a type key: only the combined check is exact.
+            combined = it.requirements.add(*pool_reqs.values())
+            if not combined.is_compatible(reqs):
+                return []
+            return [(o.zone, o.capacity_type) for o in it.offerings if o.allowed_by(reqs)]
+        pool_key = (id(overlay), pool.name)
+        ok = self._pool_ok.get(pool_key)
+        if ok is None:
+            part = Requirements({k: r for k, r in reqs.items() if k in pool_reqs})
+            ok = self._pool_ok[pool_key] = pool_reqs.is_compatible(part)
+        if not ok:
+            return []
+        type_key = (id(overlay), id(it))
+        found = self._type_offerings.get(type_key)
+        if found is None:
+            part = Requirements({k: r for k, r in reqs.items() if k not in pool_reqs})
+            found = (
+                [(o.zone, o.capacity_type) for o in it.offerings if o.allowed_by(reqs)]
+                if it.requirements.is_compatible(part)
+                else []
+            )
+            self._type_offerings[type_key] = found
+        return found
 
 
 def _capacity(overlay: NodeOverlay) -> dict[str, int]:
@@ -126,13 +162,13 @@ def _sets_price(overlay: NodeOverlay) -> bool:
 _Claim = tuple[str, ...]
 
 
-def _claims(overlay: NodeOverlay, pools: Sequence[PoolTypes]) -> list[_Claim]:
+def _claims(overlay: NodeOverlay, pools: Sequence[PoolTypes], matcher: _Matcher) -> list[_Claim]:
     reqs = _requirements(overlay)
     resources = sorted(_capacity(overlay))
     out: list[_Claim] = []
     for pool in pools:
         for it in pool.types:
-            offerings = _matching_offerings(it, pool, reqs)
+            offerings = matcher.offerings(overlay, reqs, it, pool)
             if not offerings:
                 continue
             if _sets_price(overlay):
@@ -156,8 +192,9 @@ def evaluate_overlays(
     owners: dict[_Claim, NodeOverlay] = {}
     accepted: list[NodeOverlay] = []
     conflicts: list[OverlayConflict] = []
+    matcher = _Matcher()
     for overlay in ordered(overlays):
-        claims = _claims(overlay, pools)
+        claims = _claims(overlay, pools, matcher)
         clash = next(
             (
                 (claim, owner)
@@ -187,24 +224,33 @@ def capacity_overlay(
     `pool`, with the value it sets; None if none does."""
     for overlay in overlays:
         capacity = _capacity(overlay)
-        if resource in capacity and _matching_offerings(it, pool, _requirements(overlay)):
+        if resource in capacity and _Matcher().offerings(overlay, _requirements(overlay), it, pool):
             return overlay, capacity[resource]
     return None
 
 
 def apply_overlays(
-    accepted: Sequence[NodeOverlay], pool: PoolTypes
+    accepted: Sequence[NodeOverlay], pools: Sequence[PoolTypes]
+) -> list[tuple[tuple[InstanceType, ...], int]]:
+    """Each pool's instance types with the accepted overlays applied (types no overlay touches
+    are the same objects), and how many of them changed."""
+    matcher = _Matcher()
+    matched = [(o, _requirements(o), _capacity(o)) for o in accepted]
+    return [_apply(matched, pool, matcher) for pool in pools]
+
+
+def _apply(
+    matched: Sequence[tuple[NodeOverlay, Requirements, dict[str, int]]],
+    pool: PoolTypes,
+    matcher: _Matcher,
 ) -> tuple[tuple[InstanceType, ...], int]:
-    """The pool's instance types with the accepted overlays applied (types no overlay touches
-    are the same objects), and how many types changed."""
     out: list[InstanceType] = []
     changed = 0
-    matched = [(o, _requirements(o), _capacity(o)) for o in accepted]
     for it in pool.types:
         capacity: dict[str, int] = {}
         prices: dict[tuple[str, str], float] = {}
         for overlay, reqs, overlay_capacity in matched:
-            offerings = _matching_offerings(it, pool, reqs)
+            offerings = matcher.offerings(overlay, reqs, it, pool)
             if not offerings:
                 continue
             for resource, value in overlay_capacity.items():
