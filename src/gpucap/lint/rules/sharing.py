@@ -387,7 +387,9 @@ def rename_resource_mismatch(ctx: LintContext) -> Iterable[Finding]:
         if GPU_RESOURCE in requested:
             yield from _gpu_on_renamed_pools(ctx, ref)
         for name in sorted(requested & shared | {n for n in requested if n.endswith(".shared")}):
-            yield from _shared_without_overlay(ctx, ref, name)
+            yield from _request_without_overlay(
+                ctx, ref, name, "TS003", "which no EC2 instance type has"
+            )
 
 
 def _gpu_on_renamed_pools(ctx: LintContext, ref: PodRef) -> Iterable[Finding]:
@@ -430,18 +432,22 @@ def _overlay_coverage(ctx: LintContext, ref: PodRef, name: str) -> tuple[bool, s
     return _overlay_sets_anywhere(ctx, name), "any instance type"
 
 
-def _shared_without_overlay(ctx: LintContext, ref: PodRef, name: str) -> Iterable[Finding]:
+def _request_without_overlay(
+    ctx: LintContext, ref: PodRef, name: str, rule_id: str, what: str
+) -> Iterable[Finding]:
+    """The error when a pod requests a resource `what` describes and no NodeOverlay adds it
+    where the pod can land (TS003, MIG001)."""
     covered, where = _overlay_coverage(ctx, ref, name)
     if covered:
         return
     found = _first_request(ref, name)
     yield ctx.finding(
-        "TS003",
+        rule_id,
         "error",
         ref.manifest,
         found[0] if found else ref.base,
-        f"requests {name}, which no EC2 instance type has: no NodeOverlay adds it to {where}, "
-        "so Karpenter finds no instance type and the pod stays Pending",
+        f"requests {name}, {what}: no NodeOverlay adds it to {where}, so Karpenter finds no "
+        "instance type and the pod stays Pending",
     )
 
 
@@ -601,18 +607,8 @@ def time_slicing_config_not_applied(ctx: LintContext) -> Iterable[Finding]:
 def mig_mixed_without_overlay(ctx: LintContext) -> Iterable[Finding]:
     for ref in ctx.pods:
         for name in sorted(n for n in _requested_names(ref.pod) if MIG_RESOURCE.match(n)):
-            covered, where = _overlay_coverage(ctx, ref, name)
-            if covered:
-                continue
-            found = _first_request(ref, name)
-            yield ctx.finding(
-                "MIG001",
-                "error",
-                ref.manifest,
-                found[0] if found else ref.base,
-                f"requests {name}, a MIG device Karpenter's instance types never have: no "
-                f"NodeOverlay adds it to {where}, so Karpenter finds no instance type and the pod "
-                "stays Pending",
+            yield from _request_without_overlay(
+                ctx, ref, name, "MIG001", "a MIG device Karpenter's instance types never have"
             )
 
 
