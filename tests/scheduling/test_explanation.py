@@ -55,7 +55,7 @@ def test_a_requirement_on_a_label_the_types_do_not_define_is_not_blamed() -> Non
 
 
 def test_requirements_that_only_fail_together_say_so() -> None:
-    # g5.xlarge has 4 vCPUs and m5.2xlarge is an m5: each requirement alone is met by some type.
+    # g5.xlarge is a g5 with 4 vCPUs, m5.2xlarge an m5 with 8: each requirement alone is met.
     types = [GPU_TYPES[0], CPU_TYPES[2]]
     pod = reqs((FAMILY, "In", ["g5"]), ("karpenter.k8s.aws/instance-cpu", "In", ["8"]))
     assert requirement_causes(types, pod) == [
@@ -73,7 +73,7 @@ def test_a_too_large_request_names_the_resource_and_the_largest_allocatable() ->
 
 
 def test_resources_that_only_fail_together_say_so() -> None:
-    # 40 vCPUs fit only g5.12xlarge, 2 GPUs fit only g5.12xlarge too: make memory the clash.
+    # x1.a has the CPUs but not the memory, x1.b the memory but not the CPUs.
     types = [
         instance_type("x1.a", cpu=64, memory_gib=8),
         instance_type("x1.b", cpu=2, memory_gib=512),
