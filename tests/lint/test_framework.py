@@ -21,8 +21,20 @@ ROOT = Path(__file__).resolve().parents[2]
 SARIF_SCHEMA = json.loads((ROOT / "tests" / "data" / "sarif-schema-2.1.0.json").read_text())
 runner = CliRunner()
 
+# A GPU pool whose only device plugin is switched off: GPU001 at error level.
 NO_PLUGIN_POOL = to_yaml(
-    edit(nodepool(), "spec.template.spec.nodeClassRef.name", "gpu"), nodeclass("gpu")
+    edit(nodepool(), "spec.template.spec.nodeClassRef.name", "gpu"),
+    nodeclass("gpu"),
+    {
+        "apiVersion": "nvidia.com/v1",
+        "kind": "ClusterPolicy",
+        "metadata": {"name": "cluster-policy"},
+        "spec": {
+            "devicePlugin": {"enabled": False},
+            "driver": {"enabled": False},
+            "toolkit": {"enabled": False},
+        },
+    },
 )
 
 

@@ -383,6 +383,7 @@ def lint(  # noqa: PLR0917 - typer maps parameters to options
         image_sizes=sizes,
         previous_ami_release=ami_previous,
         ec2api=_aws(region) if aws else None,
+        cluster=cfg.cluster,
     )
     report = run_lint(ctx, cfg, issues=result.issues, rules=rules)
     if output == "json":

@@ -7,6 +7,12 @@ Read from `--config FILE`, else the nearest `.gpucap.toml` (table `[lint]`) or `
     select = ["GPU", "NP001"]     # rule ids or id prefixes; default: every rule
     ignore = ["NP006"]            # ids or prefixes to skip
     severity = { NP005 = "error", DIS002 = "info" }
+    cluster = ["nvidia-device-plugin"]  # what the cluster runs that the input does not hold
+
+`cluster` declares components installed outside the linted files (Helm, `kubectl apply -f
+<url>`, an EKS add-on): `nvidia-device-plugin` (the NVIDIA device plugin DaemonSet or Helm
+chart) or `gpu-operator` (the NVIDIA GPU Operator, which runs the device plugin). Either tells
+GPU001 that GPU nodes get a device plugin even though the input has none.
 
 Called by the CLI before running the rules.
 """
@@ -21,7 +27,10 @@ from typing import Any
 
 from gpucap.lint.model import SEVERITIES, Rule, Severity
 
-__all__ = ["ConfigError", "LintConfig", "find_config", "load_config"]
+__all__ = ["CLUSTER_COMPONENTS", "ConfigError", "LintConfig", "find_config", "load_config"]
+
+# Values of `cluster`: components the cluster may run outside the linted files.
+CLUSTER_COMPONENTS = ("nvidia-device-plugin", "gpu-operator")
 
 
 class ConfigError(ValueError):
@@ -34,6 +43,7 @@ class LintConfig:
     ignore: tuple[str, ...] = ()
     severity: Mapping[str, Severity] = field(default_factory=dict)
     source: str | None = None
+    cluster: frozenset[str] = frozenset()
 
     def enabled(self, rule: Rule) -> bool:
         def matches(patterns: Sequence[str]) -> bool:
@@ -89,7 +99,7 @@ def load_config(path: Path | None, known: Sequence[Rule]) -> LintConfig:
                 raise ConfigError(f"{path}: {where}.{key}: unknown rule {v!r}")
         return tuple(value)
 
-    unknown_keys = sorted(set(table) - {"select", "ignore", "severity"})
+    unknown_keys = sorted(set(table) - {"select", "ignore", "severity", "cluster"})
     if unknown_keys:
         raise ConfigError(f"{path}: {where}: unknown key {unknown_keys[0]!r}")
     severity = table.get("severity", {})
@@ -103,4 +113,24 @@ def load_config(path: Path | None, known: Sequence[Rule]) -> LintConfig:
                 f"{path}: {where}.severity.{rule_id}: {level!r} is not one of "
                 + ", ".join(SEVERITIES)
             )
-    return LintConfig(patterns("select"), patterns("ignore"), dict(severity), str(path))
+    cluster = table.get("cluster", [])
+    if not isinstance(cluster, list) or not all(isinstance(v, str) for v in cluster):
+        raise ConfigError(
+            f"{path}: {where}.cluster: expected a list of component names ("
+            + ", ".join(CLUSTER_COMPONENTS)
+            + ")"
+        )
+    for v in cluster:
+        if v not in CLUSTER_COMPONENTS:
+            raise ConfigError(
+                f"{path}: {where}.cluster: unknown component {v!r} (known: "
+                + ", ".join(CLUSTER_COMPONENTS)
+                + ")"
+            )
+    return LintConfig(
+        patterns("select"),
+        patterns("ignore"),
+        dict(severity),
+        str(path),
+        frozenset(cluster),
+    )

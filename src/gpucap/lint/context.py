@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from gpucap.apis.bottlerocket import BottlerocketUserDataError
+from gpucap.apis.bottlerocket import device_plugin_config as bottlerocket_device_plugin_config
 from gpucap.apis.core import ConfigMap, Pod
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.errors import format_path
@@ -37,10 +39,11 @@ from gpucap.cloudprovider.aws.catalog import Catalog, NodeClassSettings, node_cl
 from gpucap.cloudprovider.aws.ec2api import EC2API
 from gpucap.lint.model import Finding, Severity
 from gpucap.scheduling.instancetypes import InstanceType
+from gpucap.scheduling.nodeoverlay import PoolTypes, apply_overlays, evaluate_overlays
 from gpucap.scheduling.requirements import Requirements
 from gpucap.scheduling.solver import NodeClaimTemplate
 
-__all__ = ["KNOWN_IMAGE_SIZES", "LintContext", "PodRef", "PoolView"]
+__all__ = ["KNOWN_IMAGE_SIZES", "LintContext", "PodRef", "PoolView", "pool_types"]
 
 GIB = 2**30
 
@@ -56,6 +59,14 @@ KNOWN_IMAGE_SIZES: dict[str, tuple[int, int]] = {
 
 DEVICE_PLUGIN_IMAGE_MARKERS = ("k8s-device-plugin", "nvidia-device-plugin", "gpu-operator")
 GPU_RESOURCE = "nvidia.com/gpu"
+AUTO_MODE_GROUP = "eks.amazonaws.com"
+EC2NODECLASS_GROUP = "karpenter.k8s.aws"
+# Requirement keys whose In / Exists / Gt ask for GPU instance types explicitly.
+GPU_REQUIREMENT_KEYS = frozenset(
+    f"{prefix}/instance-gpu-{what}"
+    for prefix in (EC2NODECLASS_GROUP, AUTO_MODE_GROUP)
+    for what in ("count", "name", "manufacturer", "memory")
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,25 +80,62 @@ class PodRef:
 
 @dataclass(eq=False)
 class PoolView:
-    """A NodePool resolved against the catalog (compared by identity)."""
+    """A NodePool resolved against the catalog (compared by identity).
+
+    `gpu_types` are the launchable types with NVIDIA GPUs: those the catalog gives GPUs, and
+    those whose GPUs come only from a NodeOverlay (a fractional-GPU type the catalog counts as 0,
+    such as g6f), as copies carrying the overlay's `nvidia.com/gpu` capacity. `gpu_pool` says why
+    the pool counts as a GPU pool (see `LintContext.pools`), None when it does not.
+    """
 
     manifest: Manifest
     nodepool: NodePool
     nodeclass: Manifest | None
     template: NodeClaimTemplate
     instance_types: list[InstanceType]  # launchable: meet the pool's requirements, offered
+    gpu_types: list[InstanceType] = field(default_factory=list)
+    gpu_pool: str | None = None
 
     @property
     def name(self) -> str:
         return self.nodepool.name
 
-    @cached_property
-    def gpu_types(self) -> list[InstanceType]:
-        return [it for it in self.instance_types if it.capacity.get(GPU_RESOURCE, 0) > 0]
-
     @property
     def can_launch_gpus(self) -> bool:
+        """Some launchable type has NVIDIA GPUs (the pool may still not be a GPU pool)."""
         return bool(self.gpu_types)
+
+    @property
+    def is_gpu_pool(self) -> bool:
+        """The pool is meant for GPUs (`gpu_pool` has the reason); the GPU rules check these."""
+        return self.gpu_pool is not None
+
+    @property
+    def is_static(self) -> bool:
+        """A static NodePool (`spec.replicas`): Karpenter keeps that many nodes and never
+        consolidates them (only drift replaces them)."""
+        return self.nodepool.spec.replicas is not None
+
+    @property
+    def is_auto_mode(self) -> bool:
+        """The pool's nodes come from an EKS Auto Mode NodeClass (eks.amazonaws.com)."""
+        ref = self.nodepool.spec.template.spec.node_class_ref
+        return ref.group == AUTO_MODE_GROUP and ref.kind == "NodeClass"
+
+    @property
+    def alias_family(self) -> str | None:
+        nc = self.ec2nodeclass
+        term = nc.alias if nc is not None else None
+        return term.alias_family if term is not None else None
+
+    def ami_ships_device_plugin(self, it: InstanceType) -> bool:
+        """Whether the node's AMI runs the NVIDIA device plugin itself: EKS Auto Mode, or a
+        Bottlerocket alias on a type with catalog NVIDIA GPUs (Karpenter picks the
+        `aws-k8s-<k8s>-nvidia` variant for those; `cloudprovider/aws/amifamily.py`). A type whose
+        GPUs come only from an overlay gets the standard variant, without the plugin."""
+        if self.is_auto_mode:
+            return True
+        return self.alias_family == "bottlerocket" and it.capacity.get(GPU_RESOURCE, 0) > 0
 
     @property
     def capacity_types(self) -> set[str]:
@@ -116,6 +164,8 @@ class LintContext:
     previous_ami_release: str | None = None
     # `--aws`: real AWS (SSM) answers which AMI releases exist (AMI002); None = bundled data.
     ec2api: EC2API | None = None
+    # `cluster` from the lint configuration: components installed outside the input.
+    cluster: frozenset[str] = frozenset()
     _keys_cache: dict[int, frozenset[str]] = field(default_factory=dict, repr=False)
     # Per-run memo for rules (e.g. which pools a pod can land on): rules ask the same questions
     # about the same pods many times.
@@ -198,10 +248,24 @@ class LintContext:
 
     @cached_property
     def pools(self) -> list[PoolView]:
+        """Every NodePool resolved, with its GPU types and whether it is a GPU pool.
+
+        A pool is a GPU pool when it can launch a type with NVIDIA GPUs and (a) every type it
+        can launch has them, or (b) it asks for them explicitly: a requirement that selects GPU
+        types (`instance-gpu-count|name|manufacturer|memory` In / Exists / Gt), a taint or a
+        template label whose key starts with `nvidia.com/gpu`, or an `nvidia.com/gpu` limit, or
+        (c) a pod in the input that requests `nvidia.com/gpu` can get a node from it. Other
+        pools that merely do not exclude GPU families (a "large instances" pool) are not: the
+        AWS provider launches a GPU type for a GPU-less NodeClaim only when no other type is
+        left (its exotic-instance filter, `cloudprovider/aws/launch.py`), and Karpenter then
+        initializes the node without waiting for `nvidia.com/gpu`, which the NodeClaim did not
+        request.
+        """
         out = []
         for m in self.of_kind("NodePool"):
             np: NodePool = m.obj  # type: ignore[assignment]
-            nc = self.nodeclasses.get(np.spec.template.spec.node_class_ref.name)
+            ref = np.spec.template.spec.node_class_ref
+            nc = None if ref.group == AUTO_MODE_GROUP else self.nodeclasses.get(ref.name)
             types = self.catalog.scheduling_instance_types(self.settings_for(nc))
             template = NodeClaimTemplate.from_nodepool(np)
             reqs = template.requirements
@@ -219,7 +283,66 @@ class LintContext:
                     if it.is_compatible(reduced) and it.has_available_offering(reqs)
                 ]
                 self._launchable[memo_key] = launchable
-            out.append(PoolView(m, np, nc, template, launchable))
+            gpu_types = [it for it in launchable if it.capacity.get(GPU_RESOURCE, 0) > 0]
+            out.append(PoolView(m, np, nc, template, launchable, gpu_types))
+        self._add_overlay_gpus(out)
+        gpu_pods = self._gpu_pods()
+        for pool in out:
+            pool.gpu_pool = _gpu_pool_reason(pool, gpu_pods)
+        return out
+
+    @property
+    def accepted_overlays(self) -> list[NodeOverlay]:
+        """The NodeOverlays Karpenter accepts, in application order (same-weight conflicts
+        rejected; `scheduling/nodeoverlay.py`)."""
+        key = ("accepted_overlays",)
+        accepted: list[NodeOverlay] | None = self.memo.get(key)
+        if accepted is None:
+            accepted = evaluate_overlays(self.overlays, [pool_types(p) for p in self.pools])[0]
+            self.memo[key] = accepted
+        return accepted
+
+    def _add_overlay_gpus(self, pools: list[PoolView]) -> None:
+        """Add to each pool's GPU types those that get `nvidia.com/gpu` only from an overlay."""
+        if not any(GPU_RESOURCE in (o.spec.capacity or {}) for o in self.overlays):
+            return
+        accepted = evaluate_overlays(self.overlays, [pool_types(p) for p in pools])[0]
+        self.memo[("accepted_overlays",)] = accepted
+        setting = [o for o in accepted if GPU_RESOURCE in (o.spec.capacity or {})]
+        views = [
+            PoolTypes(
+                p.name,
+                p.nodepool.spec.template.metadata.labels,
+                [it for it in p.instance_types if not it.capacity.get(GPU_RESOURCE, 0)],
+            )
+            for p in pools
+        ]
+        for pool, view, (applied, _) in zip(
+            pools, views, apply_overlays(setting, views), strict=True
+        ):
+            pool.gpu_types += [
+                new
+                for old, new in zip(view.types, applied, strict=True)
+                if new is not old and new.capacity.get(GPU_RESOURCE, 0) > 0
+            ]
+
+    def _gpu_pods(self) -> list[Pod]:
+        return [ref.pod for ref in self.pods if pod_gpus(ref.pod) > 0]
+
+    @cached_property
+    def bottlerocket_configs(self) -> dict[str, DevicePluginConfig | BottlerocketUserDataError]:
+        """Bottlerocket EC2NodeClasses (alias `bottlerocket@...`) by name: the NVIDIA
+        device-plugin config their userData sets, or why the userData cannot be read."""
+        out: dict[str, DevicePluginConfig | BottlerocketUserDataError] = {}
+        for name, m in self.nodeclasses.items():
+            nc: EC2NodeClass = m.obj  # type: ignore[assignment]
+            term = nc.alias
+            if term is None or term.alias_family != "bottlerocket":
+                continue
+            try:
+                out[name] = bottlerocket_device_plugin_config(nc.spec.user_data)
+            except BottlerocketUserDataError as err:
+                out[name] = err
         return out
 
     def _type_keys(self, types: Sequence[InstanceType]) -> frozenset[str]:
@@ -272,6 +395,43 @@ class LintContext:
             object_ref=manifest.ref,
             path=format_path(path),
         )
+
+
+def pool_types(pool: PoolView) -> PoolTypes:
+    """A pool as the overlay matcher sees it: name, template labels, launchable types."""
+    return PoolTypes(pool.name, pool.nodepool.spec.template.metadata.labels, pool.instance_types)
+
+
+def _gpu_pool_reason(pool: PoolView, gpu_pods: Sequence[Pod]) -> str | None:
+    """Why `pool` is a GPU pool, or None (the rules are in `LintContext.pools`)."""
+    if not pool.gpu_types:
+        return None
+    if len(pool.gpu_types) == len(pool.instance_types):
+        return "every instance type it can launch has NVIDIA GPUs"
+    for req in pool.nodepool.spec.template.spec.requirements:
+        if req.key in GPU_REQUIREMENT_KEYS and req.operator in ("In", "Exists", "Gt"):
+            return f"its requirement {req.key} {req.operator} selects GPU instance types"
+    for taint in (*pool.template.taints, *pool.template.startup_taints):
+        if taint.key.startswith(GPU_RESOURCE):
+            return f"it taints its nodes {taint.key}"
+    for label in pool.template.labels:
+        if label.startswith(GPU_RESOURCE):
+            return f"it labels its nodes {label}"
+    if GPU_RESOURCE in (pool.nodepool.spec.limits or {}):
+        return f"it limits {GPU_RESOURCE}"
+    from gpucap.scheduling.requirements import ALLOW_UNDEFINED_WELL_KNOWN  # noqa: PLC0415
+    from gpucap.scheduling.solver import pod_requirements  # noqa: PLC0415
+    from gpucap.scheduling.taints import untolerated  # noqa: PLC0415
+
+    for pod in gpu_pods:
+        reqs = pod_requirements(pod, strict=True)
+        if (
+            untolerated(pool.template.taints, pod.spec.tolerations) is None
+            and pool.template.requirements.is_compatible(reqs, ALLOW_UNDEFINED_WELL_KNOWN)
+            and any(it.is_compatible(reqs) for it in pool.gpu_types)
+        ):
+            return f"pod {pod.key} requests {GPU_RESOURCE} and can get a node from it"
+    return None
 
 
 def pod_gpus(pod: Pod, resource: str = GPU_RESOURCE) -> int:

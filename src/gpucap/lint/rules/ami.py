@@ -140,7 +140,7 @@ def ami_alias_latest(ctx: LintContext) -> Iterable[Finding]:
         if not alias.latest:
             continue
         pools = _pools_of(ctx, alias.nodeclass.name)
-        gpu = any(p.can_launch_gpus for p in pools)
+        gpu = any(p.is_gpu_pool for p in pools)
         who = f" of NodePool {name_list(p.name for p in pools)}" if pools else ""
         driver = " and, on GPU nodes, can change the NVIDIA driver" if gpu else ""
         hint = ""
@@ -381,7 +381,7 @@ def ami_nvidia_driver_major_change(ctx: LintContext) -> Iterable[Finding]:
         by_name.setdefault(a.nodeclass.name, []).append(a)
     for name, versions in by_name.items():
         pools = _pools_of(ctx, name)
-        if pools and not any(p.can_launch_gpus for p in pools):
+        if pools and not any(p.is_gpu_pool for p in pools):
             continue
         for old, new in itertools.pairwise(versions):
             if old.manifest.source.file == new.manifest.source.file:
@@ -400,7 +400,7 @@ def ami_nvidia_driver_major_change(ctx: LintContext) -> Iterable[Finding]:
         return
     for a in aliases:
         pools = _pools_of(ctx, a.nodeclass.name)
-        if pools and not any(p.can_launch_gpus for p in pools):
+        if pools and not any(p.is_gpu_pool for p in pools):
             continue
         yield from _driver_change(
             ctx,

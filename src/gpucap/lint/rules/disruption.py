@@ -46,7 +46,7 @@ def do_not_disrupt(ref: PodRef) -> tuple[str, float | None] | None:
 
 
 def _gpu_pools(ctx: LintContext) -> Iterable[PoolView]:
-    return (p for p in ctx.pools if p.can_launch_gpus)
+    return (p for p in ctx.pools if p.is_gpu_pool)
 
 
 # ==== DIS001 ===================================================================================

@@ -1,19 +1,24 @@
 """GPU rules: device plugin, initialization and the GPU Operator (landscape.md §3.1).
 
-GPU001/GPU002: a device plugin exists and runs on GPU nodes. GPU003: every startup taint has a
-remover (heuristic in its `why`). GPU004: the GPU Operator does not install a driver or toolkit
-on EKS accelerated AMIs. GPU005: a custom (non-alias) AMI is not shared by GPU and CPU types.
+GPU001/GPU002: a device plugin runs on GPU pools' nodes (absent from the input is info, since
+it may be installed outside it; present but unable to run there is an error). GPU003: every
+startup taint has a remover (heuristic in its `why`). GPU004: the GPU Operator does not install
+a driver or toolkit on EKS accelerated AMIs. GPU005: a custom (non-alias) AMI is not shared by
+GPU and CPU types.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
-from gpucap.apis.core import Pod, Taint
+from gpucap.apis.core import NodeSelector, NodeSelectorTerm, Pod, Taint, Toleration
 from gpucap.apis.gpuoperator import ClusterPolicy, ComponentSpec
+from gpucap.apis.serde import Manifest
 from gpucap.apis.workloads import DaemonSet
 from gpucap.lint.context import LintContext, PoolView
 from gpucap.lint.model import Finding, rule
+from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.preferences import drop_required_node_term, tolerate_prefer_no_schedule
 from gpucap.scheduling.requirements import ALLOW_UNDEFINED_WELL_KNOWN
 from gpucap.scheduling.solver import daemon_pod, pod_requirements
@@ -22,35 +27,204 @@ from gpucap.scheduling.taints import format_taint, is_known_ephemeral, untolerat
 __all__: list[str] = []
 
 
+# ---- GPU001 / GPU002 ------------------------------------------------------------------------
+# Labels that node-feature-discovery, GPU Feature Discovery and the GPU Operator put on nodes at
+# run time (feature.node.kubernetes.io/pci-10de.present, nvidia.com/gpu.present, ...): a pool's
+# template does not have them but its GPU nodes get them, so a device plugin's node selector or
+# required affinity on them is unknown, not a mismatch (the NVIDIA Helm chart's DaemonSet has
+# exactly such an affinity).
+RUNTIME_LABEL_PREFIXES = ("feature.node.kubernetes.io/", "nvidia.com/")
+# The GPU Operator's default `daemonsets.tolerations` (its Helm values): used when the
+# ClusterPolicy does not set them.
+OPERATOR_DEFAULT_TOLERATIONS = (
+    Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule"),
+)
+NVDP_INSTALL = (
+    "helm upgrade -i nvdp nvdp/nvidia-device-plugin --namespace nvidia-device-plugin "
+    "--create-namespace (repo https://nvidia.github.io/k8s-device-plugin)"
+)
+
+
+def _without_runtime_labels(pod: Pod, pool: PoolView) -> Pod:
+    """The pod with its node selector and required node-affinity expressions on runtime labels
+    (RUNTIME_LABEL_PREFIXES) dropped, unless the pool's template sets that label; a required
+    term made only of such expressions may match, so the required affinity is then dropped."""
+    known = set(pool.template.labels) | {k for k, _ in pool.template.requirements.items()}
+
+    def runtime(key: str) -> bool:
+        return key.startswith(RUNTIME_LABEL_PREFIXES) and key not in known
+
+    spec = pod.spec
+    selector = {k: v for k, v in spec.node_selector.items() if not runtime(k)}
+    affinity = spec.affinity
+    na = affinity.node_affinity if affinity else None
+    required = na.required_during_scheduling_ignored_during_execution if na else None
+    if affinity is not None and na is not None and required is not None:
+        terms: list[NodeSelectorTerm] | None = []
+        for term in required.node_selector_terms:
+            kept = [e for e in term.match_expressions if not runtime(e.key)]
+            if term.match_expressions and not kept and not term.match_fields:
+                terms = None  # this term may match: the required affinity is satisfiable
+                break
+            terms.append(term.model_copy(update={"match_expressions": kept}))  # type: ignore[union-attr]
+        new_required = NodeSelector(node_selector_terms=terms) if terms is not None else None
+        na = na.model_copy(
+            update={"required_during_scheduling_ignored_during_execution": new_required}
+        )
+        affinity = affinity.model_copy(update={"node_affinity": na})
+    new_spec = spec.model_copy(update={"node_selector": selector, "affinity": affinity})
+    return pod.model_copy(update={"spec": new_spec})
+
+
+def _selects_pool(pod: Pod, pool: PoolView) -> bool:
+    """The pod's node selector and one of its required node-affinity terms can match the
+    pool's nodes (runtime labels unknown, so allowed)."""
+    current: Pod | None = _without_runtime_labels(pod, pool)
+    while current is not None:
+        reqs = pod_requirements(current, strict=True)
+        if pool.template.requirements.is_compatible(reqs, ALLOW_UNDEFINED_WELL_KNOWN) and (
+            not pool.gpu_types or any(it.is_compatible(reqs) for it in pool.gpu_types)
+        ):
+            return True
+        current = drop_required_node_term(current)
+    return False
+
+
+def _untolerated_taint(pool: PoolView, tolerations: Sequence[Toleration]) -> Taint | None:
+    """The first taint or startup taint of the pool (PreferNoSchedule aside: the DaemonSet
+    controller ignores it) that `tolerations` do not tolerate."""
+    taints = [
+        t
+        for t in (*pool.template.taints, *pool.template.startup_taints)
+        if t.effect != "PreferNoSchedule"
+    ]
+    return untolerated(taints, tolerations)
+
+
+@dataclass(frozen=True, slots=True)
+class _Blocked:
+    """Why one device-plugin source in the input cannot run on a pool's GPU nodes."""
+
+    manifest: Manifest
+    reason: str
+    taint: bool  # the cause is an untolerated taint of a DaemonSet (GPU002 reports it)
+
+
+def _blocked(ctx: LintContext, pool: PoolView) -> list[_Blocked] | None:
+    """Why each device plugin in the input (DaemonSets, ClusterPolicies) cannot run on the
+    pool's GPU nodes; None when one of them can (or the input holds none: then `[]`)."""
+    out: list[_Blocked] = []
+    for m in ctx.device_plugin_daemonsets:
+        ds: DaemonSet = m.obj  # type: ignore[assignment]
+        pod = daemon_pod(ds)
+        if not _selects_pool(pod, pool):
+            out.append(
+                _Blocked(
+                    m,
+                    f"{m.ref} has a node selector / required node affinity that matches none "
+                    "of the pool's GPU nodes",
+                    taint=False,
+                )
+            )
+            continue
+        taint = _untolerated_taint(pool, pod.spec.tolerations)
+        if taint is None:
+            return None
+        out.append(_Blocked(m, f"{m.ref} does not tolerate {format_taint(taint)}", taint=True))
+    for m in ctx.cluster_policies:
+        policy: ClusterPolicy = m.obj  # type: ignore[assignment]
+        if not policy.spec.device_plugin.enabled:
+            out.append(_Blocked(m, f"{m.ref} has devicePlugin.enabled: false", taint=False))
+            continue
+        daemonsets = policy.spec.daemonsets
+        tolerations = (
+            daemonsets.tolerations
+            if "tolerations" in daemonsets.model_fields_set
+            else list(OPERATOR_DEFAULT_TOLERATIONS)
+        )
+        taint = _untolerated_taint(pool, tolerations)
+        if taint is None:
+            return None
+        out.append(
+            _Blocked(
+                m,
+                f"{m.ref} daemonsets.tolerations do not tolerate {format_taint(taint)}",
+                taint=False,
+            )
+        )
+    return out
+
+
+def _needs_plugin(pool: PoolView) -> list[InstanceType]:
+    """The pool's GPU types whose AMI does not run the device plugin itself."""
+    if not pool.is_gpu_pool:
+        return []
+    return [it for it in pool.gpu_types if not pool.ami_ships_device_plugin(it)]
+
+
 @rule(
     "GPU001",
     "gpu-pool-without-device-plugin",
     "error",
-    summary="A NodePool can launch NVIDIA GPU instances but no NVIDIA device plugin (DaemonSet or "
-    "GPU Operator ClusterPolicy) is in the input.",
+    summary="A GPU NodePool's nodes get no NVIDIA device plugin: the one in the input cannot run "
+    "there (node selector / affinity, devicePlugin.enabled: false, the operator's tolerations), "
+    "or none is in the input (info: it may be installed outside it).",
     why="EKS AL2023 NVIDIA AMIs ship the driver, not the device plugin. Without it the node never "
     "advertises nvidia.com/gpu, Karpenter never marks it initialized, GPU pods stay Pending and "
-    "the node stays on the bill (it is never consolidated).",
-    fix="Install the NVIDIA device plugin DaemonSet (or the GPU Operator) before the first GPU "
-    "pod, tolerating the GPU pool's taints.",
+    "the node stays on the bill (it is never consolidated). Bottlerocket's NVIDIA variants and "
+    "EKS Auto Mode run the plugin themselves and are not checked. A device plugin absent from "
+    "the input may still be in the cluster (Helm chart, GPU Operator, kubectl apply -f <url>): "
+    "that is an info finding, which `cluster = [...]` in the lint configuration turns off. "
+    "Untolerated taints of a device-plugin DaemonSet are GPU002.",
+    fix="Install the NVIDIA device plugin (helm upgrade -i nvdp nvdp/nvidia-device-plugin "
+    "--namespace nvidia-device-plugin --create-namespace) or the GPU Operator before the first "
+    "GPU pod, able to run on the GPU pool's nodes; if the cluster has it, declare it: "
+    '`cluster = ["nvidia-device-plugin"]` (or "gpu-operator") under [tool.gpucap.lint].',
     source="EKS Best Practices AI/ML (Use Kubernetes Device Plugin); Karpenter troubleshooting "
-    "(Nodes not initialized); aws/karpenter-provider-aws#1914",
+    "(Nodes not initialized); aws/karpenter-provider-aws#1914; Bottlerocket settings "
+    "(kubelet-device-plugins)",
 )
 def gpu_pool_without_device_plugin(ctx: LintContext) -> Iterable[Finding]:
-    if ctx.has_device_plugin:
-        return
     for pool in ctx.pools:
-        if pool.can_launch_gpus:
-            names = ", ".join(it.name for it in pool.gpu_types[:3])
-            more = f" and {len(pool.gpu_types) - 3} more" if len(pool.gpu_types) > 3 else ""
+        types = _needs_plugin(pool)
+        if not types:
+            continue
+        blocked = _blocked(ctx, pool)
+        if blocked is None:
+            continue
+        path = ("spec", "template", "spec", "requirements")
+        names = ", ".join(it.name for it in types[:3])
+        more = f" and {len(types) - 3} more" if len(types) > 3 else ""
+        if not blocked:
+            if ctx.cluster:
+                continue
             yield ctx.finding(
                 "GPU001",
-                "error",
+                "info",
                 pool.manifest,
-                ("spec", "template", "spec", "requirements"),
-                f"can launch GPU instances ({names}{more}) but no NVIDIA device plugin DaemonSet "
-                "or GPU Operator ClusterPolicy is in the input: nodes would never initialize",
+                path,
+                f"can launch GPU instances ({names}{more}) and no NVIDIA device plugin or GPU "
+                "Operator is in the input: if the cluster does not run one, its nodes never "
+                f"initialize. Install it ({NVDP_INSTALL}, or the GPU Operator) and declare it "
+                'with cluster = ["nvidia-device-plugin"] under [tool.gpucap.lint]',
             )
+            continue
+        causes = [b for b in blocked if not b.taint]
+        if not causes:
+            continue  # only untolerated DaemonSet taints: GPU002 reports each
+        also = [b.manifest.ref for b in blocked if b.taint]
+        tail = f" (GPU002 reports {', '.join(also)})" if also else ""
+        yield ctx.finding(
+            "GPU001",
+            "error",
+            pool.manifest,
+            path,
+            f"GPU NodePool ({pool.gpu_pool}), but no NVIDIA device plugin in the input can "
+            f"run on its GPU nodes ({names}{more}): "
+            + "; ".join(b.reason for b in causes)
+            + tail
+            + "; nvidia.com/gpu never registers and the nodes never initialize",
+        )
 
 
 @rule(
@@ -58,7 +232,7 @@ def gpu_pool_without_device_plugin(ctx: LintContext) -> Iterable[Finding]:
     "device-plugin-does-not-tolerate-pool-taints",
     "error",
     summary="The device-plugin DaemonSet does not tolerate every taint (and startup taint) of a "
-    "GPU NodePool.",
+    "GPU NodePool whose nodes it selects, and no other device plugin in the input runs there.",
     why="The plugin pod never lands on the GPU node, so nvidia.com/gpu never registers and the "
     "node is never initialized.",
     fix="Add tolerations for the pool's taints to the device plugin (GPU Operator: "
@@ -66,25 +240,20 @@ def gpu_pool_without_device_plugin(ctx: LintContext) -> Iterable[Finding]:
     source="Karpenter troubleshooting; aws-samples/karpenter-blueprints nvidia-gpu-workload",
 )
 def device_plugin_does_not_tolerate(ctx: LintContext) -> Iterable[Finding]:
-    for m in ctx.device_plugin_daemonsets:
-        ds: DaemonSet = m.obj  # type: ignore[assignment]
-        pod = daemon_pod(ds)
-        # DaemonSet pods get a toleration for PreferNoSchedule automatically in Karpenter's model.
-        pod = tolerate_prefer_no_schedule(pod) or pod
-        for pool in ctx.pools:
-            if not pool.can_launch_gpus:
+    for pool in ctx.pools:
+        if not _needs_plugin(pool):
+            continue
+        for b in _blocked(ctx, pool) or []:
+            if not b.taint:
                 continue
-            taints = (*pool.template.taints, *pool.template.startup_taints)
-            taint = untolerated(taints, pod.spec.tolerations)
-            if taint is not None:
-                yield ctx.finding(
-                    "GPU002",
-                    "error",
-                    m,
-                    ("spec", "template", "spec", "tolerations"),
-                    f"does not tolerate {format_taint(taint)} of GPU NodePool {pool.name}: the "
-                    "device plugin would never run there",
-                )
+            yield ctx.finding(
+                "GPU002",
+                "error",
+                b.manifest,
+                ("spec", "template", "spec", "tolerations"),
+                f"{b.reason.removeprefix(b.manifest.ref + ' ')} of GPU NodePool {pool.name}: the "
+                "device plugin would never run there",
+            )
 
 
 # ---- GPU003 --------------------------------------------------------------------------------------
@@ -222,7 +391,7 @@ def gpu_operator_manages_driver(ctx: LintContext) -> Iterable[Finding]:
     for pool in ctx.pools:
         nc = pool.ec2nodeclass
         term = nc.alias if nc is not None else None
-        if pool.can_launch_gpus and term and term.alias_family in EKS_ACCELERATED_ALIASES:
+        if pool.is_gpu_pool and term and term.alias_family in EKS_ACCELERATED_ALIASES:
             pools.append((pool, term.alias or ""))
     if not pools:
         return
@@ -274,7 +443,7 @@ def _examples(names: Sequence[str], n: int = 3) -> str:
 def custom_ami_mixed_gpu_pool(ctx: LintContext) -> Iterable[Finding]:
     for pool in ctx.pools:
         nc = pool.ec2nodeclass
-        if nc is None or nc.alias is not None or not pool.can_launch_gpus:
+        if nc is None or nc.alias is not None or not pool.is_gpu_pool:
             continue
         cpu_types = [
             it.name for it in pool.instance_types if not it.capacity.get("nvidia.com/gpu", 0)

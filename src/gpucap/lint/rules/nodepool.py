@@ -132,7 +132,7 @@ def _requirement_index(pool: PoolView, key: str) -> int | None:
 )
 def gpu_pool_without_taint(ctx: LintContext) -> Iterable[Finding]:
     for pool in ctx.pools:
-        if not pool.can_launch_gpus:
+        if not pool.is_gpu_pool:
             continue
         taints = pool.template.taints
         if any(t.effect in ("NoSchedule", "NoExecute") for t in taints):
@@ -214,7 +214,7 @@ def overlapping_pools_same_weight(ctx: LintContext) -> Iterable[Finding]:
 )
 def gpu_pool_no_limits(ctx: LintContext) -> Iterable[Finding]:
     for pool in ctx.pools:
-        if not pool.can_launch_gpus:
+        if not pool.is_gpu_pool:
             continue
         limits = pool.nodepool.spec.limits
         if limits is None:
@@ -450,7 +450,7 @@ def spot_only_no_fallback(ctx: LintContext) -> Iterable[Finding]:
         else:
             # No pod in the input: assume a fallback if another pool offers on-demand for the
             # same kind of node (GPU or not).
-            if any(p.can_launch_gpus == pool.can_launch_gpus for p in others):
+            if any(p.is_gpu_pool == pool.is_gpu_pool for p in others):
                 continue
             who = ""
         index = _requirement_index(pool, CAPACITY_TYPE)

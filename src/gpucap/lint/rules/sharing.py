@@ -11,6 +11,9 @@ Which device-plugin config applies to a NodePool's GPU nodes (`applied_config`):
   `nvidia.com/device-plugin.config` if set, else `spec.devicePlugin.config.default`. No name, no
   key, or a key the ConfigMap lacks means no config (TS005 reports the last two); a ConfigMap that
   is not in the input cannot be checked (TS005 says so at info level).
+- On a Bottlerocket EC2NodeClass (alias `bottlerocket@...`) the NVIDIA variant runs its own
+  plugin, configured by the userData's `settings.kubelet-device-plugins.nvidia` table
+  (`apis/bottlerocket.py`); that config applies, whatever ConfigMaps the input holds.
 - Without a ClusterPolicy (the plain device-plugin DaemonSet or its Helm chart): the device-plugin
   configs in the input are assumed to be the plugin's. The key is the pool's
   `nvidia.com/device-plugin.config` label if one matches, else the only config in the input; with
@@ -34,16 +37,17 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
+from gpucap.apis.bottlerocket import NVIDIA_SETTINGS
 from gpucap.apis.core import ConfigMap, Container, Pod
 from gpucap.apis.gpuoperator import ClusterPolicy, DevicePluginConfig
 from gpucap.apis.labels import INSTANCE_GPU_MEMORY, INSTANCE_GPU_NAME
 from gpucap.apis.nodeoverlay import NodeOverlay
 from gpucap.apis.quantity import Quantity
 from gpucap.apis.serde import Manifest
-from gpucap.lint.context import GPU_RESOURCE, LintContext, PodRef, PoolView
+from gpucap.lint.context import GPU_RESOURCE, LintContext, PodRef, PoolView, pool_types
 from gpucap.lint.model import Finding, Severity, rule
 from gpucap.scheduling.instancetypes import InstanceType
-from gpucap.scheduling.nodeoverlay import PoolTypes, capacity_overlay, evaluate_overlays
+from gpucap.scheduling.nodeoverlay import capacity_overlay
 from gpucap.scheduling.solver import pod_requirements
 
 __all__ = [
@@ -78,16 +82,21 @@ MIG_GPUS: dict[str, int] = {
 # ---- which config applies where -------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class AppliedConfig:
-    """The device-plugin config a pool's GPU nodes get, and how gpucap chose it."""
+    """The device-plugin config a pool's GPU nodes get, where it is written (`manifest` and
+    `path`: a ConfigMap's data key, or a Bottlerocket EC2NodeClass's userData) and how gpucap
+    chose it."""
 
-    configmap: Manifest
-    key: str
+    manifest: Manifest
+    path: tuple[str | int, ...]
     config: DevicePluginConfig
     chosen_by: str
 
     @property
     def where(self) -> str:
-        return f"ConfigMap {self.configmap.obj.metadata.name} key {self.key!r}"
+        name = self.manifest.obj.metadata.name
+        if self.manifest.obj.kind == "EC2NodeClass":
+            return f"EC2NodeClass {name} userData ({NVIDIA_SETTINGS})"
+        return f"ConfigMap {name} key {self.path[-1]!r}"
 
     @property
     def replicas(self) -> int:
@@ -120,6 +129,17 @@ def operator_policy(ctx: LintContext) -> Manifest | None:
 
 def applied_config(ctx: LintContext, pool: PoolView) -> AppliedConfig | None:
     """The device-plugin config the pool's GPU nodes get (see the module docstring)."""
+    if pool.nodeclass is not None and pool.alias_family == "bottlerocket":
+        # Bottlerocket's NVIDIA variant runs its own plugin, configured by the userData.
+        cfg = ctx.bottlerocket_configs.get(pool.nodeclass.obj.metadata.name)
+        if not isinstance(cfg, DevicePluginConfig):
+            return None
+        return AppliedConfig(
+            pool.nodeclass,
+            ("spec", "userData"),
+            cfg,
+            f"the Bottlerocket {NVIDIA_SETTINGS} settings in its userData",
+        )
     label = pool.template.labels.get(DEVICE_PLUGIN_CONFIG_LABEL)
     policy_manifest = operator_policy(ctx)
     if policy_manifest is not None:
@@ -137,16 +157,18 @@ def applied_config(ctx: LintContext, pool: PoolView) -> AppliedConfig | None:
         )
         for m, k, cfg in ctx.device_plugin_configs:
             if m.obj.metadata.name == ref.name and k == key:
-                return AppliedConfig(m, k, cfg, how)
+                return AppliedConfig(m, ("data", k), cfg, how)
         return None
     configs = ctx.device_plugin_configs
     if label:
         for m, k, cfg in configs:
             if k == label:
-                return AppliedConfig(m, k, cfg, f"NodePool label {DEVICE_PLUGIN_CONFIG_LABEL}")
+                return AppliedConfig(
+                    m, ("data", k), cfg, f"NodePool label {DEVICE_PLUGIN_CONFIG_LABEL}"
+                )
     if len(configs) == 1:
         m, k, cfg = configs[0]
-        return AppliedConfig(m, k, cfg, "the only device-plugin config in the input")
+        return AppliedConfig(m, ("data", k), cfg, "the only device-plugin config in the input")
     return None
 
 
@@ -156,17 +178,7 @@ def overlay_capacity(
 ) -> tuple[NodeOverlay, int] | None:
     """The NodeOverlay that sets `resource` capacity on `it` in `pool`, and the value set
     (Karpenter's order and conflict rules: `scheduling/nodeoverlay.py`)."""
-    key = ("accepted_overlays",)
-    accepted: list[NodeOverlay] | None = ctx.memo.get(key)
-    if accepted is None:
-        views = [_pool_types(p) for p in ctx.pools]
-        accepted = evaluate_overlays(ctx.overlays, views)[0]
-        ctx.memo[key] = accepted
-    return capacity_overlay(accepted, _pool_types(pool), it, resource)
-
-
-def _pool_types(pool: PoolView) -> PoolTypes:
-    return PoolTypes(pool.name, pool.nodepool.spec.template.metadata.labels, pool.instance_types)
+    return capacity_overlay(ctx.accepted_overlays, pool_types(pool), it, resource)
 
 
 def _overlay_sets_anywhere(ctx: LintContext, resource: str) -> bool:
@@ -261,7 +273,7 @@ def _max_nodes(limit: int, gpus: int, units_per_gpu: int, counted_at_launch: int
 )
 def time_slicing_without_overlay(ctx: LintContext) -> Iterable[Finding]:
     for pool in ctx.pools:
-        if not pool.can_launch_gpus:
+        if not pool.is_gpu_pool:
             continue
         applied = applied_config(ctx, pool)
         if applied is None or applied.replicas <= 1:
@@ -280,8 +292,8 @@ def time_slicing_without_overlay(ctx: LintContext) -> Iterable[Finding]:
             yield ctx.finding(
                 "TS001",
                 "warning",
-                applied.configmap,
-                ("data", applied.key),
+                applied.manifest,
+                applied.path,
                 f"{applied.sharing} with replicas {r} makes every GPU of NodePool {pool.name} "
                 f"advertise {r} {resource}, but no NodeOverlay sets {resource} capacity for "
                 f"{_types(missing)}: Karpenter sizes those nodes by physical GPUs, so it launches "
@@ -292,8 +304,8 @@ def time_slicing_without_overlay(ctx: LintContext) -> Iterable[Finding]:
             yield ctx.finding(
                 "TS001",
                 "warning",
-                applied.configmap,
-                ("data", applied.key),
+                applied.manifest,
+                applied.path,
                 f"{applied.sharing} with replicas {r} makes {_types(names)} of NodePool "
                 f"{pool.name} advertise {expected} {resource}, but NodeOverlay {overlay} sets "
                 f"{value}: Karpenter sizes those nodes with the overlay's value",
@@ -319,7 +331,7 @@ def time_slicing_without_overlay(ctx: LintContext) -> Iterable[Finding]:
 def limits_vs_advertised_gpus(ctx: LintContext) -> Iterable[Finding]:
     for pool in ctx.pools:
         limits = pool.nodepool.spec.limits or {}
-        if GPU_RESOURCE not in limits or not pool.can_launch_gpus:
+        if GPU_RESOURCE not in limits or not pool.is_gpu_pool:
             continue
         applied = applied_config(ctx, pool)
         if applied is None or applied.replicas <= 1 or applied.advertised != GPU_RESOURCE:
@@ -509,7 +521,7 @@ def fail_requests_greater_than_one_off(ctx: LintContext) -> Iterable[Finding]:
 
 def _applies(ctx: LintContext, pool: PoolView, m: Manifest, key: str) -> bool:
     applied = applied_config(ctx, pool)
-    return applied is not None and applied.configmap is m and applied.key == key
+    return applied is not None and applied.manifest is m and applied.path == ("data", key)
 
 
 # ---- TS005 ----------------------------------------------------------------------------------
@@ -563,8 +575,8 @@ def time_slicing_config_not_applied(ctx: LintContext) -> Iterable[Finding]:
             "plugin's config manager fails to start on them",
         )
     for pool in ctx.pools:
-        if not pool.can_launch_gpus:
-            continue
+        if not pool.is_gpu_pool or pool.alias_family == "bottlerocket" or pool.is_auto_mode:
+            continue  # Bottlerocket and Auto Mode nodes run their own plugin, not the operator's
         label = pool.template.labels.get(DEVICE_PLUGIN_CONFIG_LABEL)
         if label is None:
             if not ref.default:

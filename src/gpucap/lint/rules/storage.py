@@ -201,7 +201,7 @@ def _gib(n: float) -> str:
 )
 def gpu_root_volume_too_small(ctx: LintContext) -> Iterable[Finding]:
     for pool in ctx.pools:
-        if not pool.can_launch_gpus:
+        if not pool.is_gpu_pool:
             continue
         disk = pool_disk(pool)
         if disk is None or disk.kind == "instance store":
@@ -256,7 +256,7 @@ def gpu_root_volume_too_small(ctx: LintContext) -> Iterable[Finding]:
 )
 def gp3_default_throughput(ctx: LintContext) -> Iterable[Finding]:
     for pool in ctx.pools:
-        if not pool.can_launch_gpus:
+        if not pool.is_gpu_pool:
             continue
         disk = pool_disk(pool)
         if disk is None or disk.kind != "gp3" or not disk.default_throughput:
