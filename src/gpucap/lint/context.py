@@ -95,6 +95,7 @@ class PoolView:
     instance_types: list[InstanceType]  # launchable: meet the pool's requirements, offered
     gpu_types: list[InstanceType] = field(default_factory=list)
     gpu_pool: str | None = None
+    overlay_gpu_names: set[str] = field(default_factory=set)  # GPUs only from a NodeOverlay
 
     @property
     def name(self) -> str:
@@ -135,7 +136,7 @@ class PoolView:
         GPUs come only from an overlay gets the standard variant, without the plugin."""
         if self.is_auto_mode:
             return True
-        return self.alias_family == "bottlerocket" and it.capacity.get(GPU_RESOURCE, 0) > 0
+        return self.alias_family == "bottlerocket" and it.name not in self.overlay_gpu_names
 
     @property
     def capacity_types(self) -> set[str]:
@@ -320,11 +321,13 @@ class LintContext:
         for pool, view, (applied, _) in zip(
             pools, views, apply_overlays(setting, views), strict=True
         ):
-            pool.gpu_types += [
+            added = [
                 new
                 for old, new in zip(view.types, applied, strict=True)
                 if new is not old and new.capacity.get(GPU_RESOURCE, 0) > 0
             ]
+            pool.gpu_types += added
+            pool.overlay_gpu_names = {it.name for it in added}
 
     def _gpu_pods(self) -> list[Pod]:
         return [ref.pod for ref in self.pods if pod_gpus(ref.pod) > 0]

@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from gpucap.apis.bottlerocket import BottlerocketUserDataError
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.labels import ARCH
 from gpucap.apis.serde import Manifest
@@ -456,3 +457,36 @@ def _driver_change(
             f"{diff.old_driver_major} -> {diff.new_driver_major}; test GPU workloads before "
             "rolling out",
         )
+
+
+# ==== AMI004 ===================================================================================
+
+
+@rule(
+    "AMI004",
+    "bottlerocket-userdata-unreadable",
+    "warning",
+    summary="A Bottlerocket EC2NodeClass's userData is not valid TOML, or its NVIDIA "
+    "device-plugin settings (settings.kubelet-device-plugins.nvidia) have a wrong value.",
+    why="Bottlerocket reads userData as TOML settings, and Karpenter parses it to merge its own "
+    'settings in: TOML it cannot parse fails the launch ("invalid UserData"), so the pool '
+    "launches nothing. A sharing setting of the wrong type or an unknown sharing strategy is "
+    "rejected by Bottlerocket, and gpucap cannot tell how many GPUs the nodes advertise.",
+    fix="Fix the TOML (tables like [settings.kubelet-device-plugins.nvidia], key = value); "
+    'device-sharing-strategy is "time-slicing" or "mps", replicas a positive integer, '
+    "rename-by-default and fail-requests-greater-than-one true or false.",
+    source="aws/karpenter-provider-aws pkg/providers/amifamily/bootstrap/bottlerocket.go; "
+    "Bottlerocket settings reference (kubelet-device-plugins)",
+)
+def bottlerocket_userdata_unreadable(ctx: LintContext) -> Iterable[Finding]:
+    for name, cfg in ctx.bottlerocket_configs.items():
+        if isinstance(cfg, BottlerocketUserDataError):
+            yield ctx.finding(
+                "AMI004",
+                "warning",
+                ctx.nodeclasses[name],
+                ("spec", "userData"),
+                f"Bottlerocket userData: {cfg}; Karpenter and Bottlerocket read it as TOML "
+                "settings, so nodes of this class may not launch, and gpucap cannot tell "
+                "whether their GPUs are shared",
+            )

@@ -57,7 +57,8 @@ def _gpu_pools(ctx: LintContext) -> Iterable[PoolView]:
     "gpu-inference-pool-underutilized-consolidation",
     "warning",
     summary="A GPU NodePool consolidates underutilized nodes (WhenEmptyOrUnderutilized, the "
-    "default, or Balanced) with consolidateAfter below 10 minutes.",
+    "default, or Balanced) with consolidateAfter below 10 minutes (static pools, never "
+    "consolidated, are not checked).",
     why="Karpenter may replace a running GPU node with a cheaper one even when the workload "
     "fully uses the GPU, killing a model server that took minutes to load. The CRD defaults are "
     "consolidationPolicy WhenEmptyOrUnderutilized and consolidateAfter 0s. Balanced (v1.14) "
@@ -72,6 +73,8 @@ def _gpu_pools(ctx: LintContext) -> Iterable[PoolView]:
 )
 def gpu_underutilized_consolidation(ctx: LintContext) -> Iterable[Finding]:
     for pool in _gpu_pools(ctx):
+        if pool.is_static:
+            continue  # Karpenter never consolidates a static pool's nodes
         disruption = pool.nodepool.spec.disruption
         policy = disruption.consolidation_policy
         if policy == "WhenEmpty":
@@ -135,6 +138,8 @@ def gpu_pool_default_budget(ctx: LintContext) -> Iterable[Finding]:
         budgets = pool.nodepool.spec.disruption.budgets
         budgets_path = (*DISRUPTION, "budgets")
         default = len(budgets) == 1 and budgets[0] == Budget(nodes=DEFAULT_BUDGET_NODES)
+        # A static pool is never consolidated; its budgets bound only (static) drift.
+        methods = "drift replaces" if pool.is_static else "drift and consolidation replace"
         if default:
             how = "budgets equal the default" if written(m, budgets_path) else "no budgets"
             yield ctx.finding(
@@ -142,9 +147,9 @@ def gpu_pool_default_budget(ctx: LintContext) -> Iterable[Finding]:
                 "warning",
                 m,
                 budgets_path if written(m, budgets_path) else DISRUPTION,
-                f"GPU NodePool has {how} (nodes: {DEFAULT_BUDGET_NODES}): drift and "
-                "consolidation replace up to 10% of the GPU nodes at a time (at least one), at "
-                "any hour; add a Drifted budget with a schedule (UTC)",
+                f"GPU NodePool has {how} (nodes: {DEFAULT_BUDGET_NODES}): {methods} "
+                "up to 10% of the GPU nodes at a time (at least one), at any hour; add "
+                "a Drifted budget with a schedule (UTC)",
             )
         elif not any(_controls_drift(b) for b in budgets):
             allowed = ", ".join(f"nodes: {b.nodes}" for b in budgets)

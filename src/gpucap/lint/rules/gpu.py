@@ -40,8 +40,8 @@ OPERATOR_DEFAULT_TOLERATIONS = (
     Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule"),
 )
 NVDP_INSTALL = (
-    "helm upgrade -i nvdp nvdp/nvidia-device-plugin --namespace nvidia-device-plugin "
-    "--create-namespace (repo https://nvidia.github.io/k8s-device-plugin)"
+    "helm repo add nvdp https://nvidia.github.io/k8s-device-plugin && helm upgrade -i nvdp "
+    "nvdp/nvidia-device-plugin --namespace nvidia-device-plugin --create-namespace"
 )
 
 
@@ -205,7 +205,7 @@ def gpu_pool_without_device_plugin(ctx: LintContext) -> Iterable[Finding]:
                 path,
                 f"can launch GPU instances ({names}{more}) and no NVIDIA device plugin or GPU "
                 "Operator is in the input: if the cluster does not run one, its nodes never "
-                f"initialize. Install it ({NVDP_INSTALL}, or the GPU Operator) and declare it "
+                f"initialize. Install it (`{NVDP_INSTALL}`, or the GPU Operator) and declare it "
                 'with cluster = ["nvidia-device-plugin"] under [tool.gpucap.lint]',
             )
             continue
@@ -445,9 +445,8 @@ def custom_ami_mixed_gpu_pool(ctx: LintContext) -> Iterable[Finding]:
         nc = pool.ec2nodeclass
         if nc is None or nc.alias is not None or not pool.is_gpu_pool:
             continue
-        cpu_types = [
-            it.name for it in pool.instance_types if not it.capacity.get("nvidia.com/gpu", 0)
-        ]
+        gpu_names = {it.name for it in pool.gpu_types}  # overlay-only GPU types included
+        cpu_types = [it.name for it in pool.instance_types if it.name not in gpu_names]
         if not cpu_types:
             continue
         gpu_types = [it.name for it in pool.gpu_types]

@@ -204,7 +204,8 @@ def overlapping_pools_same_weight(ctx: LintContext) -> Iterable[Finding]:
     "NP003",
     "gpu-pool-no-limits",
     "warning",
-    summary="A GPU NodePool has no spec.limits, or no nvidia.com/gpu limit.",
+    summary="A GPU NodePool has no spec.limits, or no nvidia.com/gpu limit (static pools, whose "
+    "size is spec.replicas and whose only allowed limit is nodes, are not checked).",
     why="Nothing bounds the spend: a runaway Deployment (or a scale-up loop of nodes that never "
     "initialize) keeps launching GPU instances.",
     fix='Set `spec.limits: {nvidia.com/gpu: "<n>"}` (Karpenter counts what nodes advertise, so '
@@ -214,8 +215,8 @@ def overlapping_pools_same_weight(ctx: LintContext) -> Iterable[Finding]:
 )
 def gpu_pool_no_limits(ctx: LintContext) -> Iterable[Finding]:
     for pool in ctx.pools:
-        if not pool.is_gpu_pool:
-            continue
+        if not pool.is_gpu_pool or pool.is_static:
+            continue  # a static pool's size is spec.replicas; its CRD allows only a nodes limit
         limits = pool.nodepool.spec.limits
         if limits is None:
             yield ctx.finding(
@@ -593,6 +594,45 @@ def minvalues_policy_awareness(ctx: LintContext) -> Iterable[Finding]:
             (*REQUIREMENTS, first, "minValues"),
             f"uses minValues ({keys}): {outcome}; minValues also disables the exotic-type and "
             "spot-price launch filters",
+        )
+
+
+# ==== NP010 ====================================================================================
+
+
+@rule(
+    "NP010",
+    "general-pool-can-launch-gpu-types",
+    "info",
+    summary="A NodePool that is not a GPU pool (not every type has a GPU, no GPU requirement, "
+    "taint, label or limit, no GPU pod in the input lands there) can still launch GPU types.",
+    why="Usually harmless: for a NodeClaim without GPU requests the AWS provider drops GPU, "
+    "accelerator and metal types whenever another type is left (its exotic-instance filter), "
+    "and Karpenter initializes such a node without waiting for nvidia.com/gpu, which the "
+    "NodeClaim did not request. A GPU type is launched only when nothing else fits (a very "
+    "large pod), or for a GPU pod that can use this pool, which would then be billed at GPU "
+    "prices and needs the device plugin. The GPU rules do not check this pool.",
+    fix="To rule GPU types out, add `karpenter.k8s.aws/instance-gpu-count DoesNotExist` (or "
+    "instance-category NotIn [g, p]); to make it a GPU pool, taint it nvidia.com/gpu or "
+    "require GPU types.",
+    source="aws/karpenter-provider-aws pkg/providers/instance/filter/filter.go "
+    "(ExoticInstanceTypeFilter); kubernetes-sigs/karpenter "
+    "pkg/controllers/nodeclaim/lifecycle/initialization.go",
+)
+def general_pool_can_launch_gpu_types(ctx: LintContext) -> Iterable[Finding]:
+    for pool in ctx.pools:
+        if pool.is_gpu_pool or not pool.can_launch_gpus:
+            continue
+        yield ctx.finding(
+            "NP010",
+            "info",
+            pool.manifest,
+            REQUIREMENTS,
+            f"not a GPU pool, but it can launch {len(pool.gpu_types)} GPU instance type"
+            f"{'' if len(pool.gpu_types) == 1 else 's'} "
+            f"({name_list(sorted(it.name for it in pool.gpu_types))}): Karpenter picks one only "
+            "when no GPU-less type fits the NodeClaim; exclude them with "
+            "karpenter.k8s.aws/instance-gpu-count DoesNotExist if that should never happen",
         )
 
 

@@ -151,6 +151,7 @@ def non_cpu_requests_not_equal_limits(ctx: LintContext) -> Iterable[Finding]:
             pool
             for pool in _usable_pools(ctx, ref.pod, gpu=pod_gpus(ref.pod) > 0)
             if pool.nodepool.spec.disruption.consolidation_policy in CONSOLIDATING_POLICIES
+            and not pool.is_static  # Karpenter never consolidates a static pool
             and _blocking_taint(pool, ref.pod) is None
         ]
         if not pools:
