@@ -117,6 +117,20 @@ def test_config_can_ignore_select_and_regrade_rules(tmp_path: Path) -> None:
     assert " GPU001 " not in ignored.stdout
 
 
+def test_the_cluster_key_declares_what_the_cluster_runs(tmp_path: Path) -> None:
+    cfg = write(tmp_path, '[tool.gpucap.lint]\ncluster = ["gpu-operator"]\n', "pyproject.toml")
+    assert load_config(cfg, all_rules()).cluster == frozenset({"gpu-operator"})
+    pool = write(
+        tmp_path,
+        to_yaml(edit(nodepool(), "spec.template.spec.nodeClassRef.name", "gpu"), nodeclass("gpu")),
+    )
+    undeclared = runner.invoke(app, ["lint", str(pool)])
+    assert " GPU001 info " in undeclared.stdout
+    assert undeclared.exit_code == 0
+    declared = runner.invoke(app, ["lint", str(pool), "--config", str(cfg)])
+    assert " GPU001 " not in declared.stdout
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
@@ -126,6 +140,14 @@ def test_config_can_ignore_select_and_regrade_rules(tmp_path: Path) -> None:
             "[lint].severity.GPU001: 'fatal' is not one of error, warning, info",
         ),
         ("[lint]\nselct = []\n", "[lint]: unknown key 'selct'"),
+        (
+            '[lint]\ncluster = "nvidia-device-plugin"\n',
+            "[lint].cluster: expected a list of component names",
+        ),
+        (
+            '[lint]\ncluster = ["nvidia-device-plugins"]\n',
+            "[lint].cluster: unknown component 'nvidia-device-plugins'",
+        ),
     ],
 )
 def test_a_bad_config_is_one_line_and_exit_2(tmp_path: Path, text: str, message: str) -> None:

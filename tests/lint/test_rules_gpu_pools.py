@@ -251,7 +251,8 @@ def test_a_static_pool_is_not_asked_for_a_gpu_limit() -> None:
 
 def test_a_static_pool_budget_warning_speaks_of_drift_only() -> None:
     dis002 = [f for f in all_findings(static_pool(), nodeclass()) if f.rule == "DIS002"]
-    assert dis002 and "consolidation" not in dis002[0].message
+    assert dis002
+    assert "consolidation" not in dis002[0].message
 
 
 # ---- Bottlerocket time-slicing in userData ----------------------------------------------------
