@@ -62,6 +62,12 @@ def drop(name: str) -> Edit:
     return edit
 
 
+# The workshop runs the device plugin twice (its DaemonSet and the GPU Operator's): a variant
+# that breaks the DaemonSet switches the operator's off too.
+OPERATOR_PLUGIN_OFF = replace(
+    "time-slicing.yaml", "devicePlugin:\n    enabled: true", "devicePlugin:\n    enabled: false"
+)
+
 VARIANTS: list[tuple[str, Edit, str, str]] = [
     (
         "@latest",
@@ -136,7 +142,39 @@ VARIANTS: list[tuple[str, Edit, str, str]] = [
         "GPU001",
         "nodepool.yaml",
     ),
+    (
+        "device plugin pinned to AMD GPUs, the operator's plugin off",
+        lambda t: (
+            replace("nvidia-device-plugin.yaml", 'values: ["nvidia"]', 'values: ["amd"]')(t),
+            OPERATOR_PLUGIN_OFF(t),
+        ),
+        "GPU001",
+        "nodepool.yaml",
+    ),
+    (
+        "device plugin without the GPU toleration, the operator's plugin off",
+        lambda t: (
+            replace(
+                "nvidia-device-plugin.yaml",
+                "      tolerations:\n        - key: nvidia.com/gpu\n          operator: Exists\n"
+                "          effect: NoSchedule\n",
+                "",
+            )(t),
+            OPERATOR_PLUGIN_OFF(t),
+        ),
+        "GPU002",
+        "nvidia-device-plugin.yaml",
+    ),
 ]
+
+# Variants whose mistake the input proves and that break the cluster: lint must exit 1. The
+# others are warnings, and "no device plugin" is an info: the plugin may be installed outside
+# the input (Helm, kubectl apply -f <url>).
+ERRORS = {
+    "GPU pod without the toleration",
+    "device plugin pinned to AMD GPUs, the operator's plugin off",
+    "device plugin without the GPU toleration, the operator's plugin off",
+}
 
 
 @pytest.mark.parametrize(
@@ -146,3 +184,25 @@ def test_a_workshop_variant_triggers_its_rule(edit: Edit, rule: str, file: str) 
     texts = files()
     edit(texts)
     assert rule in {f[0] for f in lint(texts) if f[2] == file}
+
+
+@pytest.mark.parametrize(
+    ("edit", "rule", "file"),
+    [v[1:] for v in VARIANTS if v[0] in ERRORS],
+    ids=[v[0] for v in VARIANTS if v[0] in ERRORS],
+)
+def test_a_workshop_variant_that_breaks_the_cluster_is_an_error(
+    edit: Edit, rule: str, file: str
+) -> None:
+    texts = files()
+    edit(texts)
+    assert (rule, "error", file) in lint(texts)
+
+
+def test_a_workshop_without_its_device_plugin_gets_an_info_not_an_error() -> None:
+    texts = files()
+    drop("nvidia-device-plugin.yaml")(texts)
+    drop("time-slicing.yaml")(texts)
+    findings = lint(texts)
+    assert ("GPU001", "info", "nodepool.yaml") in findings
+    assert [f for f in findings if f[1] == "error"] == []
