@@ -286,3 +286,10 @@ def test_bottlerocket_userdata_that_is_not_toml_is_a_warning() -> None:
     assert f.severity == "warning"
     assert "not valid TOML" in f.message
     assert lint("TS002", nodepool(), bottlerocket("#!/bin/bash\n")).findings == []
+
+
+def test_bottlerocket_rename_by_default_renames_the_gpu_for_ts003() -> None:
+    renamed = TIME_SLICING.replace("rename-by-default = false", "rename-by-default = true")
+    pod = deployment("vllm", replicas=1, gpu=1, tolerations=[GPU_TOLERATION])
+    f = lint("TS003", nodepool(), bottlerocket(renamed), pod).only
+    assert "nvidia.com/gpu.shared from EC2NodeClass gpu userData" in f.message
