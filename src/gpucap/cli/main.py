@@ -78,6 +78,10 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Help texts are plain text: with typer's default ("rich"), a help naming an optional part as
+    # `[/X]` was read as a closing markup tag and `--help` crashed. None (inherited by every
+    # command and sub-app) prints click's plain help, which reads no markup at all.
+    rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
