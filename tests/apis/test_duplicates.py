@@ -7,9 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from gpucap.apis.serde import load_paths, load_text
+from gpucap.apis.serde import effective, load_paths, load_text
 from gpucap.cli.main import app
 from tests.builders import deployment, edit, nodeclass, nodepool, to_yaml
 
@@ -107,3 +109,22 @@ def test_lint_sees_only_the_winning_nodepool(tmp_path: Path) -> None:
     assert {f["file"] for f in pool_findings} == {files[2]}
     assert len([f for f in pool_findings if f["rule"] == "GPU001"]) == 1
     assert not any(f["rule"] == "SCHEMA001" and "replaces" in f["message"] for f in findings)
+
+
+@given(st.lists(st.sampled_from(["a", "b", "c"]), max_size=8), st.data())
+def test_effective_keeps_one_version_per_object_the_last_at_the_first_place(
+    names_: list[str], data: st.DataObject
+) -> None:
+    """Law: one manifest per object; it is the last version; objects keep first-seen order; the
+    `replaces` chain lists every earlier version, in order."""
+    limits = [data.draw(st.integers(1, 9)) for _ in names_]
+    docs = [
+        nodepool(n, limits={"nvidia.com/gpu": str(v)}) for n, v in zip(names_, limits, strict=True)
+    ]
+    manifests = load_text(to_yaml(*docs)).manifests if docs else []
+    out = effective(manifests)
+    assert [m.obj.name for m in out] == list(dict.fromkeys(names_))
+    for m in out:
+        versions = [i for i, n in enumerate(names_) if n == m.obj.name]
+        assert str(m.obj.spec.limits["nvidia.com/gpu"]) == str(limits[versions[-1]])
+        assert [v.source.index for v in m.history] == versions

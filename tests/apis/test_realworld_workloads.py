@@ -196,3 +196,19 @@ def test_jobset_exclusive_placement_on_a_gke_label_stays_pending_on_eks(tmp_path
     # cloud.google.com/gke-nodepool domain.
     doc = plan(tmp_path, "jobset-exclusive-placement.yaml", pool("default"), big_disk())
     assert doc["summary"]["unschedulable"] == 9
+
+
+def test_lint_judges_each_pod_template_of_a_leaderworkerset(tmp_path: Path) -> None:
+    # One sample pod per template, with findings at that template's lines: the leader template
+    # comes before `workerTemplate:` in the file, the worker template after.
+    real = HERE / "lws-vllm-gpu.yaml"
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(to_yaml(pool("default"), big_disk()))
+    result = runner.invoke(app, ["lint", "-o", "json", str(cluster), str(real)])
+    findings = json.loads(result.stdout)["findings"]
+    lines = {f["line"] for f in findings if f["object"] == "LeaderWorkerSet/default/vllm"}
+    split = next(
+        i for i, text in enumerate(real.read_text().splitlines(), 1) if "workerTemplate:" in text
+    )
+    assert any(n < split for n in lines)
+    assert any(n > split for n in lines)

@@ -31,6 +31,7 @@ Called by `apis/expansion.py` and `apis/validation.py`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictBool, StrictInt, StrictStr
@@ -121,7 +122,7 @@ def _path(i: int) -> tuple[str | int, ...]:
     return ("spec", "replicatedJobs", i, "template", "spec", "template", "spec")
 
 
-def _maker(js: JobSet, rjob: ReplicatedJob) -> Any:
+def _maker(js: JobSet, rjob: ReplicatedJob) -> Callable[[int], Pod]:
     namespace = js.metadata.namespace or "default"
     per_job = max(pods_per_job(rjob), 1)
     template: PodTemplateSpec = rjob.template.spec.template

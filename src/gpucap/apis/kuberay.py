@@ -33,7 +33,6 @@ options, ...) are kept as given. Called by `apis/expansion.py` and `apis/validat
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictBool, StrictInt, StrictStr
@@ -245,7 +244,7 @@ def ray_pod_groups(obj: RayKind) -> list[PodGroup]:
     if spec is not None:
         groups.append(_head_group(obj, name, spec, base, sidecar=sidecar))
         for i, wg in enumerate(spec.worker_group_specs):
-            groups.append(_worker_group(obj, name, spec, wg, (*base, "workerGroupSpecs", i)))
+            groups.append(_worker_group(obj, name, wg, (*base, "workerGroupSpecs", i)))
     if isinstance(obj, RayJob) and not obj.spec.suspend:
         submitter = _submitter_group(obj)
         if submitter is not None:
@@ -279,10 +278,7 @@ def _head_group(
     return PodGroup((*base, "headGroupSpec", "template", "spec"), 1, make)
 
 
-def _worker_group(
-    owner: RayKind, cluster: str, spec: RayClusterSpec, wg: WorkerGroupSpec, path: FieldPath
-) -> PodGroup:
-    del spec
+def _worker_group(owner: RayKind, cluster: str, wg: WorkerGroupSpec, path: FieldPath) -> PodGroup:
     template = wg.template
     image = template.spec.containers[0].image if template.spec.containers else None
     init = [
@@ -330,7 +326,8 @@ def _submitter_group(job: RayJob) -> PodGroup | None:
         labels, annotations, path = {}, {}, ("spec",)
     # The submitter is a batch/v1 Job named after the RayJob; its pod as gpucap names Job pods.
     labels = {**labels, "job-name": name, "batch.kubernetes.io/job-name": name}
-    make: Callable[[int], Pod] = lambda i: build_pod(  # noqa: E731
-        job, f"{name}-{i}", pod_spec, labels, annotations
-    )
+
+    def make(i: int) -> Pod:
+        return build_pod(job, f"{name}-{i}", pod_spec, labels, annotations)
+
     return PodGroup(path, 1, make)
