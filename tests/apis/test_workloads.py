@@ -388,3 +388,34 @@ def test_operator_kinds_are_rejected_as_the_api_server_and_operators_would(
     assert errors, "expected an error"
     assert any(expected in e for e in errors), errors
     assert all("\n" not in e for e in errors)
+
+
+# ---- what a plan of operator pods leaves out, said in notes ---------------------------------------
+def test_a_plan_notes_how_far_the_ray_autoscaler_can_scale_a_worker_group() -> None:
+    doc = edit(raycluster(workers=1, maxReplicas=4), "spec.enableInTreeAutoscaling", True)
+    assert load(doc).objects.notes == [
+        "RayCluster/default/ray: worker group gpu-group starts with 1 pod(s); the Ray autoscaler "
+        "can scale it to 4 (maxReplicas 4)"
+    ]
+    # without the autoscaler nothing scales the group
+    assert load(raycluster(workers=1, maxReplicas=4)).objects.notes == []
+
+
+def test_a_plan_notes_pods_that_operators_start_later() -> None:
+    lws = edit(leaderworkerset(), "spec.startupPolicy", "LeaderReady")
+    js = edit(
+        edit(
+            jobset(),
+            "spec.replicatedJobs[1]",
+            {**jobset()["spec"]["replicatedJobs"][0], "name": "eval"},
+        ),
+        "spec.replicatedJobs[1].dependsOn",
+        [{"name": "workers", "status": "Complete"}],
+    )
+    notes = load(lws, js).objects.notes
+    assert notes == [
+        "LeaderWorkerSet/default/vllm: startupPolicy LeaderReady creates the workers once their "
+        "leader is ready; planned together",
+        "JobSet/default/train: replicated job(s) eval start after the jobs they depend on; planned "
+        "at the same time",
+    ]

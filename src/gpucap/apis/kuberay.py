@@ -48,6 +48,7 @@ __all__ = [
     "RayJob",
     "RayService",
     "WorkerGroupSpec",
+    "cluster_spec",
     "desired_workers",
     "ray_pod_groups",
 ]
@@ -199,7 +200,9 @@ def cluster_spec_path(obj: RayKind) -> FieldPath:
     return ("spec",)
 
 
-def _cluster_spec(obj: RayKind) -> RayClusterSpec | None:
+def cluster_spec(obj: RayKind) -> RayClusterSpec | None:
+    """The RayClusterSpec the operator turns into pods (None: suspended, or an existing
+    cluster is used)."""
     if isinstance(obj, RayService):
         return None if obj.spec.suspend else obj.spec.ray_cluster_config
     if isinstance(obj, RayJob):
@@ -238,7 +241,7 @@ def ray_pod_groups(obj: RayKind) -> list[PodGroup]:
     """Head, worker groups and (RayJob) submitter, as KubeRay's operator creates them."""
     groups: list[PodGroup] = []
     name = obj.metadata.name
-    spec = _cluster_spec(obj)
+    spec = cluster_spec(obj)
     base = cluster_spec_path(obj)
     sidecar = isinstance(obj, RayJob) and obj.spec.submission_mode == "SidecarMode"
     if spec is not None:

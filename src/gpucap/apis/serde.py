@@ -36,7 +36,7 @@ from pydantic import BaseModel, ValidationError
 from gpucap.apis.core import ConfigMap, Node, Pod, PodDisruptionBudget
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.errors import FieldPath, format_path, translate
-from gpucap.apis.expansion import POD_CREATORS, PodCreator, expand
+from gpucap.apis.expansion import POD_CREATORS, PodCreator, expand, expansion_notes
 from gpucap.apis.gpuoperator import ClusterPolicy
 from gpucap.apis.jobset import JobSet
 from gpucap.apis.kuberay import RayCluster, RayJob, RayService
@@ -333,14 +333,19 @@ class Manifests:
 
     @property
     def notes(self) -> list[str]:
-        """What a plan should say about the input itself: objects a later version replaced."""
-        return [
+        """What a plan should say about the input itself: objects a later version replaced,
+        and what the pods of operator kinds leave out (`expansion_notes`)."""
+        notes = [
             f"{m.ref}: the version in {m.source} replaces the one in "
             f"{', '.join(str(v.source) for v in m.history[:-1])} (the later one wins, as "
             "`kubectl apply` of both would)"
             for m in self.items
             if m.replaces is not None
         ]
+        for m in self.items:
+            if isinstance(m.obj, POD_CREATORS):
+                notes += [f"{m.ref}: {note}" for note in expansion_notes(m.obj)]
+        return notes
 
 
 # ---- YAML with line numbers -----------------------------------------------------------------
