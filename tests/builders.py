@@ -192,3 +192,95 @@ def to_yaml(*docs: dict[str, Any]) -> str:
 
 def load(*docs: dict[str, Any], file: str = "test.yaml") -> LoadResult:
     return load_text(to_yaml(*docs), file)
+
+
+# ---- operator workloads (KubeRay, LeaderWorkerSet, JobSet) ----------------------------------
+def ray_cluster_spec(workers: int | None = 2, *, gpu: int = 1, **group: Any) -> dict[str, Any]:
+    """A RayCluster spec: a CPU head and one GPU worker group `gpu-group` of `workers` replicas."""
+    worker: dict[str, Any] = {
+        "groupName": "gpu-group",
+        "template": {
+            "spec": pod_spec(gpu=gpu, cpu="4", memory="16Gi", tolerations=[GPU_TOLERATION])
+        },
+    }
+    if workers is not None:
+        worker["replicas"] = workers
+    worker.update(group)
+    return {
+        "headGroupSpec": {
+            "rayStartParams": {},
+            "template": {"spec": pod_spec(cpu="2", memory="8Gi")},
+        },
+        "workerGroupSpecs": [worker],
+    }
+
+
+def raycluster(name: str = "ray", workers: int | None = 2, **group: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": name},
+        "spec": ray_cluster_spec(workers, **group),
+    }
+
+
+def rayservice(name: str = "llm", workers: int | None = 2, **group: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayService",
+        "metadata": {"name": name},
+        "spec": {
+            "serveConfigV2": "applications: []\n",
+            "rayClusterConfig": ray_cluster_spec(workers, **group),
+        },
+    }
+
+
+def rayjob(name: str = "train", workers: int | None = 2, **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "entrypoint": "python train.py",
+        "rayClusterSpec": ray_cluster_spec(workers),
+    }
+    body.update(spec)
+    return {"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"name": name}, "spec": body}
+
+
+def leaderworkerset(
+    name: str = "vllm", replicas: int | None = 2, size: int | None = 3, **template: Any
+) -> dict[str, Any]:
+    lwt: dict[str, Any] = {
+        "workerTemplate": {"spec": pod_spec(gpu=1, tolerations=[GPU_TOLERATION])},
+    }
+    if size is not None:
+        lwt["size"] = size
+    lwt.update(template)
+    spec: dict[str, Any] = {"leaderWorkerTemplate": lwt}
+    if replicas is not None:
+        spec["replicas"] = replicas
+    return {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def jobset(
+    name: str = "train", replicas: int = 2, parallelism: int = 2, completions: int | None = None
+) -> dict[str, Any]:
+    job_spec: dict[str, Any] = {
+        "parallelism": parallelism,
+        "template": {"spec": pod_spec(gpu=1, tolerations=[GPU_TOLERATION])},
+    }
+    if completions is not None:
+        job_spec["completions"] = completions
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": name},
+        "spec": {
+            "replicatedJobs": [
+                {"name": "workers", "replicas": replicas, "template": {"spec": job_spec}}
+            ]
+        },
+    }

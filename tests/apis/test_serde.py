@@ -17,10 +17,15 @@ from tests.builders import (
     deployment,
     edit,
     job,
+    jobset,
+    leaderworkerset,
     load,
     nodeclass,
     nodepool,
     pod,
+    raycluster,
+    rayjob,
+    rayservice,
     to_yaml,
 )
 
@@ -98,6 +103,11 @@ def one_of_each_kind() -> list[dict[str, Any]]:
             "metadata": {"name": "vllm"},
             "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "vllm"}}},
         },
+        raycluster(),
+        rayservice(),
+        rayjob(),
+        leaderworkerset(),
+        jobset(),
         {
             "apiVersion": "gpucap.dev/v1alpha1",
             "kind": "Scenario",

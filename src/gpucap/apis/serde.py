@@ -9,7 +9,14 @@ document, the object and the field:
     nodepool.yaml[0] NodePool/gpu: spec.template.spec.requirements[2].operator: 'Inn' is not ...
 
 Kinds gpucap does not use are reported once per kind as ignored (a warning), never silently
-dropped. Workloads are expanded into pods afterwards (`Manifests.pods`).
+dropped. Workloads are expanded into pods afterwards (`Manifests.pods`, `apis/expansion.py`).
+
+The same object (kind, namespace, name) in two files, or twice in one file or `kind: List`, is
+what `kubectl apply` of them in order makes of it: the later one wins. `LoadResult.manifests`
+keeps everything that loaded (validate lists each); `LoadResult.objects` (plan, lint) holds
+only the winners, each at the place of the object's first occurrence, with the version it
+replaced in `Manifest.replaces` (lint's AMI003 compares them); a `DUPLICATE` warning says which
+file won.
 Called by the CLI (`cli/`), the simulator (scenario manifests) and tests.
 """
 
@@ -29,7 +36,11 @@ from pydantic import BaseModel, ValidationError
 from gpucap.apis.core import ConfigMap, Node, Pod, PodDisruptionBudget
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.errors import FieldPath, format_path, translate
+from gpucap.apis.expansion import POD_CREATORS, PodCreator, expand, expansion_notes
 from gpucap.apis.gpuoperator import ClusterPolicy
+from gpucap.apis.jobset import JobSet
+from gpucap.apis.kuberay import RayCluster, RayJob, RayService
+from gpucap.apis.leaderworkerset import LeaderWorkerSet
 from gpucap.apis.meta import json_kind
 from gpucap.apis.nodeoverlay import NodeOverlay
 from gpucap.apis.nodepool import NodeClaim, NodePool
@@ -42,8 +53,6 @@ from gpucap.apis.workloads import (
     Job,
     ReplicaSet,
     StatefulSet,
-    Workload,
-    expand_workload,
     pod_uid,
 )
 
@@ -71,6 +80,11 @@ KubeObject: TypeAlias = (
     | StatefulSet
     | ReplicaSet
     | Job
+    | RayCluster
+    | RayService
+    | RayJob
+    | LeaderWorkerSet
+    | JobSet
     | DaemonSet
     | PodDisruptionBudget
     | ClusterPolicy
@@ -90,6 +104,11 @@ KINDS: dict[str, tuple[str, type[BaseModel], bool]] = {
     "StatefulSet": ("apps/v1", StatefulSet, True),
     "ReplicaSet": ("apps/v1", ReplicaSet, True),
     "Job": ("batch/v1", Job, True),
+    "RayCluster": ("ray.io/v1", RayCluster, True),
+    "RayService": ("ray.io/v1", RayService, True),
+    "RayJob": ("ray.io/v1", RayJob, True),
+    "LeaderWorkerSet": ("leaderworkerset.x-k8s.io/v1", LeaderWorkerSet, True),
+    "JobSet": ("jobset.x-k8s.io/v1alpha2", JobSet, True),
     "DaemonSet": ("apps/v1", DaemonSet, True),
     "PodDisruptionBudget": ("policy/v1", PodDisruptionBudget, True),
     "ClusterPolicy": ("nvidia.com/v1", ClusterPolicy, False),
@@ -153,14 +172,26 @@ class Issue:
 
 @dataclass(frozen=True, slots=True)
 class Manifest:
-    """One loaded object and where it came from."""
+    """One loaded object and where it came from; `replaces` is the earlier version of the same
+    object (kind, namespace, name) in the input that this one overrides, if any."""
 
     obj: KubeObject
     source: Source
+    replaces: Manifest | None = None
 
     @property
     def ref(self) -> str:
         return object_ref(self.obj)
+
+    @property
+    def history(self) -> list[Manifest]:
+        """The versions of this object in input order, this one last."""
+        out: list[Manifest] = []
+        m: Manifest | None = self
+        while m is not None:
+            out.append(m)
+            m = m.replaces
+        return out[::-1]
 
 
 def object_ref(obj: KubeObject) -> str:
@@ -196,7 +227,43 @@ class LoadResult:
 
     @property
     def objects(self) -> Manifests:
-        return Manifests(tuple(self.manifests))
+        """The objects a cluster would hold after applying the input: later versions win."""
+        return Manifests(tuple(effective(self.manifests)))
+
+
+def effective(manifests: Sequence[Manifest]) -> list[Manifest]:
+    """One manifest per object: the last version (`replaces` chaining the earlier ones), at the
+    position of the first."""
+    slots: dict[str, int] = {}
+    out: list[Manifest] = []
+    for m in manifests:
+        key = m.ref
+        at = slots.get(key)
+        if at is None:
+            slots[key] = len(out)
+            out.append(m)
+        else:
+            out[at] = Manifest(m.obj, m.source, replaces=out[at])
+    return out
+
+
+def _report_duplicates(result: LoadResult) -> None:
+    """A warning per object given more than once: which version wins (the later one)."""
+    for m in effective(result.manifests):
+        if m.replaces is None:
+            continue
+        earlier = ", ".join(str(v.source) for v in m.history[:-1])
+        result.issues.append(
+            Issue(
+                "warning",
+                m.source,
+                m.ref,
+                (),
+                f"replaces the same object in {earlier} (the later one wins, as `kubectl "
+                "apply` of both would)",
+                "DUPLICATE",
+            )
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,12 +316,9 @@ class Manifests:
         return self.of_kind("Scenario")
 
     @property
-    def workloads(self) -> list[Workload]:
-        return [
-            m.obj
-            for m in self.items
-            if isinstance(m.obj, Deployment | StatefulSet | ReplicaSet | Job)
-        ]
+    def workloads(self) -> list[PodCreator]:
+        """Every object that creates pods (workloads and the operator kinds)."""
+        return [m.obj for m in self.items if isinstance(m.obj, POD_CREATORS)]
 
     @property
     def pods(self) -> list[Pod]:
@@ -263,9 +327,25 @@ class Manifests:
         for m in self.items:
             if isinstance(m.obj, Pod):
                 pods.append(m.obj)
-            elif isinstance(m.obj, Deployment | StatefulSet | ReplicaSet | Job):
-                pods.extend(expand_workload(m.obj))
+            elif isinstance(m.obj, POD_CREATORS):
+                pods.extend(expand(m.obj))
         return pods
+
+    @property
+    def notes(self) -> list[str]:
+        """What a plan should say about the input itself: objects a later version replaced,
+        and what the pods of operator kinds leave out (`expansion_notes`)."""
+        notes = [
+            f"{m.ref}: the version in {m.source} replaces the one in "
+            f"{', '.join(str(v.source) for v in m.history[:-1])} (the later one wins, as "
+            "`kubectl apply` of both would)"
+            for m in self.items
+            if m.replaces is not None
+        ]
+        for m in self.items:
+            if isinstance(m.obj, POD_CREATORS):
+                notes += [f"{m.ref}: {note}" for note in expansion_notes(m.obj)]
+        return notes
 
 
 # ---- YAML with line numbers -----------------------------------------------------------------
@@ -343,6 +423,7 @@ def load_paths(paths: Sequence[str], stdin: TextIO | None = None) -> LoadResult:
                 Issue("error", None, None, (), f"{raw}: no such file or directory")
             )
     _report_ignored(result, ignored)
+    _report_duplicates(result)
     return result
 
 
@@ -398,6 +479,7 @@ def load_text(
         _load_document(data, source, result, counter)
     if own_counter:
         _report_ignored(result, counter)
+        _report_duplicates(result)
     return result
 
 
@@ -501,4 +583,4 @@ def _check_placeholders(
             )
 
 
-__all__ += ["KubeObject", "Violation", "object_ref"]
+__all__ += ["KubeObject", "Violation", "effective", "object_ref"]

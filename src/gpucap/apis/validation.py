@@ -37,6 +37,9 @@ from gpucap.apis.duration import (
 )
 from gpucap.apis.ec2nodeclass import ALIAS_FAMILIES, EC2NodeClass
 from gpucap.apis.gpuoperator import DevicePluginConfigError, device_plugin_configs
+from gpucap.apis.jobset import JobSet, job_name
+from gpucap.apis.kuberay import RayCluster, RayClusterSpec, RayJob, RayService, cluster_spec_path
+from gpucap.apis.leaderworkerset import SUBGROUP_EXCLUSIVE_TOPOLOGY, LeaderWorkerSet
 from gpucap.apis.meta import matches_selector
 from gpucap.apis.nodeoverlay import NodeOverlay
 from gpucap.apis.nodepool import (
@@ -191,6 +194,11 @@ def validate_object(obj: Any) -> list[Violation]:
         ReplicaSet: _replicated,
         Job: _job,
         DaemonSet: _daemonset,
+        RayCluster: _ray,
+        RayService: _ray,
+        RayJob: _ray,
+        LeaderWorkerSet: _lws,
+        JobSet: _jobset,
         ConfigMap: _configmap,
         PodDisruptionBudget: _pdb,
         Scenario: _scenario,
@@ -806,6 +814,146 @@ def _selector_matches_template(selector: Any, template_labels: dict[str, str]) -
         yield Violation(
             ("spec", "template", "metadata", "labels"),
             "`selector` does not match template `labels`",
+        )
+
+
+# ---- operator workloads (KubeRay, LeaderWorkerSet, JobSet) ---------------------------------------
+# What the operators reject, read from their sources (see the modules' docstrings): KubeRay's
+# utils/validation.go and webhooks, the LWS and JobSet webhooks. A rejected object creates no
+# pods in a cluster, so it is an error here.
+_DNS1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+_MAX_RAY_CLUSTER_NAME = 53  # KubeRay MaxRayClusterNameLength; RayService/RayJob: 6 fewer
+_INT32_MAX = 2**31 - 1
+
+
+def _dns1035(name: str, path: Path, what: str, max_len: int = 63) -> Found:
+    if len(name) > max_len:
+        yield Violation(path, f"{what} {name!r} is longer than {max_len} characters")
+    elif not _DNS1035.fullmatch(name):
+        yield Violation(
+            path,
+            f"{what} {name!r} must be a DNS-1035 label (lowercase letters, digits and '-', "
+            "starting with a letter)",
+        )
+
+
+def _ray(obj: RayCluster | RayService | RayJob) -> Found:
+    limit = _MAX_RAY_CLUSTER_NAME - (0 if isinstance(obj, RayCluster) else 6)
+    yield from _dns1035(obj.metadata.name, ("metadata", "name"), f"{obj.kind} name", limit)
+    if isinstance(obj, RayCluster):
+        spec: RayClusterSpec | None = obj.spec
+    elif isinstance(obj, RayService):
+        spec = obj.spec.ray_cluster_config
+    else:
+        spec = obj.spec.ray_cluster_spec
+        if spec is None and not obj.spec.cluster_selector:
+            yield Violation(
+                ("spec", "rayClusterSpec"),
+                "a RayJob needs rayClusterSpec, or clusterSelector to use an existing RayCluster",
+            )
+        if obj.spec.submitter_pod_template is not None:
+            yield from _pod_spec(
+                obj.spec.submitter_pod_template.spec, ("spec", "submitterPodTemplate", "spec")
+            )
+    if spec is None:
+        return
+    base = cluster_spec_path(obj)
+    head = spec.head_group_spec
+    yield from _pod_spec(head.template.spec, (*base, "headGroupSpec", "template", "spec"))
+    yield from _ray_resources(
+        "Head", head.ray_start_params, head.resources, (*base, "headGroupSpec")
+    )
+    seen: set[str] = set()
+    for i, wg in enumerate(spec.worker_group_specs):
+        wp: Path = (*base, "workerGroupSpecs", i)
+        if wg.group_name in seen:
+            yield Violation(
+                (*wp, "groupName"), f"worker group names must be unique: {wg.group_name!r}"
+            )
+        seen.add(wg.group_name)
+        yield from _pod_spec(wg.template.spec, (*wp, "template", "spec"))
+        for field, value in (("minReplicas", wg.min_replicas), ("maxReplicas", wg.max_replicas)):
+            if value < 0:
+                yield Violation(
+                    (*wp, field), f"worker group {wg.group_name} has negative {field} {value}"
+                )
+        if wg.min_replicas > wg.max_replicas:
+            yield Violation(
+                (*wp, "minReplicas"),
+                f"worker group {wg.group_name} has minReplicas {wg.min_replicas} greater than "
+                f"maxReplicas {wg.max_replicas}",
+            )
+        if wg.num_of_hosts < 1:
+            yield Violation((*wp, "numOfHosts"), f"{wg.num_of_hosts} must be at least 1")
+        yield from _ray_resources(wg.group_name, wg.ray_start_params, wg.resources, wp)
+
+
+def _ray_resources(
+    group: str, start_params: dict[str, str], resources: dict[str, str], path: Path
+) -> Found:
+    if resources and any(
+        start_params.get(k) for k in ("num-cpus", "num-gpus", "memory", "resources")
+    ):
+        yield Violation(
+            (*path, "resources"),
+            f"resource fields should not be set in both rayStartParams and resources for {group} "
+            "group; use only one",
+        )
+
+
+def _lws(lws: LeaderWorkerSet) -> Found:
+    yield from _dns1035(lws.metadata.name, ("metadata", "name"), "LeaderWorkerSet name")
+    spec, tpl = lws.spec, lws.spec.leader_worker_template
+    if not 0 <= spec.replicas <= 1_000_000:
+        yield Violation(("spec", "replicas"), f"{spec.replicas} must be between 0 and 1000000")
+    if tpl.size < 1:
+        yield Violation(
+            ("spec", "leaderWorkerTemplate", "size"), "size must be equal or greater than 1"
+        )
+    elif spec.replicas * tpl.size > _INT32_MAX:
+        yield Violation(
+            ("spec", "replicas"),
+            f"the product of replicas and size must not exceed {_INT32_MAX}",
+        )
+    if tpl.subgroup_policy is None and SUBGROUP_EXCLUSIVE_TOPOLOGY in lws.metadata.annotations:
+        yield Violation(
+            ("metadata", "annotations", SUBGROUP_EXCLUSIVE_TOPOLOGY),
+            "cannot have subgroup-exclusive-topology without subGroupSize set",
+        )
+    base: Path = ("spec", "leaderWorkerTemplate")
+    if tpl.leader_template is not None:
+        yield from _pod_spec(tpl.leader_template.spec, (*base, "leaderTemplate", "spec"))
+    yield from _pod_spec(tpl.worker_template.spec, (*base, "workerTemplate", "spec"))
+
+
+def _jobset(js: JobSet) -> Found:
+    yield from _dns1035(js.metadata.name, ("metadata", "name"), "JobSet name")
+    names: set[str] = set()
+    for i, rj in enumerate(js.spec.replicated_jobs):
+        rp: Path = ("spec", "replicatedJobs", i)
+        if rj.name in names:
+            yield Violation((*rp, "name"), f"duplicate replicatedJob name {rj.name!r}")
+        names.add(rj.name)  # the webhook inserts it before checking dependsOn
+        if i == 0 and rj.depends_on:
+            yield Violation(
+                (*rp, "dependsOn"), "DependsOn can't be set for the first ReplicatedJob"
+            )
+        for d, dep in enumerate(rj.depends_on):
+            if dep.name not in names:
+                yield Violation(
+                    (*rp, "dependsOn", d, "name"),
+                    f"replicatedJob {rj.name} cannot depend on replicatedJob {dep.name}",
+                )
+        if rj.replicas > 0:
+            longest = job_name(js, rj, rj.replicas - 1)
+            yield from _dns1035(longest, (*rp, "name"), "generated Job name")
+        if rj.template.spec.parallelism * rj.replicas > _INT32_MAX:
+            yield Violation(
+                (*rp, "replicas"),
+                f"the product of replicas and parallelism must not exceed {_INT32_MAX}",
+            )
+        yield from _pod_spec(
+            rj.template.spec.template.spec, (*rp, "template", "spec", "template", "spec")
         )
 
 

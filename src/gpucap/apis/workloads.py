@@ -5,32 +5,107 @@ named `<name>-<i>` (i = 0..), which is all a capacity model needs. Deployment, S
 ReplicaSet make `replicas` pods (Kubernetes default 1); a Job makes `parallelism` pods (default 1),
 capped by `completions` when that is smaller, as the Job controller does. DaemonSets are not
 expanded: they are per-node overhead, computed where nodes are known.
-Called by `apis/serde.py` after validation.
+
+Every kind that creates pods (these, and the operator kinds of `apis/kuberay.py`,
+`apis/leaderworkerset.py`, `apis/jobset.py`) answers `pod_groups()`: one `PodGroup` per pod
+template, with where that template's pod spec sits in the manifest (lint findings point there),
+how many pods the controller makes from it and how to build the i-th. `build_pod` is the shared
+constructor (deterministic UID, owner reference). Called by `apis/serde.py` (`Manifests.pods`),
+the lint context and the CLI's summaries.
 """
 
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Literal
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Literal, Protocol
 
 from pydantic import Field, StrictInt
 
-from gpucap.apis.core import Pod, PodTemplateSpec
+from gpucap.apis.core import Pod, PodSpec, PodTemplateSpec
 from gpucap.apis.meta import KubeModel, LabelSelector, ObjectMeta, OwnerReference
 
 __all__ = [
     "DaemonSet",
     "Deployment",
     "Job",
+    "PodGroup",
     "ReplicaSet",
     "StatefulSet",
     "Workload",
+    "build_pod",
     "expand_workload",
     "pod_uid",
     "replica_count",
+    "workload_pod_groups",
 ]
 
 NonNegativeInt = Annotated[StrictInt, Field(ge=0)]
+
+
+FieldPath = tuple[str | int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroup:
+    """The pods a controller makes from one pod template.
+
+    `path` is where the template's pod spec sits in the manifest; `count` how many pods the
+    controller creates from it; `make(i)` builds the i-th (0 <= i < count). `sample()` builds a
+    pod even when `count` is 0, for the linter, which judges templates rather than replicas.
+    """
+
+    path: FieldPath
+    count: int
+    make: Callable[[int], Pod]
+
+    @property
+    def pods(self) -> list[Pod]:
+        return [self.make(i) for i in range(self.count)]
+
+    def sample(self) -> Pod:
+        return self.make(0)
+
+
+class PodOwner(Protocol):
+    """What `build_pod` reads of the object that owns the pods."""
+
+    @property
+    def api_version(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def metadata(self) -> ObjectMeta: ...
+
+
+def build_pod(
+    owner: PodOwner,
+    name: str,
+    spec: PodSpec,
+    labels: Mapping[str, str],
+    annotations: Mapping[str, str] | None = None,
+) -> Pod:
+    """A pod named `name` in `owner`'s namespace, controlled by `owner`, with a stable UID."""
+    meta = owner.metadata
+    namespace = meta.namespace or "default"
+    ref = OwnerReference(
+        api_version=owner.api_version,
+        kind=owner.kind,
+        name=meta.name,
+        uid=meta.uid or "",
+        controller=True,
+    )
+    pod_meta = ObjectMeta(
+        name=name,
+        namespace=namespace,
+        labels=dict(labels),
+        annotations=dict(annotations or {}),
+        uid=pod_uid(namespace, name),
+        creation_timestamp=meta.creation_timestamp,
+        owner_references=[ref],
+    )
+    return Pod(metadata=pod_meta, spec=spec)
 
 
 class ReplicatedSpec(KubeModel):
@@ -107,28 +182,23 @@ def expand_workload(workload: Workload, replicas: int | None = None) -> list[Pod
 
     `replicas` overrides the manifest's count (the simulator's `scale` event).
     """
+    (group,) = workload_pod_groups(workload, replicas)
+    return group.pods
+
+
+def workload_pod_groups(workload: Workload, replicas: int | None = None) -> list[PodGroup]:
+    """`expand_workload` as one `PodGroup` (the template at `spec.template.spec`)."""
     count = replica_count(workload) if replicas is None else replicas
-    meta = workload.metadata
-    namespace = meta.namespace or "default"
     template = workload.spec.template
-    owner = OwnerReference(
-        api_version=workload.api_version,
-        kind=workload.kind,
-        name=meta.name,
-        uid=meta.uid or "",
-        controller=True,
-    )
-    pods = []
-    for i in range(count):
-        name = f"{meta.name}-{i}"
-        pod_meta = ObjectMeta(
-            name=name,
-            namespace=namespace,
-            labels=dict(template.metadata.labels),
-            annotations=dict(template.metadata.annotations),
-            uid=pod_uid(namespace, name),
-            creation_timestamp=meta.creation_timestamp,
-            owner_references=[owner],
+    name = workload.metadata.name
+
+    def make(i: int) -> Pod:
+        return build_pod(
+            workload,
+            f"{name}-{i}",
+            template.spec,
+            template.metadata.labels,
+            template.metadata.annotations,
         )
-        pods.append(Pod(metadata=pod_meta, spec=template.spec))
-    return pods
+
+    return [PodGroup(("spec", "template", "spec"), count, make)]

@@ -380,8 +380,10 @@ def lint(  # noqa: PLR0917 - typer maps parameters to options
     if unreadable:
         _report(LoadResult(issues=unreadable))
         raise typer.Exit(EXIT_BAD_INPUT)
+    # Lint sees what a cluster would hold (later versions win); each object keeps the version
+    # it replaced (`Manifest.replaces`) for rules that compare them (AMI003).
     ctx = LintContext(
-        result.manifests,
+        result.objects.items,
         _load_catalog(region, None, None, None),
         kubernetes_version=kubernetes_version,
         image_sizes=sizes,
@@ -389,7 +391,8 @@ def lint(  # noqa: PLR0917 - typer maps parameters to options
         ec2api=_aws(region) if aws else None,
         cluster=cfg.cluster,
     )
-    report = run_lint(ctx, cfg, issues=result.issues, rules=rules)
+    issues = [i for i in result.issues if i.rule != "DUPLICATE"]
+    report = run_lint(ctx, cfg, issues=issues, rules=rules)
     if output == "json":
         sys.stdout.write(format_lint_json(report))
     elif output == "sarif":
@@ -612,7 +615,7 @@ def demo() -> None:
     _print_summaries(result)
     cat = load_catalog("us-east-1")
     out.print("\n[bold]gpucap lint[/bold]: what would bite (no errors: it is the good example)")
-    report = run_lint(LintContext(result.manifests, cat), LintConfig(), issues=result.issues)
+    report = run_lint(LintContext(result.objects.items, cat), LintConfig(), issues=result.issues)
     for f in report.findings:
         out.print(str(f), markup=False)
     out.print(format_lint_text(report).splitlines()[-1], markup=False)

@@ -15,7 +15,11 @@ import yaml
 
 from gpucap.apis.core import ConfigMap, Node, Pod, PodDisruptionBudget, PodSpec, Toleration
 from gpucap.apis.ec2nodeclass import EC2NodeClass
+from gpucap.apis.expansion import PodCreator, expand, sample_pods
 from gpucap.apis.gpuoperator import ClusterPolicy, device_plugin_configs
+from gpucap.apis.jobset import JobSet
+from gpucap.apis.kuberay import RayCluster, RayJob, RayService
+from gpucap.apis.leaderworkerset import LeaderWorkerSet
 from gpucap.apis.meta import dump
 from gpucap.apis.nodeoverlay import NodeOverlay
 from gpucap.apis.nodepool import NodeClaim, NodePool
@@ -133,6 +137,17 @@ def _describe_workload(obj: Workload) -> str:
     )
 
 
+def _describe_operator(obj: PodCreator) -> str:
+    """An operator kind: its pods in all, then per pod template how many and what each asks."""
+    pods = expand(obj)
+    names = [p.metadata.name for p in pods]
+    shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+    parts = [f"{len(names)} pod{'s' if len(names) != 1 else ''}" + (f" ({shown})" if names else "")]
+    for group, sample in sample_pods(obj):
+        parts.append(f"{group.count} like {sample.metadata.name}: {_pod_spec_summary(sample.spec)}")
+    return "; ".join(parts)
+
+
 def _describe_configmap(obj: ConfigMap) -> str:
     configs = device_plugin_configs(obj)
     if not configs:
@@ -194,6 +209,11 @@ _DESCRIBE: dict[type[Any], Callable[[Any], str]] = {
     StatefulSet: _describe_workload,
     ReplicaSet: _describe_workload,
     Job: _describe_workload,
+    RayCluster: _describe_operator,
+    RayService: _describe_operator,
+    RayJob: _describe_operator,
+    LeaderWorkerSet: _describe_operator,
+    JobSet: _describe_operator,
     DaemonSet: lambda obj: f"per node {_pod_spec_summary(obj.spec.template.spec)}",
     Pod: _describe_pod,
     Node: _describe_node,

@@ -106,7 +106,7 @@ def plan(
     options: SchedulingOptions | None = None,
 ) -> Plan:
     """Schedule the pending pods of `manifests` and pick each new NodeClaim's launch."""
-    notes: list[str] = []
+    notes: list[str] = list(manifests.notes)
     pools = pools_for(manifests, catalog, notes)
     snap = snapshot(manifests.pods, manifests.nodes, manifests.nodeclaims)
     for pod in snap.unknown_node_pods:

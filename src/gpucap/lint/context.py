@@ -21,20 +21,14 @@ from gpucap.apis.bottlerocket import device_plugin_config as bottlerocket_device
 from gpucap.apis.core import ConfigMap, Pod
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.errors import format_path
+from gpucap.apis.expansion import POD_CREATORS, sample_pods
 from gpucap.apis.gpuoperator import DevicePluginConfig, device_plugin_configs
 from gpucap.apis.labels import CAPACITY_TYPE
 from gpucap.apis.nodeoverlay import NodeOverlay
 from gpucap.apis.nodepool import NodePool
 from gpucap.apis.quantity import Quantity
 from gpucap.apis.serde import Manifest, Source
-from gpucap.apis.workloads import (
-    DaemonSet,
-    Deployment,
-    Job,
-    ReplicaSet,
-    StatefulSet,
-    expand_workload,
-)
+from gpucap.apis.workloads import DaemonSet
 from gpucap.cloudprovider.aws.catalog import Catalog, NodeClassSettings, node_class_settings
 from gpucap.cloudprovider.aws.ec2api import EC2API
 from gpucap.lint.model import Finding, Severity
@@ -234,8 +228,9 @@ class LintContext:
             obj = m.obj
             if isinstance(obj, Pod):
                 out.append(PodRef(obj, m, ("spec",)))
-            elif isinstance(obj, Deployment | StatefulSet | ReplicaSet | Job):
-                out += [PodRef(p, m, ("spec", "template", "spec")) for p in expand_workload(obj, 1)]
+            elif isinstance(obj, POD_CREATORS):
+                # One pod per template (a RayCluster's head and each worker group, ...).
+                out += [PodRef(p, m, g.path) for g, p in sample_pods(obj)]
         return out
 
     # ---- NodePools resolved -----------------------------------------------------------------

@@ -68,9 +68,18 @@ class _Alias:
         return self.version == "latest"
 
 
-def _aliases(ctx: LintContext) -> list[_Alias]:
+def _aliases(ctx: LintContext, *, history: bool = False) -> list[_Alias]:
+    """Alias terms of the EC2NodeClasses; with `history`, also of the versions a later file
+    replaced (`Manifest.replaces`), in input order (AMI003 compares them)."""
     out = []
-    for m in ctx.of_kind("EC2NodeClass"):
+    manifests = ctx.of_kind("EC2NodeClass")
+    if history:
+        versions: dict[int, Manifest] = {}
+        for m in manifests:
+            for v in m.history:
+                versions.setdefault(id(v), v)
+        manifests = list(versions.values())
+    for m in manifests:
         nc: EC2NodeClass = m.obj  # type: ignore[assignment]
         for i, term in enumerate(nc.spec.ami_selector_terms):
             if term.alias and "@" in term.alias:
@@ -359,6 +368,11 @@ def _missing_images(
 # ==== AMI003 ===================================================================================
 
 
+def _replaced(ctx: LintContext, m: Manifest) -> bool:
+    """`m` is an earlier version of an EC2NodeClass that a later file replaced."""
+    return not any(x is m for x in ctx.of_kind("EC2NodeClass"))
+
+
 @rule(
     "AMI003",
     "ami-nvidia-driver-major-change",
@@ -376,7 +390,7 @@ def _missing_images(
     "terraform-and-kubeflow#119; the workshop (seed, step 2: a driver bump can break workloads)",
 )
 def ami_nvidia_driver_major_change(ctx: LintContext) -> Iterable[Finding]:
-    aliases = [a for a in _aliases(ctx) if a.family in RELEASE_FAMILIES]
+    aliases = [a for a in _aliases(ctx, history=True) if a.family in RELEASE_FAMILIES]
     by_name: dict[str, list[_Alias]] = {}
     for a in aliases:
         by_name.setdefault(a.nodeclass.name, []).append(a)
@@ -400,6 +414,8 @@ def ami_nvidia_driver_major_change(ctx: LintContext) -> Iterable[Finding]:
     if not previous:
         return
     for a in aliases:
+        if _replaced(ctx, a.manifest):
+            continue
         pools = _pools_of(ctx, a.nodeclass.name)
         if pools and not any(p.is_gpu_pool for p in pools):
             continue
