@@ -35,11 +35,11 @@ import yaml
 
 __all__ = [
     "PLACEHOLDER",
+    "Occurrence",
     "Reference",
     "RenderResult",
     "Substitution",
     "Use",
-    "Occurrence",
     "fill_hint",
     "group_message",
     "is_runtime_field",
@@ -104,12 +104,12 @@ def is_runtime_field(kind: str | None, path: FieldPath) -> bool:
     for i in range(len(path) - 2, -1, -1):
         if path[i] in _CONTAINER_LISTS and isinstance(path[i + 1], int):
             rest = path[i + 2 :]
-            if len(rest) == 2 and rest[0] in ("command", "args"):  # noqa: PLR2004
+            if len(rest) == 2 and rest[0] in ("command", "args"):
                 return True
-            if len(rest) == 3 and rest[0] == "env" and rest[2] == "value":  # noqa: PLR2004
+            if len(rest) == 3 and rest[0] == "env" and rest[2] == "value":
                 return True
             # exec probes and lifecycle hooks: livenessProbe.exec.command[k], ...
-            return len(rest) >= 3 and rest[-3] == "exec" and rest[-2] == "command"  # noqa: PLR2004
+            return len(rest) >= 3 and rest[-3] == "exec" and rest[-2] == "command"
     return False
 
 

@@ -237,12 +237,11 @@ def render(  # noqa: PLR0917 - typer maps parameters to options
             markup=False,
             style="yellow",
         )
-    rendered: list[str] = []
-    for body in done.texts:
-        if pinned is not None:
-            # Never write `@latest`: it rolls the whole fleet on AWS's schedule.
-            body = re.sub(r"(alias:\s*[\"']?[a-z0-9]+@)latest\b", rf"\g<1>{pinned}", body)
-        rendered.append(body)
+    rendered = list(done.texts)
+    if pinned is not None:
+        # Never write `@latest`: it rolls the whole fleet on AWS's schedule.
+        latest = re.compile(r"(alias:\s*[\"']?[a-z0-9]+@)latest\b")
+        rendered = [latest.sub(rf"\g<1>{pinned}", body) for body in rendered]
     # One file comes out byte for byte; several are joined as one multi-document stream.
     head = [t if t.endswith("\n") else t + "\n" for t in rendered[:-1]]
     sys.stdout.write("---\n".join([*head, rendered[-1]]))
