@@ -330,3 +330,8 @@ def test_a_bare_dollar_name_is_a_placeholder_in_karpenter_kinds_only() -> None:
 def test_terraform_escapes_in_user_data_are_not_placeholders() -> None:
     result = load_text(to_yaml(_nodeclass(userData='DISK_COUNT=$${#DISKS[@]}\necho "$${DEV}"')))
     assert result.warnings == []
+
+
+def test_a_recursive_yaml_alias_does_not_loop() -> None:
+    text = "kind: Pod\na: &x [*x, $HOME]\n"
+    assert render([text], {"HOME": "/h"}).texts == ("kind: Pod\na: &x [*x, /h]\n",)

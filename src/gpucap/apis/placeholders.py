@@ -154,8 +154,12 @@ def _spans(text: str) -> list[tuple[int, int, bool]] | None:
     """(start, end, runtime) of every scalar in `text`, by character offset; None when the text
     is not YAML (a Helm template, say)."""
     spans: list[tuple[int, int, bool]] = []
+    seen: set[int] = set()  # an alias is the node it names (and may name its own ancestor)
 
     def walk(node: yaml.Node, kind: str | None, path: FieldPath) -> None:
+        if id(node) in seen:
+            return
+        seen.add(id(node))
         if isinstance(node, yaml.MappingNode):
             for key, value in node.value:
                 spans.append((key.start_mark.index, key.end_mark.index, False))
