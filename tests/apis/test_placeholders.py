@@ -335,3 +335,9 @@ def test_terraform_escapes_in_user_data_are_not_placeholders() -> None:
 def test_a_recursive_yaml_alias_does_not_loop() -> None:
     text = "kind: Pod\na: &x [*x, $HOME]\n"
     assert render([text], {"HOME": "/h"}).texts == ("kind: Pod\na: &x [*x, /h]\n",)
+
+
+def test_every_document_of_a_long_stream_is_classified() -> None:
+    # Node ids of a finished document are reused by the next one; none may be taken as seen.
+    docs = [{"kind": "EC2NodeClass", "spec": {"userData": f"echo $V{i}"}} for i in range(60)]
+    assert {u.where for u in scan(to_yaml(*docs))} == {"runtime"}

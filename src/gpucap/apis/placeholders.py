@@ -184,6 +184,9 @@ def _spans(text: str) -> list[tuple[int, int, bool]] | None:
             walk(item, kind_of(item), ())
 
     def walk_document(root: yaml.Node) -> None:
+        # Node ids are only unique while the document's nodes are alive (aliases never cross
+        # documents): a freed document's ids are reused by the next one.
+        seen.clear()
         kind = kind_of(root)
         if kind == "List" and isinstance(root, yaml.MappingNode):
             for key, value in root.value:
