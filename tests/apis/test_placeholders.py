@@ -264,7 +264,7 @@ def test_group_message_counts_fields_and_objects_and_shows_the_first() -> None:
 def test_group_message_names_the_file_of_objects_in_another_file() -> None:
     occ = [_occ(0, "spec.role"), _occ(3, "spec.role", file="other.yaml")]
     assert group_message("X", occ) == (
-        "${X} is not filled in 2 fields of 2 objects: [0] EC2NodeClass/n0 spec.role; "
+        "${X} is not filled in 2 fields of 2 objects in 2 files: [0] EC2NodeClass/n0 spec.role; "
         "other.yaml[3] EC2NodeClass/n3"
     )
 

@@ -328,7 +328,9 @@ def group_message(name: str, occurrences: Sequence[Occurrence]) -> str:
     n, m = len(occurrences), len(objects)
     if n == 1:
         return f"${{{name}}} is not filled: {listing}"
+    files = len({o.file for o in occurrences})
     count = f"{n} fields" + (f" of {m} objects" if m > 1 else "")
+    count += f" in {files} files" if files > 1 else ""
     return f"${{{name}}} is not filled in {count}: {listing}"
 
 
