@@ -3,6 +3,7 @@ and the loader's grouped warning (`apis/placeholders.py`, `apis/serde.py`)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from gpucap.apis.placeholders import (
     fill_hint,
     group_message,
     is_runtime_field,
+    parse_only,
     placeholders,
     render,
     scan,
@@ -44,6 +46,32 @@ def test_what_counts_as_a_variable_reference(text: str, names: list[str]) -> Non
 
 def test_substitute_keeps_dollar_dollar_as_written() -> None:
     assert substitute("$${DEV} ${DEV}", {"DEV": "x"}).text == "$${DEV} x"
+
+
+@pytest.mark.parametrize(
+    ("items", "names"),
+    [
+        (["A,B"], ["A", "B"]),
+        (["A", "B", "A"], ["A", "B"]),
+        (["$A ${B}"], ["A", "B"]),  # envsubst's SHELL-FORMAT
+        ([" A , B "], ["A", "B"]),
+    ],
+)
+def test_only_takes_names_comma_lists_and_shell_format(items: list[str], names: list[str]) -> None:
+    assert parse_only(items) == names
+
+
+@pytest.mark.parametrize(
+    ("item", "named"), [("A,my-var", "my-var"), ("${A", "${A"), ("1A", "1A"), ("$(A)", "$(A)")]
+)
+def test_only_rejects_and_names_what_is_not_a_variable(item: str, named: str) -> None:
+    with pytest.raises(ValueError, match=f"^{re.escape(named)}$"):
+        parse_only([item])
+
+
+def test_only_needs_at_least_one_name() -> None:
+    with pytest.raises(ValueError, match=r"^$"):
+        parse_only([" , "])
 
 
 # ---- which fields are runtime fields ---------------------------------------------------------

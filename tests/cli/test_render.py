@@ -160,3 +160,9 @@ def test_validate_of_the_workshop_groups_its_placeholders() -> None:
     assert warnings[-1].endswith(
         "--set KARPENTER_NODE_ROLE=... --set AMI_VERSION=... --set CLUSTER_NAME=..."
     )
+
+
+def test_render_only_accepts_envsubst_shell_format(tmp_path: Path) -> None:
+    f = _file(tmp_path, "kind: X\na: ${A}\nb: $B\nc: ${C}\n")
+    result = run("render", f, "--only", "$A ${B}", env={"A": "1", "B": "2", "C": "3"})
+    assert result.stdout == "kind: X\na: 1\nb: 2\nc: ${C}\n"

@@ -43,17 +43,16 @@ __all__ = [
     "fill_hint",
     "group_message",
     "is_runtime_field",
+    "parse_only",
     "placeholders",
     "references",
     "render",
     "scan",
     "substitute",
-    "valid_name",
 ]
 
 # `$$` comes first so that it is consumed as one token and never opens a reference.
 PLACEHOLDER = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
-NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 FieldPath = tuple[str | int, ...]
 
@@ -342,6 +341,21 @@ def fill_hint(files: Iterable[str], names: Sequence[str]) -> str:
     return f"fill {what} before applying: gpucap render {paths} {sets}"
 
 
-def valid_name(name: str) -> bool:
-    """Whether `name` can be a variable (for `--only`)."""
-    return NAME.fullmatch(name) is not None
+_ONLY_ITEM = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$?([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def parse_only(items: Iterable[str]) -> list[str]:
+    """The names of `--only` values: `VAR,VAR`, repeated, or envsubst's SHELL-FORMAT
+    (`'$VAR ${VAR}'`). Raises ValueError naming the first item that is not a variable."""
+    names: list[str] = []
+    for item in items:
+        for token in re.split(r"[,\s]+", item.strip()):
+            if not token:
+                continue
+            m = _ONLY_ITEM.fullmatch(token)
+            if m is None:
+                raise ValueError(token)
+            names.append(m.group(1) or m.group(2))
+    if not names:
+        raise ValueError("")
+    return list(dict.fromkeys(names))

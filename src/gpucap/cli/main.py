@@ -21,8 +21,8 @@ import typer
 from rich.console import Console
 
 from gpucap import __version__
+from gpucap.apis.placeholders import parse_only, substitute
 from gpucap.apis.placeholders import render as fill_placeholders
-from gpucap.apis.placeholders import substitute, valid_name
 from gpucap.apis.quantity import Quantity
 from gpucap.apis.serde import LoadResult, Manifest, load_paths, load_text
 from gpucap.apis.workloads import Deployment
@@ -168,8 +168,8 @@ def render(  # noqa: PLR0917 - typer maps parameters to options
         list[str] | None,
         typer.Option(
             "--only",
-            help="VAR[,VAR...]: fill just these (and --set) variables; leave every other $X "
-            "as written, like envsubst's SHELL-FORMAT (repeatable).",
+            help="VAR[,VAR...] (or envsubst's SHELL-FORMAT, '$VAR ${VAR}'): fill just these "
+            "(and --set) variables; leave every other $X as written (repeatable).",
         ),
     ] = None,
     pin_ami: Annotated[
@@ -200,14 +200,11 @@ def render(  # noqa: PLR0917 - typer maps parameters to options
         explicit.append(key)
     names: list[str] | None = None
     if only is not None:
-        names = [n.strip() for item in only for n in item.split(",") if n.strip()]
-        bad = [n for n in names if not valid_name(n)]
-        if bad or not names:
-            err.print(
-                f"error: --only {(bad or [''])[0]!r} is not a variable name (VAR[,VAR...])",
-                markup=False,
-            )
-            raise typer.Exit(EXIT_BAD_INPUT)
+        try:
+            names = parse_only(only)
+        except ValueError as e:
+            err.print(f"error: --only {str(e)!r} is not a variable name (VAR[,VAR...])")
+            raise typer.Exit(EXIT_BAD_INPUT) from None
     pinned: str | None = None
     if pin_ami:
         pinned = _release(kubernetes_version, "al2023", "x86_64", variant, offline, region).version
