@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -369,3 +370,47 @@ def test_every_document_of_a_long_stream_is_classified() -> None:
     # Node ids of a finished document are reused by the next one; none may be taken as seen.
     docs = [{"kind": "EC2NodeClass", "spec": {"userData": f"echo $V{i}"}} for i in range(60)]
     assert {u.where for u in scan(to_yaml(*docs))} == {"runtime"}
+
+
+_RUNTIME_NAMES = ["HOME", "NODE_IP", "LD_LIBRARY_PATH"]
+_script = st.lists(
+    st.one_of(
+        st.text(alphabet=st.characters(blacklist_characters="$", codec="ascii"), max_size=6),
+        st.sampled_from(_RUNTIME_NAMES).map(lambda n: "${" + n + "} "),
+        st.sampled_from(_RUNTIME_NAMES).map(lambda n: "$" + n + " "),
+        st.sampled_from(["$$", "$(POD_IP)", "$${DEV}"]),
+    ),
+    max_size=10,
+).map("".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(user_data=_script, command=_script, env_value=_script)
+def test_runtime_variables_come_out_as_written_whatever_the_environment(
+    user_data: str, command: str, env_value: str
+) -> None:
+    nc = _nodeclass(role="KarpenterNodeRole-${CLUSTER_NAME}", userData=user_data)
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "i",
+                    "command": ["sh", "-c", command],
+                    "env": [{"name": "E", "value": env_value}],
+                }
+            ]
+        },
+    }
+    env = dict.fromkeys([*_RUNTIME_NAMES, "CLUSTER_NAME", "POD_IP", "DEV"], "FILLED")
+    done = render([to_yaml(nc, pod)], env)
+    assert done.missing == ((),)
+    out_nc, out_pod = yaml.safe_load_all(done.texts[0])
+    assert out_nc["spec"]["role"] == "KarpenterNodeRole-FILLED"
+    assert out_nc["spec"]["userData"] == user_data
+    container = out_pod["spec"]["containers"][0]
+    assert container["command"][2] == command
+    assert container["env"][0]["value"] == env_value
