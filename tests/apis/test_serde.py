@@ -165,10 +165,13 @@ def test_the_workshop_example_loads_with_only_placeholder_warnings() -> None:
     ]
 
 
-def test_placeholder_warning_names_the_variable_and_the_line() -> None:
+def test_placeholder_warning_names_the_variable_the_field_and_the_line() -> None:
     result = load_paths([str(WORKSHOP / "ec2nodeclass.yaml")])
-    role = next(w for w in result.warnings if w.path == ("spec", "role"))
-    assert "${KARPENTER_NODE_ROLE}" in role.message
+    role = next(w for w in result.warnings if "${KARPENTER_NODE_ROLE}" in w.message)
+    assert str(role) == (
+        f"{WORKSHOP}/ec2nodeclass.yaml: ${{KARPENTER_NODE_ROLE}} is not filled: "
+        "[0] EC2NodeClass/gpu spec.role"
+    )
     assert role.line == 8
 
 

@@ -61,7 +61,7 @@ def test_validate_prints_one_summary_line_per_object_and_exits_zero() -> None:
         "nvidia.com/gpu=6; WhenEmpty after 2h (budgets nodes=1); expireAfter 720h"
     )
     assert lines[-1] == "6 objects valid, 4 warning(s)"
-    assert "unsubstituted placeholder ${AMI_VERSION}" in result.stderr
+    assert "${AMI_VERSION} is not filled: [0] EC2NodeClass/gpu" in result.stderr
 
 
 @pytest.mark.parametrize(("doc", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])

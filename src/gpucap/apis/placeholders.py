@@ -1,48 +1,361 @@
-"""`${VAR}` / `$VAR` placeholders in manifests, and their substitution (what envsubst does).
+"""`${VAR}` / `$VAR` placeholders in manifests: finding them, telling them from the variables a
+program reads at run time, and filling them (what envsubst does, with gpucap's refusals).
 
-Unlike envsubst, which silently writes an empty string for an unset variable, `substitute`
-reports every missing name so the caller can refuse to write a half-filled manifest (an
-EC2NodeClass with `alias: al2023@` is exactly the mistake this prevents).
-Called by the loader (warns about placeholders left in a manifest), `gpucap render` and
-`gpucap demo`.
+Three questions, three parts:
+
+- *What is a reference?* `${NAME}` and `$NAME`, as envsubst reads them, except that `$$` is one
+  token and never starts a reference: `$${DEV}` and `$$DEV` are left as written. That is how
+  bash (`$$` is the PID), Kubernetes (`$$(VAR)` escapes `$(VAR)`), Terraform (`$${` escapes
+  `${`) and docker compose lex `$$`; envsubst alone reads `$${DEV}` as `$` + `${DEV}`.
+  Kubernetes' own `$(VAR)` and shell forms such as `${#A[@]}` or `${X:-d}` are not references.
+- *Is it a placeholder?* Not in a **runtime field**, whose text a program expands when it runs:
+  an EC2NodeClass `spec.userData` (the node's boot script), a container's `command`, `args`,
+  `env[].value` and exec-probe/lifecycle `command`, a RayService `serveConfigV2` and a RayJob
+  `runtimeEnvYAML` (Ray expands `$VAR` in `runtime_env.env_vars` when the worker starts). A
+  name that also appears outside runtime fields is a placeholder everywhere.
+- *What does render do?* `render` fills template variables from `values`, leaves runtime
+  variables as written (and names them), and reports every placeholder without a value,
+  rather than writing an empty string as envsubst does (`alias: al2023@` resolves no AMI). With
+  `only`, exactly the named variables are filled and every other byte is kept, like envsubst's
+  SHELL-FORMAT argument.
+
+Called by the loader (`apis/serde.py`: `placeholders`, `is_runtime_field`, the grouped warning
+texts), `gpucap render` (`render`) and `gpucap demo` and tests (`substitute`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+import shlex
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
-__all__ = ["PLACEHOLDER", "Substitution", "placeholders", "substitute"]
+import yaml
 
-PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+__all__ = [
+    "PLACEHOLDER",
+    "Occurrence",
+    "Reference",
+    "RenderResult",
+    "Substitution",
+    "Use",
+    "fill_hint",
+    "group_message",
+    "is_runtime_field",
+    "parse_only",
+    "placeholders",
+    "references",
+    "render",
+    "scan",
+    "substitute",
+]
+
+# `$$` comes first so that it is consumed as one token and never opens a reference.
+PLACEHOLDER = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+
+FieldPath = tuple[str | int, ...]
+
+_CONTAINER_LISTS = frozenset({"containers", "initContainers", "ephemeralContainers"})
+_RUNTIME_DOCUMENT_FIELDS = {
+    "EC2NodeClass": frozenset({("spec", "userData")}),
+    "RayService": frozenset({("spec", "serveConfigV2")}),
+    "RayJob": frozenset({("spec", "runtimeEnvYAML")}),
+}
 
 
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """One `${NAME}` or `$NAME` at `text[start:end]`."""
+
+    name: str
+    start: int
+    end: int
+    braced: bool
+
+
+def references(text: str) -> list[Reference]:
+    """Every variable reference in `text`, in order (`$$` escapes skipped)."""
+    out = []
+    for m in PLACEHOLDER.finditer(text):
+        if m.group(1):
+            out.append(Reference(m.group(1), m.start(), m.end(), True))
+        elif m.group(2):
+            out.append(Reference(m.group(2), m.start(), m.end(), False))
+    return out
+
+
+def placeholders(text: str, *, braced_only: bool = False) -> list[str]:
+    """Variable names referenced in `text`, in order of first appearance."""
+    seen: dict[str, None] = {}
+    for ref in references(text):
+        if ref.braced or not braced_only:
+            seen.setdefault(ref.name, None)
+    return list(seen)
+
+
+def is_runtime_field(kind: str | None, path: FieldPath) -> bool:
+    """Whether the string at `path` of a `kind` object is text a program expands at run time
+    (boot script, container command/args/env, Ray runtime config), not a manifest template."""
+    if kind is not None and tuple(path) in _RUNTIME_DOCUMENT_FIELDS.get(kind, ()):
+        return True
+    # The innermost container: `...containers[i]` followed by the field inside the container.
+    for i in range(len(path) - 2, -1, -1):
+        if path[i] in _CONTAINER_LISTS and isinstance(path[i + 1], int):
+            rest = path[i + 2 :]
+            if len(rest) == 2 and rest[0] in ("command", "args"):
+                return True
+            if len(rest) == 3 and rest[0] == "env" and rest[2] == "value":
+                return True
+            # exec probes and lifecycle hooks: livenessProbe.exec.command[k], ...
+            return len(rest) >= 3 and rest[-3] == "exec" and rest[-2] == "command"
+    return False
+
+
+# ---- envsubst-like substitution (no field awareness) -----------------------------------------
 @dataclass(frozen=True, slots=True)
 class Substitution:
     text: str
     missing: tuple[str, ...]  # sorted, each once
 
 
-def placeholders(text: str, *, braced_only: bool = False) -> list[str]:
-    """Variable names referenced in `text`, in order of first appearance."""
-    seen: dict[str, None] = {}
-    for m in PLACEHOLDER.finditer(text):
-        name = m.group(1) or ("" if braced_only else m.group(2))
-        if name:
-            seen.setdefault(name, None)
-    return list(seen)
-
-
 def substitute(text: str, values: Mapping[str, str]) -> Substitution:
-    """Replace `${VAR}` and `$VAR` with `values[VAR]`; unknown names are kept and reported."""
+    """Replace `${VAR}` and `$VAR` with `values[VAR]`; unknown names are kept and reported.
+    `$$` is kept as written. For text known to hold no runtime variables (the workshop)."""
     missing: set[str] = set()
+    parts: list[str] = []
+    last = 0
+    for ref in references(text):
+        if ref.name in values:
+            parts.append(text[last : ref.start])
+            parts.append(values[ref.name])
+            last = ref.end
+        else:
+            missing.add(ref.name)
+    parts.append(text[last:])
+    return Substitution("".join(parts), tuple(sorted(missing)))
 
-    def repl(m: re.Match[str]) -> str:
-        name = m.group(1) or m.group(2)
-        if name in values:
-            return values[name]
-        missing.add(name)
-        return m.group(0)
 
-    return Substitution(PLACEHOLDER.sub(repl, text), tuple(sorted(missing)))
+# ---- where a reference sits in a YAML text ---------------------------------------------------
+Where = Literal["field", "runtime", "comment"]
+
+
+@dataclass(frozen=True, slots=True)
+class Use:
+    """A reference and where it sits: in a field value or key, in a runtime field, or outside
+    every scalar (a comment)."""
+
+    ref: Reference
+    where: Where
+
+
+def _spans(text: str) -> list[tuple[int, int, bool]] | None:
+    """(start, end, runtime) of every scalar in `text`, by character offset; None when the text
+    is not YAML (a Helm template, say)."""
+    spans: list[tuple[int, int, bool]] = []
+    seen: set[int] = set()  # an alias is the node it names (and may name its own ancestor)
+
+    def walk(node: yaml.Node, kind: str | None, path: FieldPath) -> None:
+        if id(node) in seen:
+            return
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                spans.append((key.start_mark.index, key.end_mark.index, False))
+                name = key.value if isinstance(key, yaml.ScalarNode) else ""
+                walk(value, kind, (*path, name))
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                walk(item, kind, (*path, i))
+        else:
+            start, end = node.start_mark.index, node.end_mark.index
+            spans.append((start, end, is_runtime_field(kind, path)))
+
+    def kind_of(node: yaml.Node) -> str | None:
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if getattr(key, "value", None) == "kind" and isinstance(value, yaml.ScalarNode):
+                    return str(value.value)
+        return None
+
+    def walk_list_items(node: yaml.SequenceNode) -> None:
+        for item in node.value:
+            walk(item, kind_of(item), ())
+
+    def walk_document(root: yaml.Node) -> None:
+        # Node ids are only unique while the document's nodes are alive (aliases never cross
+        # documents): a freed document's ids are reused by the next one.
+        seen.clear()
+        kind = kind_of(root)
+        if kind == "List" and isinstance(root, yaml.MappingNode):
+            for key, value in root.value:
+                spans.append((key.start_mark.index, key.end_mark.index, False))
+                if getattr(key, "value", None) == "items" and isinstance(value, yaml.SequenceNode):
+                    walk_list_items(value)
+                else:
+                    walk(value, kind, (key.value,))
+            return
+        walk(root, kind, ())
+
+    try:
+        for root in yaml.compose_all(text, Loader=yaml.SafeLoader):
+            if root is not None:
+                walk_document(root)
+    except yaml.YAMLError:
+        return None
+    spans.sort()
+    return spans
+
+
+def scan(text: str) -> list[Use]:
+    """Every reference in `text` with where it sits. Text that is not YAML is all `field`: no
+    field can be shown to be a runtime one, so nothing is left unfilled by guess."""
+    refs = references(text)
+    if not refs:
+        return []
+    spans = _spans(text)
+    if spans is None:
+        return [Use(r, "field") for r in refs]
+    uses = []
+    j = 0
+    for r in refs:  # both lists are sorted by offset
+        while j < len(spans) and spans[j][1] <= r.start:
+            j += 1
+        where: Where = "comment"  # scalars do not overlap: the first one ending after it
+        if j < len(spans) and spans[j][0] <= r.start:
+            where = "runtime" if spans[j][2] else "field"
+        uses.append(Use(r, where))
+    return uses
+
+
+# ---- render ----------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class RenderResult:
+    """What `render` made of each text: the output, the variables it needed and had no value
+    for (per text, sorted), and the runtime variables it left as written (over all texts)."""
+
+    texts: tuple[str, ...]
+    missing: tuple[tuple[str, ...], ...]
+    left: tuple[str, ...]
+
+
+def render(
+    texts: Sequence[str],
+    values: Mapping[str, str],
+    *,
+    only: Collection[str] | None = None,
+    explicit: Collection[str] = (),
+) -> RenderResult:
+    """Fill the texts' placeholders as `gpucap render` does.
+
+    `explicit` are the names the user gave a value on the command line (`--set`, `--pin-ami`):
+    always filled, wherever they appear. With `only`, the names in `only` and `explicit` are
+    filled and nothing else is touched. Without it, a name used in a field outside the runtime
+    fields (in any of the texts: they are applied together) is a placeholder and filled
+    everywhere; a name used only in runtime fields (and comments) is left as written, even when
+    the environment has it, since `$HOME` or `$LD_LIBRARY_PATH` there mean the node's or the
+    container's, never the user's. A placeholder without a value is kept and reported in
+    `missing`; a comment never makes a placeholder missing.
+    """
+    scans = [scan(t) for t in texts]
+    if only is not None:
+        wanted = set(only) | set(explicit)
+        left: set[str] = set()
+    else:
+        wanted = {u.ref.name for s in scans for u in s if u.where == "field"} | set(explicit)
+        left = {u.ref.name for s in scans for u in s if u.where == "runtime"} - wanted
+    outputs: list[str] = []
+    missing_per_text: list[tuple[str, ...]] = []
+    for text, uses in zip(texts, scans, strict=True):
+        parts: list[str] = []
+        missing: set[str] = set()
+        last = 0
+        for u in uses:
+            name = u.ref.name
+            if name not in wanted:
+                continue
+            if name not in values:
+                if u.where != "comment":
+                    missing.add(name)
+                continue
+            parts.append(text[last : u.ref.start])
+            parts.append(values[name])
+            last = u.ref.end
+        parts.append(text[last:])
+        outputs.append("".join(parts))
+        missing_per_text.append(tuple(sorted(missing)))
+    return RenderResult(tuple(outputs), tuple(missing_per_text), tuple(sorted(left)))
+
+
+# ---- the loader's grouped warning ------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Occurrence:
+    """One field holding a placeholder, as the loader saw it."""
+
+    file: str
+    where: str  # `file[0]` or `file[0].items[2]`
+    object_ref: str
+    path: str  # the field, as text
+
+
+_SHOWN_OBJECTS = 3
+_SHOWN_FIELDS = 2
+
+
+def group_message(name: str, occurrences: Sequence[Occurrence]) -> str:
+    """One line for every field where `${name}` is left unfilled: how many fields in how many
+    objects, the first objects (document index; file too when not the first file) and the
+    first object's fields."""
+    first_file = occurrences[0].file
+    objects: dict[tuple[str, str], list[str]] = {}
+    for o in occurrences:
+        fields = objects.setdefault((o.where, o.object_ref), [])
+        if o.path not in fields:
+            fields.append(o.path)
+    shown = []
+    for i, ((where, ref), fields) in enumerate(objects.items()):
+        if i == _SHOWN_OBJECTS:
+            break
+        at = where[len(first_file) :] if where.startswith(first_file + "[") else where
+        text = f"{at} {ref}"
+        if i == 0:
+            more = len(fields) - _SHOWN_FIELDS
+            text += " " + ", ".join(fields[:_SHOWN_FIELDS]) + (f" (+{more})" if more > 0 else "")
+        shown.append(text)
+    rest = len(objects) - len(shown)
+    listing = "; ".join(shown) + (f"; and {rest} more object{'s' * (rest != 1)}" if rest else "")
+    n, m = len(occurrences), len(objects)
+    if n == 1:
+        return f"${{{name}}} is not filled: {listing}"
+    files = len({o.file for o in occurrences})
+    count = f"{n} fields" + (f" of {m} objects" if m > 1 else "")
+    count += f" in {files} files" if files > 1 else ""
+    return f"${{{name}}} is not filled in {count}: {listing}"
+
+
+def fill_hint(files: Iterable[str], names: Sequence[str]) -> str:
+    """The `gpucap render` command that fills `names` in `files` (stdin shown as `-`)."""
+    paths = " ".join("-" if f == "<stdin>" else shlex.quote(f) for f in dict.fromkeys(files))
+    sets = " ".join(f"--set {n}=..." for n in names)
+    what = "it" if len(names) == 1 else f"these {len(names)} placeholders"
+    return f"fill {what} before applying: gpucap render {paths} {sets}"
+
+
+_ONLY_ITEM = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$?([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def parse_only(items: Iterable[str]) -> list[str]:
+    """The names of `--only` values: `VAR,VAR`, repeated, or envsubst's SHELL-FORMAT
+    (`'$VAR ${VAR}'`). Raises ValueError naming the first item that is not a variable."""
+    names: list[str] = []
+    for item in items:
+        for token in re.split(r"[,\s]+", item.strip()):
+            if not token:
+                continue
+            m = _ONLY_ITEM.fullmatch(token)
+            if m is None:
+                raise ValueError(token)
+            names.append(m.group(1) or m.group(2))
+    if not names:
+        raise ValueError("")
+    return list(dict.fromkeys(names))

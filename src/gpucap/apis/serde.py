@@ -44,7 +44,13 @@ from gpucap.apis.leaderworkerset import LeaderWorkerSet
 from gpucap.apis.meta import json_kind
 from gpucap.apis.nodeoverlay import NodeOverlay
 from gpucap.apis.nodepool import NodeClaim, NodePool
-from gpucap.apis.placeholders import placeholders
+from gpucap.apis.placeholders import (
+    Occurrence,
+    fill_hint,
+    group_message,
+    is_runtime_field,
+    placeholders,
+)
 from gpucap.apis.scenario import Scenario
 from gpucap.apis.validation import Violation, validate_object
 from gpucap.apis.workloads import (
@@ -422,6 +428,7 @@ def load_paths(paths: Sequence[str], stdin: TextIO | None = None) -> LoadResult:
             result.issues.append(
                 Issue("error", None, None, (), f"{raw}: no such file or directory")
             )
+    _group_placeholders(result)
     _report_ignored(result, ignored)
     _report_duplicates(result)
     return result
@@ -478,6 +485,7 @@ def load_text(
             continue
         _load_document(data, source, result, counter)
     if own_counter:
+        _group_placeholders(result)
         _report_ignored(result, counter)
         _report_duplicates(result)
     return result
@@ -557,30 +565,101 @@ def _load_document(data: Any, source: Source, result: LoadResult, ignored: Count
         result.manifests.append(Manifest(obj, source))  # type: ignore[arg-type]
 
 
+# Kinds whose fields never hold a literal `$NAME` (IAM role names, tag values, label values and
+# AMI aliases cannot contain `$`), so an unbraced `$NAME` there is a placeholder too. In core
+# kinds only `${NAME}` is: a `$` in an annotation or ConfigMap data may be meant.
+_UNBRACED_PLACEHOLDER_KINDS = frozenset({"NodePool", "NodeClaim", "EC2NodeClass", "NodeOverlay"})
+
+
+@dataclass(frozen=True, slots=True)
+class _PlaceholderIssue(Issue):
+    """One field holding placeholders, before `_group_placeholders` turns all of a load's into
+    one line per variable. `runtime`: the field is one a program expands at run time."""
+
+    names: tuple[str, ...] = ()
+    runtime: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _FileSource(Source):
+    """Where a grouped warning points: the file (its first field's line for lint)."""
+
+    def __str__(self) -> str:
+        return self.file
+
+
 def _check_placeholders(
     value: Any, path: Path_, source: Source, ref: str, result: LoadResult
 ) -> None:
-    """Warn about `${VAR}` left in a manifest: envsubst/`gpucap render` was not run on it."""
+    """Note every field with `${VAR}` left in it (envsubst/`gpucap render` was not run)."""
     if isinstance(value, dict):
         for k, v in value.items():
             _check_placeholders(v, (*path, k), source, ref, result)
     elif isinstance(value, list):
         for i, v in enumerate(value):
             _check_placeholders(v, (*path, i), source, ref, result)
-    elif isinstance(value, str) and "${" in value:
-        names = placeholders(value, braced_only=True)
+    elif isinstance(value, str) and "$" in value:
+        kind = ref.split("/", 1)[0]
+        braced_only = kind not in _UNBRACED_PLACEHOLDER_KINDS
+        names = placeholders(value, braced_only=braced_only)
         if names:
             result.issues.append(
-                Issue(
+                _PlaceholderIssue(
                     "warning",
                     source,
                     ref,
                     path,
-                    f"unsubstituted placeholder {', '.join('${' + n + '}' for n in names)} "
-                    "(fill it with `gpucap render` or envsubst before applying)",
+                    f"unsubstituted placeholder {', '.join('${' + n + '}' for n in names)}",
                     "PLACEHOLDER",
+                    names=tuple(names),
+                    runtime=is_runtime_field(kind, path),
                 )
             )
+
+
+def _group_placeholders(result: LoadResult) -> None:
+    """Replace the per-field placeholder notes of a whole load by one warning per variable
+    (count, objects, first fields) and one with the `gpucap render` command that fills them.
+
+    A name seen only in runtime fields (userData, container command/args/env) is the node's or
+    the container's variable, not a placeholder: nothing is said about it. A name that is also a
+    placeholder elsewhere counts in those fields too."""
+    raw = [i for i in result.issues if isinstance(i, _PlaceholderIssue)]
+    if not raw:
+        return
+    templates = {n for i in raw if not i.runtime for n in i.names}
+    by_name: dict[str, list[_PlaceholderIssue]] = {}
+    for issue in raw:
+        for n in issue.names:
+            if n in templates:
+                by_name.setdefault(n, []).append(issue)
+    grouped: list[Issue] = []
+    for name, issues in by_name.items():
+        first = issues[0]
+        if first.source is None:  # every field note has its document; this keeps mypy sure
+            continue
+        occurrences = [
+            Occurrence(i.source.file, str(i.source), i.object_ref or "", format_path(i.path))
+            for i in issues
+            if i.source is not None
+        ]
+        where = _FileSource(
+            first.source.file, first.source.index, first.source.item, {(): first.line or 1}
+        )
+        grouped.append(
+            Issue("warning", where, None, (), group_message(name, occurrences), "PLACEHOLDER")
+        )
+    if by_name:
+        files = [
+            i.source.file
+            for i in raw
+            if i.source is not None and any(n in templates for n in i.names)
+        ]
+        hint = fill_hint(files, list(by_name))
+        grouped.append(Issue("warning", None, None, (), hint, "PLACEHOLDER"))
+    first_at = result.issues.index(raw[0])
+    rest = [i for i in result.issues if not isinstance(i, _PlaceholderIssue)]
+    result.issues[:] = [*rest[:first_at], *grouped, *rest[first_at:]]
 
 
 __all__ += ["KubeObject", "Violation", "effective", "object_ref"]

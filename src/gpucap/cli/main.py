@@ -21,7 +21,8 @@ import typer
 from rich.console import Console
 
 from gpucap import __version__
-from gpucap.apis.placeholders import substitute
+from gpucap.apis.placeholders import parse_only, substitute
+from gpucap.apis.placeholders import render as fill_placeholders
 from gpucap.apis.quantity import Quantity
 from gpucap.apis.serde import LoadResult, Manifest, load_paths, load_text
 from gpucap.apis.workloads import Deployment
@@ -167,6 +168,14 @@ def render(  # noqa: PLR0917 - typer maps parameters to options
         list[str] | None,
         typer.Option("--set", help="KEY=VALUE, overrides the environment (repeatable)."),
     ] = None,
+    only: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--only",
+            help="VAR[,VAR...] (or envsubst's SHELL-FORMAT, '$VAR ${VAR}'): fill just these "
+            "(and --set) variables; leave every other $X as written (repeatable).",
+        ),
+    ] = None,
     pin_ami: Annotated[
         bool,
         typer.Option(
@@ -180,41 +189,63 @@ def render(  # noqa: PLR0917 - typer maps parameters to options
     offline: OfflineOption = False,
     region: RegionOption = None,
 ) -> None:
-    """Fill ${VAR} and $VAR placeholders from the environment and --set, like envsubst,
-    but fail (exit 2) naming every missing variable instead of writing empty strings."""
+    """Fill ${VAR} and $VAR placeholders from the environment and --set, like envsubst, but
+    fail (exit 2) naming every missing variable instead of writing empty strings. Variables
+    used only in userData and container command/args/env are the node's or the container's:
+    they are left as written, with one warning."""
     values = dict(os.environ)
+    explicit: list[str] = []
     for item in set_ or []:
         key, eq, value = item.partition("=")
         if not eq or not key:
             err.print(f"error: --set {item!r} must be KEY=VALUE", markup=False)
             raise typer.Exit(EXIT_BAD_INPUT)
         values[key] = value
+        explicit.append(key)
+    names: list[str] | None = None
+    if only is not None:
+        try:
+            names = parse_only(only)
+        except ValueError as e:
+            err.print(f"error: --only {str(e)!r} is not a variable name (VAR[,VAR...])")
+            raise typer.Exit(EXIT_BAD_INPUT) from None
     pinned: str | None = None
     if pin_ami:
         pinned = _release(kubernetes_version, "al2023", "x86_64", variant, offline, region).version
         values["AMI_VERSION"] = pinned
+        explicit.append("AMI_VERSION")
     texts: list[tuple[str, str]] = []
     for f in files:
         try:
             texts.append((f, sys.stdin.read() if f == "-" else Path(f).read_text(encoding="utf-8")))
-        except OSError as e:
-            err.print(f"error: {f}: cannot read: {e.strerror}", markup=False)
+        except (OSError, UnicodeDecodeError) as e:
+            reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+            err.print(f"error: {f}: cannot read: {reason}", markup=False)
             raise typer.Exit(EXIT_BAD_INPUT) from None
-    rendered: list[str] = []
+    done = fill_placeholders([t for _, t in texts], values, only=names, explicit=explicit)
     failed = False
-    for name, text in texts:
-        sub = substitute(text, values)
-        if sub.missing:
+    for (name, _), missing in zip(texts, done.missing, strict=True):
+        if missing:
             failed = True
-            err.print(f"error: {name}: missing variable(s): {', '.join(sub.missing)}", markup=False)
-        body = sub.text
-        if pinned is not None:
-            # Never write `@latest`: it rolls the whole fleet on AWS's schedule.
-            body = re.sub(r"(alias:\s*[\"']?[a-z0-9]+@)latest\b", rf"\g<1>{pinned}", body)
-        rendered.append(body)
+            err.print(f"error: {name}: missing variable(s): {', '.join(missing)}", markup=False)
     if failed:
         raise typer.Exit(EXIT_BAD_INPUT)
-    sys.stdout.write("---\n".join(t if t.endswith("\n") else t + "\n" for t in rendered))
+    if done.left:
+        err.print(
+            "warning: left as written, for the node or container to expand at run time "
+            f"(used only in userData or container command/args/env): {', '.join(done.left)}; "
+            "--set NAME=VALUE or --only NAME fills one",
+            markup=False,
+            style="yellow",
+        )
+    rendered = list(done.texts)
+    if pinned is not None:
+        # Never write `@latest`: it rolls the whole fleet on AWS's schedule.
+        latest = re.compile(r"(alias:\s*[\"']?[a-z0-9]+@)latest\b")
+        rendered = [latest.sub(rf"\g<1>{pinned}", body) for body in rendered]
+    # One file comes out byte for byte; several are joined as one multi-document stream.
+    head = [t if t.endswith("\n") else t + "\n" for t in rendered[:-1]]
+    sys.stdout.write("---\n".join([*head, rendered[-1]]))
 
 
 def _load_catalog(
