@@ -75,6 +75,7 @@ def test_the_workshop_vllm_deployment_gets_one_spot_gpu_node_per_replica(tmp_pat
         "unschedulable": 0,
         "pricePerHour": round(3 * price, 6),
         "gpus": {"nvidia.com/gpu": 3},
+        "passes": 1,
     }
 
 
@@ -158,6 +159,7 @@ def test_the_table_lists_nodes_pending_pods_and_a_summary(tmp_path: Path) -> Non
     assert lines[0].split() == [
         "NODECLAIM",
         "NODEPOOL",
+        "PASS",
         "INSTANCE",
         "TYPE",
         "ZONE",
