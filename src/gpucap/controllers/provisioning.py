@@ -247,6 +247,11 @@ def provision(
     names = _Names([n.name for n in state_nodes])
     inflight: dict[str, PlannedNodeClaim] = {}
     for group in static_node_claims(pools, state_nodes, min_values_policy=opts.min_values_policy):
+        out.notes.append(
+            f"NodePool {group.nodepool}: static (spec.replicas); Karpenter creates its "
+            f"{group.count} NodeClaim{'' if group.count == 1 else 's'} only with the "
+            "StaticCapacity feature gate on (off by default)"
+        )
         if group.launch_error is not None:
             out.notes.append(
                 f"NodePool {group.nodepool}: static NodeClaims cannot launch: {group.launch_error}"

@@ -688,7 +688,7 @@ class Scheduler:
             self.templates.append(template)
         self.tolerate_prefer_no_schedule = any(
             t.effect == "PreferNoSchedule"
-            for p in pools
+            for p in ordered
             for t in p.nodepool.spec.template.spec.taints
         )
         self.remaining_resources: dict[str, Resources] = {}
@@ -698,7 +698,9 @@ class Scheduler:
                 self.remaining_resources[pool.nodepool.name] = {
                     k: (q.milli_value() if k == "cpu" else q.value()) for k, q in limits.items()
                 }
-        # Topology: domains from every pool and its instance types; counts from bound pods.
+        # Topology: domains from every dynamic pool and its instance types (static pools are
+        # not passed to `NewTopology`; their nodes add domains as state nodes); counts from
+        # bound pods.
         live = [n for n in state_nodes if not n.marked_for_deletion]
         domain_groups = build_domain_groups(
             [
@@ -710,6 +712,7 @@ class Scheduler:
                     [it.requirements for it in p.instance_types],
                 )
                 for p in pools
+                if p.nodepool.spec.replicas is None
             ]
         )
         pending_keys = {p.key for p in pending_pods}
