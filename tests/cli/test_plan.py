@@ -451,7 +451,7 @@ def test_passes_below_1_are_bad_input(tmp_path: Path) -> None:
     assert result.exit_code == 2
 
 
-def test_without_pods_held_back_by_limits_the_plan_is_the_single_pass(tmp_path: Path) -> None:
+def test_when_the_launched_nodes_fill_the_limit_the_plan_is_the_single_pass(tmp_path: Path) -> None:
     # The workshop's limit of 6 GPUs is met by 1-GPU types only: nothing changes in pass 2.
     multi = plan_json(tmp_path, vllm(8), pod("busybox"))
     single = plan_json(tmp_path, vllm(8), pod("busybox"), extra=("--passes", "1"))

@@ -18,7 +18,7 @@ from gpucap.scheduling.solver import (
     StateNode,
     solve,
 )
-from tests.builders import GPU_TOLERATION, deployment, edit, to_yaml
+from tests.builders import GPU_TOLERATION, deployment, edit, pod, to_yaml
 from tests.scheduling.builders import cpu_pool, gpu_pod, gpu_pool, instance_type
 
 # Sizes up to an 8-GPU type, as a real GPU family has: the first pass reserves 8 per NodeClaim.
@@ -154,7 +154,8 @@ def test_static_nodeclaims_count_in_the_price_and_requests_show_their_pods() -> 
     (claim,) = plan.node_claims
     assert claim.requests["nvidia.com/gpu"] == 1
     assert claim.requests["pods"] == 1
-    assert sum(launch.price for launch in plan.launches.values()) == claim.launch.price  # type: ignore[union-attr]
+    assert claim.launch is not None
+    assert sum(launch.price for launch in plan.launches.values()) == claim.launch.price
 
 
 def test_a_static_nodepool_with_a_dynamic_one_fills_its_nodes_first() -> None:
@@ -221,3 +222,44 @@ def test_pods_of_earlier_passes_stay_on_their_nodeclaims() -> None:
         (c.name, [p.key for p in c.pods]) for c in single.node_claims
     ]
     assert len({c.name for c in plan.node_claims}) == len(plan.node_claims)
+
+
+def test_nodeclaim_names_skip_the_names_of_nodes_in_the_input() -> None:
+    taken = StateNode(
+        name="gpu-1",
+        labels={"karpenter.sh/nodepool": "other", "karpenter.sh/initialized": "true"},
+        allocatable={"cpu": 1000, "memory": 2**30, "pods": 110},
+    )
+    plan = run_passes([gpu_pool(), gpu_pod("a")], SIZED_GPU_TYPES, state_nodes=(taken,))
+    assert [c.name for c in plan.node_claims] == ["gpu-2"]
+
+
+def test_a_pod_held_back_in_one_pass_can_join_a_nodeclaim_launched_in_it() -> None:
+    # minValues 2 keeps `b` off gpu-1 in pass 1 (only the 8-CPU type would fit both pods) and
+    # the CPU limit keeps it off a new one; launched as that cheaper 8-CPU type, gpu-1 has
+    # room for `b` in pass 2, where an existing node's minValues no longer matter.
+    types = [
+        instance_type("c5.xlarge", cpu=4, memory_gib=16, price=1.0),
+        instance_type("c5.2xlarge", cpu=8, memory_gib=32, price=0.5),
+    ]
+    pool = edit(cpu_pool("gpu"), "spec.limits", {"cpu": "12"})
+    pool = edit(
+        pool,
+        "spec.template.spec.requirements",
+        [
+            {
+                "key": "node.kubernetes.io/instance-type",
+                "operator": "Exists",
+                "minValues": 2,
+            }
+        ],
+    )
+    plan = run_passes([pool, pod("a", cpu="3"), pod("b", cpu="3")], types)
+    (claim,) = plan.node_claims
+    assert claim.launch is not None
+    assert claim.launch.instance_type == "c5.2xlarge"
+    assert (claim.pass_number, [p.key for p in claim.pods]) == (1, ["default/a", "default/b"])
+    assert claim.requests["cpu"] == 6000
+    assert plan.pod_errors == {}
+    single = run_passes([pool, pod("a", cpu="3"), pod("b", cpu="3")], types, max_passes=1)
+    assert "minValues" in single.pod_errors["default/b"]
