@@ -7,11 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import Result
 from typer.testing import CliRunner
 
 from gpucap.cli.main import app
 from gpucap.cloudprovider.aws.catalog import load_catalog
-from tests.builders import GPU_TOLERATION, deployment, pod, to_yaml
+from tests.builders import GPU_TOLERATION, deployment, edit, nodeclass, nodepool, pod, to_yaml
 
 WORKSHOP = Path(__file__).resolve().parents[2] / "src" / "gpucap" / "data" / "examples" / "workshop"
 runner = CliRunner()
@@ -75,6 +76,7 @@ def test_the_workshop_vllm_deployment_gets_one_spot_gpu_node_per_replica(tmp_pat
         "unschedulable": 0,
         "pricePerHour": round(3 * price, 6),
         "gpus": {"nvidia.com/gpu": 3},
+        "passes": 1,
     }
 
 
@@ -158,6 +160,7 @@ def test_the_table_lists_nodes_pending_pods_and_a_summary(tmp_path: Path) -> Non
     assert lines[0].split() == [
         "NODECLAIM",
         "NODEPOOL",
+        "PASS",
         "INSTANCE",
         "TYPE",
         "ZONE",
@@ -357,3 +360,172 @@ def test_a_conflicting_overlay_is_reported_and_not_applied(tmp_path: Path) -> No
         for n in doc["notes"]
     )
     assert doc["summary"]["gpus"] == {"nvidia.com/gpu": 4}  # b-four's value
+
+
+# ---- the provisioning loop, static NodePools, no NodePool, Windows ------------------------------
+REALWORLD = Path(__file__).resolve().parent / "realworld"
+ONE_PER_NODE = {
+    "podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "topologyKey": "kubernetes.io/hostname",
+                "labelSelector": {"matchLabels": {"app": "llm"}},
+            }
+        ]
+    }
+}
+
+
+def run_plan(
+    tmp_path: Path, files: list[str], *docs: dict[str, Any], extra: tuple[str, ...] = ()
+) -> Result:
+    if docs:
+        f = tmp_path / "workload.yaml"
+        f.write_text(to_yaml(*docs))
+        files = [*files, str(f)]
+    return runner.invoke(app, ["plan", *files, *extra])
+
+
+def g6_pool_limited_to_8_gpus(tmp_path: Path) -> str:
+    """A g6 pool (sizes up to g6.48xlarge, 8 GPUs) with an 8-GPU limit."""
+    doc = nodepool("gpu")
+    doc = edit(
+        doc,
+        "spec.template.spec.requirements[2]",
+        {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["g6"]},
+    )
+    doc = edit(doc, "spec.limits", {"nvidia.com/gpu": "8"})
+    f = tmp_path / "pool.yaml"
+    f.write_text(to_yaml(doc, nodeclass("gpu")))
+    return str(f)
+
+
+def anti_affine_llm(replicas: int) -> dict[str, Any]:
+    return deployment(
+        "llm", replicas=replicas, gpu=1, tolerations=[GPU_TOLERATION], affinity=ONE_PER_NODE
+    )
+
+
+def test_pods_left_by_subtract_max_launch_in_the_next_pass(tmp_path: Path) -> None:
+    # The issue's example: Karpenter reserves g6.48xlarge's 8 GPUs for llm-0's NodeClaim, so
+    # its first pass leaves llm-1 and llm-2 pending; its next pass sees a 1-GPU node.
+    result = run_plan(tmp_path, [g6_pool_limited_to_8_gpus(tmp_path)], anti_affine_llm(3))
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(
+        run_plan(
+            tmp_path,
+            [g6_pool_limited_to_8_gpus(tmp_path)],
+            anti_affine_llm(3),
+            extra=("-o", "json"),
+        ).stdout
+    )
+    assert [(c["name"], c["pass"], c["pods"]) for c in doc["nodeClaims"]] == [
+        ("gpu-1", 1, ["default/llm-0"]),
+        ("gpu-2", 2, ["default/llm-1"]),
+        ("gpu-3", 2, ["default/llm-2"]),
+    ]
+    assert doc["unschedulable"] == []
+    assert doc["summary"]["passes"] == 2
+    assert doc["summary"]["gpus"] == {"nvidia.com/gpu": 3}
+    table = result.stdout.splitlines()
+    assert table[0].split()[:3] == ["NODECLAIM", "NODEPOOL", "PASS"]
+    assert [line.split()[2] for line in table[1:4]] == ["1", "2", "2"]
+    assert table[-1].endswith("3 pod(s) scheduled, 0 pending (NodeClaims from 2 passes)")
+
+
+def test_passes_1_keeps_the_single_pass(tmp_path: Path) -> None:
+    pool = g6_pool_limited_to_8_gpus(tmp_path)
+    result = run_plan(tmp_path, [pool], anti_affine_llm(3), extra=("--passes", "1", "-o", "json"))
+    doc = json.loads(result.stdout)
+    assert [(c["name"], c["pass"]) for c in doc["nodeClaims"]] == [("gpu-1", 1)]
+    reason = 'nodepool "gpu": all available instance types exceed limits for nodepool'
+    assert doc["unschedulable"] == [
+        {"pod": "default/llm-1", "reason": reason},
+        {"pod": "default/llm-2", "reason": reason},
+    ]
+    assert any(n.startswith("stopped after 1 pass") for n in doc["notes"])
+
+
+def test_passes_below_1_are_bad_input(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["plan", str(WORKSHOP), "--passes", "0"])
+    assert result.exit_code == 2
+
+
+def test_when_the_launched_nodes_fill_the_limit_the_plan_is_the_single_pass(tmp_path: Path) -> None:
+    # The workshop's limit of 6 GPUs is met by 1-GPU types only: nothing changes in pass 2.
+    multi = plan_json(tmp_path, vllm(8), pod("busybox"))
+    single = plan_json(tmp_path, vllm(8), pod("busybox"), extra=("--passes", "1"))
+    assert multi["nodeClaims"] == single["nodeClaims"]
+    assert multi["unschedulable"] == single["unschedulable"]
+    assert multi["summary"]["passes"] == 2
+
+
+def test_static_nodepool_nodes_take_pods(tmp_path: Path) -> None:
+    # aws-samples/karpenter-blueprints' static GPU pool: replicas 1 of g6e.8xlarge.
+    files = [str(REALWORLD / "static-nodepool.yaml"), str(REALWORLD / "static-nodeclass.yaml")]
+    trainer = pod("trainer", gpu=1, tolerations=[GPU_TOLERATION])
+    doc = json.loads(run_plan(tmp_path, files, trainer, extra=("-o", "json")).stdout)
+    (claim,) = doc["nodeClaims"]
+    assert (claim["name"], claim["nodePool"], claim["static"], claim["pass"]) == (
+        "gpu-static-1",
+        "gpu-static",
+        True,
+        0,
+    )
+    assert claim["launch"]["instanceType"] == "g6e.8xlarge"
+    # The pool allows spot and on-demand: spot is launched, as for any NodeClaim.
+    _, price = cheapest_spot(["g6e.8xlarge"])
+    assert (claim["launch"]["capacityType"], claim["launch"]["pricePerHour"]) == ("spot", price)
+    assert claim["pods"] == ["default/trainer"]
+    assert claim["labels"]["capacity-type"] == "gpu-static"
+    assert doc["unschedulable"] == []
+    assert doc["summary"]["pricePerHour"] == price
+    table = run_plan(tmp_path, files).stdout.splitlines()
+    assert table[1].split()[:4] == ["gpu-static-1", "gpu-static", "static", "g6e.8xlarge"]
+
+
+def test_a_static_nodepool_keeps_its_nodes_without_any_pod(tmp_path: Path) -> None:
+    files = [str(REALWORLD / "static-nodepool.yaml"), str(REALWORLD / "static-nodeclass.yaml")]
+    doc = json.loads(run_plan(tmp_path, files, extra=("-o", "json")).stdout)
+    assert [(c["name"], c["pods"]) for c in doc["nodeClaims"]] == [("gpu-static-1", [])]
+    assert doc["summary"]["pricePerHour"] > 0
+
+
+def test_no_nodepools_found(tmp_path: Path) -> None:
+    # The blueprint's EKS Auto Mode variant: its NodePool uses eks.amazonaws.com/NodeClass,
+    # which the Karpenter controller does not manage.
+    files = [
+        str(REALWORLD / "static-nodepool-automode.yaml"),
+        str(REALWORLD / "static-nodeclass-automode.yaml"),
+    ]
+    trainer = pod("trainer", gpu=1, tolerations=[GPU_TOLERATION])
+    doc = json.loads(run_plan(tmp_path, files, trainer, extra=("-o", "json")).stdout)
+    assert doc["nodeClaims"] == []
+    assert doc["unschedulable"] == [
+        {"pod": "default/trainer", "reason": "no dynamic nodepools found"}
+    ]
+    # No NodePool in the input at all.
+    doc = json.loads(run_plan(tmp_path, [], pod("web"), extra=("-o", "json")).stdout)
+    assert doc["unschedulable"] == [{"pod": "default/web", "reason": "no dynamic nodepools found"}]
+
+
+def test_windows_nodes_are_priced_at_the_linux_rate_with_a_note(tmp_path: Path) -> None:
+    # aws/karpenter-provider-aws examples/v1/windows-2022.yaml and a Windows pod.
+    iis = pod("iis", nodeSelector={"kubernetes.io/os": "windows"})
+    doc = json.loads(
+        run_plan(tmp_path, [str(REALWORLD / "windows-2022.yaml")], iis, extra=("-o", "json")).stdout
+    )
+    (claim,) = doc["nodeClaims"]
+    assert claim["labels"]["kubernetes.io/os"] == "windows"
+    its = {it.name: it for it in load_catalog("us-east-1").scheduling_instance_types(None)}
+    linux = min(
+        o.price
+        for o in its[claim["launch"]["instanceType"]].offerings
+        if o.available and o.capacity_type == "on-demand"
+    )
+    assert claim["launch"]["pricePerHour"] == linux
+    assert any("Windows nodes are priced here at the Linux rate" in n for n in doc["notes"]), doc[
+        "notes"
+    ]
+    # A Linux plan has no such note.
+    assert not any("Windows" in n for n in plan_json(tmp_path, vllm(1))["notes"])

@@ -48,8 +48,8 @@ from gpucap.cloudprovider.aws.catalog import (
     parse_prices_json,
 )
 from gpucap.cloudprovider.aws.ec2api import EC2API, EC2APIError
+from gpucap.controllers.provisioning import DEFAULT_MAX_PASSES, pools_for
 from gpucap.controllers.provisioning import plan as make_plan
-from gpucap.controllers.provisioning import pools_for
 from gpucap.lint.config import ConfigError, LintConfig, find_config, load_config
 from gpucap.lint.context import KNOWN_IMAGE_SIZES, LintContext
 from gpucap.lint.model import all_rules
@@ -303,6 +303,15 @@ def plan(  # noqa: PLR0917 - typer maps parameters to options
             "--explain", help="NAMESPACE/POD (or POD): why each NodePool can or cannot take it."
         ),
     ] = None,
+    passes: Annotated[
+        int,
+        typer.Option(
+            "--passes",
+            min=1,
+            help="Most provisioning passes to run (1: a single scheduling pass). Later passes "
+            "place the pods NodePool limits held back, once earlier NodeClaims have launched.",
+        ),
+    ] = DEFAULT_MAX_PASSES,
 ) -> None:
     """Schedule the pending pods as Karpenter's provisioner would and print what it would
     launch, at what price, and why any pod stays Pending."""
@@ -313,24 +322,18 @@ def plan(  # noqa: PLR0917 - typer maps parameters to options
     if not result.ok:
         raise typer.Exit(EXIT_BAD_INPUT)
     cat = _load_catalog(region, zones, catalog, prices)
-    made = make_plan(result.objects, cat)
+    made = make_plan(result.objects, cat, max_passes=passes)
     if explain is not None:
         key = explain if "/" in explain else f"default/{explain}"
-        pod = made.results.pods.get(key)
+        pod = made.pods.get(key)
         if pod is None or made.scheduler is None:
             err.print(f"error: --explain {explain}: no such pod in the input", markup=False)
             raise typer.Exit(EXIT_BAD_INPUT)
-        where = next(
-            (c.name for c in made.node_claims if any(p.key == key for p in c.pods)),
-            next(
-                (n for n, pods in made.results.pods_on_existing_nodes().items() if key in pods),
-                None,
-            ),
-        )
+        where = made.where(key)
         pools = pools_for(result.objects, cat, [])
         out.print(
             format_explanation(
-                key, made.scheduler.explain(pod, pools), made.results.pod_errors.get(key), where
+                key, made.scheduler.explain(pod, pools), made.pod_errors.get(key), where
             ),
             markup=False,
             end="",

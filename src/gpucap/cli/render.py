@@ -36,9 +36,8 @@ from gpucap.apis.workloads import (
     expand_workload,
     replica_count,
 )
-from gpucap.controllers.provisioning import Plan
+from gpucap.controllers.provisioning import Plan, PlannedNodeClaim
 from gpucap.scheduling.resources import pod_requests
-from gpucap.scheduling.solver import NodeClaim as PlannedNodeClaim
 from gpucap.scheduling.solver import PoolExplanation
 
 __all__ = [
@@ -232,30 +231,10 @@ def describe(obj: KubeObject) -> str:
 
 
 # ---- plan ---------------------------------------------------------------------------------------
-def _launch_labels(plan: Plan, claim: PlannedNodeClaim) -> dict[str, str]:
-    """The labels the node would carry: template and custom labels, the launched type's
-    single-valued labels, the zone and the capacity type."""
-    labels = dict(claim.labels)
-    launch = plan.launches.get(claim.name)
-    if launch is not None:
-        chosen = next((it for it in claim.instance_types if it.name == launch.instance_type), None)
-        if chosen is not None:
-            for key, req in sorted(chosen.requirements.items()):
-                if req.operator == "In" and len(req.values) == 1:
-                    labels.setdefault(key, next(iter(req.values)))
-        labels["topology.kubernetes.io/zone"] = launch.zone
-        labels["karpenter.sh/capacity-type"] = launch.capacity_type
-        labels["node.kubernetes.io/instance-type"] = launch.instance_type
-    return dict(sorted(labels.items()))
-
-
 def _gpus(plan: Plan) -> dict[str, int]:
     total: dict[str, int] = {}
     for claim in plan.node_claims:
-        launch = plan.launches.get(claim.name)
-        if launch is None:
-            continue
-        chosen = next((it for it in claim.instance_types if it.name == launch.instance_type), None)
+        chosen = claim.launched_type
         if chosen is None:
             continue
         for resource in GPU_RESOURCES:
@@ -265,40 +244,42 @@ def _gpus(plan: Plan) -> dict[str, int]:
     return dict(sorted(total.items()))
 
 
-def plan_document(plan: Plan) -> dict[str, Any]:
-    """The `Plan` JSON of contract.md (stable keys)."""
-    claims = []
-    for claim in plan.node_claims:
-        launch = plan.launches.get(claim.name)
-        entry: dict[str, Any] = {
-            "name": claim.name,
-            "nodePool": claim.nodepool,
-            "instanceTypeOptions": [it.name for it in claim.instance_types],
-            "launch": None,
-            "pods": [p.key for p in claim.pods],
-            "requests": format_base_units(claim.requests),
-            "labels": _launch_labels(plan, claim),
-            "taints": [
-                {k: v for k, v in (("key", t.key), ("value", t.value), ("effect", t.effect)) if v}
-                for t in claim.template.taints
-            ],
+def _claim_entry(claim: PlannedNodeClaim) -> dict[str, Any]:
+    launch = claim.launch
+    entry: dict[str, Any] = {
+        "name": claim.name,
+        "nodePool": claim.nodepool,
+        "pass": claim.pass_number,
+        "static": claim.static,
+        "instanceTypeOptions": [it.name for it in claim.instance_types],
+        "launch": None,
+        "pods": [p.key for p in claim.pods],
+        "requests": format_base_units(claim.requests),
+        "labels": claim.node_labels(),
+        "taints": [
+            {k: v for k, v in (("key", t.key), ("value", t.value), ("effect", t.effect)) if v}
+            for t in claim.taints
+        ],
+    }
+    if launch is not None:
+        entry["launch"] = {
+            "instanceType": launch.instance_type,
+            "zone": launch.zone,
+            "capacityType": launch.capacity_type,
+            "pricePerHour": launch.price,
         }
-        if launch is not None:
-            entry["launch"] = {
-                "instanceType": launch.instance_type,
-                "zone": launch.zone,
-                "capacityType": launch.capacity_type,
-                "pricePerHour": launch.price,
-            }
-        else:
-            entry["launchError"] = plan.launch_errors.get(claim.name, "")
-        claims.append(entry)
-    existing = [
-        {"name": name, "pods": pods}
-        for name, pods in sorted(plan.results.pods_on_existing_nodes().items())
-    ]
+    else:
+        entry["launchError"] = claim.launch_error or ""
+    return entry
+
+
+def plan_document(plan: Plan) -> dict[str, Any]:
+    """The `Plan` JSON of contract.md (stable keys; `pass` and `static` per NodeClaim and
+    `passes` in the summary added for the provisioning loop)."""
+    claims = [_claim_entry(c) for c in plan.node_claims]
+    existing = [{"name": name, "pods": pods} for name, pods in sorted(plan.existing.items())]
     unschedulable = [
-        {"pod": key, "reason": reason} for key, reason in sorted(plan.results.pod_errors.items())
+        {"pod": key, "reason": reason} for key, reason in sorted(plan.pod_errors.items())
     ]
     scheduled = sum(len(c.pods) for c in plan.node_claims) + sum(len(e["pods"]) for e in existing)
     price = round(sum(launch.price for launch in plan.launches.values()), 6)
@@ -315,6 +296,7 @@ def plan_document(plan: Plan) -> dict[str, Any]:
             "unschedulable": len(unschedulable),
             "pricePerHour": price,
             "gpus": _gpus(plan),
+            "passes": plan.passes,
         },
     }
 
@@ -342,6 +324,7 @@ def format_plan_table(doc: dict[str, Any]) -> str:
             [
                 "NODECLAIM",
                 "NODEPOOL",
+                "PASS",
                 "INSTANCE TYPE",
                 "ZONE",
                 "CAPACITY",
@@ -356,6 +339,7 @@ def format_plan_table(doc: dict[str, Any]) -> str:
                 [
                     c["name"],
                     c["nodePool"],
+                    "static" if c["static"] else str(c["pass"]),
                     launch.get("instanceType", "(launch fails)"),
                     launch.get("zone", "-"),
                     launch.get("capacityType", "-"),
@@ -388,12 +372,14 @@ def format_plan_table(doc: dict[str, Any]) -> str:
         lines.append("")
         lines += [f"note: {n}" for n in doc["notes"]]
     s = doc["summary"]
+    last = max((c["pass"] for c in claims), default=0)
     gpus = ", ".join(f"{v} {k}" for k, v in s["gpus"].items())
     lines.append("")
     lines.append(
         f"{s['nodeClaims']} new node(s), ${s['pricePerHour']:.4f}/hour"
         + (f", {gpus}" if gpus else "")
         + f"; {s['pods']} pod(s) scheduled, {s['unschedulable']} pending"
+        + (f" (NodeClaims from {last} passes)" if last > 1 else "")
     )
     return "\n".join(lines) + "\n"
 

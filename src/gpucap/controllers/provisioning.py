@@ -1,52 +1,135 @@
-"""One provisioning pass: what Karpenter's provisioner would launch for the pending pods.
+"""The provisioning loop: what Karpenter's provisioner ends with for the pending pods.
 
-Karpenter's `Provisioner.Schedule` (`pkg/controllers/provisioning/provisioner.go`) gathers the
-Ready NodePools with the instance types their node class offers, the cluster state and the
-DaemonSets, runs the scheduler, and creates NodeClaims that the cloud provider launches. `plan`
-does the same over loaded manifests and the catalog, and adds, for each planned NodeClaim, the
-launch CreateFleet would make (`cloudprovider/aws/launch.py`). No time passes.
+Karpenter's `Provisioner.Reconcile` (kubernetes-sigs/karpenter
+`pkg/controllers/provisioning/provisioner.go`) runs one scheduling pass (`Schedule`: the Ready
+dynamic NodePools with the instance types their node class offers, the cluster state and the
+DaemonSets, then `Scheduler.Solve`), creates the NodeClaims it decided, and loops. The next
+pass waits until every NodeClaim has launched (`Cluster.Synced`), so it sees them as in-flight
+state nodes with the instance type they became (`state/inflight.py`): they count against
+their NodePool's limits with that type's capacity, not with the largest option the first pass
+reserved (`subtractMax`), and the pods the first pass could not place for limits can now go to
+new NodeClaims. `plan` runs these passes until one creates no NodeClaim (nothing more can be
+placed: the next would see the same state), nothing is pending, or `max_passes` is reached.
+Each pass places at least one new pod, so the loop also ends within (pending pods) passes.
 
-Where gpucap differs: a NodePool whose EC2NodeClass is not in the input is planned with a
-default EC2NodeClass (AL2023, 20Gi root volume) and a note, instead of being ignored as
-not Ready, because people often plan with a NodePool alone; NodeOverlays are applied
-(`scheduling/nodeoverlay.py`) although Karpenter needs a feature gate for them, and a note says so.
+Where gpucap differs:
+- the pods of a pass's NodeClaims stay on them in later passes, as bound (what kube-scheduler
+  does with Karpenter's nomination once the node registers); Karpenter re-solves them each
+  pass, existing and in-flight capacity first, which puts them back on the same in-flight
+  capacity unless a pod left pending by an earlier pass takes the room first;
+- a NodeClaim whose launch fails is shown with the error and its pods stay on it (Karpenter
+  deletes it and retries its pods with the failed offerings marked unavailable);
+- a NodePool whose EC2NodeClass is not in the input is planned with a default EC2NodeClass
+  (AL2023, 20Gi root volume) and a note, instead of being ignored as not Ready, because people
+  often plan with a NodePool alone; NodeOverlays are applied (`scheduling/nodeoverlay.py`)
+  although Karpenter needs a feature gate for them, and a note says so;
+- static NodePools' NodeClaims (`controllers/static.py`) are created before the first pass and
+  are capacity from it on (Karpenter's static controller and provisioner run independently);
+  with no dynamic NodePool the pods that fit no existing or static node get Karpenter's
+  "no dynamic nodepools found", and those that fit are placed (kube-scheduler's part).
 Called by `gpucap plan` and, per batch, by the simulator.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
+from gpucap.apis.core import Pod, Taint
 from gpucap.apis.nodeoverlay import NodeOverlay
 from gpucap.apis.serde import Manifests
+from gpucap.apis.workloads import DaemonSet
+from gpucap.cloudprovider.aws.capacity import LABEL_OS
 from gpucap.cloudprovider.aws.catalog import Catalog, NodeClassSettings, node_class_settings
 from gpucap.cloudprovider.aws.launch import InsufficientCapacityError, Launch, choose_launch
+from gpucap.controllers.static import static_node_claims
+from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.nodeoverlay import PoolTypes, apply_overlays, evaluate_overlays
+from gpucap.scheduling.resources import Resources, add, pod_requests
 from gpucap.scheduling.solver import (
-    NodeClaim,
+    NODE_LIMITS_EXHAUSTED,
+    TYPES_EXCEED_LIMITS,
     PoolInput,
     Results,
     Scheduler,
     SchedulingOptions,
+    StateNode,
 )
+from gpucap.state.inflight import launched_labels, launched_node
 from gpucap.state.snapshot import snapshot
 
-__all__ = ["Plan", "plan"]
+__all__ = ["DEFAULT_MAX_PASSES", "Plan", "PlannedNodeClaim", "plan", "pools_for", "provision"]
+
+# A bound on the loop for `plan` (each pass places at least one pod, so it ends anyway).
+DEFAULT_MAX_PASSES = 20
+
+
+@dataclass(slots=True, eq=False)
+class PlannedNodeClaim:
+    """A NodeClaim the plan creates: from provisioning pass `pass_number` (1, 2, ...) or, with
+    `static` and pass 0, kept by a static NodePool. `instance_types` are its options (for a
+    static NodeClaim, the types CreateFleet is offered); `labels` are the NodeClaim's own,
+    before launch; `launch` is what CreateFleet would start, or `launch_error` why not."""
+
+    name: str
+    nodepool: str
+    pass_number: int
+    instance_types: list[InstanceType]
+    pods: list[Pod]
+    requests: Resources
+    labels: dict[str, str]
+    taints: tuple[Taint, ...]
+    startup_taints: tuple[Taint, ...] = ()
+    static: bool = False
+    launch: Launch | None = None
+    launch_error: str | None = None
+
+    @property
+    def launched_type(self) -> InstanceType | None:
+        """The instance type the NodeClaim became (None when its launch fails)."""
+        if self.launch is None:
+            return None
+        return next(
+            (it for it in self.instance_types if it.name == self.launch.instance_type), None
+        )
+
+    def node_labels(self) -> dict[str, str]:
+        """The labels the node would carry once launched (the NodeClaim's own before that)."""
+        it = self.launched_type
+        if it is None or self.launch is None:
+            return dict(sorted(self.labels.items()))
+        return launched_labels(self.labels, it, self.launch.zone, self.launch.capacity_type)
 
 
 @dataclass(slots=True)
 class Plan:
-    """A scheduling pass and the launch chosen for each new NodeClaim."""
+    """What the provisioning loop ends with: the NodeClaims of every pass (and of static
+    NodePools), the pods placed on existing nodes, and why the others stay pending."""
 
-    results: Results
-    launches: dict[str, Launch] = field(default_factory=dict)
-    launch_errors: dict[str, str] = field(default_factory=dict)
+    node_claims: list[PlannedNodeClaim] = field(default_factory=list)
+    existing: dict[str, list[str]] = field(default_factory=dict)  # node -> pod keys placed
+    pod_errors: dict[str, str] = field(default_factory=dict)  # pod key -> reason
+    pods: dict[str, Pod] = field(default_factory=dict)  # every pod considered
     notes: list[str] = field(default_factory=list)
+    passes: int = 0
+    # The first pass's scheduler (for `--explain`) and each pass's results.
     scheduler: Scheduler | None = None
+    pass_results: list[Results] = field(default_factory=list)
 
     @property
-    def node_claims(self) -> list[NodeClaim]:
-        return self.results.new_node_claims
+    def launches(self) -> dict[str, Launch]:
+        return {c.name: c.launch for c in self.node_claims if c.launch is not None}
+
+    @property
+    def launch_errors(self) -> dict[str, str]:
+        return {c.name: c.launch_error for c in self.node_claims if c.launch_error is not None}
+
+    def where(self, pod_key: str) -> str | None:
+        """The NodeClaim or existing node `pod_key` was placed on, if any."""
+        for claim in self.node_claims:
+            if any(p.key == pod_key for p in claim.pods):
+                return claim.name
+        return next((n for n, keys in self.existing.items() if pod_key in keys), None)
 
 
 def pools_for(manifests: Manifests, catalog: Catalog, notes: list[str]) -> list[PoolInput]:
@@ -104,8 +187,10 @@ def plan(
     catalog: Catalog,
     *,
     options: SchedulingOptions | None = None,
+    max_passes: int = DEFAULT_MAX_PASSES,
 ) -> Plan:
-    """Schedule the pending pods of `manifests` and pick each new NodeClaim's launch."""
+    """Schedule the pending pods of `manifests` as Karpenter's provisioning loop would, and
+    pick each new NodeClaim's launch."""
     notes: list[str] = list(manifests.notes)
     pools = pools_for(manifests, catalog, notes)
     snap = snapshot(manifests.pods, manifests.nodes, manifests.nodeclaims)
@@ -114,25 +199,220 @@ def plan(
             f"pod {pod.key} is bound to node {pod.spec.node_name}, which is not in the input; "
             "it is not counted"
         )
-    scheduler = Scheduler(
+    out = provision(
         pools,
         state_nodes=snap.nodes,
+        pending=snap.pending,
         daemonsets=manifests.daemonsets,
-        pending_pods=snap.pending,
         options=options,
+        max_passes=max_passes,
     )
-    results = scheduler.solve(snap.pending)
-    out = Plan(results, notes=notes, scheduler=scheduler)
-    for pool, note in sorted(results.pool_notes.items()):
-        notes.append(f"NodePool {pool}: {note}")
-    for claim in results.new_node_claims:
-        try:
-            out.launches[claim.name] = choose_launch(
-                claim.instance_types,
-                claim.requirements,
-                claim.requests,
-                min_values_policy=(options or SchedulingOptions()).min_values_policy,
-            )
-        except InsufficientCapacityError as err:
-            out.launch_errors[claim.name] = str(err)
+    out.notes[:0] = notes
     return out
+
+
+class _Names:
+    """NodeClaim names `<nodepool>-<n>`, numbered per NodePool across passes, never reusing
+    the name of a node or NodeClaim in the input (Karpenter's are `generateName`d)."""
+
+    def __init__(self, taken: Sequence[str]) -> None:
+        self._taken = set(taken)
+        self._counters: dict[str, int] = {}
+
+    def next(self, nodepool: str) -> str:
+        while True:
+            self._counters[nodepool] = self._counters.get(nodepool, 0) + 1
+            name = f"{nodepool}-{self._counters[nodepool]}"
+            if name not in self._taken:
+                self._taken.add(name)
+                return name
+
+
+def provision(
+    pools: Sequence[PoolInput],
+    *,
+    state_nodes: Sequence[StateNode] = (),
+    pending: Sequence[Pod] = (),
+    daemonsets: Sequence[DaemonSet] = (),
+    options: SchedulingOptions | None = None,
+    max_passes: int = DEFAULT_MAX_PASSES,
+) -> Plan:
+    """The provisioning loop over `pools`: static NodeClaims first, then up to `max_passes`
+    scheduling passes, each launched NodeClaim an in-flight node of the next
+    (see the module docstring). `max_passes=1` is one scheduling pass."""
+    if max_passes < 1:
+        raise ValueError(f"max_passes must be >= 1, got {max_passes}")
+    opts = options or SchedulingOptions()
+    out = Plan()
+    names = _Names([n.name for n in state_nodes])
+    inflight: dict[str, PlannedNodeClaim] = {}
+    for group in static_node_claims(pools, state_nodes, min_values_policy=opts.min_values_policy):
+        out.notes.append(
+            f"NodePool {group.nodepool}: static (spec.replicas); Karpenter creates its "
+            f"{group.count} NodeClaim{'' if group.count == 1 else 's'} only with the "
+            "StaticCapacity feature gate on (off by default)"
+        )
+        if group.launch_error is not None:
+            out.notes.append(
+                f"NodePool {group.nodepool}: static NodeClaims cannot launch: {group.launch_error}"
+            )
+        for _ in range(group.count):
+            claim = PlannedNodeClaim(
+                name=names.next(group.nodepool),
+                nodepool=group.nodepool,
+                pass_number=0,
+                instance_types=list(group.instance_types),
+                pods=[],
+                requests={},
+                labels=dict(group.labels),
+                taints=group.taints,
+                startup_taints=group.startup_taints,
+                static=True,
+                launch=group.launch,
+                launch_error=group.launch_error,
+            )
+            out.node_claims.append(claim)
+            if claim.launch is not None:
+                inflight[claim.name] = claim
+    bound: dict[str, list[Pod]] = {}  # existing node -> pods the plan placed there
+    queue = list(pending)
+    last: Results | None = None
+    while out.passes < max_passes:
+        out.passes += 1
+        nodes = _cluster(state_nodes, bound, inflight.values())
+        scheduler = Scheduler(
+            pools, state_nodes=nodes, daemonsets=daemonsets, pending_pods=queue, options=opts
+        )
+        results = scheduler.solve(queue)
+        if out.scheduler is None:
+            out.scheduler = scheduler
+            out.pods = dict(results.pods)
+        out.pass_results.append(results)
+        last = results
+        for existing in results.existing_nodes:
+            if not existing.pods:
+                continue
+            target = inflight.get(existing.name)
+            if target is not None:
+                target.pods.extend(existing.pods)
+                if not target.static:
+                    target.requests = add(target.requests, *map(_requests, existing.pods))
+            else:
+                bound.setdefault(existing.name, []).extend(existing.pods)
+        launched = 0
+        for new in results.new_node_claims:
+            claim = PlannedNodeClaim(
+                name=names.next(new.nodepool),
+                nodepool=new.nodepool,
+                pass_number=out.passes,
+                instance_types=list(new.instance_types),
+                pods=list(new.pods),
+                requests=dict(new.requests),
+                labels=dict(new.labels),
+                taints=new.template.taints,
+                startup_taints=new.template.startup_taints,
+            )
+            try:
+                claim.launch = choose_launch(
+                    new.instance_types,
+                    new.requirements,
+                    new.requests,
+                    min_values_policy=opts.min_values_policy,
+                )
+            except InsufficientCapacityError as err:
+                claim.launch_error = str(err)
+            out.node_claims.append(claim)
+            if claim.launch is not None:
+                inflight[claim.name] = claim
+                launched += 1
+        queue = [p for p in queue if p.key in results.pod_errors]
+        if not queue or launched == 0:
+            break
+    else:
+        if any(_for_limits(reason) for reason in results.pod_errors.values()):
+            out.notes.append(
+                f"stopped after {max_passes} pass{'' if max_passes == 1 else 'es'}: pods left "
+                "pending for NodePool limits may fit in a later pass, once this pass's "
+                "NodeClaims count with the instance type they launch as (raise --passes)"
+            )
+    assert last is not None
+    out.pod_errors = dict(last.pod_errors)
+    out.existing = {name: [p.key for p in pods] for name, pods in sorted(bound.items())}
+    _static_requests(out.node_claims, last)
+    first = out.pass_results[0]
+    out.notes.extend(f"NodePool {pool}: {note}" for pool, note in sorted(first.pool_notes.items()))
+    out.notes.extend(_windows_notes(out.node_claims))
+    return out
+
+
+def _for_limits(reason: str) -> bool:
+    """Whether a pending reason names a NodePool limit (in any NodePool's part of it)."""
+    return NODE_LIMITS_EXHAUSTED in reason or TYPES_EXCEED_LIMITS in reason
+
+
+def _requests(pod: Pod) -> Resources:
+    return add(pod_requests(pod.spec), {"pods": 1})
+
+
+def _cluster(
+    state_nodes: Sequence[StateNode],
+    bound: Mapping[str, list[Pod]],
+    inflight: Iterable[PlannedNodeClaim],
+) -> list[StateNode]:
+    """The state nodes a pass sees: the input's, with the pods earlier passes placed on them,
+    and every launched NodeClaim so far with its pods."""
+    nodes = [
+        replace(n, pods=(*n.pods, *bound[n.name])) if n.name in bound else n for n in state_nodes
+    ]
+    for claim in inflight:
+        it = claim.launched_type
+        assert it is not None
+        nodes.append(
+            launched_node(
+                claim.name,
+                claim.node_labels(),
+                it,
+                taints=claim.taints,
+                startup_taints=claim.startup_taints,
+                pods=claim.pods,
+            )
+        )
+    return nodes
+
+
+def _static_requests(claims: Sequence[PlannedNodeClaim], last: Results) -> None:
+    """A static NodeClaim requests nothing itself; show what its node would hold: the
+    DaemonSet pods that run there and the pods placed on it (its allocatable minus what the
+    last pass left)."""
+    remaining = {e.name: e for e in last.existing_nodes}
+    for claim in claims:
+        it = claim.launched_type
+        node = remaining.get(claim.name)
+        if not claim.static or it is None or node is None:
+            continue
+        claim.requests = {
+            k: v - node.remaining.get(k, 0)
+            for k, v in sorted(node.state.allocatable.items())
+            if v - node.remaining.get(k, 0) > 0
+        }
+
+
+def _windows_notes(claims: Sequence[PlannedNodeClaim]) -> list[str]:
+    """Karpenter ranks and reports offerings by Linux prices (its pricing provider reads only
+    `operatingSystem: Linux` and `Linux/UNIX` spot prices); a Windows node's bill adds the
+    Windows license."""
+    pools = sorted(
+        {
+            c.nodepool
+            for c in claims
+            if (it := c.launched_type) is not None
+            and (req := it.requirements.get(LABEL_OS)) is not None
+            and req.operator == "In"
+            and set(req.values) == {"windows"}
+        }
+    )
+    return [
+        f"NodePool {pool}: Windows nodes are priced here at the Linux rate, which is what "
+        "Karpenter ranks offerings by; the real bill adds the Windows license"
+        for pool in pools
+    ]

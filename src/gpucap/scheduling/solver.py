@@ -80,6 +80,15 @@ __all__ = [
 ]
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+# provisioner.go: the decision recorded for every pending pod when no NodePool is dynamic
+# (not static), Ready and managed by the cloud provider (`ErrNodePoolsNotFound`'s text is
+# "no nodepools found"; the pod decision and the log line say "dynamic" since v1.9.0).
+NO_DYNAMIC_NODEPOOLS = "no dynamic nodepools found"
+# scheduler.go `add`: dynamic NodePools exist but none kept an instance type.
+NO_TEMPLATES = "nodepool requirements filtered out all available instance types"
+# scheduler.go `addToNewNodeClaim`: a NodePool's limits leave no room for a new NodeClaim.
+NODE_LIMITS_EXHAUSTED = "node limits have been exhausted for nodepool"
+TYPES_EXCEED_LIMITS = "all available instance types exceed limits for nodepool"
 _DOES_NOT_EXIST_NODEPOOL = Requirement.new(NODEPOOL, "DoesNotExist")
 
 
@@ -647,6 +656,9 @@ class Scheduler:
             (p for p in pools if p.nodepool.spec.replicas is None),
             key=lambda p: (-p.nodepool.effective_weight, _desc(p.nodepool.name)),
         )
+        # Static NodePools never take part (their nodes come in as state nodes); with no
+        # dynamic pool at all, Karpenter's provisioner does not schedule (`NewScheduler`).
+        self.dynamic_pools = bool(ordered)
         self.pool_notes: dict[str, str] = {}
         self.templates: list[NodeClaimTemplate] = []
         for pool in ordered:
@@ -676,7 +688,7 @@ class Scheduler:
             self.templates.append(template)
         self.tolerate_prefer_no_schedule = any(
             t.effect == "PreferNoSchedule"
-            for p in pools
+            for p in ordered
             for t in p.nodepool.spec.template.spec.taints
         )
         self.remaining_resources: dict[str, Resources] = {}
@@ -686,7 +698,9 @@ class Scheduler:
                 self.remaining_resources[pool.nodepool.name] = {
                     k: (q.milli_value() if k == "cpu" else q.value()) for k, q in limits.items()
                 }
-        # Topology: domains from every pool and its instance types; counts from bound pods.
+        # Topology: domains from every dynamic pool and its instance types (static pools are
+        # not passed to `NewTopology`; their nodes add domains as state nodes); counts from
+        # bound pods.
         live = [n for n in state_nodes if not n.marked_for_deletion]
         domain_groups = build_domain_groups(
             [
@@ -698,6 +712,7 @@ class Scheduler:
                     [it.requirements for it in p.instance_types],
                 )
                 for p in pools
+                if p.nodepool.spec.replicas is None
             ]
         )
         pending_keys = {p.key for p in pending_pods}
@@ -847,7 +862,7 @@ class Scheduler:
                 self._rebucket(claim, count)
                 return
         if not self.templates:
-            raise SchedulingError("nodepool requirements filtered out all available instance types")
+            raise SchedulingError(NO_TEMPLATES if self.dynamic_pools else NO_DYNAMIC_NODEPOOLS)
         errors = []
         for template in self.templates:
             try:
@@ -874,10 +889,10 @@ class Scheduler:
         remaining = self.remaining_resources.get(template.name)
         if remaining is not None:
             if remaining.get("nodes") == 0 and "nodes" in remaining:
-                raise SchedulingError("node limits have been exhausted for nodepool")
+                raise SchedulingError(NODE_LIMITS_EXHAUSTED)
             options = table.within(remaining)
             if not options.any():
-                raise SchedulingError("all available instance types exceed limits for nodepool")
+                raise SchedulingError(TYPES_EXCEED_LIMITS)
         self._hostnames += 1
         hostname = f"hostname-placeholder-{self._hostnames:04d}"
         claim = NodeClaim(
@@ -1033,7 +1048,7 @@ class Scheduler:
                 )
             counters[claim.nodepool] = counters.get(claim.nodepool, 0) + 1
             claim.name = f"{claim.nodepool}-{counters[claim.nodepool]}"
-            claim.labels = {**claim.template.labels, **_custom_labels(claim.requirements)}
+            claim.labels = {**claim.template.labels, **custom_labels(claim.requirements)}
             kept.append(claim)
         self.new_node_claims = kept
 
@@ -1058,7 +1073,7 @@ def _min_daemon_overhead(claim: NodeClaim) -> Resources:
     return {k: min(o.get(k, 0) for o in overheads) for k in sorted(keys)}
 
 
-def _custom_labels(reqs: Requirements) -> dict[str, str]:
+def custom_labels(reqs: Requirements) -> dict[str, str]:
     """Karpenter labels a new node with one value of every non-well-known requirement."""
     out: dict[str, str] = {}
     for key, req in sorted(reqs.items()):
@@ -1097,10 +1112,15 @@ def solve(
 
 
 __all__ += [
+    "NODE_LIMITS_EXHAUSTED",
+    "NO_DYNAMIC_NODEPOOLS",
+    "NO_TEMPLATES",
+    "TYPES_EXCEED_LIMITS",
     "IncompatibleError",
     "PodData",
     "PoolExplanation",
     "SchedulingError",
+    "custom_labels",
     "daemon_pod",
     "pod_requirements",
 ]
