@@ -35,6 +35,7 @@ from gpucap.apis.nodeoverlay import NodeOverlay
 from gpucap.apis.nodepool import NodeClaim, NodePool
 from gpucap.apis.placeholders import placeholders
 from gpucap.apis.scenario import Scenario
+from gpucap.apis.schema import check_fields, load_schema
 from gpucap.apis.validation import Violation, validate_object
 from gpucap.apis.workloads import (
     DaemonSet,
@@ -433,13 +434,17 @@ def _load_document(data: Any, source: Source, result: LoadResult, ignored: Count
     if not isinstance(api_version, str) or not api_version:
         error(("apiVersion",), "required field is missing", kind)
         return
+    meta = data.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    ref = f"{kind}/{name}" if isinstance(name, str) and name else kind
+    retired = _retired_karpenter_api(api_version, kind)
+    if retired is not None:
+        error(("apiVersion",), retired, ref)
+        return
     if kind not in KINDS:
         ignored[kind] += 1
         return
     want_version, model, namespaced = KINDS[kind]
-    meta = data.get("metadata")
-    name = meta.get("name") if isinstance(meta, dict) else None
-    ref = f"{kind}/{name}" if isinstance(name, str) and name else kind
     if api_version != want_version:
         error(
             ("apiVersion",),
@@ -460,19 +465,65 @@ def _load_document(data: Any, source: Source, result: LoadResult, ignored: Count
         if kind == "Pod" and not meta.get("uid"):
             # Pods need a stable UID: Karpenter's queue breaks ties on it.
             data["metadata"]["uid"] = pod_uid(namespace, name)
+    # The Kubernetes API schema first (unknown fields and wrong JSON types at any depth, as the
+    # API server's strict decoding finds them), then the models; a model error at or below a
+    # path the schema already reported says the same thing again and is dropped.
+    root = load_schema().root(api_version, kind)
+    reported: list[Path_] = []
+    if root is not None:
+        for path, message in check_fields(root, data):
+            error(path, message, ref)
+            reported.append(path)
     try:
         obj = model.model_validate(data)
     except ValidationError as err:
         for detail in err.errors(include_url=False):
             path, message = translate(detail, model)
-            error(path, message, ref)
+            if not any(path[: len(p)] == p for p in reported):
+                error(path, message, ref)
         return
     violations = validate_object(obj)
     for v in violations:
         result.issues.append(Issue(v.severity, source, ref, v.path, v.message, v.rule or "SCHEMA"))
-    if not any(v.severity == "error" for v in violations):
+    if not reported and not any(v.severity == "error" for v in violations):
         _check_placeholders(data, (), source, ref, result)
         result.manifests.append(Manifest(obj, source))  # type: ignore[arg-type]
+
+
+# Karpenter kinds and API versions that Karpenter v1 does not serve -> what replaces them.
+# Provisioner, Machine (karpenter.sh/v1alpha5) and AWSNodeTemplate (karpenter.k8s.aws/v1alpha1):
+# "0.33.0+ only supports Karpenter v1beta1 APIs" (upgrade guide); v1beta1 NodePool, NodeClaim and
+# EC2NodeClass: "Karpenter 1.1.0 drops the support for v1beta1 APIs" (same guide).
+_ALPHA_KINDS = {
+    ("karpenter.sh", "Provisioner"): "NodePool (karpenter.sh/v1)",
+    ("karpenter.sh", "Machine"): "NodeClaim (karpenter.sh/v1)",
+    ("karpenter.k8s.aws", "AWSNodeTemplate"): "EC2NodeClass (karpenter.k8s.aws/v1)",
+}
+_BETA_KINDS = {
+    ("karpenter.sh", "NodePool"): "karpenter.sh/v1",
+    ("karpenter.sh", "NodeClaim"): "karpenter.sh/v1",
+    ("karpenter.k8s.aws", "EC2NodeClass"): "karpenter.k8s.aws/v1",
+}
+_V1BETA1_GUIDE = "https://karpenter.sh/v1.0/upgrading/v1beta1-migration/"
+_V1_GUIDE = "https://karpenter.sh/v1.0/upgrading/v1-migration/"
+
+
+def _retired_karpenter_api(api_version: str, kind: str) -> str | None:
+    """Why an object of a Karpenter API that Karpenter v1 does not serve is rejected, or None."""
+    group, _, version = api_version.rpartition("/")
+    replacement = _ALPHA_KINDS.get((group, kind))
+    if replacement is not None:
+        return (
+            f"{kind} ({api_version}) is not served by Karpenter v1 (v0.33 removed it): replace it "
+            f"with {replacement}; see Karpenter's migration guides {_V1BETA1_GUIDE} and {_V1_GUIDE}"
+        )
+    new_version = _BETA_KINDS.get((group, kind))
+    if new_version is not None and version == "v1beta1":
+        return (
+            f"{kind} {api_version} is not served by Karpenter v1 (v1.1 removed the v1beta1 APIs): "
+            f"write it as {kind} {new_version}; see Karpenter's v1 migration guide {_V1_GUIDE}"
+        )
+    return None
 
 
 def _check_placeholders(
