@@ -390,11 +390,13 @@ def load_text(
                     Issue("error", source, "List", ("items",), "a List needs an items array")
                 )
                 continue
+            # One pass over the lines, not one per item: a List of 1,000 pods was quadratic.
+            item_lines: dict[int, dict[Path_, int]] = {}
+            for k, v in lines.items():
+                if len(k) >= 2 and k[0] == "items" and isinstance(k[1], int):
+                    item_lines.setdefault(k[1], {})[k[2:]] = v
             for i, item in enumerate(items):
-                item_lines = {
-                    k[2:]: v for k, v in lines.items() if len(k) >= 2 and k[:2] == ("items", i)
-                }
-                _load_document(item, Source(file, index, i, item_lines), result, counter)
+                _load_document(item, Source(file, index, i, item_lines.get(i, {})), result, counter)
             continue
         _load_document(data, source, result, counter)
     if own_counter:
