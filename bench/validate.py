@@ -4,8 +4,8 @@ Run: `python bench/validate.py [--pods 1000] [--repeat 3] [--write FILE]`. Each 
 what `kubectl get pods -o json` gives for a GPU model server (security contexts, probes, env,
 volumes, affinity, topology spread, tolerations, status), so the schema walk sees every level a
 real pod has. Times `load_text` (parse, schema, models, rules) and the whole CLI command
-(`python -m gpucap validate FILE`, a new process: start-up included), best of `--repeat`. Not a unit test; record the figures in
-the issue note.
+(`python -m gpucap validate FILE`, a new process: start-up included), best of `--repeat`.
+Not a unit test; record the figures in the issue note.
 """
 
 from __future__ import annotations

@@ -52,9 +52,8 @@ STRING, BOOLEAN, NUMBER, INT32, INT64, INT_OR_STRING, QUANTITY, TIME, ANY = (
 )
 _SCALARS = frozenset((STRING, BOOLEAN, NUMBER, INT32, INT64, INT_OR_STRING, QUANTITY, TIME, ANY))
 _INT32 = (-(2**31), 2**31 - 1)
-_RFC3339 = re.compile(
-    r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})"
-)
+_INTEGERS = frozenset((INT32, INT64, INT_OR_STRING))
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
 
 
 @dataclass(eq=False, slots=True)
@@ -114,25 +113,19 @@ def parse_schema(doc: dict[str, Any]) -> Schema:
 @cache
 def load_schema() -> Schema:
     """The bundled schema, read once."""
-    text = (
-        resources.files("gpucap.data").joinpath("kubernetes", "schema.json").read_text("utf-8")
-    )
+    text = resources.files("gpucap.data").joinpath("kubernetes", "schema.json").read_text("utf-8")
     return parse_schema(json.loads(text))
 
 
 def check_fields(root: ObjectType, data: dict[str, Any]) -> list[tuple[FieldPath, str]]:
     """Every unknown field and wrongly typed value of one document, as (path, message), in
-    document order. `data` is the document as loaded; top-level `status` is skipped."""
+    document order. `data` is the document as loaded; top-level `status` is skipped.
+
+    The document is also normalized in place as kubectl's conversion to JSON leaves it, so the
+    models see what the API server would: a field set to null is dropped, `1.0` in an integer
+    field becomes `1`, and a YAML date in a string field becomes its text."""
     out: list[tuple[FieldPath, str]] = []
-    fields = root.fields
-    for key, value in data.items():
-        if key == "status":
-            continue
-        t = fields.get(key)
-        if t is None:
-            out.append(((key,), _unknown(key, root)))
-        elif value is not None:
-            _check(value, t, (key,), out)
+    _check_object(data, root, (), out, top=True)
     return out
 
 
@@ -141,39 +134,76 @@ def _unknown(name: str, obj: ObjectType) -> str:
     return f"unknown field {name!r}" + (f" (did you mean {hint!r}?)" if hint else "")
 
 
-def _check(value: Any, t: Type, path: FieldPath, out: list[tuple[FieldPath, str]]) -> None:
-    # One call per value: the walk is linear in the size of the document.
+_UNCHANGED = object()
+
+
+def _check_object(
+    value: dict[str, Any],
+    t: ObjectType,
+    path: FieldPath,
+    out: list[tuple[FieldPath, str]],
+    top: bool = False,
+) -> None:
+    fields = t.fields
+    nulls: list[str] = []
+    for key, item in value.items():
+        if top and key == "status":
+            continue
+        ft = fields.get(key)
+        if ft is None:
+            out.append(((*path, key), _unknown(key, t)))
+        elif item is None:
+            nulls.append(key)
+        else:
+            new = _check(item, ft, (*path, key), out)
+            if new is not _UNCHANGED:
+                value[key] = new
+    for key in nulls:
+        del value[key]
+
+
+def _check(value: Any, t: Type, path: FieldPath, out: list[tuple[FieldPath, str]]) -> Any:
+    """Check one value (one call per value: the walk is linear in the size of the document);
+    return what replaces it in the document, or `_UNCHANGED`."""
     if type(t) is ObjectType:
         if type(value) is not dict:
             out.append((path, f"expected an object (mapping), got {json_kind(value)}"))
-            return
-        fields = t.fields
-        for key, item in value.items():
-            ft = fields.get(key)
-            if ft is None:
-                out.append(((*path, key), _unknown(key, t)))
-            elif item is not None:
-                _check(item, ft, (*path, key), out)
+        else:
+            _check_object(value, t, path, out)
     elif type(t) is str:
+        kind = type(value)
+        if kind is float and t in _INTEGERS and value.is_integer():
+            value = int(value)
+            new: Any = value
+        elif t == STRING and (kind is dt.date or kind is dt.datetime):
+            return value.isoformat()
+        else:
+            new = _UNCHANGED
         problem = _scalar_problem(value, t)
         if problem is not None:
             out.append((path, problem))
+        return new
     elif type(t) is ListOf:
         if type(value) is not list:
             out.append((path, f"expected a list, got {json_kind(value)}"))
-            return
+            return _UNCHANGED
         item_type = t.item
         for i, item in enumerate(value):
             if item is not None:
-                _check(item, item_type, (*path, i), out)
+                new = _check(item, item_type, (*path, i), out)
+                if new is not _UNCHANGED:
+                    value[i] = new
     elif type(t) is MapOf:
         if type(value) is not dict:
             out.append((path, f"expected an object (mapping), got {json_kind(value)}"))
-            return
+            return _UNCHANGED
         value_type = t.value
         for key, item in value.items():
             if item is not None:
-                _check(item, value_type, (*path, key), out)
+                new = _check(item, value_type, (*path, key), out)
+                if new is not _UNCHANGED:
+                    value[key] = new
+    return _UNCHANGED
 
 
 def _scalar_problem(value: Any, t: str) -> str | None:
@@ -182,19 +212,17 @@ def _scalar_problem(value: Any, t: str) -> str | None:
         if kind is str or kind is dt.date or kind is dt.datetime:
             return None
         return f"expected a string, got {show_value(value)}"
-    if t == INT64 or t == INT32:
-        if kind is float and value.is_integer():
-            value, kind = int(value), int
+    if t in (INT64, INT32):
         if kind is not int:
             return f"expected an integer, got {show_value(value)}"
         if t == INT32 and not _INT32[0] <= value <= _INT32[1]:
             return f"{value} is outside the 32-bit integer range"
         return None
     if t == BOOLEAN:
-        return None if kind is bool else f"expected a boolean (true or false), got {show_value(value)}"
+        return (
+            None if kind is bool else f"expected a boolean (true or false), got {show_value(value)}"
+        )
     if t == INT_OR_STRING:
-        if kind is float and value.is_integer():
-            value, kind = int(value), int
         if kind is str:
             return None
         if kind is int:
@@ -207,7 +235,9 @@ def _scalar_problem(value: Any, t: str) -> str | None:
             return _quantity_problem(value)
         return f"expected a quantity (a string such as '500m' or a number), got {show_value(value)}"
     if t == NUMBER:
-        return None if kind is int or kind is float else f"expected a number, got {show_value(value)}"
+        return (
+            None if kind is int or kind is float else f"expected a number, got {show_value(value)}"
+        )
     if t == TIME:
         if kind is dt.datetime:
             return None

@@ -481,15 +481,27 @@ def _load_document(data: Any, source: Source, result: LoadResult, ignored: Count
     except ValidationError as err:
         for detail in err.errors(include_url=False):
             path, message = translate(detail, model)
-            if not any(path[: len(p)] == p for p in reported):
+            if not _said_already(path, detail["type"] == "missing", reported):
                 error(path, message, ref)
+        return
+    if reported:
+        # The rules would judge an object that lost its misspelt fields: their findings would
+        # be the typo's consequences (`values` missing next to an unknown `value`). The API
+        # server, too, stops at the decoding errors.
         return
     violations = validate_object(obj)
     for v in violations:
         result.issues.append(Issue(v.severity, source, ref, v.path, v.message, v.rule or "SCHEMA"))
-    if not reported and not any(v.severity == "error" for v in violations):
+    if not any(v.severity == "error" for v in violations):
         _check_placeholders(data, (), source, ref, result)
         result.manifests.append(Manifest(obj, source))  # type: ignore[arg-type]
+
+
+def _said_already(path: Path_, missing: bool, reported: Sequence[Path_]) -> bool:
+    """Whether a model error repeats a schema error: it is at or below a reported path, or it
+    is a required field missing next to a reported unknown field (most likely its misspelling:
+    `topologykey` for `topologyKey`)."""
+    return any(path[: len(p)] == p or (missing and path[:-1] == p[:-1]) for p in reported)
 
 
 # Karpenter kinds and API versions that Karpenter v1 does not serve -> what replaces them.

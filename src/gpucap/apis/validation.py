@@ -101,6 +101,7 @@ _RESERVED_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pid")
 _NATIVE_RESOURCE_PREFIXES = ("kubernetes.io/", "requests.", "hugepages-")
 _NATIVE_RESOURCES = {"cpu", "memory", "ephemeral-storage", "pods", "storage"}
 
+
 def validate_object(obj: Any) -> list[Violation]:
     """Every rule violation of one loaded object (empty when it is valid)."""
     checks: dict[type[Any], Callable[[Any], Found]] = {
