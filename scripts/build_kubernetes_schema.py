@@ -138,15 +138,9 @@ def type_of(prop: dict[str, Any], where: str) -> tuple[str, str | None]:
     raise SystemExit(f"{where}: unsupported property schema {sorted(prop)} type={kind!r}")
 
 
-def build(source: Path, commit: str = COMMIT) -> str:
-    raw = read_source(source, commit)
-    digest = hashlib.sha256(raw).hexdigest()
-    if digest != SHA256:
-        raise SystemExit(
-            f"{source}: SHA-256 {digest} is not the pinned document's ({SHA256}); "
-            "update COMMIT, SHA256 and KUBERNETES together"
-        )
-    definitions: dict[str, Any] = json.loads(raw)["definitions"]
+def extract(definitions: dict[str, Any]) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """(`apiVersion/kind` -> root type name, type name -> {field: type}) for `KINDS` and every
+    definition reachable from them."""
     roots: dict[str, str] = {}
     for name, schema in definitions.items():
         for gvk in schema.get("x-kubernetes-group-version-kind", []):
@@ -174,7 +168,18 @@ def build(source: Path, commit: str = COMMIT) -> str:
             if ref is not None:
                 stack.append(ref)
         types[short] = fields
+    return {key: short_name(roots[key]) for key in sorted(roots)}, types
 
+
+def build(source: Path, commit: str = COMMIT) -> str:
+    raw = read_source(source, commit)
+    digest = hashlib.sha256(raw).hexdigest()
+    if digest != SHA256:
+        raise SystemExit(
+            f"{source}: SHA-256 {digest} is not the pinned document's ({SHA256}); "
+            "update COMMIT, SHA256 and KUBERNETES together"
+        )
+    kinds, types = extract(json.loads(raw)["definitions"])
     header = {
         "format": FORMAT,
         "provenance": {
@@ -185,7 +190,7 @@ def build(source: Path, commit: str = COMMIT) -> str:
             "kubernetes": KUBERNETES,
             "upstream": UPSTREAM,
         },
-        "kinds": {key: short_name(roots[key]) for key in sorted(roots)},
+        "kinds": kinds,
     }
     head = json.dumps(header, sort_keys=True, separators=(",", ":"))
     lines = [

@@ -635,3 +635,65 @@ def test_the_bundled_schema_is_sorted_one_definition_per_line() -> None:
     names = [json.loads("{" + line.rstrip(",") + "}").popitem()[0] for line in lines]
     assert names == sorted(names)
     assert len(names) == len(json.loads(text)["types"])
+
+
+def synthetic_document() -> dict[str, Any]:
+    """The nine kinds, each an object whose `spec` is the same small struct."""
+    definitions: dict[str, Any] = {
+        "io.k8s.api.core.v1.Spec": {
+            "properties": {
+                "port": {"$ref": "#/definitions/io.k8s.apimachinery.pkg.util.intstr.IntOrString"},
+                "size": {"$ref": "#/definitions/io.k8s.apimachinery.pkg.api.resource.Quantity"},
+                "limits": {
+                    "type": "object",
+                    "additionalProperties": {
+                        "$ref": "#/definitions/io.k8s.apimachinery.pkg.api.resource.Quantity"
+                    },
+                },
+                "count": {"type": "integer", "format": "int32"},
+                "seconds": {"type": "integer", "format": "int64"},
+                "args": {"type": "array", "items": {"type": "string"}},
+                "raw": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                "children": {
+                    "type": "array",
+                    "items": {"$ref": "#/definitions/io.k8s.api.core.v1.Child"},
+                },
+                "since": {"$ref": "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.Time"},
+            }
+        },
+        "io.k8s.api.core.v1.Child": {"properties": {"on": {"type": "boolean"}}},
+        "io.k8s.api.core.v1.Unreached": {"properties": {"x": {"type": "string"}}},
+    }
+    for api_version, kind in build_script().KINDS:
+        group, _, version = api_version.rpartition("/")
+        definitions[f"io.k8s.api.x.{version}.{kind}"] = {
+            "properties": {"spec": {"$ref": "#/definitions/io.k8s.api.core.v1.Spec"}},
+            "x-kubernetes-group-version-kind": [{"group": group, "version": version, "kind": kind}],
+        }
+    return definitions
+
+
+def test_the_build_script_keeps_field_types_and_only_the_reachable_definitions() -> None:
+    kinds, types_ = build_script().extract(synthetic_document())
+    assert kinds["v1/Pod"] == "x.v1.Pod"
+    assert kinds["policy/v1/PodDisruptionBudget"] == "x.v1.PodDisruptionBudget"
+    assert types_["core.v1.Spec"] == {
+        "port": "int-or-string",
+        "size": "quantity",
+        "limits": "{}quantity",
+        "count": "int32",
+        "seconds": "int64",
+        "args": "[]string",
+        "raw": "any",
+        "children": "[]core.v1.Child",
+        "since": "time",
+    }
+    assert types_["core.v1.Child"] == {"on": "boolean"}
+    assert "core.v1.Unreached" not in types_
+
+
+def test_the_build_script_refuses_a_document_that_is_not_the_pinned_one(tmp_path: Path) -> None:
+    other = tmp_path / "swagger.json"
+    other.write_text(json.dumps({"definitions": synthetic_document()}))
+    with pytest.raises(SystemExit, match="is not the pinned document's"):
+        build_script().build(other)
