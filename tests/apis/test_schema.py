@@ -20,7 +20,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from gpucap.apis.schema import ListOf, MapOf, ObjectType, check_fields, load_schema
+from gpucap.apis.schema import (
+    ListOf,
+    MapOf,
+    ObjectType,
+    check_embedded,
+    check_fields,
+    load_schema,
+)
 from gpucap.apis.serde import KINDS, load_text
 from tests.builders import (
     GPU_TOLERATION,
@@ -697,3 +704,85 @@ def test_the_build_script_refuses_a_document_that_is_not_the_pinned_one(tmp_path
     other.write_text(json.dumps({"definitions": synthetic_document()}))
     with pytest.raises(SystemExit, match="is not the pinned document's"):
         build_script().build(other)
+
+
+# ---- pod templates embedded in operators' objects ------------------------------------------------
+
+
+def template(**container: Any) -> dict[str, Any]:
+    return {"spec": {"containers": [{"name": "ray", "image": "rayproject/ray", **container}]}}
+
+
+def test_a_misspelt_field_in_a_ray_worker_group_template_is_reported_with_its_path() -> None:
+    ray = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": "r"},
+        "spec": {
+            "headGroupSpec": {"template": template()},
+            "workerGroupSpecs": [
+                {"groupName": "cpu", "template": template()},
+                {"groupName": "gpu", "template": template(imagePullPolicyy="Always")},
+            ],
+        },
+    }
+    assert check_embedded(SCHEMA, "ray.io/v1", "RayCluster", ray) == [
+        (
+            (
+                "spec",
+                "workerGroupSpecs",
+                1,
+                "template",
+                "spec",
+                "containers",
+                0,
+                "imagePullPolicyy",
+            ),
+            "unknown field 'imagePullPolicyy' (did you mean 'imagePullPolicy'?)",
+        )
+    ]
+
+
+def test_ray_service_ray_job_lws_and_jobset_templates_are_checked_where_their_crds_embed_them() -> (
+    None
+):
+    bad = template(securityContext={"allowPrivilegedEscalation": False})
+    cases = [
+        (
+            "RayService",
+            "ray.io/v1",
+            {"rayClusterConfig": {"headGroupSpec": {"template": bad}}},
+            ("spec", "rayClusterConfig", "headGroupSpec", "template"),
+        ),
+        (
+            "RayJob",
+            "ray.io/v1",
+            {"submitterPodTemplate": bad},
+            ("spec", "submitterPodTemplate"),
+        ),
+        (
+            "LeaderWorkerSet",
+            "leaderworkerset.x-k8s.io/v1",
+            {"leaderWorkerTemplate": {"workerTemplate": bad}},
+            ("spec", "leaderWorkerTemplate", "workerTemplate"),
+        ),
+        (
+            "JobSet",
+            "jobset.x-k8s.io/v1alpha2",
+            {"replicatedJobs": [{"name": "w", "template": {"spec": {"template": bad}}}]},
+            ("spec", "replicatedJobs", 0, "template", "spec", "template"),
+        ),
+    ]
+    for kind, api_version, spec, base in cases:
+        doc = {"apiVersion": api_version, "kind": kind, "metadata": {"name": "x"}, "spec": spec}
+        paths = [p for p, _ in check_embedded(SCHEMA, api_version, kind, doc)]
+        assert paths == [
+            (*base, "spec", "containers", 0, "securityContext", "allowPrivilegedEscalation")
+        ], kind
+
+
+def test_an_operator_object_without_templates_or_another_kind_has_nothing_embedded_to_check() -> (
+    None
+):
+    assert check_embedded(SCHEMA, "ray.io/v1", "RayCluster", {"spec": {}}) == []
+    assert check_embedded(SCHEMA, "v1", "Service", {"spec": {"portz": []}}) == []

@@ -36,7 +36,7 @@ from gpucap.apis.errors import FieldPath, closest_name, show_value
 from gpucap.apis.meta import json_kind
 from gpucap.apis.quantity import Quantity, QuantityError
 
-__all__ = ["ObjectType", "Schema", "check_fields", "load_schema"]
+__all__ = ["EMBEDDED", "ObjectType", "Schema", "check_embedded", "check_fields", "load_schema"]
 
 # Scalar types, as the build script names them.
 STRING, BOOLEAN, NUMBER, INT32, INT64, INT_OR_STRING, QUANTITY, TIME, ANY = (
@@ -79,13 +79,41 @@ Type: TypeAlias = "str | ObjectType | ListOf | MapOf"
 
 @dataclass(frozen=True, slots=True)
 class Schema:
-    """The bundled schema: the root type of each `apiVersion/kind`, and where it came from."""
+    """The bundled schema: the root type of each `apiVersion/kind`, every type by name, and
+    where it came from."""
 
     kinds: dict[str, ObjectType]
+    types: dict[str, ObjectType]
     provenance: dict[str, str]
 
     def root(self, api_version: str, kind: str) -> ObjectType | None:
         return self.kinds.get(f"{api_version}/{kind}")
+
+
+# Core API types embedded in the CRDs of pod-creating operators gpucap reads: (apiVersion, kind)
+# -> (path pattern, type). Their CRDs are generated from the Go types (controller-gen), so the
+# API server checks these parts as strictly as it checks a Deployment's template. `*` is every
+# item of a list. The operators' own fields are checked by their models.
+_RAY_CLUSTER = (("headGroupSpec", "template"), ("workerGroupSpecs", "*", "template"))
+EMBEDDED: dict[tuple[str, str], tuple[tuple[tuple[str, ...], str], ...]] = {
+    ("ray.io/v1", "RayCluster"): tuple(
+        (("spec", *p), "core.v1.PodTemplateSpec") for p in _RAY_CLUSTER
+    ),
+    ("ray.io/v1", "RayService"): tuple(
+        (("spec", "rayClusterConfig", *p), "core.v1.PodTemplateSpec") for p in _RAY_CLUSTER
+    ),
+    ("ray.io/v1", "RayJob"): (
+        *((("spec", "rayClusterSpec", *p), "core.v1.PodTemplateSpec") for p in _RAY_CLUSTER),
+        (("spec", "submitterPodTemplate"), "core.v1.PodTemplateSpec"),
+    ),
+    ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"): (
+        (("spec", "leaderWorkerTemplate", "leaderTemplate"), "core.v1.PodTemplateSpec"),
+        (("spec", "leaderWorkerTemplate", "workerTemplate"), "core.v1.PodTemplateSpec"),
+    ),
+    ("jobset.x-k8s.io/v1alpha2", "JobSet"): (
+        (("spec", "replicatedJobs", "*", "template", "spec"), "batch.v1.JobSpec"),
+    ),
+}
 
 
 def parse_schema(doc: dict[str, Any]) -> Schema:
@@ -107,7 +135,7 @@ def parse_schema(doc: dict[str, Any]) -> Schema:
     for name, fields in raw_types.items():
         objects[name].fields.update({f: compile_type(t) for f, t in fields.items()})
     kinds = {key: objects[name] for key, name in doc["kinds"].items()}
-    return Schema(kinds, dict(doc["provenance"]))
+    return Schema(kinds, objects, dict(doc["provenance"]))
 
 
 @cache
@@ -127,6 +155,34 @@ def check_fields(root: ObjectType, data: dict[str, Any]) -> list[tuple[FieldPath
     out: list[tuple[FieldPath, str]] = []
     _check_object(data, root, (), out, top=True)
     return out
+
+
+def check_embedded(
+    schema: Schema, api_version: str, kind: str, data: dict[str, Any]
+) -> list[tuple[FieldPath, str]]:
+    """`check_fields` for the core types embedded in an operator's object (`EMBEDDED`): pod
+    templates of KubeRay, LeaderWorkerSet and JobSet objects. Empty for any other kind."""
+    out: list[tuple[FieldPath, str]] = []
+    for pattern, type_name in EMBEDDED.get((api_version, kind), ()):
+        t = schema.types[type_name]
+        for path, value in _at(data, pattern, ()):
+            if type(value) is dict:
+                _check_object(value, t, path, out)
+    return out
+
+
+def _at(value: Any, pattern: tuple[str, ...], path: FieldPath) -> Any:
+    """(path, value) of every value `pattern` reaches in `value` (`*`: each list item)."""
+    if not pattern:
+        yield path, value
+        return
+    step, rest = pattern[0], pattern[1:]
+    if step == "*":
+        if type(value) is list:
+            for i, item in enumerate(value):
+                yield from _at(item, rest, (*path, i))
+    elif type(value) is dict and step in value:
+        yield from _at(value[step], rest, (*path, step))
 
 
 def _unknown(name: str, obj: ObjectType) -> str:

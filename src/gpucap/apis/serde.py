@@ -35,7 +35,7 @@ from gpucap.apis.nodeoverlay import NodeOverlay
 from gpucap.apis.nodepool import NodeClaim, NodePool
 from gpucap.apis.placeholders import placeholders
 from gpucap.apis.scenario import Scenario
-from gpucap.apis.schema import check_fields, load_schema
+from gpucap.apis.schema import check_embedded, check_fields, load_schema
 from gpucap.apis.validation import Violation, validate_object
 from gpucap.apis.workloads import (
     DaemonSet,
@@ -470,12 +470,17 @@ def _load_document(data: Any, source: Source, result: LoadResult, ignored: Count
     # The Kubernetes API schema first (unknown fields and wrong JSON types at any depth, as the
     # API server's strict decoding finds them), then the models; a model error at or below a
     # path the schema already reported says the same thing again and is dropped.
-    root = load_schema().root(api_version, kind)
+    schema = load_schema()
+    root = schema.root(api_version, kind)
     reported: list[Path_] = []
-    if root is not None:
-        for path, message in check_fields(root, data):
-            error(path, message, ref)
-            reported.append(path)
+    problems = (
+        check_fields(root, data)
+        if root is not None
+        else check_embedded(schema, api_version, kind, data)
+    )
+    for path, message in problems:
+        error(path, message, ref)
+        reported.append(path)
     try:
         obj = model.model_validate(data)
     except ValidationError as err:
