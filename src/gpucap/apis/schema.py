@@ -27,6 +27,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from importlib import resources
@@ -36,7 +37,15 @@ from gpucap.apis.errors import FieldPath, closest_name, show_value
 from gpucap.apis.meta import json_kind
 from gpucap.apis.quantity import Quantity, QuantityError
 
-__all__ = ["EMBEDDED", "ObjectType", "Schema", "check_embedded", "check_fields", "load_schema"]
+__all__ = [
+    "EMBEDDED",
+    "ObjectType",
+    "Schema",
+    "check_embedded",
+    "check_fields",
+    "load_schema",
+    "repeats_schema_error",
+]
 
 # Scalar types, as the build script names them.
 STRING, BOOLEAN, NUMBER, INT32, INT64, INT_OR_STRING, QUANTITY, TIME, ANY = (
@@ -183,6 +192,13 @@ def _at(value: Any, pattern: tuple[str, ...], path: FieldPath) -> Any:
                 yield from _at(item, rest, (*path, i))
     elif type(value) is dict and step in value:
         yield from _at(value[step], rest, (*path, step))
+
+
+def repeats_schema_error(path: FieldPath, missing: bool, reported: Sequence[FieldPath]) -> bool:
+    """Whether a model error at `path` repeats an error this check reported: it is at or below
+    a reported path, or it is a required field `missing` next to a reported unknown field (most
+    likely its misspelling: `topologykey` for `topologyKey`). The loader drops those."""
+    return any(path[: len(p)] == p or (missing and path[:-1] == p[:-1]) for p in reported)
 
 
 def _unknown(name: str, obj: ObjectType) -> str:

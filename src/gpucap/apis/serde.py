@@ -34,8 +34,9 @@ from gpucap.apis.meta import json_kind
 from gpucap.apis.nodeoverlay import NodeOverlay
 from gpucap.apis.nodepool import NodeClaim, NodePool
 from gpucap.apis.placeholders import placeholders
+from gpucap.apis.retired import retired_karpenter_api
 from gpucap.apis.scenario import Scenario
-from gpucap.apis.schema import check_embedded, check_fields, load_schema
+from gpucap.apis.schema import check_embedded, check_fields, load_schema, repeats_schema_error
 from gpucap.apis.validation import Violation, validate_object
 from gpucap.apis.workloads import (
     DaemonSet,
@@ -439,7 +440,7 @@ def _load_document(data: Any, source: Source, result: LoadResult, ignored: Count
     meta = data.get("metadata")
     name = meta.get("name") if isinstance(meta, dict) else None
     ref = f"{kind}/{name}" if isinstance(name, str) and name else kind
-    retired = _retired_karpenter_api(api_version, kind)
+    retired = retired_karpenter_api(api_version, kind)
     if retired is not None:
         error(("apiVersion",), retired, ref)
         return
@@ -486,7 +487,7 @@ def _load_document(data: Any, source: Source, result: LoadResult, ignored: Count
     except ValidationError as err:
         for detail in err.errors(include_url=False):
             path, message = translate(detail, model)
-            if not _said_already(path, detail["type"] == "missing", reported):
+            if not repeats_schema_error(path, detail["type"] == "missing", reported):
                 error(path, message, ref)
         return
     if reported:
@@ -500,49 +501,6 @@ def _load_document(data: Any, source: Source, result: LoadResult, ignored: Count
     if not any(v.severity == "error" for v in violations):
         _check_placeholders(data, (), source, ref, result)
         result.manifests.append(Manifest(obj, source))  # type: ignore[arg-type]
-
-
-def _said_already(path: Path_, missing: bool, reported: Sequence[Path_]) -> bool:
-    """Whether a model error repeats a schema error: it is at or below a reported path, or it
-    is a required field missing next to a reported unknown field (most likely its misspelling:
-    `topologykey` for `topologyKey`)."""
-    return any(path[: len(p)] == p or (missing and path[:-1] == p[:-1]) for p in reported)
-
-
-# Karpenter kinds and API versions that Karpenter v1 does not serve -> what replaces them.
-# Provisioner, Machine (karpenter.sh/v1alpha5) and AWSNodeTemplate (karpenter.k8s.aws/v1alpha1):
-# "0.33.0+ only supports Karpenter v1beta1 APIs" (upgrade guide); v1beta1 NodePool, NodeClaim and
-# EC2NodeClass: "Karpenter 1.1.0 drops the support for v1beta1 APIs" (same guide).
-_ALPHA_KINDS = {
-    ("karpenter.sh", "Provisioner"): "NodePool (karpenter.sh/v1)",
-    ("karpenter.sh", "Machine"): "NodeClaim (karpenter.sh/v1)",
-    ("karpenter.k8s.aws", "AWSNodeTemplate"): "EC2NodeClass (karpenter.k8s.aws/v1)",
-}
-_BETA_KINDS = {
-    ("karpenter.sh", "NodePool"): "karpenter.sh/v1",
-    ("karpenter.sh", "NodeClaim"): "karpenter.sh/v1",
-    ("karpenter.k8s.aws", "EC2NodeClass"): "karpenter.k8s.aws/v1",
-}
-_V1BETA1_GUIDE = "https://karpenter.sh/v1.0/upgrading/v1beta1-migration/"
-_V1_GUIDE = "https://karpenter.sh/v1.0/upgrading/v1-migration/"
-
-
-def _retired_karpenter_api(api_version: str, kind: str) -> str | None:
-    """Why an object of a Karpenter API that Karpenter v1 does not serve is rejected, or None."""
-    group, _, version = api_version.rpartition("/")
-    replacement = _ALPHA_KINDS.get((group, kind))
-    if replacement is not None:
-        return (
-            f"{kind} ({api_version}) is not served by Karpenter v1 (v0.33 removed it): replace it "
-            f"with {replacement}; see Karpenter's migration guides {_V1BETA1_GUIDE} and {_V1_GUIDE}"
-        )
-    new_version = _BETA_KINDS.get((group, kind))
-    if new_version is not None and version == "v1beta1":
-        return (
-            f"{kind} {api_version} is not served by Karpenter v1 (v1.1 removed the v1beta1 APIs): "
-            f"write it as {kind} {new_version}; see Karpenter's v1 migration guide {_V1_GUIDE}"
-        )
-    return None
 
 
 def _check_placeholders(
