@@ -26,6 +26,7 @@ from typing import Any, Literal, TextIO, TypeAlias
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from gpucap.apis import retired
 from gpucap.apis.core import ConfigMap, Node, Pod, PodDisruptionBudget
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.errors import FieldPath, format_path, translate
@@ -34,7 +35,6 @@ from gpucap.apis.meta import json_kind
 from gpucap.apis.nodeoverlay import NodeOverlay
 from gpucap.apis.nodepool import NodeClaim, NodePool
 from gpucap.apis.placeholders import placeholders
-from gpucap.apis.retired import retired_karpenter_api
 from gpucap.apis.scenario import Scenario
 from gpucap.apis.schema import check_embedded, check_fields, load_schema, repeats_schema_error
 from gpucap.apis.validation import Violation, validate_object
@@ -440,9 +440,9 @@ def _load_document(data: Any, source: Source, result: LoadResult, ignored: Count
     meta = data.get("metadata")
     name = meta.get("name") if isinstance(meta, dict) else None
     ref = f"{kind}/{name}" if isinstance(name, str) and name else kind
-    retired = retired_karpenter_api(api_version, kind)
-    if retired is not None:
-        error(("apiVersion",), retired, ref)
+    retired_api = retired.retired_karpenter_api(api_version, kind)
+    if retired_api is not None:
+        error(("apiVersion",), retired_api, ref)
         return
     if kind not in KINDS:
         ignored[kind] += 1
