@@ -311,10 +311,11 @@ def test_pods_without_a_namespace_are_in_default_and_get_a_stable_uid() -> None:
 
 
 def test_yaml_merge_keys_are_honoured() -> None:
+    # The anchor sits on a field the Pod has: a top-level `base:` is an unknown field.
     text = (
-        "base: &base {cpu: '1', memory: 1Gi}\n"
         "apiVersion: v1\nkind: Pod\nmetadata: {name: merged}\n"
-        "spec:\n  containers:\n  - name: a\n    resources:\n      requests:\n        <<: *base\n"
+        "spec:\n  containers:\n  - name: a\n    resources:\n"
+        "      limits: &base {cpu: '1', memory: 1Gi}\n      requests:\n        <<: *base\n"
     )
     result = load_text(text, "merge.yaml")
     pod_obj = result.objects.pods[0]

@@ -270,7 +270,9 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         "v1beta1 NodePool not supported",
         edit(nodepool(), "apiVersion", "karpenter.sh/v1beta1"),
         NP
-        + "apiVersion: 'karpenter.sh/v1beta1' is not supported for NodePool; gpucap reads karpenter.sh/v1",
+        + "apiVersion: NodePool karpenter.sh/v1beta1 is not served by Karpenter v1 (v1.1 removed the "
+        "v1beta1 APIs): write it as NodePool karpenter.sh/v1; see Karpenter's v1 migration guide "
+        "https://karpenter.sh/v1.0/upgrading/v1-migration/",
     ),
     # ---- EC2NodeClass
     (
@@ -447,7 +449,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     (
         "unknown pod spec field",
         pod(toleration=[GPU_TOLERATION]),
-        POD + "spec.toleration: unknown field 'toleration'",
+        POD + "spec.toleration: unknown field 'toleration' (did you mean 'tolerations'?)",
     ),
     (
         "containers required",

@@ -21,7 +21,7 @@ from pydantic_core import ErrorDetails
 
 from gpucap.apis.meta import json_kind
 
-__all__ = ["FieldPath", "format_path", "translate"]
+__all__ = ["FieldPath", "closest_name", "format_path", "show_value", "translate"]
 
 FieldPath: TypeAlias = tuple[str | int, ...]
 Path_ = FieldPath
@@ -82,6 +82,21 @@ def _show(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def show_value(value: Any) -> str:
+    """`integer 1`, `string "1"`: a wrong value as type errors name it (shortened to 40 chars)."""
+    return f"{json_kind(value)} {_show(value)}"
+
+
+def closest_name(name: str, candidates: Iterable[str]) -> str | None:
+    """The candidate a misspelt field name most likely meant, or None: difflib's closest match
+    (ratio >= 0.6), else a case-insensitive equal (`consolidateafter` -> `consolidateAfter`)."""
+    names = list(candidates)
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    if close:
+        return close[0]
+    return {a.lower(): a for a in names}.get(name.lower())
+
+
 def _is_union_tag(part: str | int) -> bool:
     # pydantic names union members in error locations (`str`, `function-plain[...]`, ...).
     return isinstance(part, str) and (
@@ -98,12 +113,7 @@ def _suggest(model: type[BaseModel], path: Path_, name: str) -> str | None:
             return None
     if not (isinstance(target, type) and issubclass(target, BaseModel)):
         return None
-    aliases = [f.alias or n for n, f in target.model_fields.items()]
-    close = difflib.get_close_matches(name, aliases, n=1, cutoff=0.6)
-    if not close:
-        lowered = {a.lower(): a for a in aliases}
-        return lowered.get(name.lower())
-    return close[0]
+    return closest_name(name, (f.alias or n for n, f in target.model_fields.items()))
 
 
 def _field_type(target: Any, part: str | int) -> Any:

@@ -5,8 +5,9 @@ Two bases, one wire format (camelCase, as `kubectl` writes it):
   NodeClaim, Scenario): unknown fields are errors, as the API server's strict field validation
   makes them, because a misspelt `consolidateAfter` silently defaulting is the costly mistake.
 - `KubeModel` for core Kubernetes kinds, of which gpucap reads only part: unknown fields are kept
-  (and round-trip), and `validation.py` checks Pod and container field names against the
-  Kubernetes API's list so typos are still caught where they matter.
+  (and round-trip); the loader checks every field name and JSON type of these kinds against the
+  Kubernetes API schema (`schema.py`) before the model sees them, so typos are caught at any
+  depth.
 """
 
 from __future__ import annotations

@@ -33,6 +33,7 @@ from typing import Any, Literal, TextIO, TypeAlias
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from gpucap.apis import retired
 from gpucap.apis.core import ConfigMap, Node, Pod, PodDisruptionBudget
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.errors import FieldPath, format_path, translate
@@ -52,6 +53,7 @@ from gpucap.apis.placeholders import (
     placeholders,
 )
 from gpucap.apis.scenario import Scenario
+from gpucap.apis.schema import check_embedded, check_fields, load_schema, repeats_schema_error
 from gpucap.apis.validation import Violation, validate_object
 from gpucap.apis.workloads import (
     DaemonSet,
@@ -477,11 +479,13 @@ def load_text(
                     Issue("error", source, "List", ("items",), "a List needs an items array")
                 )
                 continue
+            # One pass over the lines, not one per item: a List of 1,000 pods was quadratic.
+            item_lines: dict[int, dict[Path_, int]] = {}
+            for k, v in lines.items():
+                if len(k) >= 2 and k[0] == "items" and isinstance(k[1], int):
+                    item_lines.setdefault(k[1], {})[k[2:]] = v
             for i, item in enumerate(items):
-                item_lines = {
-                    k[2:]: v for k, v in lines.items() if len(k) >= 2 and k[:2] == ("items", i)
-                }
-                _load_document(item, Source(file, index, i, item_lines), result, counter)
+                _load_document(item, Source(file, index, i, item_lines.get(i, {})), result, counter)
             continue
         _load_document(data, source, result, counter)
     if own_counter:
@@ -523,13 +527,17 @@ def _load_document(data: Any, source: Source, result: LoadResult, ignored: Count
     if not isinstance(api_version, str) or not api_version:
         error(("apiVersion",), "required field is missing", kind)
         return
+    meta = data.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    ref = f"{kind}/{name}" if isinstance(name, str) and name else kind
+    retired_api = retired.retired_karpenter_api(api_version, kind)
+    if retired_api is not None:
+        error(("apiVersion",), retired_api, ref)
+        return
     if kind not in KINDS:
         ignored[kind] += 1
         return
     want_version, model, namespaced = KINDS[kind]
-    meta = data.get("metadata")
-    name = meta.get("name") if isinstance(meta, dict) else None
-    ref = f"{kind}/{name}" if isinstance(name, str) and name else kind
     if api_version != want_version:
         error(
             ("apiVersion",),
@@ -550,12 +558,32 @@ def _load_document(data: Any, source: Source, result: LoadResult, ignored: Count
         if kind == "Pod" and not meta.get("uid"):
             # Pods need a stable UID: Karpenter's queue breaks ties on it.
             data["metadata"]["uid"] = pod_uid(namespace, name)
+    # The Kubernetes API schema first (unknown fields and wrong JSON types at any depth, as the
+    # API server's strict decoding finds them), then the models; a model error at or below a
+    # path the schema already reported says the same thing again and is dropped.
+    schema = load_schema()
+    root = schema.root(api_version, kind)
+    reported: list[Path_] = []
+    problems = (
+        check_fields(root, data)
+        if root is not None
+        else check_embedded(schema, api_version, kind, data)
+    )
+    for path, message in problems:
+        error(path, message, ref)
+        reported.append(path)
     try:
         obj = model.model_validate(data)
     except ValidationError as err:
         for detail in err.errors(include_url=False):
             path, message = translate(detail, model)
-            error(path, message, ref)
+            if not repeats_schema_error(path, detail["type"] == "missing", reported):
+                error(path, message, ref)
+        return
+    if reported:
+        # The rules would judge an object that lost its misspelt fields: their findings would
+        # be the typo's consequences (`values` missing next to an unknown `value`). The API
+        # server, too, stops at the decoding errors.
         return
     violations = validate_object(obj)
     for v in violations:

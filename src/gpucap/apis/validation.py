@@ -5,7 +5,9 @@ the NodePool runtime validation `pkg/apis/v1/nodepool_validation.go` /
 `nodeclaim_validation.go: ValidateRequirement`) or Kubernetes' (pod resources, tolerations,
 node affinity, workload selectors). A rule yields a `Violation` with the field path; the
 loader (`apis/serde.py`) attaches file, document and object. Messages reuse the CRD's wording
-where it has one. Types, enums and required fields are checked earlier by the pydantic models.
+where it has one. Types, enums and required fields are checked earlier by the pydantic models;
+field names and JSON types of the core kinds at every depth by the Kubernetes API schema
+(`apis/schema.py`).
 
 Called by `apis/serde.py` for every object it loads.
 """
@@ -101,84 +103,6 @@ _EVICTION_SIGNALS = (
 _RESERVED_RESOURCES = ("cpu", "memory", "ephemeral-storage", "pid")
 _NATIVE_RESOURCE_PREFIXES = ("kubernetes.io/", "requests.", "hugepages-")
 _NATIVE_RESOURCES = {"cpu", "memory", "ephemeral-storage", "pods", "storage"}
-
-# The Kubernetes API's PodSpec and Container field names (core/v1 types.go, 1.34): an unknown
-# one is a typo that `kubectl apply` (strict field validation) would reject.
-_POD_SPEC_FIELDS = frozenset(
-    [
-        "volumes",
-        "initContainers",
-        "containers",
-        "ephemeralContainers",
-        "restartPolicy",
-        "terminationGracePeriodSeconds",
-        "activeDeadlineSeconds",
-        "dnsPolicy",
-        "nodeSelector",
-        "serviceAccountName",
-        "serviceAccount",
-        "automountServiceAccountToken",
-        "nodeName",
-        "hostNetwork",
-        "hostPID",
-        "hostIPC",
-        "shareProcessNamespace",
-        "securityContext",
-        "imagePullSecrets",
-        "hostname",
-        "subdomain",
-        "affinity",
-        "schedulerName",
-        "tolerations",
-        "hostAliases",
-        "priorityClassName",
-        "priority",
-        "dnsConfig",
-        "readinessGates",
-        "runtimeClassName",
-        "enableServiceLinks",
-        "preemptionPolicy",
-        "overhead",
-        "topologySpreadConstraints",
-        "setHostnameAsFQDN",
-        "os",
-        "hostUsers",
-        "schedulingGates",
-        "resourceClaims",
-        "resources",
-        "hostnameOverride",
-        "workloadRef",
-    ]
-)
-_CONTAINER_FIELDS = frozenset(
-    [
-        "name",
-        "image",
-        "command",
-        "args",
-        "workingDir",
-        "ports",
-        "envFrom",
-        "env",
-        "resources",
-        "resizePolicy",
-        "restartPolicy",
-        "restartPolicyRules",
-        "volumeMounts",
-        "volumeDevices",
-        "livenessProbe",
-        "readinessProbe",
-        "startupProbe",
-        "lifecycle",
-        "terminationMessagePath",
-        "terminationMessagePolicy",
-        "imagePullPolicy",
-        "securityContext",
-        "stdin",
-        "stdinOnce",
-        "tty",
-    ]
-)
 
 
 def validate_object(obj: Any) -> list[Violation]:
@@ -677,9 +601,6 @@ def _pod(pod: Pod) -> Found:
 
 
 def _pod_spec(spec: PodSpec, base: Path) -> Found:
-    for name in sorted(spec.model_extra or {}):
-        if name not in _POD_SPEC_FIELDS:
-            yield Violation((*base, name), f"unknown field {name!r}")
     if not spec.containers:
         yield Violation((*base, "containers"), "a pod needs at least one container")
     for field, containers in (
@@ -720,9 +641,6 @@ def _pod_spec(spec: PodSpec, base: Path) -> Found:
 
 
 def _container(c: Container, base: Path) -> Found:
-    for name in sorted(c.model_extra or {}):
-        if name not in _CONTAINER_FIELDS:
-            yield Violation((*base, name), f"unknown field {name!r}")
     rp: Path = (*base, "resources")
     requests, limits = c.resources.requests, c.resources.limits
     for field, rl in (("requests", requests), ("limits", limits)):
