@@ -13,10 +13,8 @@ run once, in parallel batches (one interpreter per batch), by the `ran` fixture;
 reads its results. A few are also run as separate `python -m gpucap` processes and must print
 exactly the same.
 
-Each test states what gpucap must say about its files. Where gpucap says something else today
-and issue 8 says it is wrong, the test states what issue 8 requires and is marked
-`xfail(strict=True, reason="issue 8: <class>")`, with today's output in a comment: the marker
-comes off when the fix for that class is merged (strict: a fixed class fails until it does).
+Each test states what gpucap must say about its files. Where gpucap said something else before
+issue 8 fixed it, a "Before issue 8:" comment keeps what it said, so the test shows what changed.
 """
 
 from __future__ import annotations
@@ -248,22 +246,6 @@ LWS_VLLM = group("lws/vllm-gpu")
 DOEKS_RENDER = ("--set", "CLUSTER_NAME=doeks", "--set", "KARPENTER_NODE_IAM_ROLE_NAME=node-role")
 RAYSERVE_RENDER = ("--only", "HUGGING_FACE_HUB_TOKEN", "--set", "HUGGING_FACE_HUB_TOKEN=aGY=")
 
-# Issue 8's classes, as xfail reasons (one marker per class, removed when its fix is merged).
-OWN_PLUGIN = "issue 8: AMIs that bring their own device plugin (Bottlerocket NVIDIA, EKS Auto Mode)"
-PLUGIN_OUTSIDE = "issue 8: device plugin installed outside the linted files (GPU001 info)"
-USERDATA_TS = "issue 8: Bottlerocket userData time-slicing counts for TS001/TS002"
-CPU_POOLS = "issue 8: CPU pools that merely do not exclude GPU families"
-STATIC_LINT = "issue 8: static NodePools (no consolidation warnings, no nvidia.com/gpu limit)"
-STATIC_PLAN = "issue 8: static NodePools' replicas are capacity in plan"
-STRICT_FIELDS = "issue 8: strict field validation below the container level"
-OLD_API = "issue 8: v1alpha5 Provisioner/AWSNodeTemplate rejected like v1beta1"
-PLACEHOLDERS = "issue 8: placeholder warnings grouped per variable"
-RUNTIME_VARS = "issue 8: render --only and runtime variables left alone"
-WORKLOAD_KINDS = "issue 8: RayService/RayJob/LeaderWorkerSet expand into pods"
-NO_NODEPOOL = "issue 8: no NodePool at all says 'no nodepools found'"
-SAME_NAME_WINS = "issue 8: same-name object in two files, the later file wins"
-WINDOWS_NOTE = "issue 8: Windows nodes priced at the Linux rate, said in the notes"
-
 
 # --- provenance -------------------------------------------------------------------------------
 
@@ -339,7 +321,7 @@ def test_gpu_slices_overlays_put_the_four_one_gpu_pods_on_one_node(
 def test_gpu_slices_bottlerocket_brings_the_device_plugin_so_no_gpu001_error(
     ran: Ran,
 ) -> None:
-    # Today: exit 1, GPU001 error on NodePool/gpu-slices ("no NVIDIA device plugin ... in the input").
+    # Before issue 8: exit 1, GPU001 error on NodePool/gpu-slices ("no NVIDIA device plugin ... in the input").
     result = ran[lint(GPU_SLICES)]
     assert "GPU001" not in rules(result, "error")
     assert result.code == 0
@@ -348,7 +330,7 @@ def test_gpu_slices_bottlerocket_brings_the_device_plugin_so_no_gpu001_error(
 def test_gpu_slices_userdata_time_slicing_counts_for_the_gpu_limit(
     ran: Ran,
 ) -> None:
-    # Today: no TS finding; the 4 replicas set in the EC2NodeClass userData TOML are not seen.
+    # Before issue 8: no TS finding; the 4 replicas set in the EC2NodeClass userData TOML are not seen.
     # Required: TS002 (limit nvidia.com/gpu 40 counts advertised GPUs, 4 per physical GPU);
     # not TS001, since NodeOverlays tell Karpenter the capacity.
     found = rules(ran[lint(GPU_SLICES)])
@@ -394,7 +376,7 @@ def test_static_nodepool_validates(ran: Ran) -> None:
 def test_static_nodepool_gets_no_consolidation_warning_nor_gpu_limit_request(
     ran: Ran,
 ) -> None:
-    # Today: DIS001 (consolidation) and NP003 ("limits only nodes, not nvidia.com/gpu") warnings;
+    # Before issue 8: DIS001 (consolidation) and NP003 ("limits only nodes, not nvidia.com/gpu") warnings;
     # Karpenter does not consolidate static pools and the CRD forbids a resource limit there.
     found = rules(ran[lint(STATIC)])
     assert "DIS001" not in found
@@ -402,7 +384,7 @@ def test_static_nodepool_gets_no_consolidation_warning_nor_gpu_limit_request(
 
 
 def test_static_nodepool_replicas_show_as_capacity(ran: Ran) -> None:
-    # Today: "No new nodes" and nothing about the one g6e.8xlarge the static controller keeps.
+    # Before issue 8: "No new nodes" and nothing about the one g6e.8xlarge the static controller keeps.
     doc = ran[plan(STATIC)].json()
     assert "g6e.8xlarge" in json.dumps(doc["nodeClaims"] + doc["existingNodes"])
 
@@ -423,7 +405,7 @@ def test_automode_nodepool_is_valid_with_a_warning_about_its_node_class(
 
 
 def test_automode_nodepool_gets_no_gpu001_error(ran: Ran) -> None:
-    # Today: exit 1, GPU001 error; Auto Mode nodes run the NVIDIA device plugin themselves.
+    # Before issue 8: exit 1, GPU001 error; Auto Mode nodes run the NVIDIA device plugin themselves.
     result = ran[lint(AUTOMODE)]
     assert "GPU001" not in rules(result, "error")
     assert result.code == 0
@@ -432,11 +414,10 @@ def test_automode_nodepool_gets_no_gpu001_error(ran: Ran) -> None:
 # --- karpenter-provider-aws examples ------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason=STRICT_FIELDS)
 def test_gpu_nvidia_example_misspelled_security_context_field_is_rejected(
     ran: Ran,
 ) -> None:
-    # Today: exit 0, "1 object valid"; kubectl apply rejects the unknown field.
+    # Before issue 8: exit 0, "1 object valid"; kubectl apply rejects the unknown field.
     result = ran[validate(GPU_NVIDIA)]
     assert result.code == 2
     [line] = result.errors()
@@ -471,7 +452,7 @@ def test_large_instances_pool_puts_a_cpu_pod_on_a_non_gpu_type(
 
 
 def test_large_instances_pool_is_not_linted_as_a_gpu_pool(ran: Ran) -> None:
-    # Today: exit 1; GPU001 error and DIS001, DIS002, NP003, NP001, STG001 warnings written for a
+    # Before issue 8: exit 1; GPU001 error and DIS001, DIS002, NP003, NP001, STG001 warnings written for a
     # "GPU NodePool". Required: at most one info finding that the pool can launch GPU types.
     result = ran[lint(LARGE_INFLATE)]
     assert result.code == 0
@@ -495,7 +476,7 @@ def test_windows_pool_launches_a_windows_node_for_an_unselective_pod(
 def test_windows_plan_notes_that_the_price_is_the_linux_rate(
     ran: Ran,
 ) -> None:
-    # Today: notes are empty; the $0.0765/hour shown is c6a.large's Linux on-demand price.
+    # Before issue 8: notes are empty; the $0.0765/hour shown is c6a.large's Linux on-demand price.
     notes = ran[plan(WINDOWS_INFLATE)].json()["notes"]
     assert any("windows" in n.lower() and "linux" in n.lower() for n in notes), notes
 
@@ -503,7 +484,7 @@ def test_windows_plan_notes_that_the_price_is_the_linux_rate(
 def test_two_files_defining_ec2nodeclass_default_keep_the_later_one(
     ran: Ran,
 ) -> None:
-    # Today: both EC2NodeClass default are kept and AMI001 is reported on each file.
+    # Before issue 8: both EC2NodeClass default are kept and AMI001 is reported on each file.
     amis = [f for f in findings(ran[lint(SAME_NAME)]) if f["rule"] == "AMI001"]
     assert [f["file"] for f in amis] == [f"{KP}/v1/spot.yaml"]
 
@@ -517,11 +498,10 @@ def test_bottlerocket_example_lints_with_only_the_latest_alias_warning(
     assert set(rules(result)) <= {"AMI001", "SCHEMA002"}
 
 
-@pytest.mark.xfail(strict=True, reason=OLD_API)
 def test_v1alpha5_provisioner_and_awsnodetemplate_are_rejected_with_their_replacements(
     ran: Ran,
 ) -> None:
-    # Today: exit 0, "0 objects valid", "ignored kinds gpucap does not use: AWSNodeTemplate, Provisioner".
+    # Before issue 8: exit 0, "0 objects valid", "ignored kinds gpucap does not use: AWSNodeTemplate, Provisioner".
     result = ran[validate(V1ALPHA5)]
     assert result.code == 2
     errors = result.errors()
@@ -532,9 +512,8 @@ def test_v1alpha5_provisioner_and_awsnodetemplate_are_rejected_with_their_replac
     assert any("AWSNodeTemplate" in e and "EC2NodeClass" in e for e in errors)
 
 
-@pytest.mark.xfail(strict=True, reason=OLD_API)
 def test_v1alpha5_provisioner_is_a_lint_error(ran: Ran) -> None:
-    # Today: exit 0 with one SCHEMA003 info.
+    # Before issue 8: exit 0 with one SCHEMA003 info.
     result = ran[lint(V1ALPHA5)]
     assert result.code == 1
     assert rules(result, "error") == ["SCHEMA001", "SCHEMA001"]
@@ -544,8 +523,8 @@ def test_v1beta1_nodepool_and_ec2nodeclass_are_rejected(ran: Ran) -> None:
     result = ran[validate(V1BETA1)]
     assert result.code == 2
     assert result.errors() == [
-        f"error: {V1BETA1[0]}[0] NodePool/general-purpose: apiVersion: 'karpenter.sh/v1beta1' is not supported for NodePool; gpucap reads karpenter.sh/v1",
-        f"error: {V1BETA1[0]}[1] EC2NodeClass/default: apiVersion: 'karpenter.k8s.aws/v1beta1' is not supported for EC2NodeClass; gpucap reads karpenter.k8s.aws/v1",
+        f"error: {V1BETA1[0]}[0] NodePool/general-purpose: apiVersion: NodePool karpenter.sh/v1beta1 is not served by Karpenter v1 (v1.1 removed the v1beta1 APIs): write it as NodePool karpenter.sh/v1; see Karpenter's v1 migration guide https://karpenter.sh/v1.0/upgrading/v1-migration/",
+        f"error: {V1BETA1[0]}[1] EC2NodeClass/default: apiVersion: EC2NodeClass karpenter.k8s.aws/v1beta1 is not served by Karpenter v1 (v1.1 removed the v1beta1 APIs): write it as EC2NodeClass karpenter.k8s.aws/v1; see Karpenter's v1 migration guide https://karpenter.sh/v1.0/upgrading/v1-migration/",
     ]
     assert rules(ran[lint(V1BETA1)], "error") == ["SCHEMA001", "SCHEMA001"]
     assert ran[plan(V1BETA1)].code == 2
@@ -566,7 +545,7 @@ def test_data_on_eks_pools_validate(ran: Ran) -> None:
 def test_data_on_eks_placeholder_warnings_are_one_line_per_variable(
     ran: Ran,
 ) -> None:
-    # Today: 25 placeholder warnings (one per field) before anything else.
+    # Before issue 8: 25 placeholder warnings (one per field) before anything else.
     warnings = ran[validate(DOEKS_NODECLASSES)].warnings()
     for var in ("CLUSTER_NAME", "KARPENTER_NODE_IAM_ROLE_NAME"):
         assert len([w for w in warnings if "${" + var + "}" in w]) == 1, warnings
@@ -577,7 +556,7 @@ def test_data_on_eks_placeholder_warnings_are_one_line_per_variable(
 def test_data_on_eks_gpu_pool_without_a_device_plugin_manifest_lints_without_errors(
     ran: Ran,
 ) -> None:
-    # Today: exit 1 on GPU001; data-on-eks installs the device plugin with Helm (terraform).
+    # Before issue 8: exit 1 on GPU001; data-on-eks installs the device plugin with Helm (terraform).
     result = ran[lint(DOEKS)]
     assert [f for f in findings(result) if f["rule"] == "GPU001" and f["severity"] != "info"] == []
     assert result.code == 0
@@ -605,7 +584,7 @@ def test_gpu_operator_sample_on_eks_accelerated_ami_is_an_error_for_driver_and_t
 def test_data_on_eks_rayservice_plans_its_gpu_worker_on_the_gpu_pool(
     ran: Ran,
 ) -> None:
-    # Today: "ignored kinds gpucap does not use: RayService" and "No new nodes".
+    # Before issue 8: "ignored kinds gpucap does not use: RayService" and "No new nodes".
     doc = ran[plan(DOEKS)].json()
     assert doc["unschedulable"] == []
     assert doc["summary"]["pods"] == 2  # the head and one worker
@@ -618,7 +597,7 @@ def test_data_on_eks_rayservice_plans_its_gpu_worker_on_the_gpu_pool(
 def test_data_on_eks_render_fills_the_cluster_and_leaves_userdata_variables(
     ran: Ran,
 ) -> None:
-    # Today: exit 2, "missing variable(s): AVAILABILITY_ZONE, CORES, DEV, ..." from userData scripts.
+    # Before issue 8: exit 2, "missing variable(s): AVAILABILITY_ZONE, CORES, DEV, ..." from userData scripts.
     result = ran[render(DOEKS_NODECLASSES, *DOEKS_RENDER)]
     assert result.code == 0, result.stderr
     assert 'role: "node-role"' in result.stdout
@@ -633,7 +612,7 @@ def test_data_on_eks_render_fills_the_cluster_and_leaves_userdata_variables(
 def test_rayserve_vllm_render_only_fills_the_token_and_keeps_ld_library_path(
     ran: Ran,
 ) -> None:
-    # Today: "No such option: --only" (exit 2); without it, "missing variable(s): LD_LIBRARY_PATH".
+    # Before issue 8: "No such option: --only" (exit 2); without it, "missing variable(s): LD_LIBRARY_PATH".
     source = (ROOT / RAYSERVE_VLLM[0]).read_text()
     result = ran[render(RAYSERVE_VLLM, *RAYSERVE_RENDER)]
     assert result.code == 0, result.stderr
@@ -642,7 +621,7 @@ def test_rayserve_vllm_render_only_fills_the_token_and_keeps_ld_library_path(
 
 
 def test_rayserve_vllm_head_and_worker_wait_for_a_nodepool(ran: Ran) -> None:
-    # Today: RayService ignored, 0 pods.
+    # Before issue 8: RayService ignored, 0 pods.
     waiting = pending(ran[plan(RAYSERVE_VLLM)])
     assert len(waiting) == 2
     assert set(waiting.values()) == {"no dynamic nodepools found"}
@@ -660,7 +639,7 @@ def test_rayserve_vllm_head_and_worker_wait_for_a_nodepool(ran: Ran) -> None:
 def test_a_gpu_pod_without_any_nodepool_says_no_nodepools_found(
     ran: Ran, files: tuple[str, ...], pod: str
 ) -> None:
-    # Today: "nodepool requirements filtered out all available instance types".
+    # Before issue 8: "nodepool requirements filtered out all available instance types".
     assert pending(ran[plan(files)]) == {pod: "no dynamic nodepools found"}
 
 
@@ -698,14 +677,14 @@ def test_gpu_pods_without_any_nodepool_are_valid_and_pending(
 def test_gpu_world_workloads_expand_into_their_pods(
     ran: Ran, files: tuple[str, ...], pods: int
 ) -> None:
-    # Today: the kind is ignored with a warning and the plan has no pod at all.
+    # Before issue 8: the kind is ignored with a warning and the plan has no pod at all.
     waiting = pending(ran[plan(files)])
     assert len(waiting) == pods
     assert set(waiting.values()) == {"no dynamic nodepools found"}
 
 
 def test_kuberay_rayjob_pods_are_planned(ran: Ran) -> None:
-    # Today: "ignored kinds gpucap does not use: RayJob"; the 4-GPU head is never planned.
+    # Before issue 8: "ignored kinds gpucap does not use: RayJob"; the 4-GPU head is never planned.
     waiting = pending(ran[plan(KUBERAY_BATCH)])
     assert waiting
     assert set(waiting.values()) == {"no dynamic nodepools found"}
@@ -714,7 +693,7 @@ def test_kuberay_rayjob_pods_are_planned(ran: Ran) -> None:
 def test_lws_vllm_render_leaves_an_unset_variable_in_a_container_env_value(
     ran: Ran,
 ) -> None:
-    # Today: exit 2, "missing variable(s): HF_TOKEN" (a value the user sets at deploy time).
+    # Before issue 8: exit 2, "missing variable(s): HF_TOKEN" (a value the user sets at deploy time).
     result = ran[render(LWS_VLLM)]
     assert result.code == 0, result.stderr
     assert result.stdout.count("value: $HF_TOKEN") == 2
@@ -781,23 +760,20 @@ def test_workshop_neuron_chatbot_plans_one_inf2_node(ran: Ran) -> None:
 # --- "gpucap lint exits 0 on the good examples of each real repository" (issue 8, done when) ----
 
 
-def _lint_ok(files: tuple[str, ...], *reasons: str) -> Any:
-    marks = [pytest.mark.xfail(strict=True, reason="; ".join(reasons))] if reasons else []
-    return pytest.param(
-        files, marks=marks, id=files[0].split("/")[0] + ":" + "/".join(files[0].split("/")[-2:])
-    )
+def _lint_ok(files: tuple[str, ...]) -> Any:
+    return pytest.param(files, id=files[0].split("/")[0] + ":" + "/".join(files[0].split("/")[-2:]))
 
 
 @pytest.mark.parametrize(
     "files",
     [
-        _lint_ok(GPU_SLICES),  # today: GPU001 error
+        _lint_ok(GPU_SLICES),  # before issue 8: GPU001 error
         _lint_ok(OVERLAY_TARGETED),
-        _lint_ok(STATIC),  # today: GPU001 error
-        _lint_ok(AUTOMODE),  # today: GPU001 error
-        _lint_ok(LARGE_INFLATE),  # today: GPU001 error
+        _lint_ok(STATIC),  # before issue 8: GPU001 error
+        _lint_ok(AUTOMODE),  # before issue 8: GPU001 error
+        _lint_ok(LARGE_INFLATE),  # before issue 8: GPU001 error
         _lint_ok(BOTTLEROCKET),
-        _lint_ok(DOEKS),  # today: GPU001 error
+        _lint_ok(DOEKS),  # before issue 8: GPU001 error
         _lint_ok(RAYSERVE_VLLM),
         _lint_ok(DEVICE_PLUGIN),
         _lint_ok(GPU_OPERATOR),
