@@ -599,6 +599,12 @@ def test_a_node_class_ref_to_another_provider_is_a_warning_because_the_pool_neve
     ]
 
 
+def test_an_eks_auto_mode_node_class_ref_is_valid_without_a_warning() -> None:
+    doc = edit(nodepool(), f"{TPL}.nodeClassRef.group", "eks.amazonaws.com")
+    result = load(edit(doc, f"{TPL}.nodeClassRef.kind", "NodeClass"))
+    assert (result.errors, result.warnings) == ([], [])
+
+
 def test_a_duration_with_a_trailing_newline_is_rejected_as_the_api_server_does() -> None:
     result = load(edit(nodepool(), "spec.disruption", {"consolidateAfter": "10m\n"}))
     assert [e.path for e in result.errors] == [("spec", "disruption", "consolidateAfter")]

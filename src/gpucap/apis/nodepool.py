@@ -52,6 +52,17 @@ class NodeClassReference(KarpenterModel):
     kind: StrictStr
     name: StrictStr
 
+    @property
+    def is_ec2nodeclass(self) -> bool:
+        """The AWS provider's node class, which self-managed Karpenter serves."""
+        return self.group == "karpenter.k8s.aws" and self.kind == "EC2NodeClass"
+
+    @property
+    def is_auto_mode(self) -> bool:
+        """EKS Auto Mode's node class: EKS's managed Karpenter serves the pool, with a device
+        plugin on GPU nodes and its own instance selection."""
+        return self.group == "eks.amazonaws.com" and self.kind == "NodeClass"
+
 
 class KarpenterTaint(KarpenterModel):
     key: StrictStr

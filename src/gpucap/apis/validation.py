@@ -148,9 +148,9 @@ def _nodepool(np: NodePool) -> Found:
             yield Violation((*ref_path, name), f"{name} may not be empty")
     if "/" in ref.group:
         yield Violation((*ref_path, "group"), f"{ref.group!r} must not contain '/'")
-    if (ref.group and ref.group != "karpenter.k8s.aws") or (
-        ref.kind and ref.kind != "EC2NodeClass"
-    ):
+    # An EKS Auto Mode NodeClass is right on an Auto Mode cluster (EKS's managed Karpenter
+    # serves the pool), so only other node classes are a warning; plan says it skips both.
+    if ref.group and ref.kind and not (ref.is_ec2nodeclass or ref.is_auto_mode):
         yield Violation(
             ref_path,
             f"{ref.group}/{ref.kind} is not the AWS provider's node class "

@@ -138,7 +138,13 @@ def pools_for(manifests: Manifests, catalog: Catalog, notes: list[str]) -> list[
     pools: list[PoolInput] = []
     for np in manifests.nodepools:
         ref = np.spec.template.spec.node_class_ref
-        if ref.group != "karpenter.k8s.aws" or ref.kind != "EC2NodeClass":
+        if ref.is_auto_mode:
+            notes.append(
+                f"NodePool {np.name}: an EKS Auto Mode NodeClass; not planned (EKS's managed "
+                "Karpenter serves it, with its own instance selection)"
+            )
+            continue
+        if not ref.is_ec2nodeclass:
             notes.append(
                 f"NodePool {np.name}: node class {ref.group}/{ref.kind} is not an EC2NodeClass; "
                 "ignored (it would never become Ready)"

@@ -114,8 +114,7 @@ class PoolView:
     @property
     def is_auto_mode(self) -> bool:
         """The pool's nodes come from an EKS Auto Mode NodeClass (eks.amazonaws.com)."""
-        ref = self.nodepool.spec.template.spec.node_class_ref
-        return ref.group == AUTO_MODE_GROUP and ref.kind == "NodeClass"
+        return self.nodepool.spec.template.spec.node_class_ref.is_auto_mode
 
     @property
     def alias_family(self) -> str | None:
@@ -261,7 +260,7 @@ class LintContext:
         for m in self.of_kind("NodePool"):
             np: NodePool = m.obj  # type: ignore[assignment]
             ref = np.spec.template.spec.node_class_ref
-            nc = None if ref.group == AUTO_MODE_GROUP else self.nodeclasses.get(ref.name)
+            nc = None if ref.is_auto_mode else self.nodeclasses.get(ref.name)
             types = self.catalog.scheduling_instance_types(self.settings_for(nc))
             template = NodeClaimTemplate.from_nodepool(np)
             reqs = template.requirements
