@@ -78,12 +78,18 @@ def _without_runtime_labels(pod: Pod, pool: PoolView) -> Pod:
 
 def _selects_pool(pod: Pod, pool: PoolView) -> bool:
     """The pod's node selector and one of its required node-affinity terms can match the
-    pool's nodes (runtime labels unknown, so allowed)."""
-    current: Pod | None = _without_runtime_labels(pod, pool)
+    pool's GPU nodes (runtime labels unknown, so allowed)."""
+    return _node_terms_match(_without_runtime_labels(pod, pool), pool, pool.gpu_types)
+
+
+def _node_terms_match(pod: Pod, pool: PoolView, types: Sequence[InstanceType]) -> bool:
+    """The pod's node selector with one of its required node-affinity terms (tried one by one,
+    as the scheduler ORs them) meets the pool's labels and one of `types` (any, when empty)."""
+    current: Pod | None = pod
     while current is not None:
         reqs = pod_requirements(current, strict=True)
         if pool.template.requirements.is_compatible(reqs, ALLOW_UNDEFINED_WELL_KNOWN) and (
-            not pool.gpu_types or any(it.is_compatible(reqs) for it in pool.gpu_types)
+            not types or any(it.is_compatible(reqs) for it in types)
         ):
             return True
         current = drop_required_node_term(current)
@@ -292,14 +298,8 @@ def _why_daemon_cannot_run(pool: PoolView, ds: DaemonSet) -> str | None:
     )
     if taint is not None:
         return f"does not tolerate {format_taint(taint)}"
-    current: Pod | None = pod
-    while current is not None:
-        reqs = pod_requirements(current, strict=True)
-        if pool.template.requirements.is_compatible(reqs, ALLOW_UNDEFINED_WELL_KNOWN) and (
-            not pool.instance_types or any(it.is_compatible(reqs) for it in pool.instance_types)
-        ):
-            return None
-        current = drop_required_node_term(current)
+    if _node_terms_match(pod, pool, pool.instance_types):
+        return None
     return "its node selector / required node affinity matches none of the pool's nodes"
 
 
