@@ -2,7 +2,7 @@
 
 Rules as sentences on minimal inputs, a table of misspelt fields at every depth of the pod
 template, laws over the whole bundled schema (hypothesis), and the bundled file against its
-build script. Real public files are in tests/apis/test_realworld.py.
+build script. Real public files are in tests/realworld/test_validate.py.
 """
 
 from __future__ import annotations

@@ -1,20 +1,45 @@
 """gpucap on the manifests people actually have: public files from 11 repositories, unchanged.
 
 Every file under this directory is byte-identical to a file of a public repository at a pinned
-commit (`PROVENANCE.yaml` says which, with the license and what the file is). Files an upstream
+commit (`PROVENANCE.yaml` says which, with the license and what the file is); the one exception,
+an example taken from a docs page, says so in `extracted:` and in its name. Files an upstream
 example applies together form a *group* (`group:` in PROVENANCE.yaml) and are run together, in
 sorted order, as `kubectl apply -f <dir>` would read them.
 
-The commands run as users run them, through the `gpucap` console-script entry point in a
-subprocess, from an empty working directory (so no `.gpucap.toml` or `pyproject.toml` of this
-repository configures lint) and with a minimal environment (so no variable of the developer's
-shell fills a placeholder). All the command lines the tests need are declared at import time and
-run once, in parallel batches (one interpreter per batch), by the `ran` fixture; each test then
-reads its results. A few are also run as separate `python -m gpucap` processes and must print
-exactly the same.
+The commands of this module run as users run them, through the `gpucap` console-script entry
+point in a subprocess, from an empty working directory (so no `.gpucap.toml` or `pyproject.toml`
+of this repository configures lint) and with a minimal environment (so no variable of the
+developer's shell fills a placeholder). All the command lines the tests need are declared at
+import time and run once, in parallel batches (one interpreter per batch), by the `ran` fixture;
+each test then reads its results. A few are also run as separate `python -m gpucap` processes and
+must print exactly the same. The other modules here (test_lint, test_validate, test_placeholders,
+test_workloads, test_plan) run in process (CliRunner or the loader), mostly because they add a
+config file, a cluster or a pod written by the test next to the real files.
 
 Each test states what gpucap must say about its files. Where gpucap said something else before
 issue 8 fixed it, a "Before issue 8:" comment keeps what it said, so the test shows what changed.
+
+The classes of issue 8 and the tests on real files that cover them (`test_the_class_table_names_
+existing_tests` checks every name below; the unit tests on minimal inputs live with the code's
+other tests):
+
+| class | tests (module: test) |
+| --- | --- |
+| device plugin outside the input | test_realworld: test_data_on_eks_gpu_pool_without_a_device_plugin_manifest_lints_without_errors, test_data_on_eks_gpu_pool_with_nvidias_device_plugin_has_no_gpu001, test_gpu_operator_sample_on_eks_accelerated_ami_is_an_error_for_driver_and_toolkit; test_lint: test_karpenter_blueprints_gpu_pool_lints_clean_with_the_plugin_installed_by_helm, test_declaring_the_helm_installed_plugin_silences_gpu001, test_the_static_nvidia_daemonset_reaches_the_blueprints_gpu_pool |
+| AMIs with their own plugin; Bottlerocket userData time-slicing | test_realworld: test_gpu_slices_bottlerocket_brings_the_device_plugin_so_no_gpu001_error, test_automode_nodepool_gets_no_gpu001_error, test_gpu_slices_userdata_time_slicing_counts_for_the_gpu_limit; test_lint: test_bottlerocket_time_slicing_blueprint_brings_its_plugin_and_counts_its_replicas, test_auto_mode_gpu_blueprint_brings_its_plugin |
+| CPU pools are not GPU pools (NP010) | test_realworld: test_large_instances_pool_is_not_linted_as_a_gpu_pool, test_large_instances_pool_puts_a_cpu_pod_on_a_non_gpu_type; test_lint: test_karpenter_large_instances_example_is_not_a_gpu_pool, test_karpenter_general_purpose_example_says_nothing_about_gpus |
+| GPUs from a NodeOverlay (g6f) | test_lint: test_karpenter_docs_g6f_overlay_pool_gets_the_gpu_rules |
+| static NodePools, lint and plan | test_realworld: test_static_nodepool_gets_no_consolidation_warning_nor_gpu_limit_request, test_static_nodepool_replicas_show_as_capacity; test_lint: test_static_gpu_pool_blueprint_gets_no_consolidation_or_gpu_limit_warning; test_plan: test_static_nodepool_nodes_take_pods, test_a_static_nodepool_keeps_its_nodes_without_any_pod |
+| `--help` of every command | not file-based: tests/cli/test_help.py |
+| strict field validation | test_realworld: test_gpu_nvidia_example_misspelled_security_context_field_is_rejected; test_validate: test_karpenters_gpu_workload_example_is_rejected_for_its_misspelt_privilege_escalation, test_karpenters_gpu_workload_example_fails_validate_with_exit_2_and_one_line |
+| v1alpha5 / v1beta1 rejected | test_realworld: test_v1alpha5_provisioner_and_awsnodetemplate_are_rejected_with_their_replacements, test_v1alpha5_provisioner_is_a_lint_error, test_v1beta1_nodepool_and_ec2nodeclass_are_rejected; test_validate: test_a_v1alpha5_provisioner_and_its_aws_node_template_are_errors_naming_their_v1_replacements, test_v1beta1_nodepool_and_ec2nodeclass_are_errors_naming_their_v1_versions |
+| placeholder warnings grouped | test_realworld: test_data_on_eks_placeholder_warnings_are_one_line_per_variable; test_placeholders: test_data_on_eks_nodeclasses_give_one_warning_per_variable_and_the_command, test_static_gpu_nodeclass_bare_dollar_placeholders_are_warned_about, test_lint_shows_the_grouped_placeholder_findings |
+| render `--only` and runtime variables | test_realworld: test_rayserve_vllm_render_only_fills_the_token_and_keeps_ld_library_path, test_data_on_eks_render_fills_the_cluster_and_leaves_userdata_variables, test_lws_vllm_render_leaves_an_unset_variable_in_a_container_env_value; test_placeholders: test_ray_service_render_only_fills_the_token_and_keeps_ld_library_path, test_ray_service_render_without_only_leaves_ld_library_path_with_a_warning, test_ebs_resize_user_data_script_is_no_placeholder_and_renders_byte_for_byte |
+| plan passes (subtractMax) | test_realworld: test_od_spot_split_one_pass_leaves_spot_pods_pending_for_the_limit, test_od_spot_split_later_passes_place_the_pods_the_limit_held_back |
+| no NodePool at all | test_realworld: test_a_gpu_pod_without_any_nodepool_says_no_nodepools_found, test_rayserve_vllm_head_and_worker_wait_for_a_nodepool; test_plan: test_no_nodepools_found |
+| same-name object in two files | test_realworld: test_two_files_defining_ec2nodeclass_default_keep_the_later_one |
+| KubeRay / LeaderWorkerSet / JobSet expansion | test_realworld: test_gpu_world_workloads_expand_into_their_pods, test_kuberay_rayjob_pods_are_planned, test_data_on_eks_rayservice_plans_its_gpu_worker_on_the_gpu_pool; test_workloads: test_kuberay_stable_diffusion_rayservice_packs_head_and_gpu_worker_on_one_node, test_lws_vllm_405b_plans_two_groups_of_two_8_gpu_nodes, test_jobset_pytorch_resnet_plans_four_worker_pods, test_jobset_exclusive_placement_on_a_gke_label_stays_pending_on_eks |
+| Windows price note | test_realworld: test_windows_plan_notes_that_the_price_is_the_linux_rate; test_plan: test_windows_nodes_are_priced_at_the_linux_rate_with_a_note |
 """
 
 from __future__ import annotations
@@ -30,19 +55,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 import gpucap
-
-ROOT = Path(__file__).resolve().parent
-PROVENANCE: list[dict[str, str]] = yaml.safe_load((ROOT / "PROVENANCE.yaml").read_text())["files"]
-
-
-def group(name: str) -> tuple[str, ...]:
-    """The files of one PROVENANCE group, relative to this directory, in sorted order."""
-    files = tuple(sorted(f["file"] for f in PROVENANCE if f["group"] == name))
-    assert files, f"no group {name!r} in PROVENANCE.yaml"
-    return files
+from tests.realworld.corpus import PROVENANCE, ROOT, group
 
 
 @dataclass(frozen=True)
@@ -91,6 +106,10 @@ def lint(files: tuple[str, ...]) -> Invocation:
 
 def plan(files: tuple[str, ...]) -> Invocation:
     return _declare(("plan", "-o", "json"), files)
+
+
+def plan_passes(files: tuple[str, ...], passes: int) -> Invocation:
+    return _declare(("plan", "-o", "json", "--passes", str(passes)), files)
 
 
 def render(files: tuple[str, ...], *options: str) -> Invocation:
@@ -210,6 +229,7 @@ def pending(result: Result) -> dict[str, str]:
 GPU_SLICES = group("karpenter-blueprints/gpu-slices")
 OVERLAY_TARGETED = group("karpenter-blueprints/overlay-targeted")
 STATIC = group("karpenter-blueprints/static")
+OD_SPOT_SPLIT = group("karpenter-blueprints/od-spot-split")
 AUTOMODE = group("karpenter-blueprints/automode-gpu")
 KP = "aws__karpenter-provider-aws/examples"
 GPU_NVIDIA = group("karpenter-provider-aws/gpu-nvidia-workload")
@@ -259,10 +279,17 @@ def test_provenance_lists_exactly_the_files_present_with_pinned_commits() -> Non
     listed = [f["file"] for f in PROVENANCE]
     assert len(listed) == len(set(listed)), "a file is listed twice"
     assert set(listed) == present
+    keys = {"file", "repo", "path", "commit", "url", "license", "group", "what"}
     for f in PROVENANCE:
-        assert set(f) == {"file", "repo", "path", "commit", "url", "license", "group", "what"}, f
+        assert set(f) in (keys, keys | {"extracted"}), f
         assert re.fullmatch(r"[0-9a-f]{40}", f["commit"]), f
-        assert f["file"] == f"{f['repo'].replace('/', '__')}/{f['path']}", f
+        upstream = f"{f['repo'].replace('/', '__')}/{f['path']}"
+        if "extracted" in f:
+            # Not a file upstream: taken from the page at `path`; its name says so.
+            assert f["extracted"].strip(), f
+            assert re.fullmatch(re.escape(upstream) + r"\.[a-z0-9-]+\.yaml", f["file"]), f
+        else:
+            assert f["file"] == upstream, f
         assert f["url"] == f"https://github.com/{f['repo']}/blob/{f['commit']}/{f['path']}", f
         assert f["license"] in {"Apache-2.0", "MIT-0"}, f
         assert f["what"].strip(), f
@@ -272,8 +299,30 @@ def test_the_corpus_spans_at_least_ten_repositories() -> None:
     assert len({f["repo"] for f in PROVENANCE}) >= 10
 
 
+def test_the_class_table_names_existing_tests() -> None:
+    table = [line for line in (__doc__ or "").splitlines() if line.startswith("| ")][2:]
+    assert len(table) == 15  # the classes of issue 8
+    for row in table:
+        _, cell = row.removeprefix("| ").removesuffix(" |").split(" | ")
+        for part in cell.split("; "):
+            module, names = part.split(": ", 1)
+            if module == "not file-based":
+                assert (ROOT.parents[1] / names).is_file(), names
+                continue
+            source = (ROOT / f"{module}.py").read_text()
+            for name in names.split(", "):
+                assert f"def {name}(" in source, (module, name)
+
+
 def test_every_group_is_run_by_some_test() -> None:
-    assert {f["group"] for f in PROVENANCE} <= GROUPS_USED
+    # Groups run through the batched runner are in GROUPS_USED; the other test modules of this
+    # directory run theirs in process (CliRunner, with files they write next to the real ones)
+    # and name each file they read as PROVENANCE names it.
+    others = "\n".join(
+        p.read_text() for p in ROOT.glob("test_*.py") if p.name != Path(__file__).name
+    )
+    named = {f["group"] for f in PROVENANCE if f'"{f["file"]}"' in others}
+    assert {f["group"] for f in PROVENANCE} <= GROUPS_USED | named
 
 
 def test_no_command_prints_a_traceback_and_every_exit_status_is_documented(
@@ -387,6 +436,38 @@ def test_static_nodepool_replicas_show_as_capacity(ran: Ran) -> None:
     # Before issue 8: "No new nodes" and nothing about the one g6e.8xlarge the static controller keeps.
     doc = ran[plan(STATIC)].json()
     assert "g6e.8xlarge" in json.dumps(doc["nodeClaims"] + doc["existingNodes"])
+
+
+# --- karpenter-blueprints: on-demand/spot split (NodePool limits over several passes) ----------
+
+
+EXCEED_SPOT_LIMIT = 'nodepool "node-spot": all available instance types exceed limits for nodepool'
+
+
+def test_od_spot_split_one_pass_leaves_spot_pods_pending_for_the_limit(ran: Ran) -> None:
+    # Karpenter reserves the largest option of each new NodeClaim (subtractMax) against
+    # node-spot's memory limit of 500Gi: its first spot NodeClaim may still become an r6a.16xlarge
+    # (about 474Gi once the VM memory overhead is taken off), which leaves the later ones only
+    # small types, then none, until the claims launch as the small type they turn out to be.
+    result = ran[plan_passes(OD_SPOT_SPLIT, 1)]
+    waiting = pending(result)
+    assert waiting
+    assert all(reason.startswith(EXCEED_SPOT_LIMIT) for reason in waiting.values()), waiting
+    assert any(n.startswith("stopped after 1 pass") for n in result.json()["notes"])
+
+
+def test_od_spot_split_later_passes_place_the_pods_the_limit_held_back(ran: Ran) -> None:
+    # Karpenter's next provisioning loops count the launched NodeClaims at the instance type
+    # they became, which frees the limit for the pods left pending.
+    single = ran[plan_passes(OD_SPOT_SPLIT, 1)]
+    doc = ran[plan(OD_SPOT_SPLIT)].json()
+    assert pending(ran[plan(OD_SPOT_SPLIT)]) == {}
+    assert doc["summary"]["pods"] == 10
+    assert [c for c in doc["nodeClaims"] if c["pass"] == 1] == single.json()["nodeClaims"]
+    later = [c for c in doc["nodeClaims"] if c["pass"] > 1]
+    assert sorted(p for c in later for p in c["pods"]) == sorted(pending(single))
+    assert {c["nodePool"] for c in later} >= {"node-spot"}
+    assert doc["summary"]["passes"] == max(c["pass"] for c in doc["nodeClaims"]) >= 2
 
 
 # --- karpenter-blueprints: EKS Auto Mode GPU NodePool -------------------------------------------
@@ -792,6 +873,8 @@ def test_lint_exits_zero_on_the_good_examples(ran: Ran, files: tuple[str, ...]) 
 
 for _files in (GPU_SLICES, OVERLAY_TARGETED, STATIC, NEURON, LARGE_INFLATE, WINDOWS_INFLATE, DOEKS):
     plan(_files)
+plan(OD_SPOT_SPLIT)
+plan_passes(OD_SPOT_SPLIT, 1)
 for _files in (NVIDIA_SMI_POD, VERIFY_GPU, CONTAINER_CACHE, RAYSERVE_VLLM, LWS_TRN1):
     plan(_files)
 for _files in (MULTI_NODE_VLLM, LWS_VLLM, KUBERAY_LLM, KUBERAY_BATCH, WORKSHOP_NEURON, V1BETA1):

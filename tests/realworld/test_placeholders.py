@@ -1,21 +1,27 @@
 """What validate and render say about real public manifests with placeholders and runtime
-variables (files and provenance in `realworld_placeholders/`)."""
+variables (provenance in this directory's PROVENANCE.yaml), in process (CliRunner, with the
+placeholders' variables unset in its environment)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from typer.testing import CliRunner
 
 from gpucap.apis.serde import load_paths, load_text
 from gpucap.cli.main import app
+from tests.realworld.corpus import real
 
-HERE = Path(__file__).parent / "realworld_placeholders"
-DATA_ON_EKS = HERE / "data-on-eks_ec2nodeclass.yaml"
-RAY_MISTRAL = HERE / "ai-on-eks_ray-service-mistral.yaml"
-EBS_RESIZE = HERE / "karpenter-blueprints_ebs-dynamic-resize.yaml"
-STATIC_GPU = HERE / "karpenter-blueprints_static-nodeclass.yaml"
+DATA_ON_EKS = real("awslabs__data-on-eks/infra/terraform/manifests/karpenter/ec2nodeclass.yaml")
+RAY_MISTRAL = real(
+    "awslabs__ai-on-eks/blueprints/inference/mistral-7b-rayserve-inf2/ray-service-mistral.yaml"
+)
+EBS_RESIZE = real(
+    "aws-samples__karpenter-blueprints/blueprints/dynamic-disk-ebs-volume/ebs-dynamic-resize.yaml"
+)
+STATIC_GPU = real(
+    "aws-samples__karpenter-blueprints/blueprints/static-nodepool/static-nodeclass.yaml"
+)
 
 runner = CliRunner()
 UNSET = ("CLUSTER_NAME", "KARPENTER_NODE_IAM_ROLE_NAME", "HUGGING_FACE_HUB_TOKEN")

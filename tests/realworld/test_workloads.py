@@ -1,5 +1,5 @@
-"""`gpucap plan` on public KubeRay, LeaderWorkerSet and JobSet manifests (provenance in
-realworld_workloads/PROVENANCE.md): the pods their operators would create, and the nodes
+"""`gpucap plan` on public KubeRay, LeaderWorkerSet and JobSet manifests (provenance in this
+directory's PROVENANCE.yaml): the pods their operators would create, and the nodes
 Karpenter would launch for them. The cluster side (NodePools, EC2NodeClass) is written here,
 as each repository's own Karpenter setup would be; `DELETE` a taint or a label to see why a
 pod would stay pending."""
@@ -15,8 +15,17 @@ from typer.testing import CliRunner
 
 from gpucap.cli.main import app
 from tests.builders import edit, nodeclass, nodepool, to_yaml
+from tests.realworld.corpus import real
 
-HERE = Path(__file__).parent / "realworld_workloads"
+STABLE_DIFFUSION = (
+    "ray-project__kuberay/ray-operator/config/samples/ray-service.stable-diffusion.yaml"
+)
+RAYJOB_BATCH = "ray-project__kuberay/ray-operator/config/samples/ray-job.batch-inference.yaml"
+DOEKS_VLLM = "awslabs__data-on-eks/gen-ai/inference/vllm-rayserve-gpu/ray-service-vllm.yaml"
+LWS_VLLM = "kubernetes-sigs__lws/docs/examples/vllm/GPU/lws.yaml"
+LWS_EXCLUSIVE = "kubernetes-sigs__lws/docs/examples/sample/lws-exclusive-placement.yaml"
+JOBSET_RESNET = "kubernetes-sigs__jobset/site/static/examples/pytorch/resnet-cifar10/resnet.yaml"
+JOBSET_EXCLUSIVE = "kubernetes-sigs__jobset/site/static/examples/simple/exclusive-placement.yaml"
 runner = CliRunner()
 
 CPU_GPU_FAMILIES = {
@@ -41,8 +50,8 @@ def big_disk() -> dict[str, Any]:
     return edit(nodeclass("gpu"), "spec.blockDeviceMappings[0].ebs.volumeSize", "1000Gi")
 
 
-def plan(tmp_path: Path, real: str, *cluster: dict[str, Any]) -> dict[str, Any]:
-    files = [str(HERE / real)]
+def plan(tmp_path: Path, file: str, *cluster: dict[str, Any]) -> dict[str, Any]:
+    files = [str(real(file))]
     if cluster:
         f = tmp_path / "cluster.yaml"
         f.write_text(to_yaml(*cluster))
@@ -64,7 +73,7 @@ def test_kuberay_stable_diffusion_rayservice_packs_head_and_gpu_worker_on_one_no
     # ray-operator/config/samples/ray-service.stable-diffusion.yaml: head 2 CPU / 8Gi, one
     # worker (replicas 1, min 1, max 10) with 1 GPU and 3 CPU / 12Gi, tolerating
     # ray.io/node-type=worker. On an untainted pool Karpenter packs both on one GPU node.
-    doc = plan(tmp_path, "kuberay-ray-service.stable-diffusion.yaml", pool("default"), big_disk())
+    doc = plan(tmp_path, STABLE_DIFFUSION, pool("default"), big_disk())
     (claim,) = doc["nodeClaims"]
     assert sorted(claim["pods"]) == [
         "default/stable-diffusion-gpu-group-worker-0",
@@ -82,7 +91,7 @@ def test_kuberay_rayservice_worker_does_not_tolerate_the_usual_gpu_taint(tmp_pat
         "spec.template.spec.taints",
         [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}],
     )
-    doc = plan(tmp_path, "kuberay-ray-service.stable-diffusion.yaml", tainted, big_disk())
+    doc = plan(tmp_path, STABLE_DIFFUSION, tainted, big_disk())
     pending = {u["pod"]: u["reason"] for u in doc["unschedulable"]}
     assert (
         "did not tolerate taint nvidia.com/gpu=present:NoSchedule"
@@ -97,7 +106,7 @@ def test_data_on_eks_vllm_rayservice_lands_on_the_cpu_and_gpu_pools_it_selects(
     # x86-cpu-karpenter, the worker (1 GPU, 16 CPU, 32G) g5-gpu-karpenter; both type=karpenter.
     cpu = pool("x86-cpu-karpenter", {"NodeGroupType": "x86-cpu-karpenter", "type": "karpenter"})
     gpu = pool("g5-gpu-karpenter", {"NodeGroupType": "g5-gpu-karpenter", "type": "karpenter"})
-    doc = plan(tmp_path, "data-on-eks-ray-service-vllm.yaml", cpu, gpu, big_disk())
+    doc = plan(tmp_path, DOEKS_VLLM, cpu, gpu, big_disk())
     claims = {c["pods"][0]: (c["nodePool"], c["launch"]["instanceType"]) for c in doc["nodeClaims"]}
     assert claims["rayserve-vllm/vllm-head"][0] == "x86-cpu-karpenter"
     pool_name, instance = claims["rayserve-vllm/vllm-gpu-group-worker-0"]
@@ -109,7 +118,7 @@ def test_data_on_eks_vllm_rayservice_lands_on_the_cpu_and_gpu_pools_it_selects(
 def test_kuberay_batch_inference_rayjob_head_asks_for_a_gke_accelerator(tmp_path: Path) -> None:
     # ray-job.batch-inference.yaml: a 4-GPU head selecting a GKE accelerator label (no EKS node
     # has it) and KubeRay's default submitter pod (500m / 200Mi), which does land.
-    doc = plan(tmp_path, "kuberay-ray-job.batch-inference.yaml", pool("default"), big_disk())
+    doc = plan(tmp_path, RAYJOB_BATCH, pool("default"), big_disk())
     pending = {u["pod"]: u["reason"] for u in doc["unschedulable"]}
     assert set(pending) == {"default/rayjob-sample-head"}
     assert "cloud.google.com/gke-accelerator" in pending["default/rayjob-sample-head"]
@@ -119,7 +128,7 @@ def test_kuberay_batch_inference_rayjob_head_asks_for_a_gke_accelerator(tmp_path
 def test_lws_vllm_405b_plans_two_groups_of_two_8_gpu_nodes(tmp_path: Path) -> None:
     # lws docs/examples/vllm/GPU/lws.yaml: replicas 2 x size 2, every pod 8 GPUs, 125 CPU,
     # 1124Gi memory and 800Gi ephemeral storage: one p5.48xlarge each, with a big root volume.
-    doc = plan(tmp_path, "lws-vllm-gpu.yaml", pool("default"), big_disk())
+    doc = plan(tmp_path, LWS_VLLM, pool("default"), big_disk())
     where = placed(doc)
     assert sorted(where) == [
         "default/vllm-0",
@@ -132,7 +141,7 @@ def test_lws_vllm_405b_plans_two_groups_of_two_8_gpu_nodes(tmp_path: Path) -> No
 
 
 def test_lws_vllm_405b_does_not_fit_the_default_root_volume(tmp_path: Path) -> None:
-    doc = plan(tmp_path, "lws-vllm-gpu.yaml", pool("default"))
+    doc = plan(tmp_path, LWS_VLLM, pool("default"))
     assert doc["summary"]["unschedulable"] == 4
     assert doc["nodeClaims"] == []
 
@@ -141,7 +150,7 @@ def test_lws_exclusive_placement_gives_each_group_its_own_topology_domain(tmp_pa
     # lws docs/examples/sample/lws-exclusive-placement.yaml: 3 groups of 4, exclusive per
     # cloud.google.com/gke-nodepool. Karpenter cannot create that GKE label, so the leaders'
     # affinity to their own group on it cannot be met on EKS nodes.
-    doc = plan(tmp_path, "lws-exclusive-placement.yaml", pool("default"), big_disk())
+    doc = plan(tmp_path, LWS_EXCLUSIVE, pool("default"), big_disk())
     assert doc["summary"]["pods"] + doc["summary"]["unschedulable"] == 12
     assert doc["summary"]["unschedulable"] == 12
 
@@ -162,11 +171,7 @@ def test_lws_exclusive_placement_gives_each_group_its_own_topology_domain(tmp_pa
     ],
 )
 def test_lws_exclusive_placement_on_an_eks_key_spreads_groups(tmp_path: Path, key: str) -> None:
-    text = (
-        (HERE / "lws-exclusive-placement.yaml")
-        .read_text()
-        .replace("cloud.google.com/gke-nodepool", key)
-    )
+    text = real(LWS_EXCLUSIVE).read_text().replace("cloud.google.com/gke-nodepool", key)
     f = tmp_path / "lws.yaml"
     f.write_text(text)
     cluster = tmp_path / "cluster.yaml"
@@ -186,7 +191,7 @@ def test_lws_exclusive_placement_on_an_eks_key_spreads_groups(tmp_path: Path, ke
 def test_jobset_pytorch_resnet_plans_four_worker_pods(tmp_path: Path) -> None:
     # jobset site/static/examples/pytorch/resnet-cifar10/resnet.yaml: 1 Job x parallelism 4;
     # the pods request nothing, so they pack on one small node.
-    doc = plan(tmp_path, "jobset-pytorch-resnet.yaml", pool("default"), big_disk())
+    doc = plan(tmp_path, JOBSET_RESNET, pool("default"), big_disk())
     assert sorted(placed(doc)) == [f"default/pytorch-workers-0-{k}" for k in range(4)]
     assert len(doc["nodeClaims"]) == 1
 
@@ -194,21 +199,21 @@ def test_jobset_pytorch_resnet_plans_four_worker_pods(tmp_path: Path) -> None:
 def test_jobset_exclusive_placement_on_a_gke_label_stays_pending_on_eks(tmp_path: Path) -> None:
     # site/static/examples/simple/exclusive-placement.yaml: 3 Jobs x 3 pods, one Job per
     # cloud.google.com/gke-nodepool domain.
-    doc = plan(tmp_path, "jobset-exclusive-placement.yaml", pool("default"), big_disk())
+    doc = plan(tmp_path, JOBSET_EXCLUSIVE, pool("default"), big_disk())
     assert doc["summary"]["unschedulable"] == 9
 
 
 def test_lint_judges_each_pod_template_of_a_leaderworkerset(tmp_path: Path) -> None:
     # One sample pod per template, with findings at that template's lines: the leader template
     # comes before `workerTemplate:` in the file, the worker template after.
-    real = HERE / "lws-vllm-gpu.yaml"
+    lws = real(LWS_VLLM)
     cluster = tmp_path / "cluster.yaml"
     cluster.write_text(to_yaml(pool("default"), big_disk()))
-    result = runner.invoke(app, ["lint", "-o", "json", str(cluster), str(real)])
+    result = runner.invoke(app, ["lint", "-o", "json", str(cluster), str(lws)])
     findings = json.loads(result.stdout)["findings"]
     lines = {f["line"] for f in findings if f["object"] == "LeaderWorkerSet/default/vllm"}
     split = next(
-        i for i, text in enumerate(real.read_text().splitlines(), 1) if "workerTemplate:" in text
+        i for i, text in enumerate(lws.read_text().splitlines(), 1) if "workerTemplate:" in text
     )
     assert any(n < split for n in lines)
     assert any(n > split for n in lines)
