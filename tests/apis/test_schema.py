@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from gpucap.apis.schema import (
+    EnumOf,
     ListOf,
     MapOf,
     ObjectType,
@@ -466,6 +467,8 @@ def minimal_valid(t: Any) -> Any:
         return {}
     if isinstance(t, ListOf):
         return []
+    if isinstance(t, EnumOf):
+        return min(t.values)
     return VALID_SCALARS[t]
 
 
@@ -524,7 +527,9 @@ def test_every_field_name_the_schema_has_is_accepted_at_its_path(found: Any, dat
         return
     name = data.draw(st.sampled_from(sorted(t.fields)))
     holder[name] = minimal_valid(t.fields[name])
-    assert check_fields(root, doc) == []
+    # The decoding alone: the validation rules would ask for the required fields of the
+    # otherwise empty objects on the path (their own tests: tests/apis/test_apirules.py).
+    assert check_fields(root, doc, with_rules=False) == []
 
 
 @settings(max_examples=300, deadline=None)

@@ -53,6 +53,7 @@ from gpucap.apis.placeholders import (
     placeholders,
 )
 from gpucap.apis.scenario import Scenario
+from gpucap.apis.apirules import object_meta_problems
 from gpucap.apis.schema import check_embedded, check_fields, load_schema, repeats_schema_error
 from gpucap.apis.validation import Violation, validate_object
 from gpucap.apis.workloads import (
@@ -569,6 +570,9 @@ def _load_document(data: Any, source: Source, result: LoadResult, ignored: Count
         if root is not None
         else check_embedded(schema, api_version, kind, data)
     )
+    # Names, namespaces, and the labels and annotations of kinds the schema walk does not
+    # reach (custom resources), as the API server's ValidateObjectMeta checks them.
+    problems = [*object_meta_problems(kind, data["metadata"], labels=root is None), *problems]
     for path, message in problems:
         error(path, message, ref)
         reported.append(path)
