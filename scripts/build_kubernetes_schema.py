@@ -170,7 +170,9 @@ def read_enum_packages(source: Path, commit: str) -> dict[str, str]:
         wanted = [
             n
             for n in names
-            if n.endswith(".go") and not n.endswith("_test.go") and not n.startswith(("zz_", "generated"))
+            if n.endswith(".go")
+            and not n.endswith("_test.go")
+            and not n.startswith(("zz_", "generated"))
         ]
         packages[prefix] = "\n".join(git("show", f"{commit}:{folder}/{n}") for n in sorted(wanted))
     return packages

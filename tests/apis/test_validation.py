@@ -444,8 +444,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
                 }
             ]
         ),
-        POD
-        + "spec.topologySpreadConstraints[0].whenUnsatisfiable: unsupported value 'Schedule': "
+        POD + "spec.topologySpreadConstraints[0].whenUnsatisfiable: unsupported value 'Schedule': "
         "supported values: 'DoNotSchedule', 'ScheduleAnyway'",
     ),
     (

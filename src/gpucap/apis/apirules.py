@@ -46,9 +46,7 @@ _INT32_MAX = 2**31 - 1
 TOTAL_ANNOTATION_SIZE = 256 * 1024
 
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DNS1123_SUBDOMAIN = re.compile(
-    r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
-)
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _IANA_SVC_NAME = re.compile(r"[-a-z0-9]+")
 _SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
@@ -200,8 +198,10 @@ def _label_selector_requirement(req: dict[str, Any], path: FieldPath, out: Out) 
         out.append(((*path, "values"), f"may not be specified when operator is {op!r}"))
     elif type(op) is str and op not in _SELECTOR_OPERATORS:
         out.append(
-            ((*path, "operator"), f"{op!r} is not a valid selector operator (In, NotIn, Exists, "
-             "DoesNotExist)")
+            (
+                (*path, "operator"),
+                f"{op!r} is not a valid selector operator (In, NotIn, Exists, DoesNotExist)",
+            )
         )
     if type(values) is list:
         for i, v in enumerate(values):

@@ -243,6 +243,7 @@ def _check_object(
     path: FieldPath,
     out: list[tuple[FieldPath, str]],
     rules: list[tuple[FieldPath, str]],
+    *,
     top: bool = False,
 ) -> None:
     fields = t.fields

@@ -34,6 +34,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from gpucap.apis import retired
+from gpucap.apis.apirules import object_meta_problems
 from gpucap.apis.core import ConfigMap, Node, Pod, PodDisruptionBudget
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.errors import FieldPath, format_path, translate
@@ -53,7 +54,6 @@ from gpucap.apis.placeholders import (
     placeholders,
 )
 from gpucap.apis.scenario import Scenario
-from gpucap.apis.apirules import object_meta_problems
 from gpucap.apis.schema import check_embedded, check_fields, load_schema, repeats_schema_error
 from gpucap.apis.validation import Violation, validate_object
 from gpucap.apis.workloads import (
