@@ -85,6 +85,7 @@ def _show(text: str) -> str:
     return repr(text if len(text) <= 70 else text[:67] + "...")
 
 
+@lru_cache(maxsize=4096)
 def _iana_svc_name_problem(name: str) -> str | None:
     """apimachinery `IsValidPortName`: a port name (IANA service name)."""
     if len(name) > 15:
@@ -158,14 +159,20 @@ def _labels(labels: dict[str, Any], path: FieldPath, out: Out) -> None:
             out.append(((*path, key), problem))
 
 
+@lru_cache(maxsize=8192)
+def _annotation_key_problem(key: str) -> str | None:
+    # `ValidateAnnotations` checks the key in lower case.
+    problem = qualified_name_problem(key.lower())
+    return None if problem is None else f"invalid annotation key {_show(key)}: {problem}"
+
+
 def _annotations(annotations: dict[str, Any], path: FieldPath, out: Out) -> None:
     size = 0
     for key, value in annotations.items():
         if type(key) is str:
-            # `ValidateAnnotations` checks the key in lower case.
-            problem = qualified_name_problem(key.lower())
+            problem = _annotation_key_problem(key)
             if problem:
-                out.append(((*path, key), f"invalid annotation key {_show(key)}: {problem}"))
+                out.append(((*path, key), problem))
             size += len(key)
         if type(value) is str:
             size += len(value)
