@@ -218,14 +218,18 @@ def _label_selector_requirement(req: dict[str, Any], path: FieldPath, out: Out) 
 
 
 def _qualified(key: Any, path: FieldPath, what: str, out: Out) -> None:
-    if type(key) is not str:
-        return
+    if type(key) is str:
+        problem = _qualified_problem(key, what)
+        if problem:
+            out.append((path, problem))
+
+
+@lru_cache(maxsize=8192)
+def _qualified_problem(key: str, what: str) -> str | None:
     if key == "":
-        out.append((path, f"{what} is required"))
-        return
+        return f"{what} is required"
     problem = qualified_name_problem(key)
-    if problem:
-        out.append((path, f"{_show(key)} is not a valid {what}: {problem}"))
+    return None if problem is None else f"{_show(key)} is not a valid {what}: {problem}"
 
 
 # ---- core/v1 ---------------------------------------------------------------------------------
