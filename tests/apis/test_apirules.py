@@ -9,15 +9,28 @@ at the end check the name and label syntax against generated strings.
 from __future__ import annotations
 
 import string
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from typer.testing import CliRunner
 
 from gpucap.apis.apirules import dns1123_label_problem, dns1123_subdomain_problem
 from gpucap.apis.labels import label_value_problem, qualified_name_problem
-from tests.builders import container, deployment, edit, job, load, nodeclass, pod, raycluster
+from gpucap.cli.main import app
+from tests.builders import (
+    container,
+    deployment,
+    edit,
+    job,
+    load,
+    nodeclass,
+    pod,
+    raycluster,
+    to_yaml,
+)
 
 POD = "test.yaml[0] Pod/default/web-0: "
 DEP = "test.yaml[0] Deployment/default/vllm: "
@@ -671,3 +684,21 @@ def test_a_label_value_is_at_most_63_characters_of_the_label_alphabet(value: str
         and value[-1].isalnum()
     )
     assert (label_value_problem(value) is None) == ok
+
+
+# Through the CLI: exit 2, the line on stderr. Names with control or non-ASCII characters are
+# left out (how a terminal shows them is the terminal-safety rule's, not this table's).
+CLI_CASES = [c for c in CASES if c[2].isascii() and c[2].isprintable()]
+
+
+@pytest.mark.parametrize(
+    ("doc", "expected"), [c[1:] for c in CLI_CASES], ids=[c[0] for c in CLI_CASES]
+)
+def test_validate_exits_2_with_the_api_servers_rule_on_stderr(
+    doc: dict[str, Any], expected: str, tmp_path: Path
+) -> None:
+    f = tmp_path / "test.yaml"
+    f.write_text(to_yaml(doc), encoding="utf-8")
+    result = CliRunner().invoke(app, ["validate", str(f)])
+    assert result.exit_code == 2
+    assert f"error: {tmp_path}/{expected}" in result.stderr.splitlines()
