@@ -393,6 +393,16 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         ),
         POD + "spec.containers[0].ports[1].name: duplicate port name 'http'",
     ),
+    (
+        "duplicate hostPort across containers",
+        pod(
+            containers=[
+                {**container(), "ports": [{"containerPort": 80, "hostPort": 8080}]},
+                {**container(name="b"), "ports": [{"containerPort": 81, "hostPort": 8080}]},
+            ]
+        ),
+        POD + "spec.containers[1].ports[0].hostPort: duplicate hostPort 8080/TCP",
+    ),
     # ---- enums (kubernetes/api +enum types)
     (
         "restartPolicy enum",

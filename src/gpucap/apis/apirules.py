@@ -356,6 +356,28 @@ def _container_port(port: dict[str, Any], path: FieldPath, out: Out) -> None:
 _CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
 
 
+def _host_ports(containers: Any, path: FieldPath, out: Out) -> None:
+    """core `AccumulateUniqueHostPorts` over a pod's containers: one (hostPort, protocol,
+    hostIP) per pod; an unset protocol is TCP."""
+    if type(containers) is not list:
+        return
+    seen: set[tuple[Any, Any, Any]] = set()
+    for i, c in enumerate(containers):
+        ports = c.get("ports") if type(c) is dict else None
+        if type(ports) is not list:
+            continue
+        for j, port in enumerate(ports):
+            host = port.get("hostPort") if type(port) is dict else None
+            if type(host) is not int or host == 0:
+                continue
+            key = (host, port.get("protocol") or "TCP", port.get("hostIP") or "")
+            if key in seen:
+                out.append(
+                    ((*path, i, "ports", j, "hostPort"), f"duplicate hostPort {host}/{key[1]}")
+                )
+            seen.add(key)
+
+
 def _pod_spec(spec: dict[str, Any], path: FieldPath, out: Out) -> None:
     # Container names are unique across all three lists (core `validateContainers` et al.).
     seen: set[str] = set()
@@ -369,6 +391,7 @@ def _pod_spec(spec: dict[str, Any], path: FieldPath, out: Out) -> None:
                 if name in seen:
                     out.append(((*path, field, i, "name"), f"duplicate container name {name!r}"))
                 seen.add(name)
+    _host_ports(spec.get("containers"), (*path, "containers"), out)
     selector = spec.get("nodeSelector")
     if type(selector) is dict:
         _labels(selector, (*path, "nodeSelector"), out)
