@@ -24,6 +24,14 @@ every definition reachable from them, each as `{field: type}`. A type is a strin
   `io.k8s.apimachinery.pkg.apis.` dropped);
 - `[]T` a list of T, `{}T` a map from string to T.
 
+- `enum:A|B|C` (or `[]enum:A|B|C`): a string field whose Go type is marked `+enum`, and the
+  values its constants declare. The OpenAPI v2 document carries no `enum` (nor, in the client's
+  copy, the "Possible enum values" text openapi-gen derives from the same markers), so the
+  values are read from the Go types themselves: kubernetes/api (`ENUM_REPOSITORY`) at the tag of
+  the same release (`ENUM_COMMIT`), the source openapi-gen reads. A struct field's Go type is
+  matched to the OpenAPI definition of the same name (`core.v1.PodSpec.restartPolicy` has type
+  `RestartPolicy`, an `+enum` with the constants Always, OnFailure, Never).
+
 Dropped: descriptions, defaults, `required` (the API server's validation, not its decoding,
 enforces those; gpucap's models check the ones it needs), patch and list-merge extensions.
 
@@ -31,7 +39,7 @@ Output: a header (format, provenance, kinds), then one definition per line in na
 sorted: a rebuild from the same input is byte-identical.
 
 Usage: `.venv/bin/python scripts/build_kubernetes_schema.py [--source PATH] [--commit SHA]
-[--out DIR] [--check]`.
+[--enum-source GITDIR] [--out DIR] [--check]`.
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -57,6 +66,16 @@ COMMIT = "024658493d124f046fc0a9827a2a3165cf2aee28"
 SHA256 = "c316f6e232c666148076e82e20371ff656ffbb12e59d8953e6d94ec7685bc75c"
 KUBERNETES = "1.36"
 UPSTREAM = "kubernetes/kubernetes api/openapi-spec/swagger.json, branch release-1.36"
+
+# The pinned source of enum values: kubernetes/api at tag v0.36.3 (Kubernetes 1.36), the Go
+# types the OpenAPI document is generated from. A git directory (clone or mirror).
+ENUM_REPOSITORY = "kubernetes/api"
+ENUM_COMMIT = "3fde3c43c3cf3447606b9c2ac2c6257095444387"
+ENUM_TAG = "v0.36.3"
+DEFAULT_ENUM_SOURCE = ROOT.parent / "shared" / "data" / "kubernetes+api"
+# Go package folder -> definition prefix (`core.v1.PodSpec`).
+ENUM_PACKAGES = {"core/v1": "core.v1", "apps/v1": "apps.v1", "batch/v1": "batch.v1"}
+ENUM_PACKAGES["policy/v1"] = "policy.v1"
 
 # (apiVersion, kind) gpucap reads from the core API (apis/serde.py KINDS).
 KINDS = (
@@ -99,6 +118,73 @@ def read_source(source: Path, commit: str) -> bytes:
             return read_source(git_dir, commit)
         raise SystemExit(f"{source}: cannot read {SOURCE_PATH} at {commit}: {done.stderr!r}")
     raise SystemExit(f"{source}: no such file or git directory")
+
+
+_ENUM_TYPE = re.compile(r"^// \+enum\n(?:^//.*\n)*^type (\w+) string$", re.M)
+_STRUCT = re.compile(r"^type (\w+) struct \{\n(.*?)^\}", re.M | re.S)
+_STRUCT_FIELD = re.compile(r'^\t\w+\s+(\[\])?\*?(?:(\w+)\.)?(\w+)\s+`json:"(\w+)[,"]', re.M)
+
+
+def extract_enums(packages: dict[str, str]) -> dict[str, dict[str, list[str]]]:
+    """{definition: {field: sorted values}} from Go source: `packages` maps a definition prefix
+    (`core.v1`) to the concatenated text of that package's files. A type is an enum when a
+    `// +enum` comment block ends on `type T string`; its values are every `Name T = "value"`
+    constant of the package. A field has an enum when its Go type (`T`, `*T`, `[]T`, or `v1.T`
+    from core/v1 in another package) is one."""
+    enums: dict[tuple[str, str], list[str]] = {}
+    for prefix, text in packages.items():
+        for name in _ENUM_TYPE.findall(text):
+            values = re.findall(rf'^\s*\w+\s+{name}\s*=\s*"([^"]*)"', text, re.M)
+            if not values:
+                raise SystemExit(f"{prefix}.{name}: an +enum type without constants")
+            if any("|" in v for v in values):
+                raise SystemExit(f"{prefix}.{name}: an enum value contains '|'")
+            enums[(prefix, name)] = sorted(set(values))
+    out: dict[str, dict[str, list[str]]] = {}
+    for prefix, text in packages.items():
+        for struct, body in _STRUCT.findall(text):
+            for _, qualifier, type_name, json_name in _STRUCT_FIELD.findall(body):
+                package = prefix if not qualifier else "core.v1" if qualifier == "v1" else ""
+                values = enums.get((package, type_name))
+                if values is not None:
+                    out.setdefault(f"{prefix}.{struct}", {})[json_name] = values
+    return out
+
+
+def read_enum_packages(source: Path, commit: str) -> dict[str, str]:
+    """The Go files (no tests, no generated code) of `ENUM_PACKAGES` at `commit` in the git
+    directory `source`, one text per package."""
+    git_dir = source / ".git" if (source / ".git").exists() else source
+
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", "--git-dir", str(git_dir), *args], capture_output=True, text=True, check=False
+        )
+        if done.returncode != 0:
+            raise SystemExit(f"{source}: git {' '.join(args)}: {done.stderr.strip()}")
+        return done.stdout
+
+    packages: dict[str, str] = {}
+    for folder, prefix in ENUM_PACKAGES.items():
+        names = git("ls-tree", "--name-only", f"{commit}:{folder}").split()
+        wanted = [
+            n
+            for n in names
+            if n.endswith(".go")
+            and not n.endswith("_test.go")
+            and not n.startswith(("zz_", "generated"))
+        ]
+        packages[prefix] = "\n".join(git("show", f"{commit}:{folder}/{n}") for n in sorted(wanted))
+    return packages
+
+
+def apply_enums(types: dict[str, dict[str, str]], enums: dict[str, dict[str, list[str]]]) -> None:
+    """Turn each `string` (or `[]string`) field with enum values into `enum:...` (`[]enum:...`)."""
+    for name, fields in types.items():
+        for field, values in enums.get(name, {}).items():
+            if fields.get(field) in ("string", "[]string"):
+                list_prefix = "[]" if fields[field].startswith("[]") else ""
+                fields[field] = f"{list_prefix}enum:{'|'.join(values)}"
 
 
 def short_name(name: str) -> str:
@@ -171,7 +257,12 @@ def extract(definitions: dict[str, Any]) -> tuple[dict[str, str], dict[str, dict
     return {key: short_name(roots[key]) for key in sorted(roots)}, types
 
 
-def build(source: Path, commit: str = COMMIT) -> str:
+def build(
+    source: Path,
+    commit: str = COMMIT,
+    enum_source: Path = DEFAULT_ENUM_SOURCE,
+    enum_commit: str = ENUM_COMMIT,
+) -> str:
     raw = read_source(source, commit)
     digest = hashlib.sha256(raw).hexdigest()
     if digest != SHA256:
@@ -180,6 +271,7 @@ def build(source: Path, commit: str = COMMIT) -> str:
             "update COMMIT, SHA256 and KUBERNETES together"
         )
     kinds, types = extract(json.loads(raw)["definitions"])
+    apply_enums(types, extract_enums(read_enum_packages(enum_source, enum_commit)))
     header = {
         "format": FORMAT,
         "provenance": {
@@ -189,6 +281,7 @@ def build(source: Path, commit: str = COMMIT) -> str:
             "sha256": SHA256,
             "kubernetes": KUBERNETES,
             "upstream": UPSTREAM,
+            "enums": f"{ENUM_REPOSITORY} {ENUM_TAG} ({ENUM_COMMIT}), +enum Go types",
         },
         "kinds": kinds,
     }
@@ -204,10 +297,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE, help="document or git dir")
     parser.add_argument("--commit", default=COMMIT, help="commit to read in a git directory")
+    parser.add_argument(
+        "--enum-source", type=Path, default=DEFAULT_ENUM_SOURCE, help="kubernetes/api git dir"
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output folder")
     parser.add_argument("--check", action="store_true", help="exit 1 if the output is stale")
     args = parser.parse_args(argv)
-    text = build(args.source, args.commit)
+    text = build(args.source, args.commit, args.enum_source)
     target = args.out / OUTPUT_NAME
     if args.check:
         current = target.read_text(encoding="utf-8") if target.exists() else ""

@@ -405,7 +405,8 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     (
         "toleration operator enum",
         pod(tolerations=[{**GPU_TOLERATION, "operator": "Exist"}]),
-        POD + "spec.tolerations[0].operator: 'Exist' is not one of Exists, Equal, Lt, Gt, ",
+        POD + "spec.tolerations[0].operator: unsupported value 'Exist': supported values: "
+        "'Equal', 'Exists', 'Gt', 'Lt'",
     ),
     (
         "toleration Exists has no value",
@@ -443,8 +444,8 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
                 }
             ]
         ),
-        POD
-        + "spec.topologySpreadConstraints[0].whenUnsatisfiable: 'Schedule' is not one of DoNotSchedule, ScheduleAnyway",
+        POD + "spec.topologySpreadConstraints[0].whenUnsatisfiable: unsupported value 'Schedule': "
+        "supported values: 'DoNotSchedule', 'ScheduleAnyway'",
     ),
     (
         "unknown pod spec field",
@@ -464,7 +465,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     (
         "replicas not negative",
         deployment(replicas=-1),
-        DEP + "spec.replicas: -1 is less than the minimum 0",
+        DEP + "spec.replicas: -1 must be greater than or equal to 0",
     ),
     (
         "container in workload template validated",

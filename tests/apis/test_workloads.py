@@ -348,8 +348,9 @@ def test_operator_pods_have_stable_distinct_uids() -> None:
             "spec.workerGroupSpecs[1].groupName: worker group names must be unique: 'gpu-group'",
         ),
         (
-            edit(raycluster(), "metadata.name", "Ray_1"),
-            "metadata.name: RayCluster name 'Ray_1' must be a DNS-1035 label",
+            # A DNS subdomain (the API server's rule) but not a DNS-1035 label (KubeRay's).
+            edit(raycluster(), "metadata.name", "1ray"),
+            "metadata.name: RayCluster name '1ray' must be a DNS-1035 label",
         ),
         (
             edit(rayjob(), "spec.submissionMode", "Batch"),

@@ -12,6 +12,7 @@ a ConfigMap's configs with `device_plugin_configs`.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 import yaml
@@ -100,17 +101,41 @@ def _looks_like_device_plugin_config(doc: object) -> bool:
     return isinstance(doc, dict) and "version" in doc and ("sharing" in doc or "flags" in doc)
 
 
+# The top-level keys of a device-plugin config, at the start of a line: how an entry that does
+# not parse is still recognized as one (the device plugin, and so the GPU Operator, refuses it,
+# and the node advertises no GPUs: its `replicas` mean nothing).
+_CONFIG_VERSION = re.compile(r"^version\s*:", re.M)
+_CONFIG_BODY = re.compile(r"^(sharing|flags)\s*:", re.M)
+
+
+def _looks_like_broken_config(text: str) -> bool:
+    return bool(_CONFIG_VERSION.search(text)) and bool(_CONFIG_BODY.search(text))
+
+
+def _yaml_problem(err: Exception) -> str:
+    """One line: what the parser found and where in the entry."""
+    if isinstance(err, yaml.MarkedYAMLError) and err.problem and err.problem_mark is not None:
+        mark = err.problem_mark
+        return f"{err.problem} (line {mark.line + 1}, column {mark.column + 1})"
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
 def device_plugin_configs(config_map: ConfigMap) -> dict[str, DevicePluginConfig]:
     """The device-plugin configs a ConfigMap carries, by data key; other keys are skipped.
 
     Raises DevicePluginConfigError for an entry that is meant as one (it has `version` and
-    `sharing` or `flags`) but does not validate.
+    `sharing` or `flags`) but does not validate, or is not valid YAML at all.
     """
     configs: dict[str, DevicePluginConfig] = {}
     for key in sorted(config_map.data):
+        text = config_map.data[key]
         try:
-            doc = yaml.safe_load(config_map.data[key])
-        except yaml.YAMLError:
+            doc = yaml.safe_load(text)
+        except (yaml.YAMLError, RecursionError, ValueError) as err:
+            if _looks_like_broken_config(text):
+                problem = _yaml_problem(err)
+                raise DevicePluginConfigError(key, "", f"not valid YAML: {problem}") from err
             continue
         if not _looks_like_device_plugin_config(doc):
             continue

@@ -127,11 +127,12 @@ def normalize_label(key: str) -> str:
 
 # ---- Kubernetes syntax (apimachinery/pkg/util/validation) -----------------------------------
 _NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_NAME_RE = re.compile(f"^{_NAME}$")
+# Matched with `fullmatch`: `$` would accept a trailing newline ("app\n").
+_NAME_RE = re.compile(_NAME)
 _DNS1123_SUBDOMAIN_RE = re.compile(
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+    r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
 )
-_LABEL_VALUE_RE = re.compile(f"^({_NAME})?$")
+_LABEL_VALUE_RE = re.compile(f"({_NAME})?")
 
 
 def qualified_name_problem(key: str) -> str | None:
@@ -144,7 +145,7 @@ def qualified_name_problem(key: str) -> str | None:
             return "prefix part must be non-empty"
         if len(prefix) > 253:
             return "prefix part must be no more than 253 characters"
-        if not _DNS1123_SUBDOMAIN_RE.match(prefix):
+        if not _DNS1123_SUBDOMAIN_RE.fullmatch(prefix):
             return (
                 "prefix part must be a lowercase DNS subdomain "
                 "(e.g. 'example.com', matching [a-z0-9]([-a-z0-9]*[a-z0-9])?(.[a-z0-9]...)*)"
@@ -153,7 +154,7 @@ def qualified_name_problem(key: str) -> str | None:
         return "name part must be non-empty"
     if len(name) > 63:
         return "name part must be no more than 63 characters"
-    if not _NAME_RE.match(name):
+    if not _NAME_RE.fullmatch(name):
         return (
             "name part must consist of alphanumeric characters, '-', '_' or '.', "
             "and must start and end with an alphanumeric character"
@@ -169,7 +170,7 @@ def label_value_problem(value: str) -> str | None:
     """Why `value` is not a valid label value (63 chars, alphanumerics, -_.), or None."""
     if len(value) > 63:
         return "must be no more than 63 characters"
-    if not _LABEL_VALUE_RE.match(value):
+    if not _LABEL_VALUE_RE.fullmatch(value):
         return (
             "must be empty or consist of alphanumeric characters, '-', '_' or '.', "
             "and must start and end with an alphanumeric character"

@@ -12,10 +12,18 @@ What the decoder accepts, and so what passes here:
 - `null` for any field (Go leaves the field unset);
 - integers for integer fields, and numbers with no fraction (`1.0`: kubectl turns YAML and JSON
   numbers into `1` before sending them); `int32` fields only within int32;
+- `int64` fields only within int64;
+- enum fields (`+enum` Go types: `restartPolicy`, `imagePullPolicy`, a toleration's `effect`,
+  ...) only with one of their values, or empty (the API server defaults an empty enum field or
+  treats it as unset; the required ones are required by the rules);
 - `int-or-string`: an integer or a string; `quantity`: a string or a number, in the quantity
   grammar; `time`: an RFC 3339 string;
 - dates and times where a string is expected: PyYAML reads an unquoted `2026-01-01` as a date,
   while the YAML library `kubectl` uses keeps it a string.
+
+After the fields of an object, the API server's validation rules of its type
+(`apis/apirules.py`: names, labels, selectors, ports, ranges) run on it, wherever the type
+appears.
 
 `status` at the top of an object is not checked: controllers write it, `kubectl get` output
 carries it, and the API server ignores it on create. Called by `apis/serde.py` for every
@@ -33,6 +41,7 @@ from functools import cache, lru_cache
 from importlib import resources
 from typing import Any, TypeAlias
 
+from gpucap.apis.apirules import Rule, rule_for
 from gpucap.apis.errors import FieldPath, closest_name, show_value
 from gpucap.apis.meta import json_kind
 from gpucap.apis.quantity import Quantity, QuantityError
@@ -61,6 +70,7 @@ STRING, BOOLEAN, NUMBER, INT32, INT64, INT_OR_STRING, QUANTITY, TIME, ANY = (
 )
 _SCALARS = frozenset((STRING, BOOLEAN, NUMBER, INT32, INT64, INT_OR_STRING, QUANTITY, TIME, ANY))
 _INT32 = (-(2**31), 2**31 - 1)
+_INT64 = (-(2**63), 2**63 - 1)
 _INTEGERS = frozenset((INT32, INT64, INT_OR_STRING))
 _RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
 
@@ -71,6 +81,7 @@ class ObjectType:
 
     name: str
     fields: dict[str, Type] = field(default_factory=dict)
+    rule: Rule | None = None  # the API server's validation rules of this type (apirules)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +94,15 @@ class MapOf:
     value: Type
 
 
-Type: TypeAlias = "str | ObjectType | ListOf | MapOf"
+@dataclass(frozen=True, slots=True)
+class EnumOf:
+    """A string field with a closed set of values (`enum:A|B` in the bundled schema)."""
+
+    values: frozenset[str]
+    shown: str  # "'A', 'B'" for messages
+
+
+Type: TypeAlias = "str | ObjectType | ListOf | MapOf | EnumOf"
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,13 +147,16 @@ EMBEDDED: dict[tuple[str, str], tuple[tuple[tuple[str, ...], str], ...]] = {
 def parse_schema(doc: dict[str, Any]) -> Schema:
     """Compile the bundled JSON (type strings) into linked `ObjectType`s."""
     raw_types: dict[str, dict[str, str]] = doc["types"]
-    objects = {name: ObjectType(name) for name in raw_types}
+    objects = {name: ObjectType(name, rule=rule_for(name)) for name in raw_types}
 
     def compile_type(text: str) -> Type:
         if text.startswith("[]"):
             return ListOf(compile_type(text[2:]))
         if text.startswith("{}"):
             return MapOf(compile_type(text[2:]))
+        if text.startswith("enum:"):
+            values = text[5:].split("|")
+            return EnumOf(frozenset(values), ", ".join(repr(v) for v in values))
         if text in _SCALARS:
             return text
         if text in objects:
@@ -154,7 +176,9 @@ def load_schema() -> Schema:
     return parse_schema(json.loads(text))
 
 
-def check_fields(root: ObjectType, data: dict[str, Any]) -> list[tuple[FieldPath, str]]:
+def check_fields(
+    root: ObjectType, data: dict[str, Any], *, with_rules: bool = True
+) -> list[tuple[FieldPath, str]]:
     """Every unknown field and wrongly typed value of one document, as (path, message), in
     document order. `data` is the document as loaded; top-level `status` is skipped.
 
@@ -162,8 +186,11 @@ def check_fields(root: ObjectType, data: dict[str, Any]) -> list[tuple[FieldPath
     models see what the API server would: a field set to null is dropped, `1.0` in an integer
     field becomes `1`, and a YAML date in a string field becomes its text."""
     out: list[tuple[FieldPath, str]] = []
-    _check_object(data, root, (), out, top=True)
-    return out
+    rules: list[tuple[FieldPath, str]] = []
+    _check_object(data, root, (), out, rules, top=True)
+    # Like the API server, which validates only what it could decode: rule findings count
+    # only when the document has no decoding error.
+    return out or (rules if with_rules else [])
 
 
 def check_embedded(
@@ -172,12 +199,13 @@ def check_embedded(
     """`check_fields` for the core types embedded in an operator's object (`EMBEDDED`): pod
     templates of KubeRay, LeaderWorkerSet and JobSet objects. Empty for any other kind."""
     out: list[tuple[FieldPath, str]] = []
+    rules: list[tuple[FieldPath, str]] = []
     for pattern, type_name in EMBEDDED.get((api_version, kind), ()):
         t = schema.types[type_name]
         for path, value in _at(data, pattern, ()):
             if type(value) is dict:
-                _check_object(value, t, path, out)
-    return out
+                _check_object(value, t, path, out, rules)
+    return out or rules
 
 
 def _at(value: Any, pattern: tuple[str, ...], path: FieldPath) -> Any:
@@ -214,6 +242,8 @@ def _check_object(
     t: ObjectType,
     path: FieldPath,
     out: list[tuple[FieldPath, str]],
+    rules: list[tuple[FieldPath, str]],
+    *,
     top: bool = False,
 ) -> None:
     fields = t.fields
@@ -227,21 +257,29 @@ def _check_object(
         elif item is None:
             nulls.append(key)
         else:
-            new = _check(item, ft, (*path, key), out)
+            new = _check(item, ft, (*path, key), out, rules)
             if new is not _UNCHANGED:
                 value[key] = new
     for key in nulls:
         del value[key]
+    if t.rule is not None:
+        t.rule(value, path, rules)
 
 
-def _check(value: Any, t: Type, path: FieldPath, out: list[tuple[FieldPath, str]]) -> Any:
+def _check(
+    value: Any,
+    t: Type,
+    path: FieldPath,
+    out: list[tuple[FieldPath, str]],
+    rules: list[tuple[FieldPath, str]],
+) -> Any:
     """Check one value (one call per value: the walk is linear in the size of the document);
     return what replaces it in the document, or `_UNCHANGED`."""
     if type(t) is ObjectType:
         if type(value) is not dict:
             out.append((path, f"expected an object (mapping), got {json_kind(value)}"))
         else:
-            _check_object(value, t, path, out)
+            _check_object(value, t, path, out, rules)
     elif type(t) is str:
         kind = type(value)
         if kind is float and t in _INTEGERS and value.is_integer():
@@ -255,6 +293,11 @@ def _check(value: Any, t: Type, path: FieldPath, out: list[tuple[FieldPath, str]
         if problem is not None:
             out.append((path, problem))
         return new
+    elif type(t) is EnumOf:
+        if type(value) is not str:
+            out.append((path, f"expected a string, got {show_value(value)}"))
+        elif value and value not in t.values:
+            out.append((path, f"unsupported value {value[:60]!r}: supported values: {t.shown}"))
     elif type(t) is ListOf:
         if type(value) is not list:
             out.append((path, f"expected a list, got {json_kind(value)}"))
@@ -262,7 +305,7 @@ def _check(value: Any, t: Type, path: FieldPath, out: list[tuple[FieldPath, str]
         item_type = t.item
         for i, item in enumerate(value):
             if item is not None:
-                new = _check(item, item_type, (*path, i), out)
+                new = _check(item, item_type, (*path, i), out, rules)
                 if new is not _UNCHANGED:
                     value[i] = new
     elif type(t) is MapOf:
@@ -272,7 +315,7 @@ def _check(value: Any, t: Type, path: FieldPath, out: list[tuple[FieldPath, str]
         value_type = t.value
         for key, item in value.items():
             if item is not None:
-                new = _check(item, value_type, (*path, key), out)
+                new = _check(item, value_type, (*path, key), out, rules)
                 if new is not _UNCHANGED:
                     value[key] = new
     return _UNCHANGED
@@ -289,6 +332,8 @@ def _scalar_problem(value: Any, t: str) -> str | None:
             return f"expected an integer, got {show_value(value)}"
         if t == INT32 and not _INT32[0] <= value <= _INT32[1]:
             return f"{value} is outside the 32-bit integer range"
+        if not _INT64[0] <= value <= _INT64[1]:
+            return f"{value} is outside the 64-bit integer range"
         return None
     if t == BOOLEAN:
         return (

@@ -34,6 +34,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from gpucap.apis import retired
+from gpucap.apis.apirules import object_meta_problems
 from gpucap.apis.core import ConfigMap, Node, Pod, PodDisruptionBudget
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.errors import FieldPath, format_path, translate
@@ -569,6 +570,9 @@ def _load_document(data: Any, source: Source, result: LoadResult, ignored: Count
         if root is not None
         else check_embedded(schema, api_version, kind, data)
     )
+    # Names, namespaces, and the labels and annotations of kinds the schema walk does not
+    # reach (custom resources), as the API server's ValidateObjectMeta checks them.
+    problems = [*object_meta_problems(kind, data["metadata"], labels=root is None), *problems]
     for path, message in problems:
         error(path, message, ref)
         reported.append(path)

@@ -374,6 +374,7 @@ def _ec2nodeclass(nc: EC2NodeClass) -> Found:
                 (*ep, "volumeSize"),
                 f"{b.ebs.volume_size!r} must be 1-59000Gi, 1-64000G, 1-58Ti or 1-64T",
             )
+        yield from _ebs_limits(b.ebs, ep)
         if b.ebs.volume_initialization_rate is not None:
             rate = b.ebs.volume_initialization_rate
             if not 100 <= rate <= 300:
@@ -515,11 +516,72 @@ def _selector_terms(field: str, terms: Sequence[Any], kinds: tuple[str, ...], id
         )
 
 
+# EC2's limits per EBS volume type, as the EC2NodeClass CRD's field descriptions state them
+# (aws/karpenter-provider-aws v1.14.1 `pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml`). The
+# CRD does not enforce them (no minimum/maximum), so the API server accepts the object and EC2
+# refuses the launch: a warning. Sizes in GiB.
+_EBS_IOPS = {"gp3": (3000, 16000), "io1": (100, 64000), "io2": (100, 64000)}
+_EBS_THROUGHPUT = {"gp3": (125, 1000)}
+_EBS_SIZE_GIB = {
+    "gp2": (1, 16384),
+    "gp3": (1, 16384),
+    "io1": (4, 16384),
+    "io2": (4, 16384),
+    "st1": (125, 16384),
+    "sc1": (125, 16384),
+    "standard": (1, 1024),
+}
+_SIZE_UNITS_GIB = {"Gi": 1.0, "G": 10**9 / 2**30, "Ti": 1024.0, "T": 10**12 / 2**30}
+_INT64_MAX = 2**63 - 1
+
+
+def _ebs_limits(ebs: Any, base: Path) -> Found:
+    kind = ebs.volume_type or "gp3"  # EC2's default volume type in Karpenter's launch templates
+    for field, value, limits in (
+        ("iops", ebs.iops, _EBS_IOPS),
+        ("throughput", ebs.throughput, _EBS_THROUGHPUT),
+    ):
+        if value is None:
+            continue
+        if not 0 <= value <= _INT64_MAX:
+            # The CRD's int64 (and the API server's JSON decoding) bound it: an error.
+            yield Violation((*base, field), f"{value} is outside 0-{_INT64_MAX} (int64)")
+            continue
+        if kind not in limits:
+            yield Violation(
+                (*base, field),
+                f"{field} is not supported for {kind} volumes; EC2 would refuse the launch",
+                severity="warning",
+            )
+            continue
+        low, high = limits[kind]
+        if not low <= value <= high:
+            yield Violation(
+                (*base, field),
+                f"{value} is outside {low}-{high} for {kind} volumes; EC2 would refuse the launch",
+                severity="warning",
+            )
+    size = ebs.volume_size
+    m = re.fullmatch(r"([0-9]+)(Gi|G|Ti|T)", size) if size is not None else None
+    if m is not None and kind in _EBS_SIZE_GIB:
+        gib = int(m.group(1)) * _SIZE_UNITS_GIB[m.group(2)]
+        low, high = _EBS_SIZE_GIB[kind]
+        if not low <= gib <= high:
+            yield Violation(
+                (*base, "volumeSize"),
+                f"{size} ({gib:.0f} GiB) is outside {low}-{high} GiB for {kind} volumes; "
+                "EC2 would refuse the launch",
+                severity="warning",
+            )
+
+
 def _kubelet(k: Any, base: Path) -> Found:
-    if k.max_pods is not None and k.max_pods < 0:
-        yield Violation((*base, "maxPods"), f"{k.max_pods} is less than the minimum 0")
-    if k.pods_per_core is not None and k.pods_per_core < 0:
-        yield Violation((*base, "podsPerCore"), f"{k.pods_per_core} is less than the minimum 0")
+    # The CRD (v1.14.1): `format: int32, minimum: 0` for both.
+    for field, value in (("maxPods", k.max_pods), ("podsPerCore", k.pods_per_core)):
+        if value is not None and value < 0:
+            yield Violation((*base, field), f"{value} is less than the minimum 0")
+        elif value is not None and value > _INT32_MAX:
+            yield Violation((*base, field), f"{value} is outside the 32-bit integer range")
     for field, values in (("kubeReserved", k.kube_reserved), ("systemReserved", k.system_reserved)):
         for key, value in (values or {}).items():
             if key not in _RESERVED_RESOURCES:
