@@ -118,6 +118,28 @@ def _root(
     configure(verbose)
 
 
+# An AWS region name: us-east-1, us-gov-west-1, cn-north-1, eu-isoe-west-1.
+_REGION_NAME = re.compile(r"[a-z]{2}(-[a-z]+)+-[0-9]+")
+
+
+def _value(value: str | None) -> str | None:
+    """Callback of the options whose value never starts with `-` (a region, zones, a pod or a
+    rule): click takes the word after the option as its value, so a forgotten value
+    (`--region --zones us-east-1a`) would make the next option the value and its value a file.
+    Said here, naming the option whose value is missing."""
+    if value is not None and value.startswith("-"):
+        raise typer.BadParameter(f"requires a value ('{value}' is an option)")
+    return value
+
+
+def _region_name(value: str | None) -> str | None:
+    """Callback of every `--region`: a region name, so that an empty or misspelt one is a usage
+    error naming --region, rather than a region without zones or instance types."""
+    if _value(value) is not None and not _REGION_NAME.fullmatch(value or ""):
+        raise typer.BadParameter(f"'{value}' is not an AWS region name (like us-east-1)")
+    return value
+
+
 OutputOption = Annotated[
     str,
     typer.Option("--output", "-o", help="table (default), json or yaml.", show_default=False),
@@ -218,7 +240,7 @@ def render(  # noqa: PLR0917 - typer maps parameters to options
     texts: list[tuple[str, str]] = []
     for f in files:
         try:
-            texts.append((f, sys.stdin.read() if f == "-" else Path(f).read_text(encoding="utf-8")))
+            texts.append((f, sys.stdin.read() if f == "-" else _read_exactly(f)))
         except (OSError, UnicodeDecodeError) as e:
             reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
             err.line(f"error: {f}: cannot read: {reason}")
@@ -248,6 +270,13 @@ def render(  # noqa: PLR0917 - typer maps parameters to options
     sys.stdout.write("---\n".join([*head, rendered[-1]]))
 
 
+def _read_exactly(path: str) -> str:
+    """A file's text with its line endings as they are (CRLF stays CRLF): `render` writes the
+    file back byte for byte. (`Path.read_text` would turn every `\r\n` and `\r` into `\n`.)"""
+    with Path(path).open(encoding="utf-8", newline="") as f:
+        return f.read()
+
+
 def _load_catalog(
     region: str, zones: str | None, catalog_file: str | None, prices_file: str | None
 ) -> Catalog:
@@ -262,6 +291,13 @@ def _load_catalog(
         zone_list = (
             [z.strip() for z in zones.split(",") if z.strip()] if zones is not None else None
         )
+        # Every AWS zone name (us-east-1a, Local Zone us-east-1-bos-1a, Wavelength
+        # us-east-1-wl1-bos-wlz-1) starts with its region's: the check that holds for a region
+        # the catalog knows nothing about, and for a forgotten value (`--zones --region x`).
+        foreign = [z for z in zone_list or [] if not z.startswith(region)]
+        if foreign:
+            err.line(f"error: --zones: '{foreign[0]}' is not a zone of region {region}")
+            raise typer.Exit(EXIT_BAD_INPUT)
         return load_catalog(
             region, infos=infos, prices=prices, zones=zone_list, prices_source=prices_file or ""
         )
@@ -284,9 +320,12 @@ def plan(  # noqa: PLR0917 - typer maps parameters to options
         list[str], typer.Argument(help="Manifest files, directories, or - for stdin.")
     ],
     output: OutputOption = "table",
-    region: Annotated[str, typer.Option(help="AWS region of the catalog.")] = "us-east-1",
+    region: Annotated[
+        str, typer.Option(help="AWS region of the catalog.", callback=_region_name)
+    ] = "us-east-1",
     zones: Annotated[
-        str | None, typer.Option(help="Comma-separated zones (default: the region's).")
+        str | None,
+        typer.Option(help="Comma-separated zones (default: the region's).", callback=_value),
     ] = None,
     kubernetes_version: Annotated[
         str, typer.Option("--kubernetes-version", help="Cluster Kubernetes version.")
@@ -300,7 +339,9 @@ def plan(  # noqa: PLR0917 - typer maps parameters to options
     explain: Annotated[
         str | None,
         typer.Option(
-            "--explain", help="NAMESPACE/POD (or POD): why each NodePool can or cannot take it."
+            "--explain",
+            help="NAMESPACE/POD (or POD): why each NodePool can or cannot take it.",
+            callback=_value,
         ),
     ] = None,
     passes: Annotated[
@@ -353,12 +394,15 @@ def lint(  # noqa: PLR0917 - typer maps parameters to options
     ] = "text",
     strict: Annotated[bool, typer.Option(help="Exit 1 on warnings too.")] = False,
     explain: Annotated[
-        str | None, typer.Option("--explain", help="Print everything about one rule id.")
+        str | None,
+        typer.Option("--explain", help="Print everything about one rule id.", callback=_value),
     ] = None,
     config: Annotated[
         str | None, typer.Option("--config", help="A .gpucap.toml or pyproject.toml to use.")
     ] = None,
-    region: Annotated[str, typer.Option(help="AWS region of the catalog.")] = "us-east-1",
+    region: Annotated[
+        str, typer.Option(help="AWS region of the catalog.", callback=_region_name)
+    ] = "us-east-1",
     kubernetes_version: Annotated[
         str, typer.Option("--kubernetes-version", help="Cluster Kubernetes version.")
     ] = "1.36",
@@ -455,7 +499,10 @@ OfflineOption = Annotated[
     bool, typer.Option("--offline", help="Use the bundled release list, not SSM.")
 ]
 RegionOption = Annotated[
-    str | None, typer.Option("--region", help="AWS region (default: your AWS configuration).")
+    str | None,
+    typer.Option(
+        "--region", help="AWS region (default: your AWS configuration).", callback=_region_name
+    ),
 ]
 
 
@@ -593,7 +640,9 @@ def catalog_export(
     from_aws: Annotated[
         bool, typer.Option("--from-aws", help="Read the live EC2 and Pricing APIs.")
     ] = False,
-    region: Annotated[str, typer.Option("--region", help="AWS region.")] = "us-east-1",
+    region: Annotated[
+        str, typer.Option("--region", help="AWS region.", callback=_region_name)
+    ] = "us-east-1",
 ) -> None:
     """Build a catalog file (`--catalog` accepts it) from the live AWS APIs: instance types,
     zone offerings, spot price history and on-demand prices."""
