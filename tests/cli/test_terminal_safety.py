@@ -64,7 +64,7 @@ def assert_safe(code: int, out: str, err: str) -> None:
     assert "Traceback" not in err
 
 
-def _deployment(hostile: str = "") -> dict[str, Any]:
+def _deployment() -> dict[str, Any]:
     doc: dict[str, Any] = yaml.safe_load((WORKSHOP / "vllm.yaml").read_text(encoding="utf-8"))
     doc["metadata"]["name"] = "web"
     # No toleration: lint (POD002) and plan (pending) both name the Deployment and its pod.
@@ -204,7 +204,7 @@ def test_no_user_string_reaches_the_terminal_raw(
 def test_the_plan_table_and_explanation_show_a_hostile_pod_escaped_on_its_own_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root, _, doc = _cluster(tmp_path, "name")
+    root, _, _ = _cluster(tmp_path, "name")
     code, out, _ = run(["plan", str(root)], capsys, monkeypatch)
     pending = [line for line in out.splitlines() if line.startswith("  default/web")]
     if code == 0:  # (a validation that rejects such names exits 2 before planning)
@@ -292,7 +292,7 @@ def test_a_set_option_with_control_characters_is_quoted_escaped(
 ) -> None:
     path = tmp_path / "f.yaml"
     path.write_text("a: 1\n", encoding="utf-8")
-    code, out, err = run(["render", str(path), "--set", "\x1b[2J\nx"], capsys, monkeypatch)
+    code, _, err = run(["render", str(path), "--set", "\x1b[2J\nx"], capsys, monkeypatch)
     assert (code, err) == (2, "error: --set '\\x1b[2J\\nx' must be KEY=VALUE\n")
 
 
