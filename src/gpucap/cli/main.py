@@ -291,19 +291,20 @@ def _load_catalog(
         zone_list = (
             [z.strip() for z in zones.split(",") if z.strip()] if zones is not None else None
         )
-        # Every AWS zone name (us-east-1a, Local Zone us-east-1-bos-1a, Wavelength
-        # us-east-1-wl1-bos-wlz-1) starts with its region's: the check that holds for a region
-        # the catalog knows nothing about, and for a forgotten value (`--zones --region x`).
-        foreign = [z for z in zone_list or [] if not z.startswith(region)]
-        if foreign:
-            err.line(f"error: --zones: '{foreign[0]}' is not a zone of region {region}")
-            raise typer.Exit(EXIT_BAD_INPUT)
-        return load_catalog(
+        catalog = load_catalog(
             region, infos=infos, prices=prices, zones=zone_list, prices_source=prices_file or ""
         )
     except CatalogError as e:
         err.line(f"error: {e}")
         raise typer.Exit(EXIT_BAD_INPUT) from None
+    # Every AWS zone name (us-east-1a, Local Zone us-east-1-bos-1a, Wavelength
+    # us-east-1-wl1-bos-wlz-1) starts with its region's. The catalog checks the zones of a region
+    # it knows (and lists them); this holds for a region it knows nothing about.
+    foreign = [z for z in zone_list or [] if not z.startswith(region)]
+    if foreign:
+        err.line(f"error: --zones: '{foreign[0]}' is not a zone of region {region}")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    return catalog
 
 
 def _read(path: str) -> str:
