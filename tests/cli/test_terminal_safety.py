@@ -315,3 +315,40 @@ def test_log_records_are_one_escaped_line_on_stderr(capsys: pytest.CaptureFixtur
     assert capsys.readouterr().err == (
         "warning: gpucap.test: leaving out p5.48xlarge\\x1b[2J\\nfake\n"
     )
+
+
+# Option values quoted back in errors, for the commands whose input is not a manifest. (An
+# argument cannot hold NUL: the operating system ends it there.)
+ARG = HOSTILE.replace("\x00", "")
+OPTION_VALUES = [
+    ["ami", "resolve", "--offline", "--kubernetes-version", "1.3" + ARG],
+    ["ami", "resolve", "--offline", "--family", "al" + ARG],
+    ["ami", "list", "--offline", "--variant", "nv" + ARG],
+    ["ami", "diff", "v2025" + ARG, "v20250410"],
+    ["lint", "--explain", "GPU" + ARG],
+    ["lint", "--image-size", "img" + ARG, str(WORKSHOP)],
+    ["lint", "--config", "cfg" + ARG, str(WORKSHOP)],
+    ["plan", str(WORKSHOP), "--explain", "pod" + ARG],
+    ["plan", str(WORKSHOP), "--catalog", "cat" + ARG],
+    ["plan", str(WORKSHOP), "--region", "us" + ARG],
+    ["render", str(WORKSHOP / "vllm.yaml"), "--only", "V" + ARG],
+    ["validate", str(WORKSHOP), "-o", "t" + ARG],
+    ["validate", "missing" + ARG],
+    ["plan", str(WORKSHOP), "--" + ARG],
+]
+
+
+@pytest.mark.parametrize(
+    "args",
+    OPTION_VALUES,
+    ids=[" ".join(a[:3]).replace(str(WORKSHOP), "W")[:40] for a in OPTION_VALUES],
+)
+def test_an_option_value_quoted_in_an_error_is_one_escaped_line(
+    args: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, err = run(args, capsys, monkeypatch)
+    assert code == 2
+    assert_safe(code, out, err)
+    errors = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1
+    assert "\\x1b[2J" in errors[0]  # the value, quoted, escaped
