@@ -11,6 +11,7 @@ whole `error:`/`warning:` line, and the injected fake line never starts a line.
 
 from __future__ import annotations
 
+import io
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -273,6 +274,17 @@ def test_render_writes_the_users_file_byte_for_byte_control_characters_included(
     code, out, err = run(["render", str(path), "--set", "V=1"], capsys, monkeypatch)
     assert (code, err) == (0, "")
     assert out == text.replace("${V}", "1")
+
+
+def test_render_keeps_crlf_line_endings_from_a_file_and_from_stdin(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = "a: ${V}\r\nb: 2\r\n"
+    path = tmp_path / "crlf.yaml"
+    path.write_bytes(text.encode())
+    assert run(["render", str(path), "--set", "V=1"], capsys, monkeypatch)[1] == "a: 1\r\nb: 2\r\n"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode()), "utf-8"))
+    assert run(["render", "-", "--set", "V=1"], capsys, monkeypatch)[1] == "a: 1\r\nb: 2\r\n"
 
 
 def test_render_errors_name_a_hostile_file_on_one_escaped_line(

@@ -240,7 +240,7 @@ def render(  # noqa: PLR0917 - typer maps parameters to options
     texts: list[tuple[str, str]] = []
     for f in files:
         try:
-            texts.append((f, sys.stdin.read() if f == "-" else _read_exactly(f)))
+            texts.append((f, _read_exactly(f)))
         except (OSError, UnicodeDecodeError) as e:
             reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
             err.line(f"error: {f}: cannot read: {reason}")
@@ -271,8 +271,11 @@ def render(  # noqa: PLR0917 - typer maps parameters to options
 
 
 def _read_exactly(path: str) -> str:
-    """A file's text with its line endings as they are (CRLF stays CRLF): `render` writes the
-    file back byte for byte. (`Path.read_text` would turn every `\r\n` and `\r` into `\n`.)"""
+    """A file's (or stdin's, for `-`) text with its line endings as they are (CRLF stays CRLF):
+    `render` writes it back byte for byte. (Text mode would turn `\r\n` and `\r` into `\n`.)"""
+    if path == "-":
+        stdin = getattr(sys.stdin, "buffer", None)
+        return stdin.read().decode("utf-8") if stdin is not None else sys.stdin.read()
     with Path(path).open(encoding="utf-8", newline="") as f:
         return f.read()
 
