@@ -7,6 +7,7 @@ gets one line on stderr, never a traceback.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -15,10 +16,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
-from rich.console import Console
+from typer._click import exceptions as click_errors  # typer's own copy of click raises these
+from typer.core import TyperGroup
 
 from gpucap import __version__
 from gpucap.apis.placeholders import parse_only, substitute
@@ -32,6 +34,8 @@ from gpucap.cli.render import (
     format_issue,
     format_list,
     format_plan,
+    format_table,
+    plan_lines,
 )
 from gpucap.cloudprovider.aws.ami import (
     AMILookupError,
@@ -58,8 +62,9 @@ from gpucap.lint.output import format_sarif, rule_help
 from gpucap.lint.output import format_text as format_lint_text
 from gpucap.lint.runner import run as run_lint
 from gpucap.runtime.logging import configure
+from gpucap.runtime.terminal import Terminal
 
-__all__ = ["app", "main"]
+__all__ = ["app", "main", "usage_error_line"]
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -86,14 +91,17 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-out = Console(highlight=False, soft_wrap=True)
-# Error messages quote user input (file names, option values): never read it as rich markup.
-err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
+# Every line of text the commands print goes through these two: each line is escaped whole
+# (runtime/terminal.py), so a name, a file name or an error message quoting user input can neither
+# control the terminal nor add a line. Machine outputs (JSON, YAML, SARIF) and `render`'s
+# stdout are written to sys.stdout directly.
+out = Terminal()
+err = Terminal(stderr=True)
 
 
 def _version(value: bool) -> None:
     if value:
-        out.print(f"gpucap {__version__}")
+        out.line(f"gpucap {__version__}")
         raise typer.Exit(EXIT_OK)
 
 
@@ -110,6 +118,28 @@ def _root(
     configure(verbose)
 
 
+# An AWS region name: us-east-1, us-gov-west-1, cn-north-1, eu-isoe-west-1.
+_REGION_NAME = re.compile(r"[a-z]{2}(-[a-z]+)+-[0-9]+")
+
+
+def _value(value: str | None) -> str | None:
+    """Callback of the options whose value never starts with `-` (a region, zones, a pod or a
+    rule): click takes the word after the option as its value, so a forgotten value
+    (`--region --zones us-east-1a`) would make the next option the value and its value a file.
+    Said here, naming the option whose value is missing."""
+    if value is not None and value.startswith("-"):
+        raise typer.BadParameter(f"requires a value ('{value}' is an option)")
+    return value
+
+
+def _region_name(value: str | None) -> str | None:
+    """Callback of every `--region`: a region name, so that an empty or misspelt one is a usage
+    error naming --region, rather than a region without zones or instance types."""
+    if _value(value) is not None and not _REGION_NAME.fullmatch(value or ""):
+        raise typer.BadParameter(f"'{value}' is not an AWS region name (like us-east-1)")
+    return value
+
+
 OutputOption = Annotated[
     str,
     typer.Option("--output", "-o", help="table (default), json or yaml.", show_default=False),
@@ -118,22 +148,18 @@ OutputOption = Annotated[
 
 def _check_output(output: str, allowed: tuple[str, ...]) -> None:
     if output not in allowed:
-        err.print(f"error: --output {output!r} is not one of {', '.join(allowed)}")
+        err.line(f"error: --output '{output}' is not one of {', '.join(allowed)}")
         raise typer.Exit(EXIT_BAD_INPUT)
 
 
 def _report(result: LoadResult) -> None:
     for issue in result.issues:
-        err.print(
-            format_issue(issue),
-            markup=False,
-            style="red" if issue.severity == "error" else "yellow",
-        )
+        err.line(format_issue(issue), style="red" if issue.severity == "error" else "yellow")
 
 
 def _print_summaries(result: LoadResult) -> None:
     for m in result.manifests:
-        out.print(f"{m.source} {m.ref}: {describe(m.obj)}", markup=False)
+        out.line(f"{m.source} {m.ref}: {describe(m.obj)}")
 
 
 @app.command()
@@ -148,15 +174,12 @@ def validate(
     result = load_paths(files)
     _report(result)
     if not result.ok:
-        err.print(f"{len(result.errors)} error(s); nothing was validated", markup=False)
+        err.line(f"{len(result.errors)} error(s); nothing was validated")
         raise typer.Exit(EXIT_BAD_INPUT)
     if output == "table":
         _print_summaries(result)
         n = len(result.manifests)
-        out.print(
-            f"{n} object{'s' if n != 1 else ''} valid, {len(result.warnings)} warning(s)",
-            markup=False,
-        )
+        out.line(f"{n} object{'s' if n != 1 else ''} valid, {len(result.warnings)} warning(s)")
     else:
         sys.stdout.write(format_list(result.manifests, output))
 
@@ -198,7 +221,7 @@ def render(  # noqa: PLR0917 - typer maps parameters to options
     for item in set_ or []:
         key, eq, value = item.partition("=")
         if not eq or not key:
-            err.print(f"error: --set {item!r} must be KEY=VALUE", markup=False)
+            err.line(f"error: --set '{item}' must be KEY=VALUE")
             raise typer.Exit(EXIT_BAD_INPUT)
         values[key] = value
         explicit.append(key)
@@ -207,7 +230,7 @@ def render(  # noqa: PLR0917 - typer maps parameters to options
         try:
             names = parse_only(only)
         except ValueError as e:
-            err.print(f"error: --only {str(e)!r} is not a variable name (VAR[,VAR...])")
+            err.line(f"error: --only '{e}' is not a variable name (VAR[,VAR...])")
             raise typer.Exit(EXIT_BAD_INPUT) from None
     pinned: str | None = None
     if pin_ami:
@@ -217,25 +240,24 @@ def render(  # noqa: PLR0917 - typer maps parameters to options
     texts: list[tuple[str, str]] = []
     for f in files:
         try:
-            texts.append((f, sys.stdin.read() if f == "-" else Path(f).read_text(encoding="utf-8")))
+            texts.append((f, _read_exactly(f)))
         except (OSError, UnicodeDecodeError) as e:
             reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-            err.print(f"error: {f}: cannot read: {reason}", markup=False)
+            err.line(f"error: {f}: cannot read: {reason}")
             raise typer.Exit(EXIT_BAD_INPUT) from None
     done = fill_placeholders([t for _, t in texts], values, only=names, explicit=explicit)
     failed = False
     for (name, _), missing in zip(texts, done.missing, strict=True):
         if missing:
             failed = True
-            err.print(f"error: {name}: missing variable(s): {', '.join(missing)}", markup=False)
+            err.line(f"error: {name}: missing variable(s): {', '.join(missing)}")
     if failed:
         raise typer.Exit(EXIT_BAD_INPUT)
     if done.left:
-        err.print(
+        err.line(
             "warning: left as written, for the node or container to expand at run time "
             f"(used only in userData or container command/args/env): {', '.join(done.left)}; "
             "--set NAME=VALUE or --only NAME fills one",
-            markup=False,
             style="yellow",
         )
     rendered = list(done.texts)
@@ -246,6 +268,16 @@ def render(  # noqa: PLR0917 - typer maps parameters to options
     # One file comes out byte for byte; several are joined as one multi-document stream.
     head = [t if t.endswith("\n") else t + "\n" for t in rendered[:-1]]
     sys.stdout.write("---\n".join([*head, rendered[-1]]))
+
+
+def _read_exactly(path: str) -> str:
+    """A file's (or stdin's, for `-`) text with its line endings as they are (CRLF stays CRLF):
+    `render` writes it back byte for byte. (Text mode would turn `\r\n` and `\r` into `\n`.)"""
+    if path == "-":
+        stdin = getattr(sys.stdin, "buffer", None)
+        return stdin.read().decode("utf-8") if stdin is not None else sys.stdin.read()
+    with Path(path).open(encoding="utf-8", newline="") as f:
+        return f.read()
 
 
 def _load_catalog(
@@ -262,19 +294,27 @@ def _load_catalog(
         zone_list = (
             [z.strip() for z in zones.split(",") if z.strip()] if zones is not None else None
         )
-        return load_catalog(
+        catalog = load_catalog(
             region, infos=infos, prices=prices, zones=zone_list, prices_source=prices_file or ""
         )
     except CatalogError as e:
-        err.print(f"error: {e}", markup=False)
+        err.line(f"error: {e}")
         raise typer.Exit(EXIT_BAD_INPUT) from None
+    # Every AWS zone name (us-east-1a, Local Zone us-east-1-bos-1a, Wavelength
+    # us-east-1-wl1-bos-wlz-1) starts with its region's. The catalog checks the zones of a region
+    # it knows (and lists them); this holds for a region it knows nothing about.
+    foreign = [z for z in zone_list or [] if not z.startswith(region)]
+    if foreign:
+        err.line(f"error: --zones: '{foreign[0]}' is not a zone of region {region}")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    return catalog
 
 
 def _read(path: str) -> str:
     try:
         return Path(path).read_text(encoding="utf-8")
     except OSError as e:
-        err.print(f"error: {path}: cannot read: {e.strerror}", markup=False)
+        err.line(f"error: {path}: cannot read: {e.strerror}")
         raise typer.Exit(EXIT_BAD_INPUT) from None
 
 
@@ -284,9 +324,12 @@ def plan(  # noqa: PLR0917 - typer maps parameters to options
         list[str], typer.Argument(help="Manifest files, directories, or - for stdin.")
     ],
     output: OutputOption = "table",
-    region: Annotated[str, typer.Option(help="AWS region of the catalog.")] = "us-east-1",
+    region: Annotated[
+        str, typer.Option(help="AWS region of the catalog.", callback=_region_name)
+    ] = "us-east-1",
     zones: Annotated[
-        str | None, typer.Option(help="Comma-separated zones (default: the region's).")
+        str | None,
+        typer.Option(help="Comma-separated zones (default: the region's).", callback=_value),
     ] = None,
     kubernetes_version: Annotated[
         str, typer.Option("--kubernetes-version", help="Cluster Kubernetes version.")
@@ -300,7 +343,9 @@ def plan(  # noqa: PLR0917 - typer maps parameters to options
     explain: Annotated[
         str | None,
         typer.Option(
-            "--explain", help="NAMESPACE/POD (or POD): why each NodePool can or cannot take it."
+            "--explain",
+            help="NAMESPACE/POD (or POD): why each NodePool can or cannot take it.",
+            callback=_value,
         ),
     ] = None,
     passes: Annotated[
@@ -327,23 +372,20 @@ def plan(  # noqa: PLR0917 - typer maps parameters to options
         key = explain if "/" in explain else f"default/{explain}"
         pod = made.pods.get(key)
         if pod is None or made.scheduler is None:
-            err.print(f"error: --explain {explain}: no such pod in the input", markup=False)
+            err.line(f"error: --explain {explain}: no such pod in the input")
             raise typer.Exit(EXIT_BAD_INPUT)
         where = made.where(key)
         pools = pools_for(result.objects, cat, [])
-        out.print(
+        out.lines(
             format_explanation(
                 key, made.scheduler.explain(pod, pools), made.pod_errors.get(key), where
-            ),
-            markup=False,
-            end="",
+            )
         )
         return
-    text = format_plan(made, output)
     if output == "table":
-        out.print(text, markup=False, end="")
+        out.lines(plan_lines(made))
     else:
-        sys.stdout.write(text)
+        sys.stdout.write(format_plan(made, output))
 
 
 @app.command()
@@ -356,12 +398,15 @@ def lint(  # noqa: PLR0917 - typer maps parameters to options
     ] = "text",
     strict: Annotated[bool, typer.Option(help="Exit 1 on warnings too.")] = False,
     explain: Annotated[
-        str | None, typer.Option("--explain", help="Print everything about one rule id.")
+        str | None,
+        typer.Option("--explain", help="Print everything about one rule id.", callback=_value),
     ] = None,
     config: Annotated[
         str | None, typer.Option("--config", help="A .gpucap.toml or pyproject.toml to use.")
     ] = None,
-    region: Annotated[str, typer.Option(help="AWS region of the catalog.")] = "us-east-1",
+    region: Annotated[
+        str, typer.Option(help="AWS region of the catalog.", callback=_region_name)
+    ] = "us-east-1",
     kubernetes_version: Annotated[
         str, typer.Option("--kubernetes-version", help="Cluster Kubernetes version.")
     ] = "1.36",
@@ -383,19 +428,19 @@ def lint(  # noqa: PLR0917 - typer maps parameters to options
     if explain is not None:
         wanted = next((r for r in rules if explain in (r.id, r.name)), None)
         if wanted is None:
-            err.print(f"error: --explain {explain!r}: no such rule", markup=False)
+            err.line(f"error: --explain '{explain}': no such rule")
             raise typer.Exit(EXIT_BAD_INPUT)
-        out.print(rule_help(wanted), markup=False, end="")
+        out.lines(rule_help(wanted))
         return
     _check_output(output, ("text", "json", "sarif"))
     if not files:
-        err.print("error: give manifest files or directories to lint", markup=False)
+        err.line("error: give manifest files or directories to lint")
         raise typer.Exit(EXIT_BAD_INPUT)
     try:
         config_path = Path(config) if config else find_config(Path.cwd())
         cfg = load_config(config_path, rules)
     except ConfigError as e:
-        err.print(f"error: {e}", markup=False)
+        err.line(f"error: {e}")
         raise typer.Exit(EXIT_BAD_INPUT) from None
     sizes = dict(KNOWN_IMAGE_SIZES)
     for item in image_size or []:
@@ -407,7 +452,7 @@ def lint(  # noqa: PLR0917 - typer maps parameters to options
             c = Quantity.parse(compressed).value()
             sizes[name] = (c, Quantity.parse(uncompressed).value() if uncompressed else 2 * c)
         except ValueError:
-            err.print(f"error: --image-size {item!r} must be IMAGE=SIZE[/SIZE], e.g. a/b=9Gi/18Gi")
+            err.line(f"error: --image-size '{item}' must be IMAGE=SIZE[/SIZE], e.g. a/b=9Gi/18Gi")
             raise typer.Exit(EXIT_BAD_INPUT) from None
     result = load_paths(files)
     unreadable = [i for i in result.errors if i.source is None]
@@ -432,10 +477,10 @@ def lint(  # noqa: PLR0917 - typer maps parameters to options
     elif output == "sarif":
         sys.stdout.write(format_sarif(report, rules))
     else:
-        for f in report.findings:
-            style = {"error": "red", "warning": "yellow", "info": "cyan"}[f.severity]
-            out.print(str(f), markup=False, style=style)
-        out.print(format_lint_text(report).splitlines()[-1], markup=False)
+        lines = format_lint_text(report)
+        for f, line in zip(report.findings, lines, strict=False):
+            out.line(line, style={"error": "red", "warning": "yellow", "info": "cyan"}[f.severity])
+        out.line(lines[-1])
     failing = report.count("error") + (report.count("warning") if strict else 0)
     raise typer.Exit(EXIT_FINDINGS if failing else EXIT_OK)
 
@@ -458,7 +503,10 @@ OfflineOption = Annotated[
     bool, typer.Option("--offline", help="Use the bundled release list, not SSM.")
 ]
 RegionOption = Annotated[
-    str | None, typer.Option("--region", help="AWS region (default: your AWS configuration).")
+    str | None,
+    typer.Option(
+        "--region", help="AWS region (default: your AWS configuration).", callback=_region_name
+    ),
 ]
 
 
@@ -469,7 +517,7 @@ def _aws(region: str | None) -> EC2API:
     try:
         return BotoEC2API.from_environment(region=region)
     except EC2APIError as e:
-        err.print(f"error: AWS: {e}", markup=False)
+        err.line(f"error: AWS: {e}")
         raise typer.Exit(EXIT_BAD_INPUT) from None
 
 
@@ -480,7 +528,7 @@ def _lookup_errors() -> Iterator[None]:
     try:
         yield
     except (AMILookupError, UnknownReleaseError, ValueError) as e:
-        err.print(f"error: {e}", markup=False)
+        err.line(f"error: {e}")
         raise typer.Exit(EXIT_BAD_INPUT) from None
 
 
@@ -528,7 +576,7 @@ def ami_resolve(  # noqa: PLR0917 - typer maps parameters to options
             + "\n"
         )
     else:
-        out.print(info.version, markup=False)
+        out.line(info.version)
 
 
 @ami_app.command("list")
@@ -563,11 +611,7 @@ def ami_list(  # noqa: PLR0917 - typer maps parameters to options
                 (image.kernel if image else None) or "-",
             ]
         )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for r in rows:
-        out.print(
-            "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip(), markup=False
-        )
+    out.lines(format_table(rows))
 
 
 @ami_app.command("diff")
@@ -586,12 +630,11 @@ def ami_diff(  # noqa: PLR0917 - typer maps parameters to options
             old, new, kubernetes_version, family=family, arch=arch, variant=variant
         )
     for line in diff.lines():
-        out.print(line, markup=False)
+        out.line(line)
     if diff.driver_major_changed:
-        out.print(
+        out.line(
             f"RISK: NVIDIA driver major version {diff.old_driver_major} -> "
-            f"{diff.new_driver_major}; images built for the old CUDA may break",
-            markup=False,
+            f"{diff.new_driver_major}; images built for the old CUDA may break"
         )
 
 
@@ -601,12 +644,14 @@ def catalog_export(
     from_aws: Annotated[
         bool, typer.Option("--from-aws", help="Read the live EC2 and Pricing APIs.")
     ] = False,
-    region: Annotated[str, typer.Option("--region", help="AWS region.")] = "us-east-1",
+    region: Annotated[
+        str, typer.Option("--region", help="AWS region.", callback=_region_name)
+    ] = "us-east-1",
 ) -> None:
     """Build a catalog file (`--catalog` accepts it) from the live AWS APIs: instance types,
     zone offerings, spot price history and on-demand prices."""
     if not from_aws:
-        err.print("error: give --from-aws (the only source `catalog export` has)", markup=False)
+        err.line("error: give --from-aws (the only source `catalog export` has)")
         raise typer.Exit(EXIT_BAD_INPUT)
     from gpucap.cloudprovider.aws.export import export_catalog  # noqa: PLC0415
 
@@ -614,12 +659,12 @@ def catalog_export(
     try:
         entries = export_catalog(api, region)
     except EC2APIError as e:
-        err.print(f"error: AWS: {e}", markup=False)
+        err.line(f"error: AWS: {e}")
         raise typer.Exit(EXIT_BAD_INPUT) from None
     Path(output_file).write_text(
         json.dumps(entries, indent=1, sort_keys=True) + "\n", encoding="utf-8"
     )
-    out.print(f"wrote {len(entries)} instance types for {region} to {output_file}", markup=False)
+    out.line(f"wrote {len(entries)} instance types for {region} to {output_file}")
 
 
 def _workshop_texts() -> list[tuple[str, str]]:
@@ -636,48 +681,131 @@ def demo() -> None:
     """Run gpucap on the bundled workshop example (a GPU NodePool, EC2NodeClass, device plugin,
     time-slicing config and a vLLM Deployment): validate it, lint it, plan it, then plan the
     vLLM Deployment scaled to 8 replicas to show the NodePool's GPU limit at work."""
-    out.print("gpucap demo: the EKS GPU workshop's manifests, placeholders filled with:")
+    out.line("gpucap demo: the EKS GPU workshop's manifests, placeholders filled with:")
     for k, v in DEMO_VALUES.items():
-        out.print(f"  {k}={v}", markup=False)
+        out.line(f"  {k}={v}")
     result = LoadResult()
     for name, text in _workshop_texts():
         result.extend(load_text(substitute(text, DEMO_VALUES).text, name))
     _report(result)
     if not result.ok:
         raise typer.Exit(EXIT_BAD_INPUT)
-    out.print("\n[bold]gpucap validate[/bold]: what gpucap understood")
+    out.line()
+    out.line(("gpucap validate", "bold"), ": what gpucap understood")
     _print_summaries(result)
     cat = load_catalog("us-east-1")
-    out.print("\n[bold]gpucap lint[/bold]: what would bite (no errors: it is the good example)")
+    out.line()
+    out.line(("gpucap lint", "bold"), ": what would bite (no errors: it is the good example)")
     report = run_lint(LintContext(result.objects.items, cat), LintConfig(), issues=result.issues)
-    for f in report.findings:
-        out.print(str(f), markup=False)
-    out.print(format_lint_text(report).splitlines()[-1], markup=False)
-    out.print("\n[bold]gpucap plan[/bold]: what Karpenter would launch for the pending pods")
-    out.print(format_plan(make_plan(result.objects, cat), "table"), markup=False, end="")
+    out.lines(format_lint_text(report))
+    out.line()
+    out.line(("gpucap plan", "bold"), ": what Karpenter would launch for the pending pods")
+    out.lines(plan_lines(make_plan(result.objects, cat)))
     scaled = LoadResult(issues=list(result.issues))
     for m in result.manifests:
         obj = m.obj
         if isinstance(obj, Deployment) and obj.metadata.name == "vllm":
             obj = obj.model_copy(update={"spec": obj.spec.model_copy(update={"replicas": 8})})
         scaled.manifests.append(Manifest(obj, m.source))
-    out.print(
-        "\n[bold]gpucap plan[/bold], vLLM scaled to 8 replicas: the limit of 6 GPUs stops the rest"
+    out.line()
+    out.line(
+        ("gpucap plan", "bold"), ", vLLM scaled to 8 replicas: the limit of 6 GPUs stops the rest"
     )
-    out.print(format_plan(make_plan(scaled.objects, cat), "table"), markup=False, end="")
+    out.lines(plan_lines(make_plan(scaled.objects, cat)))
+
+
+def _option_name(param: Any) -> str:
+    """How an error names a parameter: its long option (`--output`), or an argument in capitals
+    as the README writes it (`FILES`)."""
+    if param is None:
+        return "?"
+    if getattr(param, "param_type_name", "") == "argument":
+        return str(param.name or "?").upper()
+    opts = list(getattr(param, "opts", []) or [])
+    return next((o for o in opts if o.startswith("--")), opts[0] if opts else str(param.name))
+
+
+def _clause(message: str) -> str:
+    """Click's sentence as a clause after `error: X: ` (no capital, no final period)."""
+    text = message.strip().rstrip(".")
+    if text[:1].isupper() and text[1:2].islower():
+        text = text[0].lower() + text[1:]
+    return text
+
+
+# Click's own messages for the usage errors that carry no structure (plain UsageError), and for
+# BadOptionUsage, whose option is known but whose text says what is wrong.
+_NO_SUCH_COMMAND = re.compile(r"No such command ('.*'|\".*\")\.(?:\s*Did you mean (.*)\?)?", re.S)
+_EXTRA_ARGS = re.compile(r"Got unexpected extra argument(?:s|\(s\))? \((.*)\)", re.S)
+_OPTION_USAGE = re.compile(r"Option ('.*'|\".*\") (.*)", re.S)
+_OPTION_PROBLEMS = {
+    "requires an argument": "requires a value",
+    "does not take a value": "takes no value",
+}
+
+
+def usage_error_line(e: click_errors.UsageError) -> str:
+    """A click/typer usage error as gpucap's one line, naming the option or argument:
+    `error: --explain: requires a value`, `error: FILES: missing argument (...)`,
+    `error: --regio: no such option (did you mean --region?)`. Called by `main`."""
+    if isinstance(e, click_errors.MissingParameter):
+        kind = e.param_type or getattr(e.param, "param_type_name", "parameter")
+        help_ = str(getattr(e.param, "help", "") or "").strip().rstrip(".")
+        return f"{_option_name(e.param)}: missing {kind}" + (f" ({help_})" if help_ else "")
+    if isinstance(e, click_errors.BadParameter):
+        hint = e.param_hint
+        name = (
+            _option_name(e.param)
+            if hint is None
+            else (hint if isinstance(hint, str) else " / ".join(hint))
+        )
+        return f"{name}: {_clause(e.message)}"
+    if isinstance(e, click_errors.NoSuchOption):
+        near = " or ".join(sorted(e.possibilities or []))
+        return f"{e.option_name}: no such option" + (f" (did you mean {near}?)" if near else "")
+    if isinstance(e, click_errors.BadOptionUsage):
+        m = _OPTION_USAGE.fullmatch(e.message.strip())
+        problem = _clause(m.group(2)) if m else _clause(e.message)
+        return f"{e.option_name}: {_OPTION_PROBLEMS.get(problem, problem)}"
+    message = e.format_message()
+    if m := _NO_SUCH_COMMAND.fullmatch(message.strip()):
+        name = ast.literal_eval(m.group(1))
+        if m.group(2):
+            return f"{name}: no such command (did you mean {m.group(2)}?)"
+        ctx = e.ctx
+        group = ctx.command if ctx is not None else None
+        names = group.list_commands(ctx) if isinstance(group, TyperGroup) and ctx else []
+        return f"{name}: no such command" + (f" (commands: {', '.join(names)})" if names else "")
+    if m := _EXTRA_ARGS.fullmatch(message.strip()):
+        return f"{m.group(1)}: unexpected extra argument(s)"
+    return _clause(message)
 
 
 def main() -> None:
-    """Console-script entry point: run the app; turn any unexpected failure into one line."""
+    """Console-script entry point: run the app; turn a usage error into one line (exit 2) and
+    any unexpected failure into one line (exit 70). The one place click's own error output
+    (a usage line, a hint and the message, on several lines) is replaced."""
     try:
-        app()
+        code = app(standalone_mode=False)
+    except click_errors.NoArgsIsHelpError as e:
+        e.show()  # `gpucap` or `gpucap ami` alone: the help, as asked for (exit 2, as click)
+        sys.exit(EXIT_BAD_INPUT)
+    except click_errors.UsageError as e:
+        err.line(f"error: {usage_error_line(e)}")
+        sys.exit(EXIT_BAD_INPUT)
+    except click_errors.ClickException as e:
+        err.line(f"error: {_clause(e.format_message())}")
+        sys.exit(e.exit_code)
+    except typer.Abort:
+        err.line("error: aborted")
+        sys.exit(1)
     except SystemExit:
         raise
     except KeyboardInterrupt:
-        err.print("interrupted")
+        err.line("interrupted")
         sys.exit(130)
     except Exception as e:  # the promise is "never a traceback"; say what broke in one line
-        err.print(
-            f"gpucap: internal error: {type(e).__name__}: {e} (please report this)", markup=False
-        )
+        err.line(f"gpucap: internal error: {type(e).__name__}: {e} (please report this)")
         sys.exit(70)
+    # standalone_mode=False returns the code of a typer.Exit (or the command's value, None).
+    sys.exit(code if isinstance(code, int) else EXIT_OK)

@@ -3,6 +3,12 @@
 `describe` gives the one-line summary `gpucap validate` prints per object; `format_issue` the
 one-line error/warning; `format_list` the defaulted objects as a re-loadable `kind: List`.
 Called by `cli/main.py`.
+
+Text for a terminal is returned as a list of lines, never as one string with newlines: the CLI's
+`Terminal` (`runtime/terminal.py`) escapes each line whole, so a user string holding a newline
+or an escape sequence is shown escaped inside its line instead of starting one. Nothing here
+escapes (a string escaped twice would show its backslashes doubled); tables pad each cell to the
+width it will have once escaped.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from gpucap.apis.workloads import (
     replica_count,
 )
 from gpucap.controllers.provisioning import Plan, PlannedNodeClaim
+from gpucap.runtime.terminal import escape
 from gpucap.scheduling.resources import pod_requests
 from gpucap.scheduling.solver import PoolExplanation
 
@@ -47,7 +54,9 @@ __all__ = [
     "format_list",
     "format_plan",
     "format_resources",
+    "format_table",
     "plan_document",
+    "plan_lines",
 ]
 
 GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "habana.ai/gaudi", "aws.amazon.com/neuron")
@@ -302,21 +311,29 @@ def plan_document(plan: Plan) -> dict[str, Any]:
 
 
 def format_plan(plan: Plan, output: str) -> str:
+    """The plan as JSON or YAML (`output`), for machines; `plan_lines` is the table."""
     doc = plan_document(plan)
     if output == "json":
         return json.dumps(doc, indent=2) + "\n"
-    if output == "yaml":
-        return yaml.safe_dump(doc, sort_keys=False, default_flow_style=False)
-    return format_plan_table(doc)
+    return yaml.safe_dump(doc, sort_keys=False, default_flow_style=False)
 
 
-def _table(rows: list[list[str]]) -> list[str]:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+def format_table(rows: list[list[str]]) -> list[str]:
+    """Rows as aligned columns; a cell is padded to the width it has once escaped (a name with
+    an escape sequence in it keeps the columns after it aligned)."""
+    widths = [max(len(escape(r[i])) for r in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(c + " " * (w - len(escape(c))) for c, w in zip(r, widths, strict=True)).rstrip()
+        for r in rows
+    ]
 
 
-def format_plan_table(doc: dict[str, Any]) -> str:
+def plan_lines(plan: Plan) -> list[str]:
     """The plan for a terminal: new NodeClaims, existing nodes used, pending pods, summary."""
+    return _plan_table(plan_document(plan))
+
+
+def _plan_table(doc: dict[str, Any]) -> list[str]:
     lines: list[str] = []
     claims = doc["nodeClaims"]
     if claims:
@@ -348,7 +365,7 @@ def format_plan_table(doc: dict[str, Any]) -> str:
                     ", ".join(c["pods"]),
                 ]
             )
-        lines += _table(rows)
+        lines += format_table(rows)
     else:
         lines.append("No new nodes.")
     for c in claims:
@@ -356,7 +373,7 @@ def format_plan_table(doc: dict[str, Any]) -> str:
             lines.append(f"{c['name']}: launch would fail: {c.get('launchError', '')}")
     if doc["existingNodes"]:
         lines.append("")
-        lines += _table(
+        lines += format_table(
             [["EXISTING NODE", "PODS"]]
             + [[e["name"], ", ".join(e["pods"])] for e in doc["existingNodes"]]
         )
@@ -381,12 +398,12 @@ def format_plan_table(doc: dict[str, Any]) -> str:
         + f"; {s['pods']} pod(s) scheduled, {s['unschedulable']} pending"
         + (f" (NodeClaims from {last} passes)" if last > 1 else "")
     )
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def format_explanation(
     pod_key: str, explanations: list[PoolExplanation], reason: str | None, where: str | None
-) -> str:
+) -> list[str]:
     """`gpucap plan --explain POD`: NodePool by NodePool, what survived each filter."""
     lines = [f"pod {pod_key}: " + (f"scheduled on {where}" if where else f"pending: {reason}")]
     for e in explanations:
@@ -394,4 +411,4 @@ def format_explanation(
         for label, count in e.steps:
             lines.append(f"    {count:5d} instance types {label}")
         lines.extend(f"    because {cause}" for cause in e.causes)
-    return "\n".join(lines) + "\n"
+    return lines

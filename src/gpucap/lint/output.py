@@ -1,5 +1,8 @@
 """Lint findings as text (`file:line: ID severity message`, grouped by file), JSON, and SARIF
-2.1.0 for code-scanning tools (GitHub code scanning, GitLab, ...). Pure; called by the CLI."""
+2.1.0 for code-scanning tools (GitHub code scanning, GitLab, ...). Pure; called by the CLI.
+
+Text comes as a list of lines, for the CLI's `Terminal` to escape line by line (a finding that
+quotes a name with a newline in it stays one line); JSON and SARIF are escaped by `json`."""
 
 from __future__ import annotations
 
@@ -11,18 +14,23 @@ from gpucap import __version__
 from gpucap.lint.model import Finding, Rule
 from gpucap.lint.runner import LintResult
 
-__all__ = ["format_json", "format_sarif", "format_text", "rule_help"]
+__all__ = ["format_json", "format_sarif", "format_text", "rule_help", "summary_line"]
 
 _SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 
 
-def format_text(result: LintResult) -> str:
-    lines = [str(f) for f in result.findings]
+def format_text(result: LintResult) -> list[str]:
+    """One line per finding, in order, then the summary line."""
+    return [*(str(f) for f in result.findings), summary_line(result)]
+
+
+def summary_line(result: LintResult) -> str:
+    """`1 error(s), 2 warning(s), 0 info` (`; N suppressed` when the config suppressed some)."""
     errors, warnings, infos = (result.count(s) for s in ("error", "warning", "info"))
     summary = f"{errors} error(s), {warnings} warning(s), {infos} info"
     if result.suppressed:
         summary += f"; {result.suppressed} suppressed"
-    return "\n".join([*lines, summary]) + "\n"
+    return summary
 
 
 def _finding_json(f: Finding) -> dict[str, Any]:
@@ -52,12 +60,19 @@ def format_json(result: LintResult) -> str:
     return json.dumps(doc, indent=2) + "\n"
 
 
-def rule_help(rule: Rule) -> str:
-    """`gpucap lint --explain ID`: everything about one rule."""
-    return (
-        f"{rule.id} {rule.name} ({rule.severity})\n\n"
-        f"Checks: {rule.summary}\n\nWhy: {rule.why}\n\nFix: {rule.fix}\n\nSource: {rule.source}\n"
-    )
+def rule_help(rule: Rule) -> list[str]:
+    """`gpucap lint --explain ID`: everything about one rule, a paragraph per line."""
+    return [
+        f"{rule.id} {rule.name} ({rule.severity})",
+        "",
+        f"Checks: {rule.summary}",
+        "",
+        f"Why: {rule.why}",
+        "",
+        f"Fix: {rule.fix}",
+        "",
+        f"Source: {rule.source}",
+    ]
 
 
 def format_sarif(result: LintResult, rules: Sequence[Rule]) -> str:
