@@ -696,9 +696,10 @@ def test_a_label_value_is_at_most_63_characters_of_the_label_alphabet(value: str
     assert (label_value_problem(value) is None) == ok
 
 
-# Through the CLI: exit 2, the line on stderr. Names with control or non-ASCII characters are
-# left out (how a terminal shows them is the terminal-safety rule's, not this table's).
-CLI_CASES = [c for c in CASES if c[2].isascii() and c[2].isprintable()]
+# Through the CLI: exit 2, the line on stderr. Cases whose message holds control or non-ASCII
+# characters, or the escapes repr() wrote for them, are left out: how a terminal shows them
+# (escaped once more, `runtime/terminal.py`) is the terminal-safety tests' subject.
+CLI_CASES = [c for c in CASES if c[2].isascii() and c[2].isprintable() and "\\" not in c[2]]
 
 
 @pytest.mark.parametrize(
