@@ -36,8 +36,10 @@ from gpucap.apis.duration import (
     TERMINATION_GRACE_PERIOD_PATTERN,
     DurationError,
     parse_go_duration,
+    parse_go_duration_ns,
 )
 from gpucap.apis.ec2nodeclass import ALIAS_FAMILIES, EC2NodeClass
+from gpucap.apis.goparse import atoi, parse_float
 from gpucap.apis.gpuoperator import DevicePluginConfigError, device_plugin_configs
 from gpucap.apis.jobset import JobSet, job_name
 from gpucap.apis.kuberay import RayCluster, RayClusterSpec, RayJob, RayService, cluster_spec_path
@@ -77,7 +79,8 @@ _QUALIFIED_KEY = re.compile(
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _BUDGET_NODES = re.compile(r"^((100|[0-9]{1,2})%|[0-9]+)$")
 _BUDGET_SCHEDULE = re.compile(
-    r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))|((.+)\s(.+)\s(.+)\s(.+)\s(.+))$"
+    r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))|((.+)\s(.+)\s(.+)\s(.+)\s(.+))$",
+    re.ASCII,
 )
 _VOLUME_SIZE = re.compile(
     r"^((?:[1-9][0-9]{0,3}|[1-4][0-9]{4}|[5][0-8][0-9]{3}|59000)Gi"
@@ -86,11 +89,13 @@ _VOLUME_SIZE = re.compile(
 )
 _EVICTION_VALUE = re.compile(
     r"^((\d{1,2}(\.\d{1,2})?|100(\.0{1,2})?)%||(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
-    r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?)$"
+    r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?)$",
+    re.ASCII,
 )
-_OVERLAY_PRICE = re.compile(r"^\d+(\.\d+)?$")
+_OVERLAY_PRICE = re.compile(r"^\d+(\.\d+)?$", re.ASCII)
 _OVERLAY_PRICE_ADJUSTMENT = re.compile(
-    r"^(([+-]{1}(\d*\.?\d+))|(\+{1}\d*\.?\d+%)|(^(-\d{1,2}(\.\d+)?%)$)|(-100%))$"
+    r"^(([+-]{1}(\d*\.?\d+))|(\+{1}\d*\.?\d+%)|(^(-\d{1,2}(\.\d+)?%)$)|(-100%))$",
+    re.ASCII,
 )
 _EVICTION_SIGNALS = (
     "memory.available",
@@ -163,6 +168,10 @@ def _nodepool(np: NodePool) -> Found:
             ("spec", "disruption", "consolidateAfter"),
             f"{d.consolidate_after!r} is not a duration like 30s, 5m, 1h30m or Never",
         )
+    else:
+        yield from _go_duration_range(
+            d.consolidate_after, ("spec", "disruption", "consolidateAfter")
+        )
     if len(d.budgets) > 50:
         yield Violation(("spec", "disruption", "budgets"), f"{len(d.budgets)} budgets; at most 50")
     for i, b in enumerate(d.budgets):
@@ -188,6 +197,8 @@ def _nodepool(np: NodePool) -> Found:
             yield Violation(
                 (*bp, "duration"), f"{b.duration!r} must be hours and/or minutes, e.g. 10m, 1h30m"
             )
+        elif b.duration is not None:
+            yield from _go_duration_range(b.duration, (*bp, "duration"))
     if spec.weight is not None and not 1 <= spec.weight <= 100:
         yield Violation(("spec", "weight"), f"{spec.weight} is outside 1-100")
     if spec.replicas is not None:
@@ -215,11 +226,27 @@ def _karpenter_durations(expire_after: str, tgp: str | None, base: Path) -> Foun
             (*base, "expireAfter"),
             f"{expire_after!r} is not a duration like 720h, 30m, 1h30m or Never",
         )
+    else:
+        yield from _go_duration_range(expire_after, (*base, "expireAfter"))
     if tgp is not None and not TERMINATION_GRACE_PERIOD_PATTERN.fullmatch(tgp):
         yield Violation(
             (*base, "terminationGracePeriod"),
             f"{tgp!r} is not a duration like 1h, 30m or 1h30m (Never is not allowed)",
         )
+    elif tgp is not None:
+        yield from _go_duration_range(tgp, (*base, "terminationGracePeriod"))
+
+
+def _go_duration_range(text: str, path: Path) -> Found:
+    """A CRD duration that passed its pattern but that Karpenter cannot decode: it reads these
+    fields with Go's time.ParseDuration (`NillableDuration`, `metav1.Duration`), which fails
+    beyond int64 nanoseconds; the API server's pattern does not bound the digits."""
+    if text == "Never":
+        return
+    try:
+        parse_go_duration_ns(text)
+    except DurationError as err:
+        yield Violation(path, str(err))
 
 
 def _template_labels(template_labels: dict[str, str], base: Path) -> Found:
@@ -264,9 +291,10 @@ def _requirements(
             yield Violation(p, "requirements with operator 'In' must have a value defined")
         if overlay and r.operator == "NotIn" and not r.values:
             yield Violation(p, "requirements with operator 'NotIn' must have a value defined")
-        if r.operator in ("Gt", "Lt", "Gte", "Lte") and (
-            len(r.values) != 1 or not r.values[0].isdigit()
-        ):
+        # The CRD's CEL rule `int(x.values[0]) >= 0` and Karpenter's strconv.Atoi: ASCII
+        # digits within int64 (`str.isdigit` would take `²`, which `int()` then rejects).
+        bound = atoi(r.values[0]) if len(r.values) == 1 else None
+        if r.operator in ("Gt", "Lt", "Gte", "Lte") and (bound is None or bound < 0):
             yield Violation(
                 (*p, "values"),
                 f"requirements operator {r.operator!r} must have a single positive integer value",
@@ -581,6 +609,8 @@ def _nodeoverlay(o: NodeOverlay) -> Found:
         yield Violation(("spec",), "cannot set both 'price' and 'priceAdjustment'")
     if s.price is not None and not _OVERLAY_PRICE.fullmatch(s.price):
         yield Violation(("spec", "price"), f"{s.price!r} must be a decimal number, e.g. 0.52")
+    elif s.price is not None and parse_float(s.price) is None:
+        yield Violation(("spec", "price"), _float_overflow(s.price))
     if s.price_adjustment is not None and not _OVERLAY_PRICE_ADJUSTMENT.fullmatch(
         s.price_adjustment
     ):
@@ -588,11 +618,20 @@ def _nodeoverlay(o: NodeOverlay) -> Found:
             ("spec", "priceAdjustment"),
             f"{s.price_adjustment!r} must be a signed amount (+0.1, -0.05) or percentage (-10%)",
         )
+    elif s.price_adjustment is not None and parse_float(s.price_adjustment.rstrip("%")) is None:
+        yield Violation(("spec", "priceAdjustment"), _float_overflow(s.price_adjustment))
     for name in s.capacity or {}:
         if name in ("cpu", "memory", "ephemeral-storage", "pods"):
             yield Violation(("spec", "capacity", name), "invalid resource restricted")
     if s.weight is not None and not 1 <= s.weight <= 10000:
         yield Violation(("spec", "weight"), f"{s.weight} is outside 1-10000")
+
+
+def _float_overflow(text: str) -> str:
+    # The CRD pattern bounds the form, not the digits; Karpenter parses the value with
+    # lo.Must(strconv.ParseFloat(...)), which fails past a float64 (its controller panics).
+    shown = repr(text) if len(text) <= 64 else f"{text[:40]!r}... ({len(text)} characters)"
+    return f"{shown} is too large for a float64 (Karpenter's strconv.ParseFloat rejects it)"
 
 
 # ---- Pods and workloads -----------------------------------------------------------------------
@@ -708,7 +747,8 @@ def _node_selector_term(term: NodeSelectorTerm, base: Path) -> Found:
 
 
 def _is_int(text: str) -> bool:
-    return re.fullmatch(r"[+-]?[0-9]+", text) is not None
+    # The scheduler reads a Gt/Lt value with strconv.ParseInt(v, 10, 64): ASCII, within int64.
+    return atoi(text) is not None
 
 
 def _replicated(w: Deployment | StatefulSet | ReplicaSet) -> Found:

@@ -67,8 +67,8 @@ _VARIANTS: Final = {
     "al2": ("standard", "gpu"),
 }
 _STATUSES: Final = ("released", "abandoned")
-_K8S_MINOR = re.compile(r"^(\d+)\.(\d+)$")
-_RELEASE_VERSION = re.compile(r"^(\d+)\.(\d+)\.\d+-(\d{8})$")
+_K8S_MINOR = re.compile(r"^(\d+)\.(\d+)$", re.ASCII)
+_RELEASE_VERSION = re.compile(r"^(\d+)\.(\d+)\.\d+-(\d{8})$", re.ASCII)
 # Bundled row field -> AMIImage attribute, in row order.
 _ROW_FIELDS: Final = {
     "kernel": "kernel",
