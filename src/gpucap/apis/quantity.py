@@ -213,8 +213,8 @@ class Quantity:
                 raise QuantityError(f"{_show_int(text)} is {_TOO_LARGE}")
             return cls(text * NANO)
         if isinstance(text, float):
-            if not math.isfinite(text):
-                raise QuantityError(f"{text!r} is not a quantity")
+            if not math.isfinite(text):  # YAML's .inf/.nan, or a number past a float64
+                raise QuantityError(f"{text!r} (not a finite number) is not a quantity")
             # YAML floats (`0.5`) arrive as Python floats; repr gives the shortest exact decimal.
             text = repr(text)
         if not isinstance(text, str):
