@@ -40,7 +40,8 @@ def atoi(text: str) -> int | None:
 def parse_float(text: str) -> float | None:
     """Go's `strconv.ParseFloat(text, 64)` for decimal text: the nearest float64 (Python rounds
     the same way), or `None` where Go returns an error, including a value too large for a float64
-    (Go's ErrRange, where Python would give inf)."""
+    (Go's ErrRange, where Python would give inf). Go also reads `inf`/`nan` and hex floats; the
+    CRD patterns in front of every caller let none through, so they are `None` here."""
     if not _DECIMAL.fullmatch(text):
         return None
     value = float(text)
