@@ -237,3 +237,16 @@ def test_a_quantity_kubernetes_accepts_is_accepted_with_its_value(
     result = runner.invoke(app, ["validate", "-o", "json", str(f)])
     assert result.exit_code == 0, result.output
     assert f'"memory": "{shown}"' in result.stdout
+
+
+def test_a_budget_count_past_int64_is_a_warning_that_karpenter_fails_closed(
+    tmp_path: Path,
+) -> None:
+    f = tmp_path / "test.yaml"
+    f.write_text(to_yaml(_pool_budget(nodes=_BIG_INT)))
+    result = runner.invoke(app, ["validate", str(f)])
+    assert result.exit_code == 0
+    assert (
+        f"spec.disruption.budgets[0].nodes: '{_BIG_INT}' is past int64: Karpenter cannot read it "
+        "and fails closed, so this budget allows no disruption while active"
+    ) in result.stderr

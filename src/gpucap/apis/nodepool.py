@@ -19,6 +19,7 @@ from pydantic import Field, StrictInt, StrictStr
 
 from gpucap.apis.core import ResourceList, Taint
 from gpucap.apis.duration import parse_karpenter_duration
+from gpucap.apis.goparse import atoi
 from gpucap.apis.meta import KarpenterModel, KubeModel, ObjectMeta
 
 __all__ = [
@@ -103,6 +104,24 @@ class Budget(KarpenterModel):
     schedule: StrictStr | None = None
     duration: StrictStr | None = None
     reasons: list[DisruptionReason] | None = None
+
+    @property
+    def readable_nodes(self) -> bool:
+        """Whether Karpenter can read `nodes` as a count or a percentage. It tries
+        strconv.Atoi, then a percentage (`GetIntStrFromValue`, `GetScaledValueFromIntOrPercent`
+        in `pkg/apis/v1/nodepool.go`); a count the CRD pattern `[0-9]+` accepts but that is
+        past int64 is neither, and Karpenter then fails closed (no disruption)."""
+        if atoi(self.nodes) is not None:
+            return True
+        return self.nodes.endswith("%") and atoi(self.nodes[:-1]) is not None
+
+    @property
+    def allows_no_disruption(self) -> bool:
+        """Whether this budget, while active, lets no node be disrupted: a count or percentage
+        of 0 (`0`, `00`, `0%`), or a value Karpenter cannot read (it fails closed)."""
+        if not self.readable_nodes:
+            return True
+        return atoi(self.nodes.removesuffix("%")) == 0
 
 
 def _default_budgets() -> list[Budget]:

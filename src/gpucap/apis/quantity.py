@@ -171,16 +171,19 @@ def _magnitude_nanos(digits: str, exp10: int, bits: int) -> int:
     decide whether to round up. Linear in len(digits); never raises a power of the exponent."""
     shift = exp10 + 9  # the value is digits * 2**bits * 10**shift nanos
     if shift >= 0:
-        return int(digits) * 2**bits * 10**shift
+        scale: int = 10**shift
+        return (int(digits) << bits) * scale
     m = -shift
     if m < bits:  # short: len(digits) = cut + m with m < 60
-        whole, rest = divmod(int(digits) * 2 ** (bits - m), 5**m)
+        fives: int = 5**m
+        whole, rest = divmod(int(digits) << (bits - m), fives)
         return whole + (1 if rest else 0)
     # digits * 2**bits / 10**m = (digits / 10**(m - bits)) / 5**bits: split off the last
     # m - bits digits as a fraction that can only round up.
     cut = len(digits) - (m - bits)
     head, tail = digits[: max(cut, 0)], digits[max(cut, 0) :]
-    whole, rest = divmod(int(head or "0"), 5**bits)
+    divisor: int = 5**bits
+    whole, rest = divmod(int(head or "0"), divisor)
     return whole + (1 if rest or tail.strip("0") else 0)
 
 

@@ -180,6 +180,13 @@ def _nodepool(np: NodePool) -> Found:
             yield Violation(
                 (*bp, "nodes"), f"{b.nodes!r} must be a count (e.g. '1') or a percentage 0-100%"
             )
+        elif not b.readable_nodes:
+            yield Violation(
+                (*bp, "nodes"),
+                f"{_shorten(b.nodes)} is past int64: Karpenter cannot read it and fails closed, "
+                "so this budget allows no disruption while active",
+                severity="warning",
+            )
         if (b.schedule is None) != (b.duration is None):
             yield Violation(bp, "'schedule' must be set with 'duration'")
         if b.schedule is not None:
@@ -627,11 +634,16 @@ def _nodeoverlay(o: NodeOverlay) -> Found:
         yield Violation(("spec", "weight"), f"{s.weight} is outside 1-10000")
 
 
+def _shorten(text: str) -> str:
+    return repr(text) if len(text) <= 64 else f"{text[:40]!r}... ({len(text)} characters)"
+
+
 def _float_overflow(text: str) -> str:
     # The CRD pattern bounds the form, not the digits; Karpenter parses the value with
     # lo.Must(strconv.ParseFloat(...)), which fails past a float64 (its controller panics).
-    shown = repr(text) if len(text) <= 64 else f"{text[:40]!r}... ({len(text)} characters)"
-    return f"{shown} is too large for a float64 (Karpenter's strconv.ParseFloat rejects it)"
+    return (
+        f"{_shorten(text)} is too large for a float64 (Karpenter's strconv.ParseFloat rejects it)"
+    )
 
 
 # ---- Pods and workloads -----------------------------------------------------------------------

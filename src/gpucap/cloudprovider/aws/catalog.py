@@ -1335,14 +1335,18 @@ def _parse_on_demand(e: _Entry) -> dict[str, float]:
     if not isinstance(value, dict):
         # One number: the same price in every region.
         if not _is_price(value):
-            raise e.error(field_name, f"must be {{region: price}} or a number, got {_show_number(value)}")
+            raise e.error(
+                field_name, f"must be {{region: price}} or a number, got {_show_number(value)}"
+            )
         return {"*": float(value)}
     prices: dict[str, float] = {}
     for region, price in value.items():
         if price is None:
             continue
         if not _is_price(price):
-            raise e.error(f"{field_name}.{region}", f"must be a number >= 0, got {_show_number(price)}")
+            raise e.error(
+                f"{field_name}.{region}", f"must be a number >= 0, got {_show_number(price)}"
+            )
         prices[str(region)] = float(price)
     return prices
 
