@@ -125,7 +125,8 @@ KUBE_ARCHITECTURES: Final = {"x86_64": "amd64", "arm64": "arm64"}
 AL2023_VARIANTS: Final = {"x86_64": VARIANTS, "arm64": ("standard", "nvidia")}
 _ALIAS_MAX_LENGTH: Final = 30
 _ALIAS_SYNTAX = re.compile(r"^[a-zA-Z0-9]+@.+$")
-_K8S_MINOR = re.compile(r"^(\d+)\.(\d+)$", re.ASCII)
+# ASCII digits, and few of them: int() of a 5,000-digit minor raises (an internal error).
+_K8S_MINOR = re.compile(r"^(\d{1,9})\.(\d{1,9})$", re.ASCII)
 _EKS_AMI = "/aws/service/eks/optimized-ami"
 _AL2_MAX_MINOR: Final = 32  # AL2 aliases are refused from 1.33
 _WINDOWS2025_MIN_MINOR: Final = 35
