@@ -95,6 +95,16 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         "spec.limits.cpu: '1e999999999' is larger than 9223372036854775807",
     ),
     (
+        "crd_quantity_without_digits",  # Kubernetes' parser reads "-" as 0; the CRD pattern does not
+        nodepool(limits={"cpu": "-"}),
+        "spec.limits.cpu: '-' is not a valid quantity",
+    ),
+    (
+        "overlay_capacity_without_digits",
+        _overlay(capacity={"example.com/widget": "Ki"}),
+        "spec.capacity[example.com/widget]: 'Ki' is not a valid quantity",
+    ),
+    (
         "budget_schedule_in_superscript_digits",
         _pool_budget(schedule="\u00b2 * * * *", duration="1h"),
         "spec.disruption.budgets[0].schedule: '\u00b2 * * * *': minute: '\u00b2' is not a number",
@@ -226,10 +236,15 @@ def test_a_yaml_number_that_is_not_finite_is_no_quantity(raw: str, tmp_path: Pat
 
 @pytest.mark.parametrize(
     ("cpu", "shown"),
-    [("1e-999999999", "1n"), ("0." + "0" * 5000 + "1", "1n"), ("9Ei", "9223372036854775807")],
-    ids=["huge_negative_exponent", "long_fraction", "binary_capped"],
+    [
+        ("1e-999999999", "1n"),
+        ("0." + "0" * 5000 + "1", "1n"),
+        ("9Ei", "9223372036854775807"),
+        ("-", "0"),
+    ],
+    ids=["huge_negative_exponent", "long_fraction", "binary_capped", "no_digits_is_zero"],
 )
-def test_a_quantity_kubernetes_accepts_is_accepted_with_its_value(
+def test_a_pod_quantity_kubernetes_accepts_is_accepted_with_its_value(
     cpu: str, shown: str, tmp_path: Path
 ) -> None:
     f = tmp_path / "pod.yaml"

@@ -17,10 +17,11 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StrictInt, StrictStr
 
-from gpucap.apis.core import ResourceList, Taint
+from gpucap.apis.core import Taint
 from gpucap.apis.duration import parse_karpenter_duration
 from gpucap.apis.goparse import atoi
 from gpucap.apis.meta import KarpenterModel, KubeModel, ObjectMeta
+from gpucap.apis.quantity import CRDResourceList
 
 __all__ = [
     "Budget",
@@ -142,7 +143,7 @@ class Disruption(KarpenterModel):
 class NodePoolSpec(KarpenterModel):
     template: NodeClaimTemplate
     disruption: Disruption = Field(default_factory=Disruption)
-    limits: ResourceList | None = None
+    limits: CRDResourceList | None = None
     weight: StrictInt | None = None
     replicas: StrictInt | None = None
 
@@ -165,7 +166,7 @@ class NodePool(KarpenterModel):
 
 
 class NodeClaimResources(KarpenterModel):
-    requests: ResourceList = Field(default_factory=dict)
+    requests: CRDResourceList = Field(default_factory=dict)
 
 
 class NodeClaimSpec(KarpenterModel):
@@ -190,8 +191,8 @@ class NodeClaimStatus(KubeModel):
     node_name: str | None = None
     provider_id: str | None = Field(default=None, alias="providerID")
     image_id: str | None = Field(default=None, alias="imageID")
-    capacity: ResourceList = Field(default_factory=dict)
-    allocatable: ResourceList = Field(default_factory=dict)
+    capacity: CRDResourceList = Field(default_factory=dict)
+    allocatable: CRDResourceList = Field(default_factory=dict)
     conditions: list[NodeClaimCondition] = Field(default_factory=list)
     last_pod_event_time: str | None = None
 

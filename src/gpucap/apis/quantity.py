@@ -20,13 +20,17 @@ import math
 import re
 from collections.abc import Mapping
 from functools import total_ordering
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import GetCoreSchemaHandler
+from pydantic import BeforeValidator, GetCoreSchemaHandler
 from pydantic_core import PydanticCustomError, core_schema
 
 __all__ = [
+    "CRD_QUANTITY_PATTERN",
+    "MAX_UNITS",
     "MILLI_RESOURCES",
+    "CRDQuantity",
+    "CRDResourceList",
     "Quantity",
     "QuantityError",
     "base_units",
@@ -342,3 +346,27 @@ def base_units(resources: Mapping[str, Quantity]) -> dict[str, int]:
 def format_base_units(resources: Mapping[str, int]) -> dict[str, str]:
     """A base-unit resource list as canonical quantity strings, sorted by name (for output)."""
     return {name: format_resource_value(name, resources[name]) for name in sorted(resources)}
+
+
+# controller-gen's pattern for a `resource.Quantity` field of a CRD (Karpenter's NodePool
+# `limits`, NodeClaim `resources.requests` and `status`, NodeOverlay `capacity`; aws
+# `hack/validation/kubelet.sh` adds it to the EC2NodeClass reserved maps). The API server checks
+# it on a string before Karpenter parses it; unlike the parser it wants digits, so `-`, `.` and
+# `Ki`, which Kubernetes' parser reads as 0, are rejected in these fields. Use with `fullmatch`.
+CRD_QUANTITY_PATTERN = re.compile(
+    r"(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
+    r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?"
+)
+
+
+def _crd_pattern(value: Any) -> Any:
+    if isinstance(value, str) and not CRD_QUANTITY_PATTERN.fullmatch(value):
+        raise PydanticCustomError(
+            "quantity", "{msg}", {"msg": f"{_show(value)} is not a valid quantity"}
+        )
+    return value
+
+
+# A quantity in a Karpenter CRD: the CRD's pattern, then Kubernetes' parser.
+CRDQuantity = Annotated[Quantity, BeforeValidator(_crd_pattern)]
+CRDResourceList = dict[str, CRDQuantity]

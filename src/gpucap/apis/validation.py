@@ -52,7 +52,7 @@ from gpucap.apis.nodepool import (
     NodePool,
     NodeSelectorRequirementWithMinValues,
 )
-from gpucap.apis.quantity import Quantity
+from gpucap.apis.quantity import CRD_QUANTITY_PATTERN, Quantity
 from gpucap.apis.scenario import Scenario
 from gpucap.apis.workloads import DaemonSet, Deployment, Job, ReplicaSet, StatefulSet
 
@@ -563,6 +563,8 @@ def _kubelet(k: Any, base: Path) -> Found:
                     f"valid keys for {field} are ['cpu','memory','ephemeral-storage','pid']",
                 )
             try:
+                if isinstance(value, str) and not CRD_QUANTITY_PATTERN.fullmatch(value):
+                    raise ValueError(value)  # the pattern kubelet.sh adds to the CRD
                 q = Quantity.parse(value)
             except ValueError:
                 yield Violation((*base, field, key), f"{value!r} is not a valid quantity")
