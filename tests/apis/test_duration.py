@@ -280,3 +280,11 @@ def test_whole_go_durations_are_exact_within_int64_and_errors_beyond(
     else:
         with pytest.raises(DurationError):
             parse_go_duration_ns(text)
+
+
+@pytest.mark.parametrize("text", [" 5m", "5m ", "5m\n", "\t1h"])
+def test_a_go_duration_is_not_trimmed(text: str) -> None:
+    # Go's ParseDuration reads the text as given; Karpenter ignores a do-not-disrupt annotation
+    # of " 5m" (time.ParseDuration fails) and so does gpucap.
+    with pytest.raises(DurationError):
+        parse_go_duration_ns(text)

@@ -75,7 +75,7 @@ def parse_go_duration_ns(text: str) -> int:
     """Nanoseconds of a Go duration, exactly as Go's `time.ParseDuration` computes them: ASCII
     digits, units ns/us/µs/μs/ms/s/m/h, fractions through a float64, and an error (not a wrap)
     beyond int64 nanoseconds. Linear in the length of the text; no number grows past 2**63."""
-    s = text.strip()
+    s = text  # Go does not trim: " 5m" is no duration
     negative = False
     if s[:1] in ("+", "-"):
         negative = s[0] == "-"
