@@ -105,6 +105,12 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         "spec.capacity[example.com/widget]: 'Ki' is not a valid quantity",
     ),
     (
+        "static_nodepool_of_two_billion_nodes",
+        edit(nodepool(limits=None), "spec.replicas", 2**31),
+        "spec.replicas: 2147483648 nodes is more than gpucap models for one NodePool (at most "
+        "100000",
+    ),
+    (
         "budget_schedule_in_superscript_digits",
         _pool_budget(schedule="\u00b2 * * * *", duration="1h"),
         "spec.disruption.budgets[0].schedule: '\u00b2 * * * *': minute: '\u00b2' is not a number",
@@ -265,3 +271,14 @@ def test_a_budget_count_past_int64_is_a_warning_that_karpenter_fails_closed(
         f"spec.disruption.budgets[0].nodes: '{_BIG_INT}' is past int64: Karpenter cannot read it "
         "and fails closed, so this budget allows no disruption while active"
     ) in result.stderr
+
+
+def test_a_static_nodepool_whose_node_limit_is_small_is_valid_whatever_its_replicas(
+    tmp_path: Path,
+) -> None:
+    # Karpenter creates at most limits.nodes NodeClaims; gpucap bounds that number, not replicas.
+    doc = edit(nodepool(limits={"nodes": "3"}), "spec.replicas", 2**31)
+    f = tmp_path / "test.yaml"
+    f.write_text(to_yaml(doc))
+    result = runner.invoke(app, ["validate", str(f)])
+    assert result.exit_code == 0, result.stderr

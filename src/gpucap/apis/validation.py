@@ -56,7 +56,11 @@ from gpucap.apis.quantity import CRD_QUANTITY_PATTERN, Quantity
 from gpucap.apis.scenario import Scenario
 from gpucap.apis.workloads import DaemonSet, Deployment, Job, ReplicaSet, StatefulSet
 
-__all__ = ["Violation", "validate_object"]
+__all__ = ["MAX_STATIC_NODES", "Violation", "validate_object"]
+
+# The most NodeClaims gpucap creates for one static NodePool: EKS's largest supported cluster
+# (100,000 nodes). About 30 s of `plan`; a replicas count beyond it is an error, not a hang.
+MAX_STATIC_NODES = 100_000
 
 Path = tuple[str | int, ...]
 
@@ -222,6 +226,16 @@ def _nodepool(np: NodePool) -> Found:
             )
         if spec.weight is not None:
             yield Violation(("spec", "weight"), "'weight' is not supported on static NodePools")
+        # The CRD bounds replicas at int64 only; gpucap creates each NodeClaim, so 2^31 of them
+        # would never finish. limits.nodes caps what Karpenter creates.
+        limit = (spec.limits or {}).get("nodes")
+        nodes = spec.replicas if limit is None else min(spec.replicas, limit.value())
+        if nodes > MAX_STATIC_NODES:
+            yield Violation(
+                ("spec", "replicas"),
+                f"{spec.replicas} nodes is more than gpucap models for one NodePool (at most "
+                f"{MAX_STATIC_NODES}, the largest EKS cluster; limits.nodes lowers it)",
+            )
 
 
 def _nodeclaim(nc: NodeClaim) -> Found:
