@@ -282,3 +282,14 @@ def test_a_static_nodepool_whose_node_limit_is_small_is_valid_whatever_its_repli
     f.write_text(to_yaml(doc))
     result = runner.invoke(app, ["validate", str(f)])
     assert result.exit_code == 0, result.stderr
+
+
+@pytest.mark.parametrize(
+    "version", ["1.\u0663\u0663", "1." + "9" * 5000], ids=["arabic_indic", "5000_digits"]
+)
+def test_a_kubernetes_version_go_would_not_read_is_one_error_line(version: str) -> None:
+    result = runner.invoke(app, ["ami", "list", "--offline", "--kubernetes-version", version])
+    assert result.exit_code == 2
+    assert "expected major.minor, e.g. 1.36" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert len(result.stderr) < 300

@@ -626,7 +626,10 @@ def _parse_time(value: object, image_id: str, what: str) -> dt.datetime | None:
 def _k8s(version: str) -> str:
     match = _K8S_MINOR.match(version.strip())
     if match is None:
-        raise ValueError(f"Kubernetes version {version!r}: expected major.minor, e.g. 1.36")
+        shown = (
+            repr(version) if len(version) <= 64 else f"{version[:40]!r}... ({len(version)} chars)"
+        )
+        raise ValueError(f"Kubernetes version {shown}: expected major.minor, e.g. 1.36")
     return f"{int(match.group(1))}.{int(match.group(2))}"
 
 
