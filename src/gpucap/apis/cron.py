@@ -129,7 +129,7 @@ def _parse_field(
 
 
 def _show(text: str) -> str:
-    return repr(text) if len(text) <= 64 else f"{text[:40]!r}... ({len(text)} characters)"
+    return repr(text) if len(text) <= 200 else f"{text[:100]!r}... ({len(text)} characters)"
 
 
 def _value(text: str, name: str, lo: int, hi: int, names: dict[str, int]) -> int:

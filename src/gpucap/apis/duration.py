@@ -61,7 +61,7 @@ class DurationError(ValueError):
 
 
 def _show(text: str) -> str:
-    return repr(text) if len(text) <= 64 else f"{text[:40]!r}... ({len(text)} characters)"
+    return repr(text) if len(text) <= 200 else f"{text[:100]!r}... ({len(text)} characters)"
 
 
 def _out_of_range(text: str) -> DurationError:

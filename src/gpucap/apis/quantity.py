@@ -88,7 +88,7 @@ _TOO_LARGE = f"larger than {MAX_UNITS} (2^63-1, the int64 range of Kubernetes' q
 
 def _show(text: str) -> str:
     """The input for an error message, shortened: a hostile value may be megabytes long."""
-    return repr(text) if len(text) <= 64 else f"{text[:40]!r}... ({len(text)} characters)"
+    return repr(text) if len(text) <= 200 else f"{text[:100]!r}... ({len(text)} characters)"
 
 
 def _show_int(n: int) -> str:

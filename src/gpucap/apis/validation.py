@@ -679,7 +679,7 @@ def _schedule_shape(text: str) -> bool:
 
 
 def _shorten(text: str) -> str:
-    return repr(text) if len(text) <= 64 else f"{text[:40]!r}... ({len(text)} characters)"
+    return repr(text) if len(text) <= 200 else f"{text[:100]!r}... ({len(text)} characters)"
 
 
 def _float_overflow(text: str) -> str:

@@ -543,7 +543,7 @@ def _minor_key(version: str) -> tuple[int, int]:
     match = _K8S_MINOR.match(version)
     if match is None:
         shown = (
-            repr(version) if len(version) <= 64 else f"{version[:40]!r}... ({len(version)} chars)"
+            repr(version) if len(version) <= 200 else f"{version[:100]!r}... ({len(version)} chars)"
         )
         raise ValueError(f"Kubernetes version {shown}: expected major.minor, e.g. 1.36")
     return int(match.group(1)), int(match.group(2))
