@@ -315,3 +315,42 @@ def test_last_hit_is_the_latest_matching_minute_in_the_window(
         m -= dt.timedelta(minutes=1)
     expected = next((c for c in candidates if schedule.matches(c)), None)
     assert schedule.last_hit_at_or_before(now, horizon) == expected
+
+
+# ----- numbers as Go reads them (issue 9) -------------------------------------------------------
+# robfig/cron reads every number with strconv.Atoi (parser.go mustParseInt): ASCII digits, an
+# optional sign, within int64, then rejects negatives. Python's str.isdigit took `²` (which int()
+# then refused: an internal error).
+
+
+@pytest.mark.parametrize(
+    "schedule",
+    [
+        "\u00b2 * * * *",  # superscript two
+        "\u0663 * * * *",  # Arabic-Indic three
+        "0 \uff15 * * *",  # fullwidth five
+        "*/\u00b2 * * * *",
+        "0 0 * * \u0663",
+        "1" * 5000 + " * * * *",
+        "99999999999999999999 * * * *",
+        "-5 * * * *",
+    ],
+    ids=[
+        "superscript",
+        "arabic_indic",
+        "fullwidth",
+        "step",
+        "weekday",
+        "5000_digits",
+        "int64",
+        "neg",
+    ],
+)
+def test_a_cron_number_go_cannot_read_is_a_cron_error(schedule: str) -> None:
+    with pytest.raises(CronError):
+        parse_cron(schedule)
+
+
+def test_a_cron_number_may_carry_a_plus_sign_as_atoi_allows() -> None:
+    assert parse_cron("+5 * * * *").minutes == frozenset({5})
+    assert parse_cron("*/+20 * * * *").minutes == frozenset({0, 20, 40})

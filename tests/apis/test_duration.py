@@ -15,6 +15,7 @@ from gpucap.apis.duration import (
     DurationError,
     format_seconds,
     parse_go_duration,
+    parse_go_duration_ns,
     parse_karpenter_duration,
 )
 
@@ -176,18 +177,114 @@ def test_format_seconds_is_compact(seconds: float, text: str) -> None:
     assert format_seconds(seconds) == text
 
 
-@given(st.integers(min_value=0, max_value=10**12))
+# The whole seconds a Go duration (int64 nanoseconds) holds.
+GO_SECONDS = 9_223_372_036
+
+
+@given(st.integers(min_value=0, max_value=GO_SECONDS))
 @example(0)
 @example(59)
 @example(3600)
+@example(GO_SECONDS)
 def test_formatted_whole_seconds_parse_back(seconds: int) -> None:
     assert parse_go_duration(format_seconds(seconds)) == seconds
 
 
-@given(st.integers(min_value=-(10**12), max_value=10**12))
+@given(st.integers(min_value=-GO_SECONDS, max_value=GO_SECONDS))
 def test_formatted_whole_seconds_parse_back_with_their_sign(seconds: int) -> None:
     assert parse_go_duration(format_seconds(seconds)) == seconds
 
 
 def test_formatted_fractional_seconds_are_exact_go_durations() -> None:
     assert parse_go_duration(format_seconds(1_234_567.5)) == 1_234_567.5
+
+
+# ----- Go's int64 range (issue 9) ---------------------------------------------------------------
+# Go's time.ParseDuration (src/time/format.go @ 08d24035) accumulates unsigned nanoseconds and
+# fails once they pass 2^63 (2^63 - 1 for a positive duration); it never wraps.
+GO_MAX_NS = 2**63 - 1
+
+
+@pytest.mark.parametrize(
+    ("text", "go_ns"),
+    [
+        ("2562047h47m16.854775807s", GO_MAX_NS),
+        ("9223372036854775807ns", GO_MAX_NS),
+        ("-9223372036854775808ns", -(2**63)),  # one more nanosecond on the negative side
+        ("-2562047h47m16.854775808s", -(2**63)),
+        ("2562047h", 2562047 * 3600 * 10**9),
+        ("1." + "1" * 5000 + "s", 1_111_111_111),  # fraction digits past int64 add no precision
+        ("0.1s", 100_000_000),
+        ("1.5h", 5400 * 10**9),
+        ("1h0.5m", 3630 * 10**9),
+    ],
+)
+def test_go_duration_nanoseconds_are_go_s(text: str, go_ns: int) -> None:
+    assert parse_go_duration_ns(text) == go_ns
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2562047h47m16.854775808s",
+        "9223372036854775808ns",
+        "-9223372036854775809ns",
+        "2562048h",
+        "1" + "0" * 39 + "s",  # the Scenario duration of 10^39 seconds
+        "1" * 100_000 + "h",
+        "2562047h2562047h",  # each term fits; the sum does not
+        "9223372036854775807ns1ns",
+    ],
+    ids=lambda t: t if len(t) < 30 else f"{t[:12]}...({len(t)})",
+)
+def test_a_go_duration_past_int64_nanoseconds_is_an_error_not_a_wrap(text: str) -> None:
+    with pytest.raises(DurationError, match="out of range: a Go duration is at most"):
+        parse_go_duration_ns(text)
+
+
+@pytest.mark.parametrize("text", ["\u0665m", "\uff15m", "\u00b2s", "1\u0660s"])
+def test_a_go_duration_in_non_ascii_digits_is_rejected(text: str) -> None:
+    with pytest.raises(DurationError):
+        parse_go_duration_ns(text)
+
+
+@pytest.mark.parametrize("text", ["2562048h", "99999999999999999999s", "153722867281m"])
+def test_a_karpenter_duration_past_go_range_is_rejected(text: str) -> None:
+    assert NILLABLE_DURATION_PATTERN.fullmatch(text)  # the CRD pattern takes it
+    with pytest.raises(DurationError, match="out of range"):
+        parse_karpenter_duration(text)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 10**21),
+            st.sampled_from(["ns", "us", "ms", "s", "m", "h"]),
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    st.booleans(),
+)
+def test_whole_go_durations_are_exact_within_int64_and_errors_beyond(
+    terms: list[tuple[int, str]], negative: bool
+) -> None:
+    unit = {"ns": 1, "us": 10**3, "ms": 10**6, "s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9}
+    text = ("-" if negative else "") + "".join(f"{n}{u}" for n, u in terms)
+    total = sum(n * unit[u] for n, u in terms)
+    # Go fails as soon as a term or a running sum passes 2^63, so "fits at the end" is enough
+    # only when every partial sum fits too; with non-negative terms the last sum is the largest.
+    limit = 2**63 if negative else 2**63 - 1
+    if total <= limit:
+        assert parse_go_duration_ns(text) == (-total if negative else total)
+    else:
+        with pytest.raises(DurationError):
+            parse_go_duration_ns(text)
+
+
+@pytest.mark.parametrize("text", [" 5m", "5m ", "5m\n", "\t1h"])
+def test_a_go_duration_is_not_trimmed(text: str) -> None:
+    # Go's ParseDuration reads the text as given; Karpenter ignores a do-not-disrupt annotation
+    # of " 5m" (time.ParseDuration fails) and so does gpucap.
+    with pytest.raises(DurationError):
+        parse_go_duration_ns(text)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from fractions import Fraction
 from typing import Any
 
@@ -11,7 +12,9 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from gpucap.apis import quantity as quantity_module
 from gpucap.apis.quantity import (
+    MAX_UNITS,
     MILLI_RESOURCES,
     Quantity,
     QuantityError,
@@ -24,11 +27,18 @@ from gpucap.apis.quantity import (
 NANO = 10**9
 KI = 1024
 
+MAX_NANOS = MAX_UNITS * NANO
+
 # Any integer count of nanos, weighted towards the edges (zero, tiny, int64 and far beyond).
 nanos = st.one_of(
     st.integers(),
     st.integers(min_value=-(10**40), max_value=10**40),
     st.sampled_from([0, 1, -1, NANO, -NANO, 2**63 - 1, -(2**63), 2**70 * NANO, 10**30 + 1]),
+)
+# The nanos a manifest can write: at most 2^63-1 whole units either way.
+in_range_nanos = st.one_of(
+    st.integers(min_value=-MAX_NANOS, max_value=MAX_NANOS),
+    st.sampled_from([0, 1, -1, NANO, -NANO, MAX_NANOS, -MAX_NANOS, MAX_NANOS - 1, 2**63 - 1]),
 )
 
 
@@ -66,7 +76,7 @@ nanos = st.one_of(
         (-3, -3 * NANO),
         (0.5, 500 * 10**6),
         (2.5e-3, 25 * 10**5),
-        (1e20, 10**20 * NANO),
+        (1e18, 10**18 * NANO),
         (1e-10, 1),
         (-0.0, 0),
     ],
@@ -104,14 +114,12 @@ def test_decimal_suffixes_are_powers_of_ten(suffix: str, exponent: int) -> None:
     "bad",
     [
         "abc",
-        ".",
         "1.5.5",
-        "Gi",
+        "Pi",  # no digits, and too wide for Kubernetes' fast path (see the digitless table)
         "1 Gi",
         "1KiB",
         "",
-        "+",
-        "-",
+        "   ",
         "1e",  # an exponent needs digits; lower-case e is no suffix
         "1K",  # kilo is lower-case k
         "1e3Gi",
@@ -138,7 +146,7 @@ def test_quantity_error_is_a_value_error_naming_the_input() -> None:
         Quantity.parse("1KiB")
 
 
-@given(st.integers(min_value=-(10**30), max_value=10**30))
+@given(st.integers(min_value=-MAX_UNITS, max_value=MAX_UNITS))
 def test_parsing_an_int_is_from_value(n: int) -> None:
     assert Quantity.parse(n) == Quantity.from_value(n)
 
@@ -231,16 +239,16 @@ def test_str_is_the_shortest_canonical_form(text: str, canonical: str) -> None:
     assert repr(Quantity.parse(text)) == f"Quantity({canonical!r})"
 
 
-@given(nanos)
+@given(in_range_nanos)
 @example(0)
 @example(-1)
-@example(2**70 * NANO)
+@example(MAX_NANOS)
 def test_str_parses_back_to_the_same_quantity(n: int) -> None:
     q = Quantity(n)
     assert Quantity.parse(str(q)) == q
 
 
-@given(nanos)
+@given(in_range_nanos)
 def test_str_is_a_fixed_point_of_parse(n: int) -> None:
     text = str(Quantity(n))
     assert str(Quantity.parse(text)) == text
@@ -249,7 +257,7 @@ def test_str_is_a_fixed_point_of_parse(n: int) -> None:
 # ----- value semantics ------------------------------------------------------------------------
 
 
-@given(nanos, nanos)
+@given(in_range_nanos, in_range_nanos)
 def test_order_follows_the_nanos_and_survives_formatting(a: int, b: int) -> None:
     qa, qb = Quantity(a), Quantity(b)
     assert (qa < qb) == (a < b)
@@ -271,7 +279,7 @@ def test_strictly_smaller_ints_give_strictly_smaller_quantities(a: int, b: int) 
     assert not Quantity(hi) < Quantity(lo)
 
 
-@given(nanos)
+@given(in_range_nanos)
 def test_equal_quantities_hash_equal(n: int) -> None:
     assert hash(Quantity(n)) == hash(Quantity.parse(str(Quantity(n))))
 
@@ -338,7 +346,10 @@ def test_format_resource_value_is_canonical(resource: str, value: int, text: str
     assert format_resource_value(resource, value) == text
 
 
-@given(st.sampled_from(["cpu", "memory", "nvidia.com/gpu", "pods"]), st.integers())
+@given(
+    st.sampled_from(["cpu", "memory", "nvidia.com/gpu", "pods"]),
+    st.integers(min_value=-MAX_UNITS, max_value=MAX_UNITS),
+)
 def test_resource_values_round_trip_through_text(resource: str, value: int) -> None:
     text = format_resource_value(resource, value)
     assert parse_resource_value(resource, text) == value
@@ -394,3 +405,260 @@ def test_pydantic_field_reports_invalid_quantities(raw: Any) -> None:
         _Limits.model_validate({"amount": raw})
     assert info.value.errors()[0]["type"] == "quantity"
     assert info.value.errors()[0]["loc"] == ("amount",)
+
+
+# ----- Kubernetes' grammar at its edges, and gpucap's bounds ------------------------------------
+# Each row is Kubernetes' own answer (apimachinery pkg/api/resource quantity.go, suffix.go and
+# quantity_test.go @ eed236ce): the value it parses to, in nanos, or None where it rejects.
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 30 else f"{text[:20]}...({len(text)})"
+
+
+KUBERNETES_ANSWERS: list[tuple[str, int | None]] = [
+    # "Things written by trolls" and other accepted spellings in quantity_test.go
+    (".001", 10**6),
+    ("1.", NANO),
+    ("1.G", 10**9 * NANO),
+    ("0.000000000001Ki", 2),  # rounds up to 1n first, then 1.024n rounds up to 2n
+    ("100.035Ki", 102_435_840 * 10**6),
+    ("3.001n", 4),
+    ("1.1E-9", 2),
+    ("0.00000012345", 124),
+    ("1E-3", 10**6),
+    ("1.3E+6", 1_300_000 * NANO),
+    ("9E", 9 * 10**18 * NANO),  # E alone is exa
+    ("9Ei", MAX_NANOS),  # binary values are capped at 2^63-1, silently
+    ("9223372036854775807Ki", MAX_NANOS),
+    ("-9Ei", -MAX_NANOS),
+    ("8Ei", MAX_NANOS),  # 2^63 itself is one past the cap
+    ("7Ei", 7 * 2**60 * NANO),
+    # the invalid list of quantity_test.go
+    ("1.1.M", None),
+    ("1+1.0M", None),
+    ("0.1mi", None),
+    ("0.1am", None),
+    ("aoeu", None),
+    (".5i", None),
+    ("1i", None),
+    ("-3.01i", None),
+    ("-3.01e-", None),
+    # exponents: Go's ParseInt reads them, so a sign and leading zeros are fine
+    ("1e+0003", 1000 * NANO),
+    ("1e-0009", 1),
+    ("1e", None),
+    ("1e+", None),
+    ("1ee3", None),
+    ("1e3.5", None),  # the CRD pattern allows a fractional exponent; the parser does not
+    # below a nano: Kubernetes rounds any non-zero value up to 1n, whatever the exponent
+    ("1e-999999999", 1),
+    ("-1e-999999999", -1),
+    ("1e-2147483648", 1),
+    ("0e-2147483648", 0),
+    ("0." + "0" * 5000 + "1", 1),
+    ("1." + "0" * 5000 + "1", NANO + 1),
+    # Unicode digits are not digits to Go
+    ("\u00b2", None),
+    ("\u0663", None),  # ARABIC-INDIC DIGIT THREE
+    ("\uff15", None),  # FULLWIDTH DIGIT FIVE
+    ("1\u0663", None),
+]
+
+
+@pytest.mark.parametrize(("text", "kubernetes"), KUBERNETES_ANSWERS, ids=_short)
+def test_quantity_grammar_edges_give_kubernetes_answer(text: str, kubernetes: int | None) -> None:
+    if kubernetes is None:
+        with pytest.raises(QuantityError):
+            Quantity.parse(text)
+    else:
+        assert Quantity.parse(text).nanos == kubernetes
+
+
+# Kubernetes' parser reads a quantity without a single digit as 0 on its int64 fast path
+# (scale >= -9, binary suffixes up to Ti), and rejects it on its inf.Dec path ("no digits").
+@pytest.mark.parametrize(
+    ("text", "kubernetes"),
+    [
+        (".", 0),
+        ("-", 0),
+        ("+", 0),
+        ("-.", 0),
+        ("m", 0),
+        ("n", 0),
+        ("E", 0),
+        ("e5", 0),
+        ("e-9", 0),
+        ("Ki", 0),
+        ("Gi", 0),
+        ("Ti", 0),
+        ("e-10", None),
+        ("Pi", None),
+        ("Ei", None),
+    ],
+)
+def test_a_quantity_without_digits_is_zero_where_kubernetes_fast_path_takes_it(
+    text: str, kubernetes: int | None
+) -> None:
+    if kubernetes is None:
+        with pytest.raises(QuantityError, match="no digits"):
+            Quantity.parse(text)
+    else:
+        assert Quantity.parse(text).nanos == kubernetes
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "9223372036854775808",
+        "-9223372036854775808",
+        "1e19",
+        "9.3E",
+        "1e999999999",
+        "1e5000",
+        "1e2147483647",
+        "10000000000P",
+        "1" + "0" * 5000,
+    ],
+)
+def test_a_decimal_quantity_beyond_int64_units_is_rejected_naming_the_limit(text: str) -> None:
+    with pytest.raises(QuantityError, match="larger than 9223372036854775807"):
+        Quantity.parse(text)
+
+
+@pytest.mark.parametrize("text", ["1e2147483648", "1e-2147483649", "1e4294967296", "1e" + "9" * 30])
+def test_an_exponent_outside_int32_is_rejected_not_truncated(text: str) -> None:
+    # Kubernetes before PR #141203 narrowed it to int32 (1e4294967296 read as 1).
+    with pytest.raises(QuantityError, match="exponent is outside"):
+        Quantity.parse(text)
+
+
+@pytest.mark.parametrize(
+    "number", [2**63, -(2**63), 10**30, 10**5000], ids=["2^63", "-2^63", "10^30", "10^5000"]
+)
+def test_an_integer_beyond_int64_units_is_rejected(number: int) -> None:
+    with pytest.raises(QuantityError, match="larger than"):
+        Quantity.parse(number)
+
+
+def test_the_largest_int64_is_accepted_as_a_number_and_as_text() -> None:
+    assert Quantity.parse(MAX_UNITS) == Quantity.parse(str(MAX_UNITS)) == Quantity(MAX_NANOS)
+
+
+def test_an_error_message_shortens_a_huge_input() -> None:
+    with pytest.raises(QuantityError) as info:
+        Quantity.parse("1" * 100_000)
+    assert len(str(info.value)) < 300
+    assert "100000 characters" in str(info.value)
+
+
+# A quantity text the hypothesis laws draw: Kubernetes' grammar with any suffix, exponents
+# from tame to far beyond int32, mantissas long or empty.
+_suffixes = st.one_of(
+    st.sampled_from(["", "n", "u", "m", "k", "M", "G", "T", "P", "E"]),
+    st.sampled_from(["Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]),
+    st.builds(
+        lambda e, exp: f"{e}{exp}",
+        st.sampled_from(["e", "E", "e+", "e-", "E-"]),
+        st.one_of(
+            st.integers(0, 40),
+            st.integers(0, 2**31 + 10),
+            st.integers(0, 10**25),
+        ),
+    ),
+)
+_quantity_texts = st.builds(
+    lambda sign, whole, frac, suffix: f"{sign}{whole}{frac}{suffix}",
+    st.sampled_from(["", "+", "-"]),
+    st.text("0123456789", max_size=30),
+    st.one_of(st.just(""), st.builds(lambda f: "." + f, st.text("0123456789", max_size=30))),
+    _suffixes,
+)
+
+
+@given(_quantity_texts)
+@example("1e999999999")
+@example("1e-999999999")
+@example("123456789012345678901234567890e-2147483648")
+@example("0.5e2147483647Ei")
+def test_parse_never_computes_beyond_the_order_of_magnitude_it_checked(text: str) -> None:
+    # The law behind "bounded": the only arithmetic on a parsed value is `_magnitude_nanos`, and
+    # the parser calls it only after placing the value within a few dozen orders of magnitude
+    # of a unit, so its integers stay short whatever exponent the text writes.
+    calls: list[tuple[str, int, int]] = []
+    real = quantity_module._magnitude_nanos
+
+    def spy(digits: str, exp10: int, bits: int) -> int:
+        calls.append((digits, exp10, bits))
+        return real(digits, exp10, bits)
+
+    quantity_module._magnitude_nanos = spy
+    try:
+        Quantity.parse(text)
+    except QuantityError:
+        pass
+    finally:
+        quantity_module._magnitude_nanos = real
+    for digits, exp10, bits in calls:
+        assert -40 <= len(digits) + exp10 <= 25
+        assert len(digits) <= len(text)
+        assert bits <= 60
+
+
+def _kubernetes_nanos(text: str) -> int | None:
+    """An independent reading of Kubernetes' rules with exact fractions, for tame exponents."""
+    if not text:
+        return None  # ErrFormatWrong
+    m = re.fullmatch(r"([+-]?)([0-9]*)(?:\.([0-9]*))?(.*)", text)
+    assert m is not None
+    sign, whole, frac, suffix = m.group(1), m.group(2), m.group(3) or "", m.group(4)
+    decimal = {"": 0, "n": -9, "u": -6, "m": -3, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+    binary = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+    if suffix in decimal:
+        factor, exp10, bits = Fraction(10) ** decimal[suffix], decimal[suffix], 0
+    elif suffix in binary:
+        factor, exp10, bits = Fraction(2) ** binary[suffix], 0, binary[suffix]
+    else:
+        exp10 = int(suffix[1:])
+        if not -(2**31) <= exp10 < 2**31:
+            return None
+        factor, bits = Fraction(10) ** exp10, 0
+    if not whole and not frac:
+        fast = bits <= 40 if bits else exp10 >= -9
+        return 0 if fast else None
+    value = Fraction(int(whole + frac or "0"), 10 ** len(frac)) * factor
+    nanos = math.ceil(value * NANO)
+    if nanos > MAX_NANOS:
+        if not bits:
+            return None
+        nanos = MAX_NANOS
+    return -nanos if sign == "-" else nanos
+
+
+@given(
+    st.builds(
+        lambda sign, whole, frac, suffix: f"{sign}{whole}{frac}{suffix}",
+        st.sampled_from(["", "+", "-"]),
+        st.text("0123456789", max_size=22),
+        st.one_of(st.just(""), st.builds(lambda f: "." + f, st.text("0123456789", max_size=22))),
+        st.one_of(
+            st.sampled_from(["", "n", "u", "m", "k", "M", "G", "T", "P", "E"]),
+            st.sampled_from(["Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]),
+            st.builds(lambda e, x: f"{e}{x}", st.sampled_from(["e", "E"]), st.integers(-60, 40)),
+        ),
+    )
+)
+@example("0.5Mi")
+@example("9Ei")
+@example("9223372036854775807.0000000001")
+def test_parse_agrees_with_an_exact_fraction_reading_of_kubernetes_rules(text: str) -> None:
+    expected = _kubernetes_nanos(text)
+    if expected is None:
+        with pytest.raises(QuantityError):
+            Quantity.parse(text)
+    else:
+        assert Quantity.parse(text).nanos == expected
+
+
+@given(in_range_nanos)
+def test_every_in_range_value_round_trips_through_its_text(n: int) -> None:
+    assert Quantity.parse(str(Quantity(n))).nanos == n

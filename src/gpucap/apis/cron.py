@@ -13,6 +13,8 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
+from gpucap.apis.goparse import atoi
+
 __all__ = ["CronError", "CronSchedule", "parse_cron"]
 
 _DESCRIPTORS = {
@@ -109,9 +111,10 @@ def _parse_field(
         rng, slash, step_text = part.partition("/")
         step = 1
         if slash:
-            if not step_text.isdigit() or int(step_text) == 0:
-                raise CronError(f"{name}: bad step {step_text!r}")
-            step = int(step_text)
+            parsed = atoi(step_text)
+            if parsed is None or parsed <= 0:
+                raise CronError(f"{name}: bad step {_show(step_text)}")
+            step = parsed
         if rng in ("*", "?"):
             star = star or step <= 1
             start, end = lo, hi
@@ -125,12 +128,20 @@ def _parse_field(
     return frozenset(values), star
 
 
+def _show(text: str) -> str:
+    return repr(text) if len(text) <= 200 else f"{text[:100]!r}... ({len(text)} characters)"
+
+
 def _value(text: str, name: str, lo: int, hi: int, names: dict[str, int]) -> int:
     if text.lower() in names:
         return names[text.lower()]
-    if not text.isdigit():
-        raise CronError(f"{name}: {text!r} is not a number")
-    v = int(text)
+    # robfig/cron reads numbers with Go's strconv.Atoi: ASCII digits (`str.isdigit` would take
+    # `²` or Arabic-Indic digits and `int()` then fails), an optional sign, within int64.
+    v = atoi(text)
+    if v is None:
+        raise CronError(f"{name}: {_show(text)} is not a number")
+    if v < 0:
+        raise CronError(f"{name}: negative number {v} not allowed")
     if not lo <= v <= hi:
         raise CronError(f"{name}: {v} is outside {lo}-{hi}")
     return v

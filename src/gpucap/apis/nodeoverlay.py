@@ -12,9 +12,9 @@ from typing import Literal
 
 from pydantic import Field, StrictInt, StrictStr
 
-from gpucap.apis.core import ResourceList
 from gpucap.apis.meta import KarpenterModel, ObjectMeta
 from gpucap.apis.nodepool import NodeSelectorRequirementWithMinValues
+from gpucap.apis.quantity import CRDResourceList
 
 __all__ = ["NodeOverlay"]
 
@@ -23,7 +23,7 @@ class NodeOverlaySpec(KarpenterModel):
     requirements: list[NodeSelectorRequirementWithMinValues]
     price: StrictStr | None = None
     price_adjustment: StrictStr | None = None
-    capacity: ResourceList | None = None
+    capacity: CRDResourceList | None = None
     weight: StrictInt | None = None
 
 

@@ -17,9 +17,11 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StrictInt, StrictStr
 
-from gpucap.apis.core import ResourceList, Taint
+from gpucap.apis.core import Taint
 from gpucap.apis.duration import parse_karpenter_duration
+from gpucap.apis.goparse import atoi
 from gpucap.apis.meta import KarpenterModel, KubeModel, ObjectMeta
+from gpucap.apis.quantity import CRDResourceList
 
 __all__ = [
     "Budget",
@@ -104,6 +106,24 @@ class Budget(KarpenterModel):
     duration: StrictStr | None = None
     reasons: list[DisruptionReason] | None = None
 
+    @property
+    def readable_nodes(self) -> bool:
+        """Whether Karpenter can read `nodes` as a count or a percentage. It tries
+        strconv.Atoi, then a percentage (`GetIntStrFromValue`, `GetScaledValueFromIntOrPercent`
+        in `pkg/apis/v1/nodepool.go`); a count the CRD pattern `[0-9]+` accepts but that is
+        past int64 is neither, and Karpenter then fails closed (no disruption)."""
+        if atoi(self.nodes) is not None:
+            return True
+        return self.nodes.endswith("%") and atoi(self.nodes[:-1]) is not None
+
+    @property
+    def allows_no_disruption(self) -> bool:
+        """Whether this budget, while active, lets no node be disrupted: a count or percentage
+        of 0 (`0`, `00`, `0%`), or a value Karpenter cannot read (it fails closed)."""
+        if not self.readable_nodes:
+            return True
+        return atoi(self.nodes.removesuffix("%")) == 0
+
 
 def _default_budgets() -> list[Budget]:
     return [Budget(nodes=DEFAULT_BUDGET_NODES)]
@@ -123,7 +143,7 @@ class Disruption(KarpenterModel):
 class NodePoolSpec(KarpenterModel):
     template: NodeClaimTemplate
     disruption: Disruption = Field(default_factory=Disruption)
-    limits: ResourceList | None = None
+    limits: CRDResourceList | None = None
     weight: StrictInt | None = None
     replicas: StrictInt | None = None
 
@@ -146,7 +166,7 @@ class NodePool(KarpenterModel):
 
 
 class NodeClaimResources(KarpenterModel):
-    requests: ResourceList = Field(default_factory=dict)
+    requests: CRDResourceList = Field(default_factory=dict)
 
 
 class NodeClaimSpec(KarpenterModel):
@@ -171,8 +191,8 @@ class NodeClaimStatus(KubeModel):
     node_name: str | None = None
     provider_id: str | None = Field(default=None, alias="providerID")
     image_id: str | None = Field(default=None, alias="imageID")
-    capacity: ResourceList = Field(default_factory=dict)
-    allocatable: ResourceList = Field(default_factory=dict)
+    capacity: CRDResourceList = Field(default_factory=dict)
+    allocatable: CRDResourceList = Field(default_factory=dict)
     conditions: list[NodeClaimCondition] = Field(default_factory=list)
     last_pod_event_time: str | None = None
 

@@ -72,7 +72,9 @@ _SCALARS = frozenset((STRING, BOOLEAN, NUMBER, INT32, INT64, INT_OR_STRING, QUAN
 _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
 _INTEGERS = frozenset((INT32, INT64, INT_OR_STRING))
-_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
+_RFC3339 = re.compile(
+    r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})", re.ASCII
+)
 
 
 @dataclass(eq=False, slots=True)

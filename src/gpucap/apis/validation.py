@@ -36,8 +36,10 @@ from gpucap.apis.duration import (
     TERMINATION_GRACE_PERIOD_PATTERN,
     DurationError,
     parse_go_duration,
+    parse_go_duration_ns,
 )
 from gpucap.apis.ec2nodeclass import ALIAS_FAMILIES, EC2NodeClass
+from gpucap.apis.goparse import atoi, parse_float
 from gpucap.apis.gpuoperator import DevicePluginConfigError, device_plugin_configs
 from gpucap.apis.jobset import JobSet, job_name
 from gpucap.apis.kuberay import RayCluster, RayClusterSpec, RayJob, RayService, cluster_spec_path
@@ -50,11 +52,15 @@ from gpucap.apis.nodepool import (
     NodePool,
     NodeSelectorRequirementWithMinValues,
 )
-from gpucap.apis.quantity import Quantity
+from gpucap.apis.quantity import CRD_QUANTITY_PATTERN, Quantity
 from gpucap.apis.scenario import Scenario
 from gpucap.apis.workloads import DaemonSet, Deployment, Job, ReplicaSet, StatefulSet
 
-__all__ = ["Violation", "validate_object"]
+__all__ = ["MAX_STATIC_NODES", "Violation", "validate_object"]
+
+# The most NodeClaims gpucap creates for one static NodePool: EKS's largest supported cluster
+# (100,000 nodes). About 30 s of `plan`; a replicas count beyond it is an error, not a hang.
+MAX_STATIC_NODES = 100_000
 
 Path = tuple[str | int, ...]
 
@@ -76,9 +82,10 @@ _QUALIFIED_KEY = re.compile(
 )
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _BUDGET_NODES = re.compile(r"^((100|[0-9]{1,2})%|[0-9]+)$")
-_BUDGET_SCHEDULE = re.compile(
-    r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))|((.+)\s(.+)\s(.+)\s(.+)\s(.+))$"
+_SCHEDULE_DESCRIPTORS = frozenset(
+    f"@{d}" for d in ("annually", "yearly", "monthly", "weekly", "daily", "midnight", "hourly")
 )
+_ASCII_SPACE = frozenset(" \t\n\r\f\v")  # RE2's \s
 _VOLUME_SIZE = re.compile(
     r"^((?:[1-9][0-9]{0,3}|[1-4][0-9]{4}|[5][0-8][0-9]{3}|59000)Gi"
     r"|(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|[6][0-3][0-9]{3}|64000)G"
@@ -86,11 +93,18 @@ _VOLUME_SIZE = re.compile(
 )
 _EVICTION_VALUE = re.compile(
     r"^((\d{1,2}(\.\d{1,2})?|100(\.0{1,2})?)%||(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
-    r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?)$"
+    r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?)$",
+    re.ASCII,
 )
-_OVERLAY_PRICE = re.compile(r"^\d+(\.\d+)?$")
+_OVERLAY_PRICE = re.compile(r"^\d+(\.\d+)?$", re.ASCII)
+# The CRD's priceAdjustment pattern is
+#   ^(([+-]{1}(\d*\.?\d+))|(\+{1}\d*\.?\d+%)|(^(-\d{1,2}(\.\d+)?%)$)|(-100%))$
+# Its `\d*\.?\d+` splits a run of digits every possible way, which Python's backtracking
+# engine pays for (3.7 s for 20,000 digits and a stray letter; RE2 is linear). The same language,
+# unambiguous: digits with an optional fraction, or a bare fraction.
+_DECIMAL_NUMBER = r"(?:[0-9]++(?:\.[0-9]++)?+|\.[0-9]++)"
 _OVERLAY_PRICE_ADJUSTMENT = re.compile(
-    r"^(([+-]{1}(\d*\.?\d+))|(\+{1}\d*\.?\d+%)|(^(-\d{1,2}(\.\d+)?%)$)|(-100%))$"
+    rf"[+-]{_DECIMAL_NUMBER}|\+{_DECIMAL_NUMBER}%|-[0-9]{{1,2}}(?:\.[0-9]+)?%|-100%"
 )
 _EVICTION_SIGNALS = (
     "memory.available",
@@ -163,6 +177,10 @@ def _nodepool(np: NodePool) -> Found:
             ("spec", "disruption", "consolidateAfter"),
             f"{d.consolidate_after!r} is not a duration like 30s, 5m, 1h30m or Never",
         )
+    else:
+        yield from _go_duration_range(
+            d.consolidate_after, ("spec", "disruption", "consolidateAfter")
+        )
     if len(d.budgets) > 50:
         yield Violation(("spec", "disruption", "budgets"), f"{len(d.budgets)} budgets; at most 50")
     for i, b in enumerate(d.budgets):
@@ -171,10 +189,17 @@ def _nodepool(np: NodePool) -> Found:
             yield Violation(
                 (*bp, "nodes"), f"{b.nodes!r} must be a count (e.g. '1') or a percentage 0-100%"
             )
+        elif not b.readable_nodes:
+            yield Violation(
+                (*bp, "nodes"),
+                f"{_shorten(b.nodes)} is past int64: Karpenter cannot read it and fails closed, "
+                "so this budget allows no disruption while active",
+                severity="warning",
+            )
         if (b.schedule is None) != (b.duration is None):
             yield Violation(bp, "'schedule' must be set with 'duration'")
         if b.schedule is not None:
-            if not _BUDGET_SCHEDULE.fullmatch(b.schedule):
+            if not _schedule_shape(b.schedule):
                 yield Violation(
                     (*bp, "schedule"),
                     f"{b.schedule!r} is not a cron schedule (5 fields or @daily, @hourly, ...)",
@@ -188,6 +213,8 @@ def _nodepool(np: NodePool) -> Found:
             yield Violation(
                 (*bp, "duration"), f"{b.duration!r} must be hours and/or minutes, e.g. 10m, 1h30m"
             )
+        elif b.duration is not None:
+            yield from _go_duration_range(b.duration, (*bp, "duration"))
     if spec.weight is not None and not 1 <= spec.weight <= 100:
         yield Violation(("spec", "weight"), f"{spec.weight} is outside 1-100")
     if spec.replicas is not None:
@@ -199,6 +226,16 @@ def _nodepool(np: NodePool) -> Found:
             )
         if spec.weight is not None:
             yield Violation(("spec", "weight"), "'weight' is not supported on static NodePools")
+        # The CRD bounds replicas at int64 only; gpucap creates each NodeClaim, so 2^31 of them
+        # would never finish. limits.nodes caps what Karpenter creates.
+        limit = (spec.limits or {}).get("nodes")
+        nodes = spec.replicas if limit is None else min(spec.replicas, limit.value())
+        if nodes > MAX_STATIC_NODES:
+            yield Violation(
+                ("spec", "replicas"),
+                f"{spec.replicas} nodes is more than gpucap models for one NodePool (at most "
+                f"{MAX_STATIC_NODES}, the largest EKS cluster; limits.nodes lowers it)",
+            )
 
 
 def _nodeclaim(nc: NodeClaim) -> Found:
@@ -215,11 +252,27 @@ def _karpenter_durations(expire_after: str, tgp: str | None, base: Path) -> Foun
             (*base, "expireAfter"),
             f"{expire_after!r} is not a duration like 720h, 30m, 1h30m or Never",
         )
+    else:
+        yield from _go_duration_range(expire_after, (*base, "expireAfter"))
     if tgp is not None and not TERMINATION_GRACE_PERIOD_PATTERN.fullmatch(tgp):
         yield Violation(
             (*base, "terminationGracePeriod"),
             f"{tgp!r} is not a duration like 1h, 30m or 1h30m (Never is not allowed)",
         )
+    elif tgp is not None:
+        yield from _go_duration_range(tgp, (*base, "terminationGracePeriod"))
+
+
+def _go_duration_range(text: str, path: Path) -> Found:
+    """A CRD duration that passed its pattern but that Karpenter cannot decode: it reads these
+    fields with Go's time.ParseDuration (`NillableDuration`, `metav1.Duration`), which fails
+    beyond int64 nanoseconds; the API server's pattern does not bound the digits."""
+    if text == "Never":
+        return
+    try:
+        parse_go_duration_ns(text)
+    except DurationError as err:
+        yield Violation(path, str(err))
 
 
 def _template_labels(template_labels: dict[str, str], base: Path) -> Found:
@@ -264,9 +317,10 @@ def _requirements(
             yield Violation(p, "requirements with operator 'In' must have a value defined")
         if overlay and r.operator == "NotIn" and not r.values:
             yield Violation(p, "requirements with operator 'NotIn' must have a value defined")
-        if r.operator in ("Gt", "Lt", "Gte", "Lte") and (
-            len(r.values) != 1 or not r.values[0].isdigit()
-        ):
+        # The CRD's CEL rule `int(x.values[0]) >= 0` and Karpenter's strconv.Atoi: ASCII
+        # digits within int64 (`str.isdigit` would take `²`, which `int()` then rejects).
+        bound = atoi(r.values[0]) if len(r.values) == 1 else None
+        if r.operator in ("Gt", "Lt", "Gte", "Lte") and (bound is None or bound < 0):
             yield Violation(
                 (*p, "values"),
                 f"requirements operator {r.operator!r} must have a single positive integer value",
@@ -590,6 +644,8 @@ def _kubelet(k: Any, base: Path) -> Found:
                     f"valid keys for {field} are ['cpu','memory','ephemeral-storage','pid']",
                 )
             try:
+                if isinstance(value, str) and not CRD_QUANTITY_PATTERN.fullmatch(value):
+                    raise ValueError(value)  # the pattern kubelet.sh adds to the CRD
                 q = Quantity.parse(value)
             except ValueError:
                 yield Violation((*base, field, key), f"{value!r} is not a valid quantity")
@@ -643,6 +699,8 @@ def _nodeoverlay(o: NodeOverlay) -> Found:
         yield Violation(("spec",), "cannot set both 'price' and 'priceAdjustment'")
     if s.price is not None and not _OVERLAY_PRICE.fullmatch(s.price):
         yield Violation(("spec", "price"), f"{s.price!r} must be a decimal number, e.g. 0.52")
+    elif s.price is not None and parse_float(s.price) is None:
+        yield Violation(("spec", "price"), _float_overflow(s.price))
     if s.price_adjustment is not None and not _OVERLAY_PRICE_ADJUSTMENT.fullmatch(
         s.price_adjustment
     ):
@@ -650,11 +708,48 @@ def _nodeoverlay(o: NodeOverlay) -> Found:
             ("spec", "priceAdjustment"),
             f"{s.price_adjustment!r} must be a signed amount (+0.1, -0.05) or percentage (-10%)",
         )
+    elif s.price_adjustment is not None and parse_float(s.price_adjustment.rstrip("%")) is None:
+        yield Violation(("spec", "priceAdjustment"), _float_overflow(s.price_adjustment))
     for name in s.capacity or {}:
         if name in ("cpu", "memory", "ephemeral-storage", "pods"):
             yield Violation(("spec", "capacity", name), "invalid resource restricted")
     if s.weight is not None and not 1 <= s.weight <= 10000:
         yield Violation(("spec", "weight"), f"{s.weight} is outside 1-10000")
+
+
+def _schedule_shape(text: str) -> bool:
+    """The CRD pattern of `budgets[].schedule`,
+    `^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))|((.+)\\s(.+)\\s(.+)\\s(.+)\\s(.+))$`
+    (matched whole, as before), in linear time. Python's backtracking engine takes minutes on
+    that pattern for 2,000 spaces and a newline; Go's RE2, which the API server uses, is linear.
+    So: a descriptor, or five non-empty pieces without a newline (`.`) split by single
+    whitespace characters (`\\s`), found by stepping the pattern's states over the text."""
+    if text in _SCHEDULE_DESCRIPTORS:
+        return True
+    states = {(0, False)}  # (separators used, current piece non-empty)
+    for c in text:
+        following: set[tuple[int, bool]] = set()
+        for used, nonempty in states:
+            if c != "\n":
+                following.add((used, True))
+            if c in _ASCII_SPACE and nonempty and used < 4:
+                following.add((used + 1, False))
+        if not following:
+            return False
+        states = following
+    return (4, True) in states
+
+
+def _shorten(text: str) -> str:
+    return repr(text) if len(text) <= 200 else f"{text[:100]!r}... ({len(text)} characters)"
+
+
+def _float_overflow(text: str) -> str:
+    # The CRD pattern bounds the form, not the digits; Karpenter parses the value with
+    # lo.Must(strconv.ParseFloat(...)), which fails past a float64 (its controller panics).
+    return (
+        f"{_shorten(text)} is too large for a float64 (Karpenter's strconv.ParseFloat rejects it)"
+    )
 
 
 # ---- Pods and workloads -----------------------------------------------------------------------
@@ -770,7 +865,8 @@ def _node_selector_term(term: NodeSelectorTerm, base: Path) -> Found:
 
 
 def _is_int(text: str) -> bool:
-    return re.fullmatch(r"[+-]?[0-9]+", text) is not None
+    # The scheduler reads a Gt/Lt value with strconv.ParseInt(v, 10, 64): ASCII, within int64.
+    return atoi(text) is not None
 
 
 def _replicated(w: Deployment | StatefulSet | ReplicaSet) -> Found:

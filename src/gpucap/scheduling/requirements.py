@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from gpucap.apis.core import NodeSelectorRequirement
+from gpucap.apis.goparse import atoi
 from gpucap.apis.labels import HOSTNAME, WELL_KNOWN_LABELS, normalize_label
 from gpucap.apis.nodepool import NodeSelectorRequirementWithMinValues
 
@@ -41,17 +42,9 @@ Operator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "
 _MAX_INT = 2**63 - 1
 
 
-_ASCII_DIGITS = frozenset("0123456789")
-_MIN_INT = -(2**63)
-
-
 def _as_int(value: str) -> int | None:
     # Go's strconv.Atoi: optional sign, ASCII decimal digits only, within int64.
-    text = value[1:] if value[:1] in "+-" else value
-    if not text or not _ASCII_DIGITS.issuperset(text):
-        return None
-    n = int(value)
-    return n if _MIN_INT <= n <= _MAX_INT else None
+    return atoi(value)
 
 
 def _within(value: str, gte: int | None, lte: int | None) -> bool:
@@ -93,7 +86,9 @@ class Requirement:
             return cls(key, True, frozenset(vals), min_values=min_values)
         if operator == "Exists":
             return cls(key, True, frozenset(), min_values=min_values)
-        n = int(vals[0])  # validated at the manifest boundary
+        n = atoi(vals[0])  # validated at the manifest boundary (an int64 of at least 0)
+        if n is None:
+            raise ValueError(f"{operator} needs an integer value, got {vals[0]!r}")
         if operator == "Gt":
             if n == _MAX_INT:
                 # Gt MaxInt64 matches nothing; Karpenter rebuilds it without minValues.

@@ -714,6 +714,11 @@ def test_price_overrides_replace_prices_and_reestimate_advisor_spot_prices() -> 
             "prices.json: region us-east-1, instance type 'm5.xlarge': field 'ondemand': unknown",
         ),
         ([], "prices.json: must be an object"),
+        (
+            {"us-east-1": {"m5.xlarge": {"spot": 10**400}}},
+            "prices.json: region us-east-1, instance type 'm5.xlarge': field 'spot': "
+            "must be a number >= 0",
+        ),
     ],
 )
 def test_bad_prices_files_name_the_file_entry_and_field(doc: object, message: str) -> None:
@@ -788,6 +793,18 @@ def test_a_missing_required_field_is_one_line_naming_file_entry_and_field(field:
         ({"capacity_types": ["reserved"]}, "field 'capacity_types': must be a non-empty subset"),
         ({"offerings": {"us-east-1": "us-east-1a"}}, "field 'offerings.us-east-1': must be a list"),
         ({"spot_advisor": {"us-east-1": {"savings_vs_on_demand_pct": 120}}}, "must be a number in"),
+        # numbers too large for a float64 or for base units in int64 (issue 9)
+        ({"vcpus": 10**400}, "field 'vcpus': must be at most 2147483647, got an integer of 1329"),
+        ({"memory_mib": 2**31}, "field 'memory_mib': must be at most 2147483647, got 2147483648"),
+        (
+            {"on_demand_price_usd_per_hour": 10**400},
+            "field 'on_demand_price_usd_per_hour': must be {region: price} or a number, got an "
+            "integer of 1329 bits",
+        ),
+        (
+            {"on_demand_price_usd_per_hour": {"us-east-1": 10**400}},
+            "field 'on_demand_price_usd_per_hour.us-east-1': must be a number >= 0",
+        ),
     ],
 )
 def test_invalid_fields_are_reported_with_file_entry_and_field(

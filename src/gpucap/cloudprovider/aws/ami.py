@@ -18,8 +18,10 @@ from gpucap.cloudprovider.aws.ec2api import EC2API, EC2APIError
 
 __all__ = ["AMILookupError", "AMIReleaseInfo", "list_releases", "recommended_release"]
 
-_RELEASE_VERSION = re.compile(r"^\d+\.\d+\.\d+-(\d{8})$")
-_PINNED_NAME = re.compile(r"amazon-eks-node-al2023-[a-z0-9_]+-[a-z]+-\d+\.\d+-(v\d{8})/image_id$")
+_RELEASE_VERSION = re.compile(r"^\d+\.\d+\.\d+-(\d{8})$", re.ASCII)
+_PINNED_NAME = re.compile(
+    r"amazon-eks-node-al2023-[a-z0-9_]+-[a-z]+-\d+\.\d+-(v\d{8})/image_id$", re.ASCII
+)
 
 
 class AMILookupError(Exception):

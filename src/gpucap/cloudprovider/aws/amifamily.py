@@ -125,7 +125,8 @@ KUBE_ARCHITECTURES: Final = {"x86_64": "amd64", "arm64": "arm64"}
 AL2023_VARIANTS: Final = {"x86_64": VARIANTS, "arm64": ("standard", "nvidia")}
 _ALIAS_MAX_LENGTH: Final = 30
 _ALIAS_SYNTAX = re.compile(r"^[a-zA-Z0-9]+@.+$")
-_K8S_MINOR = re.compile(r"^(\d+)\.(\d+)$")
+# ASCII digits, and few of them: int() of a 5,000-digit minor raises (an internal error).
+_K8S_MINOR = re.compile(r"^(\d{1,9})\.(\d{1,9})$", re.ASCII)
 _EKS_AMI = "/aws/service/eks/optimized-ami"
 _AL2_MAX_MINOR: Final = 32  # AL2 aliases are refused from 1.33
 _WINDOWS2025_MIN_MINOR: Final = 35
@@ -625,7 +626,10 @@ def _parse_time(value: object, image_id: str, what: str) -> dt.datetime | None:
 def _k8s(version: str) -> str:
     match = _K8S_MINOR.match(version.strip())
     if match is None:
-        raise ValueError(f"Kubernetes version {version!r}: expected major.minor, e.g. 1.36")
+        shown = (
+            repr(version) if len(version) <= 200 else f"{version[:100]!r}... ({len(version)} chars)"
+        )
+        raise ValueError(f"Kubernetes version {shown}: expected major.minor, e.g. 1.36")
     return f"{int(match.group(1))}.{int(match.group(2))}"
 
 

@@ -67,8 +67,10 @@ _VARIANTS: Final = {
     "al2": ("standard", "gpu"),
 }
 _STATUSES: Final = ("released", "abandoned")
-_K8S_MINOR = re.compile(r"^(\d+)\.(\d+)$")
-_RELEASE_VERSION = re.compile(r"^(\d+)\.(\d+)\.\d+-(\d{8})$")
+_VERSION_PART = re.compile(r"[0-9]{1,18}")
+# ASCII digits, and few of them: int() of a 5,000-digit minor raises (an internal error).
+_K8S_MINOR = re.compile(r"^(\d{1,9})\.(\d{1,9})$", re.ASCII)
+_RELEASE_VERSION = re.compile(r"^(\d+)\.(\d+)\.\d+-(\d{8})$", re.ASCII)
 # Bundled row field -> AMIImage attribute, in row order.
 _ROW_FIELDS: Final = {
     "kernel": "kernel",
@@ -540,7 +542,10 @@ def _release(value: AMIRelease | str) -> AMIRelease:
 def _minor_key(version: str) -> tuple[int, int]:
     match = _K8S_MINOR.match(version)
     if match is None:
-        raise ValueError(f"Kubernetes version {version!r}: expected major.minor, e.g. 1.36")
+        shown = (
+            repr(version) if len(version) <= 200 else f"{version[:100]!r}... ({len(version)} chars)"
+        )
+        raise ValueError(f"Kubernetes version {shown}: expected major.minor, e.g. 1.36")
     return int(match.group(1)), int(match.group(2))
 
 
@@ -575,12 +580,18 @@ def _data_variant(family: str, variant: str) -> str:
     return variant
 
 
+def _version_number(part: str) -> int | None:
+    # ASCII digits only (`str.isdigit` takes `²`, which int() rejects), and not absurdly long.
+    return int(part) if _VERSION_PART.fullmatch(part) else None
+
+
 def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) if p.isdigit() else -1 for p in re.split(r"[.\-]", version))
+    return tuple(
+        -1 if (n := _version_number(p)) is None else n for p in re.split(r"[.\-]", version)
+    )
 
 
 def _major(version: str | None) -> int | None:
     if version is None:
         return None
-    head = version.split(".", 1)[0]
-    return int(head) if head.isdigit() else None
+    return _version_number(version.split(".", 1)[0])

@@ -85,6 +85,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -1087,12 +1088,27 @@ def parse_prices(doc: object, *, source: str) -> dict[str, dict[str, PriceOverri
 
 
 def _is_price(value: object) -> TypeGuard[int | float]:
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and value >= 0
-    )
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    # An integer past a float64 would raise in math.isfinite/float() (an internal error).
+    if isinstance(value, int):
+        return 0 <= value <= _MAX_FLOAT_INT
+    return math.isfinite(value) and value >= 0
+
+
+# The largest integer a float64 holds (about 1.8e308); a price beyond it is not a number.
+_MAX_FLOAT_INT = int(sys.float_info.max)
+# Catalog counts (vCPUs, MiB, GB, ENIs...) are 32-bit in the EC2 API or far below it in every
+# instance type; the bound keeps what they become in base units (bytes, millicores) in the
+# int64 arrays the scheduler computes with.
+_MAX_CATALOG_INT = 2**31 - 1
+
+
+def _show_number(value: object) -> str:
+    # str() of an integer past 4,300 digits raises; a huge value is described, not printed.
+    if isinstance(value, int) and value.bit_length() > 256:
+        return f"an integer of {value.bit_length()} bits"
+    return repr(value)
 
 
 class _Entry:
@@ -1142,7 +1158,9 @@ class _Entry:
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise self.error(name, f"must be an integer >= {minimum}, got {value!r}")
+            raise self.error(name, f"must be an integer >= {minimum}, got {_show_number(value)}")
+        if value > _MAX_CATALOG_INT:
+            raise self.error(name, f"must be at most {_MAX_CATALOG_INT}, got {_show_number(value)}")
         return value
 
     def req_int(self, name: str, *, minimum: int = 0) -> int:
@@ -1155,7 +1173,7 @@ class _Entry:
         if value is None:
             return None
         if not _is_price(value):
-            raise self.error(name, f"must be a number >= 0, got {value!r}")
+            raise self.error(name, f"must be a number >= 0, got {_show_number(value)}")
         return float(value)
 
     def bool_(self, name: str, default: bool) -> bool:
@@ -1317,14 +1335,18 @@ def _parse_on_demand(e: _Entry) -> dict[str, float]:
     if not isinstance(value, dict):
         # One number: the same price in every region.
         if not _is_price(value):
-            raise e.error(field_name, f"must be {{region: price}} or a number, got {value!r}")
+            raise e.error(
+                field_name, f"must be {{region: price}} or a number, got {_show_number(value)}"
+            )
         return {"*": float(value)}
     prices: dict[str, float] = {}
     for region, price in value.items():
         if price is None:
             continue
         if not _is_price(price):
-            raise e.error(f"{field_name}.{region}", f"must be a number >= 0, got {price!r}")
+            raise e.error(
+                f"{field_name}.{region}", f"must be a number >= 0, got {_show_number(price)}"
+            )
         prices[str(region)] = float(price)
     return prices
 
@@ -1342,7 +1364,7 @@ def _parse_spot(
             if avg is None:
                 continue
             if not _is_price(avg):
-                raise e.error(where + ".avg", f"must be a number >= 0, got {avg!r}")
+                raise e.error(where + ".avg", f"must be a number >= 0, got {_show_number(avg)}")
             spot[region], sources[region] = float(avg), "sampled"
         elif _is_price(value):
             source = declared.get(region, "catalog")
@@ -1350,7 +1372,7 @@ def _parse_spot(
                 raise e.error(f"spot_price_source.{region}", f"unknown source {source!r}")
             spot[region], sources[region] = float(value), str(source)
         else:
-            raise e.error(where, f"must be a price or {{min, avg, max}}, got {value!r}")
+            raise e.error(where, f"must be a price or {{min, avg, max}}, got {_show_number(value)}")
     advisor: dict[str, SpotAdvisor] = {}
     for region, value in e.region_map("spot_advisor").items():
         where = f"spot_advisor.{region}"

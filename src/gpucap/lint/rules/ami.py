@@ -42,7 +42,7 @@ from gpucap.lint.rules.nodepool import name_list
 
 __all__: list[str] = []
 
-_RELEASE = re.compile(r"^v(\d{8})$")
+_RELEASE = re.compile(r"^v(\d{8})$", re.ASCII)
 _NOT_FOUND = "ParameterNotFound"
 _KUBE_TO_EC2_ARCH = {"amd64": "x86_64", "arm64": "arm64"}
 

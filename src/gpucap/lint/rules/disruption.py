@@ -114,7 +114,7 @@ def gpu_underutilized_consolidation(ctx: LintContext) -> Iterable[Finding]:
 def _controls_drift(budget: Budget) -> bool:
     """A budget that applies to drift and either has a maintenance window or blocks it."""
     applies = budget.reasons is None or "Drifted" in budget.reasons
-    return applies and (budget.schedule is not None or budget.nodes in ("0", "0%"))
+    return applies and (budget.schedule is not None or budget.allows_no_disruption)
 
 
 @rule(

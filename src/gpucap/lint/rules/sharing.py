@@ -62,8 +62,8 @@ __all__ = [
 
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
-MIG_RESOURCE = re.compile(r"^nvidia\.com/mig-(\d+)g\.(\d+)gb")
-MIG_PROFILE_LABEL = re.compile(r"^all-(\d+)g\.(\d+)gb$")
+MIG_RESOURCE = re.compile(r"^nvidia\.com/mig-(\d+)g\.(\d+)gb", re.ASCII)
+MIG_PROFILE_LABEL = re.compile(r"^all-(\d+)g\.(\d+)gb$", re.ASCII)
 # GPUs (karpenter.k8s.aws/instance-gpu-name) that support MIG, and their most MIG devices.
 MIG_GPUS: dict[str, int] = {
     "a100": 7,
