@@ -22,7 +22,9 @@ Called by the CLI (`cli/`), the simulator (scenario manifests) and tests.
 
 from __future__ import annotations
 
-import json
+import errno
+import os
+import stat
 import sys
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
@@ -37,11 +39,21 @@ from gpucap.apis import retired
 from gpucap.apis.core import ConfigMap, Node, Pod, PodDisruptionBudget
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.errors import FieldPath, format_path, translate
-from gpucap.apis.expansion import POD_CREATORS, PodCreator, expand, expansion_notes
+from gpucap.apis.expansion import POD_CREATORS, PodCreator, expand, expansion_notes, pod_groups
 from gpucap.apis.gpuoperator import ClusterPolicy
 from gpucap.apis.jobset import JobSet
 from gpucap.apis.kuberay import RayCluster, RayJob, RayService
 from gpucap.apis.leaderworkerset import LeaderWorkerSet
+from gpucap.apis.limits import (
+    MAX_ALIAS_NODES,
+    MAX_DEPTH,
+    MAX_FILE_BYTES,
+    MAX_INT_DIGITS,
+    MAX_WORKLOAD_PODS,
+    Budget,
+    InputLimitError,
+    size_text,
+)
 from gpucap.apis.meta import json_kind
 from gpucap.apis.nodeoverlay import NodeOverlay
 from gpucap.apis.nodepool import NodeClaim, NodePool
@@ -51,6 +63,15 @@ from gpucap.apis.placeholders import (
     group_message,
     is_runtime_field,
     placeholders,
+)
+from gpucap.apis.reading import (
+    InputError,
+    depth_message,
+    int_message,
+    load_json,
+    os_reason,
+    read_path,
+    read_stream,
 )
 from gpucap.apis.scenario import Scenario
 from gpucap.apis.schema import check_embedded, check_fields, load_schema, repeats_schema_error
@@ -366,109 +387,312 @@ class _DuplicateKeyError(ValueError):
         self.path = path
 
 
-def _construct(
-    node: yaml.Node, loader: yaml.SafeLoader, path: Path_, lines: dict[Path_, int]
-) -> Any:
-    """Build Python data from a composed YAML node, recording each field's line."""
-    lines.setdefault(path, node.start_mark.line + 1)
-    if isinstance(node, yaml.MappingNode):
-        loader.flatten_mapping(node)  # YAML merge keys (<<)
-        out: dict[Any, Any] = {}
+class _ReadError(ValueError):
+    """A YAML document refused while it is built (a limit, a value YAML cannot construct);
+    the message names the line, column and field."""
+
+    def __init__(self, node: yaml.Node | None, path: Path_, message: str) -> None:
+        super().__init__(message)
+        self.line = node.start_mark.line + 1 if node is not None else None
+        self.column = node.start_mark.column + 1 if node is not None else None
+        self.path = path
+
+    def where(self, file: str, index: int) -> str:
+        out = f"{file}[{index}]: "
+        if self.line is not None:
+            out += f"line {self.line} column {self.column}: "
+        if len(self.path) > 12:  # a deep or recursive path: its head says where it starts
+            out += f"{format_path(self.path[:8])}...({len(self.path) - 8} more): "
+        elif self.path:
+            out += f"{format_path(self.path)}: "
+        return out + str(self)
+
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_VALUE_TAG = "tag:yaml.org,2002:value"
+_STR_TAG = "tag:yaml.org,2002:str"
+_INT_TAG = "tag:yaml.org,2002:int"
+
+
+class _Builder:
+    """Builds Python data from one file's composed YAML nodes, recording each field's line,
+    within the limits (`apis/limits.py`).
+
+    The composer shares the node of an anchor between its aliases; building is where they
+    expand, so this is where they are counted: a node reached a second time (through `*alias`,
+    or a merge key `<<`) adds itself and everything below it to `alias_nodes`, and a "billion
+    laughs" stops at MAX_ALIAS_NODES. A node reached again while it is being built is a
+    recursive alias. Nesting stops at MAX_DEPTH; integers at MAX_INT_DIGITS digits (Python
+    refuses to convert 4,300)."""
+
+    def __init__(self, loader: yaml.SafeLoader) -> None:
+        self.loader = loader
+        self.alias_nodes = 0
+        self.lines: dict[Path_, int] = {}
+        self._seen: set[int] = set()
+        self._active: set[int] = set()
+
+    def document(self, node: yaml.Node) -> tuple[Any, dict[Path_, int]]:
+        self.lines = {}
+        self._seen.clear()
+        return self._build(node, (), 0, via_alias=False), self.lines
+
+    def _charge(self, node: yaml.Node, path: Path_, n: int) -> None:
+        self.alias_nodes += n
+        if self.alias_nodes > MAX_ALIAS_NODES:
+            raise _ReadError(
+                node,
+                path,
+                f"YAML aliases expand to more than {MAX_ALIAS_NODES:,} nodes (gpucap's limit for "
+                'one file; a "billion laughs" alias bomb?)',
+            )
+
+    def _build(self, node: yaml.Node, path: Path_, depth: int, *, via_alias: bool) -> Any:
+        self.lines.setdefault(path, node.start_mark.line + 1)
+        if isinstance(node, yaml.ScalarNode):
+            if via_alias:
+                self._charge(node, path, 1)
+            return self._scalar(node, path)
+        key = id(node)
+        if key in self._active:
+            raise _ReadError(node, path, "a recursive YAML alias (an anchor used inside itself)")
+        if key in self._seen:
+            via_alias = True
+        else:
+            self._seen.add(key)
+        if via_alias:
+            self._charge(node, path, 1)
+        if depth >= MAX_DEPTH:
+            raise _ReadError(node, path, depth_message())
+        self._active.add(key)
+        try:
+            if isinstance(node, yaml.MappingNode):
+                out: dict[Any, Any] = {}
+                for key_node, value_node in self._pairs(node, path, depth):
+                    name = self._key(key_node, path)
+                    child = (*path, name)
+                    if name in out:
+                        raise _DuplicateKeyError(child, name, key_node.start_mark.line + 1)
+                    self.lines[child] = key_node.start_mark.line + 1
+                    out[name] = self._build(value_node, child, depth + 1, via_alias=via_alias)
+                return out
+            if isinstance(node, yaml.SequenceNode):
+                return [
+                    self._build(item, (*path, i), depth + 1, via_alias=via_alias)
+                    for i, item in enumerate(node.value)
+                ]
+            return self._scalar(node, path)
+        finally:
+            self._active.discard(key)
+
+    def _key(self, node: yaml.Node, path: Path_) -> str:
+        if not isinstance(node, yaml.ScalarNode):
+            raise _ReadError(node, path, "a mapping key must be a string, not a collection")
+        key = self._scalar(node, path)
+        if isinstance(key, str):
+            return key
+        return str(key).lower() if isinstance(key, bool) else str(key)
+
+    def _scalar(self, node: yaml.Node, path: Path_) -> Any:
+        value = node.value
+        if node.tag == _INT_TAG and isinstance(value, str) and len(value) > MAX_INT_DIGITS:
+            digits = sum(c.isalnum() for c in value)
+            if digits > MAX_INT_DIGITS:
+                raise _ReadError(node, path, int_message(digits))
+        try:
+            return self.loader.construct_object(node, deep=True)
+        except Exception as err:  # PyYAML's constructors raise ValueError, AttributeError...
+            tag = node.tag.rsplit(":", 1)[-1] if node.tag else "value"
+            reason = getattr(err, "problem", None) or str(err).splitlines()[0]
+            shown = value if isinstance(value, str) else ""
+            raise _ReadError(
+                node, path, f"{shown[:80]!r} cannot be read as a YAML {tag}: {reason}"
+            ) from None
+
+    def _pairs(
+        self, node: yaml.MappingNode, path: Path_, depth: int
+    ) -> list[tuple[yaml.Node, yaml.Node]]:
+        """The key/value pairs of a mapping with its merge keys (`<<`) applied: keys written in
+        the mapping win over merged ones, and among merged mappings the first listed wins (the
+        YAML merge-key rule). Unlike PyYAML's `flatten_mapping`, a key merged twice is kept
+        once, so merging a mapping into itself over and over does not double it."""
+        own: list[tuple[yaml.Node, yaml.Node]] = []
+        merged: list[tuple[yaml.Node, yaml.Node]] = []
         for key_node, value_node in node.value:
-            key = loader.construct_object(key_node, deep=True)
-            if not isinstance(key, str):
-                key = str(key).lower() if isinstance(key, bool) else str(key)
-            child = (*path, key)
-            if key in out:
-                raise _DuplicateKeyError(child, key, key_node.start_mark.line + 1)
-            lines[child] = key_node.start_mark.line + 1
-            out[key] = _construct(value_node, loader, child, lines)
-        return out
-    if isinstance(node, yaml.SequenceNode):
-        return [_construct(item, loader, (*path, i), lines) for i, item in enumerate(node.value)]
-    return loader.construct_object(node, deep=True)
+            if key_node.tag != _MERGE_TAG:
+                if key_node.tag == _VALUE_TAG:
+                    key_node.tag = _STR_TAG  # `=` as a key is the string "=", as PyYAML reads it
+                own.append((key_node, value_node))
+                continue
+            if isinstance(value_node, yaml.MappingNode):
+                sources = [value_node]
+            elif isinstance(value_node, yaml.SequenceNode) and all(
+                isinstance(s, yaml.MappingNode) for s in value_node.value
+            ):
+                sources = value_node.value
+            else:
+                raise _ReadError(
+                    value_node, path, "a merge key (<<) takes a mapping or a list of mappings"
+                )
+            for source in sources:
+                if id(source) in self._active:
+                    raise _ReadError(
+                        source, path, "a recursive YAML alias (an anchor merged into itself)"
+                    )
+                if depth + 1 >= MAX_DEPTH:
+                    raise _ReadError(source, path, depth_message())
+                self._active.add(id(source))
+                try:
+                    sub = self._pairs(source, path, depth + 1)
+                finally:
+                    self._active.discard(id(source))
+                self._charge(source, path, len(sub))
+                merged.extend(sub)
+        if not merged:
+            return own
+        taken = {(k.tag, k.value) for k, _ in own if isinstance(k, yaml.ScalarNode)}
+        out: list[tuple[yaml.Node, yaml.Node]] = []
+        for k, v in merged:
+            if isinstance(k, yaml.ScalarNode):
+                if (k.tag, k.value) in taken:
+                    continue
+                taken.add((k.tag, k.value))
+            out.append((k, v))
+        return out + own
 
 
-def _documents(text: str) -> Iterator[tuple[Any, dict[Path_, int]]]:
+def _documents(text: str, file: str, budget: Budget) -> Iterator[tuple[Any, dict[Path_, int]]]:
     loader = _Loader(text)
+    builder = _Builder(loader)
+    index = 0
     try:
         while loader.check_node():
+            budget.charge_object()
             node = loader.get_node()
-            lines: dict[Path_, int] = {}
             if node is None:
-                yield None, lines
-                continue
-            yield _construct(node, loader, (), lines), lines
+                yield None, {}
+            else:
+                try:
+                    yield builder.document(node)
+                except _ReadError as err:
+                    raise InputError(err.where(file, index)) from None
+            index += 1
+    except RecursionError:
+        # PyYAML's pure-Python composer recurses per level (libyaml stops at 1,000 itself).
+        raise InputError(f"{file}[{index}]: {depth_message()}") from None
     finally:
         loader.dispose()
 
 
 # ---- loading --------------------------------------------------------------------------------
 def load_paths(paths: Sequence[str], stdin: TextIO | None = None) -> LoadResult:
-    """Load files, directories (every *.yaml|*.yml|*.json inside, recursively, sorted) and `-`."""
+    """Load files, directories (every *.yaml|*.yml|*.json inside, recursively, sorted) and `-`,
+    within the input limits (`apis/limits.py`): a limit hit ends the run with one error."""
     result = LoadResult()
     ignored: Counter[str] = Counter()
+    budget = Budget()
+
+    def cannot(message: str) -> None:
+        result.issues.append(Issue("error", None, None, (), message))
+
     for raw in paths:
+        if budget.exhausted:
+            break
         if raw == "-":
-            text = (stdin or sys.stdin).read()
-            result.extend(load_text(text, "<stdin>", ignored=ignored))
+            try:
+                text = read_stream(stdin or sys.stdin, "<stdin>", budget)
+            except InputError as err:
+                cannot(str(err))
+                continue
+            result.extend(load_text(text, "<stdin>", ignored=ignored, budget=budget))
             continue
-        p = Path(raw)
-        if p.is_dir():
-            files = sorted(
-                f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in MANIFEST_SUFFIXES
-            )
-            if not files:
-                result.issues.append(
-                    Issue("error", None, None, (), f"{raw}: no *.yaml, *.yml or *.json files")
+        try:
+            is_dir = stat.S_ISDIR(os.stat(raw).st_mode)
+        except OSError as err:
+            missing = err.errno in {errno.ENOENT, errno.ENOTDIR}
+            cannot(f"{raw}: " + ("no such file or directory" if missing else os_reason(err)))
+            continue
+        except ValueError:  # a NUL in the name
+            cannot(f"{raw!r}: not a valid path")
+            continue
+        if is_dir:
+            try:
+                files = sorted(
+                    f
+                    for f in Path(raw).rglob("*")
+                    if f.suffix.lower() in MANIFEST_SUFFIXES and f.is_file()
                 )
+            except OSError as err:
+                cannot(f"{raw}: cannot read the directory: {os_reason(err)}")
+                continue
+            if not files:
+                cannot(f"{raw}: no *.yaml, *.yml or *.json files")
             for f in files:
-                result.extend(_load_file(f, ignored))
-        elif p.is_file():
-            result.extend(_load_file(p, ignored))
+                if budget.exhausted:
+                    break
+                result.extend(_load_file(str(f), ignored, budget))
         else:
-            result.issues.append(
-                Issue("error", None, None, (), f"{raw}: no such file or directory")
-            )
+            # Files, and FIFOs or devices too: `gpucap validate <(helm template ...)`.
+            result.extend(_load_file(raw, ignored, budget))
     _group_placeholders(result)
     _report_ignored(result, ignored)
     _report_duplicates(result)
     return result
 
 
-def _load_file(path: Path, ignored: Counter[str]) -> LoadResult:
+def _load_file(path: str, ignored: Counter[str], budget: Budget) -> LoadResult:
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
-        return LoadResult(issues=[Issue("error", None, None, (), f"{path}: cannot read: {reason}")])
-    return load_text(text, str(path), ignored=ignored)
+        text = read_path(path, budget)
+    except InputError as err:
+        return LoadResult(issues=[Issue("error", None, None, (), str(err))])
+    return load_text(text, path, ignored=ignored, budget=budget)
 
 
 def load_text(
-    text: str, file: str = "<input>", *, ignored: Counter[str] | None = None
+    text: str,
+    file: str = "<input>",
+    *,
+    ignored: Counter[str] | None = None,
+    budget: Budget | None = None,
 ) -> LoadResult:
-    """Load every document of one file's text. `ignored` collects unused kinds across files."""
+    """Load every document of one file's text. `ignored` collects unused kinds across files;
+    `budget` counts documents and pods across the files of one run (`apis/limits.py`)."""
     own_counter = ignored is None
     counter: Counter[str] = Counter() if ignored is None else ignored
+    budget = Budget() if budget is None else budget
     result = LoadResult()
-    try:
-        docs = list(_documents(text))
-    except _DuplicateKeyError as err:
-        result.issues.append(Issue("error", None, None, (), f"{file}: {err}"))
+
+    def refuse(message: str) -> LoadResult:
+        result.issues.append(Issue("error", None, None, (), message))
         return result
+
+    if len(text) > MAX_FILE_BYTES:
+        return refuse(
+            f"{file}: larger than {size_text(MAX_FILE_BYTES)} (gpucap's limit for one file)"
+        )
+    try:
+        docs = list(_documents(text, file, budget))
+    except _DuplicateKeyError as err:
+        return refuse(f"{file}: {err}")
+    except InputError as err:
+        return refuse(str(err))
+    except InputLimitError as err:
+        return refuse(f"{file}: {err}")
     except yaml.YAMLError as err:
         docs = []
         if file.endswith(".json"):
             # JSON that YAML cannot read (tabs, for instance) is still JSON.
             try:
-                docs = [(json.loads(text), {})]
-            except json.JSONDecodeError:
+                docs = [(load_json(text, file), {})]
+            except InputError as json_err:
+                if "not valid JSON" not in str(json_err):
+                    return refuse(str(json_err))
                 docs = []
         if not docs:
-            result.issues.append(Issue("error", None, None, (), f"{file}: {_yaml_error(err)}"))
-            return result
+            return refuse(f"{file}: {_yaml_error(err)}")
     for index, (data, lines) in enumerate(docs):
+        if budget.exhausted:
+            break
         if data is None:
             continue
         source = Source(file, index, None, lines)
@@ -485,9 +709,17 @@ def load_text(
                 if len(k) >= 2 and k[0] == "items" and isinstance(k[1], int):
                     item_lines.setdefault(k[1], {})[k[2:]] = v
             for i, item in enumerate(items):
-                _load_document(item, Source(file, index, i, item_lines.get(i, {})), result, counter)
+                item_source = Source(file, index, i, item_lines.get(i, {}))
+                try:
+                    budget.charge_object()
+                except InputLimitError as err:
+                    result.issues.append(Issue("error", item_source, None, (), str(err)))
+                    break
+                _load_document(item, item_source, result, counter, budget)
+                if budget.exhausted:
+                    break
             continue
-        _load_document(data, source, result, counter)
+        _load_document(data, source, result, counter, budget)
     if own_counter:
         _group_placeholders(result)
         _report_ignored(result, counter)
@@ -513,7 +745,9 @@ def _report_ignored(result: LoadResult, ignored: Counter[str]) -> None:
     ignored.clear()
 
 
-def _load_document(data: Any, source: Source, result: LoadResult, ignored: Counter[str]) -> None:
+def _load_document(
+    data: Any, source: Source, result: LoadResult, ignored: Counter[str], budget: Budget
+) -> None:
     def error(path: Path_, message: str, ref: str | None = None) -> None:
         result.issues.append(Issue("error", source, ref, path, message))
 
@@ -588,9 +822,44 @@ def _load_document(data: Any, source: Source, result: LoadResult, ignored: Count
     violations = validate_object(obj)
     for v in violations:
         result.issues.append(Issue(v.severity, source, ref, v.path, v.message, v.rule or "SCHEMA"))
-    if not any(v.severity == "error" for v in violations):
-        _check_placeholders(data, (), source, ref, result)
-        result.manifests.append(Manifest(obj, source))  # type: ignore[arg-type]
+    if any(v.severity == "error" for v in violations):
+        return
+    if not _within_pod_limits(obj, source, ref, result, budget):
+        return
+    _check_placeholders(data, (), source, ref, result)
+    result.manifests.append(Manifest(obj, source))  # type: ignore[arg-type]
+
+
+def _within_pod_limits(
+    obj: Any, source: Source, ref: str, result: LoadResult, budget: Budget
+) -> bool:
+    """Count the pods `obj` makes (from its templates' counts, before any pod is built) against
+    MAX_WORKLOAD_PODS and the run's MAX_PODS; False, with the error recorded, past either."""
+    if isinstance(obj, Pod):
+        made = 1
+    elif isinstance(obj, POD_CREATORS):
+        groups = pod_groups(obj)
+        made = sum(g.count for g in groups)
+        if made > MAX_WORKLOAD_PODS:
+            biggest = max(groups, key=lambda g: g.count)
+            result.issues.append(
+                Issue(
+                    "error",
+                    source,
+                    ref,
+                    biggest.path,
+                    f"makes {made:,} pods; gpucap plans at most {MAX_WORKLOAD_PODS:,} per "
+                    "workload (Kubernetes' limit for a whole cluster)",
+                )
+            )
+            return False
+    else:
+        return True
+    over = budget.charge_pods(made)
+    if over is not None:
+        result.issues.append(Issue("error", source, ref, (), over))
+        return False
+    return not budget.exhausted
 
 
 # Kinds whose fields never hold a literal `$NAME` (IAM role names, tag values, label values and

@@ -24,6 +24,7 @@ from gpucap import __version__
 from gpucap.apis.placeholders import parse_only, substitute
 from gpucap.apis.placeholders import render as fill_placeholders
 from gpucap.apis.quantity import Quantity
+from gpucap.apis.reading import InputError, read_path, read_stream
 from gpucap.apis.serde import LoadResult, Manifest, load_paths, load_text
 from gpucap.apis.workloads import Deployment
 from gpucap.cli.render import (
@@ -217,10 +218,9 @@ def render(  # noqa: PLR0917 - typer maps parameters to options
     texts: list[tuple[str, str]] = []
     for f in files:
         try:
-            texts.append((f, sys.stdin.read() if f == "-" else Path(f).read_text(encoding="utf-8")))
-        except (OSError, UnicodeDecodeError) as e:
-            reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-            err.print(f"error: {f}: cannot read: {reason}", markup=False)
+            texts.append((f, read_stream(sys.stdin, "<stdin>") if f == "-" else read_path(f)))
+        except InputError as e:
+            err.print(f"error: {e}", markup=False)
             raise typer.Exit(EXIT_BAD_INPUT) from None
     done = fill_placeholders([t for _, t in texts], values, only=names, explicit=explicit)
     failed = False
@@ -271,10 +271,11 @@ def _load_catalog(
 
 
 def _read(path: str) -> str:
+    """A `--catalog`/`--prices` file's text, bounded and UTF-8 (`apis/reading.py`)."""
     try:
-        return Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        err.print(f"error: {path}: cannot read: {e.strerror}", markup=False)
+        return read_path(path)
+    except InputError as e:
+        err.print(f"error: {e}", markup=False)
         raise typer.Exit(EXIT_BAD_INPUT) from None
 
 
