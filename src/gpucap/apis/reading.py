@@ -235,6 +235,8 @@ def _where(text: str, at: int) -> str:
 
 
 def _int_message(digits: int) -> str:
+    if digits > 4300:  # what Python's int() refuses: the exact count is not known then
+        return f"an integer of more than 4,300 digits (gpucap reads at most {MAX_INT_DIGITS})"
     return f"an integer of {digits:,} digits (gpucap reads at most {MAX_INT_DIGITS})"
 
 

@@ -431,10 +431,12 @@ class _Builder:
         self.lines: dict[Path_, int] = {}
         self._seen: set[int] = set()
         self._active: set[int] = set()
+        self._merged: dict[int, list[tuple[yaml.Node, yaml.Node]]] = {}
 
     def document(self, node: yaml.Node) -> tuple[Any, dict[Path_, int]]:
         self.lines = {}
         self._seen.clear()
+        self._merged.clear()
         return self._build(node, (), 0, via_alias=False), self.lines
 
     def _charge(self, node: yaml.Node, path: Path_, n: int) -> None:
@@ -541,11 +543,14 @@ class _Builder:
                     )
                 if depth + 1 >= MAX_DEPTH:
                     raise _ReadError(source, path, depth_message())
-                self._active.add(id(source))
-                try:
-                    sub = self._pairs(source, path, depth + 1)
-                finally:
-                    self._active.discard(id(source))
+                sub = self._merged.get(id(source))
+                if sub is None:  # each merged mapping is flattened once, however often merged
+                    self._active.add(id(source))
+                    try:
+                        sub = self._pairs(source, path, depth + 1)
+                    finally:
+                        self._active.discard(id(source))
+                    self._merged[id(source)] = sub
                 self._charge(source, path, len(sub))
                 merged.extend(sub)
         if not merged:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from gpucap.apis.meta import json_kind
-from gpucap.apis.reading import InputError, depth_message, read_path
+from gpucap.apis.reading import InputError, int_message, read_path
 from gpucap.lint.model import SEVERITIES, Rule, Severity
 
 __all__ = ["CLUSTER_COMPONENTS", "ConfigError", "LintConfig", "find_config", "load_config"]
@@ -76,10 +76,11 @@ def _table(path: Path) -> dict[str, Any] | None:
     try:
         doc = tomllib.loads(text)
     except RecursionError:
-        raise ConfigError(f"{path}: not valid TOML: {depth_message()}") from None
-    except ValueError as err:  # TOMLDecodeError, or an integer past Python's 4,300 digits
-        reason = str(err).split(";")[0] if "digits" in str(err) else str(err)
-        raise ConfigError(f"{path}: not valid TOML: {reason}") from None
+        raise ConfigError(f"{path}: not valid TOML: nested too deeply") from None
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"{path}: not valid TOML: {err}") from None
+    except ValueError:  # tomllib converts integers with int(), which stops at 4,300 digits
+        raise ConfigError(f"{path}: not valid TOML: {int_message(4301)}") from None
     names = ("tool", "gpucap", "lint") if path.name == "pyproject.toml" else ("lint",)
     table: Any = doc
     for depth, name in enumerate(names):

@@ -1079,7 +1079,7 @@ def parse_prices(doc: object, *, source: str) -> dict[str, dict[str, PriceOverri
                 value = entry.get(key)
                 problem = None if value is None else _price_problem(value)
                 if problem is not None:
-                    raise CatalogError(f"{where}: field {key!r}: {problem}")
+                    raise CatalogError(f"{where}: field {key!r}: {problem}, got {_show(value)}")
                 values[key] = None if value is None else float(value)
             result[region][name] = PriceOverride(on_demand=values["on-demand"], spot=values["spot"])
     return result
