@@ -744,3 +744,32 @@ def test_the_limits_admit_a_whole_cluster_export() -> None:
     assert limits.MAX_FILE_BYTES <= limits.MAX_INPUT_BYTES
     assert limits.MAX_PODS == limits.MAX_WORKLOAD_PODS == 150_000
     assert limits.MAX_OBJECTS > limits.MAX_PODS
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("a: " + "[" * 900 + "]" * 900, "nested deeper than 128 levels (gpucap's limit)"),
+        (BILLION_LAUGHS, "YAML aliases expand to more than 1,000,000 nodes"),
+        ("a: &a [*a]\n", "a recursive YAML alias"),
+        (f"a: {BIG}\n", "an integer of more than 4,300 digits"),
+    ],
+)
+def test_the_pure_python_yaml_loader_is_bounded_the_same_way(
+    monkeypatch: pytest.MonkeyPatch, text: str, message: str
+) -> None:
+    import yaml  # noqa: PLC0415 - only this test swaps the loader
+
+    from gpucap.apis import serde  # noqa: PLC0415
+
+    monkeypatch.setattr(serde, "_Loader", yaml.SafeLoader)  # as without libyaml
+    issues = serde.load_text(text, "x.yaml").issues
+    assert len(issues) == 1
+    assert message in str(issues[0])
+
+
+def test_lint_says_an_input_limit_is_bad_input_not_a_finding(cli: Run, tmp_path: Path) -> None:
+    line = one_error(*cli("lint", write(tmp_path, "big.yaml", deployment(200_000))))
+    assert line.endswith(
+        "makes 200,000 pods; gpucap plans at most 150,000 per workload (Kubernetes' limit for a whole cluster)"
+    )

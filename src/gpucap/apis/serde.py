@@ -87,6 +87,7 @@ from gpucap.apis.workloads import (
 
 __all__ = [
     "KINDS",
+    "LIMIT",
     "Issue",
     "LoadResult",
     "Manifest",
@@ -145,6 +146,9 @@ KINDS: dict[str, tuple[str, type[BaseModel], bool]] = {
 }
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+# The rule of an Issue that is an input limit (`apis/limits.py`) met inside a document: bad
+# input (exit 2) for every command, not a finding `lint` reports among others.
+LIMIT = "LIMIT"
 
 Path_: TypeAlias = FieldPath
 
@@ -718,7 +722,7 @@ def load_text(
                 try:
                     budget.charge_object()
                 except InputLimitError as err:
-                    result.issues.append(Issue("error", item_source, None, (), str(err)))
+                    result.issues.append(Issue("error", item_source, None, (), str(err), LIMIT))
                     break
                 _load_document(item, item_source, result, counter, budget)
                 if budget.exhausted:
@@ -855,6 +859,7 @@ def _within_pod_limits(
                     biggest.path,
                     f"makes {made:,} pods; gpucap plans at most {MAX_WORKLOAD_PODS:,} per "
                     "workload (Kubernetes' limit for a whole cluster)",
+                    LIMIT,
                 )
             )
             return False
@@ -862,7 +867,7 @@ def _within_pod_limits(
         return True
     over = budget.charge_pods(made)
     if over is not None:
-        result.issues.append(Issue("error", source, ref, (), over))
+        result.issues.append(Issue("error", source, ref, (), over, LIMIT))
         return False
     return not budget.exhausted
 

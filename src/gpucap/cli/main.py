@@ -25,7 +25,7 @@ from gpucap.apis.placeholders import parse_only, substitute
 from gpucap.apis.placeholders import render as fill_placeholders
 from gpucap.apis.quantity import Quantity
 from gpucap.apis.reading import InputError, read_path, read_stream
-from gpucap.apis.serde import LoadResult, Manifest, load_paths, load_text
+from gpucap.apis.serde import LIMIT, LoadResult, Manifest, load_paths, load_text
 from gpucap.apis.workloads import Deployment
 from gpucap.cli.render import (
     describe,
@@ -411,7 +411,8 @@ def lint(  # noqa: PLR0917 - typer maps parameters to options
             err.print(f"error: --image-size {item!r} must be IMAGE=SIZE[/SIZE], e.g. a/b=9Gi/18Gi")
             raise typer.Exit(EXIT_BAD_INPUT) from None
     result = load_paths(files)
-    unreadable = [i for i in result.errors if i.source is None]
+    # Files that could not be read, and input limits: bad input (2), not lint findings (1).
+    unreadable = [i for i in result.errors if i.source is None or i.rule == LIMIT]
     if unreadable:
         _report(LoadResult(issues=unreadable))
         raise typer.Exit(EXIT_BAD_INPUT)
