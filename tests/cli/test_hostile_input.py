@@ -773,3 +773,15 @@ def test_lint_says_an_input_limit_is_bad_input_not_a_finding(cli: Run, tmp_path:
     assert line.endswith(
         "makes 200,000 pods; gpucap plans at most 150,000 per workload (Kubernetes' limit for a whole cluster)"
     )
+
+
+def test_lint_in_a_removed_working_directory_is_one_line(
+    cli: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pod = write(tmp_path, "pod.yaml", POD)
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    line = one_error(*cli("lint", pod))
+    assert line == "error: cannot look for a lint config: No such file or directory"

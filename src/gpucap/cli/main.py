@@ -24,7 +24,7 @@ from gpucap import __version__
 from gpucap.apis.placeholders import parse_only, substitute
 from gpucap.apis.placeholders import render as fill_placeholders
 from gpucap.apis.quantity import Quantity
-from gpucap.apis.reading import InputError, read_path, read_stream
+from gpucap.apis.reading import InputError, os_reason, read_path, read_stream
 from gpucap.apis.serde import LIMIT, LoadResult, Manifest, load_paths, load_text
 from gpucap.apis.workloads import Deployment
 from gpucap.cli.render import (
@@ -397,6 +397,9 @@ def lint(  # noqa: PLR0917 - typer maps parameters to options
         cfg = load_config(config_path, rules)
     except ConfigError as e:
         err.print(f"error: {e}", markup=False)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    except OSError as e:  # the working directory was removed, or a parent is unreadable
+        err.print(f"error: cannot look for a lint config: {os_reason(e)}", markup=False)
         raise typer.Exit(EXIT_BAD_INPUT) from None
     sizes = dict(KNOWN_IMAGE_SIZES)
     for item in image_size or []:
