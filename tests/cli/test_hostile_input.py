@@ -760,9 +760,9 @@ def test_the_pure_python_yaml_loader_is_bounded_the_same_way(
 ) -> None:
     import yaml  # noqa: PLC0415 - only this test swaps the loader
 
-    from gpucap.apis import serde  # noqa: PLC0415
+    from gpucap.apis import serde, yamltext  # noqa: PLC0415
 
-    monkeypatch.setattr(serde, "_Loader", yaml.SafeLoader)  # as without libyaml
+    monkeypatch.setattr(yamltext, "Loader", yaml.SafeLoader)  # as without libyaml
     issues = serde.load_text(text, "x.yaml").issues
     assert len(issues) == 1
     assert message in str(issues[0])
@@ -785,3 +785,16 @@ def test_lint_in_a_removed_working_directory_is_one_line(
     gone.rmdir()
     line = one_error(*cli("lint", pod))
     assert line == "error: cannot look for a lint config: No such file or directory"
+
+
+def test_an_alias_bomb_in_a_device_plugin_configmap_is_bounded_too() -> None:
+    from gpucap.apis.serde import load_text  # noqa: PLC0415 - the loader itself, not the CLI
+
+    embedded = BILLION_LAUGHS.replace("\n", "\n    ")
+    text = (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: dp}\ndata:\n  any: |\n    "
+        + embedded
+        + "version: v1\n    sharing: {}\n"
+    )
+    result = load_text(text, "cm.yaml")  # not a device-plugin config it can read: skipped
+    assert result.ok, [str(i) for i in result.issues]

@@ -20,6 +20,7 @@ from pydantic import Field, StrictBool, StrictInt, StrictStr, ValidationError
 from gpucap.apis.core import ConfigMap, Toleration
 from gpucap.apis.errors import format_path, translate
 from gpucap.apis.meta import KubeModel, ObjectMeta
+from gpucap.apis.yamltext import load_one
 
 __all__ = [
     "ClusterPolicy",
@@ -109,8 +110,9 @@ def device_plugin_configs(config_map: ConfigMap) -> dict[str, DevicePluginConfig
     configs: dict[str, DevicePluginConfig] = {}
     for key in sorted(config_map.data):
         try:
-            doc = yaml.safe_load(config_map.data[key])
-        except yaml.YAMLError:
+            # Bounded like every YAML gpucap reads (an alias bomb in a ConfigMap too).
+            doc = load_one(config_map.data[key], f"data.{key}")
+        except (yaml.YAMLError, ValueError):
             continue
         if not _looks_like_device_plugin_config(doc):
             continue
