@@ -75,8 +75,10 @@ def device_plugin_config(user_data: str | None) -> DevicePluginConfig:
         return DevicePluginConfig(version="v1")
     try:
         doc = tomllib.loads(user_data)
-    except tomllib.TOMLDecodeError as err:
-        raise BottlerocketUserDataError(f"not valid TOML: {err}") from None
+    except RecursionError:
+        raise BottlerocketUserDataError("not valid TOML: nested too deeply") from None
+    except ValueError as err:  # TOMLDecodeError, or an integer past Python's 4,300 digits
+        raise BottlerocketUserDataError(f"not valid TOML: {str(err).split(';')[0]}") from None
     nvidia = _table(doc, NVIDIA_SETTINGS)
     strategy = nvidia.get("device-sharing-strategy", "none")
     if strategy not in SHARING_STRATEGIES:

@@ -21,6 +21,7 @@ from pydantic import Field, StrictBool, StrictInt, StrictStr, ValidationError
 from gpucap.apis.core import ConfigMap, Toleration
 from gpucap.apis.errors import format_path, translate
 from gpucap.apis.meta import KubeModel, ObjectMeta
+from gpucap.apis.yamltext import load_one
 
 __all__ = [
     "ClusterPolicy",
@@ -131,8 +132,9 @@ def device_plugin_configs(config_map: ConfigMap) -> dict[str, DevicePluginConfig
     for key in sorted(config_map.data):
         text = config_map.data[key]
         try:
-            doc = yaml.safe_load(text)
-        except (yaml.YAMLError, RecursionError, ValueError) as err:
+            # Bounded like every YAML gpucap reads (an alias bomb in a ConfigMap too).
+            doc = load_one(text, f"data.{key}")
+        except (yaml.YAMLError, ValueError) as err:
             if _looks_like_broken_config(text):
                 problem = _yaml_problem(err)
                 raise DevicePluginConfigError(key, "", f"not valid YAML: {problem}") from err

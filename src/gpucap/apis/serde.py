@@ -22,10 +22,12 @@ Called by the CLI (`cli/`), the simulator (scenario manifests) and tests.
 
 from __future__ import annotations
 
-import json
+import errno
+import os
+import stat
 import sys
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TextIO, TypeAlias
@@ -38,11 +40,18 @@ from gpucap.apis.apirules import object_meta_problems
 from gpucap.apis.core import ConfigMap, Node, Pod, PodDisruptionBudget
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.errors import FieldPath, format_path, translate
-from gpucap.apis.expansion import POD_CREATORS, PodCreator, expand, expansion_notes
+from gpucap.apis.expansion import POD_CREATORS, PodCreator, expand, expansion_notes, pod_groups
 from gpucap.apis.gpuoperator import ClusterPolicy
 from gpucap.apis.jobset import JobSet
 from gpucap.apis.kuberay import RayCluster, RayJob, RayService
 from gpucap.apis.leaderworkerset import LeaderWorkerSet
+from gpucap.apis.limits import (
+    MAX_FILE_BYTES,
+    MAX_WORKLOAD_PODS,
+    Budget,
+    InputLimitError,
+    size_text,
+)
 from gpucap.apis.meta import json_kind
 from gpucap.apis.nodeoverlay import NodeOverlay
 from gpucap.apis.nodepool import NodeClaim, NodePool
@@ -52,6 +61,13 @@ from gpucap.apis.placeholders import (
     group_message,
     is_runtime_field,
     placeholders,
+)
+from gpucap.apis.reading import (
+    InputError,
+    load_json,
+    os_reason,
+    read_path,
+    read_stream,
 )
 from gpucap.apis.scenario import Scenario
 from gpucap.apis.schema import check_embedded, check_fields, load_schema, repeats_schema_error
@@ -64,9 +80,11 @@ from gpucap.apis.workloads import (
     StatefulSet,
     pod_uid,
 )
+from gpucap.apis.yamltext import DuplicateKeyError, documents
 
 __all__ = [
     "KINDS",
+    "LIMIT",
     "Issue",
     "LoadResult",
     "Manifest",
@@ -125,6 +143,9 @@ KINDS: dict[str, tuple[str, type[BaseModel], bool]] = {
 }
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+# The rule of an Issue that is an input limit (`apis/limits.py`) met inside a document: bad
+# input (exit 2) for every command, not a finding `lint` reports among others.
+LIMIT = "LIMIT"
 
 Path_: TypeAlias = FieldPath
 
@@ -357,119 +378,118 @@ class Manifests:
         return notes
 
 
-# ---- YAML with line numbers -----------------------------------------------------------------
-_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class _DuplicateKeyError(ValueError):
-    def __init__(self, path: Path_, key: str, line: int) -> None:
-        super().__init__(f"mapping key {key!r} is defined twice (again on line {line})")
-        self.path = path
-
-
-def _construct(
-    node: yaml.Node, loader: yaml.SafeLoader, path: Path_, lines: dict[Path_, int]
-) -> Any:
-    """Build Python data from a composed YAML node, recording each field's line."""
-    lines.setdefault(path, node.start_mark.line + 1)
-    if isinstance(node, yaml.MappingNode):
-        loader.flatten_mapping(node)  # YAML merge keys (<<)
-        out: dict[Any, Any] = {}
-        for key_node, value_node in node.value:
-            key = loader.construct_object(key_node, deep=True)
-            if not isinstance(key, str):
-                key = str(key).lower() if isinstance(key, bool) else str(key)
-            child = (*path, key)
-            if key in out:
-                raise _DuplicateKeyError(child, key, key_node.start_mark.line + 1)
-            lines[child] = key_node.start_mark.line + 1
-            out[key] = _construct(value_node, loader, child, lines)
-        return out
-    if isinstance(node, yaml.SequenceNode):
-        return [_construct(item, loader, (*path, i), lines) for i, item in enumerate(node.value)]
-    return loader.construct_object(node, deep=True)
-
-
-def _documents(text: str) -> Iterator[tuple[Any, dict[Path_, int]]]:
-    loader = _Loader(text)
-    try:
-        while loader.check_node():
-            node = loader.get_node()
-            lines: dict[Path_, int] = {}
-            if node is None:
-                yield None, lines
-                continue
-            yield _construct(node, loader, (), lines), lines
-    finally:
-        loader.dispose()
-
-
 # ---- loading --------------------------------------------------------------------------------
 def load_paths(paths: Sequence[str], stdin: TextIO | None = None) -> LoadResult:
-    """Load files, directories (every *.yaml|*.yml|*.json inside, recursively, sorted) and `-`."""
+    """Load files, directories (every *.yaml|*.yml|*.json inside, recursively, sorted) and `-`,
+    within the input limits (`apis/limits.py`): a limit hit ends the run with one error."""
     result = LoadResult()
     ignored: Counter[str] = Counter()
+    budget = Budget()
+
+    def cannot(message: str) -> None:
+        result.issues.append(Issue("error", None, None, (), message))
+
     for raw in paths:
+        if budget.exhausted:
+            break
         if raw == "-":
-            text = (stdin or sys.stdin).read()
-            result.extend(load_text(text, "<stdin>", ignored=ignored))
+            try:
+                text = read_stream(stdin or sys.stdin, "<stdin>", budget)
+            except InputError as err:
+                cannot(str(err))
+                continue
+            result.extend(load_text(text, "<stdin>", ignored=ignored, budget=budget))
             continue
-        p = Path(raw)
-        if p.is_dir():
-            files = sorted(
-                f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in MANIFEST_SUFFIXES
-            )
-            if not files:
-                result.issues.append(
-                    Issue("error", None, None, (), f"{raw}: no *.yaml, *.yml or *.json files")
+        try:
+            is_dir = stat.S_ISDIR(os.stat(raw).st_mode)
+        except OSError as err:
+            missing = err.errno in {errno.ENOENT, errno.ENOTDIR}
+            cannot(f"{raw}: " + ("no such file or directory" if missing else os_reason(err)))
+            continue
+        except ValueError:  # a NUL in the name
+            cannot(f"{raw!r}: not a valid path")
+            continue
+        if is_dir:
+            try:
+                files = sorted(
+                    f
+                    for f in Path(raw).rglob("*")
+                    if f.suffix.lower() in MANIFEST_SUFFIXES and f.is_file()
                 )
+            except OSError as err:
+                cannot(f"{raw}: cannot read the directory: {os_reason(err)}")
+                continue
+            if not files:
+                cannot(f"{raw}: no *.yaml, *.yml or *.json files")
             for f in files:
-                result.extend(_load_file(f, ignored))
-        elif p.is_file():
-            result.extend(_load_file(p, ignored))
+                if budget.exhausted:
+                    break
+                result.extend(_load_file(str(f), ignored, budget))
         else:
-            result.issues.append(
-                Issue("error", None, None, (), f"{raw}: no such file or directory")
-            )
+            # Files, and FIFOs or devices too: `gpucap validate <(helm template ...)`.
+            result.extend(_load_file(raw, ignored, budget))
     _group_placeholders(result)
     _report_ignored(result, ignored)
     _report_duplicates(result)
     return result
 
 
-def _load_file(path: Path, ignored: Counter[str]) -> LoadResult:
+def _load_file(path: str, ignored: Counter[str], budget: Budget) -> LoadResult:
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
-        return LoadResult(issues=[Issue("error", None, None, (), f"{path}: cannot read: {reason}")])
-    return load_text(text, str(path), ignored=ignored)
+        text = read_path(path, budget)
+    except InputError as err:
+        return LoadResult(issues=[Issue("error", None, None, (), str(err))])
+    return load_text(text, path, ignored=ignored, budget=budget)
 
 
 def load_text(
-    text: str, file: str = "<input>", *, ignored: Counter[str] | None = None
+    text: str,
+    file: str = "<input>",
+    *,
+    ignored: Counter[str] | None = None,
+    budget: Budget | None = None,
 ) -> LoadResult:
-    """Load every document of one file's text. `ignored` collects unused kinds across files."""
+    """Load every document of one file's text. `ignored` collects unused kinds across files;
+    `budget` counts documents and pods across the files of one run (`apis/limits.py`)."""
     own_counter = ignored is None
     counter: Counter[str] = Counter() if ignored is None else ignored
+    budget = Budget() if budget is None else budget
     result = LoadResult()
-    try:
-        docs = list(_documents(text))
-    except _DuplicateKeyError as err:
-        result.issues.append(Issue("error", None, None, (), f"{file}: {err}"))
+
+    def refuse(message: str) -> LoadResult:
+        result.issues.append(Issue("error", None, None, (), message))
         return result
+
+    if len(text) > MAX_FILE_BYTES:
+        return refuse(
+            f"{file}: larger than {size_text(MAX_FILE_BYTES)} (gpucap's limit for one file)"
+        )
+    try:
+        docs = list(documents(text, file, budget))
+    except DuplicateKeyError as err:
+        return refuse(f"{file}: {err}")
+    except InputError as err:
+        return refuse(str(err))
+    except InputLimitError as err:
+        return refuse(f"{file}: {err}")
+    except UnicodeEncodeError as err:  # text from a caller, not the reader: a lone surrogate
+        line = text.count("\n", 0, err.start) + 1
+        return refuse(f"{file}: line {line}: a lone surrogate character, not text (not UTF-8)")
     except yaml.YAMLError as err:
         docs = []
         if file.endswith(".json"):
             # JSON that YAML cannot read (tabs, for instance) is still JSON.
             try:
-                docs = [(json.loads(text), {})]
-            except json.JSONDecodeError:
+                docs = [(load_json(text, file), {})]
+            except InputError as json_err:
+                if "not valid JSON" not in str(json_err):
+                    return refuse(str(json_err))
                 docs = []
         if not docs:
-            result.issues.append(Issue("error", None, None, (), f"{file}: {_yaml_error(err)}"))
-            return result
+            return refuse(f"{file}: {_yaml_error(err)}")
     for index, (data, lines) in enumerate(docs):
+        if budget.exhausted:
+            break
         if data is None:
             continue
         source = Source(file, index, None, lines)
@@ -486,9 +506,17 @@ def load_text(
                 if len(k) >= 2 and k[0] == "items" and isinstance(k[1], int):
                     item_lines.setdefault(k[1], {})[k[2:]] = v
             for i, item in enumerate(items):
-                _load_document(item, Source(file, index, i, item_lines.get(i, {})), result, counter)
+                item_source = Source(file, index, i, item_lines.get(i, {}))
+                try:
+                    budget.charge_object()
+                except InputLimitError as err:
+                    result.issues.append(Issue("error", item_source, None, (), str(err), LIMIT))
+                    break
+                _load_document(item, item_source, result, counter, budget)
+                if budget.exhausted:
+                    break
             continue
-        _load_document(data, source, result, counter)
+        _load_document(data, source, result, counter, budget)
     if own_counter:
         _group_placeholders(result)
         _report_ignored(result, counter)
@@ -514,7 +542,9 @@ def _report_ignored(result: LoadResult, ignored: Counter[str]) -> None:
     ignored.clear()
 
 
-def _load_document(data: Any, source: Source, result: LoadResult, ignored: Counter[str]) -> None:
+def _load_document(
+    data: Any, source: Source, result: LoadResult, ignored: Counter[str], budget: Budget
+) -> None:
     def error(path: Path_, message: str, ref: str | None = None) -> None:
         result.issues.append(Issue("error", source, ref, path, message))
 
@@ -592,9 +622,45 @@ def _load_document(data: Any, source: Source, result: LoadResult, ignored: Count
     violations = validate_object(obj)
     for v in violations:
         result.issues.append(Issue(v.severity, source, ref, v.path, v.message, v.rule or "SCHEMA"))
-    if not any(v.severity == "error" for v in violations):
-        _check_placeholders(data, (), source, ref, result)
-        result.manifests.append(Manifest(obj, source))  # type: ignore[arg-type]
+    if any(v.severity == "error" for v in violations):
+        return
+    if not _within_pod_limits(obj, source, ref, result, budget):
+        return
+    _check_placeholders(data, (), source, ref, result)
+    result.manifests.append(Manifest(obj, source))  # type: ignore[arg-type]
+
+
+def _within_pod_limits(
+    obj: Any, source: Source, ref: str, result: LoadResult, budget: Budget
+) -> bool:
+    """Count the pods `obj` makes (from its templates' counts, before any pod is built) against
+    MAX_WORKLOAD_PODS and the run's MAX_PODS; False, with the error recorded, past either."""
+    if isinstance(obj, Pod):
+        made = 1
+    elif isinstance(obj, POD_CREATORS):
+        groups = pod_groups(obj)
+        made = sum(g.count for g in groups)
+        if made > MAX_WORKLOAD_PODS:
+            biggest = max(groups, key=lambda g: g.count)
+            result.issues.append(
+                Issue(
+                    "error",
+                    source,
+                    ref,
+                    biggest.path,
+                    f"makes {made:,} pods; gpucap plans at most {MAX_WORKLOAD_PODS:,} per "
+                    "workload (Kubernetes' limit for a whole cluster)",
+                    LIMIT,
+                )
+            )
+            return False
+    else:
+        return True
+    over = budget.charge_pods(made)
+    if over is not None:
+        result.issues.append(Issue("error", source, ref, (), over, LIMIT))
+        return False
+    return not budget.exhausted
 
 
 # Kinds whose fields never hold a literal `$NAME` (IAM role names, tag values, label values and

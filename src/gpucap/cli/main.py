@@ -26,7 +26,8 @@ from gpucap import __version__
 from gpucap.apis.placeholders import parse_only, substitute
 from gpucap.apis.placeholders import render as fill_placeholders
 from gpucap.apis.quantity import Quantity
-from gpucap.apis.serde import LoadResult, Manifest, load_paths, load_text
+from gpucap.apis.reading import InputError, os_reason, read_path, read_stream
+from gpucap.apis.serde import LIMIT, LoadResult, Manifest, load_paths, load_text
 from gpucap.apis.workloads import Deployment
 from gpucap.cli.render import (
     describe,
@@ -240,10 +241,9 @@ def render(  # noqa: PLR0917 - typer maps parameters to options
     texts: list[tuple[str, str]] = []
     for f in files:
         try:
-            texts.append((f, _read_exactly(f)))
-        except (OSError, UnicodeDecodeError) as e:
-            reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-            err.line(f"error: {f}: cannot read: {reason}")
+            texts.append((f, read_stream(sys.stdin, "<stdin>") if f == "-" else read_path(f)))
+        except InputError as e:
+            err.line(f"error: {e}")
             raise typer.Exit(EXIT_BAD_INPUT) from None
     done = fill_placeholders([t for _, t in texts], values, only=names, explicit=explicit)
     failed = False
@@ -268,16 +268,6 @@ def render(  # noqa: PLR0917 - typer maps parameters to options
     # One file comes out byte for byte; several are joined as one multi-document stream.
     head = [t if t.endswith("\n") else t + "\n" for t in rendered[:-1]]
     sys.stdout.write("---\n".join([*head, rendered[-1]]))
-
-
-def _read_exactly(path: str) -> str:
-    """A file's (or stdin's, for `-`) text with its line endings as they are (CRLF stays CRLF):
-    `render` writes it back byte for byte. (Text mode would turn `\r\n` and `\r` into `\n`.)"""
-    if path == "-":
-        stdin = getattr(sys.stdin, "buffer", None)
-        return stdin.read().decode("utf-8") if stdin is not None else sys.stdin.read()
-    with Path(path).open(encoding="utf-8", newline="") as f:
-        return f.read()
 
 
 def _load_catalog(
@@ -311,10 +301,11 @@ def _load_catalog(
 
 
 def _read(path: str) -> str:
+    """A `--catalog`/`--prices` file's text, bounded and UTF-8 (`apis/reading.py`)."""
     try:
-        return Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        err.line(f"error: {path}: cannot read: {e.strerror}")
+        return read_path(path)
+    except InputError as e:
+        err.line(f"error: {e}")
         raise typer.Exit(EXIT_BAD_INPUT) from None
 
 
@@ -442,6 +433,9 @@ def lint(  # noqa: PLR0917 - typer maps parameters to options
     except ConfigError as e:
         err.line(f"error: {e}")
         raise typer.Exit(EXIT_BAD_INPUT) from None
+    except OSError as e:  # the working directory was removed, or a parent is unreadable
+        err.line(f"error: cannot look for a lint config: {os_reason(e)}")
+        raise typer.Exit(EXIT_BAD_INPUT) from None
     sizes = dict(KNOWN_IMAGE_SIZES)
     for item in image_size or []:
         name, eq, value = item.partition("=")
@@ -455,7 +449,8 @@ def lint(  # noqa: PLR0917 - typer maps parameters to options
             err.line(f"error: --image-size '{item}' must be IMAGE=SIZE[/SIZE], e.g. a/b=9Gi/18Gi")
             raise typer.Exit(EXIT_BAD_INPUT) from None
     result = load_paths(files)
-    unreadable = [i for i in result.errors if i.source is None]
+    # Files that could not be read, and input limits: bad input (2), not lint findings (1).
+    unreadable = [i for i in result.errors if i.source is None or i.rule == LIMIT]
     if unreadable:
         _report(LoadResult(issues=unreadable))
         raise typer.Exit(EXIT_BAD_INPUT)

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpucap.apis.meta import json_kind
+from gpucap.apis.reading import InputError, int_message, read_path
 from gpucap.lint.model import SEVERITIES, Rule, Severity
 
 __all__ = ["CLUSTER_COMPONENTS", "ConfigError", "LintConfig", "find_config", "load_config"]
@@ -68,14 +70,28 @@ def find_config(start: Path) -> Path | None:
 
 def _table(path: Path) -> dict[str, Any] | None:
     try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as err:
-        raise ConfigError(f"{path}: cannot read: {err}") from err
-    if path.name == "pyproject.toml":
-        table = doc.get("tool", {}).get("gpucap", {}).get("lint")
-    else:
-        table = doc.get("lint")
-    return table if isinstance(table, dict) else None
+        text = read_path(str(path))
+    except InputError as err:
+        raise ConfigError(str(err)) from None
+    try:
+        doc = tomllib.loads(text)
+    except RecursionError:
+        raise ConfigError(f"{path}: not valid TOML: nested too deeply") from None
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"{path}: not valid TOML: {err}") from None
+    except ValueError:  # tomllib converts integers with int(), which stops at 4,300 digits
+        raise ConfigError(f"{path}: not valid TOML: {int_message(4301)}") from None
+    names = ("tool", "gpucap", "lint") if path.name == "pyproject.toml" else ("lint",)
+    table: Any = doc
+    for depth, name in enumerate(names):
+        table = table.get(name)
+        if table is None:
+            return None
+        if not isinstance(table, dict):
+            key = ".".join(names[: depth + 1])
+            raise ConfigError(f"{path}: {key}: expected a table, got {json_kind(table)}")
+    found: dict[str, Any] = table
+    return found
 
 
 def load_config(path: Path | None, known: Sequence[Rule]) -> LintConfig:

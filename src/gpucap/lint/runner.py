@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from gpucap.apis.errors import format_path
+from gpucap.apis.reading import InputError, read_path
 from gpucap.apis.serde import Issue
 from gpucap.lint.config import LintConfig
 from gpucap.lint.context import LintContext
@@ -70,8 +70,9 @@ class _Suppressions:
     def _load(self, file: str) -> tuple[list[str], set[str]]:
         if file not in self._files:
             try:
-                lines = Path(file).read_text(encoding="utf-8").splitlines()
-            except (OSError, UnicodeDecodeError):
+                # Bounded and non-blocking like the first read: a FIFO read again is empty.
+                lines = read_path(file).splitlines()
+            except InputError:
                 lines = []
             whole: set[str] = set()
             for line in lines:

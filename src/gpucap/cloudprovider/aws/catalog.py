@@ -83,9 +83,7 @@ file, the entry (index and name) and the field.
 
 from __future__ import annotations
 
-import json
 import math
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -95,6 +93,7 @@ from typing import Any, Final, TypeGuard
 
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.quantity import QuantityError, parse_resource_value
+from gpucap.apis.reading import InputError, load_json
 from gpucap.cloudprovider.aws import capacity as cap
 from gpucap.cloudprovider.aws.capacity import (
     AMIFamilyTraits,
@@ -1054,11 +1053,9 @@ def parse_prices_json(text: str, *, source: str) -> dict[str, dict[str, PriceOve
 
 def _load_json(text: str, *, source: str) -> object:
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as err:
-        raise CatalogError(
-            f"{source}: not valid JSON: {err.msg} (line {err.lineno}, column {err.colno})"
-        ) from None
+        return load_json(text, source)
+    except InputError as err:
+        raise CatalogError(str(err)) from None
 
 
 def parse_prices(doc: object, *, source: str) -> dict[str, dict[str, PriceOverride]]:
@@ -1080,35 +1077,47 @@ def parse_prices(doc: object, *, source: str) -> dict[str, dict[str, PriceOverri
             values: dict[str, float | None] = {}
             for key in ("on-demand", "spot"):
                 value = entry.get(key)
-                if value is not None and not _is_price(value):
-                    raise CatalogError(f"{where}: field {key!r}: must be a number >= 0")
+                problem = None if value is None else _price_problem(value)
+                if problem is not None:
+                    raise CatalogError(f"{where}: field {key!r}: {problem}, got {_show(value)}")
                 values[key] = None if value is None else float(value)
             result[region][name] = PriceOverride(on_demand=values["on-demand"], spot=values["spot"])
     return result
 
 
+# The largest number a catalog or prices file may hold (prices, bandwidths, IOPS...): far above
+# anything EC2 sells (its dearest instance is a few hundred dollars an hour), and low enough
+# that sums and products of them stay finite floats.
+MAX_NUMBER = 1e12
+# The largest integer field (vCPUs, memory in MiB, ENIs, bandwidth in Mbps): int32, as the
+# Kubernetes quantities and EC2 API fields they become.
+MAX_INTEGER = 2**31 - 1
+
+
 def _is_price(value: object) -> TypeGuard[int | float]:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return False
-    # An integer past a float64 would raise in math.isfinite/float() (an internal error).
-    if isinstance(value, int):
-        return 0 <= value <= _MAX_FLOAT_INT
-    return math.isfinite(value) and value >= 0
+    """A number >= 0 (at most MAX_NUMBER: see `_price_problem`)."""
+    return _price_problem(value) is None
 
 
-# The largest integer a float64 holds (about 1.8e308); a price beyond it is not a number.
-_MAX_FLOAT_INT = int(sys.float_info.max)
-# Catalog counts (vCPUs, MiB, GB, ENIs...) are 32-bit in the EC2 API or far below it in every
-# instance type; the bound keeps what they become in base units (bytes, millicores) in the
-# int64 arrays the scheduler computes with.
-_MAX_CATALOG_INT = 2**31 - 1
+def _price_problem(value: object) -> str | None:
+    """What is wrong with `value` as a price or a measure, or None."""
+    if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+        return "must be a number >= 0"
+    # An int too large for a float, inf and NaN (`value < 0` is False for NaN) end here.
+    if isinstance(value, float) and math.isnan(value):
+        return "must be a number >= 0"
+    if value > MAX_NUMBER:
+        return f"must be at most {MAX_NUMBER:.0e}"
+    return None
 
 
-def _show_number(value: object) -> str:
-    # str() of an integer past 4,300 digits raises; a huge value is described, not printed.
-    if isinstance(value, int) and value.bit_length() > 256:
-        return f"an integer of {value.bit_length()} bits"
-    return repr(value)
+def _show(value: object) -> str:
+    """A value in an error message, cut short: a field may hold a whole document."""
+    try:
+        text = repr(value)
+    except ValueError:  # an integer past Python's 4,300-digit conversion limit
+        return "a very long integer"
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 class _Entry:
@@ -1143,7 +1152,7 @@ class _Entry:
         if value is None:
             return None
         if not isinstance(value, str) or not value:
-            raise self.error(name, f"must be a non-empty string, got {value!r}")
+            raise self.error(name, f"must be a non-empty string, got {_show(value)}")
         return value
 
     def req_str(self, name: str) -> str:
@@ -1158,9 +1167,9 @@ class _Entry:
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise self.error(name, f"must be an integer >= {minimum}, got {_show_number(value)}")
-        if value > _MAX_CATALOG_INT:
-            raise self.error(name, f"must be at most {_MAX_CATALOG_INT}, got {_show_number(value)}")
+            raise self.error(name, f"must be an integer >= {minimum}, got {_show(value)}")
+        if value > MAX_INTEGER:
+            raise self.error(name, f"must be at most {MAX_INTEGER}, got {_show(value)}")
         return value
 
     def req_int(self, name: str, *, minimum: int = 0) -> int:
@@ -1172,8 +1181,9 @@ class _Entry:
         value = self._get(name, False)
         if value is None:
             return None
-        if not _is_price(value):
-            raise self.error(name, f"must be a number >= 0, got {_show_number(value)}")
+        problem = _price_problem(value)
+        if problem is not None or not isinstance(value, int | float):
+            raise self.error(name, f"{problem}, got {_show(value)}")
         return float(value)
 
     def bool_(self, name: str, default: bool) -> bool:
@@ -1181,7 +1191,7 @@ class _Entry:
         if value is None:
             return default
         if not isinstance(value, bool):
-            raise self.error(name, f"must be true or false, got {value!r}")
+            raise self.error(name, f"must be true or false, got {_show(value)}")
         return value
 
     def region_map(self, name: str, *, required: bool = False) -> dict[str, object]:
@@ -1334,19 +1344,17 @@ def _parse_on_demand(e: _Entry) -> dict[str, float]:
         return {}
     if not isinstance(value, dict):
         # One number: the same price in every region.
-        if not _is_price(value):
-            raise e.error(
-                field_name, f"must be {{region: price}} or a number, got {_show_number(value)}"
-            )
+        problem = _price_problem(value)
+        if problem is not None:
+            raise e.error(field_name, f"must be {{region: price}} or a number, got {_show(value)}")
         return {"*": float(value)}
     prices: dict[str, float] = {}
     for region, price in value.items():
         if price is None:
             continue
-        if not _is_price(price):
-            raise e.error(
-                f"{field_name}.{region}", f"must be a number >= 0, got {_show_number(price)}"
-            )
+        problem = _price_problem(price)
+        if problem is not None:
+            raise e.error(f"{field_name}.{region}", f"{problem}, got {_show(price)}")
         prices[str(region)] = float(price)
     return prices
 
@@ -1363,8 +1371,9 @@ def _parse_spot(
             avg = value.get("avg")
             if avg is None:
                 continue
-            if not _is_price(avg):
-                raise e.error(where + ".avg", f"must be a number >= 0, got {_show_number(avg)}")
+            problem = _price_problem(avg)
+            if problem is not None:
+                raise e.error(where + ".avg", f"{problem}, got {_show(avg)}")
             spot[region], sources[region] = float(avg), "sampled"
         elif _is_price(value):
             source = declared.get(region, "catalog")
@@ -1372,7 +1381,7 @@ def _parse_spot(
                 raise e.error(f"spot_price_source.{region}", f"unknown source {source!r}")
             spot[region], sources[region] = float(value), str(source)
         else:
-            raise e.error(where, f"must be a price or {{min, avg, max}}, got {_show_number(value)}")
+            raise e.error(where, f"must be a price or {{min, avg, max}}, got {_show(value)}")
     advisor: dict[str, SpotAdvisor] = {}
     for region, value in e.region_map("spot_advisor").items():
         where = f"spot_advisor.{region}"
