@@ -796,5 +796,9 @@ def test_an_alias_bomb_in_a_device_plugin_configmap_is_bounded_too() -> None:
         + embedded
         + "version: v1\n    sharing: {}\n"
     )
-    result = load_text(text, "cm.yaml")  # not a device-plugin config it can read: skipped
-    assert result.ok, [str(i) for i in result.issues]
+    # Meant as a device-plugin config (version, sharing) but not one YAML can read within the
+    # limits: one error naming the limit, reached without expanding the bomb.
+    result = load_text(text, "cm.yaml")
+    [issue] = result.errors
+    assert "invalid device-plugin config: not valid YAML" in str(issue)
+    assert "YAML aliases expand to more than 1,000,000 nodes" in str(issue)

@@ -715,9 +715,9 @@ def test_price_overrides_replace_prices_and_reestimate_advisor_spot_prices() -> 
         ),
         ([], "prices.json: must be an object"),
         (
-            {"us-east-1": {"m5.xlarge": {"spot": 10**400}}},
+            {"us-east-1": {"m5.xlarge": {"spot": 1e300}}},
             "prices.json: region us-east-1, instance type 'm5.xlarge': field 'spot': "
-            "must be a number >= 0",
+            "must be at most 1e+12, got 1e+300",
         ),
     ],
 )
@@ -793,17 +793,18 @@ def test_a_missing_required_field_is_one_line_naming_file_entry_and_field(field:
         ({"capacity_types": ["reserved"]}, "field 'capacity_types': must be a non-empty subset"),
         ({"offerings": {"us-east-1": "us-east-1a"}}, "field 'offerings.us-east-1': must be a list"),
         ({"spot_advisor": {"us-east-1": {"savings_vs_on_demand_pct": 120}}}, "must be a number in"),
-        # numbers too large for a float64 or for base units in int64 (issue 9)
-        ({"vcpus": 10**400}, "field 'vcpus': must be at most 2147483647, got an integer of 1329"),
+        # numbers too large for int32 base units or for sums of prices (issue 9); integers of
+        # more than 100 digits never get here (the JSON reader refuses them, see below)
+        ({"vcpus": 10**99}, "field 'vcpus': must be at most 2147483647, got 1000000000000"),
         ({"memory_mib": 2**31}, "field 'memory_mib': must be at most 2147483647, got 2147483648"),
         (
-            {"on_demand_price_usd_per_hour": 10**400},
-            "field 'on_demand_price_usd_per_hour': must be {region: price} or a number, got an "
-            "integer of 1329 bits",
+            {"on_demand_price_usd_per_hour": 10**99},
+            "field 'on_demand_price_usd_per_hour': must be {region: price} or a number, got "
+            "1000000000000",
         ),
         (
-            {"on_demand_price_usd_per_hour": {"us-east-1": 10**400}},
-            "field 'on_demand_price_usd_per_hour.us-east-1': must be a number >= 0",
+            {"on_demand_price_usd_per_hour": {"us-east-1": 1e300}},
+            "field 'on_demand_price_usd_per_hour.us-east-1': must be at most 1e+12, got 1e+300",
         ),
     ],
 )
@@ -814,6 +815,13 @@ def test_invalid_fields_are_reported_with_file_entry_and_field(
         user_catalog(entry(**fields))
     assert str(err.value).startswith("my-catalog.json: entry 0 (g9.xlarge): ")
     assert message in str(err.value)
+
+
+def test_an_integer_of_more_than_100_digits_is_refused_where_it_is_written() -> None:
+    with pytest.raises(CatalogError) as err:
+        user_catalog(entry(vcpus=10**400))
+    assert str(err.value).startswith("my-catalog.json: line 1 column ")
+    assert str(err.value).endswith(": an integer of 401 digits (gpucap reads at most 100)")
 
 
 def test_duplicate_names_and_bad_json_are_errors() -> None:
