@@ -19,7 +19,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "src"))
 
-from tests.fuzz.driver import BOUND_SECONDS, Fuzzer, reproducer_text, write_reproducer
+from tests.fuzz.driver import (  # noqa: E402 - after the path is set
+    BOUND_SECONDS,
+    Fuzzer,
+    reproducer_text,
+    write_reproducer,
+)
 
 
 def main() -> int:

@@ -321,16 +321,9 @@ def _child(
         fd = os.open(io_dir / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         os.dup2(fd, n)
     # As Python sets them up on a UTF-8 terminal: strict stdout, backslashreplace stderr.
-    sys.stdin = io.TextIOWrapper(open(0, "rb", closefd=False), encoding="utf-8")  # noqa: SIM115
-    sys.stdout = io.TextIOWrapper(
-        open(1, "wb", closefd=False), encoding="utf-8", line_buffering=True
-    )
-    sys.stderr = io.TextIOWrapper(
-        open(2, "wb", closefd=False),
-        encoding="utf-8",
-        errors="backslashreplace",
-        line_buffering=True,
-    )
+    sys.stdin = _text_stream(0, "rb")
+    sys.stdout = _text_stream(1, "wb")
+    sys.stderr = _text_stream(2, "wb", errors="backslashreplace")
     sys.argv = ["gpucap", *argv]
     _record_internal_errors(io_dir / "where")
     try:
@@ -346,6 +339,12 @@ def _child(
         sys.stderr.flush()
     faulthandler.cancel_dump_traceback_later()
     return int(code) & 0xFF
+
+
+def _text_stream(fd: int, mode: str, errors: str = "strict") -> io.TextIOWrapper:
+    """A UTF-8 text stream over a file descriptor the child keeps open until it exits."""
+    raw = open(fd, mode, closefd=False)  # noqa: SIM115 - lives as long as the child
+    return io.TextIOWrapper(raw, encoding="utf-8", errors=errors, line_buffering=True)
 
 
 def _location(e: BaseException) -> str:
