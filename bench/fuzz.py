@@ -56,7 +56,8 @@ def main() -> int:
     print(
         f"\nseed {args.seed}: {fuzzer.cases} cases (+{fuzzer.skipped} oracle cases skipped: seed "
         f"not valid), {fuzzer.executions} executions in {elapsed:.0f}s "
-        f"({fuzzer.executions / elapsed:.1f}/s), bound {args.bound}s per command"
+        f"({fuzzer.executions / elapsed:.1f}/s), bound {args.bound}s per command; "
+        f"{fuzzer.hang_skips} commands skipped after a hang"
     )
     print(
         "mutation classes (cases): "

@@ -518,6 +518,7 @@ class Fuzzer:
     executions: int = 0
     cases: int = 0
     skipped: int = 0
+    hang_skips: int = 0
     classes: Counter[str] = field(default_factory=Counter)
     findings: dict[str, Finding] = field(default_factory=dict)
     _baseline: dict[str, bool] = field(default_factory=dict)
@@ -534,7 +535,10 @@ class Fuzzer:
     def execute(
         self, case: Case, only: int | None = None
     ) -> list[tuple[int, Command, Outcome, Failure | None]]:
-        """Run the case's commands (or only command `only`); each with its outcome and failure."""
+        """Run the case's commands (or only command `only`); each with its outcome and failure.
+
+        After a command hangs, the case's other commands are skipped (`hang_skips` counts
+        them): they read the same input, and each would cost the whole bound again."""
         results = []
         with self._scratch() as where:
             m = materialize(case, where)
@@ -544,7 +548,11 @@ class Fuzzer:
                     continue
                 o = run_gpucap(self.main, cmd, where, self.bound)
                 self.executions += 1
-                results.append((i, cmd, o, judge(o, cmd, case.oracle)))
+                failure = judge(o, cmd, case.oracle)
+                results.append((i, cmd, o, failure))
+                if failure is not None and failure.kind == "hang":
+                    self.hang_skips += len(cmds) - 1 - i
+                    break
         return results
 
     def valid_seed(self, seed: Seed) -> bool:
