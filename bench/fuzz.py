@@ -34,6 +34,9 @@ def main() -> int:
     parser.add_argument("--start", type=int, default=0, help="first case index")
     parser.add_argument("--bound", type=int, default=BOUND_SECONDS, help="seconds per command")
     parser.add_argument("--shrink-runs", type=int, default=60, help="runs per shrink")
+    parser.add_argument(
+        "--shrink-minutes", type=float, default=10.0, help="after this, failures stay unshrunk"
+    )
     parser.add_argument("--out", type=Path, default=Path("/tmp/gpucap-fuzz-findings"))
     args = parser.parse_args()
 
@@ -64,15 +67,17 @@ def main() -> int:
         + ", ".join(f"{c} {n}" for c, n in sorted(fuzzer.classes.items()))
     )
     print(f"\n{len(fuzzer.findings)} distinct failure(s)")
+    shrink_until = time.monotonic() + args.shrink_minutes * 60
     for finding in sorted(fuzzer.findings.values(), key=lambda f: f.failure.signature):
-        shrunk = fuzzer.shrink(finding, max_runs=args.shrink_runs)
+        in_time = time.monotonic() < shrink_until
+        shrunk = fuzzer.shrink(finding, max_runs=args.shrink_runs) if in_time else finding.case
         path = write_reproducer(finding, shrunk, args.out)
         print(
             f"\n== {finding.failure.signature}  ({finding.count}x; classes {dict(finding.classes)})"
         )
         print(f"   first: {finding.case.describe()[:300]}")
         print(f"   reproducer: {path}")
-        print("   " + reproducer_text(shrunk, finding.command_index).replace("\n", "\n   "))
+        print("   " + reproducer_text(shrunk, finding.command).replace("\n", "\n   "))
     return 1 if fuzzer.findings else 0
 
 

@@ -189,6 +189,7 @@ class Materialized:
     files: tuple[str, ...]
     target: str
     explain: str
+    readable: bool = True  # the target can be stdin (a file, or /dev/zero; not a directory)
 
 
 def _explain_pod(docs: list[Any]) -> str:
@@ -227,7 +228,8 @@ def materialize(case: Case, where: Path) -> Materialized:
     if case.seed.role in ("manifests", "scenario"):
         given = sorted(f.name for i, f in enumerate(case.seed.files) if i != case.target)
         given = sorted([*given, target_rel])
-    return Materialized(tuple(given), target_rel, _explain_pod(docs))
+    readable = written.exists() and not written.is_dir()
+    return Materialized(tuple(given), target_rel, _explain_pod(docs), readable)
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,7 +286,7 @@ def commands_for(case: Case, m: Materialized) -> list[Command]:
         Command(("lint", "-o", "sarif", *files)),
         Command(("render", *files)),
     ]
-    return cmds if len(files) == 1 else [c for c in cmds if c.stdin is None]
+    return cmds if len(files) == 1 and m.readable else [c for c in cmds if c.stdin is None]
 
 
 # -- running --------------------------------------------------------------------------------------
@@ -500,7 +502,7 @@ class Finding:
 
     failure: Failure
     case: Case
-    command_index: int
+    command: str  # its `Command.name`
     outcome: Outcome
     count: int = 0
     classes: Counter[str] = field(default_factory=Counter)
@@ -533,9 +535,9 @@ class Fuzzer:
             shutil.rmtree(root, ignore_errors=True)
 
     def execute(
-        self, case: Case, only: int | None = None
+        self, case: Case, only: str | None = None
     ) -> list[tuple[int, Command, Outcome, Failure | None]]:
-        """Run the case's commands (or only command `only`); each with its outcome and failure.
+        """Run the case's commands (or only the one named `only`); each with outcome and failure.
 
         After a command hangs, the case's other commands are skipped (`hang_skips` counts
         them): they read the same input, and each would cost the whole bound again."""
@@ -544,7 +546,7 @@ class Fuzzer:
             m = materialize(case, where)
             cmds = commands_for(case, m)
             for i, cmd in enumerate(cmds):
-                if only is not None and i != only:
+                if only is not None and cmd.name != only:
                     continue
                 o = run_gpucap(self.main, cmd, where, self.bound)
                 self.executions += 1
@@ -570,15 +572,14 @@ class Fuzzer:
             return
         self.cases += 1
         self.classes.update(case.classes)
-        for i, cmd, o, failure in self.execute(case):
+        for _, cmd, o, failure in self.execute(case):
             if failure is None:
                 continue
             found = self.findings.get(failure.signature)
             if found is None:
-                found = self.findings[failure.signature] = Finding(failure, case, i, o)
+                found = self.findings[failure.signature] = Finding(failure, case, cmd.name, o)
             found.count += 1
             found.classes.update(case.classes)
-            del cmd
 
     def run(
         self,
@@ -600,15 +601,18 @@ class Fuzzer:
 
     # -- shrinking --------------------------------------------------------------------------------
 
-    def fails_alike(self, case: Case, command_index: int, failure: Failure) -> bool:
-        results = self.execute(case, only=command_index)
+    def fails_alike(self, case: Case, command: str, failure: Failure) -> bool:
+        results = self.execute(case, only=command)
         return bool(results) and results[0][3] == failure
 
     def shrink(self, finding: Finding, max_runs: int = 80) -> Case:
         """A smaller case failing the same way: steps undone, other files and documents dropped,
-        keys the steps do not touch deleted; at most `max_runs` runs."""
+        keys the steps do not touch deleted; at most `max_runs` runs (a tenth of them for a
+        hang, which costs the whole bound each time it still hangs)."""
         runs = 0
-        case, idx, failure = finding.case, finding.command_index, finding.failure
+        case, command, failure = finding.case, finding.command, finding.failure
+        if failure.kind == "hang":
+            max_runs = max(1, max_runs // 10)
 
         def attempt(candidate: Case) -> bool:
             nonlocal runs
@@ -616,7 +620,7 @@ class Fuzzer:
                 return False
             runs += 1
             try:
-                return self.fails_alike(candidate, idx, failure)
+                return self.fails_alike(candidate, command, failure)
             except (OSError, ValueError, TypeError, KeyError, IndexError, RecursionError):
                 return False  # a candidate the fuzzer itself cannot write
 
@@ -637,7 +641,7 @@ class Fuzzer:
                 fewer = dataclasses.replace(
                     case, seed=dataclasses.replace(case.seed, files=kept), target=target
                 )
-                if commands_for(fewer, _fake(fewer))[idx : idx + 1] and attempt(fewer):
+                if attempt(fewer):
                     case = fewer
         case = self._shrink_docs(case, attempt)  # 3. drop documents, then keys
         return self._shrink_keys(case, attempt)
@@ -675,12 +679,6 @@ class Fuzzer:
         return case
 
 
-def _fake(case: Case) -> Materialized:
-    """The command list's shape without writing files (for index checks while shrinking)."""
-    names = tuple(f.name for f in case.seed.files)
-    return Materialized(names, case.seed.files[case.target].name, "default/x")
-
-
 def _shift(step: Step, removed: int) -> Step:
     if isinstance(step, TreeStep) and step.path and step.path[0] > removed:
         return dataclasses.replace(step, path=(step.path[0] - 1, *step.path[1:]))
@@ -702,7 +700,7 @@ def write_reproducer(finding: Finding, case: Case, root: Path) -> Path:
     shutil.rmtree(where, ignore_errors=True)
     where.mkdir(parents=True)
     m = materialize(case, where)
-    cmd = commands_for(case, m)[finding.command_index]
+    cmd = next(c for c in commands_for(case, m) if c.name == finding.command)
     o = finding.outcome
     (where / "README.txt").write_text(
         f"{finding.failure.signature}\n\n"
@@ -716,12 +714,12 @@ def write_reproducer(finding: Finding, case: Case, root: Path) -> Path:
     return where
 
 
-def reproducer_text(case: Case, command_index: int, limit: int = 600) -> str:
+def reproducer_text(case: Case, command: str, limit: int = 600) -> str:
     """The minimal reproducer as text for a report: each file (shortened) and the command."""
     with tempfile.TemporaryDirectory(prefix="gpucap-fuzz-show-") as tmp:
         where = Path(tmp)
         m = materialize(case, where)
-        cmd = commands_for(case, m)[command_index]
+        cmd = next(c for c in commands_for(case, m) if c.name == command)
         parts = []
         for name in sorted(p for p in m.files if not p.startswith("w/")) or [m.target]:
             p = where / name

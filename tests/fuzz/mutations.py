@@ -11,7 +11,8 @@ driver removes one by one. Steps work at three levels:
   copy a document 1,000 times, set `replicas: 2147483648`;
 - the serialized bytes (`ByteStep`): truncate, insert bytes that are not UTF-8, re-encode, repeat
   a line (a duplicate key);
-- the whole file (`FileStep`): empty, binary, a symlink to `/dev/zero`, a name too long for the OS.
+- the whole file (`FileStep`): empty, binary, a symlink to `/dev/zero`, a name too long for the
+  OS, 2,000 copies in a directory.
 
 Oracle mutations (`ORACLES`) are separate: each makes a valid object into one the Kubernetes API
 server, Karpenter's CRDs or the GPU Operator would refuse, so `gpucap validate` must exit 2.
@@ -309,7 +310,8 @@ class ByteStep(Step):
 @dataclass(frozen=True, slots=True)
 class FileStep(Step):
     """The file replaced as a whole: "empty", "binary" (`size` seeded random bytes), "dev-zero"
-    (a symlink to the endless `/dev/zero`) or "long-name" (a name the OS refuses; not written)."""
+    (a symlink to the endless `/dev/zero`), "long-name" (a name the OS refuses; not written) or
+    "many-files" (2,000 copies in a directory, which is what gpucap is given)."""
 
     op: str = "empty"
     size: int = 0
@@ -325,6 +327,12 @@ class FileStep(Step):
             path.symlink_to("/dev/zero")
         elif self.op == "long-name":
             return path.with_name("n" * 300 + path.suffix)
+        elif self.op == "many-files":  # the same file 2,000 times, given as one directory
+            many = path.with_name("many")
+            many.mkdir()
+            for i in range(2000):
+                (many / f"f{i:04d}{path.suffix}").write_bytes(content)
+            return many
         else:
             path.write_bytes(content)
         return path
@@ -335,6 +343,7 @@ class FileStep(Step):
             "binary": f"the file is {self.size} random bytes",
             "dev-zero": "the file is a symlink to /dev/zero",
             "long-name": "the file's name is 300 characters long",
+            "many-files": "the file 2,000 times in one directory, given as the directory",
         }[self.op]
 
 
@@ -583,7 +592,7 @@ def _duration_cron(rng: random.Random, docs: list[Any], fmt: Format) -> Step | N
 
 
 def _file(rng: random.Random, docs: list[Any], fmt: Format) -> Step | None:
-    op = rng.choice(("empty", "binary", "dev-zero", "long-name"))
+    op = rng.choice(("empty", "binary", "dev-zero", "long-name", "many-files"))
     return FileStep("file", op, rng.choice((1, 4096, 1 << 20)), rng.randrange(1 << 30))
 
 

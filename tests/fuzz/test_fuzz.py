@@ -50,7 +50,7 @@ def test_hostile_input_keeps_the_promise(tmp_path: Path) -> None:
         case = fuzzer.shrink(finding, max_runs=15) if n < SHRINK_FINDINGS else finding.case
         write_reproducer(finding, case, tmp_path)
         report.append(
-            f"{finding.failure.signature} ({finding.count}x)\n{reproducer_text(case, finding.command_index, 300)}"
+            f"{finding.failure.signature} ({finding.count}x)\n{reproducer_text(case, finding.command, 300)}"
         )
     assert fuzzer.cases > CI_CASES * 0.9, (
         "most cases must run (oracle cases on invalid seeds are skipped)"
