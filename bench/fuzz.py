@@ -67,17 +67,29 @@ def main() -> int:
         + ", ".join(f"{c} {n}" for c, n in sorted(fuzzer.classes.items()))
     )
     print(f"\n{len(fuzzer.findings)} distinct failure(s)")
-    shrink_until = time.monotonic() + args.shrink_minutes * 60
     for finding in sorted(fuzzer.findings.values(), key=lambda f: f.failure.signature):
+        print(f"  {finding.count:5d}x  {finding.failure.signature}  [{finding.command}]")
+    shrink_until = time.monotonic() + args.shrink_minutes * 60
+    first = ("internal-error", "memory", "crash", "hang", "exit-code")  # shrunk first
+    order = sorted(
+        fuzzer.findings.values(),
+        key=lambda f: (f.failure.kind not in first, f.failure.signature),
+    )
+    for finding in order:
         in_time = time.monotonic() < shrink_until
-        shrunk = fuzzer.shrink(finding, max_runs=args.shrink_runs) if in_time else finding.case
-        path = write_reproducer(finding, shrunk, args.out)
+        try:
+            shrunk = fuzzer.shrink(finding, max_runs=args.shrink_runs) if in_time else finding.case
+            path = write_reproducer(finding, shrunk, args.out)
+            shown = reproducer_text(shrunk, finding.command)
+        except Exception as e:  # a fuzzer bug must not lose the other findings
+            print(f"\n== {finding.failure.signature}: could not write the reproducer: {e!r}")
+            continue
         print(
             f"\n== {finding.failure.signature}  ({finding.count}x; classes {dict(finding.classes)})"
         )
         print(f"   first: {finding.case.describe()[:300]}")
         print(f"   reproducer: {path}")
-        print("   " + reproducer_text(shrunk, finding.command).replace("\n", "\n   "))
+        print("   " + shown.replace("\n", "\n   "))
     return 1 if fuzzer.findings else 0
 
 

@@ -228,7 +228,10 @@ def materialize(case: Case, where: Path) -> Materialized:
     if case.seed.role in ("manifests", "scenario"):
         given = sorted(f.name for i, f in enumerate(case.seed.files) if i != case.target)
         given = sorted([*given, target_rel])
-    readable = written.exists() and not written.is_dir()
+    try:
+        readable = written.exists() and not written.is_dir()
+    except OSError:  # a name too long to stat
+        readable = False
     return Materialized(tuple(given), target_rel, _explain_pod(docs), readable)
 
 
@@ -305,6 +308,7 @@ class Outcome:
     hang: str | None
     where: str | None
     seconds: float
+    bound_hit: bool = False
 
 
 def _child(
@@ -412,6 +416,7 @@ def run_gpucap(
         hang=_hang_location(hang) if hang.strip() else None,
         where=read("where").decode("utf-8", "replace") or None,
         seconds=seconds,
+        bound_hit=seconds >= bound,
     )
     shutil.rmtree(io_dir, ignore_errors=True)
     return outcome
@@ -453,7 +458,10 @@ def judge(o: Outcome, command: Command, oracle: str | None) -> Failure | None:
     err = o.stderr.decode("utf-8", "replace")
     if o.signal is not None:
         name = signal.Signals(o.signal).name
-        return Failure("hang" if o.signal == signal.SIGALRM else "crash", f"killed by {name}")
+        # Killed at the bound is a hang, whatever the signal (faulthandler's dump of a busy
+        # thread can itself crash).
+        hung = o.signal == signal.SIGALRM or o.bound_hit
+        return Failure("hang" if hung else "crash", f"killed by {name}")
     if o.hang is not None:
         return Failure("hang", o.hang)
     if "MemoryError" in err or (o.where or "").startswith("MemoryError"):
@@ -469,12 +477,10 @@ def judge(o: Outcome, command: Command, oracle: str | None) -> Failure | None:
     for stream, data in streams:
         text = data.decode("utf-8", "replace")
         if "\ufffd" in text and "\ufffd" not in data.decode("utf-8", "ignore"):
-            return Failure("control-chars", f"{stream} is not UTF-8 ({command.name})")
+            return Failure("control-chars", f"{stream} is not UTF-8")
         bad = _UNSAFE.search(text)
         if bad:
-            return Failure(
-                "control-chars", f"{stream} holds U+{ord(bad.group()):04X} ({command.name})"
-            )
+            return Failure("control-chars", f"{stream} holds U+{ord(bad.group()):04X}")
     lines = [ln for ln in err.splitlines() if ln.strip()]
     stray = next((ln for ln in lines if not _LINE.match(ln)), None)
     if stray is not None:
@@ -720,21 +726,23 @@ def reproducer_text(case: Case, command: str, limit: int = 600) -> str:
         where = Path(tmp)
         m = materialize(case, where)
         cmd = next(c for c in commands_for(case, m) if c.name == command)
-        parts = []
-        for name in sorted(p for p in m.files if not p.startswith("w/")) or [m.target]:
-            p = where / name
-            data = (
-                p.read_bytes()
-                if p.is_file() and not p.is_symlink()
-                else b"<" + (b"symlink to /dev/zero" if p.is_symlink() else b"not written") + b">"
-            )
-            shown = data.decode("utf-8", "backslashreplace")
-            if len(shown) > limit:
-                shown = shown[:limit] + f"... <{len(data)} bytes>"
-            parts.append(f"--- {name}\n{shown}")
-        if case.seed.role not in ("manifests", "scenario"):
-            parts.append(
-                f"--- {m.target}\n"
-                + (where / m.target).read_bytes().decode("utf-8", "backslashreplace")[:limit]
-            )
-        return "\n".join(parts) + f"\n$ {cmd.shell()}"
+        names = [p for p in m.files if not p.startswith("w/")]
+        if m.target not in names:
+            names.append(m.target)
+        return (
+            "\n".join(f"--- {n}\n{_show(where / n, limit)}" for n in names) + f"\n$ {cmd.shell()}"
+        )
+
+
+def _show(path: Path, limit: int) -> str:
+    """A file's text for a report, shortened; what it is when it is not a plain file."""
+    try:
+        if path.is_symlink():
+            return f"<symlink to {os.readlink(path)}>"
+        if path.is_dir():
+            return f"<directory of {len(list(path.iterdir()))} copies of the file>"
+        data = path.read_bytes()
+    except OSError as e:
+        return f"<not written: {e.strerror}>"
+    shown = data.decode("utf-8", "backslashreplace")
+    return shown if len(shown) <= limit else shown[:limit] + f"... <{len(data)} bytes>"
