@@ -5,7 +5,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 SRC := src tests bench scripts
 
-.PHONY: test lint typecheck layers unit wheel bench clean
+.PHONY: test lint typecheck layers unit wheel bench fuzz clean
 
 test: lint typecheck layers unit wheel
 
@@ -34,6 +34,12 @@ wheel: $(BIN)/.installed
 
 bench: $(BIN)/.installed
 	$(BIN)/python bench/run.py
+
+# The long fuzz run (tests/fuzz/ runs a fixed minute of it in CI): `make fuzz MINUTES=20 SEED=9`.
+MINUTES ?= 20
+SEED ?= 9
+fuzz: $(BIN)/.installed
+	$(BIN)/python bench/fuzz.py --minutes $(MINUTES) --seed $(SEED)
 
 clean:
 	rm -rf $(VENV) dist build .mypy_cache .ruff_cache .pytest_cache .hypothesis

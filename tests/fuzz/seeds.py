@@ -1,0 +1,148 @@
+"""The fuzzer's seeds: valid (or realistic) inputs that mutations start from.
+
+A `Seed` is a set of files gpucap reads in one run, parsed into documents so mutations can work
+on the structure (`mutations.py`), plus its *role*: which part of the command line the mutated
+file is (manifests, a `--catalog` file, a `--prices` file, a lint configuration, a Scenario).
+Seeds come from what the project already holds: the workshop example, every public manifest in
+`tests/realworld/`, three entries of the bundled catalog, and small hand-written price, lint
+configuration and Scenario files in the formats the README documents.
+
+Called by the driver (`driver.py`) and by `bench/fuzz.py`; deterministic (sorted file lists).
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from gpucap.cloudprovider.aws.catalog import unpack_catalog_columns
+
+__all__ = ["WORKSHOP", "Role", "Seed", "SeedFile", "all_seeds", "workshop_files"]
+
+REPO = Path(__file__).resolve().parents[2]
+WORKSHOP = REPO / "src" / "gpucap" / "data" / "examples" / "workshop"
+REALWORLD = REPO / "tests" / "realworld"
+
+Role = Literal["manifests", "catalog", "prices", "lint-config", "scenario"]
+Format = Literal["yaml", "json", "toml"]
+
+
+@dataclass(frozen=True, slots=True)
+class SeedFile:
+    """One file of a seed: its name (relative, as written in the case directory), its format and
+    its parsed documents (a YAML stream may hold several; JSON and TOML hold one)."""
+
+    name: str
+    fmt: Format
+    docs: tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Seed:
+    """A named input set. `files[target]` is the one mutations change (the others are context,
+    e.g. the rest of the workshop next to the NodePool being mutated)."""
+
+    name: str
+    role: Role
+    files: tuple[SeedFile, ...]
+
+
+def _yaml_file(path: Path, name: str) -> SeedFile:
+    docs = tuple(d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d is not None)
+    return SeedFile(name, "yaml", docs)
+
+
+@cache
+def workshop_files() -> tuple[SeedFile, ...]:
+    """The workshop example's five files (the context of catalog, prices and config seeds)."""
+    return tuple(_yaml_file(p, p.name) for p in sorted(WORKSHOP.glob("*.yaml")))
+
+
+def _realworld() -> list[Seed]:
+    seeds = []
+    for path in sorted(REALWORLD.rglob("*")):
+        if path.suffix not in (".yaml", ".yml", ".json") or path.name == "PROVENANCE.yaml":
+            continue
+        rel = path.relative_to(REALWORLD)
+        seeds.append(
+            Seed(f"realworld/{rel}", "manifests", (_yaml_file(path, path.name.replace("/", "_")),))
+        )
+    return seeds
+
+
+def _catalog_entries() -> list[dict[str, Any]]:
+    """Three real entries of the bundled catalog (a GPU type of each family the workshop asks
+    for and a CPU type), in the `--catalog` file format."""
+    ref = resources.files("gpucap.data.catalog").joinpath("instance-types.json")
+    entries = unpack_catalog_columns(json.loads(ref.read_text(encoding="utf-8")))
+    wanted = {"g5.xlarge", "g6.xlarge", "m5.large"}
+    return [e for e in entries if e["name"] in wanted]
+
+
+PRICES = {
+    "us-east-1": {"g5.xlarge": {"on-demand": 1.006, "spot": 0.42}, "g6.xlarge": {"spot": 0.3}}
+}
+
+LINT_CONFIG = """\
+[lint]
+select = ["GPU", "NP", "DIS002"]
+ignore = ["NP006"]
+severity = { NP005 = "error", DIS002 = "info" }
+cluster = ["nvidia-device-plugin"]
+"""
+
+SCENARIO = """\
+apiVersion: gpucap.dev/v1alpha1
+kind: Scenario
+metadata:
+  name: burst
+spec:
+  region: us-east-1
+  kubernetesVersion: "1.36"
+  seed: 7
+  duration: 2h
+  manifests: [nodepool.yaml, vllm.yaml]
+  images:
+    vllm/vllm-openai: {compressed: 9Gi, uncompressed: 18Gi}
+  events:
+    - at: 10m
+      scale: {kind: Deployment, name: vllm, replicas: 4}
+    - at: 30m
+      capacity: {instanceType: g6.xlarge, zone: us-east-1a, capacityType: spot, available: false}
+    - at: 45m
+      interrupt: {nodeClaim: gpu-1}
+"""
+
+
+@cache
+def all_seeds() -> tuple[Seed, ...]:
+    """Every seed, in a fixed order (the case list depends on it)."""
+    workshop = workshop_files()
+    seeds = [Seed("workshop", "manifests", workshop)]
+    seeds += _realworld()
+    seeds.append(
+        Seed("catalog", "catalog", (SeedFile("catalog.json", "json", (_catalog_entries(),)),))
+    )
+    seeds.append(Seed("prices", "prices", (SeedFile("prices.json", "json", (PRICES,)),)))
+    seeds.append(
+        Seed(
+            "lint-config",
+            "lint-config",
+            (SeedFile(".gpucap.toml", "toml", (tomllib.loads(LINT_CONFIG),)),),
+        )
+    )
+    seeds.append(
+        Seed(
+            "scenario",
+            "scenario",
+            (SeedFile("scenario.yaml", "yaml", tuple(yaml.safe_load_all(SCENARIO))),),
+        )
+    )
+    return tuple(seeds)
