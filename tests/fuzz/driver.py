@@ -371,7 +371,7 @@ def _record_internal_errors(where: Path) -> None:
     error" is located (the CLI prints it while the exception is being handled)."""
     from gpucap.cli import main as cli  # noqa: PLC0415
 
-    original = cli.err.print
+    original = cli.err.line
 
     def recording(*args: Any, **kwargs: Any) -> None:
         exc = sys.exc_info()[1]
@@ -379,7 +379,7 @@ def _record_internal_errors(where: Path) -> None:
             where.write_text(_location(exc))
         original(*args, **kwargs)
 
-    cli.err.print = recording  # type: ignore[method-assign]
+    cli.err.line = recording  # type: ignore[method-assign]
 
 
 def run_gpucap(
