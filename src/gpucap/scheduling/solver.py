@@ -661,27 +661,39 @@ class Scheduler:
         self.dynamic_pools = bool(ordered)
         self.pool_notes: dict[str, str] = {}
         self.templates: list[NodeClaimTemplate] = []
+        # Tables are shared: one per type list (pools of one node class filter the same
+        # table, whose memos then serve them all) and one per filtered result (pools left with
+        # the same types schedule on the same table). Both are read-only apart from memos.
+        bases: dict[int, tuple[InstanceTypeTable, Mask]] = {}
+        tables: dict[tuple[int, bytes], InstanceTypeTable] = {}
         for pool in ordered:
             template = NodeClaimTemplate.from_nodepool(pool.nodepool)
-            everything = [
-                DaemonOverheadGroup(
-                    frozenset(it.name for it in pool.instance_types), {}, HostPortUsage()
-                )
-            ]
-            remaining, _, outcome = filter_instance_types(
-                pool.instance_types,
+            base = bases.get(id(pool.instance_types))
+            if base is None:
+                table = InstanceTypeTable(pool.instance_types)
+                names = frozenset(it.name for it in pool.instance_types)
+                base = bases[id(pool.instance_types)] = (table, table.mask_of(names))
+            base_table, all_types = base
+            everything = [DaemonOverheadGroup(frozenset(), {}, HostPortUsage(), all_types)]
+            mask, _, outcome = filter_options(
+                base_table,
+                np.ones(len(base_table.types), dtype=np.bool_),
                 template.requirements,
                 None,
                 everything,
                 {},
                 relax_min_values=self.relax_min_values,
             )
-            if not remaining:
+            if not mask.any():
                 why = outcome.min_values_error or "requirements filtered out all instance types"
                 self.pool_notes[pool.nodepool.name] = f"skipping, nodepool {why}"
                 continue
-            template.instance_types = remaining
-            template.table = InstanceTypeTable(remaining)
+            template.instance_types = base_table.types_of(mask)
+            key = (id(pool.instance_types), mask.tobytes())
+            shared = tables.get(key)
+            if shared is None:
+                shared = tables[key] = InstanceTypeTable(template.instance_types)
+            template.table = shared
             template.daemon_groups = _daemon_groups(template, self.daemons)
             for group in template.daemon_groups:
                 group.mask = template.table.mask_of(group.instance_types)
@@ -702,6 +714,12 @@ class Scheduler:
         # not passed to `NewTopology`; their nodes add domains as state nodes); counts from
         # bound pods.
         live = [n for n in state_nodes if not n.marked_for_deletion]
+        # One requirement list per type list: `build_domain_groups` shares the work of pools
+        # whose types are the same object (the catalog resolves one tuple per node class).
+        type_reqs: dict[int, list[Requirements]] = {}
+        for p in pools:
+            if id(p.instance_types) not in type_reqs:
+                type_reqs[id(p.instance_types)] = [it.requirements for it in p.instance_types]
         domain_groups = build_domain_groups(
             [
                 (
@@ -709,7 +727,7 @@ class Scheduler:
                         p.nodepool.spec.template.spec.requirements
                     ).merge(Requirements.from_labels(p.nodepool.spec.template.metadata.labels)),
                     tuple(t.as_taint() for t in p.nodepool.spec.template.spec.taints),
-                    [it.requirements for it in p.instance_types],
+                    type_reqs[id(p.instance_types)],
                 )
                 for p in pools
                 if p.nodepool.spec.replicas is None
