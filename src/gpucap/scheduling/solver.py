@@ -392,6 +392,7 @@ def _format_resources(resources: Mapping[str, int]) -> str:
 
 
 Mask = np.ndarray[Any, np.dtype[np.bool_]]
+_INT64_MAX = 2**63 - 1  # `InstanceTypeTable.fits` compares requests capped here
 
 
 def filter_options(  # noqa: PLR0917 - mirrors filterInstanceTypesByRequirements
@@ -487,6 +488,30 @@ class NodeClaim:
     min_values_relaxed: bool = False
     labels: dict[str, str] = field(default_factory=dict)
     final_types: list[InstanceType] | None = None
+    # Per resource, the most any remaining option has allocatable (None: not computed since
+    # the options last changed); see `may_fit`.
+    _most: dict[str, int] | None = None
+
+    def may_fit(self, requests: Resources) -> bool:
+        """False when adding `requests` exceeds, for some resource, the most allocatable of any
+        remaining option: then `can_add` would fail on resources, whatever else it checks.
+
+        A cheap test before `can_add`, which the scheduler runs for every pod against every
+        planned NodeClaim (pods x claims); most full claims are ruled out here in a few
+        dictionary look-ups instead of a requirement merge and a table filter.
+        """
+        most = self._most
+        if most is None:
+            table = self.table
+            most = {}
+            if self.options.any():
+                for k, j in table.column.items():
+                    most[k] = int(table.allocatable[self.options, j].max())
+            self._most = most
+        for k, v in requests.items():
+            if v > 0 and min(self.requests.get(k, 0) + v, _INT64_MAX) > most.get(k, 0):
+                return False
+        return True
 
     @property
     def nodepool(self) -> str:
@@ -555,6 +580,7 @@ class NodeClaim:
     ) -> None:
         self.pods.append(pod)
         self.options = options
+        self._most = None
         self.requests = add(self.requests, data.requests)
         self.requirements = reqs
         topology.register(HOSTNAME, self.hostname)
@@ -871,6 +897,8 @@ class Scheduler:
         for count in sorted(self._by_count):
             for claim in self._by_count[count]:
                 if self.topology.rejects_host(pod, claim.hostname):
+                    continue
+                if not claim.may_fit(data.requests):
                     continue
                 try:
                     reqs, its = claim.can_add(pod, data, self.topology, relax_min_values=False)
