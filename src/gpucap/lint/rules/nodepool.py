@@ -78,12 +78,18 @@ def landing_pools(ctx: LintContext, pod: Pod) -> list[PoolView]:
     """Pools a pod can get a new node from: their requirements meet the pod's node selector and
     required affinity, the pod tolerates their taints, and a launchable type compatible with the
     pod holds its requests (DaemonSet overhead not subtracted)."""
-    key = ("landing_pools", pod.key, id(pod))
+    requests = pod_requests(pod.spec)
+    reqs = pod_requirements(pod, strict=True)
+    # Keyed by what the answer depends on, so alike pods share one pass over the pools.
+    key = (
+        "landing_pools",
+        reqs,
+        tuple(pod.spec.tolerations),
+        tuple(sorted(requests.items())),
+    )
     cached: list[PoolView] | None = ctx.memo.get(key)
     if cached is not None:
         return cached
-    requests = pod_requests(pod.spec)
-    reqs = pod_requirements(pod, strict=True)
     result = [
         pool
         for pool in ctx.pools_for_pod(pod)
