@@ -787,6 +787,8 @@ class Scheduler:
         self._seq: dict[int, int] = {}
         self._hostnames = 0
         self._pod_data: dict[str, PodData] = {}
+        # NodePool -> (its remaining limits, the types within them, whether any is)
+        self._within: dict[str, tuple[Resources, Mask, bool]] = {}
 
     def _existing_node(self, n: StateNode) -> ExistingNode:
         taints = n.effective_taints()
@@ -936,9 +938,15 @@ class Scheduler:
         if remaining is not None:
             if remaining.get("nodes") == 0 and "nodes" in remaining:
                 raise SchedulingError(NODE_LIMITS_EXHAUSTED)
-            options = table.within(remaining)
-            if not options.any():
+            # Every pod that reaches the templates asks each one; the answer changes only when
+            # the pool's remaining limits do (a new dict each time), so it is kept until then.
+            cached = self._within.get(template.name)
+            if cached is None or cached[0] is not remaining:
+                within = table.within(remaining)
+                cached = self._within[template.name] = (remaining, within, bool(within.any()))
+            if not cached[2]:
                 raise SchedulingError(TYPES_EXCEED_LIMITS)
+            options = cached[1].copy()
         self._hostnames += 1
         hostname = f"hostname-placeholder-{self._hostnames:04d}"
         claim = NodeClaim(
