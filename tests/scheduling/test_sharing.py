@@ -207,3 +207,41 @@ def test_overlays_apply_first_match_wins_whatever_their_requirements() -> None:
         CPU_TYPES[0].offerings[0].price * 1.1
     )
     assert nodeoverlay.ordered(accepted)[0].metadata.name == "a"
+
+
+def test_a_bucket_of_full_claims_is_skipped_in_one_look(monkeypatch: pytest.MonkeyPatch) -> None:
+    may_fit = _count(monkeypatch, solver.NodeClaim, "may_fit")
+    pool = edit(gpu_pool("gpu"), "spec.limits", {"nvidia.com/gpu": "1000"})
+    docs = [pool, *(gpu_pod(f"p-{i}", gpus=4) for i in range(20))]
+    objs = load_text(to_yaml(*docs), "t.yaml").objects
+    types = [it for it in GPU_TYPES if it.name == "g5.12xlarge"]
+    results = solve(objs.pods, [PoolInput(objs.nodepools[0], types)])
+    assert len(results.new_node_claims) == 20
+    # Every planned claim has 4 GPUs in use and none left: no claim is looked at one by one.
+    assert may_fit[0] == 0
+
+
+def test_pools_out_of_limits_refuse_without_a_new_claim(monkeypatch: pytest.MonkeyPatch) -> None:
+    new_claims = _count(monkeypatch, solver.Scheduler, "_add_to_new_node_claim")
+    spent = [edit(gpu_pool(f"z-{i}"), "spec.limits", {"nvidia.com/gpu": "0"}) for i in range(10)]
+    open_pool = edit(gpu_pool("b"), "spec.limits", {"nvidia.com/gpu": "1000"})
+    docs = [*spent, open_pool, *(gpu_pod(f"p-{i}", gpus=4) for i in range(5))]
+    objs = load_text(to_yaml(*docs), "t.yaml").objects
+    types = [it for it in GPU_TYPES if it.name == "g5.12xlarge"]
+    results = solve(objs.pods, [PoolInput(np, types) for np in objs.nodepools])
+    assert {c.nodepool for c in results.new_node_claims} == {"b"}
+    # The spent pools come first (names descending) but cost no new-claim attempt: one a pod.
+    assert new_claims[0] == 5
+
+
+def test_a_pod_no_pool_can_take_names_every_pool_and_why() -> None:
+    spent = edit(gpu_pool("a"), "spec.limits", {"nvidia.com/gpu": "0"})
+    small = edit(gpu_pool("b"), "spec.limits", {"nvidia.com/gpu": "1000"})
+    docs = [spent, small, gpu_pod("big", gpus=8)]
+    objs = load_text(to_yaml(*docs), "t.yaml").objects
+    types = [it for it in GPU_TYPES if it.name == "g5.12xlarge"]
+    results = solve(objs.pods, [PoolInput(np, types) for np in objs.nodepools])
+    message = results.pod_errors["default/big"]
+    assert message.startswith('nodepool "b": ') or message.startswith('nodepool "a": ')
+    assert f'nodepool "a": {solver.TYPES_EXCEED_LIMITS}' in message
+    assert 'nodepool "b": no instance type' in message

@@ -393,6 +393,8 @@ def _format_resources(resources: Mapping[str, int]) -> str:
 
 Mask = np.ndarray[Any, np.dtype[np.bool_]]
 _INT64_MAX = 2**63 - 1  # `InstanceTypeTable.fits` compares requests capped here
+# Requests this large skip no bucket (the cap above would make the headroom test inexact).
+_ROOM_BOUND = 2**62
 
 
 def filter_options(  # noqa: PLR0917 - mirrors filterInstanceTypesByRequirements
@@ -500,6 +502,13 @@ class NodeClaim:
         planned NodeClaim (pods x claims); most full claims are ruled out here in a few
         dictionary look-ups instead of a requirement merge and a table filter.
         """
+        most = self._most_allocatable()
+        for k, v in requests.items():
+            if v > 0 and min(self.requests.get(k, 0) + v, _INT64_MAX) > most.get(k, 0):
+                return False
+        return True
+
+    def _most_allocatable(self) -> dict[str, int]:
         most = self._most
         if most is None:
             table = self.table
@@ -508,10 +517,12 @@ class NodeClaim:
                 for k, j in table.column.items():
                     most[k] = int(table.allocatable[self.options, j].max())
             self._most = most
-        for k, v in requests.items():
-            if v > 0 and min(self.requests.get(k, 0) + v, _INT64_MAX) > most.get(k, 0):
-                return False
-        return True
+        return most
+
+    def headroom(self) -> dict[str, int]:
+        """Per resource, what the roomiest remaining option has left after the claim's pods
+        (a resource not listed: none)."""
+        return {k: v - self.requests.get(k, 0) for k, v in self._most_allocatable().items()}
 
     @property
     def nodepool(self) -> str:
@@ -784,6 +795,8 @@ class Scheduler:
         self.new_node_claims: list[NodeClaim] = []
         # Planned NodeClaims by pod count, each bucket in creation order (see `_add`).
         self._by_count: dict[int, list[NodeClaim]] = {}
+        # Per bucket, an upper bound of what its claims have left (see `_bucket_full`).
+        self._room: dict[int, dict[str, int]] = {}
         self._seq: dict[int, int] = {}
         self._hostnames = 0
         self._pod_data: dict[str, PodData] = {}
@@ -897,6 +910,8 @@ class Scheduler:
         # Emptiest planned NodeClaim first (Go's sort.Slice is unstable; gpucap breaks ties by
         # creation order). Claims are kept in buckets by pod count, so no sort per pod.
         for count in sorted(self._by_count):
+            if self._bucket_full(count, data.requests):
+                continue
             for claim in self._by_count[count]:
                 if self.topology.rejects_host(pod, claim.hostname):
                     continue
@@ -911,20 +926,68 @@ class Scheduler:
                 return
         if not self.templates:
             raise SchedulingError(NO_TEMPLATES if self.dynamic_pools else NO_DYNAMIC_NODEPOOLS)
-        errors = []
+        errors: list[tuple[str, str]] = []
         for template in self.templates:
+            # A pool out of limits refuses every pod until one of its claims changes them:
+            # answered from the memo, without building a claim (pods x pools otherwise).
+            full = self._limits_exhausted(template)
+            if full is not None:
+                errors.append((template.name, full))
+                continue
             try:
                 self._add_to_new_node_claim(template, pod, data)
                 return
             except SchedulingError as err:
-                errors.append(f'nodepool "{template.name}": {err}')
-        raise SchedulingError("; ".join(errors))
+                # Formatted now: a topology message reads counts that later pods change.
+                errors.append((template.name, str(err)))
+        raise SchedulingError(lambda: "; ".join(f'nodepool "{n}": {e}' for n, e in errors))
+
+    def _within_limits(
+        self, template: NodeClaimTemplate, remaining: Resources
+    ) -> tuple[Mask, bool]:
+        """The template's types within the pool's remaining limits, and whether there is any.
+        Kept until the limits change (each change is a new dict)."""
+        cached = self._within.get(template.name)
+        if cached is None or cached[0] is not remaining:
+            assert template.table is not None
+            within = template.table.within(remaining)
+            cached = self._within[template.name] = (remaining, within, bool(within.any()))
+        return cached[1], cached[2]
+
+    def _limits_exhausted(self, template: NodeClaimTemplate) -> str | None:
+        """Why the pool's limits refuse any new NodeClaim (None when they do not)."""
+        remaining = self.remaining_resources.get(template.name)
+        if remaining is None:
+            return None
+        if remaining.get("nodes") == 0 and "nodes" in remaining:
+            return NODE_LIMITS_EXHAUSTED
+        if not self._within_limits(template, remaining)[1]:
+            return TYPES_EXCEED_LIMITS
+        return None
+
+    def _widen_room(self, count: int, claim: NodeClaim) -> None:
+        """Raise bucket `count`'s room to cover `claim`, which is joining it with its pods."""
+        room = self._room.setdefault(count, {})
+        for k, v in claim.headroom().items():
+            if v > room.get(k, 0):
+                room[k] = v
+
+    def _bucket_full(self, count: int, requests: Resources) -> bool:
+        """True when no claim of bucket `count` can hold `requests` (`NodeClaim.may_fit` would
+        refuse each). The room is an upper bound, per resource, of the claims' headroom: it
+        only grows while the bucket lives, and a claim's headroom only shrinks as it takes pods,
+        which moves it to the next bucket. So a pod that needs more than the room skips the
+        bucket in one look instead of one `may_fit` per full claim (pods x claims)."""
+        room = self._room.get(count, {})
+        return any(0 < v < _ROOM_BOUND and v > room.get(k, 0) for k, v in requests.items())
 
     def _rebucket(self, claim: NodeClaim, old_count: int) -> None:
         bucket = self._by_count[old_count]
         bucket.remove(claim)
         if not bucket:
             del self._by_count[old_count]
+            del self._room[old_count]
+        self._widen_room(old_count + 1, claim)
         target = self._by_count.setdefault(old_count + 1, [])
         seq = self._seq[id(claim)]
         keys = [self._seq[id(c)] for c in target]
@@ -938,15 +1001,10 @@ class Scheduler:
         if remaining is not None:
             if remaining.get("nodes") == 0 and "nodes" in remaining:
                 raise SchedulingError(NODE_LIMITS_EXHAUSTED)
-            # Every pod that reaches the templates asks each one; the answer changes only when
-            # the pool's remaining limits do (a new dict each time), so it is kept until then.
-            cached = self._within.get(template.name)
-            if cached is None or cached[0] is not remaining:
-                within = table.within(remaining)
-                cached = self._within[template.name] = (remaining, within, bool(within.any()))
-            if not cached[2]:
+            within, some = self._within_limits(template, remaining)
+            if not some:
                 raise SchedulingError(TYPES_EXCEED_LIMITS)
-            options = cached[1].copy()
+            options = within.copy()
         self._hostnames += 1
         hostname = f"hostname-placeholder-{self._hostnames:04d}"
         claim = NodeClaim(
@@ -972,6 +1030,7 @@ class Scheduler:
         claim.add(pod, data, reqs, fitting, self.topology)
         self.new_node_claims.append(claim)
         self._seq[id(claim)] = len(self._seq)
+        self._widen_room(1, claim)
         self._by_count.setdefault(1, []).append(claim)
         if remaining is not None:
             # Pessimistic: the NodeClaim may become its largest option.
