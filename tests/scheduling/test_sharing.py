@@ -245,3 +245,29 @@ def test_a_pod_no_pool_can_take_names_every_pool_and_why() -> None:
     assert message.startswith('nodepool "b": ') or message.startswith('nodepool "a": ')
     assert f'nodepool "a": {solver.TYPES_EXCEED_LIMITS}' in message
     assert 'nodepool "b": no instance type' in message
+
+
+def _team_overlay() -> dict[str, Any]:
+    doc = _overlay("team-a", 1)
+    doc["spec"]["requirements"] = [{"key": "team", "operator": "In", "values": ["a"]}]
+    return doc
+
+
+def test_pools_an_overlay_changes_alike_share_one_type_list() -> None:
+    overlays = load_text(to_yaml(_overlay("o", 1)), "o.yaml").objects.nodeoverlays
+    pools = [PoolTypes(f"gpu-{i}", {"team": "a"}, TYPES) for i in range(3)]
+    accepted, _ = evaluate_overlays(overlays, pools)
+    results = apply_overlays(accepted, pools)
+    assert results[0][1] == 3  # the three g5 types
+    assert results[0][0] is results[1][0] is results[2][0]
+
+
+def test_an_overlay_on_a_pool_label_skips_pools_without_that_label() -> None:
+    overlays = load_text(to_yaml(_team_overlay()), "o.yaml").objects.nodeoverlays
+    # The labelled pool first: its answer for the types must not be reused for the other pool,
+    # where `team` is a key neither the pool nor the types define (Karpenter: not compatible).
+    pools = [PoolTypes("labelled", {"team": "a"}, TYPES), PoolTypes("plain", {}, TYPES)]
+    accepted, _ = evaluate_overlays(overlays, pools)
+    [(_, labelled), (plain_types, plain)] = apply_overlays(accepted, pools)
+    assert (labelled, plain) == (len(TYPES), 0)
+    assert plain_types == TYPES

@@ -107,9 +107,17 @@ class _Matcher:
         # name, weight, price or capacity share the checks, so many overlays on few
         # requirement sets cost (requirement sets x types), not (overlays x types).
         self._pool_ok: dict[tuple[Requirements, str], bool] = {}
-        self._type_offerings: dict[tuple[Requirements, int], list[tuple[str, str]]] = {}
+        # The type part leaves out the pool's keys, so it is keyed by them too.
+        self._type_offerings: dict[
+            tuple[Requirements, frozenset[str], int], list[tuple[str, str]]
+        ] = {}
         self._matches: dict[
             tuple[Requirements, str], list[tuple[InstanceType, list[tuple[str, str]]]]
+        ] = {}
+        self._type_keys: dict[int, frozenset[str]] = {}
+        self._pool_type_matches: dict[
+            tuple[Requirements, frozenset[str], int],
+            list[tuple[InstanceType, list[tuple[str, str]]]],
         ] = {}
 
     def offerings(
@@ -136,7 +144,7 @@ class _Matcher:
             ok = self._pool_ok[pool_key] = pool_reqs.is_compatible(part)
         if not ok:
             return []
-        type_key = (reqs, id(it))
+        type_key = (reqs, frozenset(pool_reqs), id(it))
         found = self._type_offerings.get(type_key)
         if found is None:
             part = Requirements({k: r for k, r in reqs.items() if k not in pool_reqs})
@@ -156,12 +164,50 @@ class _Matcher:
         key = (reqs, pool.name)
         found = self._matches.get(key)
         if found is None:
-            found = []
-            for it in pool.types:
-                offerings = self.offerings(overlay, reqs, it, pool)
-                if offerings:
-                    found.append((it, offerings))
+            found = self._shared_matches(overlay, reqs, pool)
+            if found is None:
+                found = self._walk(overlay, reqs, pool)
             self._matches[key] = found
+        return found
+
+    def _walk(
+        self, overlay: NodeOverlay, reqs: Requirements, pool: PoolTypes
+    ) -> list[tuple[InstanceType, list[tuple[str, str]]]]:
+        found = []
+        for it in pool.types:
+            offerings = self.offerings(overlay, reqs, it, pool)
+            if offerings:
+                found.append((it, offerings))
+        return found
+
+    def _shared_matches(
+        self, overlay: NodeOverlay, reqs: Requirements, pool: PoolTypes
+    ) -> list[tuple[InstanceType, list[tuple[str, str]]]] | None:
+        """When no key of the pool's name and labels is a type key, the pool part is one check
+        and the type part is the same for every pool with those keys and these types: the walk
+        over the types is shared by such pools (1,000 NodePools of one node class cost one).
+        None when the pool's keys overlap the types' (then each pool walks its types)."""
+        pool_reqs = self._pool_reqs.get(pool.name)
+        if pool_reqs is None:
+            pool_reqs = self._pool_reqs[pool.name] = _pool_requirements(pool)
+        type_keys = self._type_keys.get(id(pool.types))
+        if type_keys is None:
+            type_keys = self._type_keys[id(pool.types)] = frozenset(
+                k for it in pool.types for k in it.requirements
+            )
+        if any(k in type_keys for k in pool_reqs):
+            return None
+        pool_key = (reqs, pool.name)
+        ok = self._pool_ok.get(pool_key)
+        if ok is None:
+            part = Requirements({k: r for k, r in reqs.items() if k in pool_reqs})
+            ok = self._pool_ok[pool_key] = pool_reqs.is_compatible(part)
+        if not ok:
+            return []
+        shared_key = (reqs, frozenset(pool_reqs), id(pool.types))
+        found = self._pool_type_matches.get(shared_key)
+        if found is None:
+            found = self._pool_type_matches[shared_key] = self._walk(overlay, reqs, pool)
         return found
 
 
@@ -261,7 +307,24 @@ def apply_overlays(
     are the same objects), and how many of them changed."""
     matcher = _Matcher()
     matched = [(o, _requirements(o), _capacity(o)) for o in accepted]
-    return [_apply(matched, pool, matcher) for pool in pools]
+    # Pools whose types every overlay matches alike (the same types, the same offerings) get
+    # the same result object, so the scheduler can share its work between them as it does for
+    # pools of one node class (1,000 pools and one overlay would otherwise be 1,000 type lists).
+    done: dict[tuple[object, ...], tuple[tuple[InstanceType, ...], int]] = {}
+    out = []
+    for pool in pools:
+        key = (
+            id(pool.types),
+            *(
+                tuple((id(it), tuple(offerings)) for it, offerings in matcher.matches(o, r, pool))
+                for o, r, _ in matched
+            ),
+        )
+        result = done.get(key)
+        if result is None:
+            result = done[key] = _apply(matched, pool, matcher)
+        out.append(result)
+    return out
 
 
 def _apply(
