@@ -8,7 +8,8 @@ directory and, for each, runs the installed command (`validate`, `plan`, `lint`)
 largest size stays within 2x of the middle size (exit 1 if not). Not a unit test; figures
 depend on the machine (record them in the issue note).
 
-Inputs: `pools-N` N NodePools (distinct names, one shared EC2NodeClass) with the workshop's pod;
+Inputs: `pools-N` N NodePools (distinct names, one shared EC2NodeClass) with the workshop's pod
+(`pools-overlay-N` the same plus one NodeOverlay changing every pool's g5 prices);
 `files-N` a directory of N files, by turns a Deployment, a NodePool, an EC2NodeClass and a
 two-replica Deployment; `overlays-N` N NodeOverlays on the workshop pool; `daemonsets-N` N
 DaemonSets next to it.
@@ -51,6 +52,21 @@ def _pool(name: str) -> str:
 def pools(n: int, out: Path) -> Path:
     path = out / f"pools-{n}.yaml"
     path.write_text("\n---\n".join([_NODECLASS, _PODS, *(_pool(f"gpu-{i}") for i in range(n))]))
+    return path
+
+
+def pools_overlay(n: int, out: Path) -> Path:
+    """`pools(n)` plus one NodeOverlay that changes every pool's g5 prices."""
+    spec = {
+        "requirements": [
+            {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["g5"]}
+        ],
+        "priceAdjustment": "-5%",
+    }
+    doc = {"apiVersion": "karpenter.sh/v1alpha1", "kind": "NodeOverlay"}
+    overlay = yaml.safe_dump({**doc, "metadata": {"name": "g5-discount"}, "spec": spec})
+    path = out / f"pools-overlay-{n}.yaml"
+    path.write_text(pools(n, out).read_text() + "\n---\n" + overlay)
     return path
 
 
@@ -158,6 +174,7 @@ def _stages(path: Path, timeout: float) -> dict[str, float]:
 
 SERIES: dict[str, tuple[Callable[[int, Path], Path], tuple[int, ...]]] = {
     "pools": (pools, (10, 100, 1000)),
+    "pools+overlay": (pools_overlay, (10, 100, 1000)),
     "files": (files, (100, 1000, 2000)),
     "overlays": (overlays, (10, 100, 1000)),
     "daemonsets": (daemonsets, (10, 100, 1000)),
