@@ -21,7 +21,7 @@ from gpucap.scheduling.nodeoverlay import PoolTypes, apply_overlays, evaluate_ov
 from gpucap.scheduling.requirements import Requirement, Requirements
 from gpucap.scheduling.solver import PoolInput, Results, solve
 from gpucap.scheduling.topology import build_domain_groups
-from tests.builders import edit, to_yaml
+from tests.builders import daemonset, edit, to_yaml
 from tests.scheduling.builders import CPU_TYPES, GPU_TYPES, gpu_pod, gpu_pool
 
 TYPES = tuple(GPU_TYPES + CPU_TYPES)
@@ -271,3 +271,32 @@ def test_an_overlay_on_a_pool_label_skips_pools_without_that_label() -> None:
     [(_, labelled), (plain_types, plain)] = apply_overlays(accepted, pools)
     assert (labelled, plain) == (len(TYPES), 0)
     assert plain_types == TYPES
+
+
+def _with_daemonsets(docs: list[dict[str, Any]], *daemonsets: dict[str, Any]) -> Results:
+    objs = load_text(to_yaml(*docs, *daemonsets), "t.yaml").objects
+    pools = [PoolInput(np, TYPES) for np in objs.nodepools]
+    return solve(objs.pods, pools, daemonsets=objs.daemonsets)
+
+
+def test_alike_pools_share_their_daemonset_groups(monkeypatch: pytest.MonkeyPatch) -> None:
+    grouped = _count(monkeypatch, solver, "_daemon_groups")
+    _with_daemonsets(_pools(30, labelled=True), daemonset("a"), daemonset("b"))
+    assert grouped[0] == 1
+
+
+def test_a_daemonset_pinned_to_one_pool_weighs_only_there() -> None:
+    pinned = edit(
+        daemonset("only-003"),
+        "spec.template.spec.nodeSelector",
+        {"karpenter.sh/nodepool": "gpu-003"},
+    )
+    pinned = edit(pinned, "spec.template.spec.containers[0].resources.requests", {"cpu": "3"})
+    overheads = {}
+    objs = load_text(to_yaml(*_pools(5), pinned), "t.yaml").objects
+    scheduler = solver.Scheduler(
+        [PoolInput(np, TYPES) for np in objs.nodepools], daemonsets=objs.daemonsets
+    )
+    for template in scheduler.templates:
+        overheads[template.name] = max(g.overhead.get("cpu", 0) for g in template.daemon_groups)
+    assert overheads == {f"gpu-{i:03d}": 3000 if i == 3 else 0 for i in range(5)}

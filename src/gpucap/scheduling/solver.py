@@ -312,6 +312,16 @@ def daemon_pod(ds: DaemonSet) -> Pod:
     return Pod(metadata=meta, spec=ds.spec.template.spec)
 
 
+def _daemon_requirement_keys(pod: Pod) -> set[str]:
+    """Every key `_daemon_compatible` may compare with a pool's requirements for this pod."""
+    keys: set[str] = set()
+    current: Pod | None = preferences.tolerate_prefer_no_schedule(pod) or pod
+    while current is not None:
+        keys.update(pod_requirements(current, strict=True))
+        current = preferences.drop_required_node_term(current)
+    return keys
+
+
 def _daemon_groups(
     template: NodeClaimTemplate, daemons: Sequence[Pod]
 ) -> list[DaemonOverheadGroup]:
@@ -703,6 +713,10 @@ class Scheduler:
         # the same types schedule on the same table). Both are read-only apart from memos.
         bases: dict[int, tuple[InstanceTypeTable, Mask]] = {}
         tables: dict[tuple[int, bytes], InstanceTypeTable] = {}
+        daemon_keys = frozenset(k for p in self.daemons for k in _daemon_requirement_keys(p))
+        daemon_groups: dict[
+            tuple[int, tuple[Taint, ...], Requirements], list[DaemonOverheadGroup]
+        ] = {}
         for pool in ordered:
             template = NodeClaimTemplate.from_nodepool(pool.nodepool)
             base = bases.get(id(pool.instance_types))
@@ -731,9 +745,16 @@ class Scheduler:
             if shared is None:
                 shared = tables[key] = InstanceTypeTable(template.instance_types)
             template.table = shared
-            template.daemon_groups = _daemon_groups(template, self.daemons)
-            for group in template.daemon_groups:
-                group.mask = template.table.mask_of(group.instance_types)
+            # Which DaemonSets a type runs depends on the pool's taints, its requirements on
+            # the keys the DaemonSets' own requirements name, and the types: pools alike in
+            # those share the groups (read-only; each NodeClaim copies their host ports).
+            groups_key = (id(shared), template.taints, template.requirements.only(daemon_keys))
+            groups = daemon_groups.get(groups_key)
+            if groups is None:
+                groups = daemon_groups[groups_key] = _daemon_groups(template, self.daemons)
+                for group in groups:
+                    group.mask = shared.mask_of(group.instance_types)
+            template.daemon_groups = groups
             self.templates.append(template)
         self.tolerate_prefer_no_schedule = any(
             t.effect == "PreferNoSchedule"
