@@ -356,11 +356,13 @@ class LintContext:
         from gpucap.scheduling.requirements import ALLOW_UNDEFINED_WELL_KNOWN  # noqa: PLC0415
         from gpucap.scheduling.solver import pod_requirements  # noqa: PLC0415
 
-        key = ("pools_for_pod", pod.key, id(pod))
+        reqs = pod_requirements(pod, strict=True)
+        # The answer depends on the requirements alone: pods that share them (the replicas of
+        # one workload, or many workloads alike) share one pass over the pools.
+        key = ("pools_for_pod", reqs)
         cached: list[PoolView] | None = self.memo.get(key)
         if cached is not None:
             return cached
-        reqs = pod_requirements(pod, strict=True)
         result = [
             p
             for p in self.pools

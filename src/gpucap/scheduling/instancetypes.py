@@ -124,6 +124,11 @@ class InstanceTypeTable:
             (self.allocatable < 0).any(axis=1), dtype=np.bool_
         )
         self._compatible: dict[Requirements, np.ndarray[Any, np.dtype[np.bool_]]] = {}
+        # Compatibility reads only the keys some type defines (`Requirements.intersects` skips
+        # the others), so requirement sets that differ elsewhere (a NodePool's name, its own
+        # labels) share one computation: the second memo is keyed by the set cut to those keys.
+        self.keys = frozenset(k for it in self.types for k in it.requirements)
+        self._compatible_on_keys: dict[Requirements, np.ndarray[Any, np.dtype[np.bool_]]] = {}
         self._prices: dict[
             tuple[Requirement | None, Requirement | None], np.ndarray[Any, np.dtype[np.float64]]
         ] = {}
@@ -147,14 +152,19 @@ class InstanceTypeTable:
         return mask
 
     def compatible(self, reqs: Requirements) -> np.ndarray[Any, np.dtype[np.bool_]]:
-        """Per type: `it.requirements.intersects(reqs) is None` (memoised per requirement set)."""
+        """Per type: `it.requirements.intersects(reqs) is None` (memoised per requirement set,
+        and per its restriction to the keys the types define)."""
         mask = self._compatible.get(reqs)
         if mask is None:
-            mask = np.fromiter(
-                (it.requirements.intersects(reqs) is None for it in self.types),
-                dtype=np.bool_,
-                count=len(self.types),
-            )
+            on_keys = reqs.only(self.keys)
+            mask = self._compatible_on_keys.get(on_keys)
+            if mask is None:
+                mask = np.fromiter(
+                    (it.requirements.intersects(on_keys) is None for it in self.types),
+                    dtype=np.bool_,
+                    count=len(self.types),
+                )
+                self._compatible_on_keys[on_keys] = mask
             self._compatible[reqs] = mask
         return mask
 

@@ -102,8 +102,23 @@ class _Matcher:
 
     def __init__(self) -> None:
         self._pool_reqs: dict[str, Requirements] = {}
-        self._pool_ok: dict[tuple[int, str], bool] = {}
-        self._type_offerings: dict[tuple[int, int], list[tuple[str, str]]] = {}
+        self._overlap: dict[tuple[str, int], bool] = {}
+        # Keyed by the overlay's requirements (not the overlay): overlays that differ only in
+        # name, weight, price or capacity share the checks, so many overlays on few
+        # requirement sets cost (requirement sets x types), not (overlays x types).
+        self._pool_ok: dict[tuple[Requirements, str], bool] = {}
+        # The type part leaves out the pool's keys, so it is keyed by them too.
+        self._type_offerings: dict[
+            tuple[Requirements, frozenset[str], int], list[tuple[str, str]]
+        ] = {}
+        self._matches: dict[
+            tuple[Requirements, str], list[tuple[InstanceType, list[tuple[str, str]]]]
+        ] = {}
+        self._type_keys: dict[int, frozenset[str]] = {}
+        self._pool_type_matches: dict[
+            tuple[Requirements, frozenset[str], int],
+            list[tuple[InstanceType, list[tuple[str, str]]]],
+        ] = {}
 
     def offerings(
         self, overlay: NodeOverlay, reqs: Requirements, it: InstanceType, pool: PoolTypes
@@ -111,20 +126,25 @@ class _Matcher:
         pool_reqs = self._pool_reqs.get(pool.name)
         if pool_reqs is None:
             pool_reqs = self._pool_reqs[pool.name] = _pool_requirements(pool)
-        if any(key in it.requirements for key in pool_reqs):
+        overlap = self._overlap.get((pool.name, id(it)))
+        if overlap is None:
+            overlap = self._overlap[pool.name, id(it)] = any(
+                key in it.requirements for key in pool_reqs
+            )
+        if overlap:
             # A template label that is also a type key: only the combined check is exact.
             combined = it.requirements.add(*pool_reqs.values())
             if not combined.is_compatible(reqs):
                 return []
             return [(o.zone, o.capacity_type) for o in it.offerings if o.allowed_by(reqs)]
-        pool_key = (id(overlay), pool.name)
+        pool_key = (reqs, pool.name)
         ok = self._pool_ok.get(pool_key)
         if ok is None:
             part = Requirements({k: r for k, r in reqs.items() if k in pool_reqs})
             ok = self._pool_ok[pool_key] = pool_reqs.is_compatible(part)
         if not ok:
             return []
-        type_key = (id(overlay), id(it))
+        type_key = (reqs, frozenset(pool_reqs), id(it))
         found = self._type_offerings.get(type_key)
         if found is None:
             part = Requirements({k: r for k, r in reqs.items() if k not in pool_reqs})
@@ -134,6 +154,60 @@ class _Matcher:
                 else []
             )
             self._type_offerings[type_key] = found
+        return found
+
+    def matches(
+        self, overlay: NodeOverlay, reqs: Requirements, pool: PoolTypes
+    ) -> list[tuple[InstanceType, list[tuple[str, str]]]]:
+        """The pool's types the overlay applies to, in pool order, with their offerings
+        (one pass over the types per distinct overlay requirements and pool)."""
+        key = (reqs, pool.name)
+        found = self._matches.get(key)
+        if found is None:
+            found = self._shared_matches(overlay, reqs, pool)
+            if found is None:
+                found = self._walk(overlay, reqs, pool)
+            self._matches[key] = found
+        return found
+
+    def _walk(
+        self, overlay: NodeOverlay, reqs: Requirements, pool: PoolTypes
+    ) -> list[tuple[InstanceType, list[tuple[str, str]]]]:
+        found = []
+        for it in pool.types:
+            offerings = self.offerings(overlay, reqs, it, pool)
+            if offerings:
+                found.append((it, offerings))
+        return found
+
+    def _shared_matches(
+        self, overlay: NodeOverlay, reqs: Requirements, pool: PoolTypes
+    ) -> list[tuple[InstanceType, list[tuple[str, str]]]] | None:
+        """When no key of the pool's name and labels is a type key, the pool part is one check
+        and the type part is the same for every pool with those keys and these types: the walk
+        over the types is shared by such pools (1,000 NodePools of one node class cost one).
+        None when the pool's keys overlap the types' (then each pool walks its types)."""
+        pool_reqs = self._pool_reqs.get(pool.name)
+        if pool_reqs is None:
+            pool_reqs = self._pool_reqs[pool.name] = _pool_requirements(pool)
+        type_keys = self._type_keys.get(id(pool.types))
+        if type_keys is None:
+            type_keys = self._type_keys[id(pool.types)] = frozenset(
+                k for it in pool.types for k in it.requirements
+            )
+        if any(k in type_keys for k in pool_reqs):
+            return None
+        pool_key = (reqs, pool.name)
+        ok = self._pool_ok.get(pool_key)
+        if ok is None:
+            part = Requirements({k: r for k, r in reqs.items() if k in pool_reqs})
+            ok = self._pool_ok[pool_key] = pool_reqs.is_compatible(part)
+        if not ok:
+            return []
+        shared_key = (reqs, frozenset(pool_reqs), id(pool.types))
+        found = self._pool_type_matches.get(shared_key)
+        if found is None:
+            found = self._pool_type_matches[shared_key] = self._walk(overlay, reqs, pool)
         return found
 
 
@@ -167,10 +241,7 @@ def _claims(overlay: NodeOverlay, pools: Sequence[PoolTypes], matcher: _Matcher)
     resources = sorted(_capacity(overlay))
     out: list[_Claim] = []
     for pool in pools:
-        for it in pool.types:
-            offerings = matcher.offerings(overlay, reqs, it, pool)
-            if not offerings:
-                continue
+        for it, offerings in matcher.matches(overlay, reqs, pool):
             if _sets_price(overlay):
                 out += [("price", pool.name, it.name, z, ct) for z, ct in offerings]
             out += [("capacity", pool.name, it.name, r) for r in resources]
@@ -236,7 +307,24 @@ def apply_overlays(
     are the same objects), and how many of them changed."""
     matcher = _Matcher()
     matched = [(o, _requirements(o), _capacity(o)) for o in accepted]
-    return [_apply(matched, pool, matcher) for pool in pools]
+    # Pools whose types every overlay matches alike (the same types, the same offerings) get
+    # the same result object, so the scheduler can share its work between them as it does for
+    # pools of one node class (1,000 pools and one overlay would otherwise be 1,000 type lists).
+    done: dict[tuple[object, ...], tuple[tuple[InstanceType, ...], int]] = {}
+    out = []
+    for pool in pools:
+        key = (
+            id(pool.types),
+            *(
+                tuple((id(it), tuple(offerings)) for it, offerings in matcher.matches(o, r, pool))
+                for o, r, _ in matched
+            ),
+        )
+        result = done.get(key)
+        if result is None:
+            result = done[key] = _apply(matched, pool, matcher)
+        out.append(result)
+    return out
 
 
 def _apply(
@@ -244,22 +332,26 @@ def _apply(
     pool: PoolTypes,
     matcher: _Matcher,
 ) -> tuple[tuple[InstanceType, ...], int]:
-    out: list[InstanceType] = []
-    changed = 0
-    for it in pool.types:
-        capacity: dict[str, int] = {}
-        prices: dict[tuple[str, str], float] = {}
-        for overlay, reqs, overlay_capacity in matched:
-            offerings = matcher.offerings(overlay, reqs, it, pool)
-            if not offerings:
-                continue
+    # Overlay by overlay in application order, over the types each applies to: the first
+    # overlay to set a resource or an offering's price keeps it.
+    capacities: dict[int, dict[str, int]] = {}
+    all_prices: dict[int, dict[tuple[str, str], float]] = {}
+    for overlay, reqs, overlay_capacity in matched:
+        for it, offerings in matcher.matches(overlay, reqs, pool):
+            capacity = capacities.setdefault(id(it), {})
             for resource, value in overlay_capacity.items():
                 capacity.setdefault(resource, value)
             if _sets_price(overlay):
+                prices = all_prices.setdefault(id(it), {})
                 originals = {(o.zone, o.capacity_type): o.price for o in it.offerings}
                 for key in offerings:
                     if key not in prices:
                         prices[key] = adjusted_price(originals[key], overlay)
+    out: list[InstanceType] = []
+    changed = 0
+    for it in pool.types:
+        capacity = capacities.get(id(it), {})
+        prices = all_prices.get(id(it), {})
         if not capacity and not prices:
             out.append(it)
             continue

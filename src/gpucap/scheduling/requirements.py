@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -288,6 +289,12 @@ class Requirements(Mapping[str, Requirement]):
         """The requirement for `key`; an undefined key allows any value (`Exists`)."""
         found = self._items.get(key)
         return found if found is not None else _exists(key)
+
+    def only(self, keys: AbstractSet[str]) -> Requirements:
+        """The requirements on `keys` (self when every key is among them)."""
+        if all(k in keys for k in self._items):
+            return self
+        return Requirements({k: v for k, v in self._items.items() if k in keys})
 
     def without(self, *keys: str) -> Requirements:
         return Requirements({k: v for k, v in self._items.items() if k not in keys})

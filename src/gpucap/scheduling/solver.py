@@ -312,6 +312,16 @@ def daemon_pod(ds: DaemonSet) -> Pod:
     return Pod(metadata=meta, spec=ds.spec.template.spec)
 
 
+def _daemon_requirement_keys(pod: Pod) -> set[str]:
+    """Every key `_daemon_compatible` may compare with a pool's requirements for this pod."""
+    keys: set[str] = set()
+    current: Pod | None = preferences.tolerate_prefer_no_schedule(pod) or pod
+    while current is not None:
+        keys.update(pod_requirements(current, strict=True))
+        current = preferences.drop_required_node_term(current)
+    return keys
+
+
 def _daemon_groups(
     template: NodeClaimTemplate, daemons: Sequence[Pod]
 ) -> list[DaemonOverheadGroup]:
@@ -392,6 +402,9 @@ def _format_resources(resources: Mapping[str, int]) -> str:
 
 
 Mask = np.ndarray[Any, np.dtype[np.bool_]]
+_INT64_MAX = 2**63 - 1  # `InstanceTypeTable.fits` compares requests capped here
+# Requests this large skip no bucket (the cap above would make the headroom test inexact).
+_ROOM_BOUND = 2**62
 
 
 def filter_options(  # noqa: PLR0917 - mirrors filterInstanceTypesByRequirements
@@ -487,6 +500,39 @@ class NodeClaim:
     min_values_relaxed: bool = False
     labels: dict[str, str] = field(default_factory=dict)
     final_types: list[InstanceType] | None = None
+    # Per resource, the most any remaining option has allocatable (None: not computed since
+    # the options last changed); see `may_fit`.
+    _most: dict[str, int] | None = None
+
+    def may_fit(self, requests: Resources) -> bool:
+        """False when adding `requests` exceeds, for some resource, the most allocatable of any
+        remaining option: then `can_add` would fail on resources, whatever else it checks.
+
+        A cheap test before `can_add`, which the scheduler runs for every pod against every
+        planned NodeClaim (pods x claims); most full claims are ruled out here in a few
+        dictionary look-ups instead of a requirement merge and a table filter.
+        """
+        most = self._most_allocatable()
+        for k, v in requests.items():
+            if v > 0 and min(self.requests.get(k, 0) + v, _INT64_MAX) > most.get(k, 0):
+                return False
+        return True
+
+    def _most_allocatable(self) -> dict[str, int]:
+        most = self._most
+        if most is None:
+            table = self.table
+            most = {}
+            if self.options.any():
+                for k, j in table.column.items():
+                    most[k] = int(table.allocatable[self.options, j].max())
+            self._most = most
+        return most
+
+    def headroom(self) -> dict[str, int]:
+        """Per resource, what the roomiest remaining option has left after the claim's pods
+        (a resource not listed: none)."""
+        return {k: v - self.requests.get(k, 0) for k, v in self._most_allocatable().items()}
 
     @property
     def nodepool(self) -> str:
@@ -555,6 +601,7 @@ class NodeClaim:
     ) -> None:
         self.pods.append(pod)
         self.options = options
+        self._most = None
         self.requests = add(self.requests, data.requests)
         self.requirements = reqs
         topology.register(HOSTNAME, self.hostname)
@@ -661,30 +708,53 @@ class Scheduler:
         self.dynamic_pools = bool(ordered)
         self.pool_notes: dict[str, str] = {}
         self.templates: list[NodeClaimTemplate] = []
+        # Tables are shared: one per type list (pools of one node class filter the same
+        # table, whose memos then serve them all) and one per filtered result (pools left with
+        # the same types schedule on the same table). Both are read-only apart from memos.
+        bases: dict[int, tuple[InstanceTypeTable, Mask]] = {}
+        tables: dict[tuple[int, bytes], InstanceTypeTable] = {}
+        daemon_keys = frozenset(k for p in self.daemons for k in _daemon_requirement_keys(p))
+        daemon_groups: dict[
+            tuple[int, tuple[Taint, ...], Requirements], list[DaemonOverheadGroup]
+        ] = {}
         for pool in ordered:
             template = NodeClaimTemplate.from_nodepool(pool.nodepool)
-            everything = [
-                DaemonOverheadGroup(
-                    frozenset(it.name for it in pool.instance_types), {}, HostPortUsage()
-                )
-            ]
-            remaining, _, outcome = filter_instance_types(
-                pool.instance_types,
+            base = bases.get(id(pool.instance_types))
+            if base is None:
+                table = InstanceTypeTable(pool.instance_types)
+                names = frozenset(it.name for it in pool.instance_types)
+                base = bases[id(pool.instance_types)] = (table, table.mask_of(names))
+            base_table, all_types = base
+            everything = [DaemonOverheadGroup(frozenset(), {}, HostPortUsage(), all_types)]
+            mask, _, outcome = filter_options(
+                base_table,
+                np.ones(len(base_table.types), dtype=np.bool_),
                 template.requirements,
                 None,
                 everything,
                 {},
                 relax_min_values=self.relax_min_values,
             )
-            if not remaining:
+            if not mask.any():
                 why = outcome.min_values_error or "requirements filtered out all instance types"
                 self.pool_notes[pool.nodepool.name] = f"skipping, nodepool {why}"
                 continue
-            template.instance_types = remaining
-            template.table = InstanceTypeTable(remaining)
-            template.daemon_groups = _daemon_groups(template, self.daemons)
-            for group in template.daemon_groups:
-                group.mask = template.table.mask_of(group.instance_types)
+            template.instance_types = base_table.types_of(mask)
+            key = (id(pool.instance_types), mask.tobytes())
+            shared = tables.get(key)
+            if shared is None:
+                shared = tables[key] = InstanceTypeTable(template.instance_types)
+            template.table = shared
+            # Which DaemonSets a type runs depends on the pool's taints, its requirements on
+            # the keys the DaemonSets' own requirements name, and the types: pools alike in
+            # those share the groups (read-only; each NodeClaim copies their host ports).
+            groups_key = (id(shared), template.taints, template.requirements.only(daemon_keys))
+            groups = daemon_groups.get(groups_key)
+            if groups is None:
+                groups = daemon_groups[groups_key] = _daemon_groups(template, self.daemons)
+                for group in groups:
+                    group.mask = shared.mask_of(group.instance_types)
+            template.daemon_groups = groups
             self.templates.append(template)
         self.tolerate_prefer_no_schedule = any(
             t.effect == "PreferNoSchedule"
@@ -702,6 +772,12 @@ class Scheduler:
         # not passed to `NewTopology`; their nodes add domains as state nodes); counts from
         # bound pods.
         live = [n for n in state_nodes if not n.marked_for_deletion]
+        # One requirement list per type list: `build_domain_groups` shares the work of pools
+        # whose types are the same object (the catalog resolves one tuple per node class).
+        type_reqs: dict[int, list[Requirements]] = {}
+        for p in pools:
+            if id(p.instance_types) not in type_reqs:
+                type_reqs[id(p.instance_types)] = [it.requirements for it in p.instance_types]
         domain_groups = build_domain_groups(
             [
                 (
@@ -709,7 +785,7 @@ class Scheduler:
                         p.nodepool.spec.template.spec.requirements
                     ).merge(Requirements.from_labels(p.nodepool.spec.template.metadata.labels)),
                     tuple(t.as_taint() for t in p.nodepool.spec.template.spec.taints),
-                    [it.requirements for it in p.instance_types],
+                    type_reqs[id(p.instance_types)],
                 )
                 for p in pools
                 if p.nodepool.spec.replicas is None
@@ -740,9 +816,13 @@ class Scheduler:
         self.new_node_claims: list[NodeClaim] = []
         # Planned NodeClaims by pod count, each bucket in creation order (see `_add`).
         self._by_count: dict[int, list[NodeClaim]] = {}
+        # Per bucket, an upper bound of what its claims have left (see `_bucket_full`).
+        self._room: dict[int, dict[str, int]] = {}
         self._seq: dict[int, int] = {}
         self._hostnames = 0
         self._pod_data: dict[str, PodData] = {}
+        # NodePool -> (its remaining limits, the types within them, whether any is)
+        self._within: dict[str, tuple[Resources, Mask, bool]] = {}
 
     def _existing_node(self, n: StateNode) -> ExistingNode:
         taints = n.effective_taints()
@@ -851,8 +931,12 @@ class Scheduler:
         # Emptiest planned NodeClaim first (Go's sort.Slice is unstable; gpucap breaks ties by
         # creation order). Claims are kept in buckets by pod count, so no sort per pod.
         for count in sorted(self._by_count):
+            if self._bucket_full(count, data.requests):
+                continue
             for claim in self._by_count[count]:
                 if self.topology.rejects_host(pod, claim.hostname):
+                    continue
+                if not claim.may_fit(data.requests):
                     continue
                 try:
                     reqs, its = claim.can_add(pod, data, self.topology, relax_min_values=False)
@@ -863,20 +947,68 @@ class Scheduler:
                 return
         if not self.templates:
             raise SchedulingError(NO_TEMPLATES if self.dynamic_pools else NO_DYNAMIC_NODEPOOLS)
-        errors = []
+        errors: list[tuple[str, str]] = []
         for template in self.templates:
+            # A pool out of limits refuses every pod until one of its claims changes them:
+            # answered from the memo, without building a claim (pods x pools otherwise).
+            full = self._limits_exhausted(template)
+            if full is not None:
+                errors.append((template.name, full))
+                continue
             try:
                 self._add_to_new_node_claim(template, pod, data)
                 return
             except SchedulingError as err:
-                errors.append(f'nodepool "{template.name}": {err}')
-        raise SchedulingError("; ".join(errors))
+                # Formatted now: a topology message reads counts that later pods change.
+                errors.append((template.name, str(err)))
+        raise SchedulingError(lambda: "; ".join(f'nodepool "{n}": {e}' for n, e in errors))
+
+    def _within_limits(
+        self, template: NodeClaimTemplate, remaining: Resources
+    ) -> tuple[Mask, bool]:
+        """The template's types within the pool's remaining limits, and whether there is any.
+        Kept until the limits change (each change is a new dict)."""
+        cached = self._within.get(template.name)
+        if cached is None or cached[0] is not remaining:
+            assert template.table is not None
+            within = template.table.within(remaining)
+            cached = self._within[template.name] = (remaining, within, bool(within.any()))
+        return cached[1], cached[2]
+
+    def _limits_exhausted(self, template: NodeClaimTemplate) -> str | None:
+        """Why the pool's limits refuse any new NodeClaim (None when they do not)."""
+        remaining = self.remaining_resources.get(template.name)
+        if remaining is None:
+            return None
+        if remaining.get("nodes") == 0 and "nodes" in remaining:
+            return NODE_LIMITS_EXHAUSTED
+        if not self._within_limits(template, remaining)[1]:
+            return TYPES_EXCEED_LIMITS
+        return None
+
+    def _widen_room(self, count: int, claim: NodeClaim) -> None:
+        """Raise bucket `count`'s room to cover `claim`, which is joining it with its pods."""
+        room = self._room.setdefault(count, {})
+        for k, v in claim.headroom().items():
+            if v > room.get(k, 0):
+                room[k] = v
+
+    def _bucket_full(self, count: int, requests: Resources) -> bool:
+        """True when no claim of bucket `count` can hold `requests` (`NodeClaim.may_fit` would
+        refuse each). The room is an upper bound, per resource, of the claims' headroom: it
+        only grows while the bucket lives, and a claim's headroom only shrinks as it takes pods,
+        which moves it to the next bucket. So a pod that needs more than the room skips the
+        bucket in one look instead of one `may_fit` per full claim (pods x claims)."""
+        room = self._room.get(count, {})
+        return any(0 < v < _ROOM_BOUND and v > room.get(k, 0) for k, v in requests.items())
 
     def _rebucket(self, claim: NodeClaim, old_count: int) -> None:
         bucket = self._by_count[old_count]
         bucket.remove(claim)
         if not bucket:
             del self._by_count[old_count]
+            del self._room[old_count]
+        self._widen_room(old_count + 1, claim)
         target = self._by_count.setdefault(old_count + 1, [])
         seq = self._seq[id(claim)]
         keys = [self._seq[id(c)] for c in target]
@@ -890,9 +1022,10 @@ class Scheduler:
         if remaining is not None:
             if remaining.get("nodes") == 0 and "nodes" in remaining:
                 raise SchedulingError(NODE_LIMITS_EXHAUSTED)
-            options = table.within(remaining)
-            if not options.any():
+            within, some = self._within_limits(template, remaining)
+            if not some:
                 raise SchedulingError(TYPES_EXCEED_LIMITS)
+            options = within.copy()
         self._hostnames += 1
         hostname = f"hostname-placeholder-{self._hostnames:04d}"
         claim = NodeClaim(
@@ -918,6 +1051,7 @@ class Scheduler:
         claim.add(pod, data, reqs, fitting, self.topology)
         self.new_node_claims.append(claim)
         self._seq[id(claim)] = len(self._seq)
+        self._widen_room(1, claim)
         self._by_count.setdefault(1, []).append(claim)
         if remaining is not None:
             # Pessimistic: the NodeClaim may become its largest option.

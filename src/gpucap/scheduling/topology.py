@@ -75,8 +75,18 @@ def build_domain_groups(
 ) -> DomainGroups:
     """Every domain each key can take: per NodePool (its requirements, its taints, and its
     instance types' requirements), the values of pool ∩ type requirements, plus the pool's own
-    `In` values (Karpenter's `buildDomainGroups`)."""
+    `In` values (Karpenter's `buildDomainGroups`).
+
+    Karpenter merges every pool with every type. Here the domains a pool adds through its
+    types are computed once per distinct (pool requirements on the keys the types define,
+    type list) and shared: pools that differ only in their name, their own labels or their
+    taints cost one pass over the types together, so the work grows with the distinct pool
+    shapes, not pools x types. A type list is recognised by identity (the scheduler passes one
+    object per node class). A domain keeps each distinct taint set once (Karpenter appends
+    repeats; they change nothing, the taint sets are only asked whether any is tolerated).
+    """
     groups: DomainGroups = {}
+    seen: dict[tuple[str, str], set[tuple[Taint, ...]]] = {}
 
     def insert(key: str, domain: str, taints: tuple[Taint, ...]) -> None:
         by_domain = groups.setdefault(key, {})
@@ -84,22 +94,62 @@ def build_domain_groups(
         # A domain reachable without taints needs no taint bookkeeping.
         if existing is None or not taints:
             by_domain[domain] = [taints]
+            seen[key, domain] = {taints}
         elif existing[0]:
-            existing.append(taints)
+            known = seen[key, domain]
+            if taints not in known:
+                known.add(taints)
+                existing.append(taints)
 
+    type_keys: dict[int, frozenset[str]] = {}
+    through_types: dict[tuple[Requirements, int], list[tuple[str, list[str]]]] = {}
+    done: set[tuple[Requirements, tuple[Taint, ...], int]] = set()
     for pool_reqs, taints, type_reqs in pools:
-        for it_reqs in type_reqs:
-            merged = pool_reqs.merge(it_reqs)
-            for key, req in merged.items():
-                groups.setdefault(key, {})
-                if not req.complement:
-                    for domain in sorted(req.values):
-                        insert(key, domain, taints)
+        if (pool_reqs, taints, id(type_reqs)) in done:
+            continue  # the same domains with the same taints: inserting again changes nothing
+        done.add((pool_reqs, taints, id(type_reqs)))
+        keys = type_keys.get(id(type_reqs))
+        if keys is None:
+            keys = type_keys[id(type_reqs)] = frozenset(k for r in type_reqs for k in r)
+        on_keys = pool_reqs.only(keys)
+        pairs = through_types.get((on_keys, id(type_reqs)))
+        if pairs is None:
+            pairs = through_types[on_keys, id(type_reqs)] = _domains_through_types(
+                on_keys, type_reqs
+            )
+        for key, domains in pairs:
+            groups.setdefault(key, {})
+            for domain in domains:
+                insert(key, domain, taints)
+        if type_reqs:
+            # A key no type defines keeps the pool's requirement whatever the type.
+            for key, req in pool_reqs.items():
+                if key not in keys:
+                    groups.setdefault(key, {})
+                    if not req.complement:
+                        for domain in sorted(req.values):
+                            insert(key, domain, taints)
         for key, req in pool_reqs.items():
             if req.operator == "In":
                 for domain in sorted(req.values):
                     insert(key, domain, taints)
     return groups
+
+
+def _domains_through_types(
+    pool_reqs: Requirements, type_reqs: Sequence[Requirements]
+) -> list[tuple[str, list[str]]]:
+    """Per key, the domains of pool ∩ type over `type_reqs`, in Karpenter's insertion order
+    (type by type, values sorted), each once."""
+    found: dict[str, dict[str, None]] = {}
+    for it_reqs in type_reqs:
+        merged = pool_reqs.merge(it_reqs)
+        for key, req in merged.items():
+            domains = found.setdefault(key, {})
+            if not req.complement:
+                for domain in sorted(req.values):
+                    domains[domain] = None
+    return [(key, list(domains)) for key, domains in found.items()]
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from gpucap.apis.serde import Manifest
 from gpucap.lint.context import GPU_RESOURCE, LintContext, PodRef, PoolView, pod_gpus
 from gpucap.lint.model import Finding, rule
 from gpucap.scheduling.instancetypes import InstanceType, truncate
+from gpucap.scheduling.requirements import Requirements
 from gpucap.scheduling.resources import fits, pod_requests
 from gpucap.scheduling.solver import pod_requirements
 from gpucap.scheduling.taints import format_taint, untolerated
@@ -78,12 +79,18 @@ def landing_pools(ctx: LintContext, pod: Pod) -> list[PoolView]:
     """Pools a pod can get a new node from: their requirements meet the pod's node selector and
     required affinity, the pod tolerates their taints, and a launchable type compatible with the
     pod holds its requests (DaemonSet overhead not subtracted)."""
-    key = ("landing_pools", pod.key, id(pod))
+    requests = pod_requests(pod.spec)
+    reqs = pod_requirements(pod, strict=True)
+    # Keyed by what the answer depends on, so alike pods share one pass over the pools.
+    key = (
+        "landing_pools",
+        reqs,
+        tuple(pod.spec.tolerations),
+        tuple(sorted(requests.items())),
+    )
     cached: list[PoolView] | None = ctx.memo.get(key)
     if cached is not None:
         return cached
-    requests = pod_requests(pod.spec)
-    reqs = pod_requirements(pod, strict=True)
     result = [
         pool
         for pool in ctx.pools_for_pod(pod)
@@ -308,6 +315,19 @@ def limit_unreachable(ctx: LintContext) -> Iterable[Finding]:
     yield from _gpu_requests_unreachable(ctx)
 
 
+def _most_gpus(ctx: LintContext, pool: PoolView, reqs: Requirements) -> int:
+    """The most GPUs a compatible GPU type of the pool has (once per pool and requirements)."""
+    key = ("most_gpus", id(pool), reqs)
+    cached: int | None = ctx.memo.get(key)
+    if cached is None:
+        cached = max(
+            (it.capacity.get(GPU_RESOURCE, 0) for it in pool.gpu_types if it.is_compatible(reqs)),
+            default=0,
+        )
+        ctx.memo[key] = cached
+    return cached
+
+
 def _gpu_requests_unreachable(ctx: LintContext) -> Iterable[Finding]:
     seen: set[int] = set()
     for ref in ctx.pods:
@@ -324,14 +344,7 @@ def _gpu_requests_unreachable(ctx: LintContext) -> Iterable[Finding]:
             continue  # no GPU pool for this pod at all: the pod rules say why
         problems: list[str] = []
         for pool in candidates:
-            most = max(
-                (
-                    it.capacity.get(GPU_RESOURCE, 0)
-                    for it in pool.gpu_types
-                    if it.is_compatible(reqs)
-                ),
-                default=0,
-            )
+            most = _most_gpus(ctx, pool, reqs)
             limits = base_units(pool.nodepool.spec.limits or {})
             limit = limits.get(GPU_RESOURCE)
             if most >= gpus and (limit is None or limit >= gpus):

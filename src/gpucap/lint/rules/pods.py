@@ -22,6 +22,7 @@ from gpucap.apis.labels import INSTANCE_GPU_MEMORY, INSTANCE_GPU_NAME
 from gpucap.lint.context import GPU_RESOURCE, LintContext, PodRef, PoolView, pod_gpus
 from gpucap.lint.model import Finding, rule
 from gpucap.lint.rules.sharing import container_resources
+from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.solver import pod_requirements
 from gpucap.scheduling.taints import format_taint, untolerated
 
@@ -34,11 +35,16 @@ GPU_RESOURCE_PREFIX = "nvidia.com/"
 def _usable_pools(ctx: LintContext, pod: Pod, *, gpu: bool) -> list[PoolView]:
     """Pools whose requirements (and, for a GPU pod, GPU instance types) the pod can meet."""
     reqs = pod_requirements(pod, strict=True)
+    key = ("usable_pools", reqs, gpu)  # alike pods share one pass over the pools
+    cached: list[PoolView] | None = ctx.memo.get(key)
+    if cached is not None:
+        return cached
     out = []
     for pool in ctx.pools_for_pod(pod):
         types = pool.gpu_types if gpu else pool.instance_types
         if any(it.is_compatible(reqs) for it in types):
             out.append(pool)
+    ctx.memo[key] = out
     return out
 
 
@@ -179,19 +185,51 @@ def non_cpu_requests_not_equal_limits(ctx: LintContext) -> Iterable[Finding]:
 
 
 # ---- POD004 ---------------------------------------------------------------------------------
-def _gpu_model(pool: PoolView, it_name: str) -> tuple[str, int] | None:
-    for it in pool.gpu_types:
-        if it.name != it_name:
-            continue
-        name = it.requirements.get(INSTANCE_GPU_NAME)
-        memory = it.requirements.get(INSTANCE_GPU_MEMORY)
-        if name is None or memory is None or name.operator != "In" or memory.operator != "In":
-            return None
-        try:
-            return name.any(), int(memory.any())
-        except ValueError:
-            return None
-    return None
+def _gpu_model(it: InstanceType) -> tuple[str, int] | None:
+    name = it.requirements.get(INSTANCE_GPU_NAME)
+    memory = it.requirements.get(INSTANCE_GPU_MEMORY)
+    if name is None or memory is None or name.operator != "In" or memory.operator != "In":
+        return None
+    try:
+        return name.any(), int(memory.any())
+    except ValueError:
+        return None
+
+
+def _first_of_name(ctx: LintContext, pool: PoolView) -> dict[str, InstanceType]:
+    """The pool's first GPU type of each name (what the model of a type name is read from)."""
+    key = ("first_gpu_type_of_name", id(pool))
+    cached: dict[str, InstanceType] | None = ctx.memo.get(key)
+    if cached is None:
+        cached = {}
+        for it in pool.gpu_types:
+            cached.setdefault(it.name, it)
+        ctx.memo[key] = cached
+    return cached
+
+
+def _gpu_models(ctx: LintContext, pod: Pod) -> tuple[list[PoolView], dict[str, set[int]]]:
+    """The pools a GPU pod can use (untainted for it) and the GPU models and memories their
+    compatible GPU types offer; computed once per (requirements, tolerations)."""
+    reqs = pod_requirements(pod, strict=True)
+    key = ("gpu_models", reqs, tuple(pod.spec.tolerations))
+    cached: tuple[list[PoolView], dict[str, set[int]]] | None = ctx.memo.get(key)
+    if cached is not None:
+        return cached
+    models: dict[str, set[int]] = {}
+    pools = [
+        pool for pool in _usable_pools(ctx, pod, gpu=True) if _blocking_taint(pool, pod) is None
+    ]
+    for pool in pools:
+        first = _first_of_name(ctx, pool)
+        for it in pool.gpu_types:
+            if not it.is_compatible(reqs):
+                continue
+            model = _gpu_model(first[it.name])
+            if model is not None:
+                models.setdefault(model[0], set()).add(model[1])
+    ctx.memo[key] = (pools, models)
+    return pools, models
 
 
 @rule(
@@ -213,20 +251,7 @@ def gpu_pod_no_gpu_type_selector(ctx: LintContext) -> Iterable[Finding]:
     for ref in ctx.pods:
         if pod_gpus(ref.pod) <= 0:
             continue
-        reqs = pod_requirements(ref.pod, strict=True)
-        models: dict[str, set[int]] = {}
-        pools = [
-            pool
-            for pool in _usable_pools(ctx, ref.pod, gpu=True)
-            if _blocking_taint(pool, ref.pod) is None
-        ]
-        for pool in pools:
-            for it in pool.gpu_types:
-                if not it.is_compatible(reqs):
-                    continue
-                model = _gpu_model(pool, it.name)
-                if model is not None:
-                    models.setdefault(model[0], set()).add(model[1])
+        pools, models = _gpu_models(ctx, ref.pod)
         if len(models) <= 1:
             continue
         memories = sorted({m for ms in models.values() for m in ms})

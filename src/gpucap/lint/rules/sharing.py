@@ -223,11 +223,16 @@ def _requested_names(pod: Pod) -> set[str]:
 
 def _pod_pools(ctx: LintContext, pod: Pod, gpus_only: bool = True) -> list[PoolView]:
     reqs = pod_requirements(pod, strict=True)
+    key = ("pod_pools", reqs, gpus_only)  # alike pods share one pass over the pools
+    cached: list[PoolView] | None = ctx.memo.get(key)
+    if cached is not None:
+        return cached
     out = []
     for pool in ctx.pools_for_pod(pod):
         types = pool.gpu_types if gpus_only else pool.instance_types
         if any(it.is_compatible(reqs) for it in types):
             out.append(pool)
+    ctx.memo[key] = out
     return out
 
 

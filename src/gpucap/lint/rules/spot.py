@@ -53,9 +53,18 @@ def _is_model_server(image: str) -> bool:
     return repo in KNOWN_IMAGE_SIZES or any(m in image for m in MODEL_SERVER_MARKERS)
 
 
+def _disk_mib_s(ctx: LintContext, pool: PoolView) -> float:
+    key = ("disk_mib_s", id(pool))
+    cached: float | None = ctx.memo.get(key)
+    if cached is None:
+        disk = pool_disk(pool)
+        cached = disk.throughput if disk is not None and disk.throughput else UNKNOWN_DISK_MIB_S
+        ctx.memo[key] = cached
+    return cached
+
+
 def _estimate(ctx: LintContext, ref: PodRef, pool: PoolView) -> _Estimate:
-    disk = pool_disk(pool)
-    mib_s = disk.throughput if disk is not None and disk.throughput else UNKNOWN_DISK_MIB_S
+    mib_s = _disk_mib_s(ctx, pool)
     stages: list[tuple[str, float, str]] = [
         ("launch", BATCH_S + LAUNCH_S, ""),
         ("join", NODE_READY_S, ""),
@@ -99,12 +108,17 @@ def spot_cold_start_exceeds_notice(ctx: LintContext) -> Iterable[Finding]:
     for ref in ctx.pods:
         if id(ref.manifest) in seen or pod_gpus(ref.pod) <= 0:
             continue
-        pools = [p for p in landing_pools(ctx, ref.pod) if _spot_gpus(p)]
+        pools = [p for p in landing_pools(ctx, ref.pod) if _spot_gpus(ctx, p)]
         if not pools:
             continue
         seen.add(id(ref.manifest))
         names = ", ".join(p.name for p in pools)
-        best = min((_estimate(ctx, ref, p) for p in pools), key=lambda e: e.total)
+        # Pools with the same disk throughput give the same estimate: one per throughput (the
+        # first such pool, so `min` still picks the first pool of the lowest total).
+        by_speed: dict[float, PoolView] = {}
+        for p in pools:
+            by_speed.setdefault(_disk_mib_s(ctx, p), p)
+        best = min((_estimate(ctx, ref, p) for p in by_speed.values()), key=lambda e: e.total)
         if best.total > SPOT_NOTICE_S:
             parts = " + ".join(f"{label} {s:.0f} s{detail}" for label, s, detail in best.stages)
             yield ctx.finding(
@@ -129,10 +143,14 @@ def spot_cold_start_exceeds_notice(ctx: LintContext) -> Iterable[Finding]:
             )
 
 
-def _spot_gpus(pool: PoolView) -> bool:
-    """The pool can launch a GPU type on spot."""
-    gpu = {id(it) for it in pool.gpu_types}
-    return any(id(it) in gpu for it in spot_types(pool))
+def _spot_gpus(ctx: LintContext, pool: PoolView) -> bool:
+    """The pool can launch a GPU type on spot (once per pool, whatever the number of pods)."""
+    key = ("spot_gpus", id(pool))
+    cached: bool | None = ctx.memo.get(key)
+    if cached is None:
+        gpu = {id(it) for it in pool.gpu_types}
+        cached = ctx.memo[key] = any(id(it) in gpu for it in spot_types(pool))
+    return cached
 
 
 def _image_path(ref: PodRef) -> tuple[str | int, ...]:
