@@ -430,11 +430,24 @@ def ami_nvidia_driver_major_change(ctx: LintContext) -> Iterable[Finding]:
 
 
 def _resolve(ctx: LintContext, family: str, version: str, arch: str) -> AMIRelease | None:
-    if version == "latest":
-        return latest_release(
-            ctx.kubernetes_version, family, arch, "nvidia", contents_known_only=True
-        )
-    return find_release(version)
+    """The release an alias version names (raises ValueError as the lookups do); memoised per
+    run: an EC2NodeClass given in 2,000 files asks the same question for every pair."""
+    key = ("ami-resolve", family, version, arch)
+    if key not in ctx.memo:
+        try:
+            if version == "latest":
+                found: AMIRelease | None | ValueError = latest_release(
+                    ctx.kubernetes_version, family, arch, "nvidia", contents_known_only=True
+                )
+            else:
+                found = find_release(version)
+        except ValueError as err:
+            found = err
+        ctx.memo[key] = found
+    answer = ctx.memo[key]
+    if isinstance(answer, ValueError):
+        raise answer
+    return answer  # type: ignore[no-any-return]
 
 
 def _driver_change(
