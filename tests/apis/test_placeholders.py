@@ -125,6 +125,13 @@ def test_scan_tells_field_runtime_and_comment_apart() -> None:
     ]
 
 
+def test_text_nested_deeper_than_the_yaml_composer_walks_is_scanned_as_plain_text() -> None:
+    # The fuzzer's RecursionError (exit 70 from `gpucap render`): 200,000 brackets around a
+    # placeholder are not YAML gpucap can walk, so every reference counts as a field.
+    text = "spec:\n  values: " + "[" * 200_000 + "${ZONE}" + "]" * 200_000 + "\n"
+    assert [(u.ref.name, u.where) for u in scan(text)] == [("ZONE", "field")]
+
+
 def test_list_items_are_classified_by_their_own_kind() -> None:
     text = to_yaml(
         {

@@ -201,7 +201,9 @@ def _spans(text: str) -> list[tuple[int, int, bool]] | None:
         for root in yaml.compose_all(text, Loader=yaml.SafeLoader):
             if root is not None:
                 walk_document(root)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):
+        # Not YAML, or nested past what the composer can walk: no field is known to be a
+        # runtime one (render then treats every reference as a field, as for any other text).
         return None
     spans.sort()
     return spans
