@@ -39,7 +39,6 @@ CI_CASES = 40  # about a minute on the project's 2-core machine
 SHRINK_FINDINGS = 5  # shrink (and print) at most this many distinct failures
 
 
-@pytest.mark.xfail(strict=False, reason="issue 9 fixes not merged yet")
 def test_hostile_input_keeps_the_promise(tmp_path: Path) -> None:
     fuzzer = Fuzzer(seed=CI_SEED)
     fuzzer.run(count=CI_CASES)
