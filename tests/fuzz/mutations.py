@@ -641,6 +641,12 @@ def apply_steps(target: SeedFile, steps: tuple[Step, ...]) -> tuple[list[Any], b
 # -- oracles --------------------------------------------------------------------------------------
 
 POD_TEMPLATE_KINDS = ("Deployment", "StatefulSet", "ReplicaSet", "DaemonSet", "Job")
+# The kinds gpucap reads (README, "Inputs"); oracles apply to these only.
+READ_KINDS = (
+    "NodePool", "NodeClaim", "EC2NodeClass", "NodeOverlay", "Pod", "Node", "ConfigMap",
+    *POD_TEMPLATE_KINDS, "RayCluster", "RayService", "RayJob", "LeaderWorkerSet", "JobSet",
+    "PodDisruptionBudget", "ClusterPolicy", "Scenario",
+)  # fmt: skip
 NAMESPACED = ("Pod", "ConfigMap", "PodDisruptionBudget", *POD_TEMPLATE_KINDS)
 
 
@@ -666,8 +672,8 @@ class Oracle:
     kinds: tuple[str, ...] = field(default=())
 
     def steps(self, doc_index: int, doc: Any) -> tuple[TreeStep, ...] | None:
-        if self.kinds and (not isinstance(doc, dict) or doc.get("kind") not in self.kinds):
-            return None
+        if not isinstance(doc, dict) or doc.get("kind") not in (self.kinds or READ_KINDS):
+            return None  # gpucap lists the kinds it does not read and ignores them (README)
         made = self.make(doc)
         if made is None:
             return None
