@@ -77,6 +77,7 @@ __all__ = [
 BOUND_SECONDS = 10  # a real command takes well under a second; ten is a hang
 MEMORY_HEADROOM = 1536 << 20  # bytes a command may allocate beyond the process's size at fork
 EXIT_INTERNAL = 70
+FUZZER_ERROR = 98  # the child's status when the fuzzer itself failed (run_gpucap raises)
 ORACLE_EVERY = 4  # one case in four is an oracle mutation
 
 
@@ -329,9 +330,14 @@ def _child(
     # As Python sets them up on a UTF-8 terminal: strict stdout, backslashreplace stderr.
     sys.stdin = _text_stream(0, "rb")
     sys.stdout = _text_stream(1, "wb")
-    sys.stderr = _text_stream(2, "wb", errors="backslashreplace")
+    sys.stderr = err = _RecordingStream(
+        open(2, "wb", closefd=False),  # noqa: SIM115 - lives as long as the child
+        encoding="utf-8",
+        errors="backslashreplace",
+        line_buffering=True,
+    )
+    err.where = io_dir / "where"
     sys.argv = ["gpucap", *argv]
-    _record_internal_errors(io_dir / "where")
     try:
         main()
         code: Any = 0
@@ -366,20 +372,18 @@ def _rel(filename: str) -> str:
     return filename[i + 1 :] if i >= 0 else filename.rsplit("/", 1)[-1]
 
 
-def _record_internal_errors(where: Path) -> None:
-    """Wrap the CLI's error console so that the exception behind main()'s one-line "internal
-    error" is located (the CLI prints it while the exception is being handled)."""
-    from gpucap.cli import main as cli  # noqa: PLC0415
+class _RecordingStream(io.TextIOWrapper):
+    """The child's stderr: whenever it is written to while an exception is being handled, it
+    notes where that exception was raised. main() writes its one-line "internal error" inside
+    its handler, so the last note locates it, whatever the CLI prints with."""
 
-    original = cli.err.line
+    where: Path | None = None
 
-    def recording(*args: Any, **kwargs: Any) -> None:
+    def write(self, s: str) -> int:
         exc = sys.exc_info()[1]
-        if exc is not None:
-            where.write_text(_location(exc))
-        original(*args, **kwargs)
-
-    cli.err.line = recording  # type: ignore[method-assign]
+        if exc is not None and self.where is not None:
+            self.where.write_text(_location(exc))
+        return super().write(s)
 
 
 def run_gpucap(
@@ -394,14 +398,21 @@ def run_gpucap(
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:  # the child never returns into the caller
-        code = 98
+        code = FUZZER_ERROR
         try:
             os.chdir(cwd)
             code = _child(main, command.argv, stdin, io_dir, bound)
+        except BaseException:  # the fuzzer's own setup failed: say so in the parent
+            (io_dir / "fuzzer-error").write_text(traceback.format_exc())
         finally:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     seconds = time.perf_counter() - start
+    broken = io_dir / "fuzzer-error"
+    if broken.exists():
+        text = broken.read_text()
+        shutil.rmtree(io_dir, ignore_errors=True)
+        raise RuntimeError(f"the fuzzer's child failed before running gpucap:\n{text}")
 
     def read(name: str) -> bytes:
         p = io_dir / name

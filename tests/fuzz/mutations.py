@@ -642,6 +642,8 @@ def apply_steps(target: SeedFile, steps: tuple[Step, ...]) -> tuple[list[Any], b
 # -- oracles --------------------------------------------------------------------------------------
 
 POD_TEMPLATE_KINDS = ("Deployment", "StatefulSet", "ReplicaSet", "DaemonSet", "Job")
+# The kinds gpucap reads (the loader's own table); oracles apply to these only.
+READ_KINDS = tuple(KINDS)
 NAMESPACED = ("Pod", "ConfigMap", "PodDisruptionBudget", *POD_TEMPLATE_KINDS)
 
 
@@ -664,15 +666,11 @@ class Oracle:
     name: str
     why: str
     make: Callable[[Any], list[tuple[str, tuple[Any, ...], Any]] | None]
-    # The kinds it applies to; empty: every kind gpucap reads. A kind gpucap ignores (a
-    # Service, an Auto Mode NodeClass) is not judged, so a change to it proves nothing.
     kinds: tuple[str, ...] = field(default=())
-    any_document: bool = False  # it replaces the document whatever it was
 
     def steps(self, doc_index: int, doc: Any) -> tuple[TreeStep, ...] | None:
-        kinds = self.kinds or tuple(KINDS)
-        if not self.any_document and (not isinstance(doc, dict) or doc.get("kind") not in kinds):
-            return None
+        if not isinstance(doc, dict) or doc.get("kind") not in (self.kinds or READ_KINDS):
+            return None  # gpucap lists the kinds it does not read and ignores them (README)
         made = self.make(doc)
         if made is None:
             return None
@@ -786,7 +784,7 @@ ORACLES: tuple[Oracle, ...] = (
     Oracle("ec2nodeclass-max-pods", "kubelet maxPods is at least 0", _spec_field(("spec", "kubelet"), {"maxPods": -1}), ("EC2NodeClass",)),
     Oracle("ec2nodeclass-hop-limit", "httpPutResponseHopLimit is 1-64", _spec_field(("spec", "metadataOptions"), {"httpPutResponseHopLimit": 65}), ("EC2NodeClass",)),
     Oracle("device-plugin-config-yaml", "the GPU Operator refuses a device-plugin config that is not YAML", lambda d: [("set", ("data", next(iter(d["data"]))), "version: v1\nsharing: [")] if isinstance(d, dict) and isinstance(d.get("data"), dict) and d["data"] else None, ("ConfigMap",)),
-    Oracle("pdb-both", "a PDB has minAvailable or maxUnavailable, not both", _pdb({"minAvailable": 1, "maxUnavailable": 1}), any_document=True),
-    Oracle("pdb-over-100", "a PDB percentage is at most 100%", _pdb({"minAvailable": "150%"}), any_document=True),
+    Oracle("pdb-both", "a PDB has minAvailable or maxUnavailable, not both", _pdb({"minAvailable": 1, "maxUnavailable": 1})),
+    Oracle("pdb-over-100", "a PDB percentage is at most 100%", _pdb({"minAvailable": "150%"})),
     Oracle("scenario-duration-1e39", "a Go duration fits in an int64 of nanoseconds", _spec_field(("spec", "duration"), "1000000000000000000000000000000000000000s"), ("Scenario",)),
 )  # fmt: skip
