@@ -137,12 +137,7 @@ class _Matcher:
             if not combined.is_compatible(reqs):
                 return []
             return [(o.zone, o.capacity_type) for o in it.offerings if o.allowed_by(reqs)]
-        pool_key = (reqs, pool.name)
-        ok = self._pool_ok.get(pool_key)
-        if ok is None:
-            part = Requirements({k: r for k, r in reqs.items() if k in pool_reqs})
-            ok = self._pool_ok[pool_key] = pool_reqs.is_compatible(part)
-        if not ok:
+        if not self._pool_allows(reqs, pool.name, pool_reqs):
             return []
         type_key = (reqs, frozenset(pool_reqs), id(it))
         found = self._type_offerings.get(type_key)
@@ -155,6 +150,16 @@ class _Matcher:
             )
             self._type_offerings[type_key] = found
         return found
+
+    def _pool_allows(self, reqs: Requirements, pool: str, pool_reqs: Requirements) -> bool:
+        """The overlay's requirements on the pool's own keys (nodepool name, template labels)
+        meet the pool's; memoised per overlay requirements and pool."""
+        key = (reqs, pool)
+        ok = self._pool_ok.get(key)
+        if ok is None:
+            part = Requirements({k: r for k, r in reqs.items() if k in pool_reqs})
+            ok = self._pool_ok[key] = pool_reqs.is_compatible(part)
+        return ok
 
     def matches(
         self, overlay: NodeOverlay, reqs: Requirements, pool: PoolTypes
@@ -197,12 +202,7 @@ class _Matcher:
             )
         if any(k in type_keys for k in pool_reqs):
             return None
-        pool_key = (reqs, pool.name)
-        ok = self._pool_ok.get(pool_key)
-        if ok is None:
-            part = Requirements({k: r for k, r in reqs.items() if k in pool_reqs})
-            ok = self._pool_ok[pool_key] = pool_reqs.is_compatible(part)
-        if not ok:
+        if not self._pool_allows(reqs, pool.name, pool_reqs):
             return []
         shared_key = (reqs, frozenset(pool_reqs), id(pool.types))
         found = self._pool_type_matches.get(shared_key)

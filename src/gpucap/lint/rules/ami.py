@@ -436,7 +436,7 @@ def _resolve(ctx: LintContext, family: str, version: str, arch: str) -> AMIRelea
     if key not in ctx.memo:
         try:
             if version == "latest":
-                found: AMIRelease | None | ValueError = latest_release(
+                found: AMIRelease | ValueError | None = latest_release(
                     ctx.kubernetes_version, family, arch, "nvidia", contents_known_only=True
                 )
             else:
