@@ -103,14 +103,23 @@ def landing_pools(ctx: LintContext, pod: Pod) -> list[PoolView]:
     return result
 
 
-def spot_types(pool: PoolView) -> list[InstanceType]:
-    """Launchable types with an available spot offering the pool's requirements allow."""
+def spot_types(ctx: LintContext, pool: PoolView) -> list[InstanceType]:
+    """Launchable types with an available spot offering the pool's requirements allow.
+
+    Memoised by the pool's type list (pools with the same requirements on type keys share it)
+    and its zone and capacity-type requirements, the only keys offerings depend on."""
     reqs = pool.template.requirements
-    return [
-        it
-        for it in pool.instance_types
-        if any(o.available and o.capacity_type == SPOT and o.allowed_by(reqs) for o in it.offerings)
-    ]
+    key = ("spot_types", id(pool.instance_types), reqs.get(ZONE), reqs.get(CAPACITY_TYPE))
+    cached: list[InstanceType] | None = ctx.memo.get(key)
+    if cached is None:
+        cached = ctx.memo[key] = [
+            it
+            for it in pool.instance_types
+            if any(
+                o.available and o.capacity_type == SPOT and o.allowed_by(reqs) for o in it.offerings
+            )
+        ]
+    return cached
 
 
 def _requirement_index(pool: PoolView, key: str) -> int | None:
@@ -394,7 +403,7 @@ def _gpu_request_path(ref: PodRef) -> tuple[str | int, ...]:
 )
 def spot_pool_too_narrow(ctx: LintContext) -> Iterable[Finding]:
     for pool in ctx.pools:
-        types = spot_types(pool)
+        types = spot_types(ctx, pool)
         if not types:
             continue
         reqs = pool.template.requirements
@@ -410,12 +419,15 @@ def spot_pool_too_narrow(ctx: LintContext) -> Iterable[Finding]:
                 f"threshold is {SPOT_FLEXIBILITY_THRESHOLD} ({SPOT_TO_SPOT_THRESHOLD} for "
                 "spot-to-spot consolidation): expect insufficient capacity and interruptions",
             )
-        zones = {
-            o.zone
-            for it in types
-            for o in it.offerings
-            if o.available and o.capacity_type == SPOT and o.allowed_by(reqs)
-        }
+        key = ("spot_zones", id(types))  # `types` is memoised: alike pools share it
+        zones: set[str] | None = ctx.memo.get(key)
+        if zones is None:
+            zones = ctx.memo[key] = {
+                o.zone
+                for it in types
+                for o in it.offerings
+                if o.available and o.capacity_type == SPOT and o.allowed_by(reqs)
+            }
         if len(zones) == 1:
             index = _requirement_index(pool, ZONE)
             path = (*REQUIREMENTS, index) if index is not None else REQUIREMENTS

@@ -149,7 +149,7 @@ def _spot_gpus(ctx: LintContext, pool: PoolView) -> bool:
     cached: bool | None = ctx.memo.get(key)
     if cached is None:
         gpu = {id(it) for it in pool.gpu_types}
-        cached = ctx.memo[key] = any(id(it) in gpu for it in spot_types(pool))
+        cached = ctx.memo[key] = any(id(it) in gpu for it in spot_types(ctx, pool))
     return cached
 
 
