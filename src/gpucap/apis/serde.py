@@ -103,15 +103,7 @@ KubeObject: TypeAlias = (
     | Pod
     | Node
     | ConfigMap
-    | Deployment
-    | StatefulSet
-    | ReplicaSet
-    | Job
-    | RayCluster
-    | RayService
-    | RayJob
-    | LeaderWorkerSet
-    | JobSet
+    | PodCreator
     | DaemonSet
     | PodDisruptionBudget
     | ClusterPolicy
