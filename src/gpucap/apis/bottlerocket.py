@@ -25,6 +25,7 @@ from __future__ import annotations
 import tomllib
 from typing import Any
 
+from gpucap.apis.gpu import NVIDIA_GPU
 from gpucap.apis.gpuoperator import (
     DevicePluginConfig,
     ReplicatedResource,
@@ -35,7 +36,7 @@ from gpucap.apis.gpuoperator import (
 __all__ = ["NVIDIA_SETTINGS", "BottlerocketUserDataError", "device_plugin_config"]
 
 NVIDIA_SETTINGS = "settings.kubelet-device-plugins.nvidia"
-GPU_RESOURCE = "nvidia.com/gpu"
+GPU_RESOURCE = NVIDIA_GPU
 SHARING_STRATEGIES = ("none", "time-slicing", "mps")
 
 

@@ -20,6 +20,7 @@ from pydantic import Field, StrictBool, StrictInt, StrictStr, ValidationError
 
 from gpucap.apis.core import ConfigMap, Toleration
 from gpucap.apis.errors import format_path, translate
+from gpucap.apis.gpu import NVIDIA_GPU
 from gpucap.apis.meta import KubeModel, ObjectMeta
 from gpucap.apis.yamltext import load_one
 
@@ -61,7 +62,7 @@ class DevicePluginConfig(KubeModel):
     flags: Flags = Field(default_factory=Flags)
     sharing: Sharing | None = None
 
-    def replicas_for(self, resource: str = "nvidia.com/gpu") -> int:
+    def replicas_for(self, resource: str = NVIDIA_GPU) -> int:
         """How many schedulable units one physical device of `resource` becomes (1 = unshared)."""
         if self.sharing is None:
             return 1
@@ -73,7 +74,7 @@ class DevicePluginConfig(KubeModel):
                     return r.replicas
         return 1
 
-    def advertised_resource(self, resource: str = "nvidia.com/gpu") -> str:
+    def advertised_resource(self, resource: str = NVIDIA_GPU) -> str:
         """The resource name shared devices are advertised under (`.shared` when renamed)."""
         if self.sharing is None:
             return resource

@@ -22,6 +22,7 @@ import yaml
 from gpucap.apis.core import ConfigMap, Node, Pod, PodDisruptionBudget, PodSpec, Toleration
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.expansion import PodCreator, expand, sample_pods
+from gpucap.apis.gpu import GPU_RESOURCES
 from gpucap.apis.gpuoperator import ClusterPolicy, device_plugin_configs
 from gpucap.apis.jobset import JobSet
 from gpucap.apis.kuberay import RayCluster, RayJob, RayService
@@ -58,8 +59,6 @@ __all__ = [
     "plan_document",
     "plan_lines",
 ]
-
-GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu", "habana.ai/gaudi", "aws.amazon.com/neuron")
 
 
 def format_resources(resources: Mapping[str, int]) -> str:

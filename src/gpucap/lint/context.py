@@ -22,6 +22,7 @@ from gpucap.apis.core import ConfigMap, Pod
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.errors import format_path
 from gpucap.apis.expansion import POD_CREATORS, sample_pods
+from gpucap.apis.gpu import NVIDIA_GPU, is_device_plugin
 from gpucap.apis.gpuoperator import DevicePluginConfig, device_plugin_configs
 from gpucap.apis.labels import CAPACITY_TYPE
 from gpucap.apis.nodeoverlay import NodeOverlay
@@ -30,6 +31,7 @@ from gpucap.apis.quantity import Quantity
 from gpucap.apis.serde import Manifest, Source
 from gpucap.apis.workloads import DaemonSet
 from gpucap.cloudprovider.aws.catalog import Catalog, NodeClassSettings, node_class_settings
+from gpucap.cloudprovider.aws.coldstart import KNOWN_IMAGE_SIZES
 from gpucap.cloudprovider.aws.ec2api import EC2API
 from gpucap.lint.model import Finding, Severity
 from gpucap.scheduling.instancetypes import InstanceType
@@ -39,20 +41,7 @@ from gpucap.scheduling.solver import NodeClaimTemplate
 
 __all__ = ["KNOWN_IMAGE_SIZES", "LintContext", "PodRef", "PoolView", "pool_types"]
 
-GIB = 2**30
-
-# Compressed / uncompressed sizes of common inference images (bytes), used when the input does
-# not say (`--image-size` overrides). vLLM from the workshop (seed, step 2); others from their
-# registries' published layer sizes, rounded.
-KNOWN_IMAGE_SIZES: dict[str, tuple[int, int]] = {
-    "vllm/vllm-openai": (9 * GIB, 18 * GIB),
-    "nvcr.io/nvidia/tritonserver": (10 * GIB, 22 * GIB),
-    "ghcr.io/huggingface/text-generation-inference": (5 * GIB, 12 * GIB),
-    "lmsysorg/sglang": (10 * GIB, 25 * GIB),
-}
-
-DEVICE_PLUGIN_IMAGE_MARKERS = ("k8s-device-plugin", "nvidia-device-plugin", "gpu-operator")
-GPU_RESOURCE = "nvidia.com/gpu"
+GPU_RESOURCE = NVIDIA_GPU
 AUTO_MODE_GROUP = "eks.amazonaws.com"
 EC2NODECLASS_GROUP = "karpenter.k8s.aws"
 # Requirement keys whose In / Exists / Gt ask for GPU instance types explicitly.
@@ -205,8 +194,7 @@ class LintContext:
         for m in self.daemonsets:
             ds: DaemonSet = m.obj  # type: ignore[assignment]
             images = [c.image or "" for c in ds.spec.template.spec.containers]
-            text = " ".join([ds.metadata.name, *images])
-            if any(marker in text for marker in DEVICE_PLUGIN_IMAGE_MARKERS):
+            if is_device_plugin(ds.metadata.name, images):
                 out.append(m)
         return out
 

@@ -23,6 +23,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from gpucap.apis import gpu
 from gpucap.apis.quantity import Quantity
 
 __all__ = [
@@ -284,10 +285,10 @@ TENANCIES = ("default", "dedicated")
 CAPACITY_TYPES = ("on-demand", "spot")
 
 # Extended resources (aws `pkg/apis/v1/labels.go`). Every type has every key, 0 when absent.
-RESOURCE_NVIDIA_GPU = "nvidia.com/gpu"
-RESOURCE_AMD_GPU = "amd.com/gpu"
-RESOURCE_HABANA_GAUDI = "habana.ai/gaudi"
-RESOURCE_AWS_NEURON = "aws.amazon.com/neuron"
+RESOURCE_NVIDIA_GPU = gpu.NVIDIA_GPU
+RESOURCE_AMD_GPU = gpu.AMD_GPU
+RESOURCE_HABANA_GAUDI = gpu.HABANA_GAUDI
+RESOURCE_AWS_NEURON = gpu.AWS_NEURON
 RESOURCE_AWS_NEURON_CORE = "aws.amazon.com/neuroncore"
 RESOURCE_EFA = "vpc.amazonaws.com/efa"
 RESOURCE_POD_ENI = "vpc.amazonaws.com/pod-eni"

@@ -14,6 +14,7 @@ from gpucap.apis.core import Pod
 from gpucap.apis.labels import CAPACITY_TYPE, NORMALIZED_LABELS, REGION, ZONE, ZONE_ID
 from gpucap.apis.quantity import base_units, format_resource_value
 from gpucap.apis.serde import Manifest
+from gpucap.controllers.disruption.constants import SPOT_TO_SPOT_THRESHOLD
 from gpucap.lint.context import GPU_RESOURCE, LintContext, PodRef, PoolView, pod_gpus
 from gpucap.lint.model import Finding, rule
 from gpucap.scheduling.instancetypes import InstanceType, truncate
@@ -37,10 +38,9 @@ REQUIREMENTS = ("spec", "template", "spec", "requirements")
 TAINTS = ("spec", "template", "spec", "taints")
 
 # aws/karpenter-provider-aws pkg/providers/instance/instance.go: `instanceTypeFlexibilityThreshold`
-# (Karpenter warns below it when it falls back to on-demand); 15 with SpotToSpotConsolidation
-# (Karpenter docs, disruption: Spot consolidation).
+# (Karpenter warns below it when it falls back to on-demand); SPOT_TO_SPOT_THRESHOLD (15) with
+# SpotToSpotConsolidation (controllers/disruption/constants.py).
 SPOT_FLEXIBILITY_THRESHOLD = 5
-SPOT_TO_SPOT_THRESHOLD = 15
 
 # v1alpha5/v1beta1 names that still load in v1 but Karpenter v1 ignores (karpenter.sh v1 upgrade
 # guide; kubernetes-sigs/karpenter pkg/apis/v1/labels.go has only the v1 names).

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 from gpucap.apis.bottlerocket import NVIDIA_SETTINGS
 from gpucap.apis.core import ConfigMap, Container, Pod
+from gpucap.apis.gpu import MIG_GPUS
 from gpucap.apis.gpuoperator import ClusterPolicy, DevicePluginConfig
 from gpucap.apis.labels import INSTANCE_GPU_MEMORY, INSTANCE_GPU_NAME
 from gpucap.apis.nodeoverlay import NodeOverlay
@@ -64,19 +65,6 @@ DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 MIG_RESOURCE = re.compile(r"^nvidia\.com/mig-(\d+)g\.(\d+)gb", re.ASCII)
 MIG_PROFILE_LABEL = re.compile(r"^all-(\d+)g\.(\d+)gb$", re.ASCII)
-# GPUs (karpenter.k8s.aws/instance-gpu-name) that support MIG, and their most MIG devices.
-MIG_GPUS: dict[str, int] = {
-    "a100": 7,
-    "a30": 4,
-    "h100": 7,
-    "h200": 7,
-    "gh200": 7,
-    "b200": 7,
-    "b300": 7,
-    "gb200": 7,
-    "gb300": 7,
-    "rtx-pro-server-6000": 4,
-}
 
 
 # ---- which config applies where -------------------------------------------------------------

@@ -10,8 +10,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from gpucap.lint.context import (
+from gpucap.apis.gpu import is_model_server
+from gpucap.cloudprovider.aws.coldstart import (
+    GIB,
     KNOWN_IMAGE_SIZES,
+    MODEL_SERVER_WARM_LOAD_S,
+    Timings,
+)
+from gpucap.lint.context import (
     LintContext,
     PodRef,
     PoolView,
@@ -20,23 +26,20 @@ from gpucap.lint.context import (
 )
 from gpucap.lint.model import Finding, rule
 from gpucap.lint.rules.nodepool import landing_pools, spot_types
-from gpucap.lint.rules.storage import GIB, pool_disk, pull_seconds
+from gpucap.lint.rules.storage import pool_disk, pull_seconds
 
 __all__: list[str] = []
 
 # Spot interruption notice (Karpenter docs, disruption: Interruption; EC2 spot docs).
 SPOT_NOTICE_S = 120
-# Stage times in seconds (landscape.md §4.5 "Typical", low end):
-BATCH_S = 1  # Karpenter batch window: BATCH_IDLE_DURATION 1 s (settings.md), §4.1
-LAUNCH_S = 20  # CreateFleet -> running: 16-26 s measured (brevdev/ec2-coldboot-research), §4.1
-NODE_READY_S = 30  # boot -> Node Ready: 30-65 s (hackernoon, akingscote, KubeFM), §4.2
-DEVICE_PLUGIN_S = 30  # device plugin registers nvidia.com/gpu: 30-90 s (aws#1459, NVIDIA#291), §4.2
-# Model download + load + engine init for a model server with a warm cache: 1.4 min
-# (tensorfuse.io, Llama-3.1-8B on L40S with vLLM; 4.9 min cold), §4.4.
-MODEL_LOAD_S = 84
-# Images that are model servers (their load time counts): the known inference images, and names
-# containing these markers.
-MODEL_SERVER_MARKERS = ("vllm", "tritonserver", "text-generation-inference", "sglang")
+# Karpenter batch window: BATCH_IDLE_DURATION 1 s (settings.md; landscape.md §4.1). The other
+# stage times are the shared cold-start defaults (coldstart.Timings, landscape.md §4.5).
+BATCH_S = 1
+_TIMINGS = Timings()
+LAUNCH_S = _TIMINGS.launch
+NODE_READY_S = _TIMINGS.registration
+DEVICE_PLUGIN_S = _TIMINGS.device_plugin
+MODEL_LOAD_S = MODEL_SERVER_WARM_LOAD_S
 # When the pool's disk has no throughput model (io1/io2, ...): assume the gp3 maximum.
 UNKNOWN_DISK_MIB_S = 1000
 
@@ -50,7 +53,7 @@ class _Estimate:
 
 def _is_model_server(image: str) -> bool:
     repo = image.rsplit(":", 1)[0] if ":" in image.rsplit("/", maxsplit=1)[-1] else image
-    return repo in KNOWN_IMAGE_SIZES or any(m in image for m in MODEL_SERVER_MARKERS)
+    return repo in KNOWN_IMAGE_SIZES or is_model_server(image)
 
 
 def _disk_mib_s(ctx: LintContext, pool: PoolView) -> float:

@@ -3,7 +3,8 @@
 STG001-STG002. Also the disk model SPOT001 uses: which device containerd writes images to on a
 pool's nodes (`pool_disk`: the EC2NodeClass's ephemeral block device, Karpenter's default
 mapping, or RAID0 instance store), the images of the GPU pods that can land on a pool
-(`pool_images`) and the disk-bound pull estimate (`pull_seconds`).
+(`pool_images`) and the disk-bound pull estimate (`pull_seconds`). The disk and pull models
+themselves are `cloudprovider/aws/coldstart.py`, which the simulator shares.
 """
 
 from __future__ import annotations
@@ -11,12 +12,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from gpucap.apis.ec2nodeclass import BlockDevice, EC2NodeClass
+from gpucap.apis.ec2nodeclass import EC2NodeClass
+from gpucap.cloudprovider.aws import coldstart
 from gpucap.cloudprovider.aws.capacity import (
-    AMI_FAMILIES,
     DEFAULT_EBS_VOLUME_SIZE,
     INSTANCE_STORE_POLICY_RAID0,
     LABEL_INSTANCE_LOCAL_NVME,
+)
+from gpucap.cloudprovider.aws.coldstart import (
+    DEFAULT_GP3_THROUGHPUT_MIB_S,
+    GIB,
+    NETWORK_MIB_S,
+    DiskModel,
+    image_disk,
 )
 from gpucap.lint.context import LintContext, PodRef, PoolView, image_size, pod_gpus
 from gpucap.lint.model import Finding, Severity, rule
@@ -32,21 +40,6 @@ __all__ = [
     "pull_seconds",
 ]
 
-MIB = 2**20
-GIB = 2**30
-# gp3 baseline throughput, what an unset `throughput` gets; provisionable 125-1000 MiB/s
-# (aws/karpenter-provider-aws pkg/apis/v1/ec2nodeclass.go validation; landscape.md §4.3).
-DEFAULT_GP3_THROUGHPUT_MIB_S = 125
-# gp2 throughput: 128 MiB/s up to 170 GiB, 250 MiB/s above 334 GiB (EBS volume types docs);
-# sizes in between only burst to 250, so gpucap takes 128 there.
-GP2_SMALL_MIB_S, GP2_LARGE_MIB_S, GP2_LARGE_FROM = 128, 250, 334 * GIB
-# Local NVMe instance store with instanceStorePolicy RAID0: no published number in the stored
-# sources; taken as the gp3 maximum, so it never makes an estimate worse (landscape.md §4.3:
-# "then network and single-threaded decompression become the bound").
-INSTANCE_STORE_MIB_S = 1000
-# Network bound of a pull: a 10 Gbps link at line rate (landscape.md §4.3: "a 10 Gbps link
-# moves 9 GB in about 7-8 s"); real registries are slower, so this is a lower bound.
-NETWORK_MIB_S = 10e9 / 8 / MIB
 # STG001: a volume smaller than this many times the images' compressed size is too small; or
 # than compressed + unpacked (containerd keeps both), whichever is larger (landscape.md §3.6).
 ROOT_VOLUME_FACTOR = 2.5
@@ -54,18 +47,6 @@ ROOT_VOLUME_FACTOR = 2.5
 LARGE_IMAGES_BYTES = 1 * GIB
 # ... and make it a warning when the disk-bound pull alone exceeds the 2-minute spot notice.
 PULL_WARNING_S = 120
-
-
-@dataclass(frozen=True, slots=True)
-class DiskModel:
-    """The device a pool's nodes pull images to."""
-
-    size: int  # bytes; the smallest ephemeral storage among the pool's GPU types
-    kind: str  # gp3, gp2, io1, ..., "instance store"
-    throughput: float | None  # MiB/s; None when gpucap has no model for the volume type
-    default_throughput: bool  # gp3 without `throughput` (125 MiB/s)
-    mapped: bool  # the EC2NodeClass sets blockDeviceMappings
-    path: tuple[str | int, ...]  # the mapping (or spec) in the EC2NodeClass
 
 
 @dataclass(slots=True)
@@ -86,11 +67,15 @@ class PoolImages:
 
 
 def pull_seconds(compressed: int, uncompressed: int, throughput_mib_s: float) -> float:
-    """Disk- and network-bound pull time: containerd writes the compressed blobs and the unpacked
-    layers to the same disk (landscape.md §4.3 [derived]); max with the line-rate download."""
-    disk = (compressed + uncompressed) / MIB / throughput_mib_s
-    network = compressed / MIB / NETWORK_MIB_S
-    return max(disk, network)
+    """Lint's pull estimate for a pool: `coldstart.pull_seconds` bound by the pool's disk and a
+    10 Gbps line-rate download (a pool has many instance types, so no EBS bound)."""
+    return coldstart.pull_seconds(
+        compressed,
+        uncompressed,
+        disk_mib_s=throughput_mib_s,
+        ebs_mib_s=None,
+        network_mib_s=NETWORK_MIB_S,
+    )
 
 
 def _uses_instance_store(pool: PoolView, nodeclass: EC2NodeClass) -> bool:
@@ -106,52 +91,16 @@ def _uses_instance_store(pool: PoolView, nodeclass: EC2NodeClass) -> bool:
     )
 
 
-def _ebs_throughput(ebs: BlockDevice | None, size: int) -> tuple[str, float | None, bool]:
-    kind = (ebs.volume_type if ebs is not None else None) or "gp3"
-    if kind == "gp3":
-        set_ = ebs.throughput if ebs is not None else None
-        return kind, float(set_ or DEFAULT_GP3_THROUGHPUT_MIB_S), set_ is None
-    if kind == "gp2":
-        return kind, float(GP2_LARGE_MIB_S if size >= GP2_LARGE_FROM else GP2_SMALL_MIB_S), False
-    return kind, None, False
-
-
 def pool_disk(pool: PoolView) -> DiskModel | None:
-    """The image disk of a pool's nodes, or None without an EC2NodeClass."""
+    """The image disk of a pool's nodes (`coldstart.image_disk` for the smallest ephemeral
+    storage among the pool's GPU types), or None without an EC2NodeClass."""
     nodeclass = pool.ec2nodeclass
     if nodeclass is None or pool.nodeclass is None:
         return None
     types = pool.gpu_types or pool.instance_types
     sizes = [it.capacity.get("ephemeral-storage", 0) for it in types]
     size = min(sizes) if sizes else DEFAULT_EBS_VOLUME_SIZE
-    mappings = nodeclass.spec.block_device_mappings or []
-    if _uses_instance_store(pool, nodeclass):
-        return DiskModel(
-            size,
-            "instance store",
-            INSTANCE_STORE_MIB_S,
-            False,
-            bool(mappings),
-            ("spec", "instanceStorePolicy"),
-        )
-    if not mappings:
-        kind, mib, default = _ebs_throughput(None, size)
-        return DiskModel(size, kind, mib, default, False, ("spec",))
-    traits = AMI_FAMILIES.get(nodeclass.ami_family)
-    device = traits.ephemeral_device if traits is not None else None
-    index = next((i for i, m in enumerate(mappings) if m.root_volume), None)
-    if index is None:
-        if device is None:  # Custom: Karpenter takes the last mapping
-            index = len(mappings) - 1
-        else:
-            index = next((i for i, m in enumerate(mappings) if m.device_name == device), None)
-    if index is None:
-        # No mapping for the ephemeral device: the AMI's own root volume, size unknown to
-        # Karpenter (it assumes the 20Gi default); gpucap assumes a default gp3 too.
-        kind, mib, default = _ebs_throughput(None, size)
-        return DiskModel(size, kind, mib, default, True, ("spec", "blockDeviceMappings"))
-    kind, mib, default = _ebs_throughput(mappings[index].ebs, size)
-    return DiskModel(size, kind, mib, default, True, ("spec", "blockDeviceMappings", index))
+    return image_disk(nodeclass, size=size, instance_store=_uses_instance_store(pool, nodeclass))
 
 
 def pool_images(ctx: LintContext, pool: PoolView) -> PoolImages:
