@@ -12,12 +12,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from gpucap.apis.core import NodeSelector, NodeSelectorTerm, Pod, Taint, Toleration
+from gpucap.apis.core import Pod, Taint, Toleration
 from gpucap.apis.gpuoperator import ClusterPolicy, ComponentSpec
 from gpucap.apis.serde import Manifest
 from gpucap.apis.workloads import DaemonSet
 from gpucap.lint.context import LintContext, PoolView
 from gpucap.lint.model import Finding, rule
+from gpucap.scheduling.daemonsets import (
+    blocking_taint,
+    operator_tolerations,
+    without_runtime_labels,
+)
 from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.preferences import drop_required_node_term, tolerate_prefer_no_schedule
 from gpucap.scheduling.requirements import ALLOW_UNDEFINED_WELL_KNOWN
@@ -28,58 +33,17 @@ __all__: list[str] = []
 
 
 # ---- GPU001 / GPU002 ------------------------------------------------------------------------
-# Labels that node-feature-discovery, GPU Feature Discovery and the GPU Operator put on nodes at
-# run time (feature.node.kubernetes.io/pci-10de.present, nvidia.com/gpu.present, ...): a pool's
-# template does not have them but its GPU nodes get them, so a device plugin's node selector or
-# required affinity on them is unknown, not a mismatch (the NVIDIA Helm chart's DaemonSet has
-# exactly such an affinity).
-RUNTIME_LABEL_PREFIXES = ("feature.node.kubernetes.io/", "nvidia.com/")
-# The GPU Operator's default `daemonsets.tolerations` (its Helm values): used when the
-# ClusterPolicy does not set them.
-OPERATOR_DEFAULT_TOLERATIONS = (
-    Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule"),
-)
 NVDP_INSTALL = (
     "helm repo add nvdp https://nvidia.github.io/k8s-device-plugin && helm upgrade -i nvdp "
     "nvdp/nvidia-device-plugin --namespace nvidia-device-plugin --create-namespace"
 )
 
 
-def _without_runtime_labels(pod: Pod, pool: PoolView) -> Pod:
-    """The pod with its node selector and required node-affinity expressions on runtime labels
-    (RUNTIME_LABEL_PREFIXES) dropped, unless the pool's template sets that label; a required
-    term made only of such expressions may match, so the required affinity is then dropped."""
-    known = set(pool.template.labels) | {k for k, _ in pool.template.requirements.items()}
-
-    def runtime(key: str) -> bool:
-        return key.startswith(RUNTIME_LABEL_PREFIXES) and key not in known
-
-    spec = pod.spec
-    selector = {k: v for k, v in spec.node_selector.items() if not runtime(k)}
-    affinity = spec.affinity
-    na = affinity.node_affinity if affinity else None
-    required = na.required_during_scheduling_ignored_during_execution if na else None
-    if affinity is not None and na is not None and required is not None:
-        terms: list[NodeSelectorTerm] | None = []
-        for term in required.node_selector_terms:
-            kept = [e for e in term.match_expressions if not runtime(e.key)]
-            if term.match_expressions and not kept and not term.match_fields:
-                terms = None  # this term may match: the required affinity is satisfiable
-                break
-            terms.append(term.model_copy(update={"match_expressions": kept}))  # type: ignore[union-attr]
-        new_required = NodeSelector(node_selector_terms=terms) if terms is not None else None
-        na = na.model_copy(
-            update={"required_during_scheduling_ignored_during_execution": new_required}
-        )
-        affinity = affinity.model_copy(update={"node_affinity": na})
-    new_spec = spec.model_copy(update={"node_selector": selector, "affinity": affinity})
-    return pod.model_copy(update={"spec": new_spec})
-
-
 def _selects_pool(pod: Pod, pool: PoolView) -> bool:
     """The pod's node selector and one of its required node-affinity terms can match the
     pool's GPU nodes (runtime labels unknown, so allowed)."""
-    return _node_terms_match(_without_runtime_labels(pod, pool), pool, pool.gpu_types)
+    known = set(pool.template.labels) | {k for k, _ in pool.template.requirements.items()}
+    return _node_terms_match(without_runtime_labels(pod, known), pool, pool.gpu_types)
 
 
 def _node_terms_match(pod: Pod, pool: PoolView, types: Sequence[InstanceType]) -> bool:
@@ -97,14 +61,9 @@ def _node_terms_match(pod: Pod, pool: PoolView, types: Sequence[InstanceType]) -
 
 
 def _untolerated_taint(pool: PoolView, tolerations: Sequence[Toleration]) -> Taint | None:
-    """The first taint or startup taint of the pool (PreferNoSchedule aside: the DaemonSet
-    controller ignores it) that `tolerations` do not tolerate."""
-    taints = [
-        t
-        for t in (*pool.template.taints, *pool.template.startup_taints)
-        if t.effect != "PreferNoSchedule"
-    ]
-    return untolerated(taints, tolerations)
+    """The first taint or startup taint of the pool that keeps a daemon off and that
+    `tolerations` do not tolerate."""
+    return blocking_taint((*pool.template.taints, *pool.template.startup_taints), tolerations)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,13 +101,7 @@ def _blocked(ctx: LintContext, pool: PoolView) -> list[_Blocked] | None:
         if not policy.spec.device_plugin.enabled:
             out.append(_Blocked(m, f"{m.ref} has devicePlugin.enabled: false", taint=False))
             continue
-        daemonsets = policy.spec.daemonsets
-        tolerations = (
-            daemonsets.tolerations
-            if "tolerations" in daemonsets.model_fields_set
-            else list(OPERATOR_DEFAULT_TOLERATIONS)
-        )
-        taint = _untolerated_taint(pool, tolerations)
+        taint = _untolerated_taint(pool, operator_tolerations(policy))
         if taint is None:
             return None
         out.append(
