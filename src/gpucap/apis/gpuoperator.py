@@ -13,6 +13,7 @@ a ConfigMap's configs with `device_plugin_configs`.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 import yaml
@@ -25,13 +26,18 @@ from gpucap.apis.meta import KubeModel, ObjectMeta
 from gpucap.apis.yamltext import load_one
 
 __all__ = [
+    "DEVICE_PLUGIN_CONFIG_LABEL",
     "ClusterPolicy",
     "DevicePluginConfig",
     "DevicePluginConfigError",
+    "choose_config",
     "device_plugin_configs",
 ]
 
 MIGStrategy = Literal["none", "single", "mixed"]
+# The node label that names the device-plugin config a node gets (the GPU Operator and the
+# NVIDIA Helm chart read it; a NodePool's template sets it).
+DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 
 
 class ReplicatedResource(KubeModel):
@@ -187,3 +193,33 @@ class ClusterPolicy(KubeModel):
     kind: Literal["ClusterPolicy"] = "ClusterPolicy"
     metadata: ObjectMeta
     spec: ClusterPolicySpec = Field(default_factory=ClusterPolicySpec)
+
+
+def choose_config(
+    configs: Sequence[tuple[str, str]], *, label: str | None, policy: ClusterPolicy | None
+) -> tuple[int, str] | None:
+    """Which device-plugin config a node gets: the index into `configs` ((ConfigMap name, key)
+    of every config in the input) and how it was chosen ("label": the node's
+    DEVICE_PLUGIN_CONFIG_LABEL; "policy-default": the ClusterPolicy's
+    `devicePlugin.config.default`; "only": the only config in the input), or None (the plugin's
+    built-in default: no sharing). With a ClusterPolicy running the plugin, only its
+    `devicePlugin.config` ConfigMap counts. Called by lint (SHR rules) and the kubelet model."""
+    if policy is not None:
+        ref = policy.spec.device_plugin.config
+        if ref is None or not ref.name:
+            return None
+        key = label or ref.default
+        if not key:
+            return None
+        how = "label" if label else "policy-default"
+        for i, (name, k) in enumerate(configs):
+            if name == ref.name and k == key:
+                return i, how
+        return None
+    if label:
+        for i, (_, k) in enumerate(configs):
+            if k == label:
+                return i, "label"
+    if len(configs) == 1:
+        return 0, "only"
+    return None

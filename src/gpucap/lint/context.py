@@ -31,7 +31,7 @@ from gpucap.apis.quantity import Quantity
 from gpucap.apis.serde import Manifest, Source
 from gpucap.apis.workloads import DaemonSet
 from gpucap.cloudprovider.aws.catalog import Catalog, NodeClassSettings, node_class_settings
-from gpucap.cloudprovider.aws.coldstart import KNOWN_IMAGE_SIZES
+from gpucap.cloudprovider.aws.coldstart import KNOWN_IMAGE_SIZES, lookup_image_size
 from gpucap.cloudprovider.aws.ec2api import EC2API
 from gpucap.lint.model import Finding, Severity
 from gpucap.scheduling.instancetypes import InstanceType
@@ -445,5 +445,4 @@ def requirements_of(pool: PoolView) -> Requirements:
 
 def image_size(ctx: LintContext, image: str) -> tuple[int, int] | None:
     """Known (compressed, uncompressed) size of an image, matched without its tag."""
-    repo = image.rsplit(":", 1)[0] if ":" in image.rsplit("/", maxsplit=1)[-1] else image
-    return ctx.image_sizes.get(image) or ctx.image_sizes.get(repo)
+    return lookup_image_size(image, ctx.image_sizes)

@@ -30,6 +30,7 @@ __all__ = [
     "Timings",
     "ebs_throughput",
     "image_disk",
+    "lookup_image_size",
     "mbits_to_mib_s",
     "mbytes_to_mib_s",
     "pull_seconds",
@@ -104,6 +105,14 @@ KNOWN_IMAGE_SIZES: dict[str, tuple[int, int]] = {
     "ghcr.io/huggingface/text-generation-inference": (5 * GIB, 12 * GIB),
     "lmsysorg/sglang": (10 * GIB, 25 * GIB),
 }
+
+
+def lookup_image_size(image: str, sizes: Mapping[str, tuple[int, int]]) -> tuple[int, int] | None:
+    """The (compressed, uncompressed) size of `image` in `sizes`, by full reference or by its
+    repository without the tag."""
+    repo = image.rsplit(":", 1)[0] if ":" in image.rsplit("/", maxsplit=1)[-1] else image
+    return sizes.get(image) or sizes.get(repo)
+
 
 # ---- disks --------------------------------------------------------------------------------
 # gp3 baseline throughput, what an unset `throughput` gets; provisionable 125-1000 MiB/s

@@ -40,7 +40,12 @@ from dataclasses import dataclass
 from gpucap.apis.bottlerocket import NVIDIA_SETTINGS
 from gpucap.apis.core import ConfigMap, Container, Pod
 from gpucap.apis.gpu import MIG_GPUS
-from gpucap.apis.gpuoperator import ClusterPolicy, DevicePluginConfig
+from gpucap.apis.gpuoperator import (
+    DEVICE_PLUGIN_CONFIG_LABEL,
+    ClusterPolicy,
+    DevicePluginConfig,
+    choose_config,
+)
 from gpucap.apis.labels import INSTANCE_GPU_MEMORY, INSTANCE_GPU_NAME
 from gpucap.apis.nodeoverlay import NodeOverlay
 from gpucap.apis.quantity import Quantity
@@ -61,7 +66,6 @@ __all__ = [
     "overlay_capacity",
 ]
 
-DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 MIG_RESOURCE = re.compile(r"^nvidia\.com/mig-(\d+)g\.(\d+)gb", re.ASCII)
 MIG_PROFILE_LABEL = re.compile(r"^all-(\d+)g\.(\d+)gb$", re.ASCII)
@@ -130,34 +134,24 @@ def applied_config(ctx: LintContext, pool: PoolView) -> AppliedConfig | None:
         )
     label = pool.template.labels.get(DEVICE_PLUGIN_CONFIG_LABEL)
     policy_manifest = operator_policy(ctx)
-    if policy_manifest is not None:
-        policy: ClusterPolicy = policy_manifest.obj  # type: ignore[assignment]
-        ref = policy.spec.device_plugin.config
-        if ref is None or not ref.name:
-            return None
-        key = label or ref.default
-        if not key:
-            return None
-        how = (
-            f"NodePool label {DEVICE_PLUGIN_CONFIG_LABEL}"
-            if label
-            else f"ClusterPolicy {policy.metadata.name} devicePlugin.config.default"
-        )
-        for m, k, cfg in ctx.device_plugin_configs:
-            if m.obj.metadata.name == ref.name and k == key:
-                return AppliedConfig(m, ("data", k), cfg, how)
-        return None
+    policy: ClusterPolicy | None = (
+        policy_manifest.obj if policy_manifest is not None else None  # type: ignore[assignment]
+    )
     configs = ctx.device_plugin_configs
-    if label:
-        for m, k, cfg in configs:
-            if k == label:
-                return AppliedConfig(
-                    m, ("data", k), cfg, f"NodePool label {DEVICE_PLUGIN_CONFIG_LABEL}"
-                )
-    if len(configs) == 1:
-        m, k, cfg = configs[0]
-        return AppliedConfig(m, ("data", k), cfg, "the only device-plugin config in the input")
-    return None
+    chosen = choose_config(
+        [(m.obj.metadata.name, k) for m, k, _ in configs], label=label, policy=policy
+    )
+    if chosen is None:
+        return None
+    index, how = chosen
+    m, k, cfg = configs[index]
+    if how == "label":
+        by = f"NodePool label {DEVICE_PLUGIN_CONFIG_LABEL}"
+    elif how == "policy-default" and policy is not None:
+        by = f"ClusterPolicy {policy.metadata.name} devicePlugin.config.default"
+    else:
+        by = "the only device-plugin config in the input"
+    return AppliedConfig(m, ("data", k), cfg, by)
 
 
 # ---- NodeOverlays ---------------------------------------------------------------------------
