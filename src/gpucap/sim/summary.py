@@ -234,7 +234,18 @@ def summarize(events: Sequence[Event], *, end: float) -> dict[str, Any]:
             case _:
                 pass
 
-    for p in pods.values():
+    pending = []
+    for key, p in sorted(pods.items()):
+        if p.deleted or p.bound_since is not None:
+            continue
+        entry: dict[str, Any] = {"pod": key, "since": p.pending_since}
+        if p.nominated is not None:
+            entry["reason"] = _nomination_reason(claims.get(p.nominated), p.nominated)
+            entry["nodeClaim"] = p.nominated
+        else:
+            entry["reason"] = p.wait_reason or NO_DECISION
+        pending.append(entry)
+    for p in pods.values():  # still bound at the end: requested until the end
         unbind(p, end)
 
     node_hours: dict[str, dict[str, float]] = {}
@@ -286,20 +297,8 @@ def summarize(events: Sequence[Event], *, end: float) -> dict[str, Any]:
             uninitialized.append(stuck)
     billing.sort(key=lambda b: (b["launched"], b["nodeClaim"]))
 
-    pending = []
-    for key, p in sorted(pods.items()):
-        if p.deleted or p.bound_since is not None:
-            continue
-        entry: dict[str, Any] = {"pod": key, "since": p.pending_since}
-        if p.nominated is not None:
-            entry["reason"] = _nomination_reason(claims.get(p.nominated), p.nominated)
-            entry["nodeClaim"] = p.nominated
-        else:
-            entry["reason"] = p.wait_reason or NO_DECISION
-        pending.append(entry)
-
     return {
-        "durationSeconds": round(end, _SECONDS),
+        "durationSeconds": round(float(end), _SECONDS),
         "costUSD": round(cost, _HOURS),
         "nodeHours": _rounded(node_hours, _HOURS),
         "gpuHours": _rounded(gpu_hours, _HOURS),
