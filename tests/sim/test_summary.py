@@ -16,7 +16,7 @@ from gpucap.sim.summary import NO_DECISION, nearest_rank, summarize
 GPU1 = {"nvidia.com/gpu": 1}
 
 
-def ev(t: float, kind: str, **fields: Any) -> Event:
+def ev(t: float, kind: str, /, **fields: Any) -> Event:
     return Event(t, kind, fields)
 
 

@@ -108,6 +108,23 @@ def _offering(capacity_type: str | None, instance_type: str, zone: str | None) -
     return f"{what} in {zone}" if zone else f"{what} in every zone"
 
 
+def _offerings(offerings: Sequence[tuple[str, str, str]]) -> str:
+    """Offerings in few words: `spot g5.xlarge, g6.xlarge in us-east-1a, us-east-1b` when they
+    are every type in every zone of a capacity type, else one group per capacity type and zone."""
+    groups: list[str] = []
+    for cap in dict.fromkeys(c for c, _, _ in offerings):
+        mine = [(it, z) for c, it, z in offerings if c == cap]
+        types = list(dict.fromkeys(it for it, _ in mine))
+        zones = list(dict.fromkeys(z for _, z in mine))
+        if len(set(mine)) == len(types) * len(zones):
+            groups.append(_offering(cap, ", ".join(types), ", ".join(zones)))
+            continue
+        for zone in zones:
+            in_zone = [it for it, z in dict.fromkeys(mine) if z == zone]
+            groups.append(_offering(cap, ", ".join(in_zone), zone))
+    return "; ".join(groups)
+
+
 def _node(node: str | None, claim: str) -> str:
     """`node gpu-1`, or `node ip-10-0-1-2 (gpu-1)` when the node's name differs."""
     if not node or node == claim:
@@ -159,6 +176,8 @@ class _Timeline:
         self.events = sorted(events, key=lambda e: e.t)
         self.start = start
         self.idx = _index(self.events)
+        self.batches = _batches(self.events)
+        self.batch_of = [b for b in self.batches for _ in b]  # event index -> its batch
         self.done: set[int] = set()
         self.lines: list[tuple[float, int, str]] = []  # (t, order, text)
 
@@ -166,7 +185,7 @@ class _Timeline:
         self.lines.append((t, len(self.lines), text))
 
     def run(self) -> list[str]:
-        for batch in _batches(self.events):
+        for batch in self.batches:
             self.batch(batch)
         self.lines.sort()
         return [f"{clock_time(t, self.start)} {text}" for t, _, text in self.lines]
@@ -184,7 +203,10 @@ class _Timeline:
         return taken
 
     def batch(self, batch: list[int]) -> None:
-        for i in batch:
+        # An interruption claims the offering it marks unavailable, and an ICE the launches and
+        # failures of its batch, before those are told on their own.
+        first = {"SpotInterruptionWarning": 0, "OfferingUnavailable": 1}
+        for i in sorted(batch, key=lambda i: first.get(self.events[i].type, 2)):
             if i in self.done:
                 continue
             e = self.events[i]
@@ -336,57 +358,57 @@ class _Timeline:
     def on_PodNominated(self, e: Event, batch: list[int]) -> None:  # noqa: N802
         pass  # told with the NodeClaim created for the pod; a re-nomination is not news
 
-    def _fallback(self, after: int, pools: set[str], t: float) -> int | None:
-        """The index of the first launch of one of `pools` after event `after`, within the
-        fallback window and before any other launch failure of those pools."""
-        for j in range(after + 1, len(self.events)):
+    def _fallback(self, start: int, pools: set[str], t: float) -> int | None:
+        """The index of the first untold launch of one of `pools` from event `start` on, within
+        the fallback window and before any other launch failure of those pools."""
+        for j in range(start, len(self.events)):
             e = self.events[j]
             if e.t - t > FALLBACK_WINDOW:
                 return None
-            if e.type == "LaunchFailed" and e.get("nodePool") in pools:
+            if j in self.done or e.get("nodePool") not in pools:
+                continue
+            if e.type == "LaunchFailed":
                 return None
-            if e.type == "NodeClaimLaunched" and e.get("nodePool") in pools and j not in self.done:
+            if e.type == "NodeClaimLaunched":
                 return j
         return None
 
     def on_OfferingUnavailable(self, e: Event, batch: list[int]) -> None:  # noqa: N802
         group = [e, *self._take(batch, "OfferingUnavailable")]
-        by_place: dict[tuple[str, str], list[str]] = {}
-        for o in group:
-            types = by_place.setdefault((o.get("capacityType"), o.get("zone")), [])
-            if o.get("instanceType") not in types:
-                types.append(o.get("instanceType"))
-        gone = "; ".join(
-            _offering(cap, ", ".join(types), zone) for (cap, zone), types in by_place.items()
+        gone = _offerings(
+            [(o.get("capacityType"), o.get("instanceType"), o.get("zone")) for o in group]
         )
         failed = self._take(batch, "LaunchFailed")
-        for f in failed:
-            self._take(batch, "NodeClaimDeleted", nodeClaim=f.get("nodeClaim"))
-        launched = self._take(batch, "NodeClaimLaunched")
-        if launched:  # the same CreateFleet call fell back to another offering
-            self.say(e.t, f"{gone} unavailable → {self._launch_words(launched[0])}")
-            return
-        if not failed:
-            self.say(e.t, f"{gone} marked unavailable: {e.get('reason')}")
-            return
+        for f in failed:  # the claim that failed is part of this story, from creation to deletion
+            for kind in ("NodeClaimCreated", "PodNominated", "NodeClaimDeleted"):
+                self._take(batch, kind, nodeClaim=f.get("nodeClaim"))
+        if failed:
+            j = self._fallback(batch[0], {str(f.get("nodePool")) for f in failed}, e.t)
+        else:  # the same CreateFleet call may have fallen back to another offering
+            j = next(
+                (
+                    i
+                    for i in batch
+                    if i not in self.done and self.events[i].type == "NodeClaimLaunched"
+                ),
+                None,
+            )
         lost = ", ".join(str(f.get("nodeClaim")) for f in failed)
-        last = max(batch)
-        j = self._fallback(last, {str(f.get("nodePool")) for f in failed}, e.t)
         if j is None:
-            self.say(e.t, f"{gone} unavailable: {lost} not launched, its pods wait")
+            if failed:
+                self.say(e.t, f"{gone} unavailable: {lost} not launched, its pods wait")
+            else:
+                self.say(e.t, f"{gone} marked unavailable: {e.get('reason')}")
             return
         launch = self.events[j]
         self.done.add(j)
-        claim = launch.get("nodeClaim")
-        for k in _batches(self.events):
-            if j in k:  # the replacement's own creation and nominations are part of this story
-                self._take(k, "NodeClaimCreated", nodeClaim=claim)
-                self._take(k, "PodNominated", nodeClaim=claim)
+        # The replacement's own creation and nominations are part of this story.
+        for kind in ("NodeClaimCreated", "PodNominated"):
+            self._take(self.batch_of[j], kind, nodeClaim=launch.get("nodeClaim"))
         later = launch.t - e.t
         when = f" {format_duration(later)} later" if later >= FALLBACK_WINDOW / 2 else ""
-        self.say(
-            e.t, f"{gone} unavailable ({lost} not launched) →{when} {self._launch_words(launch)}"
-        )
+        not_launched = f" ({lost} not launched)" if failed else ""
+        self.say(e.t, f"{gone} unavailable{not_launched} →{when} {self._launch_words(launch)}")
 
     def on_LaunchFailed(self, e: Event, batch: list[int]) -> None:  # noqa: N802
         self._take(batch, "NodeClaimDeleted", nodeClaim=e.get("nodeClaim"))

@@ -214,7 +214,7 @@ class Recorder:
         self.events: list[Event] = []
         self._sink = sink
 
-    def emit(self, t: float, type: str, **fields: Any) -> Event:
+    def emit(self, t: float, type: str, /, **fields: Any) -> Event:
         """Record that `type` happened at `t` (seconds since start) to the objects in `fields`.
         Raises ValueError when a known type lacks a field it must carry (EVENT_FIELDS) or when
         time goes backwards: both are bugs in the emitter, caught where they happen."""
