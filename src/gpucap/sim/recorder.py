@@ -110,8 +110,13 @@ def _json_escape(c: str) -> str:
     return escaped
 
 
+_PLAIN = frozenset({str, int, bool})
+
+
 def _canonical(value: Any, key: str) -> Any:
     """`value` as the JSON-ready, rounded value an event stores (see the module docstring)."""
+    if type(value) in _PLAIN:  # the usual case, checked first: names and counts
+        return value
     if value is None or isinstance(value, bool | int):
         return value
     if isinstance(value, float):
