@@ -227,6 +227,19 @@ def test_why_a_registered_node_never_initialized(
     assert format_timeline(log)[-1] == f"00:00:55 node ip-1 (gpu-1) registered; {words}"
 
 
+def test_a_node_whose_plugin_is_still_starting_at_the_end_is_not_blamed_on_a_missing_plugin() -> (
+    None
+):
+    log = [
+        launch(5, "gpu-1"),
+        ev(55, "NodeRegistered", nodeClaim="gpu-1", node="gpu-1", devicePlugin="clusterpolicy/cp"),
+    ]
+    assert format_summary(summarize(log, end=100))[-2] == (
+        "  node gpu-1 (g5.xlarge, registered 00:00:55): GPU not advertised yet "
+        "(clusterpolicy/cp still starting)"
+    )
+
+
 def test_registered_and_initialized_at_once_is_one_line() -> None:
     log = [
         ev(55, "NodeRegistered", nodeClaim="gpu-1", node="gpu-1"),

@@ -571,6 +571,8 @@ def format_summary(summary: Mapping[str, Any], *, start: dt.datetime = EPOCH) ->
             why = "GPU never advertised"
             if "devicePlugin" in n and n["devicePlugin"] is None:
                 why += ": no device plugin in the cluster"
+            elif "devicePlugin" in n:
+                why = f"GPU not advertised yet ({n['devicePlugin']} still starting)"
             lines.append(
                 f"  {_node(n['node'], n['nodeClaim'])} ({what}registered "
                 f"{clock_time(n['registered'], start)}): {why}"
