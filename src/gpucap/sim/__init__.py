@@ -1,0 +1,1 @@
+"""The simulated world: gpucap simulate (issue 10)."""
