@@ -116,9 +116,9 @@ def test_scheduling_in_the_past_is_refused() -> None:
     e.run(50)
     with pytest.raises(ValueError, match="before now"):
         e.at(10, lambda: None, label="late")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="-1s from now"):
         e.after(-1, lambda: None)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="at t=nan"):
         e.at(float("nan"), lambda: None)
 
 
@@ -230,7 +230,7 @@ def test_a_negative_requeue_is_an_error_naming_the_reconciler() -> None:
             return -1.0
 
     e.every(Bad(), priority=0)
-    with pytest.raises(ValueError, match="bad asked to run again in -1.0s"):
+    with pytest.raises(ValueError, match=r"bad asked to run again in -1\.0s"):
         e.run(1)
 
 
@@ -312,8 +312,6 @@ def test_any_interleaving_fires_in_t_priority_seq_order_and_never_moves_the_cloc
     assert clock_times == sorted(clock_times)
     assert all(k[0] <= until for k in fired)
     # Every timer scheduled before the run, due by `until`, not cancelled, fired, in key order.
-    upfront = sorted(
-        keys[s] for s, _ in timers if s not in cancelled and keys[s][0] <= until
-    )
+    upfront = sorted(keys[s] for s, _ in timers if s not in cancelled and keys[s][0] <= until)
     assert [k for k in fired if k[2] in {s for s, _ in timers}] == upfront
     assert e.now == until
