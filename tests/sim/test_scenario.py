@@ -228,3 +228,21 @@ def test_scenario_errors_in_a_yaml_syntax_error_name_the_file(
     f.write_text("apiVersion: gpucap.dev/v1alpha1\nkind: Scenario\nspec: [\n")
     with pytest.raises(ScenarioError, match=r"s\.yaml: line \d+ column \d+: invalid YAML"):
         load_scenario(str(f), catalog)
+
+
+def test_a_directory_in_spec_manifests_loads_every_manifest_in_it(
+    tmp_path: Path, catalog: Catalog
+) -> None:
+    d = tmp_path / "cluster"
+    d.mkdir()
+    for name in ("nodeclass.yaml", "nodepool.yaml"):
+        (d / name).write_text((GOOD / name).read_text())
+    f = tmp_path / "s.yaml"
+    f.write_text(
+        "apiVersion: gpucap.dev/v1alpha1\nkind: Scenario\nmetadata: {name: s}\n"
+        "spec:\n  manifests: [cluster]\n"
+        "  events: [{at: 1m, delete: {kind: NodePool, name: gpu}}]\n"
+    )
+    s = load_scenario(str(f), catalog)
+    assert [m.ref for m in s.initial] == ["EC2NodeClass/gpu", "NodePool/gpu"]
+    assert s.actions[0].ref == ("NodePool", "", "gpu")
