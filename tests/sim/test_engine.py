@@ -315,3 +315,72 @@ def test_any_interleaving_fires_in_t_priority_seq_order_and_never_moves_the_cloc
     upfront = sorted(keys[s] for s, _ in timers if s not in cancelled and keys[s][0] <= until)
     assert [k for k in fired if k[2] in {s for s, _ in timers}] == upfront
     assert e.now == until
+
+
+def test_registering_a_triggered_reconciler_keeps_one_pending_run_at_the_new_priority() -> None:
+    e = make()
+    order: list[str] = []
+
+    @dataclass(eq=False)
+    class Named:
+        name: str
+
+        def reconcile(self) -> float | None:
+            order.append(self.name)
+            return None
+
+    a, b = Named("a"), Named("b")
+    e.trigger(a)  # priority 0 until registered
+    e.every(b, priority=5)
+    e.every(a, priority=9)
+    e.run(0)
+    assert order == ["b", "a"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(min_value=0, max_value=30).map(float),  # when the trigger is made
+            st.integers(min_value=0, max_value=10).map(float),  # its delay
+        ),
+        max_size=30,
+    )
+)
+def test_triggers_law_every_request_is_served_in_its_window_and_runs_never_exceed_requests(
+    triggers: list[tuple[float, float]],
+) -> None:
+    e = make()
+    log: list[tuple[str, float, float]] = []  # ("request", made, due) | ("run", t, t)
+    pending: list[int] = []
+
+    @dataclass(eq=False)
+    class Watcher:
+        name: str = "watcher"
+
+        def reconcile(self) -> float | None:
+            log.append(("run", e.now, e.now))
+            return None
+
+    w = Watcher()
+
+    def request(delay: float) -> None:
+        log.append(("request", e.now, e.now + delay))
+        e.trigger(w, after=delay)
+        pending.append(sum(1 for x in e._heap if x[3].pending and x[3].label == "watcher"))
+
+    for made, delay in triggers:
+        e.at(made, lambda d=delay: request(d))
+    e.run(100)
+    runs = [i for i, entry in enumerate(log) if entry[0] == "run"]
+    for i, (what, made, due) in enumerate(log):
+        if what == "request":
+            # Served by the first run after it, no later than it was due.
+            served = next(j for j in runs if j > i)
+            assert made <= log[served][1] <= due
+    # Coalescing: between two runs there is at least one request (no run without a cause).
+    previous = -1
+    for j in runs:
+        assert any(log[k][0] == "request" for k in range(previous + 1, j))
+        previous = j
+    assert all(n == 1 for n in pending)  # at most one pending run, always

@@ -127,7 +127,15 @@ class Engine:
     def every(self, reconciler: Reconciler, *, priority: int) -> None:
         """Register `reconciler` at `priority` and run it now; it runs again after what each
         `reconcile()` returns (None: only when triggered)."""
-        self._registered[id(reconciler)] = _Registration(reconciler, priority)
+        reg = self._registered.get(id(reconciler))
+        if reg is None:
+            self._registered[id(reconciler)] = _Registration(reconciler, priority)
+        else:
+            # Registered again (or triggered before): the new priority, still one pending run.
+            reg.priority = priority
+            if reg.pending is not None:
+                self.cancel(reg.pending)
+                reg.pending = None
         self._request(reconciler, self._t)
 
     def trigger(self, reconciler: Reconciler, *, after: float = 0.0) -> None:
