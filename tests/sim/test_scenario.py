@@ -174,6 +174,10 @@ BAD_CASES = {
     "'nvidia-device-plugin'?)",
     "addon-replicas-zero": "addons[0].timeSlicing.replicas: 0 must be between 1 (no sharing) "
     "and 150,000",
+    "bad-kubernetes-version": "kubernetesVersion: 'v1.36' is not a Kubernetes minor version "
+    '(e.g. "1.36")',
+    "bad-ami-releases": "amiReleases[1.36][1]: '2026-08-27' is not an EKS AMI release version "
+    "(e.g. v20261001)",
     "region-mismatch": "region: 'eu-west-1', but the catalog is for us-east-1",
     "not-a-scenario": "a scenario file holds one document of kind Scenario (apiVersion "
     "gpucap.dev/v1alpha1); found Deployment",

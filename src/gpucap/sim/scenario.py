@@ -111,13 +111,15 @@ class ScenarioAction:
     t: float
     kind: str  # "apply" | "scale" | "delete" | "capacity" | "interrupt" | "amiRelease"
     documents: tuple[dict[str, Any], ...] = ()  # apply: the documents as written
-    manifests: tuple[Manifest, ...] = ()  # apply: the same, loaded and validated
     source: str = ""  # apply: the file, or "<scenario>:events[i].apply.manifest"
     ref: tuple[str, str, str] | None = None  # scale/delete: (kind, namespace or "", name)
     replicas: int | None = None  # scale
     capacity: CapacityAction | None = None
     interrupt_node_claim: str | None = None
     ami_release: tuple[str, str] | None = None  # (kubernetesVersion, version)
+    # apply: the documents loaded and validated (the later of an object twice), as `plan` loads
+    # them; not in SIM-INTERFACES, added because the world applies objects, not dicts.
+    manifests: tuple[Manifest, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -167,6 +169,7 @@ class _Loader:
     def load(self, catalog_source: CatalogSource) -> LoadedScenario:
         sc = self.document()
         s = sc.spec
+        self.versions(sc)
         if isinstance(catalog_source, Catalog):
             catalog = catalog_source
             if catalog.region != s.region:
@@ -316,8 +319,9 @@ class _Loader:
                 field = (*at, "apply", "manifest")
                 manifests, raw = self.inline(field, e.apply.manifest), (e.apply.manifest,)
                 source = f"{self.path}:{format_path(field)}"
+            # As `plan` reads files: the same object twice, the later one wins.
             return ScenarioAction(
-                i, t, kind, documents=raw, manifests=tuple(manifests), source=source
+                i, t, kind, documents=raw, manifests=tuple(effective(manifests)), source=source
             )
         if e.scale is not None:
             ref = self.ref((*at, "scale"), e.scale.kind, e.scale.namespace, e.scale.name)
@@ -437,6 +441,26 @@ class _Loader:
         )
 
     # -- the rest
+    def versions(self, sc: Scenario) -> None:
+        s = sc.spec
+        if not _K8S_VERSION.fullmatch(s.kubernetes_version):
+            raise self.fail(
+                ("kubernetesVersion",),
+                f'{s.kubernetes_version!r} is not a Kubernetes minor version (e.g. "1.36")',
+            )
+        for minor, releases in (s.ami_releases or {}).items():
+            if not _K8S_VERSION.fullmatch(minor):
+                raise self.fail(
+                    ("amiReleases", minor),
+                    f'{minor!r} is not a Kubernetes minor version (e.g. "1.36")',
+                )
+            for j, version in enumerate(releases):
+                if not _AMI_VERSION.fullmatch(version):
+                    raise self.fail(
+                        ("amiReleases", minor, j),
+                        f"{version!r} is not an EKS AMI release version (e.g. v20261001)",
+                    )
+
     def timings(self, sc: Scenario) -> dict[str, float]:
         out: dict[str, float] = {}
         for key, value in sc.spec.timings.items():
