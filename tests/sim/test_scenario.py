@@ -250,3 +250,20 @@ def test_a_directory_in_spec_manifests_loads_every_manifest_in_it(
     s = load_scenario(str(f), catalog)
     assert [m.ref for m in s.initial] == ["EC2NodeClass/gpu", "NodePool/gpu"]
     assert s.actions[0].ref == ("NodePool", "", "gpu")
+
+
+def test_the_loaders_warnings_are_kept_for_the_cli_as_plan_prints_them(
+    tmp_path: Path, catalog: Catalog
+) -> None:
+    (tmp_path / "nc.yaml").write_text(
+        (GOOD / "nodeclass.yaml").read_text().replace("KarpenterNodeRole-sim", "${ROLE}")
+    )
+    f = tmp_path / "s.yaml"
+    f.write_text(
+        "apiVersion: gpucap.dev/v1alpha1\nkind: Scenario\nmetadata: {name: s}\n"
+        "spec:\n  manifests: [nc.yaml]\n"
+    )
+    s = load_scenario(str(f), catalog)
+    assert s.warnings == (
+        f"{tmp_path}/nc.yaml: ${{ROLE}} is not filled: [0] EC2NodeClass/gpu spec.role",
+    )

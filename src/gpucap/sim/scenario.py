@@ -22,7 +22,6 @@ import json
 import os
 import re
 import stat
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,6 +137,9 @@ class LoadedScenario:
     ami_releases: dict[str, list[str]] | None
     addons: tuple[Addon, ...]
     timings: dict[str, float]  # overrides, keyed by the `Timings` field names
+    # The loader's warnings (unfilled placeholders, ignored kinds, duplicates), one line each,
+    # for the CLI to print as `plan` prints them. Not in SIM-INTERFACES.
+    warnings: tuple[str, ...] = ()
 
 
 CatalogSource = Catalog | Callable[[str], Catalog]
@@ -159,6 +161,7 @@ class _Loader:
     def __init__(self, path: str) -> None:
         self.path = path
         self.first_apply: dict[_REF, ScenarioAction] = {}
+        self.warnings: list[str] = []
         self.base = Path(path).parent
         self.budget = Budget()  # one budget for the scenario and every file it names
 
@@ -205,6 +208,7 @@ class _Loader:
                 for a in s.addons
             ),
             timings=self.timings(sc),
+            warnings=tuple(self.warnings),
         )
 
     def document(self) -> Scenario:
@@ -212,6 +216,7 @@ class _Loader:
         result = load_text(text, self.path, budget=self.budget)
         for issue in result.errors:
             raise ScenarioError(self.scenario_issue(issue))
+        self.warnings.extend(str(w) for w in result.warnings)
         loaded = [m.obj for m in result.manifests]
         if len(loaded) != 1 or not isinstance(loaded[0], Scenario):
             kinds = ", ".join(o.kind for o in loaded) or "nothing gpucap reads"
@@ -266,13 +271,13 @@ class _Loader:
                 raise self.fail(field, f"{name!r}: no *.yaml, *.yml or *.json files")
         result = LoadResult()
         raw: list[dict[str, Any]] = []
-        ignored: Counter[str] = Counter()
         for p in paths:
             try:
                 text = read_path(p, self.budget)
             except InputError as err:
                 raise self.fail(field, str(err)) from None
-            loaded = load_text(text, p, ignored=ignored, budget=self.budget)
+            # Grouped placeholder errors and duplicates as `plan` reports them, per file.
+            loaded = load_text(text, p, budget=self.budget)
             self.check_loaded(field, loaded, None)
             raw.extend(_raw_documents(text, p))
             result.extend(loaded)
@@ -294,6 +299,7 @@ class _Loader:
         return loaded.manifests
 
     def check_loaded(self, field: FieldPath, loaded: LoadResult, inline: str | None) -> None:
+        self.warnings.extend(str(w) for w in loaded.warnings)
         for issue in loaded.errors:
             text = str(issue)
             if inline is not None and issue.source is not None:
