@@ -1,9 +1,12 @@
 """Scenario (`gpucap.dev/v1alpha1`): what `gpucap simulate` runs, as in contract.md.
 
 A scenario names the manifests applied at t=0, optional image sizes for the cold-start model,
-optional AMI releases, and timed events, each with exactly one action (apply, scale, delete,
-capacity, interrupt, amiRelease). Times are Go durations (`5m`, `1h30m`). This module only
-parses and validates; the simulator (`sim/scenario.py`) turns it into scheduled events.
+optional AMI releases, add-ons installed outside the manifests (`addons`: the NVIDIA device
+plugin or the GPU Operator, as Helm installs them), cold-start timing overrides (`timings`), and
+timed events, each with exactly one action (apply, scale, delete, capacity, interrupt,
+amiRelease). Times are Go durations (`5m`, `1h30m`). This module parses, and
+`apis/validation.py` checks what needs nothing else; the simulator's loader
+(`sim/scenario.py`) checks the rest against the catalog and the files and resolves it.
 """
 
 from __future__ import annotations
@@ -15,9 +18,24 @@ from pydantic import Field, StrictBool, StrictInt, StrictStr
 from gpucap.apis.meta import KarpenterModel, ObjectMeta
 from gpucap.apis.quantity import Quantity
 
-__all__ = ["Scenario", "ScenarioEvent"]
+__all__ = [
+    "ADDON_NAMES",
+    "EVENT_ACTIONS",
+    "EVENT_KINDS",
+    "MAX_SCENARIO_SECONDS",
+    "Scenario",
+    "ScenarioEvent",
+]
 
 EVENT_ACTIONS = ("apply", "scale", "delete", "capacity", "interrupt", "ami_release")
+# The actions as the YAML spells them (event "kinds").
+EVENT_KINDS = ("apply", "scale", "delete", "capacity", "interrupt", "amiRelease")
+# What `spec.addons[].name` may name.
+ADDON_NAMES = ("nvidia-device-plugin", "gpu-operator")
+# The longest scenario gpucap runs: 30 days. A month is the longest horizon anyone plans a GPU
+# fleet's bill over (Karpenter's default expireAfter is 720h); beyond it a typo (`6000h`) would
+# be a run of hours of wall time.
+MAX_SCENARIO_SECONDS = 30 * 24 * 3600
 
 
 class ImageSize(KarpenterModel):
@@ -71,6 +89,16 @@ class ScenarioEvent(KarpenterModel):
         return [a for a in EVENT_ACTIONS if getattr(self, a) is not None]
 
 
+class TimeSlicing(KarpenterModel):
+    replicas: StrictInt = 1
+    rename_by_default: StrictBool = False
+
+
+class AddonSpec(KarpenterModel):
+    name: StrictStr
+    time_slicing: TimeSlicing | None = None
+
+
 class ScenarioSpec(KarpenterModel):
     region: StrictStr = "us-east-1"
     kubernetes_version: StrictStr = "1.36"
@@ -79,6 +107,8 @@ class ScenarioSpec(KarpenterModel):
     manifests: list[StrictStr] = Field(default_factory=list)
     images: dict[str, ImageSize] = Field(default_factory=dict)
     ami_releases: dict[str, list[StrictStr]] | None = None
+    addons: list[AddonSpec] = Field(default_factory=list)
+    timings: dict[StrictStr, StrictStr] = Field(default_factory=dict)
     events: list[ScenarioEvent] = Field(default_factory=list)
 
 

@@ -39,11 +39,13 @@ from gpucap.apis.duration import (
     parse_go_duration_ns,
 )
 from gpucap.apis.ec2nodeclass import ALIAS_FAMILIES, EC2NodeClass
+from gpucap.apis.errors import closest_name
 from gpucap.apis.goparse import atoi, parse_float
 from gpucap.apis.gpuoperator import DevicePluginConfigError, device_plugin_configs
 from gpucap.apis.jobset import JobSet, job_name
 from gpucap.apis.kuberay import RayCluster, RayClusterSpec, RayJob, RayService, cluster_spec_path
 from gpucap.apis.leaderworkerset import SUBGROUP_EXCLUSIVE_TOPOLOGY, LeaderWorkerSet
+from gpucap.apis.limits import MAX_WORKLOAD_PODS
 from gpucap.apis.meta import matches_selector
 from gpucap.apis.nodeoverlay import NodeOverlay
 from gpucap.apis.nodepool import (
@@ -53,7 +55,7 @@ from gpucap.apis.nodepool import (
     NodeSelectorRequirementWithMinValues,
 )
 from gpucap.apis.quantity import CRD_QUANTITY_PATTERN, Quantity
-from gpucap.apis.scenario import Scenario
+from gpucap.apis.scenario import ADDON_NAMES, MAX_SCENARIO_SECONDS, Scenario
 from gpucap.apis.workloads import DaemonSet, Deployment, Job, ReplicaSet, StatefulSet
 
 __all__ = ["MAX_STATIC_NODES", "Violation", "validate_object"]
@@ -1055,39 +1057,76 @@ def _pdb(pdb: PodDisruptionBudget) -> Found:
 
 # ---- Scenario ---------------------------------------------------------------------------------
 def _scenario(sc: Scenario) -> Found:
+    """What a scenario must hold on its own; the catalog, the files it names and the objects
+    its events refer to are checked by the simulator's loader (`sim/scenario.py`)."""
     s = sc.spec
     total: float | None = None
     try:
         total = parse_go_duration(s.duration)
         if total <= 0:
             yield Violation(("spec", "duration"), f"{s.duration!r} must be positive")
+        elif total > MAX_SCENARIO_SECONDS:
+            total = None
+            yield Violation(
+                ("spec", "duration"),
+                f"{s.duration!r} is longer than 720h (30 days), the longest scenario gpucap runs",
+            )
     except DurationError as err:
         yield Violation(("spec", "duration"), str(err))
     for i, e in enumerate(s.events):
-        p: Path = ("spec", "events", i)
-        try:
-            at = parse_go_duration(e.at)
-            if at < 0:
-                yield Violation((*p, "at"), f"{e.at!r} is before the start of the scenario")
-            elif total is not None and at > total:
-                yield Violation(
-                    (*p, "at"), f"{e.at!r} is after the end of the scenario ({s.duration})"
-                )
-        except DurationError as err:
-            yield Violation((*p, "at"), str(err))
-        actions = e.actions
-        if len(actions) != 1:
+        yield from _scenario_event(e, ("spec", "events", i), s.duration, total)
+    seen: set[str] = set()
+    for i, addon in enumerate(s.addons):
+        ap: Path = ("spec", "addons", i)
+        if addon.name not in ADDON_NAMES:
+            hint = closest_name(addon.name, ADDON_NAMES)
             yield Violation(
-                p,
-                "an event needs exactly one action of apply, scale, delete, capacity, interrupt, "
-                f"amiRelease; found {len(actions)}",
+                (*ap, "name"),
+                f"unknown add-on {addon.name!r}"
+                + (
+                    f" (did you mean {hint!r}?)"
+                    if hint
+                    else f"; gpucap knows {', '.join(ADDON_NAMES)}"
+                ),
             )
-        if e.apply is not None and (e.apply.file is None) == (e.apply.manifest is None):
-            yield Violation((*p, "apply"), "set exactly one of 'file' and 'manifest'")
-        if e.scale is not None and e.scale.replicas < 0:
-            yield Violation((*p, "scale", "replicas"), f"{e.scale.replicas} must be >= 0")
-        if e.capacity is not None and e.capacity.for_ is not None:
-            try:
-                parse_go_duration(e.capacity.for_)
-            except DurationError as err:
-                yield Violation((*p, "capacity", "for"), str(err))
+        elif addon.name in seen:
+            yield Violation((*ap, "name"), f"add-on {addon.name!r} is listed twice")
+        seen.add(addon.name)
+        ts = addon.time_slicing
+        if ts is not None and not 1 <= ts.replicas <= MAX_WORKLOAD_PODS:
+            yield Violation(
+                (*ap, "timeSlicing", "replicas"),
+                f"{ts.replicas} must be between 1 (no sharing) and {MAX_WORKLOAD_PODS:,}",
+            )
+
+
+def _scenario_event(e: Any, p: Path, duration: str, total: float | None) -> Found:
+    try:
+        at = parse_go_duration(e.at)
+        if at < 0:
+            yield Violation((*p, "at"), f"{e.at!r} is before the start of the scenario")
+        elif total is not None and at > total:
+            yield Violation((*p, "at"), f"{e.at!r} is after the end of the scenario ({duration})")
+    except DurationError as err:
+        yield Violation((*p, "at"), str(err))
+    actions = e.actions
+    if len(actions) != 1:
+        yield Violation(
+            p,
+            "an event needs exactly one action of apply, scale, delete, capacity, interrupt, "
+            f"amiRelease; found {len(actions)}",
+        )
+    if e.apply is not None and (e.apply.file is None) == (e.apply.manifest is None):
+        yield Violation((*p, "apply"), "set exactly one of 'file' and 'manifest'")
+    if e.scale is not None and not 0 <= e.scale.replicas <= MAX_WORKLOAD_PODS:
+        yield Violation(
+            (*p, "scale", "replicas"),
+            f"{e.scale.replicas} must be between 0 and {MAX_WORKLOAD_PODS:,} "
+            "(gpucap's limit for one workload)",
+        )
+    if e.capacity is not None and e.capacity.for_ is not None:
+        try:
+            if parse_go_duration(e.capacity.for_) <= 0:
+                yield Violation((*p, "capacity", "for"), f"{e.capacity.for_!r} must be positive")
+        except DurationError as err:
+            yield Violation((*p, "capacity", "for"), str(err))

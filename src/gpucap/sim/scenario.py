@@ -1,0 +1,536 @@
+"""Loading a scenario (`gpucap simulate SCENARIO`): the YAML -> a `LoadedScenario`, checked.
+
+The Scenario document (`apis/scenario.py`, format in contract.md) is read through the same
+loader as every manifest (`apis/serde.load_text`, bounded by `apis/limits.py`), so its own
+field errors are the loader's. Then what needs more than the document is checked and resolved:
+the manifest files it names (relative to the scenario file, loaded exactly as `plan` loads
+files, under one input budget), capacity events against the catalog, scale/delete events
+against the objects applied before them (spec.manifests, then apply events in time order), the
+NodeClaim names of interrupt events, `timings` keys and values, `addons`.
+
+Any problem is a `ScenarioError`: one line naming the scenario file and the field, with the
+event's index (`basic.yaml: events[3].capacity.instanceType: 'g9.huge' is not in the catalog
+(did you mean 'g6.xlarge'?)`); the CLI prints it and exits 2, as for any `InputError`. Field
+paths are written from `spec` down, without `spec.`: the scenario's own fields are what people
+write. Called by `sim/world.py` and the `simulate` command.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import stat
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpucap.apis.apirules import dns1123_subdomain_problem
+from gpucap.apis.duration import DurationError, format_seconds, parse_go_duration
+from gpucap.apis.errors import FieldPath, closest_name, format_path
+from gpucap.apis.limits import Budget, InputLimitError
+from gpucap.apis.reading import InputError, os_reason, read_path
+from gpucap.apis.scenario import EVENT_ACTIONS, EVENT_KINDS, Scenario, ScenarioEvent
+from gpucap.apis.serde import (
+    KINDS,
+    MANIFEST_SUFFIXES,
+    Issue,
+    LoadResult,
+    Manifest,
+    effective,
+    load_text,
+)
+from gpucap.apis.yamltext import documents
+from gpucap.cloudprovider.aws.catalog import Catalog
+
+__all__ = [
+    "SCALABLE_KINDS",
+    "TIMING_KEYS",
+    "Addon",
+    "CapacityAction",
+    "LoadedScenario",
+    "ScenarioAction",
+    "ScenarioError",
+    "load_scenario",
+]
+
+# The `spec.timings` keys (camelCase, as written) and the `Timings` fields they override.
+# TODO(issue 10): moves to cloudprovider/aws/coldstart.py (TIMING_KEYS there) once the models
+# helper's branch merges; this copy must say the same.
+_TIMING_FIELDS = {
+    "launch": "launch",
+    "registration": "registration",
+    "daemonsetStart": "daemonset_start",
+    "devicePlugin": "device_plugin",
+    "gpuOperator": "gpu_operator",
+    "modelLoad": "model_load",
+    "containerStart": "container_start",
+    "termination": "termination",
+}
+TIMING_KEYS: tuple[str, ...] = tuple(_TIMING_FIELDS)
+
+# Kinds a scale event may change: the workloads with `spec.replicas`.
+SCALABLE_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "LeaderWorkerSet")
+
+
+class ScenarioError(InputError):
+    """A scenario gpucap cannot run; the message is one line naming the file and the field."""
+
+
+@dataclass(frozen=True, slots=True)
+class Addon:
+    """A `spec.addons` entry: something installed outside the scenario's manifests (Helm).
+
+    Moves to `sim/kubelet.py` (the models helper's, same fields) once that merges."""
+
+    name: str  # "nvidia-device-plugin" | "gpu-operator"
+    time_slicing_replicas: int = 1
+    rename_by_default: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityAction:
+    """A capacity event: `available` for the offerings it names, from its time for `duration`
+    seconds (None: to the end). `zone`/`capacity_type` None: every zone / capacity type."""
+
+    instance_type: str
+    zone: str | None
+    capacity_type: str | None
+    available: bool
+    duration: float | None
+
+
+@dataclass(frozen=True)
+class ScenarioAction:
+    """One timed event, resolved. `kind` is the YAML's name of its action."""
+
+    index: int
+    t: float
+    kind: str  # "apply" | "scale" | "delete" | "capacity" | "interrupt" | "amiRelease"
+    documents: tuple[dict[str, Any], ...] = ()  # apply: the documents as written
+    source: str = ""  # apply: the file, or "<scenario>:events[i].apply.manifest"
+    ref: tuple[str, str, str] | None = None  # scale/delete: (kind, namespace or "", name)
+    replicas: int | None = None  # scale
+    capacity: CapacityAction | None = None
+    interrupt_node_claim: str | None = None
+    ami_release: tuple[str, str] | None = None  # (kubernetesVersion, version)
+    # apply: the documents loaded and validated (the later of an object twice), as `plan` loads
+    # them; not in SIM-INTERFACES, added because the world applies objects, not dicts.
+    manifests: tuple[Manifest, ...] = ()
+
+
+@dataclass(frozen=True)
+class LoadedScenario:
+    """A scenario ready to run: everything checked, times in seconds, files loaded."""
+
+    path: str
+    name: str
+    region: str
+    kubernetes_version: str
+    seed: int
+    duration: float
+    initial: tuple[Manifest, ...]  # spec.manifests, as `plan` loads files (later wins)
+    actions: tuple[ScenarioAction, ...]  # sorted by (t, index)
+    images: dict[str, tuple[int, int]]  # bytes (compressed, uncompressed)
+    ami_releases: dict[str, list[str]] | None
+    addons: tuple[Addon, ...]
+    timings: dict[str, float]  # overrides, keyed by the `Timings` field names
+    # The loader's warnings (unfilled placeholders, ignored kinds, duplicates), one line each,
+    # for the CLI to print as `plan` prints them. Not in SIM-INTERFACES.
+    warnings: tuple[str, ...] = ()
+
+
+CatalogSource = Catalog | Callable[[str], Catalog]
+
+
+def load_scenario(path: str, catalog: CatalogSource) -> LoadedScenario:
+    """Load and check the scenario at `path`. `catalog` is the region's catalog, or a function
+    from the scenario's region to it (so the caller need not read the region first)."""
+    return _Loader(path).load(catalog)
+
+
+# ---- the loader -------------------------------------------------------------------------------
+_REF = tuple[str, str, str]
+_K8S_VERSION = re.compile(r"[0-9]{1,9}\.[0-9]{1,9}")
+_AMI_VERSION = re.compile(r"v[0-9]{8}")
+
+
+class _Loader:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.first_apply: dict[_REF, ScenarioAction] = {}
+        self.warnings: list[str] = []
+        self.base = Path(path).parent
+        self.budget = Budget()  # one budget for the scenario and every file it names
+
+    def fail(self, path: FieldPath, message: str) -> ScenarioError:
+        return ScenarioError(f"{self.path}: {format_path(path)}: {message}")
+
+    # -- the document
+    def load(self, catalog_source: CatalogSource) -> LoadedScenario:
+        sc = self.document()
+        s = sc.spec
+        self.versions(sc)
+        if isinstance(catalog_source, Catalog):
+            catalog = catalog_source
+            if catalog.region != s.region:
+                raise self.fail(
+                    ("region",), f"{s.region!r}, but the catalog is for {catalog.region}"
+                )
+        else:
+            catalog = catalog_source(s.region)
+        initial: list[Manifest] = []
+        for i, name in enumerate(s.manifests):
+            loaded, _ = self.files(("manifests", i), name)
+            initial.extend(loaded)
+        actions = [self.action(i, e, catalog) for i, e in enumerate(s.events)]
+        actions.sort(key=lambda a: (a.t, a.index))
+        self.check_refs(effective(initial), actions)
+        return LoadedScenario(
+            path=self.path,
+            name=sc.metadata.name,
+            region=s.region,
+            kubernetes_version=s.kubernetes_version,
+            seed=s.seed,
+            duration=parse_go_duration(s.duration),
+            initial=tuple(effective(initial)),
+            actions=tuple(actions),
+            images=self.images(sc),
+            ami_releases=None if s.ami_releases is None else dict(s.ami_releases),
+            addons=tuple(
+                Addon(
+                    a.name,
+                    a.time_slicing.replicas if a.time_slicing else 1,
+                    a.time_slicing.rename_by_default if a.time_slicing else False,
+                )
+                for a in s.addons
+            ),
+            timings=self.timings(sc),
+            warnings=tuple(self.warnings),
+        )
+
+    def document(self) -> Scenario:
+        text = read_path(self.path, self.budget)  # InputError names the file
+        result = load_text(text, self.path, budget=self.budget)
+        for issue in result.errors:
+            raise ScenarioError(self.scenario_issue(issue))
+        self.warnings.extend(str(w) for w in result.warnings)
+        loaded = [m.obj for m in result.manifests]
+        if len(loaded) != 1 or not isinstance(loaded[0], Scenario):
+            kinds = ", ".join(o.kind for o in loaded) or "nothing gpucap reads"
+            raise ScenarioError(
+                f"{self.path}: a scenario file holds one document of kind Scenario "
+                f"(apiVersion gpucap.dev/v1alpha1); found {kinds}"
+            )
+        return loaded[0]
+
+    def scenario_issue(self, issue: Issue) -> str:
+        """An error the loader found in the scenario document, as one line: the file, then the
+        field from `spec` down."""
+        if issue.source is None or issue.source.file != self.path or not issue.path:
+            return str(issue)
+        path = issue.path[1:] if issue.path[0] == "spec" and len(issue.path) > 1 else issue.path
+        message = issue.message
+        if len(path) == 3 and path[0] == "events" and message.startswith("unknown field"):
+            # A misspelt action: say it is the event's kind, with the kind it most likely meant.
+            word = str(path[2])
+            hint = closest_name(word, ("at", *EVENT_KINDS))
+            message = f"unknown event kind {word!r}" + (
+                f" (did you mean {hint!r}?)"
+                if hint
+                else f"; an event has 'at' and one of {', '.join(EVENT_KINDS)}"
+            )
+        return f"{self.path}: {format_path(path)}: {message}"
+
+    # -- files
+    def files(
+        self, field: FieldPath, name: str
+    ) -> tuple[list[Manifest], tuple[dict[str, Any], ...]]:
+        """The manifests (and raw documents) of the file or directory `name` (relative to the
+        scenario), loaded as `plan` loads them; any error is this scenario's, at `field`."""
+        target = name if os.path.isabs(name) else str(self.base / name)
+        try:
+            is_dir = stat.S_ISDIR(os.stat(target).st_mode)
+        except OSError as err:
+            if err.errno in {errno.ENOENT, errno.ENOTDIR}:
+                where = "" if target == name else f" (looked for {target})"
+                raise self.fail(field, f"{name!r} does not exist{where}") from None
+            raise self.fail(field, f"{name!r}: {os_reason(err)}") from None
+        except ValueError:  # a NUL in the name
+            raise self.fail(field, f"{name!r} is not a valid path") from None
+        paths = [target]
+        if is_dir:
+            paths = sorted(
+                str(f)
+                for f in Path(target).rglob("*")
+                if f.suffix.lower() in MANIFEST_SUFFIXES and f.is_file()
+            )
+            if not paths:
+                raise self.fail(field, f"{name!r}: no *.yaml, *.yml or *.json files")
+        result = LoadResult()
+        raw: list[dict[str, Any]] = []
+        for p in paths:
+            try:
+                text = read_path(p, self.budget)
+            except InputError as err:
+                raise self.fail(field, str(err)) from None
+            # Grouped placeholder errors and duplicates as `plan` reports them, per file.
+            loaded = load_text(text, p, budget=self.budget)
+            self.check_loaded(field, loaded, None)
+            raw.extend(_raw_documents(text, p))
+            result.extend(loaded)
+        return result.manifests, tuple(raw)
+
+    def inline(self, field: FieldPath, manifest: dict[str, Any]) -> list[Manifest]:
+        source = f"{self.path}:{format_path(field)}"
+        try:
+            self.budget.charge_bytes(len(json.dumps(manifest)))
+        except InputLimitError as err:
+            raise self.fail(field, str(err)) from None
+        loaded = load_text(json.dumps(manifest), source, budget=self.budget)
+        self.check_loaded(field, loaded, source)
+        if not loaded.manifests:
+            raise self.fail(
+                field,
+                f"kind {manifest.get('kind')!r} is not a kind gpucap reads (nothing to apply)",
+            )
+        return loaded.manifests
+
+    def check_loaded(self, field: FieldPath, loaded: LoadResult, inline: str | None) -> None:
+        self.warnings.extend(str(w) for w in loaded.warnings)
+        for issue in loaded.errors:
+            text = str(issue)
+            if inline is not None and issue.source is not None:
+                # The inline manifest has no file of its own: name the object and its field.
+                text = text.removeprefix(f"{issue.source}").lstrip()
+            raise self.fail(field, text)
+        for m in loaded.manifests:
+            if isinstance(m.obj, Scenario):
+                raise self.fail(field, f"{m.source}: a Scenario cannot be applied by a scenario")
+
+    # -- events
+    def action(self, i: int, e: ScenarioEvent, catalog: Catalog) -> ScenarioAction:
+        at: FieldPath = ("events", i)
+        t = parse_go_duration(e.at)  # checked by the loader (apis/validation.py)
+        (attr,) = e.actions  # exactly one, checked by the loader
+        kind = EVENT_KINDS[EVENT_ACTIONS.index(attr)]
+        if e.apply is not None:
+            if e.apply.file is not None:
+                manifests, raw = self.files((*at, "apply", "file"), e.apply.file)
+                source = e.apply.file
+            else:
+                assert e.apply.manifest is not None  # exactly one, checked by the loader
+                field = (*at, "apply", "manifest")
+                manifests, raw = self.inline(field, e.apply.manifest), (e.apply.manifest,)
+                source = f"{self.path}:{format_path(field)}"
+            # As `plan` reads files: the same object twice, the later one wins.
+            return ScenarioAction(
+                i, t, kind, documents=raw, manifests=tuple(effective(manifests)), source=source
+            )
+        if e.scale is not None:
+            ref = self.ref((*at, "scale"), e.scale.kind, e.scale.namespace, e.scale.name)
+            if ref[0] not in SCALABLE_KINDS:
+                raise self.fail(
+                    (*at, "scale", "kind"),
+                    f"{ref[0]} cannot be scaled; a scale event changes the replicas of a "
+                    f"{', '.join(SCALABLE_KINDS)}",
+                )
+            return ScenarioAction(i, t, kind, ref=ref, replicas=e.scale.replicas)
+        if e.delete is not None:
+            ref = self.ref((*at, "delete"), e.delete.kind, e.delete.namespace, e.delete.name)
+            return ScenarioAction(i, t, kind, ref=ref)
+        if e.capacity is not None:
+            return ScenarioAction(i, t, kind, capacity=self.capacity(at, e, catalog))
+        if e.interrupt is not None:
+            name = e.interrupt.node_claim
+            problem = dns1123_subdomain_problem(name)
+            if problem is not None:
+                raise self.fail((*at, "interrupt", "nodeClaim"), f"not a NodeClaim name: {problem}")
+            return ScenarioAction(i, t, kind, interrupt_node_claim=name)
+        assert e.ami_release is not None
+        r = e.ami_release
+        if not _K8S_VERSION.fullmatch(r.kubernetes_version):
+            raise self.fail(
+                (*at, "amiRelease", "kubernetesVersion"),
+                f'{r.kubernetes_version!r} is not a Kubernetes minor version (e.g. "1.36")',
+            )
+        if not _AMI_VERSION.fullmatch(r.version):
+            raise self.fail(
+                (*at, "amiRelease", "version"),
+                f"{r.version!r} is not an EKS AMI release version (e.g. v20261001)",
+            )
+        return ScenarioAction(i, t, kind, ami_release=(r.kubernetes_version, r.version))
+
+    def ref(self, field: FieldPath, kind: str, namespace: str, name: str) -> _REF:
+        if kind not in KINDS or kind == "Scenario":
+            hint = closest_name(kind, [k for k in KINDS if k != "Scenario"])
+            raise self.fail(
+                (*field, "kind"),
+                f"unknown kind {kind!r}" + (f" (did you mean {hint!r}?)" if hint else ""),
+            )
+        namespaced = KINDS[kind][2]
+        return (kind, namespace if namespaced else "", name)
+
+    def capacity(self, at: FieldPath, e: ScenarioEvent, catalog: Catalog) -> CapacityAction:
+        c = e.capacity
+        assert c is not None
+        field = (*at, "capacity")
+        names = catalog.names
+        if c.instance_type not in names:
+            hint = closest_name(c.instance_type, names)
+            raise self.fail(
+                (*field, "instanceType"),
+                f"{c.instance_type!r} is not in the catalog of {catalog.region}"
+                + (f" (did you mean {hint!r}?)" if hint else ""),
+            )
+        if c.zone is not None:
+            if c.zone not in catalog.zones:
+                raise self.fail(
+                    (*field, "zone"),
+                    f"{c.zone!r} is not a zone of the catalog of {catalog.region} "
+                    f"({', '.join(catalog.zones)})",
+                )
+            offered = catalog.info(c.instance_type).offerings
+            if offered is not None and c.zone not in offered.get(catalog.region, ()):
+                zones = ", ".join(offered.get(catalog.region, ())) or "none"
+                raise self.fail(
+                    (*field, "zone"),
+                    f"{c.instance_type} is not offered in {c.zone} (its zones: {zones})",
+                )
+        duration = None if c.for_ is None else parse_go_duration(c.for_)  # checked
+        return CapacityAction(c.instance_type, c.zone, c.capacity_type, c.available, duration)
+
+    def check_refs(self, initial: Sequence[Manifest], actions: Sequence[ScenarioAction]) -> None:
+        """Each scale/delete names an object applied before it and not deleted since."""
+        present: dict[_REF, str] = {_manifest_ref(m): "spec.manifests" for m in initial}
+        deleted: dict[_REF, ScenarioAction] = {}
+        for a in actions:
+            for m in a.manifests:
+                self.first_apply.setdefault(_manifest_ref(m), a)
+        for a in actions:
+            if a.kind == "apply":
+                for m in a.manifests:
+                    present[_manifest_ref(m)] = f"events[{a.index}]"
+                    deleted.pop(_manifest_ref(m), None)
+                continue
+            if a.ref is None:
+                continue
+            if a.ref not in present:
+                raise self.fail(("events", a.index, a.kind), self.missing(a, present, deleted))
+            if a.kind == "delete":
+                del present[a.ref]
+                deleted[a.ref] = a
+
+    def missing(
+        self, a: ScenarioAction, present: dict[_REF, str], deleted: dict[_REF, ScenarioAction]
+    ) -> str:
+        assert a.ref is not None
+        shown = _show_ref(a.ref)
+        gone = deleted.get(a.ref)
+        if gone is not None:
+            return (
+                f"{shown} was deleted by events[{gone.index}] at {format_seconds(gone.t)}, "
+                f"before this event at {format_seconds(a.t)}"
+            )
+        later = self.first_apply.get(a.ref)
+        if later is not None:
+            return (
+                f"{shown} is applied only later, by events[{later.index}] at "
+                f"{format_seconds(later.t)}, not before this event at {format_seconds(a.t)}"
+            )
+        hint = closest_name(_show_ref(a.ref), [_show_ref(r) for r in present if r[0] == a.ref[0]])
+        return (
+            f"{shown} is never applied before {format_seconds(a.t)} (not in spec.manifests nor "
+            "an earlier apply event)" + (f"; did you mean {hint}?" if hint else "")
+        )
+
+    # -- the rest
+    def versions(self, sc: Scenario) -> None:
+        s = sc.spec
+        if not _K8S_VERSION.fullmatch(s.kubernetes_version):
+            raise self.fail(
+                ("kubernetesVersion",),
+                f'{s.kubernetes_version!r} is not a Kubernetes minor version (e.g. "1.36")',
+            )
+        for minor, releases in (s.ami_releases or {}).items():
+            if not _K8S_VERSION.fullmatch(minor):
+                raise self.fail(
+                    ("amiReleases", minor),
+                    f'{minor!r} is not a Kubernetes minor version (e.g. "1.36")',
+                )
+            for j, version in enumerate(releases):
+                if not _AMI_VERSION.fullmatch(version):
+                    raise self.fail(
+                        ("amiReleases", minor, j),
+                        f"{version!r} is not an EKS AMI release version (e.g. v20261001)",
+                    )
+
+    def timings(self, sc: Scenario) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for key, value in sc.spec.timings.items():
+            field = _TIMING_FIELDS.get(key)
+            if field is None:
+                hint = closest_name(key, TIMING_KEYS)
+                raise self.fail(
+                    ("timings", key),
+                    f"unknown timing {key!r}"
+                    + (
+                        f" (did you mean {hint!r}?)"
+                        if hint
+                        else f"; known: {', '.join(TIMING_KEYS)}"
+                    ),
+                )
+            try:
+                seconds = parse_go_duration(value)
+            except DurationError as err:
+                raise self.fail(("timings", key), str(err)) from None
+            if seconds < 0:
+                raise self.fail(("timings", key), f"{value!r} must not be negative")
+            out[field] = seconds
+        return out
+
+    def images(self, sc: Scenario) -> dict[str, tuple[int, int]]:
+        out: dict[str, tuple[int, int]] = {}
+        for image, size in sc.spec.images.items():
+            compressed = size.compressed.value()
+            # Without an uncompressed size, twice the compressed one (as lint's --image-size).
+            uncompressed = (
+                2 * compressed if size.uncompressed is None else size.uncompressed.value()
+            )
+            if compressed <= 0:
+                raise self.fail(("images", image, "compressed"), "must be a positive size")
+            if uncompressed < compressed:
+                raise self.fail(
+                    ("images", image, "uncompressed"),
+                    f"{size.uncompressed} is smaller than the compressed size {size.compressed}",
+                )
+            out[image] = (compressed, uncompressed)
+        return out
+
+
+def _manifest_ref(m: Manifest) -> _REF:
+    obj = m.obj
+    namespaced = KINDS[obj.kind][2]
+    return (
+        obj.kind,
+        (obj.metadata.namespace or "default") if namespaced else "",
+        obj.metadata.name,
+    )
+
+
+def _show_ref(ref: _REF) -> str:
+    kind, namespace, name = ref
+    return f"{kind}/{namespace}/{name}" if namespace else f"{kind}/{name}"
+
+
+def _raw_documents(text: str, file: str) -> list[dict[str, Any]]:
+    """The documents of a file that already loaded, as written (lists' items flattened)."""
+    out: list[dict[str, Any]] = []
+    for data, _ in documents(text, file, Budget()):
+        if isinstance(data, dict) and data.get("kind") == "List":
+            out.extend(d for d in data.get("items") or [] if isinstance(d, dict))
+        elif isinstance(data, dict):
+            out.append(data)
+    return out
