@@ -44,6 +44,8 @@ from gpucap.apis.serde import (
 )
 from gpucap.apis.yamltext import documents
 from gpucap.cloudprovider.aws.catalog import Catalog
+from gpucap.cloudprovider.aws.coldstart import TIMING_FIELDS, TIMING_KEYS
+from gpucap.sim.kubelet import Addon
 
 __all__ = [
     "SCALABLE_KINDS",
@@ -57,19 +59,7 @@ __all__ = [
 ]
 
 # The `spec.timings` keys (camelCase, as written) and the `Timings` fields they override.
-# TODO(issue 10): moves to cloudprovider/aws/coldstart.py (TIMING_KEYS there) once the models
-# helper's branch merges; this copy must say the same.
-_TIMING_FIELDS = {
-    "launch": "launch",
-    "registration": "registration",
-    "daemonsetStart": "daemonset_start",
-    "devicePlugin": "device_plugin",
-    "gpuOperator": "gpu_operator",
-    "modelLoad": "model_load",
-    "containerStart": "container_start",
-    "termination": "termination",
-}
-TIMING_KEYS: tuple[str, ...] = tuple(_TIMING_FIELDS)
+_TIMING_FIELDS = TIMING_FIELDS
 
 # Kinds a scale event may change: the workloads with `spec.replicas`.
 SCALABLE_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "LeaderWorkerSet")
@@ -77,17 +67,6 @@ SCALABLE_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "LeaderWorkerSet")
 
 class ScenarioError(InputError):
     """A scenario gpucap cannot run; the message is one line naming the file and the field."""
-
-
-@dataclass(frozen=True, slots=True)
-class Addon:
-    """A `spec.addons` entry: something installed outside the scenario's manifests (Helm).
-
-    Moves to `sim/kubelet.py` (the models helper's, same fields) once that merges."""
-
-    name: str  # "nvidia-device-plugin" | "gpu-operator"
-    time_slicing_replicas: int = 1
-    rename_by_default: bool = False
 
 
 @dataclass(frozen=True, slots=True)
