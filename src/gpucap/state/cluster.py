@@ -1,0 +1,469 @@
+"""The cluster as it changes: what the simulator and `plan` both feed (Karpenter's
+`state.Cluster`, kubernetes-sigs/karpenter `pkg/controllers/state/cluster.go`).
+
+A `Cluster` holds the objects a cluster would have after `kubectl apply`: pods (bound,
+nominated or pending), Nodes, NodeClaims, and the applied NodePools, EC2NodeClasses,
+DaemonSets, NodeOverlays, ConfigMaps, ClusterPolicies and workloads (objects are keyed by kind,
+namespace and name; re-applying one replaces it where it stood, as `Manifests` orders them).
+`snapshot()` is the cluster-state view the scheduler reads, with exactly the rules of
+`state.snapshot.snapshot` (a Node and its NodeClaim are one state node, an uninitialized node
+takes missing or zero resources from its NodeClaim, ...), plus what only a live cluster has:
+
+- *Nominations.* A pod the provisioner placed on a NodeClaim is nominated to it until it is
+  bound or the nomination ends (`until`, in the clock's seconds; Karpenter's window is
+  `NOMINATION_WINDOW`). A nominated pod is not pending; it counts on its NodeClaim's state node
+  (its requests are taken there), so a second pass does not launch for it again. Deleting the
+  NodeClaim returns its nominated pods to pending. Karpenter re-solves nominated pods each pass
+  (they stay pending) and lands them on the same in-flight capacity; gpucap keeps them there,
+  as `plan`'s passes already do (docs/design.md, "Provisioning loop").
+- *Marked for deletion* (`mark_for_deletion`): disruption's decision before the NodeClaim is
+  deleted; such state nodes do not count against limits and take no pods.
+- *NodePool usage* (`nodepool_usage`): Karpenter's `NodePoolResourcesFor`, the sum over the
+  pool's state nodes not marked for deletion of `Capacity()` plus `nodes: 1`. A NodeClaim in
+  flight, or a node not yet initialized, counts its instance type's capacity (the physical GPUs
+  its NodeClaim status carries) for every resource its Node does not report yet; an initialized
+  node counts what its Node advertises (a GPU time-sliced 4 ways counts 4). So a pool limited to
+  `nvidia.com/gpu: 6` can launch six one-GPU nodes while they come up and is then at 24.
+
+Called by the simulator's world (`sim/world.py`), the controllers (`controllers/nodeclaim`,
+`controllers/termination.py`, `controllers/interruption.py`) and the provisioner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Any, cast
+
+from gpucap.apis.core import ConfigMap, Node, Pod
+from gpucap.apis.ec2nodeclass import EC2NodeClass
+from gpucap.apis.expansion import POD_CREATORS, PodCreator, expand
+from gpucap.apis.gpuoperator import ClusterPolicy
+from gpucap.apis.nodeoverlay import NodeOverlay
+from gpucap.apis.nodepool import NodeClaim, NodePool
+from gpucap.apis.quantity import base_units
+from gpucap.apis.serde import KINDS, KubeObject, Manifest, Manifests, Source
+from gpucap.apis.workloads import DaemonSet
+from gpucap.runtime.clock import Clock
+from gpucap.scheduling.solver import StateNode
+from gpucap.state.snapshot import Snapshot, snapshot
+
+__all__ = ["NOMINATION_WINDOW", "Applied", "Cluster", "Released", "object_key"]
+
+# pkg/controllers/state/statenode.go `nominationWindow`: max(2 x BATCH_MAX_DURATION, 10s), with
+# BATCH_MAX_DURATION = 10s by default (pkg/operator/options/options.go): 20 seconds.
+NOMINATION_WINDOW = 20.0
+
+_OWN_STORES = ("Pod", "Node", "NodeClaim")
+
+
+def object_key(kind: str, namespace: str | None, name: str) -> tuple[str, str, str]:
+    """(kind, namespace, name) of an object; cluster-scoped kinds have namespace "" and
+    namespaced ones default to "default" (as `kubectl apply` puts them)."""
+    namespaced = KINDS[kind][2] if kind in KINDS else True
+    return (kind, (namespace or "default") if namespaced else "", name)
+
+
+def _key_of(obj: KubeObject) -> tuple[str, str, str]:
+    return object_key(obj.kind, obj.metadata.namespace, obj.metadata.name)
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """What an apply or delete changed among the pods: created (pending) and deleted, by key."""
+
+    created: tuple[str, ...] = ()
+    deleted: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Released:
+    """Pods a removal let go: back to pending (`pending`) or gone with their node (`deleted`,
+    DaemonSet pods)."""
+
+    pending: tuple[str, ...] = ()
+    deleted: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class _Nomination:
+    claim: str
+    until: float | None
+
+
+def _is_daemon(pod: Pod) -> bool:
+    return any(o.kind == "DaemonSet" for o in pod.metadata.owner_references)
+
+
+def _unbound(pod: Pod) -> Pod:
+    """The pod as its controller recreates it after eviction: unbound, Pending."""
+    spec = pod.spec.model_copy(update={"node_name": None})
+    status = pod.status.model_copy(
+        update={"phase": "Pending", "conditions": [], "nominated_node_name": None}
+    )
+    return pod.model_copy(update={"spec": spec, "status": status})
+
+
+class Cluster:
+    """Mutable cluster state (see the module docstring). `clock` dates nominations; without
+    one they never expire."""
+
+    def __init__(self, clock: Clock | None = None) -> None:
+        self._clock = clock
+        self._objects: dict[tuple[str, str, str], Manifest] = {}
+        self._pods: dict[str, Pod] = {}
+        self._nodes: dict[str, Node] = {}
+        self._claims: dict[str, NodeClaim] = {}
+        self._nominations: dict[str, _Nomination] = {}
+        self._marked: set[str] = set()
+        self._applied = 0
+
+    @classmethod
+    def from_manifests(cls, manifests: Manifests, *, clock: Clock | None = None) -> Cluster:
+        """The cluster holding `manifests`' objects, pods (workloads expanded), Nodes and
+        NodeClaims, in input order."""
+        out = cls(clock)
+        for m in manifests.items:
+            kind = m.obj.kind
+            if kind == "Node":
+                out._nodes[m.obj.metadata.name] = cast(Node, m.obj)
+            elif kind == "NodeClaim":
+                out._claims[m.obj.metadata.name] = cast(NodeClaim, m.obj)
+            elif kind != "Pod":
+                out._objects[_key_of(m.obj)] = m
+        for pod in manifests.pods:
+            out._pods[pod.key] = pod
+        return out
+
+    # ---- the view the scheduler reads -----------------------------------------------------
+    def snapshot(self) -> Snapshot:
+        """Cluster state as `state.snapshot.snapshot` builds it from the same objects, with
+        nominated pods on their NodeClaims' state nodes and `mark_for_deletion` applied."""
+        nominated = self._active_nominations()
+        pods = [p for key, p in self._pods.items() if key not in nominated]
+        snap = snapshot(pods, list(self._nodes.values()), list(self._claims.values()))
+        if not nominated and not self._marked:
+            return snap
+        by_state_node: dict[str, list[Pod]] = {}
+        for key, claim in nominated.items():
+            by_state_node.setdefault(self._state_node_name(claim), []).append(self._pods[key])
+        marked = {self._state_node_name(n) for n in self._marked}
+        nodes = tuple(
+            replace(
+                n,
+                pods=(*n.pods, *by_state_node.get(n.name, ())),
+                marked_for_deletion=n.marked_for_deletion or n.name in marked,
+            )
+            if n.name in by_state_node or n.name in marked
+            else n
+            for n in snap.nodes
+        )
+        return replace(snap, nodes=nodes)
+
+    def state_node(self, name: str) -> StateNode | None:
+        """The state node named `name` (a Node's name, or an unregistered NodeClaim's)."""
+        return next((n for n in self.snapshot().nodes if n.name == name), None)
+
+    def nodepool_usage(self, name: str) -> dict[str, int]:
+        """Karpenter's `NodePoolResourcesFor(name)`: capacity plus `nodes: 1` summed over the
+        pool's state nodes not marked for deletion (base units; see the module docstring)."""
+        usage: dict[str, int] = {}
+        for n in self.snapshot().nodes:
+            if n.nodepool != name or n.marked_for_deletion:
+                continue
+            for k, v in {**n.capacity, "nodes": 1}.items():
+                usage[k] = usage.get(k, 0) + v
+        return dict(sorted(usage.items()))
+
+    def nodepool_exceeded(self, name: str) -> list[tuple[str, int, int]]:
+        """(resource, usage, limit) for each limit of NodePool `name` its usage is strictly
+        above (Karpenter's `Limits.ExceededBy`, checked before a NodeClaim is created)."""
+        pool = self.nodepool(name)
+        if pool is None or not pool.spec.limits:
+            return []
+        usage = self.nodepool_usage(name)
+        limits = base_units(pool.spec.limits)
+        return [(r, usage[r], lim) for r, lim in sorted(limits.items()) if usage.get(r, 0) > lim]
+
+    def synced(self) -> bool:
+        """Karpenter's `Cluster.Synced` once hydrated: every NodeClaim has launched (has a
+        provider ID); the provisioner waits for it before a pass."""
+        return all(c.status.provider_id for c in self._claims.values())
+
+    # ---- pods -------------------------------------------------------------------------------
+    def pods(self) -> list[Pod]:
+        return list(self._pods.values())
+
+    def pod(self, key: str) -> Pod:
+        return self._pods[key]
+
+    def add_pod(self, pod: Pod) -> None:
+        """Add a pod, or replace the pod with its key where it stood."""
+        self._pods[pod.key] = pod
+
+    def delete_pod(self, key: str) -> Pod | None:
+        self._nominations.pop(key, None)
+        return self._pods.pop(key, None)
+
+    def bind(self, pod_key: str, node_name: str) -> Pod:
+        """Bind a pod to a Node (kube-scheduler's binding); its nomination ends."""
+        if node_name not in self._nodes:
+            raise KeyError(f"no node {node_name!r} to bind {pod_key} to")
+        pod = self._pods[pod_key]
+        bound = pod.model_copy(
+            update={"spec": pod.spec.model_copy(update={"node_name": node_name})}
+        )
+        self._pods[pod_key] = bound
+        self._nominations.pop(pod_key, None)
+        return bound
+
+    def unbind(self, pod_key: str) -> Pod:
+        """The pod evicted and recreated by its controller: unbound and pending, in its place."""
+        pod = _unbound(self._pods[pod_key])
+        self._pods[pod_key] = pod
+        self._nominations.pop(pod_key, None)
+        return pod
+
+    def nominate(self, pod_key: str, claim_name: str, until: float | None = None) -> None:
+        """Nominate a pending pod to NodeClaim `claim_name` until `until` (the clock's seconds;
+        None: until bound or the NodeClaim is deleted)."""
+        if pod_key not in self._pods:
+            raise KeyError(f"no pod {pod_key!r}")
+        if claim_name not in self._claims:
+            raise KeyError(f"no NodeClaim {claim_name!r}")
+        self._nominations[pod_key] = _Nomination(claim_name, until)
+
+    def nominations(self) -> dict[str, str]:
+        """Pod key -> NodeClaim name, for the nominations in force."""
+        return self._active_nominations()
+
+    def nominated_to(self, claim_name: str) -> list[str]:
+        return [k for k, c in self._active_nominations().items() if c == claim_name]
+
+    def pending(self) -> list[Pod]:
+        """Pods a provisioner would consider, nominated ones left out (see the module
+        docstring), in the order they were added."""
+        return list(self.snapshot().pending)
+
+    def pods_on(self, node_name: str) -> list[Pod]:
+        return [p for p in self._pods.values() if p.spec.node_name == node_name]
+
+    # ---- NodeClaims ---------------------------------------------------------------------------
+    def node_claims(self) -> list[NodeClaim]:
+        return list(self._claims.values())
+
+    def node_claim(self, name: str) -> NodeClaim | None:
+        return self._claims.get(name)
+
+    def add_node_claim(self, claim: NodeClaim) -> None:
+        if claim.name in self._claims:
+            raise KeyError(f"NodeClaim {claim.name!r} already exists")
+        self._claims[claim.name] = claim
+
+    def update_node_claim(self, claim: NodeClaim) -> None:
+        if claim.name not in self._claims:
+            raise KeyError(f"no NodeClaim {claim.name!r}")
+        self._claims[claim.name] = claim
+
+    def delete_node_claim(self, name: str) -> Released:
+        """Remove a NodeClaim (its finalizer done); the pods nominated to it pend again."""
+        self._claims.pop(name, None)
+        self._marked.discard(name)
+        released = tuple(k for k, n in self._nominations.items() if n.claim == name)
+        for key in released:
+            del self._nominations[key]
+        return Released(pending=released)
+
+    def node_claim_for_node(self, node: Node) -> NodeClaim | None:
+        """The NodeClaim a Node belongs to: by provider ID, else by `status.nodeName`."""
+        pid = node.spec.provider_id
+        for claim in self._claims.values():
+            if pid and claim.status.provider_id == pid:
+                return claim
+        for claim in self._claims.values():
+            if claim.status.node_name == node.metadata.name:
+                return claim
+        return None
+
+    def nodes_for_claim(self, claim: NodeClaim) -> list[Node]:
+        """Nodes whose provider ID is the NodeClaim's (Karpenter's `NodeForNodeClaim` lists
+        these; more than one is an error there)."""
+        pid = claim.status.provider_id
+        if not pid:
+            return []
+        return [n for n in self._nodes.values() if n.spec.provider_id == pid]
+
+    # ---- Nodes ----------------------------------------------------------------------------------
+    def nodes(self) -> list[Node]:
+        return list(self._nodes.values())
+
+    def node(self, name: str) -> Node | None:
+        return self._nodes.get(name)
+
+    def add_node(self, node: Node) -> None:
+        if node.metadata.name in self._nodes:
+            raise KeyError(f"node {node.metadata.name!r} already exists")
+        self._nodes[node.metadata.name] = node
+
+    def update_node(self, node: Node) -> None:
+        if node.metadata.name not in self._nodes:
+            raise KeyError(f"no node {node.metadata.name!r}")
+        self._nodes[node.metadata.name] = node
+
+    def delete_node(self, name: str) -> Released:
+        """Remove a Node: its pods pend again (their controllers recreate them), its
+        DaemonSet pods go with it."""
+        self._nodes.pop(name, None)
+        self._marked.discard(name)
+        pending: list[str] = []
+        deleted: list[str] = []
+        for key, pod in list(self._pods.items()):
+            if pod.spec.node_name != name:
+                continue
+            if _is_daemon(pod):
+                del self._pods[key]
+                deleted.append(key)
+            else:
+                self._pods[key] = _unbound(pod)
+                pending.append(key)
+        return Released(tuple(pending), tuple(deleted))
+
+    # ---- disruption marks -------------------------------------------------------------------
+    def mark_for_deletion(self, *names: str) -> None:
+        """Mark NodeClaims or Nodes (by name) as about to be deleted (Karpenter's
+        `MarkForDeletion`)."""
+        self._marked.update(names)
+
+    def unmark_for_deletion(self, *names: str) -> None:
+        self._marked.difference_update(names)
+
+    def marked_for_deletion(self) -> set[str]:
+        return set(self._marked)
+
+    # ---- applied objects ----------------------------------------------------------------------
+    def apply(self, obj: KubeObject, source: Source | None = None) -> Applied:
+        """Apply an object (create or replace by kind/namespace/name). A workload's pods follow
+        it: pods it now makes that do not exist are created (pending), pods it no longer makes
+        are deleted (by name, as a scale-down of its index-named pods)."""
+        kind = obj.kind
+        if kind == "Pod":
+            pod = cast(Pod, obj)
+            created = () if pod.key in self._pods else (pod.key,)
+            self.add_pod(pod)
+            return Applied(created=created)
+        if kind == "Node":
+            node = cast(Node, obj)
+            if node.metadata.name in self._nodes:
+                self.update_node(node)
+            else:
+                self.add_node(node)
+            return Applied()
+        if kind == "NodeClaim":
+            claim = cast(NodeClaim, obj)
+            self._claims[claim.name] = claim
+            return Applied()
+        key = _key_of(obj)
+        previous = self._objects.get(key)
+        if source is None:
+            self._applied += 1
+            source = Source("<applied>", self._applied)
+        self._objects[key] = Manifest(obj, source, replaces=previous)
+        if not isinstance(obj, POD_CREATORS):
+            return Applied()
+        old = expand(cast(PodCreator, previous.obj)) if previous is not None else []
+        return self._sync_pods(old, expand(obj))
+
+    def delete(self, kind: str, namespace: str | None, name: str) -> Applied:
+        """Delete an object by kind/namespace/name (a workload takes its pods with it)."""
+        if kind == "Pod":
+            key = f"{namespace or 'default'}/{name}"
+            return Applied(deleted=(key,)) if self.delete_pod(key) is not None else Applied()
+        if kind == "Node":
+            self.delete_node(name)
+            return Applied()
+        if kind == "NodeClaim":
+            self.delete_node_claim(name)
+            return Applied()
+        previous = self._objects.pop(object_key(kind, namespace, name), None)
+        if previous is None or not isinstance(previous.obj, POD_CREATORS):
+            return Applied()
+        return self._sync_pods(expand(previous.obj), [])
+
+    def get(self, kind: str, namespace: str | None, name: str) -> KubeObject | None:
+        m = self._objects.get(object_key(kind, namespace, name))
+        return m.obj if m is not None else None
+
+    def objects(self) -> Manifests:
+        """The applied objects other than pods, workloads, Nodes and NodeClaims (NodePools,
+        node classes, DaemonSets, ConfigMaps, ClusterPolicies, ...), in the order applied:
+        what the kubelet model reads for device plugins."""
+        return Manifests(
+            tuple(m for m in self._objects.values() if not isinstance(m.obj, POD_CREATORS))
+        )
+
+    def workloads(self) -> list[PodCreator]:
+        return [m.obj for m in self._objects.values() if isinstance(m.obj, POD_CREATORS)]
+
+    def nodepools(self) -> list[NodePool]:
+        return self._of_kind("NodePool")
+
+    def nodepool(self, name: str) -> NodePool | None:
+        return cast("NodePool | None", self.get("NodePool", None, name))
+
+    def nodeclasses(self) -> list[EC2NodeClass]:
+        return self._of_kind("EC2NodeClass")
+
+    def daemonsets(self) -> list[DaemonSet]:
+        return self._of_kind("DaemonSet")
+
+    def nodeoverlays(self) -> list[NodeOverlay]:
+        return self._of_kind("NodeOverlay")
+
+    def configmaps(self) -> list[ConfigMap]:
+        return self._of_kind("ConfigMap")
+
+    def cluster_policies(self) -> list[ClusterPolicy]:
+        return self._of_kind("ClusterPolicy")
+
+    # ---- internals ------------------------------------------------------------------------------
+    def _of_kind(self, kind: str) -> list[Any]:
+        return [m.obj for m in self._objects.values() if m.obj.kind == kind]
+
+    def _sync_pods(self, old: Iterable[Pod], new: Iterable[Pod]) -> Applied:
+        wanted = {p.key: p for p in new}
+        deleted = tuple(p.key for p in old if p.key not in wanted and p.key in self._pods)
+        for key in deleted:
+            self.delete_pod(key)
+        created = tuple(k for k in wanted if k not in self._pods)
+        for key in created:
+            self._pods[key] = wanted[key]
+        return Applied(created, deleted)
+
+    def _now(self) -> float | None:
+        return self._clock.monotonic() if self._clock is not None else None
+
+    def _active_nominations(self) -> dict[str, str]:
+        now = self._now()
+        return {
+            key: n.claim
+            for key, n in self._nominations.items()
+            if n.claim in self._claims
+            and key in self._pods
+            and not self._pods[key].spec.node_name
+            and (n.until is None or now is None or n.until > now)
+        }
+
+    def _state_node_name(self, name: str) -> str:
+        """The name of the state node a NodeClaim (or Node) `name` is part of: its Node's
+        name once a Node matches it (by `status.nodeName` or provider ID), else its own."""
+        claim = self._claims.get(name)
+        if claim is None:
+            return name
+        if claim.status.node_name and claim.status.node_name in self._nodes:
+            return claim.status.node_name
+        pid = claim.status.provider_id
+        if pid:
+            for node in self._nodes.values():
+                if node.spec.provider_id == pid:
+                    return node.metadata.name
+        return name

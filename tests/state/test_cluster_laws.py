@@ -1,0 +1,98 @@
+"""Laws of the mutable Cluster over any sequence of what controllers do to it: every pod is in
+exactly one place of the snapshot (pending, on one state node, or bound to a node that is
+gone), a nominated pod is never pending, and a snapshot built from the cluster's objects
+anew is the same."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpucap.apis.serde import Manifests
+from gpucap.runtime.clock import FakeClock
+from gpucap.state.cluster import Cluster
+from gpucap.state.snapshot import snapshot
+from tests.builders import GPU_TOLERATION, deployment, load, nodepool
+from tests.state.builders import node, node_claim
+
+BASE: Manifests = load(
+    nodepool(),
+    node("ip-1", provider_id="aws:///a/i-1"),
+    node_claim("gpu-1", provider_id="aws:///a/i-1"),
+    node("ip-2", provider_id="aws:///a/i-2", gpus=0, initialized=False),
+    node_claim("gpu-2", provider_id="aws:///a/i-2", node_name="ip-2"),
+    node_claim("gpu-3", provider_id="aws:///b/i-3"),
+    node_claim("gpu-4"),
+    deployment(replicas=6, gpu=1, tolerations=[GPU_TOLERATION]),
+).objects
+PODS = [p.key for p in BASE.pods]
+CLAIMS = [c.name for c in BASE.nodeclaims]
+NODES = [n.metadata.name for n in BASE.nodes]
+
+operation = st.one_of(
+    st.tuples(
+        st.just("nominate"),
+        st.sampled_from(PODS),
+        st.sampled_from(CLAIMS),
+        st.none() | st.floats(0, 60),
+    ),
+    st.tuples(st.just("bind"), st.sampled_from(PODS), st.sampled_from(NODES)),
+    st.tuples(st.just("unbind"), st.sampled_from(PODS)),
+    st.tuples(st.just("delete_claim"), st.sampled_from(CLAIMS)),
+    st.tuples(st.just("delete_node"), st.sampled_from(NODES)),
+    st.tuples(st.just("advance"), st.floats(0, 30)),
+)
+
+
+def run(ops: list[tuple[object, ...]]) -> tuple[Cluster, FakeClock]:
+    clock = FakeClock()
+    cluster = Cluster.from_manifests(BASE, clock=clock)
+    for op in ops:
+        kind = op[0]
+        if kind == "nominate":
+            pod, claim, until = op[1], op[2], op[3]
+            if cluster.node_claim(str(claim)) is not None:
+                u = None if until is None else clock.monotonic() + float(str(until))
+                cluster.nominate(str(pod), str(claim), until=u)
+        elif kind == "bind" and cluster.node(str(op[2])) is not None:
+            cluster.bind(str(op[1]), str(op[2]))
+        elif kind == "unbind":
+            cluster.unbind(str(op[1]))
+        elif kind == "delete_claim":
+            cluster.delete_node_claim(str(op[1]))
+        elif kind == "delete_node":
+            cluster.delete_node(str(op[1]))
+        elif kind == "advance":
+            clock.advance(float(str(op[1])))
+    return cluster, clock
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(operation, max_size=25))
+def test_every_pod_is_in_exactly_one_place(ops: list[tuple[object, ...]]) -> None:
+    cluster, _ = run(ops)
+    snap = cluster.snapshot()
+    places = [p.key for p in snap.pending]
+    places += [p.key for n in snap.nodes for p in n.pods]
+    places += [p.key for p in snap.unknown_node_pods]
+    assert sorted(places) == sorted(PODS)
+    pending = {p.key for p in snap.pending}
+    assert not pending & set(cluster.nominations())
+    for key, claim in cluster.nominations().items():
+        holder = next(n for n in snap.nodes if key in {p.key for p in n.pods})
+        nc = cluster.node_claim(claim)
+        assert nc is not None
+        assert holder.name in (
+            claim,
+            nc.status.node_name,
+            *[n.metadata.name for n in cluster.nodes_for_claim(nc)],
+        )
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(operation, max_size=25))
+def test_without_nominations_the_snapshot_is_state_snapshot_of_the_objects(
+    ops: list[tuple[object, ...]],
+) -> None:
+    cluster, _ = run([op for op in ops if op[0] != "nominate"])
+    assert cluster.snapshot() == snapshot(cluster.pods(), cluster.nodes(), cluster.node_claims())
