@@ -365,9 +365,7 @@ def plan(  # noqa: PLR0917 - typer maps parameters to options
         if explanation is None:
             err.line(f"error: --explain {explain}: no such pod in the input")
             raise typer.Exit(EXIT_BAD_INPUT)
-        out.lines(
-            format_explanation(key, explanation, made.pod_errors.get(key), made.where(key))
-        )
+        out.lines(format_explanation(key, explanation, made.pod_errors.get(key), made.where(key)))
         return
     if output == "table":
         out.lines(plan_lines(made))

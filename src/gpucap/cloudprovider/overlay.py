@@ -34,7 +34,7 @@ from gpucap.scheduling.nodeoverlay import (
     evaluate_overlays,
 )
 
-__all__ = ["OverlayEvaluation", "OverlaidCloudProvider", "decorate"]
+__all__ = ["OverlaidCloudProvider", "OverlayEvaluation", "decorate"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,8 +2,9 @@
 
 `create` follows aws `pkg/cloudprovider/cloudprovider.go: Create` and `pkg/providers/instance/
 instance.go`: resolve the EC2NodeClass (missing ⇒ insufficient capacity, unless the provider
-was given a `default_nodeclass`; AMIs unresolvable ⇒ not ready), list instance types fresh (insufficient-capacity marks applied), run the launch
-filters and pick the capacity type (`launch.py`), map each type to the first AMI whose
+was given a `default_nodeclass`; AMIs unresolvable ⇒ not ready), list instance types fresh
+(insufficient-capacity marks applied), run the launch filters under the `min_values_policy`
+and pick the capacity type (`launch.py`), map each type to the first AMI whose
 requirements it meets (types without one are dropped), build the CreateFleet request (one
 override per type x zone with the zone's subnet, the AMI and the offering price as priority;
 `price-capacity-optimized` for spot, `lowest-price` for on-demand; tags on the instance, its

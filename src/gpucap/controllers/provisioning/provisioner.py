@@ -161,4 +161,3 @@ def to_node_claim(claim: solver.NodeClaim, *, name: str | None = None) -> NodeCl
     return NodeClaim.model_validate(
         {"metadata": meta.model_dump(by_alias=True, exclude_none=True), "spec": spec}
     )
-
