@@ -170,3 +170,13 @@ def test_a_nodepool_without_its_ec2nodeclass_is_planned_with_the_default_one() -
         "NodePool gpu: EC2NodeClass gpu is not in the input; "
         "planned with a default one (AL2023, 20Gi root volume)"
     ]
+
+
+def test_a_caller_running_many_passes_names_the_node_claims() -> None:
+    objs = manifests()
+    snap = snapshot(objs.pods, objs.nodes, objs.nodeclaims)
+    provisioner = Provisioner(fake_for(objs))
+    results = provisioner.schedule(objs.nodepools, pending=snap.pending)
+    counter = iter(range(7, 100))
+    claims = provisioner.node_claims(results, names=lambda pool: f"{pool}-{next(counter)}")
+    assert [c.name for c in claims] == [f"gpu-{7 + i}" for i in range(len(claims))]

@@ -28,7 +28,7 @@ Called by `plan`'s provisioning loop (`loop.py`) and by the simulator.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from gpucap.apis.core import Pod
@@ -101,9 +101,16 @@ class Provisioner:
         )
         return scheduler.solve(pending)
 
-    def node_claims(self, results: Results) -> list[NodeClaim]:
-        """The NodeClaims `results` decided, as `cloud_provider.create` takes them."""
-        return [to_node_claim(claim) for claim in results.new_node_claims]
+    def node_claims(
+        self, results: Results, *, names: Callable[[str], str] | None = None
+    ) -> list[NodeClaim]:
+        """The NodeClaims `results` decided, as `cloud_provider.create` takes them; `names`
+        gives each one's name from its NodePool's (default: the pass's `<nodepool>-<n>`, which
+        a caller running many passes must replace to keep names unique)."""
+        return [
+            to_node_claim(claim, name=names(claim.nodepool) if names is not None else None)
+            for claim in results.new_node_claims
+        ]
 
 
 def new_scheduler(
