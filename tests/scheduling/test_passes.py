@@ -1,4 +1,4 @@
-"""The provisioning loop (`controllers/provisioning.py`): later passes place what NodePool
+"""The provisioning loop (`controllers/provisioning/loop.py`): later passes place what NodePool
 limits held back, static NodePools' NodeClaims take pods, and with no dynamic NodePool the
 pods get Karpenter's "no dynamic nodepools found"."""
 

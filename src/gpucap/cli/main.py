@@ -53,7 +53,7 @@ from gpucap.cloudprovider.aws.catalog import (
     parse_prices_json,
 )
 from gpucap.cloudprovider.aws.ec2api import EC2API, EC2APIError
-from gpucap.controllers.provisioning import DEFAULT_MAX_PASSES, pools_for
+from gpucap.controllers.provisioning import DEFAULT_MAX_PASSES, explain_pod
 from gpucap.controllers.provisioning import plan as make_plan
 from gpucap.lint.config import ConfigError, LintConfig, find_config, load_config
 from gpucap.lint.context import KNOWN_IMAGE_SIZES, LintContext
@@ -361,17 +361,11 @@ def plan(  # noqa: PLR0917 - typer maps parameters to options
     made = make_plan(result.objects, cat, max_passes=passes)
     if explain is not None:
         key = explain if "/" in explain else f"default/{explain}"
-        pod = made.pods.get(key)
-        if pod is None or made.scheduler is None:
+        explanation = explain_pod(result.objects, cat, key)
+        if explanation is None:
             err.line(f"error: --explain {explain}: no such pod in the input")
             raise typer.Exit(EXIT_BAD_INPUT)
-        where = made.where(key)
-        pools = pools_for(result.objects, cat, [])
-        out.lines(
-            format_explanation(
-                key, made.scheduler.explain(pod, pools), made.pod_errors.get(key), where
-            )
-        )
+        out.lines(format_explanation(key, explanation, made.pod_errors.get(key), made.where(key)))
         return
     if output == "table":
         out.lines(plan_lines(made))

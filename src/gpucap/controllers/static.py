@@ -8,12 +8,13 @@ negative), whatever the pods need. Each NodeClaim is the bare NodePool template:
 instance-type list is added (`ToNodeClaim` skips it for static NodeClaims) and it requests
 nothing, so the cloud provider launches it from the template's requirements alone: every type of
 the node class that is compatible with them and has an available allowed offering, through the
-same launch filters and CreateFleet choice as any NodeClaim (`cloudprovider/aws/launch.py`:
-spot before on-demand when both are allowed, then the cheapest offering). The static NodePool
+same launch filters and CreateFleet choice as any NodeClaim (the `LaunchPreviewer` the loop is
+given; for AWS `cloudprovider/aws/launch.py`: spot before on-demand when both are allowed, then
+the cheapest offering). The static NodePool
 is not used by the provisioner's scheduler (`NewScheduler` drops static pools), and it may only
 have a `nodes` limit (CRD rule), which new dynamic NodeClaims do not touch.
 
-Called by the provisioning loop (`controllers/provisioning.py`), before its first pass: the
+Called by the provisioning loop (`controllers/provisioning/loop.py`), before its first pass: the
 static controller reacts to the NodePool itself, not to pending pods.
 """
 
@@ -24,13 +25,8 @@ from dataclasses import dataclass
 
 from gpucap.apis.core import Taint
 from gpucap.apis.labels import INITIALIZED, REGISTERED
-from gpucap.cloudprovider.aws.launch import (
-    InsufficientCapacityError,
-    Launch,
-    MinValuesPolicy,
-    choose_launch,
-    filter_instance_types,
-)
+from gpucap.cloudprovider.types import InsufficientCapacityError
+from gpucap.controllers.launchpreview import LaunchPreviewer, PreviewedLaunch
 from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.solver import NodeClaimTemplate, PoolInput, StateNode, custom_labels
 
@@ -48,7 +44,7 @@ class StaticNodeClaims:
     startup_taints: tuple[Taint, ...]
     # The types CreateFleet would be offered, cheapest first; empty when the launch fails.
     instance_types: tuple[InstanceType, ...]
-    launch: Launch | None
+    launch: PreviewedLaunch | None
     launch_error: str | None
 
 
@@ -66,7 +62,7 @@ def static_node_claims(
     pools: Sequence[PoolInput],
     state_nodes: Sequence[StateNode],
     *,
-    min_values_policy: MinValuesPolicy = "Strict",
+    preview: LaunchPreviewer,
 ) -> list[StaticNodeClaims]:
     """The NodeClaims every static NodePool in `pools` is short of, given the nodes and
     NodeClaims of that pool already in `state_nodes`; pools in name order."""
@@ -90,15 +86,11 @@ def static_node_claims(
         # The NodeClaim leaves out the scheduling-only keys (`schedulingSimulationKeys`).
         reqs = template.requirements.without(REGISTERED, INITIALIZED)
         types: tuple[InstanceType, ...] = ()
-        launch: Launch | None = None
+        launch: PreviewedLaunch | None = None
         error: str | None = None
         try:
-            types = tuple(
-                filter_instance_types(
-                    pool.instance_types, reqs, min_values_policy=min_values_policy
-                )
-            )
-            launch = choose_launch(pool.instance_types, reqs, min_values_policy=min_values_policy)
+            types = tuple(preview.offered(pool.instance_types, reqs))
+            launch = preview.launch(pool.instance_types, reqs)
         except InsufficientCapacityError as err:
             error = str(err)
         out.append(

@@ -20,8 +20,8 @@ the decorator in `pkg/cloudprovider/overlay/`), read at v1.14:
   Conflict) and applies the rest.
 
 Karpenter runs overlays only behind the `NodeOverlay` feature gate (off by default); gpucap
-applies the overlays it is given and says so in a note. Called by `controllers/provisioning.py`
-(`plan`) and the lint rules on time-slicing.
+applies the overlays it is given and says so in a note. Called by `cloudprovider/overlay.py`
+(the decoration `plan` and the simulator use) and the lint rules on time-slicing.
 """
 
 from __future__ import annotations

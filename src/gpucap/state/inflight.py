@@ -12,7 +12,7 @@ while a NodeClaim has no provider ID). The next pass then sees the NodeClaim as 
   not with the largest type it might have become;
 - not initialized, so its startup taints and known ephemeral taints are ignored; its hostname
   is its name (`HostName()` falls back to the name without a hostname label).
-Called by the provisioning loop (`controllers/provisioning.py`) for the NodeClaims of each
+Called by the provisioning loop (`controllers/provisioning/loop.py`) for the NodeClaims of each
 pass and for a static NodePool's NodeClaims.
 """
 

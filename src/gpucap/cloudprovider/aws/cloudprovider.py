@@ -1,9 +1,10 @@
 """AWSCloudProvider: Karpenter's AWS provider over the `EC2API` seam.
 
 `create` follows aws `pkg/cloudprovider/cloudprovider.go: Create` and `pkg/providers/instance/
-instance.go`: resolve the EC2NodeClass (missing ⇒ insufficient capacity, AMIs unresolvable ⇒
-not ready), list instance types fresh (insufficient-capacity marks applied), run the launch
-filters and pick the capacity type (`launch.py`), map each type to the first AMI whose
+instance.go`: resolve the EC2NodeClass (missing ⇒ insufficient capacity, unless the provider
+was given a `default_nodeclass`; AMIs unresolvable ⇒ not ready), list instance types fresh
+(insufficient-capacity marks applied), run the launch filters under the `min_values_policy`
+and pick the capacity type (`launch.py`), map each type to the first AMI whose
 requirements it meets (types without one are dropped), build the CreateFleet request (one
 override per type x zone with the zone's subnet, the AMI and the offering price as priority;
 `price-capacity-optimized` for spot, `lowest-price` for on-demand; tags on the instance, its
@@ -12,9 +13,17 @@ CreateFleet, mark every override that failed with an insufficient-capacity code 
 3 minutes (after every call, successes too), and turn the result into the launched NodeClaim or
 Karpenter's error. The same code runs over SimulatedEC2 (the default) and boto3 (real AWS).
 
+A NodePool whose EC2NodeClass does not exist: Karpenter's provider returns no instance types
+(the NodePool is not Ready anyway) and `create` fails. That is the default here too. gpucap's
+one other policy lives here as well, `default_nodeclass`: the provider then answers for the
+missing class as for that one (`DEFAULT_EC2NODECLASS`: AL2023, no kubelet or block-device
+settings, so a 20Gi root volume), which is what `plan` builds its provider with, because people
+often plan with a NodePool alone (and `plan` says so in a note).
+
 Not modelled: launch templates (one named template per node class stands in for Karpenter's
 split by AMI/maxPods/EFA), capacity reservations, placement groups, subnet IP accounting.
-Called by the lifecycle controllers (launch, termination, drift) and by the contract tests.
+Called by the lifecycle controllers (launch, termination, drift), by `plan` (instance types,
+through the Provisioner) and by the contract tests.
 """
 
 from __future__ import annotations
@@ -40,6 +49,7 @@ from gpucap.cloudprovider.aws.ice_cache import (
     UnavailableOfferings,
 )
 from gpucap.cloudprovider.aws.launch import (
+    MinValuesPolicy,
     choose_capacity_type,
     filter_instance_types,
     fleet_overrides,
@@ -55,7 +65,7 @@ from gpucap.runtime.clock import Clock
 from gpucap.scheduling.instancetypes import InstanceType, Offering
 from gpucap.scheduling.requirements import Requirements
 
-__all__ = ["AWSCloudProvider", "ResolvedImage", "parse_provider_id"]
+__all__ = ["DEFAULT_EC2NODECLASS", "AWSCloudProvider", "ResolvedImage", "parse_provider_id"]
 
 NODECLAIM_TAG = "karpenter.sh/nodeclaim"
 CLUSTER_NAME_TAG = "eks:eks-cluster-name"
@@ -73,6 +83,24 @@ class ResolvedImage(Protocol):
 
 ImageResolver = Callable[[EC2NodeClass], Sequence[ResolvedImage]]
 
+
+# The EC2NodeClass a provider built with `default_nodeclass=DEFAULT_EC2NODECLASS` answers with
+# for a NodePool whose class is not in its input: AL2023 and nothing else set, so the capacity
+# model's defaults (`NodeClassSettings()`: a 20Gi root volume, no kubelet reservations).
+DEFAULT_EC2NODECLASS = EC2NodeClass.model_validate(
+    {
+        "apiVersion": "karpenter.k8s.aws/v1",
+        "kind": "EC2NodeClass",
+        "metadata": {"name": "gpucap-default"},
+        "spec": {
+            "amiSelectorTerms": [{"alias": "al2023@latest"}],
+            "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "gpucap"}}],
+            "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "gpucap"}}],
+        },
+    }
+)
+# The instance-type cache key of the default class (no real EC2NodeClass name has a space).
+_DEFAULT_KEY = "default EC2NodeClass"
 
 NODECLASS_HASH_ANNOTATION = "karpenter.k8s.aws/ec2nodeclass-hash"
 NODECLASS_HASH_VERSION_ANNOTATION = "karpenter.k8s.aws/ec2nodeclass-hash-version"
@@ -130,6 +158,11 @@ class AWSCloudProvider:
     kubernetes_version: str = "1.36"
     # How AMIs are resolved: default Karpenter's resolution over the same EC2API (SSM + EC2).
     images: ImageResolver | None = None
+    # What a NodePool or NodeClaim whose EC2NodeClass is missing gets (see the module
+    # docstring); None: Karpenter's behaviour (no instance types, create fails).
+    default_nodeclass: EC2NodeClass | None = None
+    # Core `MIN_VALUES_POLICY` (an operator option): how `create` truncates with minValues.
+    min_values_policy: MinValuesPolicy = "Strict"
     unavailable: UnavailableOfferings = field(init=False)
     _types: dict[tuple[str, tuple[str, ...]], tuple[InstanceType, ...]] = field(
         default_factory=dict
@@ -152,11 +185,17 @@ class AWSCloudProvider:
         only when the set of active marks changes, as Karpenter keys its cache on them)."""
         self.unavailable.expire()
         marks = tuple(self.unavailable.active())
-        key = (nodeclass.name, marks)
+        name = _DEFAULT_KEY if nodeclass is self.default_nodeclass else nodeclass.name
+        key = (name, marks)
         cached = self._types.get(key)
         if cached is not None:
             return cached
         base = self.catalog.scheduling_instance_types(node_class_settings(nodeclass))
+        if not marks:
+            # The catalog's own list: node classes with equal settings share it, and so do
+            # the scheduler's tables built from it.
+            self._types[key] = base
+            return base
         out = []
         for it in base:
             offerings = tuple(
@@ -169,7 +208,7 @@ class AWSCloudProvider:
                 )
                 for o in it.offerings
             )
-            if not marks or offerings == it.offerings:
+            if offerings == it.offerings:
                 out.append(it)
             else:
                 out.append(
@@ -181,8 +220,13 @@ class AWSCloudProvider:
         self._types[key] = result
         return result
 
+    def nodeclass_for(self, name: str) -> EC2NodeClass | None:
+        """The EC2NodeClass named `name`, else the default one (None when there is neither):
+        the one place the missing-class policy is decided."""
+        return self.nodeclasses.get(name, self.default_nodeclass)
+
     def get_instance_types(self, nodepool: NodePool) -> Sequence[InstanceType]:
-        nodeclass = self.nodeclasses.get(nodepool.spec.template.spec.node_class_ref.name)
+        nodeclass = self.nodeclass_for(nodepool.spec.template.spec.node_class_ref.name)
         if nodeclass is None:
             return ()
         return self.instance_types_for(nodeclass)
@@ -190,7 +234,7 @@ class AWSCloudProvider:
     # ---- create ----------------------------------------------------------------------------------
     def create(self, node_claim: NodeClaim) -> NodeClaim:
         ref = node_claim.spec.node_class_ref
-        nodeclass = self.nodeclasses.get(ref.name)
+        nodeclass = self.nodeclass_for(ref.name)
         if nodeclass is None:
             raise InsufficientCapacityError(
                 f"resolving node class, ec2nodeclasses {ref.name!r} not found"
@@ -198,7 +242,12 @@ class AWSCloudProvider:
         images = self._images(nodeclass)
         reqs = Requirements.from_node_selector(node_claim.spec.requirements)
         requests = base_units(node_claim.spec.resources.requests)
-        types = filter_instance_types(self.instance_types_for(nodeclass), reqs, requests)
+        types = filter_instance_types(
+            self.instance_types_for(nodeclass),
+            reqs,
+            requests,
+            min_values_policy=self.min_values_policy,
+        )
         capacity_type = choose_capacity_type(types, reqs)
         # Each type launches with the first AMI whose requirements it meets.
         image_of: dict[str, str] = {}

@@ -2,8 +2,9 @@
 
 Pure: instance types (with their offerings, ICE'd ones marked unavailable), the NodeClaim's
 requirements and resource requests in; a `Launch` (instance type, zone, capacity type, price and
-the CreateFleet overrides considered) or an `InsufficientCapacityError` out. Called by `plan`
-(the `launch` object of `gpucap plan -o json`) and, later, the AWS cloud provider's Create.
+the CreateFleet overrides considered) or an `InsufficientCapacityError` out. Called by the AWS
+cloud provider's `create` (steps 1-7), by `SimulatedEC2.create_fleet` (`fleet_pick`) and, through
+`LaunchPreview`, by `plan`'s launch column (the `launch` object of `gpucap plan -o json`).
 
 Steps, in Karpenter's order (aws `pkg/providers/instance/instance.go: Create` and
 `filterInstanceTypes`; the filters are in `pkg/providers/instance/filter/filter.go`):
@@ -34,11 +35,13 @@ Steps, in Karpenter's order (aws `pkg/providers/instance/instance.go: Create` an
 7. overrides: for every remaining type, each available offering allowed by the claim with the
    capacity type narrowed to the chosen one, one per type and zone, priced by the offering.
 
-The pick among the overrides is gpucap's deterministic model of EC2 Fleet, which Karpenter
-leaves to EC2 (`price-capacity-optimized` for spot, `lowest-price` for on-demand): the lowest
-price, ties broken by instance type name, then zone. Spot pool depth is not modelled, so
-price-capacity-optimized is treated as lowest price. `Launch.overrides` is sorted by that key,
-so the pick is `overrides[0]`.
+The pick among the overrides (`fleet_pick`) is gpucap's one deterministic model of EC2 Fleet,
+which Karpenter leaves to EC2 (`price-capacity-optimized` for spot, `lowest-price` for
+on-demand): the override with the lowest priority number (the provider sets it to the offering's
+price), ties broken by instance type name, then zone, passing over pools without capacity. Spot
+pool depth is not modelled, so price-capacity-optimized is treated as lowest price. The same
+function serves `plan`'s launch column (every pool has capacity: the pick is `overrides[0]`) and
+the simulated EC2's CreateFleet (scripted capacity windows), so the two cannot disagree.
 
 Where Karpenter's code says more than karpenter-provisioning.md §4.2-4.4 and contract.md
 (code wins):
@@ -74,8 +77,8 @@ back to on-demand with fewer than 5 instance types.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from gpucap.apis.labels import CAPACITY_TYPE
@@ -91,14 +94,17 @@ __all__ = [
     "EXOTIC_RESOURCES",
     "MAX_LAUNCH_INSTANCE_TYPES",
     "FleetOverride",
+    "FleetPick",
     "InsufficientCapacityError",
     "Launch",
+    "LaunchPreview",
     "MinValuesPolicy",
     "choose_capacity_type",
     "choose_launch",
     "choose_node_claim_launch",
     "filter_instance_types",
     "fleet_overrides",
+    "fleet_pick",
 ]
 
 # aws pkg/providers/instance/instance.go `maxInstanceTypes`: the most types one CreateFleet gets.
@@ -130,7 +136,8 @@ MinValuesPolicy = Literal["Strict", "BestEffort"]
 
 @dataclass(frozen=True, slots=True)
 class FleetOverride:
-    """One CreateFleet launch-template override: a type in a zone, its priority the price."""
+    """One CreateFleet launch-template override: a type in a zone, its `Priority` the price
+    (lower goes first)."""
 
     instance_type: str
     zone: str
@@ -139,8 +146,8 @@ class FleetOverride:
 
 @dataclass(frozen=True, slots=True)
 class Launch:
-    """What CreateFleet would launch: `overrides[0]`, with every override it was offered, sorted
-    by (price, instance type, zone)."""
+    """What CreateFleet would launch (`fleet_pick` over `overrides`, all pools with capacity: so
+    `overrides[0]`), with every override it was offered, sorted by (price, instance type, zone)."""
 
     instance_type: str
     zone: str
@@ -180,7 +187,8 @@ def choose_launch(
         # Unreachable: step 1 leaves an allowed offering and the capacity type follows the
         # offerings. Karpenter would fail with a CreateError ("no capacity offerings ...").
         raise RuntimeError(f"no {capacity_type} override for a claim that passed the filters")
-    best = overrides[0]
+    best = fleet_pick(overrides).chosen
+    assert best is not None  # every pool has capacity here
     return Launch(
         instance_type=best.instance_type,
         zone=best.zone,
@@ -257,6 +265,62 @@ def fleet_overrides(
                 (it.name, offering.zone), FleetOverride(it.name, offering.zone, offering.price)
             )
     return tuple(sorted(overrides.values(), key=lambda o: (o.price, o.instance_type, o.zone)))
+
+
+@dataclass(frozen=True, slots=True)
+class FleetPick:
+    """What an EC2 Fleet `instant` request for one instance does with its overrides: `chosen`
+    launches (None: none could), `passed_over` are the overrides tried before it, in order, for
+    lack of capacity (every override when nothing launched)."""
+
+    chosen: FleetOverride | None
+    passed_over: tuple[FleetOverride, ...] = field(default=())
+
+
+def fleet_pick(
+    overrides: Iterable[FleetOverride],
+    *,
+    has_capacity: Callable[[FleetOverride], bool] | None = None,
+) -> FleetPick:
+    """gpucap's model of EC2 Fleet's choice (see the module docstring): the overrides by
+    (priority, instance type, zone), the first whose pool `has_capacity` (default: every pool)."""
+    passed_over: list[FleetOverride] = []
+    for override in sorted(overrides, key=lambda o: (o.price, o.instance_type, o.zone)):
+        if has_capacity is None or has_capacity(override):
+            return FleetPick(override, tuple(passed_over))
+        passed_over.append(override)
+    return FleetPick(None, tuple(passed_over))
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchPreview:
+    """The launch decision without launching, bound to the operator's minValues policy: what
+    `plan`'s provisioning loop is given to fill its launch column (`controllers/` may not
+    import this module, so the composition root hands it over)."""
+
+    min_values_policy: MinValuesPolicy = "Strict"
+
+    def offered(
+        self,
+        instance_types: Iterable[InstanceType],
+        requirements: Requirements,
+        requests: Mapping[str, int] | None = None,
+    ) -> list[InstanceType]:
+        """The types CreateFleet would be offered (steps 1-5); raises InsufficientCapacityError."""
+        return filter_instance_types(
+            instance_types, requirements, requests, min_values_policy=self.min_values_policy
+        )
+
+    def launch(
+        self,
+        instance_types: Iterable[InstanceType],
+        requirements: Requirements,
+        requests: Mapping[str, int] | None = None,
+    ) -> Launch:
+        """`choose_launch` under the policy; raises InsufficientCapacityError."""
+        return choose_launch(
+            instance_types, requirements, requests, min_values_policy=self.min_values_policy
+        )
 
 
 # ==== the filters ==============================================================================

@@ -9,13 +9,16 @@ parameter store (AMI parameters) and images.
 Capacity is scripted: `set_capacity(instance_type, zone, capacity_type, available=False,
 until=...)` makes a pool refuse launches (EC2's `InsufficientInstanceCapacity`) for a window.
 
-CreateFleet is modelled on EC2 Fleet `instant` requests: the overrides of the requested
-capacity type are tried cheapest first (price-capacity-optimized for spot is modelled as "the
-cheapest pool that has capacity"; lowest-price for on-demand), ties by instance type then
-zone; each override whose pool has no capacity adds an `InsufficientInstanceCapacity` error;
-the first pool with capacity launches. This is a model of EC2, not EC2: real spot allocation
-also weighs pool depth. Deterministic: instance IDs count up; no randomness.
-Called by `plan` and `simulate` (under AWSCloudProvider) and by tests.
+CreateFleet is modelled on EC2 Fleet `instant` requests with `launch.fleet_pick`, the one model
+of the fleet's choice that `plan`'s launch column also uses: the overrides of the requested
+capacity type are tried in the order of their `Priority` (the AWS provider sets it to the
+offering price; price-capacity-optimized for spot is modelled as "the cheapest pool that has
+capacity"; lowest-price for on-demand), ties by instance type then zone; each override whose
+pool has no capacity adds an `InsufficientInstanceCapacity` error; the first pool with capacity
+launches. This is a model of EC2, not EC2: real spot allocation also weighs pool depth.
+Deterministic: instance IDs count up; no randomness. Called by the AWS cloud provider (the
+simulator's, and the throwaway stack `plan` builds for its NodePools' instance types) and by
+tests.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from gpucap.cloudprovider.aws.amifamily import (
 from gpucap.cloudprovider.aws.amireleases import AMIRelease, releases_for
 from gpucap.cloudprovider.aws.catalog import Catalog
 from gpucap.cloudprovider.aws.ec2api import EC2APIError, Response
+from gpucap.cloudprovider.aws.launch import FleetOverride, fleet_pick
 from gpucap.runtime.clock import Clock
 
 __all__ = ["LAUNCH_LATENCY", "SimulatedEC2", "SimulatedInstance"]
@@ -399,7 +403,10 @@ class SimulatedEC2:
 
     # ---- EC2: instances -------------------------------------------------------------------------
     def create_fleet(self, **kwargs: Any) -> Response:
-        """EC2 Fleet `instant`: try the overrides of the target capacity type cheapest first."""
+        """EC2 Fleet `instant`: `launch.fleet_pick` over the overrides of the target capacity
+        type (by their `Priority`, ties by type then zone); every override passed over adds an
+        error (`Unsupported` when the catalog does not offer it, else
+        `InsufficientInstanceCapacity`); the instances launch in the chosen pool."""
         self.calls.append("CreateFleet")
         if kwargs.get("Type") != "instant":
             raise EC2APIError(
@@ -411,35 +418,33 @@ class SimulatedEC2:
         capacity_type = target.get("DefaultTargetCapacityType", "on-demand")
         count = int(target.get("TotalTargetCapacity", 1))
         tags = _tags_for(kwargs.get("TagSpecifications", []), "instance")
-        overrides = []
+        prices = self._prices(capacity_type)
+        # Each override as gpucap's fleet model sees it: its `Priority` (the AWS provider sets
+        # the offering price; lower goes first), else the simulated price; one per type x zone.
+        requested: dict[tuple[str, str], tuple[FleetOverride, Mapping[str, Any]]] = {}
         for config in kwargs.get("LaunchTemplateConfigs", []):
             for o in config.get("Overrides", []):
-                overrides.append(o)
-        prices = self._prices(capacity_type)
-        ordered = sorted(
-            overrides,
-            key=lambda o: (
-                prices.get((o["InstanceType"], o["AvailabilityZone"]), float("inf")),
-                o["InstanceType"],
-                o["AvailabilityZone"],
-            ),
-        )
+                key = (o["InstanceType"], o["AvailabilityZone"])
+                priority = o.get("Priority", prices.get(key, float("inf")))
+                requested.setdefault(key, (FleetOverride(key[0], key[1], float(priority)), o))
+
+        def launchable(override: FleetOverride) -> bool:
+            key = (override.instance_type, override.zone)
+            return key in prices and self.has_capacity(key[0], key[1], capacity_type)
+
+        pick = fleet_pick((f for f, _ in requested.values()), has_capacity=launchable)
         self._next_fleet += 1
         fleet_id = f"fleet-{self._next_fleet:08x}-sim"
         errors: list[dict[str, Any]] = []
-        launched: list[SimulatedInstance] = []
-        for o in ordered:
-            if len(launched) >= count:
-                break
-            key = (o["InstanceType"], o["AvailabilityZone"])
-            if key not in prices:
+        for passed in pick.passed_over:
+            o = requested[(passed.instance_type, passed.zone)][1]
+            if (passed.instance_type, passed.zone) not in prices:
                 errors.append(
                     _fleet_error(
                         o, "Unsupported", "The requested configuration is currently not supported."
                     )
                 )
-                continue
-            if not self.has_capacity(o["InstanceType"], o["AvailabilityZone"], capacity_type):
+            else:
                 errors.append(
                     _fleet_error(
                         o,
@@ -448,9 +453,11 @@ class SimulatedEC2:
                         f"Availability Zone you requested ({o['AvailabilityZone']}).",
                     )
                 )
-                continue
+        launched: list[SimulatedInstance] = []
+        if pick.chosen is not None:
+            key = (pick.chosen.instance_type, pick.chosen.zone)
             while len(launched) < count:
-                launched.append(self._launch(o, capacity_type, prices[key], tags))
+                launched.append(self._launch(requested[key][1], capacity_type, prices[key], tags))
         response: dict[str, Any] = {"FleetId": fleet_id, "Errors": errors, "Instances": []}
         if launched:
             first = launched[0]

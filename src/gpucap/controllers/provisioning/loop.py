@@ -1,4 +1,4 @@
-"""The provisioning loop: what Karpenter's provisioner ends with for the pending pods.
+"""The provisioning loop of `plan`: what Karpenter's provisioner ends with for the pending pods.
 
 Karpenter's `Provisioner.Reconcile` (kubernetes-sigs/karpenter
 `pkg/controllers/provisioning/provisioner.go`) runs one scheduling pass (`Schedule`: the Ready
@@ -27,7 +27,10 @@ Where gpucap differs:
   are capacity from it on (Karpenter's static controller and provisioner run independently);
   with no dynamic NodePool the pods that fit no existing or static node get Karpenter's
   "no dynamic nodepools found", and those that fit are placed (kube-scheduler's part).
-Called by `gpucap plan` and, per batch, by the simulator.
+The loop is `plan`'s (one run, no time); each pass is the Provisioner's (`provisioner.py`):
+the same pools (instance types from the cloud provider), the same scheduler, the NodeClaims the
+simulator creates. Launches are previewed (`launchpreview.py`), not created: see docs/design.md
+"One provisioning path" for why. Called by `plan`'s composition root (`planning.py`).
 """
 
 from __future__ import annotations
@@ -36,19 +39,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from gpucap.apis.core import Pod, Taint
-from gpucap.apis.nodeoverlay import NodeOverlay
-from gpucap.apis.serde import Manifests
+from gpucap.apis.labels import OS
 from gpucap.apis.workloads import DaemonSet
-from gpucap.cloudprovider.aws.capacity import LABEL_OS
-from gpucap.cloudprovider.aws.catalog import Catalog, NodeClassSettings, node_class_settings
-from gpucap.cloudprovider.aws.launch import InsufficientCapacityError, Launch, choose_launch
+from gpucap.cloudprovider.types import InsufficientCapacityError
+from gpucap.controllers.launchpreview import LaunchPreviewer, PreviewedLaunch
+from gpucap.controllers.provisioning.provisioner import new_scheduler
 from gpucap.controllers.static import static_node_claims
 from gpucap.scheduling.instancetypes import InstanceType
-from gpucap.scheduling.nodeoverlay import PoolTypes, apply_overlays, evaluate_overlays
 from gpucap.scheduling.resources import Resources, add, pod_requests
 from gpucap.scheduling.solver import (
     NODE_LIMITS_EXHAUSTED,
     TYPES_EXCEED_LIMITS,
+    PoolExplanation,
     PoolInput,
     Results,
     Scheduler,
@@ -56,9 +58,14 @@ from gpucap.scheduling.solver import (
     StateNode,
 )
 from gpucap.state.inflight import launched_labels, launched_node
-from gpucap.state.snapshot import snapshot
 
-__all__ = ["DEFAULT_MAX_PASSES", "Plan", "PlannedNodeClaim", "plan", "pools_for", "provision"]
+__all__ = [
+    "DEFAULT_MAX_PASSES",
+    "Plan",
+    "PlannedNodeClaim",
+    "explain_first_pass",
+    "run_passes",
+]
 
 # A bound on the loop for `plan` (each pass places at least one pod, so it ends anyway).
 DEFAULT_MAX_PASSES = 20
@@ -81,7 +88,7 @@ class PlannedNodeClaim:
     taints: tuple[Taint, ...]
     startup_taints: tuple[Taint, ...] = ()
     static: bool = False
-    launch: Launch | None = None
+    launch: PreviewedLaunch | None = None
     launch_error: str | None = None
 
     @property
@@ -112,12 +119,11 @@ class Plan:
     pods: dict[str, Pod] = field(default_factory=dict)  # every pod considered
     notes: list[str] = field(default_factory=list)
     passes: int = 0
-    # The first pass's scheduler (for `--explain`) and each pass's results.
-    scheduler: Scheduler | None = None
+    # Each pass's results (the first pass's scheduler is rebuilt by `explain_first_pass`).
     pass_results: list[Results] = field(default_factory=list)
 
     @property
-    def launches(self) -> dict[str, Launch]:
+    def launches(self) -> dict[str, PreviewedLaunch]:
         return {c.name: c.launch for c in self.node_claims if c.launch is not None}
 
     @property
@@ -130,91 +136,6 @@ class Plan:
             if any(p.key == pod_key for p in claim.pods):
                 return claim.name
         return next((n for n, keys in self.existing.items() if pod_key in keys), None)
-
-
-def pools_for(manifests: Manifests, catalog: Catalog, notes: list[str]) -> list[PoolInput]:
-    """Each NodePool with the instance types its EC2NodeClass offers in the catalog's region."""
-    nodeclasses = {nc.name: nc for nc in manifests.nodeclasses}
-    pools: list[PoolInput] = []
-    for np in manifests.nodepools:
-        ref = np.spec.template.spec.node_class_ref
-        if ref.is_auto_mode:
-            notes.append(
-                f"NodePool {np.name}: an EKS Auto Mode NodeClass; not planned (EKS's managed "
-                "Karpenter serves it, with its own instance selection)"
-            )
-            continue
-        if not ref.is_ec2nodeclass:
-            notes.append(
-                f"NodePool {np.name}: node class {ref.group}/{ref.kind} is not an EC2NodeClass; "
-                "ignored (it would never become Ready)"
-            )
-            continue
-        nodeclass = nodeclasses.get(ref.name)
-        if nodeclass is None:
-            notes.append(
-                f"NodePool {np.name}: EC2NodeClass {ref.name} is not in the input; "
-                "planned with a default one (AL2023, 20Gi root volume)"
-            )
-            settings = NodeClassSettings()
-        else:
-            settings = node_class_settings(nodeclass)
-        pools.append(PoolInput(np, catalog.scheduling_instance_types(settings)))
-    return _with_overlays(pools, manifests.nodeoverlays, notes)
-
-
-def _with_overlays(
-    pools: list[PoolInput], overlays: list[NodeOverlay], notes: list[str]
-) -> list[PoolInput]:
-    """The pools with the NodeOverlays Karpenter would accept applied to their instance types."""
-    if not overlays:
-        return pools
-    views = [
-        PoolTypes(p.nodepool.name, p.nodepool.spec.template.metadata.labels, p.instance_types)
-        for p in pools
-    ]
-    accepted, conflicts = evaluate_overlays(overlays, views)
-    notes.extend(str(c) for c in conflicts)
-    out = []
-    applied = apply_overlays(accepted, views)
-    for pool, (types, changed) in zip(pools, applied, strict=True):
-        if changed:
-            notes.append(
-                f"NodePool {pool.nodepool.name}: NodeOverlays change {changed} instance type"
-                f"{'' if changed == 1 else 's'} (Karpenter applies them only with the "
-                "NodeOverlay feature gate on; it is off by default)"
-            )
-        out.append(PoolInput(pool.nodepool, types))
-    return out
-
-
-def plan(
-    manifests: Manifests,
-    catalog: Catalog,
-    *,
-    options: SchedulingOptions | None = None,
-    max_passes: int = DEFAULT_MAX_PASSES,
-) -> Plan:
-    """Schedule the pending pods of `manifests` as Karpenter's provisioning loop would, and
-    pick each new NodeClaim's launch."""
-    notes: list[str] = list(manifests.notes)
-    pools = pools_for(manifests, catalog, notes)
-    snap = snapshot(manifests.pods, manifests.nodes, manifests.nodeclaims)
-    for pod in snap.unknown_node_pods:
-        notes.append(
-            f"pod {pod.key} is bound to node {pod.spec.node_name}, which is not in the input; "
-            "it is not counted"
-        )
-    out = provision(
-        pools,
-        state_nodes=snap.nodes,
-        pending=snap.pending,
-        daemonsets=manifests.daemonsets,
-        options=options,
-        max_passes=max_passes,
-    )
-    out.notes[:0] = notes
-    return out
 
 
 class _Names:
@@ -234,9 +155,77 @@ class _Names:
                 return name
 
 
-def provision(
+class _Loop:
+    """The state the passes share: NodeClaim names, the launched (in-flight) NodeClaims and
+    the pods placed on existing nodes."""
+
+    def __init__(
+        self,
+        pools: Sequence[PoolInput],
+        *,
+        preview: LaunchPreviewer,
+        state_nodes: Sequence[StateNode],
+        daemonsets: Sequence[DaemonSet],
+        options: SchedulingOptions,
+    ) -> None:
+        self.pools = pools
+        self.preview = preview
+        self.state_nodes = state_nodes
+        self.daemonsets = daemonsets
+        self.options = options
+        self.names = _Names([n.name for n in state_nodes])
+        self.inflight: dict[str, PlannedNodeClaim] = {}
+        self.bound: dict[str, list[Pod]] = {}  # existing node -> pods the plan placed there
+
+    def static(self, out: Plan) -> None:
+        """Static NodePools' NodeClaims, created before the first pass."""
+        for group in static_node_claims(self.pools, self.state_nodes, preview=self.preview):
+            out.notes.append(
+                f"NodePool {group.nodepool}: static (spec.replicas); Karpenter creates its "
+                f"{group.count} NodeClaim{'' if group.count == 1 else 's'} only with the "
+                "StaticCapacity feature gate on (off by default)"
+            )
+            if group.launch_error is not None:
+                out.notes.append(
+                    f"NodePool {group.nodepool}: static NodeClaims cannot launch: "
+                    f"{group.launch_error}"
+                )
+            for _ in range(group.count):
+                claim = PlannedNodeClaim(
+                    name=self.names.next(group.nodepool),
+                    nodepool=group.nodepool,
+                    pass_number=0,
+                    instance_types=list(group.instance_types),
+                    pods=[],
+                    requests={},
+                    labels=dict(group.labels),
+                    taints=group.taints,
+                    startup_taints=group.startup_taints,
+                    static=True,
+                    launch=group.launch,
+                    launch_error=group.launch_error,
+                )
+                out.node_claims.append(claim)
+                if claim.launch is not None:
+                    self.inflight[claim.name] = claim
+
+    def scheduler(self, queue: Sequence[Pod]) -> Scheduler:
+        """The scheduler of the next pass: the input's nodes with what earlier passes placed,
+        and every launched NodeClaim so far."""
+        nodes = _cluster(self.state_nodes, self.bound, self.inflight.values())
+        return new_scheduler(
+            self.pools,
+            state_nodes=nodes,
+            daemonsets=self.daemonsets,
+            pending=queue,
+            options=self.options,
+        )
+
+
+def run_passes(
     pools: Sequence[PoolInput],
     *,
+    preview: LaunchPreviewer,
     state_nodes: Sequence[StateNode] = (),
     pending: Sequence[Pod] = (),
     daemonsets: Sequence[DaemonSet] = (),
@@ -250,48 +239,17 @@ def provision(
         raise ValueError(f"max_passes must be >= 1, got {max_passes}")
     opts = options or SchedulingOptions()
     out = Plan()
-    names = _Names([n.name for n in state_nodes])
-    inflight: dict[str, PlannedNodeClaim] = {}
-    for group in static_node_claims(pools, state_nodes, min_values_policy=opts.min_values_policy):
-        out.notes.append(
-            f"NodePool {group.nodepool}: static (spec.replicas); Karpenter creates its "
-            f"{group.count} NodeClaim{'' if group.count == 1 else 's'} only with the "
-            "StaticCapacity feature gate on (off by default)"
-        )
-        if group.launch_error is not None:
-            out.notes.append(
-                f"NodePool {group.nodepool}: static NodeClaims cannot launch: {group.launch_error}"
-            )
-        for _ in range(group.count):
-            claim = PlannedNodeClaim(
-                name=names.next(group.nodepool),
-                nodepool=group.nodepool,
-                pass_number=0,
-                instance_types=list(group.instance_types),
-                pods=[],
-                requests={},
-                labels=dict(group.labels),
-                taints=group.taints,
-                startup_taints=group.startup_taints,
-                static=True,
-                launch=group.launch,
-                launch_error=group.launch_error,
-            )
-            out.node_claims.append(claim)
-            if claim.launch is not None:
-                inflight[claim.name] = claim
-    bound: dict[str, list[Pod]] = {}  # existing node -> pods the plan placed there
+    loop = _Loop(
+        pools, preview=preview, state_nodes=state_nodes, daemonsets=daemonsets, options=opts
+    )
+    loop.static(out)
+    inflight, bound, names = loop.inflight, loop.bound, loop.names
     queue = list(pending)
     last: Results | None = None
     while out.passes < max_passes:
         out.passes += 1
-        nodes = _cluster(state_nodes, bound, inflight.values())
-        scheduler = Scheduler(
-            pools, state_nodes=nodes, daemonsets=daemonsets, pending_pods=queue, options=opts
-        )
-        results = scheduler.solve(queue)
-        if out.scheduler is None:
-            out.scheduler = scheduler
+        results = loop.scheduler(queue).solve(queue)
+        if not out.pass_results:
             out.pods = dict(results.pods)
         out.pass_results.append(results)
         last = results
@@ -319,12 +277,7 @@ def provision(
                 startup_taints=new.template.startup_taints,
             )
             try:
-                claim.launch = choose_launch(
-                    new.instance_types,
-                    new.requirements,
-                    new.requests,
-                    min_values_policy=opts.min_values_policy,
-                )
+                claim.launch = preview.launch(new.instance_types, new.requirements, new.requests)
             except InsufficientCapacityError as err:
                 claim.launch_error = str(err)
             out.node_claims.append(claim)
@@ -349,6 +302,35 @@ def provision(
     out.notes.extend(f"NodePool {pool}: {note}" for pool, note in sorted(first.pool_notes.items()))
     out.notes.extend(_windows_notes(out.node_claims))
     return out
+
+
+def explain_first_pass(
+    pod_key: str,
+    pools: Sequence[PoolInput],
+    *,
+    preview: LaunchPreviewer,
+    state_nodes: Sequence[StateNode] = (),
+    pending: Sequence[Pod] = (),
+    daemonsets: Sequence[DaemonSet] = (),
+    options: SchedulingOptions | None = None,
+) -> list[PoolExplanation] | None:
+    """Why each NodePool can or cannot take pod `pod_key`, as the loop's first pass sees it
+    (static NodeClaims in flight); None when the first pass does not consider that pod. A
+    pure call: it rebuilds that pass's scheduler rather than keeping it in the `Plan`."""
+    loop = _Loop(
+        pools,
+        preview=preview,
+        state_nodes=state_nodes,
+        daemonsets=daemonsets,
+        options=options or SchedulingOptions(),
+    )
+    loop.static(Plan())
+    queue = list(pending)
+    scheduler = loop.scheduler(queue)
+    pod = scheduler.solve(queue).pods.get(pod_key)
+    if pod is None:
+        return None
+    return scheduler.explain(pod, pools)
 
 
 def _for_limits(reason: str) -> bool:
@@ -412,7 +394,7 @@ def _windows_notes(claims: Sequence[PlannedNodeClaim]) -> list[str]:
             c.nodepool
             for c in claims
             if (it := c.launched_type) is not None
-            and (req := it.requirements.get(LABEL_OS)) is not None
+            and (req := it.requirements.get(OS)) is not None
             and req.operator == "In"
             and set(req.values) == {"windows"}
         }

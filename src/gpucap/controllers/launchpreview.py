@@ -1,0 +1,55 @@
+"""What the provisioning loop of `plan` needs to show a launch without launching.
+
+`plan` previews each new NodeClaim's launch (its launch column) instead of calling
+`CloudProvider.create`; the decision itself is the cloud provider's (for AWS,
+`cloudprovider/aws/launch.py`: the launch filters, the capacity type and `fleet_pick`, the same
+functions its `create` and the simulated EC2 run). `controllers/` may not import
+`cloudprovider.aws`, so the loop is handed an object of this shape by its composition root
+(`controllers/provisioning/planning.py`). Called by `controllers/provisioning/loop.py` and
+`controllers/static.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Protocol
+
+from gpucap.scheduling.instancetypes import InstanceType
+from gpucap.scheduling.requirements import Requirements
+
+__all__ = ["LaunchPreviewer", "PreviewedLaunch"]
+
+
+class PreviewedLaunch(Protocol):
+    """What CreateFleet would launch (aws `launch.Launch` has this shape)."""
+
+    @property
+    def instance_type(self) -> str: ...
+
+    @property
+    def zone(self) -> str: ...
+
+    @property
+    def capacity_type(self) -> str: ...
+
+    @property
+    def price(self) -> float: ...
+
+
+class LaunchPreviewer(Protocol):
+    """The provider's launch decision for a NodeClaim's options (aws `launch.LaunchPreview`).
+    Both raise `cloudprovider.types.InsufficientCapacityError` when nothing can launch."""
+
+    def offered(
+        self,
+        instance_types: Iterable[InstanceType],
+        requirements: Requirements,
+        requests: Mapping[str, int] | None = None,
+    ) -> list[InstanceType]: ...
+
+    def launch(
+        self,
+        instance_types: Iterable[InstanceType],
+        requirements: Requirements,
+        requests: Mapping[str, int] | None = None,
+    ) -> PreviewedLaunch: ...
