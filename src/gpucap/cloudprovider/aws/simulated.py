@@ -223,6 +223,42 @@ class SimulatedEC2:
                 release.release_version(k8s) or release.version
             )
 
+    def publish_release(self, kubernetes_version: str, version: str) -> None:
+        """Make AL2023 release `version` the recommended one for a Kubernetes version, as AWS
+        does when it ships a release (the simulator's `amiRelease` event and a scenario's
+        `amiReleases`). A release the bundled list does not have gets an image and a pinned
+        parameter per arch x variant, dated by its version (`vYYYYMMDD`)."""
+        k8s = kubernetes_version
+        bundled = {
+            r.version
+            for r in releases_for(k8s, "al2023", "x86_64") + releases_for(k8s, "al2023", "arm64")
+        }
+        if version in bundled:
+            self.publish_amis(k8s, recommended=version)
+            return
+        digits = version.removeprefix("v")
+        created = f"{digits[:4]}-{digits[4:6]}-{digits[6:8]}T00:00:00.000Z"
+        for arch, variants in AL2023_VARIANTS.items():
+            for variant in variants:
+                name = f"amazon-eks-node-al2023-{arch}-{variant}-{k8s}-{version}"
+                image_id = self.image_id_for(name)
+                if image_id not in self.images:
+                    self.register_image(image_id, name, architecture=arch, creation_date=created)
+                pinned = ssm_parameter_name(f"al2023@{version}", k8s, arch, variant)
+                self.parameters[pinned] = image_id
+                self.parameters[ssm_parameter_name("al2023@latest", k8s, arch, variant)] = image_id
+                self.parameters[release_version_parameter(k8s, "al2023", arch, variant)] = (
+                    f"{k8s}.0-{digits}"
+                )
+
+    def release_of(self, image_id: str) -> str | None:
+        """The release (`vYYYYMMDD`) of an EKS AMI this EC2 published, from its name."""
+        image = self.images.get(image_id)
+        if image is None:
+            return None
+        tail = str(image.get("Name", "")).rsplit("-", 1)[-1]
+        return tail if tail.startswith("v") else None
+
     @staticmethod
     def image_id_for(name: str) -> str:
         """A stable fake AMI id for an image name."""

@@ -1,0 +1,858 @@
+"""The simulated world: one scenario run on a virtual clock, the composition root of
+`gpucap simulate` (and of the demo's story).
+
+It wires what `plan` uses over the simulated AWS: `SimulatedEC2` (the EC2/SSM API in memory,
+fed by the catalog) under the real `AWSCloudProvider`, NodeOverlays as its decoration
+(`cloudprovider/overlay.py`), the `Provisioner` behind Karpenter's batcher, the NodeClaim
+lifecycle, termination and interruption controllers, a mutable `Cluster`, and the kubelet model
+(`sim/kubelet.py`) for what nodes do by themselves. Everything runs on one `FakeClock` driven by
+the event `Engine`; the `Recorder` keeps the event log that the summary, the timeline and the
+JSON are computed from.
+
+What the world plays that is not Karpenter (the parts of Kubernetes around it):
+- workload controllers: a Deployment, StatefulSet, ReplicaSet, Job, ... makes its pods when
+  applied and on `scale` (`Cluster.apply`); a pod evicted from a terminating node pends again
+  under its own name (a ReplicaSet would create a new pod with a new name);
+- the pod controller's trigger: while a pod is pending (not nominated) the provisioner is
+  triggered again every 10 s, as Karpenter's pod controller requeues provisionable pods; a pass
+  whose inputs (cluster state and the insufficient-capacity marks) are those of the last pass
+  is skipped, since the solve is deterministic and would decide the same;
+- kube-scheduler: binds a pod to the node it is nominated to once that node is registered,
+  carries no taint the pod does not tolerate and has room for the pod's requests in what it
+  advertises; a GPU pod nominated to a node whose GPU never appears stays Pending;
+- the kubelet: registration `launch + registration` after the launch, startup taints removed
+  `daemonset_start` after that (gpucap has no model of which agent removes them), the device
+  plugin (`kubelet.device_plugin_for`) advertising GPUs x time-slicing replicas after its delay,
+  image pulls one at a time per node (an image already on the node is not pulled again),
+  container start and the pod's start-up time, then PodReady.
+Called by `gpucap simulate` and `gpucap demo`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from gpucap.apis.bottlerocket import BottlerocketUserDataError, device_plugin_config
+from gpucap.apis.core import Node, Pod
+from gpucap.apis.ec2nodeclass import EC2NodeClass
+from gpucap.apis.gpu import GPU_RESOURCES, NVIDIA_GPU_SHARED
+from gpucap.apis.gpuoperator import DevicePluginConfig
+from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, NODEPOOL, ZONE
+from gpucap.apis.nodepool import NodeClaim, NodePool
+from gpucap.apis.quantity import base_units
+from gpucap.apis.serde import KubeObject, Manifest
+from gpucap.cloudprovider.aws.catalog import Catalog
+from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider
+from gpucap.cloudprovider.aws.coldstart import KNOWN_IMAGE_SIZES, Timings
+from gpucap.cloudprovider.aws.simulated import SimulatedEC2
+from gpucap.cloudprovider.overlay import decorate
+from gpucap.cloudprovider.types import CloudProvider
+from gpucap.controllers.interruption import Interruption
+from gpucap.controllers.nodeclaim.lifecycle import Lifecycle, LifecycleResult
+from gpucap.controllers.nodeclaim.registering import advertise, registering_node
+from gpucap.controllers.provisioning.batcher import Batcher
+from gpucap.controllers.provisioning.provisioner import Provisioner
+from gpucap.controllers.termination import Termination, TerminationResult
+from gpucap.runtime.clock import EPOCH, FakeClock
+from gpucap.scheduling.resources import Resources, add, fits, pod_requests, subtract
+from gpucap.scheduling.solver import NODE_LIMITS_EXHAUSTED, TYPES_EXCEED_LIMITS
+from gpucap.scheduling.taints import untolerated
+from gpucap.sim.engine import Engine, Timer
+from gpucap.sim.kubelet import (
+    DevicePlugin,
+    PullBounds,
+    advertised_gpus,
+    device_plugin_for,
+    image_pull_seconds,
+    pull_bounds,
+    startup_seconds,
+)
+from gpucap.sim.recorder import Event, Recorder
+from gpucap.sim.scenario import LoadedScenario, ScenarioAction, ScenarioError
+from gpucap.sim.summary import summarize
+
+__all__ = ["POD_RETRY_SECONDS", "SimulationResult", "World", "simulate"]
+
+# Priorities at one instant (lower runs first): the scenario's own actions, then what nodes do
+# by themselves, then kube-scheduler's binding, then Karpenter's controllers.
+PRIORITY_SCENARIO = 0
+PRIORITY_KUBELET = 10
+PRIORITY_BIND = 20
+PRIORITY_CONTROLLER = 30
+# Karpenter's pod controller requeues a provisionable pod every 10 s
+# (pkg/controllers/provisioning/controller.go; karpenter-provisioning.md §3.1).
+POD_RETRY_SECONDS = 10.0
+# The GPU resources a pod may request or a node advertise (time-slicing with renameByDefault
+# advertises `nvidia.com/gpu.shared`).
+_GPU_KEYS = (*GPU_RESOURCES, NVIDIA_GPU_SHARED)
+
+
+@dataclass(slots=True)
+class SimulationResult:
+    """What a run leaves: the event log, the summary computed from it, and the run's length."""
+
+    events: list[Event]
+    summary: dict[str, Any]
+    end: float
+    start: dt.datetime = EPOCH
+
+
+@dataclass(slots=True)
+class _NodeSim:
+    """What the kubelet model keeps per launched NodeClaim."""
+
+    claim: str
+    instance_type: str
+    nodepool: str
+    physical_gpus: int
+    bounds: PullBounds
+    ami_family: str | None
+    node: str | None = None
+    plugin: DevicePlugin | None = None
+    plugin_timer: Timer | None = None
+    pull_free_at: float = 0.0
+    images: dict[str, float] = field(default_factory=dict)  # image -> when it is on the node
+    initialized: bool = False
+
+
+class _Reconciler:
+    """An engine reconciler around a bound method (the engine keys registrations by object)."""
+
+    def __init__(self, name: str, fn: Callable[[], float | None]) -> None:
+        self.name = name
+        self._fn = fn
+
+    def reconcile(self) -> float | None:
+        return self._fn()
+
+
+class World:
+    """One scenario, ready to run (see the module docstring)."""
+
+    def __init__(
+        self, scenario: LoadedScenario, catalog: Catalog, *, sink: TextIO | None = None
+    ) -> None:
+        self.scenario = scenario
+        self.catalog = catalog
+        self.clock = FakeClock()
+        self.engine = Engine(self.clock, seed=scenario.seed)
+        self.recorder = Recorder(sink=sink)
+        self.timings = Timings().with_overrides(scenario.timings)
+        self.images: dict[str, tuple[int, int]] = {**KNOWN_IMAGE_SIZES, **scenario.images}
+        self.ec2 = SimulatedEC2(catalog, self.clock)
+        self.ec2.publish_amis(scenario.kubernetes_version)
+        self.nodeclasses: dict[str, EC2NodeClass] = {}
+        from gpucap.state.cluster import Cluster  # noqa: PLC0415 - one import site for the state
+
+        self.cluster = Cluster(self.clock)
+        self.aws = AWSCloudProvider(
+            self.ec2,
+            catalog,
+            self.clock,
+            self.nodeclasses,
+            kubernetes_version=scenario.kubernetes_version,
+        )
+        self.cloud: CloudProvider = self.aws
+        self.provisioner = Provisioner(self.cloud)
+        self.termination = Termination(self.cluster, self.cloud, self.clock)
+        self.lifecycle = Lifecycle(
+            self.cluster, self.cloud, self.clock, termination=self.termination
+        )
+        self.interruption = Interruption(self.cluster, self.termination, marker=self.aws)
+        self.batcher = Batcher()
+        self._provisioning = _Reconciler("provisioner", self._provision)
+        self._pod_trigger = _Reconciler("provisioning.pods", self._retrigger)
+        self._binder = _Reconciler("kube-scheduler", self._bind_all)
+        self._nodes: dict[str, _NodeSim] = {}  # NodeClaim name -> kubelet model
+        self._claim_timers: dict[str, Timer] = {}
+        self._names: dict[str, int] = {}
+        self._reasons: dict[str, str] = {}  # pod -> last PodUnschedulable reason
+        self._limited: set[str] = set()  # NodePools whose limit stopped a pod
+        self._version = 0  # bumped on every change the scheduler sees
+        self._last_pass: tuple[int, tuple[str, ...]] | None = None
+        self._images_of_class: dict[str, str] = {}  # EC2NodeClass -> last image launched
+
+    # ---- running --------------------------------------------------------------------------------
+    def run(self, on_step: Callable[[float], None] | None = None) -> SimulationResult:
+        """Run the scenario to its end (see the module docstring)."""
+        for m in self.scenario.initial:
+            self._apply_object(m, source=m.source.file if m.source else "")
+        for action in self.scenario.actions:
+            self.engine.at(
+                action.t,
+                lambda a=action: self._act(a),  # type: ignore[misc]
+                priority=PRIORITY_SCENARIO,
+                label=f"events[{action.index}]",
+            )
+        self.engine.every(self._pod_trigger, priority=PRIORITY_CONTROLLER)
+        self.engine.run(self.scenario.duration, on_step=on_step)
+        end = self.scenario.duration
+        events = list(self.recorder.events)
+        return SimulationResult(events, summarize(events, end=end), end)
+
+    @property
+    def now(self) -> float:
+        return self.engine.now
+
+    def emit(self, type_: str, **fields: Any) -> Event:
+        return self.recorder.emit(self.engine.now, type_, **fields)
+
+    def _changed(self) -> None:
+        self._version += 1
+
+    # ---- the scenario's actions -------------------------------------------------------------
+    def _act(self, action: ScenarioAction) -> None:
+        if action.kind == "apply":
+            self.emit("ScenarioEvent", index=action.index, kind="apply", source=action.source)
+            for m in action.manifests:
+                self._apply_object(m, source=action.source)
+        elif action.kind == "scale" and action.ref is not None and action.replicas is not None:
+            kind, namespace, name = action.ref
+            obj = self.cluster.get(kind, namespace or None, name)
+            self.emit(
+                "ScenarioEvent",
+                index=action.index,
+                kind="scale",
+                object=f"{kind}/{_ns_name(namespace, name)}",
+                replicas=action.replicas,
+            )
+            if obj is None:
+                return
+            self._apply(_with_replicas(obj, action.replicas))
+        elif action.kind == "delete" and action.ref is not None:
+            kind, namespace, name = action.ref
+            self.emit(
+                "ScenarioEvent",
+                index=action.index,
+                kind="delete",
+                object=f"{kind}/{_ns_name(namespace, name)}",
+            )
+            applied = self.cluster.delete(kind, namespace or None, name)
+            self._pods_deleted(applied.deleted)
+            self._objects_changed(kind)
+        elif action.kind == "capacity" and action.capacity is not None:
+            self._capacity(action)
+        elif action.kind == "interrupt" and action.interrupt_node_claim is not None:
+            self._interrupt(action.index, action.interrupt_node_claim)
+        elif action.kind == "amiRelease" and action.ami_release is not None:
+            k8s, version = action.ami_release
+            self.emit("ScenarioEvent", index=action.index, kind="amiRelease", detail=version)
+            self.ec2.publish_release(k8s, version)
+        self._changed()
+
+    def _apply_object(self, m: Manifest, *, source: str) -> None:
+        self._apply(m.obj)
+
+    def _apply(self, obj: KubeObject) -> None:
+        applied = self.cluster.apply(obj)
+        kind = obj.kind
+        if kind == "EC2NodeClass":
+            self.nodeclasses[obj.metadata.name] = obj  # type: ignore[assignment]
+        for key in applied.created:
+            pod = self.cluster.pod(key)
+            self.emit("PodCreated", pod=key, gpus=_gpus(pod_requests(pod.spec)))
+            self._pending(key)
+        self._pods_deleted(applied.deleted)
+        self._objects_changed(kind)
+        self._changed()
+
+    def _objects_changed(self, kind: str) -> None:
+        """Re-wire what depends on the applied objects of `kind`."""
+        if kind == "NodeOverlay":
+            self.cloud = decorate(self.aws, self.cluster.nodeoverlays())
+            self.provisioner.cloud_provider = self.cloud
+            self.lifecycle.cloud_provider = self.cloud
+            self.termination.cloud_provider = self.cloud
+        if kind in ("DaemonSet", "ClusterPolicy", "ConfigMap"):
+            # A device plugin applied after nodes registered starts on them now.
+            for sim in self._nodes.values():
+                if sim.node is not None and sim.plugin is None and not sim.initialized:
+                    self._start_plugin(sim)
+        if kind in ("NodePool", "EC2NodeClass", "NodeOverlay", "DaemonSet"):
+            self._trigger_provisioning()
+
+    def _pods_deleted(self, keys: Iterable[str]) -> None:
+        for key in keys:
+            self.emit("PodDeleted", pod=key)
+            self._reasons.pop(key, None)
+        self._trigger_bind()
+
+    def _capacity(self, action: ScenarioAction) -> None:
+        cap = action.capacity
+        assert cap is not None
+        until = None if cap.duration is None else self.now + cap.duration
+        self.ec2.set_capacity(
+            cap.instance_type,
+            cap.zone,
+            cap.capacity_type,
+            available=cap.available,
+            until=(
+                None
+                if cap.duration is None
+                else self.clock.now() + dt.timedelta(seconds=cap.duration)
+            ),
+        )
+        fields = {
+            "instanceType": cap.instance_type,
+            "zone": cap.zone,
+            "capacityType": cap.capacity_type,
+        }
+        self.emit("ScenarioEvent", index=action.index, kind="capacity")
+        self.emit("CapacityChanged", available=cap.available, **fields)
+        if until is not None and until <= self.scenario.duration:
+
+            def window_ends() -> None:
+                self.emit("CapacityChanged", available=not cap.available, **fields)
+                self._changed()
+                self._trigger_provisioning()
+
+            self.engine.at(
+                until,
+                window_ends,
+                priority=PRIORITY_SCENARIO,
+                label="capacity window ends",
+            )
+
+    def _interrupt(self, index: int, name: str) -> None:
+        claim = self.cluster.node_claim(name)
+        if claim is None or not claim.status.provider_id:
+            self.emit(
+                "ScenarioEvent",
+                index=index,
+                kind="interrupt",
+                detail=f"no launched NodeClaim {name} at this time; nothing interrupted",
+            )
+            return
+        if claim.metadata.labels.get(CAPACITY_TYPE) != "spot":
+            self.emit(
+                "ScenarioEvent",
+                index=index,
+                kind="interrupt",
+                detail=f"NodeClaim {name} is not a spot instance; EC2 does not interrupt it",
+            )
+            return
+        self.emit("ScenarioEvent", index=index, kind="interrupt", detail=name)
+        self.ec2.interrupt(claim.status.provider_id.rsplit("/", 1)[-1])
+        sim = self._nodes.get(name)
+        self.emit("SpotInterruptionWarning", nodeClaim=name, node=sim.node if sim else None)
+        before = set(self.aws.unavailable.active())
+        result = self.interruption.spot_interruption(name)
+        self._offerings_marked(before, reason="SpotInterruption")
+        if result is not None:
+            self.emit("DisruptionDecision", nodeClaim=name, reason="Interrupted")
+            if result.termination is not None:
+                self._terminated(name, result.termination)
+
+    # ---- provisioning -------------------------------------------------------------------------
+    def _pending(self, key: str) -> None:
+        """Pod `key` is pending (created, evicted, or its NodeClaim went): open or extend the
+        batch window and run the provisioner when it closes."""
+        self.batcher.add(self.now, key)
+        self._trigger_provisioning()
+
+    def _trigger_provisioning(self) -> None:
+        ready = self.batcher.ready_at()
+        if ready is None:
+            self.batcher.add(self.now)
+            ready = self.batcher.ready_at()
+            assert ready is not None
+        self.engine.trigger(self._provisioning, after=max(0.0, ready - self.now))
+
+    def _retrigger(self) -> float | None:
+        """Karpenter's pod controller: a provisionable pod triggers the provisioner every 10 s."""
+        if self.cluster.snapshot().pending:
+            self._trigger_provisioning()
+        return POD_RETRY_SECONDS
+
+    def _provision(self) -> float | None:
+        ready = self.batcher.ready_at()
+        if ready is None:
+            return None
+        if ready > self.now:
+            return ready - self.now
+        self.batcher.reset()
+        self.aws.unavailable.expire()
+        marks = tuple(self.aws.unavailable.active())
+        fingerprint = (self._version, marks)
+        if fingerprint == self._last_pass:
+            return None
+        snap = self.cluster.snapshot()
+        pending = list(snap.pending)
+        if not pending:
+            self._last_pass = fingerprint
+            return None
+        pools = self._ready_nodepools()
+        results = self.provisioner.schedule(
+            pools,
+            state_nodes=snap.nodes,
+            daemonsets=self.cluster.daemonsets(),
+            pending=pending,
+        )
+        for existing in results.existing_nodes:
+            for pod in existing.pods:
+                self._nominate(pod.key, existing.name)
+        claims = self.provisioner.node_claims(results, names=self._next_name)
+        for planned, claim in zip(results.new_node_claims, claims, strict=True):
+            self.cluster.add_node_claim(claim)
+            self.emit(
+                "NodeClaimCreated",
+                nodeClaim=claim.name,
+                nodePool=planned.nodepool,
+                instanceTypes=[it.name for it in planned.instance_types],
+            )
+            for pod in planned.pods:
+                self._nominate(pod.key, claim.name)
+            self._launch(claim.name, planned.nodepool)
+        self._unschedulable(results.pod_errors)
+        self._changed()
+        self._last_pass = (self._version, tuple(self.aws.unavailable.active()))
+        self._trigger_bind()
+        return None
+
+    def _ready_nodepools(self) -> list[NodePool]:
+        """The NodePools Karpenter would use: their EC2NodeClass applied (else not Ready)."""
+        return [
+            np
+            for np in self.cluster.nodepools()
+            if np.spec.template.spec.node_class_ref.is_ec2nodeclass
+            and np.spec.template.spec.node_class_ref.name in self.nodeclasses
+        ]
+
+    def _next_name(self, nodepool: str) -> str:
+        while True:
+            self._names[nodepool] = self._names.get(nodepool, 0) + 1
+            name = f"{nodepool}-{self._names[nodepool]}"
+            if self.cluster.node_claim(name) is None and self.cluster.node(name) is None:
+                return name
+
+    def _nominate(self, pod_key: str, target: str) -> None:
+        claim = self.cluster.node_claim(target)
+        if claim is None:
+            # An existing node Karpenter does not manage: kube-scheduler binds there at once.
+            self._bind(pod_key, target)
+            return
+        self.cluster.nominate(pod_key, target)
+        self._reasons.pop(pod_key, None)
+        self.emit("PodNominated", pod=pod_key, nodeClaim=target)
+
+    def _unschedulable(self, errors: Mapping[str, str]) -> None:
+        limited: set[str] = set()
+        for key, reason in errors.items():
+            if self._reasons.get(key) != reason:
+                self._reasons[key] = reason
+                self.emit("PodUnschedulable", pod=key, reason=reason)
+            if NODE_LIMITS_EXHAUSTED in reason or TYPES_EXCEED_LIMITS in reason:
+                limited.update(self._pools_at_limit(reason))
+        for pool in sorted(limited - self._limited):
+            usage = self.cluster.nodepool_usage(pool)
+            np = self.cluster.nodepool(pool)
+            limits = base_units(np.spec.limits) if np is not None and np.spec.limits else {}
+            parts = [f"{r} {usage.get(r, 0)}/{v}" for r, v in sorted(limits.items())]
+            self.emit(
+                "LimitReached",
+                nodePool=pool,
+                resource=",".join(sorted(limits)),
+                message=f"limits ({', '.join(parts)}) stop new NodeClaims",
+            )
+        self._limited = limited
+
+    def _pools_at_limit(self, reason: str) -> list[str]:
+        return [
+            np.name
+            for np in self.cluster.nodepools()
+            if np.spec.limits and (f"nodepool {np.name!r}" in reason or np.name in reason)
+        ]
+
+    # ---- NodeClaims -----------------------------------------------------------------------------
+    def _launch(self, name: str, nodepool: str) -> None:
+        before = set(self.aws.unavailable.active())
+        result = self.lifecycle.reconcile(name)
+        self._offerings_marked(before, reason="InsufficientInstanceCapacity")
+        self._lifecycle_result(result, nodepool=nodepool)
+
+    def _offerings_marked(self, before: set[str], *, reason: str) -> None:
+        for key in sorted(set(self.aws.unavailable.active()) - before):
+            capacity_type, instance_type, zone = key.split(":", 2)
+            self.emit(
+                "OfferingUnavailable",
+                instanceType=instance_type,
+                zone=zone,
+                capacityType=capacity_type,
+                reason=reason,
+            )
+
+    def _lifecycle_result(self, result: LifecycleResult, *, nodepool: str | None = None) -> None:
+        name = result.node_claim
+        claim = self.cluster.node_claim(name)
+        if result.launched and claim is not None:
+            self._launched(claim)
+        if result.error is not None and not result.deleted:
+            self.emit(
+                "LaunchFailed",
+                nodeClaim=name,
+                nodePool=nodepool or "",
+                reason="LaunchFailed",
+                message=result.error,
+            )
+        if result.deleted is not None and result.termination is None and result.gone:
+            if not result.launched and claim is None and nodepool is not None:
+                self.emit(
+                    "LaunchFailed",
+                    nodeClaim=name,
+                    nodePool=nodepool,
+                    reason=result.deleted,
+                    message=result.error or "",
+                )
+            self.emit("NodeClaimDeleted", nodeClaim=name, reason=result.deleted)
+        if result.initialized == "True" or (
+            claim is not None and _initialized(claim) and not self._is_initialized(name)
+        ):
+            self._initialized(name)
+        if result.termination is not None:
+            self._terminated(name, result.termination)
+        for key in result.released:
+            if self.cluster.pod(key).spec.node_name is None:
+                self._pending(key)
+        if result.requeue_after is not None and not result.gone:
+            self._requeue_claim(name, result.requeue_after)
+        self._changed()
+
+    def _requeue_claim(self, name: str, after: float) -> None:
+        old = self._claim_timers.pop(name, None)
+        if old is not None:
+            self.engine.cancel(old)
+        self._claim_timers[name] = self.engine.after(
+            after,
+            lambda: self._reconcile_claim(name),
+            priority=PRIORITY_CONTROLLER,
+            label=f"nodeclaim {name}",
+        )
+
+    def _reconcile_claim(self, name: str) -> None:
+        self._claim_timers.pop(name, None)
+        self._lifecycle_result(self.lifecycle.reconcile(name))
+
+    def _launched(self, claim: NodeClaim) -> None:
+        labels = claim.metadata.labels
+        instance_type = labels.get(INSTANCE_TYPE, "")
+        zone = labels.get(ZONE, "")
+        capacity_type = labels.get(CAPACITY_TYPE, "")
+        nodepool = labels.get(NODEPOOL, "")
+        capacity = base_units(claim.status.capacity)
+        gpus = sum(capacity.get(r, 0) for r in _GPU_KEYS)
+        nodeclass = self.nodeclasses.get(claim.spec.node_class_ref.name)
+        self.emit(
+            "NodeClaimLaunched",
+            nodeClaim=claim.name,
+            nodePool=nodepool,
+            instanceType=instance_type,
+            zone=zone,
+            capacityType=capacity_type,
+            pricePerHour=self._price(claim),
+            gpus=gpus,
+        )
+        if (
+            nodeclass is not None
+            and claim.status.image_id
+            and self._images_of_class.get(nodeclass.name) != claim.status.image_id
+        ):
+            self._images_of_class[nodeclass.name] = claim.status.image_id
+            alias = next((t.alias for t in nodeclass.spec.ami_selector_terms if t.alias), None)
+            self.emit(
+                "AMIResolved",
+                nodeClass=nodeclass.name,
+                alias=alias,
+                image=claim.status.image_id,
+                version=self.ec2.release_of(claim.status.image_id),
+            )
+        sim = _NodeSim(
+            claim=claim.name,
+            instance_type=instance_type,
+            nodepool=nodepool,
+            physical_gpus=gpus,
+            bounds=pull_bounds(instance_type, nodeclass, self.catalog),
+            ami_family=_ami_family(nodeclass),
+        )
+        self._nodes[claim.name] = sim
+        self.engine.after(
+            self.timings.launch + self.timings.registration,
+            lambda: self._register(claim.name),
+            priority=PRIORITY_KUBELET,
+            label=f"kubelet {claim.name} registers",
+        )
+
+    def _price(self, claim: NodeClaim) -> float:
+        """What EC2 bills for the claim's instance (the simulated EC2 priced it at launch)."""
+        instance = self.ec2.instances.get((claim.status.provider_id or "").rsplit("/", 1)[-1])
+        return instance.price if instance is not None else 0.0
+
+    # ---- the kubelet --------------------------------------------------------------------------
+    def _register(self, name: str) -> None:
+        claim = self.cluster.node_claim(name)
+        sim = self._nodes.get(name)
+        if claim is None or sim is None or claim.metadata.deletion_timestamp is not None:
+            return
+        node = registering_node(claim)
+        sim.node = node.metadata.name
+        result = self.lifecycle.register(node)
+        self._start_plugin(sim)
+        self.emit(
+            "NodeRegistered",
+            nodeClaim=name,
+            node=sim.node,
+            devicePlugin=sim.plugin.source if sim.plugin is not None else None,
+        )
+        if result is not None:
+            self._lifecycle_result(result)
+        startup = claim.spec.startup_taints
+        if startup:
+            self.engine.after(
+                self.timings.daemonset_start,
+                lambda: self._remove_startup_taints(name),
+                priority=PRIORITY_KUBELET,
+                label=f"startup taints of {name}",
+            )
+        self._trigger_bind()
+
+    def _start_plugin(self, sim: _NodeSim) -> None:
+        if sim.node is None or sim.physical_gpus <= 0:
+            return
+        node = self.cluster.node(sim.node)
+        if node is None:
+            return
+        nodeclass = self.nodeclasses.get(self._claim_class(sim.claim))
+        plugin = device_plugin_for(
+            node.metadata.labels,
+            [t for t in node.spec.taints if t.effect in ("NoSchedule", "NoExecute")],
+            objects=self.cluster.objects(),
+            addons=self.scenario.addons,
+            ami_family=sim.ami_family,
+            timings=self.timings,
+            ami_config=_bottlerocket_config(nodeclass),
+        )
+        if plugin is None:
+            return
+        sim.plugin = plugin
+        sim.plugin_timer = self.engine.after(
+            plugin.delay,
+            lambda: self._advertise(sim.claim),
+            priority=PRIORITY_KUBELET,
+            label=f"device plugin on {sim.node}",
+        )
+
+    def _claim_class(self, name: str) -> str:
+        claim = self.cluster.node_claim(name)
+        return claim.spec.node_class_ref.name if claim is not None else ""
+
+    def _advertise(self, name: str) -> None:
+        sim = self._nodes.get(name)
+        if sim is None or sim.node is None:
+            return
+        node = self.cluster.node(sim.node)
+        if node is None:
+            return
+        node = advertise(node, advertised_gpus(sim.physical_gpus, sim.plugin))
+        result = self.lifecycle.node_changed(node)
+        if result is not None:
+            self._lifecycle_result(result)
+        self._trigger_bind()
+        self._trigger_provisioning()
+
+    def _remove_startup_taints(self, name: str) -> None:
+        sim = self._nodes.get(name)
+        claim = self.cluster.node_claim(name)
+        if sim is None or sim.node is None or claim is None:
+            return
+        node = self.cluster.node(sim.node)
+        if node is None:
+            return
+        startup = [t.as_taint() for t in claim.spec.startup_taints]
+        taints = [
+            t
+            for t in node.spec.taints
+            if not any(t.key == s.key and t.effect == s.effect for s in startup)
+        ]
+        node = node.model_copy(update={"spec": node.spec.model_copy(update={"taints": taints})})
+        result = self.lifecycle.node_changed(node)
+        if result is not None:
+            self._lifecycle_result(result)
+        self._trigger_bind()
+
+    def _is_initialized(self, name: str) -> bool:
+        sim = self._nodes.get(name)
+        return sim is not None and sim.initialized
+
+    def _initialized(self, name: str) -> None:
+        sim = self._nodes.get(name)
+        if sim is None or sim.initialized or sim.node is None:
+            return
+        sim.initialized = True
+        node = self.cluster.node(sim.node)
+        advertised = {}
+        if node is not None:
+            allocatable = base_units(node.status.allocatable)
+            advertised = {r: allocatable[r] for r in sorted(allocatable) if r in _GPU_KEYS}
+        self.emit("NodeInitialized", nodeClaim=name, node=sim.node, gpusAdvertised=advertised)
+        self._trigger_provisioning()
+
+    # ---- kube-scheduler -------------------------------------------------------------------------
+    def _trigger_bind(self) -> None:
+        self.engine.trigger(self._binder)
+
+    def _bind_all(self) -> float | None:
+        """Bind every nominated pod whose node can take it now (nomination order)."""
+        for key, claim_name in sorted(self.cluster.nominations().items()):
+            sim = self._nodes.get(claim_name)
+            if sim is None or sim.node is None:
+                continue
+            self._try_bind(key, sim.node)
+        return None
+
+    def _try_bind(self, key: str, node_name: str) -> None:
+        node = self.cluster.node(node_name)
+        if node is None or node.metadata.deletion_timestamp is not None:
+            return
+        pod = self.cluster.pod(key)
+        if not _ready(node):
+            return
+        taints = [t for t in node.spec.taints if t.effect in ("NoSchedule", "NoExecute")]
+        if untolerated(taints, pod.spec.tolerations) is not None:
+            return
+        used = add(*(_requests(p) for p in self.cluster.pods_on(node_name)))
+        free = subtract(base_units(node.status.allocatable), used)
+        if not fits(_requests(pod), free):
+            return
+        self._bind(key, node_name)
+
+    def _bind(self, key: str, node_name: str) -> None:
+        pod = self.cluster.bind(key, node_name)
+        claim = self._claim_of_node(node_name)
+        self.emit("PodBound", pod=key, node=node_name, nodeClaim=claim)
+        self._reasons.pop(key, None)
+        self._changed()
+        self._start_pod(pod, node_name, claim)
+
+    def _claim_of_node(self, node_name: str) -> str | None:
+        for sim in self._nodes.values():
+            if sim.node == node_name:
+                return sim.claim
+        return None
+
+    def _start_pod(self, pod: Pod, node_name: str, claim: str | None) -> None:
+        sim = self._nodes.get(claim) if claim is not None else None
+        now = self.now
+        ready_images = now
+        pull = 0.0
+        for container in pod.spec.containers:
+            image = container.image or ""
+            if sim is None:
+                continue
+            have = sim.images.get(image)
+            if have is None:
+                start = max(now, sim.pull_free_at)
+                seconds = image_pull_seconds(image, sim.bounds, self.images)
+                have = start + seconds
+                sim.pull_free_at = have
+                sim.images[image] = have
+            ready_images = max(ready_images, have)
+        pull = ready_images - now
+        try:
+            load = startup_seconds(pod, self.timings)
+        except ValueError as err:
+            raise ScenarioError(f"{self.scenario.path}: {err}") from err
+        ready = ready_images + self.timings.container_start + load
+        self.engine.at(
+            ready,
+            lambda: self._ready(pod.key, node_name, pull, load),
+            priority=PRIORITY_KUBELET,
+            label=f"pod {pod.key} ready",
+        )
+
+    def _ready(self, key: str, node_name: str, pull: float, load: float) -> None:
+        try:
+            pod = self.cluster.pod(key)
+        except KeyError:
+            return
+        if pod.spec.node_name != node_name:
+            return
+        self.emit("PodReady", pod=key, node=node_name, pullSeconds=pull, loadSeconds=load)
+
+    # ---- termination ----------------------------------------------------------------------------
+    def _terminated(self, name: str, result: TerminationResult) -> None:
+        for key in result.evicted:
+            self.emit("PodEvicted", pod=key, node=result.node, reason=result.reason or "")
+            self._pending(key)
+        for key in result.released:
+            if key not in result.evicted:
+                self._pending(key)
+        if result.removed:
+            self.emit("NodeClaimDeleted", nodeClaim=name, reason=result.reason or "")
+            self.emit("NodeTerminated", nodeClaim=name, node=result.node)
+            sim = self._nodes.pop(name, None)
+            if sim is not None and sim.plugin_timer is not None:
+                self.engine.cancel(sim.plugin_timer)
+        elif result.requeue_after is not None:
+            self._requeue_claim(name, result.requeue_after)
+        self._changed()
+        self._trigger_provisioning()
+
+
+def simulate(
+    scenario: LoadedScenario,
+    catalog: Catalog,
+    *,
+    sink: TextIO | None = None,
+    on_step: Callable[[float], None] | None = None,
+) -> SimulationResult:
+    """Run `scenario` over `catalog` (see the module docstring)."""
+    return World(scenario, catalog, sink=sink).run(on_step=on_step)
+
+
+# ---- helpers ------------------------------------------------------------------------------------
+def _ns_name(namespace: str, name: str) -> str:
+    return f"{namespace}/{name}" if namespace else name
+
+
+def _requests(pod: Pod) -> Resources:
+    return add(pod_requests(pod.spec), {"pods": 1})
+
+
+def _gpus(requests: Mapping[str, int]) -> dict[str, int]:
+    return {r: v for r, v in sorted(requests.items()) if r in _GPU_KEYS and v}
+
+
+def _ready(node: Node) -> bool:
+    return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions)
+
+
+def _initialized(claim: NodeClaim) -> bool:
+    return any(c.type == "Initialized" and c.status == "True" for c in claim.status.conditions)
+
+
+def _with_replicas(obj: KubeObject, replicas: int) -> KubeObject:
+    spec = obj.spec  # type: ignore[union-attr]
+    field_name = "parallelism" if obj.kind == "Job" else "replicas"
+    return obj.model_copy(update={"spec": spec.model_copy(update={field_name: replicas})})
+
+
+def _ami_family(nodeclass: EC2NodeClass | None) -> str | None:
+    if nodeclass is None:
+        return None
+    for term in nodeclass.spec.ami_selector_terms:
+        if term.alias:
+            return term.alias.split("@", 1)[0]
+    return None
+
+
+def _bottlerocket_config(nodeclass: EC2NodeClass | None) -> DevicePluginConfig | None:
+    """The device-plugin config Bottlerocket's userData gives (None: not Bottlerocket, or
+    userData it cannot read, which lint reports as AMI004)."""
+    if _ami_family(nodeclass) != "bottlerocket" or nodeclass is None:
+        return None
+    try:
+        return device_plugin_config(nodeclass.spec.user_data)
+    except BottlerocketUserDataError:
+        return None
