@@ -18,7 +18,7 @@ from gpucap.controllers.provisioning import plan
 from gpucap.sim.kubelet import image_pull_seconds, pull_bounds
 from gpucap.sim.recorder import Event
 from gpucap.sim.scenario import LoadedScenario, load_scenario
-from gpucap.sim.world import SimulationResult, simulate
+from gpucap.sim.world import SimulationResult, World, simulate
 
 STORIES = Path(__file__).parent / "stories"
 
@@ -242,3 +242,27 @@ def test_plan_and_simulate_create_the_same_first_node_claims_for_the_same_pendin
         first_plan.launch.capacity_type,
     )
     assert launch.get("pricePerHour") == pytest.approx(first_plan.launch.price)
+
+
+# ---- AMI releases --------------------------------------------------------------------------------
+def test_an_ami_release_reaches_new_nodes_of_an_at_latest_alias_once_the_ssm_cache_expires() -> (
+    None
+):
+    result = run("ami-release")
+    resolved = of_type(result, "AMIResolved")
+    assert [e.get("version") for e in resolved] == ["v20260827", "v20261001"]
+    first, second, third = launches(result)
+    assert resolved[0].t == first.t
+    # Read at 0 s, the alias is cached for 24 h: the node at 40m still gets the old release.
+    assert 30 * 60 < second.t < 24 * 3600
+    assert resolved[1].t == third.t
+    assert third.t > 24 * 3600
+
+
+def test_limit_reasons_name_only_the_nodepools_whose_limits_stopped_the_pod() -> None:
+    reason = (
+        'nodepool "gpu": all available instance types exceed limits for nodepool; '
+        'nodepool "gpu-small": incompatible requirements; '
+        'nodepool "cpu": node limits have been exhausted for nodepool'
+    )
+    assert World._pools_at_limit(reason) == ["cpu", "gpu"]

@@ -31,6 +31,7 @@ Called by `gpucap simulate` and `gpucap demo`.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO
@@ -88,6 +89,8 @@ POD_RETRY_SECONDS = 10.0
 # The GPU resources a pod may request or a node advertise (time-slicing with renameByDefault
 # advertises `nvidia.com/gpu.shared`).
 _GPU_KEYS = (*GPU_RESOURCES, NVIDIA_GPU_SHARED)
+# One NodePool's part of a pending reason (scheduling/solver.py: `nodepool "NAME": ...`).
+_POOL_REASON = re.compile(r'nodepool "((?:[^"\\]|\\.)*)": ([^;]*)')
 
 
 @dataclass(slots=True)
@@ -239,7 +242,16 @@ class World:
             self._interrupt(action.index, action.interrupt_node_claim)
         elif action.kind == "amiRelease" and action.ami_release is not None:
             k8s, version = action.ami_release
-            self.emit("ScenarioEvent", index=action.index, kind="amiRelease", detail=version)
+            self.emit(
+                "ScenarioEvent",
+                index=action.index,
+                kind="amiRelease",
+                detail=(
+                    f"AWS publishes EKS AMI release {version} for Kubernetes {k8s}: "
+                    "al2023@latest points to it (Karpenter reads it when its 24 h SSM cache "
+                    "expires)"
+                ),
+            )
             self.ec2.publish_release(k8s, version)
         self._changed()
 
@@ -362,8 +374,14 @@ class World:
         self.engine.trigger(self._provisioning, after=max(0.0, ready - self.now))
 
     def _retrigger(self) -> float | None:
-        """Karpenter's pod controller: a provisionable pod triggers the provisioner every 10 s."""
-        if self.cluster.snapshot().pending:
+        """Karpenter's pod controller: a provisionable pod triggers the provisioner every 10 s.
+        Nothing the scheduler sees changed since the last pass (the same cluster state and
+        insufficient-capacity marks): that pass's answer stands, so no trigger."""
+        self.aws.unavailable.expire()
+        if (self._version, tuple(self.aws.unavailable.active())) == self._last_pass:
+            return POD_RETRY_SECONDS
+        nominated = self.cluster.nominations()
+        if any(not p.spec.node_name and p.key not in nominated for p in self.cluster.pods()):
             self._trigger_provisioning()
         return POD_RETRY_SECONDS
 
@@ -459,12 +477,15 @@ class World:
             )
         self._limited = limited
 
-    def _pools_at_limit(self, reason: str) -> list[str]:
-        return [
-            np.name
-            for np in self.cluster.nodepools()
-            if np.spec.limits and (f"nodepool {np.name!r}" in reason or np.name in reason)
-        ]
+    @staticmethod
+    def _pools_at_limit(reason: str) -> list[str]:
+        """The NodePools a pending reason says stopped the pod for their limits (the
+        scheduler joins one `nodepool "NAME": why` part per NodePool with "; ")."""
+        return sorted(
+            m.group(1)
+            for m in _POOL_REASON.finditer(reason)
+            if NODE_LIMITS_EXHAUSTED in m.group(2) or TYPES_EXCEED_LIMITS in m.group(2)
+        )
 
     # ---- NodeClaims -----------------------------------------------------------------------------
     def _launch(self, name: str, nodepool: str) -> None:
