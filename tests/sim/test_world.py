@@ -17,7 +17,7 @@ from gpucap.cloudprovider.aws.catalog import Catalog, load_catalog
 from gpucap.controllers.provisioning import plan
 from gpucap.sim.kubelet import image_pull_seconds, pull_bounds
 from gpucap.sim.recorder import Event
-from gpucap.sim.scenario import LoadedScenario, load_scenario
+from gpucap.sim.scenario import LoadedScenario, ScenarioError, load_scenario
 from gpucap.sim.world import SimulationResult, World, simulate
 
 STORIES = Path(__file__).parent / "stories"
@@ -266,3 +266,27 @@ def test_limit_reasons_name_only_the_nodepools_whose_limits_stopped_the_pod() ->
         'nodepool "cpu": node limits have been exhausted for nodepool'
     )
     assert World._pools_at_limit(reason) == ["cpu", "gpu"]
+
+
+def test_scaling_past_the_pod_limit_of_a_run_is_one_line_naming_the_event(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("gpucap.sim.world.MAX_PODS", 1000)  # 150,000 in the product
+    folder = tmp_path / "big"
+    shutil.copytree(STORIES, folder)
+    second = (folder / "vllm.yaml").read_text().replace("name: vllm,", "name: other,")
+    (folder / "other.yaml").write_text(second)
+    (folder / "big.yaml").write_text(
+        "apiVersion: gpucap.dev/v1alpha1\nkind: Scenario\nmetadata: {name: big}\n"
+        "spec:\n  duration: 1h\n  manifests: [nodeclass.yaml, nodepool.yaml, vllm.yaml, other.yaml]\n"
+        "  events:\n"
+        "    - {at: 1m, scale: {kind: Deployment, name: vllm, namespace: default, replicas: 501}}\n"
+        "    - {at: 1m, scale: {kind: Deployment, name: other, namespace: default, replicas: 501}}\n"
+    )
+    scenario = _load(folder / "big.yaml")
+    with pytest.raises(ScenarioError) as err:
+        simulate(dataclasses.replace(scenario, duration=90.0 + 60), _catalog())
+    assert str(err.value) == (
+        f"{folder / 'big.yaml'}: events[1].scale.replicas: the cluster would hold 1,002 pods, "
+        "more than gpucap simulates (1,000)"
+    )

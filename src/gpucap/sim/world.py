@@ -39,9 +39,11 @@ from typing import Any, TextIO
 from gpucap.apis.bottlerocket import BottlerocketUserDataError, device_plugin_config
 from gpucap.apis.core import Node, Pod
 from gpucap.apis.ec2nodeclass import EC2NodeClass
+from gpucap.apis.expansion import POD_CREATORS, expand
 from gpucap.apis.gpu import GPU_RESOURCES, NVIDIA_GPU_SHARED
 from gpucap.apis.gpuoperator import DevicePluginConfig
 from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, NODEPOOL, ZONE
+from gpucap.apis.limits import MAX_PODS
 from gpucap.apis.nodepool import NodeClaim, NodePool
 from gpucap.apis.quantity import base_units
 from gpucap.apis.serde import KubeObject, Manifest
@@ -147,6 +149,10 @@ class World:
         self.images: dict[str, tuple[int, int]] = {**KNOWN_IMAGE_SIZES, **scenario.images}
         self.ec2 = SimulatedEC2(catalog, self.clock)
         self.ec2.publish_amis(scenario.kubernetes_version)
+        for k8s, versions in sorted((scenario.ami_releases or {}).items()):
+            # The scenario's releases, oldest first: the last one is `latest`.
+            for version in sorted(versions):
+                self.ec2.publish_release(k8s, version)
         self.nodeclasses: dict[str, EC2NodeClass] = {}
         from gpucap.state.cluster import Cluster  # noqa: PLC0415 - one import site for the state
 
@@ -212,6 +218,11 @@ class World:
             self.emit("ScenarioEvent", index=action.index, kind="apply", source=action.source)
             for m in action.manifests:
                 self._apply_object(m, source=action.source)
+            if len(self.cluster.pods()) > MAX_PODS:
+                raise ScenarioError(
+                    f"{self.scenario.path}: events[{action.index}].apply: the cluster would hold "
+                    f"{len(self.cluster.pods()):,} pods, more than gpucap simulates ({MAX_PODS:,})"
+                )
         elif action.kind == "scale" and action.ref is not None and action.replicas is not None:
             kind, namespace, name = action.ref
             obj = self.cluster.get(kind, namespace or None, name)
@@ -224,6 +235,14 @@ class World:
             )
             if obj is None:
                 return
+            before = len(self.cluster.pods())
+            mine = len(expand(obj)) if isinstance(obj, POD_CREATORS) else 0
+            if before - mine + action.replicas > MAX_PODS:
+                raise ScenarioError(
+                    f"{self.scenario.path}: events[{action.index}].scale.replicas: the cluster "
+                    f"would hold {before - mine + action.replicas:,} pods, more than gpucap "
+                    f"simulates ({MAX_PODS:,})"
+                )
             self._apply(_with_replicas(obj, action.replicas))
         elif action.kind == "delete" and action.ref is not None:
             kind, namespace, name = action.ref
@@ -726,11 +745,22 @@ class World:
     def _bind_all(self) -> float | None:
         """Bind every nominated pod whose node can take it now (nomination order)."""
         for key, claim_name in sorted(self.cluster.nominations().items()):
-            sim = self._nodes.get(claim_name)
-            if sim is None or sim.node is None:
-                continue
-            self._try_bind(key, sim.node)
+            node = self._node_of_claim(claim_name)
+            if node is not None:
+                self._try_bind(key, node)
         return None
+
+    def _node_of_claim(self, claim_name: str) -> str | None:
+        """The registered Node of a NodeClaim: the kubelet model's, or for a NodeClaim the
+        scenario applied with its Node, the Node with its provider ID."""
+        sim = self._nodes.get(claim_name)
+        if sim is not None:
+            return sim.node
+        claim = self.cluster.node_claim(claim_name)
+        if claim is None:
+            return None
+        nodes = self.cluster.nodes_for_claim(claim)
+        return nodes[0].metadata.name if nodes else None
 
     def _try_bind(self, key: str, node_name: str) -> None:
         node = self.cluster.node(node_name)
