@@ -4,7 +4,6 @@ events, not copied)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -30,10 +29,10 @@ def catalog() -> Catalog:
 
 
 @pytest.fixture(scope="module")
-def tree(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("story")
     story_tree(root)
-    yield root
+    return root
 
 
 @pytest.fixture(scope="module")
