@@ -220,12 +220,13 @@ def act2_sentences(
         "cluster: it advertised no GPU, so Karpenter did not count it initialized and the GPU "
         "pod stayed Pending."
     )
+    init = next((e for e in _of(events, "NodeInitialized") if e.get("nodeClaim") == claim), None)
+    # The plugin came with the last apply before the node initialized (none: it never came).
     applied = [
         e
         for e in _of(events, "ScenarioEvent")
-        if e.get("kind") == "apply" and e.t > reg.t and "plugin" in str(e.get("source", ""))
-    ]
-    init = next((e for e in _of(events, "NodeInitialized") if e.get("nodeClaim") == claim), None)
+        if e.get("kind") == "apply" and init is not None and reg.t < e.t <= init.t
+    ][-1:]
     arrived = applied[0].t if applied else result.end
     billed = arrived - launch.t
     dollars = launch.get("pricePerHour") * billed / 3600
