@@ -47,6 +47,8 @@ def main() -> None:
         out = run(py, "-m", "gpucap", "demo", cwd=Path(tmp))
         if "new node(s)" not in out:
             sys.exit(f"check_wheel: `gpucap demo` from the wheel printed no result:\n{out}")
+        if "fell back to on-demand" not in out or "before the device plugin arrived" not in out:
+            sys.exit(f"check_wheel: `gpucap demo` from the wheel told no story:\n{out}")
     print(f"check_wheel: {wheel.name} installs and runs `gpucap demo`")
 
 

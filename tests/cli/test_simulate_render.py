@@ -477,3 +477,14 @@ def test_the_json_document_holds_the_events_and_the_summary() -> None:
         "instanceTypes": ["g5.xlarge"],
     }
     assert json.loads(json.dumps(doc))["summary"] == s
+
+
+def test_a_node_registered_before_the_device_plugin_is_told_then_its_initialization() -> None:
+    log = [
+        ev(55, "NodeRegistered", nodeClaim="gpu-1", node="gpu-1", devicePlugin=None),
+        ev(1835, "NodeInitialized", nodeClaim="gpu-1", node="gpu-1", gpusAdvertised=GPU1),
+    ]
+    assert format_timeline(log) == [
+        "00:00:55 node gpu-1 registered; GPU not advertised: no device plugin yet",
+        "00:30:35 node gpu-1 initialized 29m40s after registering: 1 nvidia.com/gpu advertised",
+    ]

@@ -14,7 +14,6 @@ import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -23,12 +22,12 @@ from typer._click import exceptions as click_errors  # typer's own copy of click
 from typer.core import TyperGroup
 
 from gpucap import __version__
-from gpucap.apis.placeholders import parse_only, substitute
+from gpucap.apis.placeholders import parse_only
 from gpucap.apis.placeholders import render as fill_placeholders
 from gpucap.apis.quantity import Quantity
 from gpucap.apis.reading import InputError, os_reason, read_path, read_stream
-from gpucap.apis.serde import LIMIT, LoadResult, Manifest, load_paths, load_text
-from gpucap.apis.workloads import Deployment
+from gpucap.apis.serde import LIMIT, LoadResult, load_paths
+from gpucap.cli.demo import DEMO_VALUES, run_demo
 from gpucap.cli.render import (
     describe,
     format_explanation,
@@ -55,7 +54,7 @@ from gpucap.cloudprovider.aws.catalog import (
 from gpucap.cloudprovider.aws.ec2api import EC2API, EC2APIError
 from gpucap.controllers.provisioning import DEFAULT_MAX_PASSES, explain_pod
 from gpucap.controllers.provisioning import plan as make_plan
-from gpucap.lint.config import ConfigError, LintConfig, find_config, load_config
+from gpucap.lint.config import ConfigError, find_config, load_config
 from gpucap.lint.context import KNOWN_IMAGE_SIZES, LintContext
 from gpucap.lint.model import all_rules
 from gpucap.lint.output import format_json as format_lint_json
@@ -65,18 +64,12 @@ from gpucap.lint.runner import run as run_lint
 from gpucap.runtime.logging import configure
 from gpucap.runtime.terminal import Terminal
 
-__all__ = ["app", "main", "usage_error_line"]
+__all__ = ["DEMO_VALUES", "app", "main", "usage_error_line"]
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_BAD_INPUT = 2
 
-# Values `gpucap demo` fills the workshop's placeholders with (a pinned AMI, never @latest).
-DEMO_VALUES = {
-    "CLUSTER_NAME": "gpucap-demo",
-    "KARPENTER_NODE_ROLE": "KarpenterNodeRole-gpucap-demo",
-    "AMI_VERSION": "v20260827",
-}
 
 app = typer.Typer(
     name="gpucap",
@@ -656,51 +649,15 @@ def catalog_export(
     out.line(f"wrote {len(entries)} instance types for {region} to {output_file}")
 
 
-def _workshop_texts() -> list[tuple[str, str]]:
-    root = resources.files("gpucap.data").joinpath("examples", "workshop")
-    return sorted(
-        (f"workshop/{p.name}", p.read_text(encoding="utf-8"))
-        for p in root.iterdir()
-        if p.name.endswith(".yaml")
-    )
-
-
 @app.command()
 def demo() -> None:
     """Run gpucap on the bundled workshop example (a GPU NodePool, EC2NodeClass, device plugin,
-    time-slicing config and a vLLM Deployment): validate it, lint it, plan it, then plan the
-    vLLM Deployment scaled to 8 replicas to show the NodePool's GPU limit at work."""
-    out.line("gpucap demo: the EKS GPU workshop's manifests, placeholders filled with:")
-    for k, v in DEMO_VALUES.items():
-        out.line(f"  {k}={v}")
-    result = LoadResult()
-    for name, text in _workshop_texts():
-        result.extend(load_text(substitute(text, DEMO_VALUES).text, name))
-    _report(result)
-    if not result.ok:
-        raise typer.Exit(EXIT_BAD_INPUT)
-    out.line()
-    out.line(("gpucap validate", "bold"), ": what gpucap understood")
-    _print_summaries(result)
-    cat = load_catalog("us-east-1")
-    out.line()
-    out.line(("gpucap lint", "bold"), ": what would bite (no errors: it is the good example)")
-    report = run_lint(LintContext(result.objects.items, cat), LintConfig(), issues=result.issues)
-    out.lines(format_lint_text(report))
-    out.line()
-    out.line(("gpucap plan", "bold"), ": what Karpenter would launch for the pending pods")
-    out.lines(plan_lines(make_plan(result.objects, cat)))
-    scaled = LoadResult(issues=list(result.issues))
-    for m in result.manifests:
-        obj = m.obj
-        if isinstance(obj, Deployment) and obj.metadata.name == "vllm":
-            obj = obj.model_copy(update={"spec": obj.spec.model_copy(update={"replicas": 8})})
-        scaled.manifests.append(Manifest(obj, m.source))
-    out.line()
-    out.line(
-        ("gpucap plan", "bold"), ", vLLM scaled to 8 replicas: the limit of 6 GPUs stops the rest"
-    )
-    out.lines(plan_lines(make_plan(scaled.objects, cat)))
+    time-slicing config and a vLLM Deployment): validate it, lint it, plan it; then simulate two
+    acts on it: spot running out and the fallback to on-demand, with the bill; and a GPU pod
+    created before the device plugin, with what the wrong order costs."""
+    code = run_demo(out, err)
+    if code:
+        raise typer.Exit(code)
 
 
 def _option_name(param: Any) -> str:

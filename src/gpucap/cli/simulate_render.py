@@ -4,7 +4,8 @@
   wall-clock-style virtual times (`start` + t), related events merged where a person would:
   an ICE and the launch that replaced it, a NodeClaim created and launched together, a node
   registered and initialized, a pod's wait and its pull and load times; a node that registers but
-  never advertises its GPUs is said plainly.
+  never advertises its GPUs is said plainly, and so is one that registers before any device plugin
+  exists (then initializes once one arrives).
 - `format_summary(summary)`: the summary of `sim/summary.py` as tables.
 - `format_watch(t, rows, pending=..., cost=...)`: the live watch pane; `watch_rows(events, now)`
   builds its rows from the event log alone.
@@ -423,11 +424,14 @@ class _Timeline:
         claim = e.get("nodeClaim")
         node = _node(e.get("node"), claim)
         init = self.idx.initialized.get(claim)
+        no_plugin = "devicePlugin" in e.fields and e.get("devicePlugin") is None
         if init is not None:
-            return  # told when it initializes
+            if no_plugin:  # the wait is the story: say it when it starts
+                self.say(e.t, f"{node} registered; GPU not advertised: no device plugin yet")
+            return  # otherwise told when it initializes
         launch = self.idx.launches.get(claim)
         gpus = launch.get("gpus") if launch is not None else None
-        if "devicePlugin" in e.fields and e.get("devicePlugin") is None:
+        if no_plugin:
             why = "GPU never advertised: no device plugin in the cluster"
         elif "devicePlugin" in e.fields:
             why = (
