@@ -282,3 +282,21 @@ def test_allowed_plus_disrupting_never_exceeds_the_strictest_active_budget(
         assert got + disrupting <= strictest
     else:
         assert strictest <= disrupting or strictest == 0
+
+
+@given(
+    hour=st.integers(0, 23),
+    minute=st.integers(0, 59),
+    window_minutes=st.integers(1, 36 * 60),
+    offset=st.integers(0, 3 * 24 * 60 - 1),
+)
+def test_a_daily_window_is_active_exactly_for_its_duration_after_each_hit(
+    hour: int, minute: int, window_minutes: int, offset: int
+) -> None:
+    budget = Budget.model_validate(
+        {"nodes": "0", "schedule": f"{minute} {hour} * * *", "duration": f"{window_minutes}m"}
+    )
+    now = dt.datetime(2026, 3, 2, tzinfo=dt.UTC) + dt.timedelta(minutes=offset)
+    # an independent oracle: the minutes since the latest hit at or before now
+    since_hit = (now.hour * 60 + now.minute - (hour * 60 + minute)) % (24 * 60)
+    assert budget_is_active(budget, now) is (since_hit < window_minutes)
