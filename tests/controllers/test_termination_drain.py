@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from gpucap.apis.core import Node, PodCondition
 from gpucap.controllers.nodeclaim.registering import advertise, registering_node
 from gpucap.controllers.termination import (
@@ -252,3 +254,27 @@ def test_past_the_deadline_every_tier_goes_at_once() -> None:
     passes = run_until_removed(w, t, 600)
     forced = next(r for _, r in passes if r.force_deleted)
     assert set(forced.force_deleted) == {*VLLM, "default/dns"}
+
+
+@pytest.mark.parametrize(
+    ("replicas", "spec", "evicted"),
+    [
+        (4, {"maxUnavailable": 1}, 1),
+        (4, {"maxUnavailable": 3}, 3),
+        (4, {"maxUnavailable": 9}, 4),
+        (4, {"maxUnavailable": "25%"}, 1),
+        (4, {"maxUnavailable": "26%"}, 2),  # rounded up
+        (4, {"minAvailable": 3}, 1),
+        (4, {"minAvailable": "75%"}, 1),
+        (4, {"minAvailable": "74%"}, 1),  # 2.96 rounds up to 3 kept
+        (4, {"minAvailable": "100%"}, 0),
+        (4, {}, 4),
+    ],
+)
+def test_one_pass_evicts_what_the_pdb_allows_of_healthy_pods(
+    replicas: int, spec: dict[str, Any], evicted: int
+) -> None:
+    w = world(replicas, pdb(**spec))
+    t = running(w, *(f"default/vllm-{i}" for i in range(replicas)))
+    t.delete("gpu-1", "Drifted")
+    assert len(t.reconcile("gpu-1").evicted) == evicted
