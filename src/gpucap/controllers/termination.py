@@ -1,34 +1,59 @@
 """Termination: how a deleted NodeClaim and its Node go away (kubernetes-sigs/karpenter
-`pkg/controllers/node/termination/controller.go` and `terminator/terminator.go` for the Node,
-`pkg/controllers/nodeclaim/lifecycle/controller.go: finalize` for the NodeClaim).
+`pkg/controllers/node/termination/controller.go`, `terminator/terminator.go` and
+`terminator/eviction.go` for the Node, `pkg/controllers/nodeclaim/lifecycle/controller.go:
+finalize` for the NodeClaim).
 
 `delete(name, reason)` is `kubectl delete nodeclaim`: the NodeClaim gets a deletionTimestamp
-(its finalizer holds it) and is marked for deletion in cluster state. `reconcile(name)` then
-does, pass by pass, what the two finalizers do:
+(its finalizer holds it) and is marked for deletion in cluster state; a NodeClaim with
+`spec.terminationGracePeriod` also gets its drain deadline, the annotation
+`karpenter.sh/nodeclaim-termination-timestamp` = deletion time + terminationGracePeriod.
+`reconcile(name)` then does, pass by pass, what the two finalizers do:
 1. a NodeClaim that never launched (no provider ID) is removed at once;
 2. its Node, if registered, is cordoned with `karpenter.sh/disrupted:NoSchedule` (a taint of the
    same key with another effect is replaced; the node is labelled to leave load balancers);
-3. drain: every pod on it that is drainable (not finished, not tolerating the disrupted taint,
-   not a mirror pod) and not a DaemonSet's is evicted, and pends again (its controller
-   recreates it; gpucap keeps the pod, unbound); Drained is set once `MIN_DRAIN_TIME` has passed
-   since draining started;
+3. drain. The pods waiting eviction are those not finished, not tolerating the disrupted taint
+   and not mirror pods (do-not-disrupt pods included: they hold the drain). Then:
+   - with a deadline, a pod whose own grace period (`terminationGracePeriodSeconds`, 30 s when
+     unset, the API server's default) would run past it (`now > deadline - grace`) is deleted
+     at once, in any tier, whatever its PodDisruptionBudget or do-not-disrupt;
+   - the others are evicted tier by tier: non-critical non-DaemonSet pods, then non-critical
+     DaemonSet pods, then critical non-DaemonSet, then critical DaemonSet (critical: priority
+     class `system-cluster-critical` or `system-node-critical`); a tier starts only once the
+     earlier ones are empty, one tier per pass;
+   - an eviction goes through the Eviction API's check: a pod with an active
+     `karpenter.sh/do-not-disrupt` is not evicted; a pod two PodDisruptionBudgets select is
+     refused; a pod whose PDB allows no disruption now is refused (an unready pod passes under
+     `unhealthyPodEvictionPolicy: AlwaysAllow`, or while the PDB has its healthy pods). A refused
+     pod is retried with the eviction queue's per-pod back-off, 100 ms doubling to 10 s;
+   - an evicted pod pends again (its controller recreates it; gpucap keeps the pod, unbound); an
+     evicted DaemonSet pod is deleted (its controller does not recreate it on the tainted node);
+   Drained is set once no pod waits and `MIN_DRAIN_TIME` has passed since draining started;
 4. `CloudProvider.delete` (InstanceTerminating), again every `INSTANCE_TERMINATION_REQUEUE`
    until the provider says the instance is gone; then the Node is removed (pods still on it,
    those that tolerated the taint, pend again; DaemonSet pods go with it) and the NodeClaim is
    removed (pods nominated to it pend again).
 A Node that is not Ready and whose instance the provider no longer has skips the drain.
 
-Not modelled: PodDisruptionBudgets and eviction tiers (all drainable pods are evicted at once,
-immediately), `terminationGracePeriod`, volume detachment (no volumes), the do-not-disrupt
-annotation. Called by the lifecycle controller (its own deletions), the interruption controller,
-disruption, and the simulator's world, which requeues it by `requeue_after`.
+PodDisruptionBudgets are the applied `policy/v1` objects (`Cluster.objects()`); gpucap has no
+disruption controller writing their status, so the Eviction API's `disruptionsAllowed` is
+computed live from the pods: expected = the selected pods that exist (evicted pods pend again,
+so this is the workload's replicas), healthy = those bound and not finished (and Ready when the
+pod carries a Ready condition), desired from `minAvailable` / `maxUnavailable` (percentages
+rounded up), allowed = healthy - desired. Not modelled: pod shutdown time (an evicted or deleted
+pod is gone at once), pods stuck terminating, volume detachment (no volumes), the eviction
+queue's global rate limit. Called by the lifecycle controller (its own deletions), the
+interruption and expiration controllers, disruption, and the simulator's world, which requeues
+it by `requeue_after`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import datetime as dt
+from dataclasses import dataclass, field, replace
 
-from gpucap.apis.core import Node, Pod, Taint, Toleration
+from gpucap.apis.core import Node, Pod, PodDisruptionBudget, Taint, Toleration
+from gpucap.apis.duration import DurationError, parse_go_duration, parse_karpenter_duration
+from gpucap.apis.meta import matches_selector
 from gpucap.apis.nodepool import NodeClaim
 from gpucap.cloudprovider.types import CloudProvider, CloudProviderError, NodeClaimNotFoundError
 from gpucap.controllers.nodeclaim.conditions import (
@@ -43,10 +68,32 @@ from gpucap.runtime.clock import Clock
 from gpucap.scheduling.taints import DISRUPTED_TAINT
 from gpucap.state.cluster import Cluster
 
-__all__ = ["EXCLUDE_BALANCERS", "Termination", "TerminationResult"]
+__all__ = [
+    "DO_NOT_DISRUPT",
+    "DRAIN_REQUEUE",
+    "EVICTION_BACKOFF_BASE",
+    "EVICTION_BACKOFF_MAX",
+    "EXCLUDE_BALANCERS",
+    "TERMINATION_TIMESTAMP",
+    "Termination",
+    "TerminationResult",
+    "do_not_disrupt_active",
+]
 
 # k8s.io/api `LabelNodeExcludeBalancers`; terminator.go `Taint` sets it to "karpenter".
 EXCLUDE_BALANCERS = "node.kubernetes.io/exclude-from-external-load-balancers"
+# pkg/apis/v1/labels.go: the pod (and node) annotation, and the NodeClaim's drain deadline.
+DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+TERMINATION_TIMESTAMP = "karpenter.sh/nodeclaim-termination-timestamp"
+# controller.go: the drain is looked at again every second while pods remain.
+DRAIN_REQUEUE = 1.0
+# eviction.go `evictionQueueBaseDelay` / `evictionQueueMaxDelay`: a refused eviction is retried
+# after 100 ms, doubling per refusal, at most every 10 s.
+EVICTION_BACKOFF_BASE = 0.1
+EVICTION_BACKOFF_MAX = 10.0
+# core/v1 defaults: a pod's terminationGracePeriodSeconds when unset.
+DEFAULT_POD_GRACE_SECONDS = 30
+_CRITICAL = ("system-cluster-critical", "system-node-critical")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +109,13 @@ class TerminationResult:
     node_removed: bool = False
     removed: bool = False  # the NodeClaim is gone
     released: tuple[str, ...] = ()  # pods pending again as the Node or NodeClaim went
-    deleted_pods: tuple[str, ...] = ()  # DaemonSet pods gone with the Node
+    deleted_pods: tuple[str, ...] = ()  # DaemonSet pods gone with the Node or evicted
+    # pods deleted past the terminationGracePeriod deadline (PDBs and do-not-disrupt ignored);
+    # those that are not DaemonSet pods are in `evicted` too (they pend again)
+    force_deleted: tuple[str, ...] = ()
+    # pods the drain waits for in this pass, with why: "do-not-disrupt", "pdb <ns/name>",
+    # "multiple pdbs", or "backoff"
+    blocked: tuple[tuple[str, str], ...] = field(default_factory=tuple)
     requeue_after: float | None = None
 
     @property
@@ -74,6 +127,7 @@ class TerminationResult:
             or self.node_removed
             or self.removed
             or self.released
+            or self.deleted_pods
         )
 
 
@@ -89,15 +143,90 @@ def _tolerates(t: Toleration, taint: Taint) -> bool:
     return t.key == taint.key and (t.value or "") == (taint.value or "")
 
 
-def _drainable(pod: Pod) -> bool:
-    """Karpenter's `IsWaitingEviction` without the stuck-terminating case: not finished, not
-    tolerating the disrupted taint, not a mirror pod; DaemonSet pods go with the node here."""
-    owners = pod.metadata.owner_references
+def _waiting_eviction(pod: Pod) -> bool:
+    """Karpenter's `IsWaitingEviction` without the stuck-terminating case (gpucap pods do not
+    linger terminating): not finished, not tolerating the disrupted taint, not a mirror pod."""
     return (
         pod.status.phase not in ("Succeeded", "Failed")
         and not _tolerates_disrupted(pod)
-        and not any(o.kind in ("Node", "DaemonSet") for o in owners)
+        and not any(o.kind == "Node" for o in pod.metadata.owner_references)
     )
+
+
+def _is_daemon(pod: Pod) -> bool:
+    return any(o.kind == "DaemonSet" for o in pod.metadata.owner_references)
+
+
+def _tier(pod: Pod) -> int:
+    """terminator.go `groupPodsByPriority`: 0 non-critical, 1 non-critical DaemonSet,
+    2 critical, 3 critical DaemonSet."""
+    critical = pod.spec.priority_class_name in _CRITICAL
+    return 2 * critical + _is_daemon(pod)
+
+
+def do_not_disrupt_active(pod: Pod, now: dt.datetime) -> bool:
+    """`pkg/utils/pod/scheduling.go: IsDoNotDisruptActive`: `"true"` protects for good; a
+    positive Go duration protects while the pod has run less than it (no start time: protected);
+    anything else (zero, negative, unreadable) is ignored."""
+    value = pod.metadata.annotations.get(DO_NOT_DISRUPT)
+    if value is None:
+        return False
+    if value == "true":
+        return True
+    try:
+        seconds = parse_go_duration(value)
+    except (DurationError, ValueError):
+        return False
+    if seconds <= 0:
+        return False
+    if not pod.status.start_time:
+        return True
+    started = dt.datetime.fromisoformat(pod.status.start_time.replace("Z", "+00:00"))
+    return (now - started).total_seconds() < seconds
+
+
+def _do_not_disrupt_ends(pod: Pod) -> dt.datetime | None:
+    """When a duration do-not-disrupt stops protecting `pod` (None: never, or not at all)."""
+    value = pod.metadata.annotations.get(DO_NOT_DISRUPT)
+    if not value or value == "true" or not pod.status.start_time:
+        return None
+    try:
+        seconds = parse_go_duration(value)
+    except (DurationError, ValueError):
+        return None
+    started = dt.datetime.fromisoformat(pod.status.start_time.replace("Z", "+00:00"))
+    return started + dt.timedelta(seconds=seconds)
+
+
+def _grace_seconds(pod: Pod) -> int:
+    grace = pod.spec.termination_grace_period_seconds
+    return DEFAULT_POD_GRACE_SECONDS if grace is None else grace
+
+
+def _pod_ready(pod: Pod) -> bool:
+    """Healthy for a PDB: bound, not finished, and Ready when the pod says (gpucap's pods
+    carry no Ready condition until something sets one; then bound counts as healthy)."""
+    if not pod.spec.node_name or pod.status.phase in ("Succeeded", "Failed"):
+        return False
+    ready = next((c for c in pod.status.conditions if c.type == "Ready"), None)
+    return ready is None or ready.status == "True"
+
+
+def _scaled(value: int | str, total: int) -> int:
+    """intstr.GetScaledValueFromIntOrPercent with roundUp (the disruption controller's)."""
+    if isinstance(value, int):
+        return value
+    text = value.strip()
+    if text.endswith("%"):
+        try:
+            pct = int(text[:-1])
+        except ValueError:
+            return 0
+        return -(-pct * total // 100)
+    try:
+        return int(text)
+    except ValueError:
+        return 0
 
 
 def _ready(node: Node) -> bool:
@@ -114,6 +243,9 @@ class Termination:
         self.cloud_provider = cloud_provider
         self.clock = clock
         self._reasons: dict[str, str] = {}
+        # pod key -> (refusals so far, monotonic time of the next try): the eviction queue's
+        # per-pod exponential back-off
+        self._backoff: dict[str, tuple[int, float]] = {}
 
     def delete(self, name: str, reason: str) -> bool:
         """Delete NodeClaim `name` for `reason` (a deletionTimestamp; the finalizers run in
@@ -121,11 +253,43 @@ class Termination:
         claim = self.cluster.node_claim(name)
         if claim is None or claim.metadata.deletion_timestamp is not None:
             return False
-        meta = claim.metadata.model_copy(update={"deletion_timestamp": self.clock.now()})
+        now = self.clock.now()
+        update: dict[str, object] = {"deletion_timestamp": now}
+        grace = self._grace_period(claim)
+        if grace is not None and TERMINATION_TIMESTAMP not in claim.metadata.annotations:
+            # lifecycle/controller.go ensureTerminationGracePeriodTerminationTimeAnnotation
+            deadline = now + dt.timedelta(seconds=grace)
+            update["annotations"] = {
+                **claim.metadata.annotations,
+                TERMINATION_TIMESTAMP: deadline.isoformat().replace("+00:00", "Z"),
+            }
+        meta = claim.metadata.model_copy(update=update)
         self.cluster.update_node_claim(claim.model_copy(update={"metadata": meta}))
         self.cluster.mark_for_deletion(name)
         self._reasons[name] = reason
         return True
+
+    @staticmethod
+    def _grace_period(claim: NodeClaim) -> int | None:
+        text = claim.spec.termination_grace_period
+        if not text:
+            return None
+        try:
+            return parse_karpenter_duration(text)
+        except (DurationError, ValueError):
+            return None
+
+    @staticmethod
+    def deadline(claim: NodeClaim) -> dt.datetime | None:
+        """The drain deadline termination works to (the termination-timestamp annotation),
+        None without a terminationGracePeriod."""
+        text = claim.metadata.annotations.get(TERMINATION_TIMESTAMP)
+        if not text:
+            return None
+        try:
+            return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            return None
 
     def deleting(self) -> list[str]:
         """NodeClaims being deleted, in cluster order."""
@@ -183,10 +347,9 @@ class Termination:
                 claim, DRAINED, "Unknown", now, reason="Draining", message="Draining"
             )
             self.cluster.update_node_claim(claim)
-        evicted = tuple(p.key for p in self.cluster.pods_on(node_name) if _drainable(p))
-        for key in evicted:
-            self.cluster.unbind(key)
-        result = replace(result, evicted=evicted)
+        result, waiting_after = self._drain(node_name, self.deadline(claim), result)
+        if waiting_after is not None:
+            return replace(result, requeue_after=waiting_after)
         drained = condition(claim, DRAINED)
         if drained is not None and drained.status == "Unknown":
             waited = seconds_since(drained, now)
@@ -199,6 +362,127 @@ class Termination:
         if terminated.requeue_after is not None:
             return terminated
         return self._remove_node(claim, node_name, terminated)
+
+    # ---- the drain ------------------------------------------------------------------------------
+    def _drain(
+        self, node_name: str, deadline: dt.datetime | None, result: TerminationResult
+    ) -> tuple[TerminationResult, float | None]:
+        """One pass of terminator.go `Drain` and the eviction queue (see the module docstring).
+        Returns the result and, while pods still wait eviction, when to look again."""
+        now = self.clock.now()
+        mono = self.clock.monotonic()
+        waiting = [p for p in self.cluster.pods_on(node_name) if _waiting_eviction(p)]
+        force: list[Pod] = []
+        graceful: list[Pod] = []
+        for pod in waiting:
+            past = deadline is not None and now > deadline - dt.timedelta(
+                seconds=_grace_seconds(pod)
+            )
+            (force if past else graceful).append(pod)
+        evicted: list[str] = []
+        deleted: list[str] = []
+        for pod in force:
+            self._remove_pod(pod, evicted, deleted)
+        forced = tuple(p.key for p in force)
+        blocked: list[tuple[str, str]] = []
+        wakeups: list[float] = []
+        tier = min((_tier(p) for p in graceful), default=None)
+        for pod in graceful:
+            if _tier(pod) != tier:
+                continue
+            why = self._refusal(pod, now, mono)
+            if why is None:
+                self._backoff.pop(pod.key, None)
+                self._remove_pod(pod, evicted, deleted)
+                continue
+            blocked.append((pod.key, why))
+            if why != "backoff":
+                failures = self._backoff.get(pod.key, (0, 0.0))[0]
+                delay = min(EVICTION_BACKOFF_BASE * 2 ** min(failures, 16), EVICTION_BACKOFF_MAX)
+                self._backoff[pod.key] = (failures + 1, mono + delay)
+            wakeups.append(self._backoff[pod.key][1] - mono)
+            if why == "do-not-disrupt":
+                ends = _do_not_disrupt_ends(pod)
+                if ends is not None and ends > now:
+                    wakeups.append((ends - now).total_seconds())
+            if deadline is not None:
+                force_at = deadline - dt.timedelta(seconds=_grace_seconds(pod))
+                # needsForceDelete is `now.After(...)`: look just past the instant
+                wakeups.append(max((force_at - now).total_seconds(), 0.0) + 0.001)
+        result = replace(
+            result,
+            evicted=(*result.evicted, *evicted),
+            deleted_pods=(*result.deleted_pods, *deleted),
+            force_deleted=forced,
+            blocked=tuple(blocked),
+        )
+        remaining = [p for p in self.cluster.pods_on(node_name) if _waiting_eviction(p)]
+        if not remaining:
+            return result, None
+        if not blocked:  # the next tier starts on the next pass
+            return result, DRAIN_REQUEUE
+        if not wakeups:
+            return result, DRAIN_REQUEUE
+        # rounded to the microsecond: differences of float clock readings carry noise
+        return result, round(max(min(wakeups), EVICTION_BACKOFF_BASE), 6)
+
+    def _remove_pod(self, pod: Pod, evicted: list[str], deleted: list[str]) -> None:
+        if _is_daemon(pod):
+            self.cluster.delete_pod(pod.key)
+            deleted.append(pod.key)
+        else:
+            self.cluster.unbind(pod.key)
+            evicted.append(pod.key)
+
+    def _refusal(self, pod: Pod, now: dt.datetime, mono: float) -> str | None:
+        """Why the eviction queue does not evict `pod` now, or None: do-not-disrupt active,
+        still backing off, or the Eviction API refuses it for its PDB(s)."""
+        if do_not_disrupt_active(pod, now):
+            return "do-not-disrupt"
+        backoff = self._backoff.get(pod.key)
+        if backoff is not None and mono < backoff[1]:
+            return "backoff"
+        return self._pdb_refusal(pod)
+
+    def _pdb_refusal(self, pod: Pod) -> str | None:
+        """The Eviction API's PodDisruptionBudget check for `pod` (see the module docstring)."""
+        namespace = pod.metadata.namespace or "default"
+        pdbs: list[PodDisruptionBudget] = [
+            b
+            for b in self.cluster.objects().pdbs
+            if (b.metadata.namespace or "default") == namespace
+            and matches_selector(b.spec.selector, pod.metadata.labels)
+        ]
+        if not pdbs:
+            return None
+        if len(pdbs) > 1:
+            return "multiple pdbs"
+        pdb = pdbs[0]
+        selected = [
+            p
+            for p in self.cluster.pods()
+            if (p.metadata.namespace or "default") == namespace
+            and p.status.phase not in ("Succeeded", "Failed")
+            and matches_selector(pdb.spec.selector, p.metadata.labels)
+        ]
+        expected = len(selected)
+        healthy = sum(1 for p in selected if _pod_ready(p))
+        spec = pdb.spec
+        if spec.max_unavailable is not None:
+            desired = max(expected - _scaled(spec.max_unavailable, expected), 0)
+        elif spec.min_available is not None:
+            desired = _scaled(spec.min_available, expected)
+        else:
+            desired = 0
+        name = f"pdb {namespace}/{pdb.metadata.name}"
+        if not _pod_ready(pod):
+            # registry/core/pod/storage/eviction.go: an unready pod may go when the policy
+            # says AlwaysAllow, or (IfHealthyBudget) while the PDB has its healthy pods.
+            always = spec.unhealthy_pod_eviction_policy == "AlwaysAllow"
+            if always or (desired > 0 and healthy >= desired):
+                return None
+            return name
+        return None if healthy - desired > 0 else name
 
     def _remove_node(
         self, claim: NodeClaim, node_name: str, result: TerminationResult
@@ -235,6 +519,9 @@ class Termination:
             requeue_after=INSTANCE_TERMINATION_REQUEUE,
         )
 
+    def _live_pods(self) -> set[str]:
+        return {p.key for p in self.cluster.pods() if p.spec.node_name}
+
     def _instance_gone(self, claim: NodeClaim) -> bool:
         try:
             self.cloud_provider.get(claim.status.provider_id or "")
@@ -247,6 +534,8 @@ class Termination:
     def _remove(self, claim: NodeClaim, result: TerminationResult) -> TerminationResult:
         released = self.cluster.delete_node_claim(claim.name)
         self._reasons.pop(claim.name, None)
+        for key in [k for k in self._backoff if k not in self._live_pods()]:
+            del self._backoff[key]
         return replace(
             result, removed=True, released=(*result.released, *released.pending), requeue_after=None
         )

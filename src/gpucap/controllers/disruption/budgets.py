@@ -1,0 +1,160 @@
+"""NodePool disruption budgets: how many of a pool's nodes the disruption controller may
+disrupt right now, for one reason (kubernetes-sigs/karpenter `pkg/apis/v1/nodepool.go`:
+`Budget.GetAllowedDisruptions`, `Budget.IsActive`, `NodePool.GetAllowedDisruptionsByReason`,
+`MustGetAllowedDisruptions`; `pkg/controllers/disruption/helpers.go:
+BuildDisruptionBudgetMapping`).
+
+- A budget applies to a reason when it lists it, or lists none.
+- A budget without `schedule` and `duration` is always active; otherwise it is active while
+  some hit `h` of the UTC cron schedule satisfies `now - duration < h <= now` (robfig/cron's
+  `Next(now - duration) <= now`). An inactive budget sets no limit.
+- An active budget allows its `nodes`: a count taken literally (not capped by the pool's size),
+  or a percentage rounded **up** (`ceil(total x pct / 100)`: 10% of 1..10 nodes is 1, of 11 is
+  2; 0% is 0; any percentage of 0 nodes is 0).
+- The pool's allowance for a reason is the minimum over the budgets that apply (unlimited when
+  none does). A budget Karpenter cannot read (bad cron, bad duration, bad `nodes`, schedule
+  without duration or the reverse) fails closed: the whole pool then allows 0, for every
+  reason, even when that budget does not apply to the reason.
+- `budget_mapping` counts a pool's managed, initialized nodes whose instance is not already
+  terminating; those NotReady or marked for deletion (any cause: a command, expiration,
+  interruption, a manual delete) are already disrupting and use up the allowance; the result
+  never goes below 0.
+
+Called by the disruption methods (emptiness, drift, consolidation) once per pass, for the
+method's reason. Expiration, interruption and manual deletion never consult it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from gpucap.apis.cron import CronError, parse_cron
+from gpucap.apis.duration import DurationError, parse_go_duration_ns
+from gpucap.apis.goparse import atoi
+from gpucap.apis.labels import NODEPOOL
+from gpucap.apis.nodepool import Budget, NodeClaim, NodePool
+from gpucap.controllers.nodeclaim.conditions import INSTANCE_TERMINATING, is_true
+from gpucap.state.cluster import Cluster
+
+__all__ = [
+    "UNLIMITED",
+    "BudgetError",
+    "allowed_disruptions",
+    "budget_allows",
+    "budget_is_active",
+    "budget_mapping",
+    "pool_allowance",
+]
+
+# math.MaxInt32: what Karpenter returns for "no limit" (an inactive budget, no budget at all).
+UNLIMITED = 2**31 - 1
+
+
+class BudgetError(ValueError):
+    """A budget Karpenter could not evaluate (it then fails closed)."""
+
+
+def budget_is_active(budget: Budget, now: dt.datetime) -> bool:
+    """Karpenter's `Budget.IsActive`: always without schedule and duration; else whether a
+    schedule hit lies in (now - duration, now]. Raises `BudgetError` where Karpenter errors."""
+    if budget.schedule is None and budget.duration is None:
+        return True
+    if budget.schedule is None:
+        # Karpenter parses "TZ=UTC " + "" and the parser rejects the empty spec.
+        raise BudgetError("duration without schedule")
+    try:
+        schedule = parse_cron(budget.schedule)
+    except CronError as err:
+        raise BudgetError(f"schedule: {err}") from err
+    window_ns = 0
+    if budget.duration is not None:
+        try:
+            window_ns = parse_go_duration_ns(budget.duration)
+        except DurationError as err:
+            raise BudgetError(f"duration: {err}") from err
+    if window_ns <= 0:
+        # cron.Next(now) is strictly after now: a zero window is never active.
+        return False
+    window = dt.timedelta(microseconds=window_ns // 1000)
+    return schedule.last_hit_at_or_before(now, window) is not None
+
+
+def budget_allows(budget: Budget, total_nodes: int, now: dt.datetime) -> int:
+    """Karpenter's `Budget.GetAllowedDisruptions`: `UNLIMITED` while inactive, else `nodes`
+    as a count or a percentage of `total_nodes` rounded up. Raises `BudgetError` on what
+    Karpenter cannot read."""
+    if not budget_is_active(budget, now):
+        return UNLIMITED
+    nodes = budget.nodes
+    count = atoi(nodes)
+    if count is not None:
+        return count
+    pct = atoi(nodes[:-1]) if nodes.endswith("%") else None
+    if pct is None:
+        raise BudgetError(f"nodes: {nodes!r} is neither a count nor a percentage")
+    # intstr.GetScaledValueFromIntOrPercent(..., roundUp=true): ceil(pct x total / 100).
+    return -(-pct * total_nodes // 100)
+
+
+def pool_allowance(nodepool: NodePool, reason: str, *, now: dt.datetime, total_nodes: int) -> int:
+    """Karpenter's `MustGetAllowedDisruptions`: the minimum over the budgets that apply to
+    `reason` (`UNLIMITED` when none does), or 0 when any budget of the pool is unreadable."""
+    allowed = UNLIMITED
+    for budget in nodepool.spec.disruption.budgets:
+        try:
+            value = budget_allows(budget, total_nodes, now)
+        except BudgetError:
+            return 0
+        if budget.reasons is None or reason in budget.reasons:
+            allowed = min(allowed, value)
+    return allowed
+
+
+def allowed_disruptions(
+    nodepool: NodePool, reason: str, *, now: dt.datetime, total_nodes: int, disrupting: int
+) -> int:
+    """How many more of `nodepool`'s nodes may be disrupted for `reason` now: the pool's
+    allowance for `total_nodes` nodes less the `disrupting` ones, never below 0."""
+    allowance = pool_allowance(nodepool, reason, now=now, total_nodes=total_nodes)
+    return max(allowance - disrupting, 0)
+
+
+def budget_mapping(cluster: Cluster, reason: str, *, now: dt.datetime) -> dict[str, int]:
+    """Karpenter's `BuildDisruptionBudgetMapping`: NodePool name -> nodes still allowed to be
+    disrupted for `reason`, for every applied NodePool (see the module docstring)."""
+    totals: dict[str, int] = {}
+    disrupting: dict[str, int] = {}
+    marked = cluster.marked_for_deletion()
+    for sn in cluster.snapshot().nodes:
+        if not sn.managed or not sn.initialized:
+            continue
+        node = cluster.node(sn.name)
+        claim: NodeClaim | None = (
+            cluster.node_claim_for_node(node) if node is not None else cluster.node_claim(sn.name)
+        )
+        if claim is not None and is_true(claim, INSTANCE_TERMINATING):
+            continue
+        pool = sn.labels.get(NODEPOOL, "")
+        totals[pool] = totals.get(pool, 0) + 1
+        ready = node is not None and any(
+            c.type == "Ready" and c.status == "True" for c in node.status.conditions
+        )
+        deleting = (
+            sn.marked_for_deletion
+            or sn.name in marked
+            or (claim is not None and claim.metadata.deletion_timestamp is not None)
+            or (claim is not None and claim.name in marked)
+            or (claim is None and node is not None and node.metadata.deletion_timestamp is not None)
+        )
+        if not ready or deleting:
+            disrupting[pool] = disrupting.get(pool, 0) + 1
+    return {
+        pool.name: allowed_disruptions(
+            pool,
+            reason,
+            now=now,
+            total_nodes=totals.get(pool.name, 0),
+            disrupting=disrupting.get(pool.name, 0),
+        )
+        for pool in cluster.nodepools()
+    }
