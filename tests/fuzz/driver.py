@@ -5,8 +5,8 @@ mutation). `make_case(seed, i)` derives case `i` from `random.Random(f"...:{seed
 a run is a deterministic case list however long it lasts. For each case the driver writes the
 files into a scratch directory and runs each command the seed's role calls for (`validate`,
 `validate -`, `plan`, `plan -o json`, `plan --explain POD`, `lint` text/json/sarif, `render`;
-`plan --catalog`/`--prices`; `lint --config`) through the real entry point
-(`gpucap.cli.main:main`), in a forked child of this process (the modules and the bundled catalog
+`plan --catalog`/`--prices`; `lint --config`; `simulate --events` for a Scenario) through the
+real entry point (`gpucap.cli.main:main`), in a forked child of this process (the modules and the bundled catalog
 are loaded once, before the fork), with:
 
 - a wall-time bound (`faulthandler.dump_traceback_later`, which also says where it hung, and
@@ -59,7 +59,7 @@ from tests.fuzz.mutations import (
     serialize,
     walk,
 )
-from tests.fuzz.seeds import WORKSHOP, Seed, SeedFile, all_seeds, workshop_files
+from tests.fuzz.seeds import SCENARIO_FILE, WORKSHOP, Seed, SeedFile, all_seeds, workshop_files
 
 __all__ = [
     "BOUND_SECONDS",
@@ -79,6 +79,11 @@ MEMORY_HEADROOM = 1536 << 20  # bytes a command may allocate beyond the process'
 EXIT_INTERNAL = 70
 FUZZER_ERROR = 98  # the child's status when the fuzzer itself failed (run_gpucap raises)
 ORACLE_EVERY = 4  # one case in four is an oracle mutation
+# Mutation classes after which `simulate` is not run. workload-size makes 20,000 pods: `plan`
+# solves them once (~4 s), a simulation several times as nodes come up, plus a cluster snapshot
+# every 10 virtual seconds while they pend: honest work of a minute, which the bound would call
+# a hang (the same reason WORKLOAD_SIZES leaves out 100,000).
+SIMULATE_SKIPS = frozenset({"workload-size"})
 
 
 @functools.cache
@@ -290,6 +295,12 @@ def commands_for(case: Case, m: Materialized) -> list[Command]:
         Command(("lint", "-o", "sarif", *files)),
         Command(("render", *files)),
     ]
+    if role == "scenario" and SIMULATE_SKIPS.isdisjoint(case.classes):
+        # The scenario itself (wherever a file step moved it), run to its end: the table, whose
+        # timeline quotes names from the files, and the events file as it streams.
+        target_is_scenario = case.seed.files[case.target].name == SCENARIO_FILE
+        scenario = m.target if target_is_scenario else SCENARIO_FILE
+        cmds.append(Command(("simulate", "--events", "events.jsonl", scenario)))
     return cmds if len(files) == 1 and m.readable else [c for c in cmds if c.stdin is None]
 
 

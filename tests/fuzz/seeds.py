@@ -5,7 +5,8 @@ on the structure (`mutations.py`), plus its *role*: which part of the command li
 file is (manifests, a `--catalog` file, a `--prices` file, a lint configuration, a Scenario).
 Seeds come from what the project already holds: the workshop example, every public manifest in
 `tests/realworld/`, three entries of the bundled catalog, and small hand-written price, lint
-configuration and Scenario files in the formats the README documents.
+configuration and Scenario files in the formats the README documents (the Scenario with the
+simulator's story manifests it names, `tests/sim/stories/`).
 
 Called by the driver (`driver.py`) and by `bench/fuzz.py`; deterministic (sorted file lists).
 """
@@ -24,11 +25,12 @@ import yaml
 
 from gpucap.cloudprovider.aws.catalog import unpack_catalog_columns
 
-__all__ = ["WORKSHOP", "Role", "Seed", "SeedFile", "all_seeds", "workshop_files"]
+__all__ = ["SCENARIO_FILE", "WORKSHOP", "Role", "Seed", "SeedFile", "all_seeds", "workshop_files"]
 
 REPO = Path(__file__).resolve().parents[2]
 WORKSHOP = REPO / "src" / "gpucap" / "data" / "examples" / "workshop"
 REALWORLD = REPO / "tests" / "realworld"
+STORIES = REPO / "tests" / "sim" / "stories"
 
 Role = Literal["manifests", "catalog", "prices", "lint-config", "scenario"]
 Format = Literal["yaml", "json", "toml"]
@@ -107,18 +109,27 @@ spec:
   region: us-east-1
   kubernetesVersion: "1.36"
   seed: 7
-  duration: 2h
-  manifests: [nodepool.yaml, vllm.yaml]
+  duration: 1h
+  manifests: [nodeclass.yaml, nodepool.yaml, device-plugin.yaml]
   images:
     vllm/vllm-openai: {compressed: 9Gi, uncompressed: 18Gi}
+  timings: {registration: 40s}
   events:
+    - at: 1m
+      apply: {file: vllm.yaml}
     - at: 10m
-      scale: {kind: Deployment, name: vllm, replicas: 4}
+      scale: {kind: Deployment, name: vllm, replicas: 3}
+    - at: 5m
+      capacity: {instanceType: g5.xlarge, zone: us-east-1a, capacityType: spot, available: false, for: 20m}
     - at: 30m
-      capacity: {instanceType: g6.xlarge, zone: us-east-1a, capacityType: spot, available: false}
-    - at: 45m
       interrupt: {nodeClaim: gpu-1}
+    - at: 50m
+      delete: {kind: Deployment, name: vllm}
 """
+# The scenario's manifests: the simulator's story files (a pinned EC2NodeClass, a g5.xlarge
+# NodePool limited to 6 GPUs, the device-plugin DaemonSet, a vLLM Deployment).
+SCENARIO_FILE = "scenario.yaml"
+SCENARIO_MANIFESTS = ("nodeclass.yaml", "nodepool.yaml", "device-plugin.yaml", "vllm.yaml")
 
 
 @cache
@@ -142,7 +153,10 @@ def all_seeds() -> tuple[Seed, ...]:
         Seed(
             "scenario",
             "scenario",
-            (SeedFile("scenario.yaml", "yaml", tuple(yaml.safe_load_all(SCENARIO))),),
+            (
+                SeedFile(SCENARIO_FILE, "yaml", tuple(yaml.safe_load_all(SCENARIO))),
+                *(_yaml_file(STORIES / name, name) for name in SCENARIO_MANIFESTS),
+            ),
         )
     )
     return tuple(seeds)

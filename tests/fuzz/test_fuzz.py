@@ -21,7 +21,9 @@ from tests.fuzz.driver import (
     Command,
     Failure,
     Fuzzer,
+    Materialized,
     Outcome,
+    commands_for,
     judge,
     load_cli,
     make_case,
@@ -182,3 +184,27 @@ def test_the_workshop_keeps_the_promise_unmutated() -> None:
     assert by_name["validate"].code == 0
     assert by_name["lint"].code in (0, 1)
     assert yaml.safe_load(by_name["plan -o json"].stdout)["summary"]["nodeClaims"] == 1
+
+
+def test_the_scenario_seed_is_simulated_and_keeps_the_promise_unmutated() -> None:
+    fuzzer = Fuzzer(seed=0)
+    scenario = next(s for s in all_seeds() if s.role == "scenario")
+    results = fuzzer.execute(Case(0, scenario, 0, ()))
+    assert [f for *_, f in results] == [None] * len(results)
+    by_name = {cmd.name: o for _, cmd, o, _ in results}
+    simulated = by_name["simulate --events"]
+    assert simulated.code == 0
+    # The seed's story: the ICE window in one zone, the fallback to another and the interruption.
+    assert "spot g5.xlarge in us-east-1a unavailable → spot g5.xlarge in us-east-1b" in (
+        simulated.stdout.decode()
+    )
+    assert "spot interruption warning for gpu-1" in simulated.stdout.decode()
+
+
+def test_simulate_is_not_run_on_pod_counts_that_are_minutes_of_simulation() -> None:
+    scenario = next(s for s in all_seeds() if s.role == "scenario")
+    many = Case(0, scenario, 0, (TreeStep("workload-size", "set", (0, "spec", "seed"), 1),))
+    m = Materialized(("scenario.yaml",), "scenario.yaml", "default/vllm-0")
+    assert "simulate --events" not in [c.name for c in commands_for(many, m)]
+    plain = Case(0, scenario, 0, (TreeStep("number-edge", "set", (0, "spec", "seed"), 1),))
+    assert "simulate --events" in [c.name for c in commands_for(plain, m)]

@@ -37,6 +37,8 @@ from gpucap.cli.render import (
     format_table,
     plan_lines,
 )
+from gpucap.cli.simulate import DEFAULT_SPEED, OUTPUTS, SimulateOptions
+from gpucap.cli.simulate import run as run_simulate
 from gpucap.cloudprovider.aws.ami import (
     AMILookupError,
     AMIReleaseInfo,
@@ -364,6 +366,78 @@ def plan(  # noqa: PLR0917 - typer maps parameters to options
         out.lines(plan_lines(made))
     else:
         sys.stdout.write(format_plan(made, output))
+
+
+@app.command()
+def simulate(  # noqa: PLR0917 - typer maps parameters to options
+    scenario: Annotated[str, typer.Argument(help="A Scenario file (gpucap.dev/v1alpha1).")],
+    output: OutputOption = "table",
+    events: Annotated[
+        str | None,
+        typer.Option(
+            "--events",
+            help="Write the events to FILE as JSON lines while the run goes (flushed per "
+            "event; '-': stdout, instead of the table).",
+            metavar="FILE",
+        ),
+    ] = None,
+    watch: Annotated[
+        bool,
+        typer.Option(
+            "--watch",
+            help="A live table of the nodes redrawn as virtual time passes, at --speed (on a "
+            "terminal; elsewhere only the last one is printed), then the table.",
+        ),
+    ] = False,
+    speed: Annotated[
+        float,
+        typer.Option("--speed", help="Virtual seconds per wall second for --watch."),
+    ] = DEFAULT_SPEED,
+    region: Annotated[
+        str | None,
+        typer.Option(
+            help="The scenario's spec.region (default us-east-1) is the region that runs; "
+            "given, this must equal it.",
+            callback=_region_name,
+        ),
+    ] = None,
+    zones: Annotated[
+        str | None,
+        typer.Option(help="Comma-separated zones (default: the region's).", callback=_value),
+    ] = None,
+    kubernetes_version: Annotated[
+        str | None,
+        typer.Option(
+            "--kubernetes-version",
+            help="The scenario's spec.kubernetesVersion (default 1.36) is what runs; given, "
+            "this must equal it.",
+        ),
+    ] = None,
+    catalog: Annotated[
+        str | None, typer.Option("--catalog", help="A catalog file replacing the bundled one.")
+    ] = None,
+    prices: Annotated[
+        str | None, typer.Option("--prices", help="A prices file overriding catalog prices.")
+    ] = None,
+) -> None:
+    """Run a scenario on a virtual clock: Karpenter provisioning GPU nodes over a simulated
+    EC2 as pods come and go, capacity vanishes and spot is interrupted; print the timeline in
+    plain words and the bill (-o json: the events and the summary)."""
+    _check_output(output, OUTPUTS)
+    run_simulate(
+        SimulateOptions(
+            scenario,
+            output=output,
+            events=events,
+            watch=watch,
+            speed=speed,
+            region=region,
+            kubernetes_version=kubernetes_version,
+        ),
+        catalog_for=lambda r: _load_catalog(r, zones, catalog, prices),
+        out=out,
+        err=err,
+    )
 
 
 @app.command()

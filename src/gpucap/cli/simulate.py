@@ -1,0 +1,365 @@
+"""The body of `gpucap simulate SCENARIO`; `cli/main.py` declares its options and calls `run`.
+
+Thin like `plan`: check the options that depend on each other, load the scenario
+(`sim/scenario.py`, every problem one `error:` line and exit 2), run it (`sim/world.py`), format
+it (`cli/simulate_render.py`), print. The only wall clock of a simulation is here, in the shell:
+`--watch` paces the run at `--speed` virtual seconds per wall second and the progress bar shows
+itself once a run has taken half a second; both read `runtime.clock.RealClock` (injectable, so
+tests pace with a fake one). The simulated world never sees it: a run's events are the same
+whether it was watched, piped or written to a file.
+
+What goes where:
+- stdout: the table (a header, the timeline, the summary), or `-o json`/`-o yaml` (the document
+  of `simulation_document`), or with `--events -` the JSON lines alone;
+- `--events FILE`: the JSON lines, written and flushed as the run goes (`tail -f` follows it);
+- stderr: loader warnings, the one-line error, and the progress bar (a terminal only, table
+  output only; transient: it leaves nothing behind).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import TextIO
+
+import typer
+import yaml
+from rich.console import Console
+from rich.live import Live
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.text import Text
+
+from gpucap.apis.reading import InputError, os_reason
+from gpucap.cli.simulate_render import (
+    format_duration,
+    format_summary,
+    format_timeline,
+    simulation_document,
+    watch_lines,
+)
+from gpucap.cloudprovider.aws.catalog import Catalog
+from gpucap.runtime.clock import EPOCH, Clock, RealClock
+from gpucap.runtime.terminal import Terminal, escape, plain_console
+from gpucap.sim.recorder import Event
+from gpucap.sim.scenario import LoadedScenario, load_scenario
+from gpucap.sim.world import World
+
+__all__ = [
+    "DEFAULT_SPEED",
+    "OUTPUTS",
+    "PROGRESS_AFTER_SECONDS",
+    "ProgressBar",
+    "SimulateOptions",
+    "Watch",
+    "run",
+]
+
+EXIT_BAD_INPUT = 2
+OUTPUTS = ("table", "json", "yaml")
+# Virtual seconds per wall second of `--watch`: a node comes up (~1.5 min) in about two seconds,
+# an hour of scenario in a minute.
+DEFAULT_SPEED = 60.0
+# The progress bar appears only for a run still going after this long (most runs never show it).
+PROGRESS_AFTER_SECONDS = 0.5
+# The watch pane is redrawn at most this often (wall seconds): often enough to look live, rarely
+# enough that drawing (a summary of the log so far) costs little next to the run.
+FRAME_SECONDS = 0.1
+# Timeline lines shown under the watch pane's node table.
+RECENT_LINES = 6
+
+
+@dataclass(frozen=True, slots=True)
+class SimulateOptions:
+    """The command line of `gpucap simulate`, as parsed by `cli/main.py`."""
+
+    scenario: str
+    output: str = "table"
+    events: str | None = None  # a file, or "-" for stdout
+    watch: bool = False
+    speed: float = DEFAULT_SPEED
+    region: str | None = None  # must agree with the scenario's spec.region when given
+    kubernetes_version: str | None = None  # likewise with spec.kubernetesVersion
+
+
+def _fail(err: Terminal, message: str) -> typer.Exit:
+    err.line(f"error: {message}")
+    return typer.Exit(EXIT_BAD_INPUT)
+
+
+def _check_usage(opts: SimulateOptions, err: Terminal) -> None:
+    """Options that cannot go together, each refused in one line before anything is read."""
+    machine = opts.output in ("json", "yaml")
+    if opts.events == "-" and machine:
+        raise _fail(
+            err,
+            f"--events -: stdout already carries the -o {opts.output} document; "
+            "give --events a file name",
+        )
+    if opts.watch and machine:
+        raise _fail(err, f"--watch: the watch pane is a table; it cannot go with -o {opts.output}")
+    if opts.watch and opts.events == "-":
+        raise _fail(err, "--watch: stdout shows the watch pane; give --events a file name")
+    if not (math.isfinite(opts.speed) and opts.speed > 0):
+        raise _fail(err, f"--speed: {opts.speed} is not a positive number of virtual seconds")
+    if opts.scenario == "-":
+        raise _fail(
+            err,
+            "SCENARIO: a scenario is read from a file (the manifests it names are relative to "
+            "it), not from stdin",
+        )
+
+
+def _load(
+    opts: SimulateOptions, catalog_for: Callable[[str], Catalog], err: Terminal
+) -> tuple[LoadedScenario, Catalog]:
+    loaded: list[Catalog] = []
+
+    def catalog(region: str) -> Catalog:
+        # The scenario's spec.region is what runs; --region can only confirm it.
+        if opts.region is not None and opts.region != region:
+            raise _fail(
+                err,
+                f"--region {opts.region}: the scenario runs in spec.region {region} "
+                f"({opts.scenario}); drop --region or change spec.region",
+            )
+        loaded.append(catalog_for(region))
+        return loaded[-1]
+
+    try:
+        scenario = load_scenario(opts.scenario, catalog)
+    except InputError as e:  # ScenarioError included: one line naming file and field
+        raise _fail(err, str(e)) from None
+    for warning in scenario.warnings:
+        err.line(f"warning: {warning}", style="yellow")
+    wanted = opts.kubernetes_version
+    if wanted is not None and wanted != scenario.kubernetes_version:
+        raise _fail(
+            err,
+            f"--kubernetes-version {wanted}: the scenario runs Kubernetes "
+            f"{scenario.kubernetes_version} (spec.kubernetesVersion in {opts.scenario}); drop "
+            "the option or change the scenario",
+        )
+    return scenario, loaded[-1]
+
+
+def _open_events(path: str, err: Terminal) -> TextIO:
+    if path == "-":
+        return sys.stdout
+    try:
+        return open(path, "w", encoding="utf-8", newline="\n")
+    except OSError as e:
+        raise _fail(err, f"--events {path}: cannot write: {os_reason(e)}") from None
+    except ValueError:  # a NUL in the name
+        raise _fail(err, f"--events {path!r}: not a valid file name") from None
+
+
+def run(
+    opts: SimulateOptions,
+    *,
+    catalog_for: Callable[[str], Catalog],
+    out: Terminal,
+    err: Terminal,
+    clock: Clock | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    stdout_console: Console | None = None,
+    stderr_console: Console | None = None,
+) -> None:
+    """Run `gpucap simulate` (see the module docstring); raises `typer.Exit(2)` after printing
+    one `error:` line on bad input. `catalog_for(region)` is the CLI's catalog (bundled or
+    `--catalog`, `--prices`, `--zones`); `clock`, `sleep` and the consoles are the wall clock and
+    the terminal, injected by tests."""
+    _check_usage(opts, err)
+    scenario, catalog = _load(opts, catalog_for, err)
+    wall = clock or RealClock()
+    with ExitStack() as stack:
+        sink = None
+        if opts.events is not None:
+            sink = _open_events(opts.events, err)
+            if sink is not sys.stdout:
+                stack.callback(sink.close)
+        world = World(scenario, catalog, sink=sink)
+        on_step: Callable[[float], None] | None = None
+        watch: Watch | None = None
+        if opts.watch:
+            watch = Watch(
+                world.recorder.events,
+                name=scenario.name,
+                speed=opts.speed,
+                clock=wall,
+                sleep=sleep,
+                console=stdout_console or plain_console(stderr=False),
+            )
+            stack.enter_context(watch)
+            on_step = watch.step
+        elif opts.output == "table" and opts.events != "-":
+            console = stderr_console or plain_console(stderr=True)
+            if console.is_terminal:
+                bar = ProgressBar(scenario.duration, console=console, clock=wall)
+                stack.callback(bar.close)
+                on_step = bar.step
+        try:
+            result = world.run(on_step=on_step)
+        except InputError as e:  # found at run time (a pod's gpucap.dev/startup-seconds)
+            raise _fail(err, str(e)) from None
+        if watch is not None:
+            watch.finish(result.end)
+    if opts.events == "-":
+        return
+    if opts.output == "json":
+        sys.stdout.write(json.dumps(simulation_document(result.events, result.summary), indent=2))
+        sys.stdout.write("\n")
+        return
+    if opts.output == "yaml":
+        doc = simulation_document(result.events, result.summary)
+        sys.stdout.write(yaml.safe_dump(doc, sort_keys=False, default_flow_style=False))
+        return
+    if watch is not None and not watch.live:
+        out.lines(watch.frame(result.end))  # no terminal to redraw on: the last pane only
+    if watch is not None:
+        out.line()
+    out.lines(
+        [
+            _header(scenario),
+            "",
+            *format_timeline(result.events, start=result.start),
+            "",
+            *format_summary(result.summary, start=result.start),
+        ]
+    )
+
+
+def _header(scenario: LoadedScenario) -> str:
+    return (
+        f"Scenario {scenario.name} ({scenario.path}): {format_duration(scenario.duration)} in "
+        f"{scenario.region}, Kubernetes {scenario.kubernetes_version}, seed {scenario.seed}"
+    )
+
+
+class ProgressBar:
+    """The progress bar of a long run on stderr (a terminal only): virtual time done of the
+    scenario's duration. It appears once the run has taken `after` wall seconds, so a run of a
+    fraction of a second shows nothing, and it is transient (erased when the run ends)."""
+
+    def __init__(
+        self,
+        duration: float,
+        *,
+        console: Console,
+        clock: Clock,
+        after: float = PROGRESS_AFTER_SECONDS,
+    ) -> None:
+        self.duration = duration
+        self.console = console
+        self.clock = clock
+        self.after = after
+        self.started = clock.monotonic()
+        self.progress: Progress | None = None
+        self._task = TaskID(0)
+        self._last = -math.inf
+
+    def step(self, t: float) -> None:
+        """The engine's `on_step`: the run has reached virtual time `t`."""
+        now = self.clock.monotonic()
+        if self.progress is None:
+            if now - self.started < self.after:
+                return
+            self.progress = Progress(
+                TextColumn("simulating", markup=False),
+                BarColumn(),
+                TextColumn("{task.fields[at]}", markup=False),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=True,
+            )
+            self._task = self.progress.add_task("simulate", total=self.duration or 1.0, at="")
+            self.progress.start()
+        if now - self._last >= FRAME_SECONDS / 2 or t >= self.duration:
+            self._last = now
+            at = f"{format_duration(t)} of {format_duration(self.duration)}"
+            self.progress.update(self._task, completed=t, at=at)
+
+    def close(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+
+class Watch:
+    """`--watch`: the run paced at `speed` virtual seconds per wall second, and on a terminal
+    the watch pane (`simulate_render.watch_lines`: nodes, pods pending, cost so far) with the
+    latest timeline lines under it, redrawn in place as virtual time passes. Off a terminal
+    nothing is paced or drawn live; the caller prints the last pane (`frame`).
+
+    The engine calls `step(t)` after the events of each instant; the events are in the world's
+    log already, so the pane at a virtual time `v < t` shows exactly the events up to `v`."""
+
+    def __init__(
+        self,
+        events: Sequence[Event],
+        *,
+        name: str,
+        speed: float,
+        clock: Clock,
+        sleep: Callable[[float], None],
+        console: Console,
+    ) -> None:
+        self.events = events
+        self.name = name
+        self.speed = speed
+        self.clock = clock
+        self.sleep = sleep
+        self.console = console
+        self.live = console.is_terminal
+        self._live: Live | None = None
+        self._wall0 = 0.0
+        self._drawn = -math.inf
+        self.frames = 0  # how many panes were drawn (tests)
+
+    def __enter__(self) -> Watch:
+        self._wall0 = self.clock.monotonic()
+        if self.live:
+            self._live = Live(console=self.console, auto_refresh=False, transient=False)
+            self._live.start()
+            self._draw(0.0)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._live is not None:
+            self._live.stop()
+
+    def virtual_now(self) -> float:
+        return (self.clock.monotonic() - self._wall0) * self.speed
+
+    def step(self, t: float) -> None:
+        """Wait until wall time catches up with virtual time `t`, redrawing on the way."""
+        if not self.live:
+            return
+        while (v := self.virtual_now()) < t:
+            if self.clock.monotonic() - self._drawn >= FRAME_SECONDS:
+                self._draw(v)
+            self.sleep(min(FRAME_SECONDS, (t - v) / self.speed))
+        if self.clock.monotonic() - self._drawn >= FRAME_SECONDS:
+            self._draw(t)
+
+    def finish(self, t: float) -> None:
+        """The last pane, at the end of the run, whatever the frame rate allowed."""
+        if self._live is not None:
+            self._draw(t)
+
+    def frame(self, t: float) -> list[str]:
+        """The pane at virtual time `t`: nodes, then the latest timeline lines."""
+        shown = [e for e in self.events if e.t <= t]
+        recent = format_timeline(shown, start=EPOCH)[-RECENT_LINES:]
+        head = f"gpucap simulate {self.name}: {self.speed:g}x"
+        return [head, *watch_lines(shown, now=t, start=EPOCH), "", *recent]
+
+    def _draw(self, t: float) -> None:
+        assert self._live is not None
+        self._drawn = self.clock.monotonic()
+        self.frames += 1
+        text = Text("\n".join(escape(line) for line in self.frame(t)))
+        self._live.update(text, refresh=True)
