@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from gpucap.apis.ec2nodeclass import EC2NodeClass
+from gpucap.apis.hashing import structure_hash
 from gpucap.apis.labels import CAPACITY_TYPE, EC2NODECLASS, INSTANCE_TYPE, NODEPOOL, ZONE
 from gpucap.apis.meta import ObjectMeta
 from gpucap.apis.nodepool import NodeClaim, NodePool
@@ -121,13 +122,16 @@ _UNHASHED = (
 
 
 def nodeclass_hash(nodeclass: EC2NodeClass) -> str:
-    """The EC2NodeClass's static hash (gpucap's stand-in for Karpenter's hashstructure value):
-    a change here drifts every NodeClaim launched from it (`NodeClassDrift`)."""
+    """The EC2NodeClass's static hash (aws `EC2NodeClass.Hash`, with `apis/hashing.py`'s
+    stand-in for hashstructure): the spec without its `hash:"ignore"` fields, plus the resolved
+    AMI family (so `amiFamily: AL2023` added to an `al2023@...` alias changes nothing). Lists
+    are sets (reordering tags or block devices changes nothing). A change here drifts every
+    NodeClaim launched from the class (`NodeClassDrift`). Karpenter also hashes the cluster's
+    CA bundle, which gpucap does not model."""
     spec = nodeclass.spec.model_dump(by_alias=True, exclude_none=True, mode="json")
     for name in _UNHASHED:
         spec.pop(name, None)
-    canonical = json.dumps([spec, nodeclass.ami_family], sort_keys=True, separators=(",", ":"))
-    return str(int(hashlib.sha256(canonical.encode()).hexdigest()[:15], 16))
+    return structure_hash({"spec": spec, "amiFamily": nodeclass.ami_family})
 
 
 def _gib(size: str | None) -> int | None:
@@ -135,6 +139,18 @@ def _gib(size: str | None) -> int | None:
     if size is None:
         return None
     return -(-Quantity.parse(size).value() // 2**30)
+
+
+def _launch_time(value: object) -> dt.datetime | None:
+    """EC2's `LaunchTime`: a datetime from boto3, an ISO string from SimulatedEC2."""
+    if isinstance(value, dt.datetime):
+        return value
+    if isinstance(value, str):
+        try:
+            return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    return None
 
 
 def parse_provider_id(provider_id: str) -> tuple[str, str]:
@@ -552,7 +568,13 @@ class AWSCloudProvider:
         }
         if NODEPOOL in tags:
             labels[NODEPOOL] = tags[NODEPOOL]
-        meta = ObjectMeta(name=tags.get(NODECLAIM_TAG, inst["InstanceId"]), labels=labels)
+        meta = ObjectMeta(
+            name=tags.get(NODECLAIM_TAG, inst["InstanceId"]),
+            labels=labels,
+            # aws `instanceToNodeClaim`: the instance's launch time is the NodeClaim's creation
+            # (garbage collection spares instances younger than 30 s).
+            creation_timestamp=_launch_time(inst.get("LaunchTime")),
+        )
         return NodeClaim.model_validate(
             {
                 "metadata": meta.model_dump(by_alias=True, exclude_none=True),
@@ -607,33 +629,64 @@ class AWSCloudProvider:
 
     # ---- drift --------------------------------------------------------------------------------
     def is_drifted(self, node_claim: NodeClaim) -> str:
-        """Why the NodeClaim no longer matches its node class (aws `pkg/cloudprovider/drift.go`),
-        checked in Karpenter's order: `NodeClassDrift` when the node class's static hash changed
-        since launch, `AMIDrift` when the instance's AMI is no longer the one Karpenter would
-        pick for its type; "" otherwise."""
+        """Why the NodeClaim no longer matches its EC2NodeClass (aws `pkg/cloudprovider/
+        drift.go: isNodeClassDrifted`), in Karpenter's order, the first that applies:
+
+        - `NodeClassDrift`: the class's static hash (`nodeclass_hash`) is not the one the
+          NodeClaim was launched with, under the same hash version;
+        - `AMIDrift`: the AMI Karpenter would now pick for the claim's instance type (the first
+          of the class's resolved AMIs whose requirements the type meets) is not the claim's
+          `status.imageID`. The AMIs come through the 24-hour SSM cache (`_images`), so an
+          `@latest` alias drifts its nodes once the cache serves a new release; a pinned alias
+          resolves to the same image for ever and never drifts on a release;
+        - `SecurityGroupDrift`: the instance's security groups are not the class's (only when
+          EC2 reports them for the instance; SimulatedEC2 does not);
+        - `SubnetDrift`: the instance's subnet is not among the class's subnets (gpucap does not
+          filter subnets by selector, so this is "the subnet is gone").
+
+        "" when none applies, and when the NodeClaim's class no longer exists (Karpenter cannot
+        tell then either). Raises `NodeClassNotReadyError` when the class resolves no AMI and
+        `NodeClaimNotFoundError` when the instance is gone: Karpenter's drift check errors and
+        leaves the Drifted condition as it was. Not modelled: capacity-reservation and
+        placement-group drift (gpucap has neither)."""
         nodeclass = self.nodeclasses.get(node_claim.spec.node_class_ref.name)
         if nodeclass is None:
             return ""
         annotations = node_claim.metadata.annotations
-        if annotations.get(
-            NODECLASS_HASH_VERSION_ANNOTATION
-        ) == NODECLASS_HASH_VERSION and annotations.get(NODECLASS_HASH_ANNOTATION) not in (
-            None,
-            nodeclass_hash(nodeclass),
+        if (
+            annotations.get(NODECLASS_HASH_VERSION_ANNOTATION) == NODECLASS_HASH_VERSION
+            and NODECLASS_HASH_ANNOTATION in annotations
+            and annotations[NODECLASS_HASH_ANNOTATION] != nodeclass_hash(nodeclass)
         ):
             return "NodeClassDrift"
+        if self._ami_drifted(node_claim, nodeclass):
+            return "AMIDrift"
+        instance = self._instance(parse_provider_id(node_claim.status.provider_id or "")[1])
+        groups = instance.get("SecurityGroups")
+        if groups is not None:
+            wanted = {
+                g["GroupId"] for g in self.api.describe_security_groups().get("SecurityGroups", [])
+            }
+            if wanted and wanted != {g["GroupId"] for g in groups}:
+                return "SecurityGroupDrift"
+        subnets = {s["SubnetId"] for s in self.api.describe_subnets().get("Subnets", [])}
+        if subnets and instance.get("SubnetId") and instance["SubnetId"] not in subnets:
+            return "SubnetDrift"
+        return ""
+
+    def _ami_drifted(self, node_claim: NodeClaim, nodeclass: EC2NodeClass) -> bool:
+        """aws `isAMIDrifted`: the claim's image is not the one `MapToInstanceTypes` gives its
+        instance type from the class's AMIs now. A claim without an image or an instance type
+        Karpenter errors on; gpucap calls it not drifted."""
         image_id = node_claim.status.image_id
         type_name = node_claim.metadata.labels.get(INSTANCE_TYPE)
         if not image_id or not type_name:
-            return ""
-        try:
-            images = self._images(nodeclass)
-        except NodeClassNotReadyError:
-            return ""
+            return False
+        images = self._images(nodeclass)  # NodeClassNotReadyError: no AMI resolves
         it = next((t for t in self.instance_types_for(nodeclass) if t.name == type_name), None)
         if it is None:
-            return ""
+            return False
         wanted = next(
             (im.id for im in images if im.requirements.intersects(it.requirements) is None), None
         )
-        return "AMIDrift" if wanted is not None and wanted != image_id else ""
+        return wanted != image_id
