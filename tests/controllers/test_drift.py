@@ -266,6 +266,7 @@ def test_an_instance_whose_subnet_the_class_no_longer_has_is_subnet_drift() -> N
     inst = a.ec2.instances[(a.claim().status.provider_id or "").rsplit("/", 1)[1]]
     assert isinstance(a.ec2, MovedEC2)
     a.ec2.hidden_subnets.add(inst.subnet_id)
+    a.clock.advance(60)  # what EC2 says is asked once per instant
     assert a.drift.reconcile() == [("gpu-1", "SubnetDrift")]
 
 
@@ -274,6 +275,7 @@ def test_an_instance_with_other_security_groups_is_security_group_drift() -> Non
     launch(a)
     assert isinstance(a.ec2, MovedEC2)
     a.ec2.groups = ["sg-0sim", "sg-0new"]
+    a.clock.advance(60)
     assert a.drift.reconcile() == [("gpu-1", "SecurityGroupDrift")]
 
 

@@ -134,6 +134,19 @@ def nodeclass_hash(nodeclass: EC2NodeClass) -> str:
     return structure_hash({"spec": spec, "amiFamily": nodeclass.ami_family})
 
 
+def _same(kept: tuple[object, ...], now: tuple[object, ...]) -> bool:
+    """The same objects (by identity), except sets of IDs (by value)."""
+    return all(
+        a == b if isinstance(a, frozenset) else a is b for a, b in zip(kept, now, strict=True)
+    )
+
+
+def _image_for(it: InstanceType, images: Sequence[ResolvedImage]) -> ResolvedImage | None:
+    """aws `amifamily.MapToInstanceTypes` for one type: the first image whose requirements the
+    type's are `Compatible` with. Launch and AMI drift both ask this."""
+    return next((im for im in images if it.requirements.is_compatible(im.requirements)), None)
+
+
 def _gib(size: str | None) -> int | None:
     """An EBS volume size (`200Gi`, `100G`, `1Ti`) in GiB, as EC2 takes it (rounded up)."""
     if size is None:
@@ -188,6 +201,16 @@ class AWSCloudProvider:
     _ami_cache: dict[tuple[str, str], tuple[dt.datetime, Sequence[ResolvedImage]]] = field(
         default_factory=dict
     )
+    # Drift checks run for every NodeClaim every 5 minutes: what they derive is kept while its
+    # inputs are the same objects (the class; its AMIs and instance types) or, for what EC2
+    # says about subnets and security groups, for one instant of the clock.
+    _class_hash: dict[str, tuple[EC2NodeClass, str]] = field(default_factory=dict)
+    _chosen: dict[tuple[str, str], tuple[object, object, str | None, bool]] = field(
+        default_factory=dict
+    )
+    _network: dict[str, tuple[dt.datetime, frozenset[str]]] = field(default_factory=dict)
+    _verdicts: dict[str, tuple[tuple[object, ...], str]] = field(default_factory=dict)
+    _terms: dict[str, tuple[EC2NodeClass, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.unavailable = UnavailableOfferings(self.clock)
@@ -268,9 +291,7 @@ class AWSCloudProvider:
         # Each type launches with the first AMI whose requirements it meets.
         image_of: dict[str, str] = {}
         for it in types:
-            image = next(
-                (im for im in images if im.requirements.intersects(it.requirements) is None), None
-            )
+            image = _image_for(it, images)
             if image is not None:
                 image_of[it.name] = image.id
         types = [it for it in types if it.name in image_of]
@@ -467,13 +488,18 @@ class AWSCloudProvider:
     def _images(self, nodeclass: EC2NodeClass) -> Sequence[ResolvedImage]:
         """The node class's AMIs, cached for 24 hours on the clock (Karpenter's SSM cache): a
         new `recommended` release is seen, and `@latest` nodes drift, within a day."""
-        terms = json.dumps(
-            [
-                t.model_dump(by_alias=True, exclude_none=True)
-                for t in nodeclass.spec.ami_selector_terms
-            ],
-            sort_keys=True,
-        )
+        known = self._terms.get(nodeclass.name)
+        if known is not None and known[0] is nodeclass:
+            terms = known[1]
+        else:
+            terms = json.dumps(
+                [
+                    t.model_dump(by_alias=True, exclude_none=True)
+                    for t in nodeclass.spec.ami_selector_terms
+                ],
+                sort_keys=True,
+            )
+            self._terms[nodeclass.name] = (nodeclass, terms)
         key = (nodeclass.name, terms)
         cached = self._ami_cache.get(key)
         now = self.clock.now()
@@ -656,25 +682,77 @@ class AWSCloudProvider:
         if (
             annotations.get(NODECLASS_HASH_VERSION_ANNOTATION) == NODECLASS_HASH_VERSION
             and NODECLASS_HASH_ANNOTATION in annotations
-            and annotations[NODECLASS_HASH_ANNOTATION] != nodeclass_hash(nodeclass)
+            and annotations[NODECLASS_HASH_ANNOTATION] != self._hash_of(nodeclass)
         ):
             return "NodeClassDrift"
-        if self._ami_drifted(node_claim, nodeclass):
+        images = self._images(nodeclass)  # NodeClassNotReadyError: no AMI resolves
+        types = self.instance_types_for(nodeclass)
+        subnets = self._now_known("Subnets")
+        groups = self._now_known("SecurityGroups")
+        inputs = (node_claim, nodeclass, images, types, subnets, groups)
+        kept = self._verdicts.get(node_claim.name)
+        if kept is not None and _same(kept[0], inputs):
+            # Nothing it depends on changed (an instance gone since would make Karpenter's check
+            # fail and keep the condition: the same verdict).
+            return kept[1]
+        verdict = self._dynamic_drift(
+            node_claim, nodeclass, images, types, subnets=subnets, groups=groups
+        )
+        if len(self._verdicts) > 8192:
+            self._verdicts.clear()
+        self._verdicts[node_claim.name] = (inputs, verdict)
+        return verdict
+
+    def _dynamic_drift(
+        self,
+        node_claim: NodeClaim,
+        nodeclass: EC2NodeClass,
+        images: Sequence[ResolvedImage],
+        types: Sequence[InstanceType],
+        *,
+        subnets: frozenset[str],
+        groups: frozenset[str],
+    ) -> str:
+        """AMI, security-group and subnet drift, in that order (see `is_drifted`)."""
+        if self._ami_drifted(node_claim, nodeclass, images, types):
             return "AMIDrift"
         instance = self._instance(parse_provider_id(node_claim.status.provider_id or "")[1])
-        groups = instance.get("SecurityGroups")
-        if groups is not None:
-            wanted = {
-                g["GroupId"] for g in self.api.describe_security_groups().get("SecurityGroups", [])
-            }
-            if wanted and wanted != {g["GroupId"] for g in groups}:
-                return "SecurityGroupDrift"
-        subnets = {s["SubnetId"] for s in self.api.describe_subnets().get("Subnets", [])}
+        reported = instance.get("SecurityGroups")
+        if reported is not None and groups and groups != {g["GroupId"] for g in reported}:
+            return "SecurityGroupDrift"
         if subnets and instance.get("SubnetId") and instance["SubnetId"] not in subnets:
             return "SubnetDrift"
         return ""
 
-    def _ami_drifted(self, node_claim: NodeClaim, nodeclass: EC2NodeClass) -> bool:
+    def _hash_of(self, nodeclass: EC2NodeClass) -> str:
+        kept = self._class_hash.get(nodeclass.name)
+        if kept is not None and kept[0] is nodeclass:
+            return kept[1]
+        value = nodeclass_hash(nodeclass)
+        self._class_hash[nodeclass.name] = (nodeclass, value)
+        return value
+
+    def _now_known(self, kind: str) -> frozenset[str]:
+        """The IDs of the subnets (`Subnets`) or security groups (`SecurityGroups`) EC2
+        describes, asked once per instant of the clock."""
+        now = self.clock.now()
+        kept = self._network.get(kind)
+        if kept is not None and kept[0] == now:
+            return kept[1]
+        if kind == "Subnets":
+            ids = frozenset(s["SubnetId"] for s in self.api.describe_subnets().get(kind, []))
+        else:
+            ids = frozenset(g["GroupId"] for g in self.api.describe_security_groups().get(kind, []))
+        self._network[kind] = (now, ids)
+        return ids
+
+    def _ami_drifted(
+        self,
+        node_claim: NodeClaim,
+        nodeclass: EC2NodeClass,
+        images: Sequence[ResolvedImage],
+        types: Sequence[InstanceType],
+    ) -> bool:
         """aws `isAMIDrifted`: the claim's image is not the one `MapToInstanceTypes` gives its
         instance type from the class's AMIs now. A claim without an image or an instance type
         Karpenter errors on; gpucap calls it not drifted."""
@@ -682,11 +760,13 @@ class AWSCloudProvider:
         type_name = node_claim.metadata.labels.get(INSTANCE_TYPE)
         if not image_id or not type_name:
             return False
-        images = self._images(nodeclass)  # NodeClassNotReadyError: no AMI resolves
-        it = next((t for t in self.instance_types_for(nodeclass) if t.name == type_name), None)
-        if it is None:
-            return False
-        wanted = next(
-            (im.id for im in images if im.requirements.intersects(it.requirements) is None), None
-        )
-        return wanted != image_id
+        key = (nodeclass.name, type_name)
+        kept = self._chosen.get(key)
+        if kept is not None and kept[0] is images and kept[1] is types:
+            wanted, found = kept[2], kept[3]
+        else:
+            it = next((t for t in types if t.name == type_name), None)
+            image = _image_for(it, images) if it is not None else None
+            wanted, found = (image.id if image is not None else None), it is not None
+            self._chosen[key] = (images, types, wanted, found)
+        return found and wanted != image_id

@@ -47,7 +47,7 @@ from gpucap.apis.hashing import (
     NODEPOOL_HASH_VERSION_ANNOTATION,
     nodepool_hash,
 )
-from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, NODEPOOL
+from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, NODEPOOL, ZONE
 from gpucap.apis.nodepool import NodeClaim, NodePool
 from gpucap.cloudprovider.types import CloudProvider, CloudProviderError
 from gpucap.controllers.disruption.hash import DRIFTED, NodePoolHash
@@ -93,6 +93,11 @@ class DriftDetection:
         self.clock = clock
         self.hash = NodePoolHash(cluster)
         self._type_checked: dict[str, dt.datetime] = {}  # NodeClaim -> when a check passed
+        self._requirements: dict[tuple[str, frozenset[tuple[str, str]]], tuple[NodePool, bool]]
+        self._requirements = {}
+        # The instance-type verdicts, per (type, zone, capacity type), for one answer of the
+        # cloud provider (offerings are all that matter: their zone and capacity type).
+        self._types_seen: tuple[object, dict[tuple[str | None, ...], bool]] | None = None
 
     def reconcile(self) -> list[tuple[str, str]]:
         """Check every NodeClaim once; return (NodeClaim, reason) for each newly marked
@@ -153,15 +158,28 @@ class DriftDetection:
             and annotations[NODEPOOL_HASH_ANNOTATION] != pool_hash
         ):
             return NODEPOOL_DRIFTED
-        labels = Requirements.from_labels(claim.metadata.labels)
-        wanted = Requirements.from_node_selector(nodepool.spec.template.spec.requirements)
-        if labels.compatible(wanted) is not None:
+        if self._requirements_drifted(nodepool, claim):
             return REQUIREMENTS_DRIFTED
         if self._instance_type_due(claim):
             if self._instance_type_gone(nodepool, claim):
                 return INSTANCE_TYPE_NOT_FOUND
             self._type_checked[claim.name] = self.clock.now()
         return self.cloud_provider.is_drifted(claim)
+
+    def _requirements_drifted(self, nodepool: NodePool, claim: NodeClaim) -> bool:
+        """drift.go `areRequirementsDrifted`. NodeClaims of one type, zone and capacity type
+        have the same labels: each label set is checked once per NodePool object."""
+        key = (nodepool.name, frozenset(claim.metadata.labels.items()))
+        kept = self._requirements.get(key)
+        if kept is not None and kept[0] is nodepool:
+            return kept[1]
+        labels = Requirements.from_labels(claim.metadata.labels)
+        wanted = Requirements.from_node_selector(nodepool.spec.template.spec.requirements)
+        drifted = labels.compatible(wanted) is not None
+        if len(self._requirements) > 4096:
+            self._requirements.clear()
+        self._requirements[key] = (nodepool, drifted)
+        return drifted
 
     def _instance_type_due(self, claim: NodeClaim) -> bool:
         now = self.clock.now()
@@ -172,21 +190,29 @@ class DriftDetection:
         return created is None or (now - created).total_seconds() > INSTANCE_TYPE_CHECK_AFTER
 
     def _instance_type_gone(self, nodepool: NodePool, claim: NodeClaim) -> bool:
-        """drift.go `instanceTypeNotFound`."""
+        """drift.go `instanceTypeNotFound`: the claim's type is not among the NodePool's, or no
+        offering of it (available or not) is in the claim's zone and capacity type."""
         labels = claim.metadata.labels
-        name = labels.get(INSTANCE_TYPE)
-        it = next(
-            (t for t in self.cloud_provider.get_instance_types(nodepool) if t.name == name), None
-        )
+        types = self.cloud_provider.get_instance_types(nodepool)
+        key = (labels.get(INSTANCE_TYPE), labels.get(ZONE), labels.get(CAPACITY_TYPE))
+        if self._types_seen is None or self._types_seen[0] is not types:
+            self._types_seen = (types, {})
+        verdicts = self._types_seen[1]
+        if key in verdicts:
+            return verdicts[key]
+        it = next((t for t in types if t.name == key[0]), None)
         if it is None:
-            return True
-        reqs = Requirements.from_labels(labels)
-        if labels.get(CAPACITY_TYPE) == _RESERVED:
-            # A reserved NodeClaim may since have been demoted to on-demand.
-            reqs = reqs.without(CAPACITY_TYPE).add(
-                Requirement.new(CAPACITY_TYPE, "In", [_RESERVED, "on-demand"])
-            )
-        return not any(o.allowed_by(reqs) for o in it.offerings)
+            gone = True
+        else:
+            reqs = Requirements.from_labels(labels)
+            if labels.get(CAPACITY_TYPE) == _RESERVED:
+                # A reserved NodeClaim may since have been demoted to on-demand.
+                reqs = reqs.without(CAPACITY_TYPE).add(
+                    Requirement.new(CAPACITY_TYPE, "In", [_RESERVED, "on-demand"])
+                )
+            gone = not any(o.allowed_by(reqs) for o in it.offerings)
+        verdicts[key] = gone
+        return gone
 
     def _clear(self, claim: NodeClaim) -> None:
         """operatorpkg `Clear`: the condition is removed, not set False."""
