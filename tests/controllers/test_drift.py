@@ -1,6 +1,6 @@
 """Drift detection (`controllers/disruption/drift.py`): the Drifted condition as Karpenter sets
 it — NodePool hash drift (which fields count), requirement drift, instance-type drift, and the
-AWS provider's AMI, node-class, subnet and security-group drift — over AWSCloudProvider +
+AWS provider's AMI, node-class and subnet drift — over AWSCloudProvider +
 SimulatedEC2 on a FakeClock for the AWS rules and FakeCloudProvider for the core ones."""
 
 from __future__ import annotations
@@ -225,33 +225,21 @@ def test_changing_the_kubelet_or_user_data_drifts() -> None:
         assert a.drift.reconcile() == [("gpu-1", "NodeClassDrift")], edits
 
 
-# ---- subnets and security groups ----------------------------------------------------------------
+# ---- subnets ----------------------------------------------------------------------------------
 class MovedEC2(SimulatedEC2):
-    """SimulatedEC2 whose subnets and security groups can change, and whose instances report
-    their security groups."""
+    """SimulatedEC2 whose subnets can go away."""
 
     hidden_subnets: set[str]
-    groups: list[str]
 
     def describe_subnets(self, **kwargs: Any) -> dict[str, Any]:
         out = super().describe_subnets(**kwargs)
         return {"Subnets": [s for s in out["Subnets"] if s["SubnetId"] not in self.hidden_subnets]}
 
-    def describe_security_groups(self, **kwargs: Any) -> dict[str, Any]:
-        return {"SecurityGroups": [{"GroupId": g} for g in self.groups]}
-
-    def describe_instances(self, **kwargs: Any) -> dict[str, Any]:
-        out = super().describe_instances(**kwargs)
-        for r in out["Reservations"]:
-            for inst in r["Instances"]:
-                inst["SecurityGroups"] = [{"GroupId": "sg-0sim"}]
-        return out
-
 
 def moved() -> Aws:
     a = aws()
     ec2 = MovedEC2(CATALOG, a.clock)
-    ec2.hidden_subnets, ec2.groups = set(), ["sg-0sim"]
+    ec2.hidden_subnets = set()
     ec2.publish_amis(K8S, recommended=OLD)
     a.ec2 = ec2
     a.cloud = AWSCloudProvider(ec2, CATALOG, a.clock, a.nodeclasses, kubernetes_version=K8S)
@@ -268,15 +256,6 @@ def test_an_instance_whose_subnet_the_class_no_longer_has_is_subnet_drift() -> N
     a.ec2.hidden_subnets.add(inst.subnet_id)
     a.clock.advance(60)  # what EC2 says is asked once per instant
     assert a.drift.reconcile() == [("gpu-1", "SubnetDrift")]
-
-
-def test_an_instance_with_other_security_groups_is_security_group_drift() -> None:
-    a = moved()
-    launch(a)
-    assert isinstance(a.ec2, MovedEC2)
-    a.ec2.groups = ["sg-0sim", "sg-0new"]
-    a.clock.advance(60)
-    assert a.drift.reconcile() == [("gpu-1", "SecurityGroupDrift")]
 
 
 def test_node_class_drift_is_reported_before_ami_drift() -> None:

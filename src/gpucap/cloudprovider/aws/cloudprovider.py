@@ -203,12 +203,12 @@ class AWSCloudProvider:
     )
     # Drift checks run for every NodeClaim every 5 minutes: what they derive is kept while its
     # inputs are the same objects (the class; its AMIs and instance types) or, for what EC2
-    # says about subnets and security groups, for one instant of the clock.
+    # says about subnets, for one instant of the clock.
     _class_hash: dict[str, tuple[EC2NodeClass, str]] = field(default_factory=dict)
     _chosen: dict[tuple[str, str], tuple[object, object, str | None, bool]] = field(
         default_factory=dict
     )
-    _network: dict[str, tuple[dt.datetime, frozenset[str]]] = field(default_factory=dict)
+    _network: tuple[dt.datetime, frozenset[str]] | None = None
     _verdicts: dict[str, tuple[tuple[object, ...], str]] = field(default_factory=dict)
     _terms: dict[str, tuple[EC2NodeClass, str]] = field(default_factory=dict)
 
@@ -665,16 +665,15 @@ class AWSCloudProvider:
           `status.imageID`. The AMIs come through the 24-hour SSM cache (`_images`), so an
           `@latest` alias drifts its nodes once the cache serves a new release; a pinned alias
           resolves to the same image for ever and never drifts on a release;
-        - `SecurityGroupDrift`: the instance's security groups are not the class's (only when
-          EC2 reports them for the instance; SimulatedEC2 does not);
         - `SubnetDrift`: the instance's subnet is not among the class's subnets (gpucap does not
           filter subnets by selector, so this is "the subnet is gone").
 
         "" when none applies, and when the NodeClaim's class no longer exists (Karpenter cannot
         tell then either). Raises `NodeClassNotReadyError` when the class resolves no AMI and
         `NodeClaimNotFoundError` when the instance is gone: Karpenter's drift check errors and
-        leaves the Drifted condition as it was. Not modelled: capacity-reservation and
-        placement-group drift (gpucap has neither)."""
+        leaves the Drifted condition as it was. Not modelled: `SecurityGroupDrift` (gpucap
+        neither resolves security-group selectors nor attaches groups at launch, so it cannot
+        compare them), capacity-reservation and placement-group drift (gpucap has neither)."""
         nodeclass = self.nodeclasses.get(node_claim.spec.node_class_ref.name)
         if nodeclass is None:
             return ""
@@ -687,17 +686,14 @@ class AWSCloudProvider:
             return "NodeClassDrift"
         images = self._images(nodeclass)  # NodeClassNotReadyError: no AMI resolves
         types = self.instance_types_for(nodeclass)
-        subnets = self._now_known("Subnets")
-        groups = self._now_known("SecurityGroups")
-        inputs = (node_claim, nodeclass, images, types, subnets, groups)
+        subnets = self._now_known()
+        inputs = (node_claim, nodeclass, images, types, subnets)
         kept = self._verdicts.get(node_claim.name)
         if kept is not None and _same(kept[0], inputs):
             # Nothing it depends on changed (an instance gone since would make Karpenter's check
             # fail and keep the condition: the same verdict).
             return kept[1]
-        verdict = self._dynamic_drift(
-            node_claim, nodeclass, images, types, subnets=subnets, groups=groups
-        )
+        verdict = self._dynamic_drift(node_claim, nodeclass, images, types, subnets)
         if len(self._verdicts) > 8192:
             self._verdicts.clear()
         self._verdicts[node_claim.name] = (inputs, verdict)
@@ -709,17 +705,12 @@ class AWSCloudProvider:
         nodeclass: EC2NodeClass,
         images: Sequence[ResolvedImage],
         types: Sequence[InstanceType],
-        *,
         subnets: frozenset[str],
-        groups: frozenset[str],
     ) -> str:
-        """AMI, security-group and subnet drift, in that order (see `is_drifted`)."""
+        """AMI then subnet drift (see `is_drifted`)."""
         if self._ami_drifted(node_claim, nodeclass, images, types):
             return "AMIDrift"
         instance = self._instance(parse_provider_id(node_claim.status.provider_id or "")[1])
-        reported = instance.get("SecurityGroups")
-        if reported is not None and groups and groups != {g["GroupId"] for g in reported}:
-            return "SecurityGroupDrift"
         if subnets and instance.get("SubnetId") and instance["SubnetId"] not in subnets:
             return "SubnetDrift"
         return ""
@@ -732,18 +723,13 @@ class AWSCloudProvider:
         self._class_hash[nodeclass.name] = (nodeclass, value)
         return value
 
-    def _now_known(self, kind: str) -> frozenset[str]:
-        """The IDs of the subnets (`Subnets`) or security groups (`SecurityGroups`) EC2
-        describes, asked once per instant of the clock."""
+    def _now_known(self) -> frozenset[str]:
+        """The IDs of the subnets EC2 describes, asked once per instant of the clock."""
         now = self.clock.now()
-        kept = self._network.get(kind)
-        if kept is not None and kept[0] == now:
-            return kept[1]
-        if kind == "Subnets":
-            ids = frozenset(s["SubnetId"] for s in self.api.describe_subnets().get(kind, []))
-        else:
-            ids = frozenset(g["GroupId"] for g in self.api.describe_security_groups().get(kind, []))
-        self._network[kind] = (now, ids)
+        if self._network is not None and self._network[0] == now:
+            return self._network[1]
+        ids = frozenset(s["SubnetId"] for s in self.api.describe_subnets().get("Subnets", []))
+        self._network = (now, ids)
         return ids
 
     def _ami_drifted(

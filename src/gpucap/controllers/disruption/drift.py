@@ -24,7 +24,7 @@ For every NodeClaim, as Karpenter's nodeclaim disruption controller does:
      minutes after a check that passed: its instance type is no longer offered for the NodePool,
      or none of the type's offerings (available or not) matches its zone and capacity type;
   4. the cloud provider's reason (`CloudProvider.is_drifted`; AWS: `NodeClassDrift`,
-     `AMIDrift`, `SecurityGroupDrift`, `SubnetDrift`).
+     `AMIDrift`, `SubnetDrift`).
   Drifted: `Drifted=True` with that reason (its transition time kept while it stays True, as
   the Drift method orders candidates by it); not drifted: the condition removed. A cloud
   provider error (instance gone, node class not ready) leaves the condition as it was.
