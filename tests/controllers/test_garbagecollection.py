@@ -95,14 +95,21 @@ def test_the_node_of_an_orphaned_instance_goes_with_it_and_its_pods_pend() -> No
 
 
 def test_the_instance_collector_runs_every_10_s_for_20_passes_then_every_2_minutes() -> None:
-    _cluster, _, _cloud, clock, gc = aws()
-    waits = []
-    for _ in range(INSTANCE_FAST_RUNS + 2):
-        gc.collect_instances()
-        waits.append(gc._instances_due - clock.monotonic())  # type: ignore[operator]
-        clock.advance(waits[-1])
-    assert waits[:INSTANCE_FAST_RUNS] == [INSTANCE_FAST_PERIOD] * INSTANCE_FAST_RUNS
-    assert waits[INSTANCE_FAST_RUNS:] == [INSTANCE_PERIOD] * 2
+    _, _, cloud, clock, gc = aws()
+    early = cloud.create(gpu_claim("early")).status.provider_id
+    collected: dict[str | None, float] = {}
+    late = None
+    for second in range(400):
+        if second == 201:
+            late = cloud.create(gpu_claim("late")).status.provider_id
+        for pid in gc.reconcile():
+            collected[pid] = clock.monotonic()
+        clock.advance(1)
+    # Passes at 0, 10, 20, ...: 30 s old at 30 is not "more than 30 s", so 40.
+    assert collected[early] == 40
+    # The 21st pass runs at 200; the next one only at 320.
+    assert INSTANCE_FAST_RUNS == 20
+    assert collected[late] == 200 + INSTANCE_PERIOD
 
 
 # ---- NodeClaims without an instance -------------------------------------------------------------
@@ -180,4 +187,5 @@ def test_requeue_after_is_the_next_collector_due() -> None:
     w.clock.advance(INSTANCE_FAST_PERIOD)
     gc.reconcile()  # only the instance collector was due
     assert gc.requeue_after() == INSTANCE_FAST_PERIOD
-    assert gc._claims_due == NODECLAIM_PERIOD
+    w.clock.advance(NODECLAIM_PERIOD - INSTANCE_FAST_PERIOD)
+    assert gc.requeue_after() == 0.0  # the NodeClaim collector is due again at 120 s
