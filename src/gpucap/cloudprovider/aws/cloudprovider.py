@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from gpucap.apis.ec2nodeclass import EC2NodeClass
+from gpucap.apis.hashing import structure_hash
 from gpucap.apis.labels import CAPACITY_TYPE, EC2NODECLASS, INSTANCE_TYPE, NODEPOOL, ZONE
 from gpucap.apis.meta import ObjectMeta
 from gpucap.apis.nodepool import NodeClaim, NodePool
@@ -121,13 +122,29 @@ _UNHASHED = (
 
 
 def nodeclass_hash(nodeclass: EC2NodeClass) -> str:
-    """The EC2NodeClass's static hash (gpucap's stand-in for Karpenter's hashstructure value):
-    a change here drifts every NodeClaim launched from it (`NodeClassDrift`)."""
+    """The EC2NodeClass's static hash (aws `EC2NodeClass.Hash`, with `apis/hashing.py`'s
+    stand-in for hashstructure): the spec without its `hash:"ignore"` fields, plus the resolved
+    AMI family (so `amiFamily: AL2023` added to an `al2023@...` alias changes nothing). Lists
+    are sets (reordering tags or block devices changes nothing). A change here drifts every
+    NodeClaim launched from the class (`NodeClassDrift`). Karpenter also hashes the cluster's
+    CA bundle, which gpucap does not model."""
     spec = nodeclass.spec.model_dump(by_alias=True, exclude_none=True, mode="json")
     for name in _UNHASHED:
         spec.pop(name, None)
-    canonical = json.dumps([spec, nodeclass.ami_family], sort_keys=True, separators=(",", ":"))
-    return str(int(hashlib.sha256(canonical.encode()).hexdigest()[:15], 16))
+    return structure_hash({"spec": spec, "amiFamily": nodeclass.ami_family})
+
+
+def _same(kept: tuple[object, ...], now: tuple[object, ...]) -> bool:
+    """The same objects (by identity), except sets of IDs (by value)."""
+    return all(
+        a == b if isinstance(a, frozenset) else a is b for a, b in zip(kept, now, strict=True)
+    )
+
+
+def _image_for(it: InstanceType, images: Sequence[ResolvedImage]) -> ResolvedImage | None:
+    """aws `amifamily.MapToInstanceTypes` for one type: the first image whose requirements the
+    type's are `Compatible` with. Launch and AMI drift both ask this."""
+    return next((im for im in images if it.requirements.is_compatible(im.requirements)), None)
 
 
 def _gib(size: str | None) -> int | None:
@@ -135,6 +152,18 @@ def _gib(size: str | None) -> int | None:
     if size is None:
         return None
     return -(-Quantity.parse(size).value() // 2**30)
+
+
+def _launch_time(value: object) -> dt.datetime | None:
+    """EC2's `LaunchTime`: a datetime from boto3, an ISO string from SimulatedEC2."""
+    if isinstance(value, dt.datetime):
+        return value
+    if isinstance(value, str):
+        try:
+            return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    return None
 
 
 def parse_provider_id(provider_id: str) -> tuple[str, str]:
@@ -172,6 +201,16 @@ class AWSCloudProvider:
     _ami_cache: dict[tuple[str, str], tuple[dt.datetime, Sequence[ResolvedImage]]] = field(
         default_factory=dict
     )
+    # Drift checks run for every NodeClaim every 5 minutes: what they derive is kept while its
+    # inputs are the same objects (the class; its AMIs and instance types) or, for what EC2
+    # says about subnets, for one instant of the clock.
+    _class_hash: dict[str, tuple[EC2NodeClass, str]] = field(default_factory=dict)
+    _chosen: dict[tuple[str, str], tuple[object, object, str | None, bool]] = field(
+        default_factory=dict
+    )
+    _network: tuple[dt.datetime, frozenset[str]] | None = None
+    _verdicts: dict[str, tuple[tuple[object, ...], str]] = field(default_factory=dict)
+    _terms: dict[str, tuple[EC2NodeClass, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.unavailable = UnavailableOfferings(self.clock)
@@ -252,9 +291,7 @@ class AWSCloudProvider:
         # Each type launches with the first AMI whose requirements it meets.
         image_of: dict[str, str] = {}
         for it in types:
-            image = next(
-                (im for im in images if im.requirements.intersects(it.requirements) is None), None
-            )
+            image = _image_for(it, images)
             if image is not None:
                 image_of[it.name] = image.id
         types = [it for it in types if it.name in image_of]
@@ -451,13 +488,18 @@ class AWSCloudProvider:
     def _images(self, nodeclass: EC2NodeClass) -> Sequence[ResolvedImage]:
         """The node class's AMIs, cached for 24 hours on the clock (Karpenter's SSM cache): a
         new `recommended` release is seen, and `@latest` nodes drift, within a day."""
-        terms = json.dumps(
-            [
-                t.model_dump(by_alias=True, exclude_none=True)
-                for t in nodeclass.spec.ami_selector_terms
-            ],
-            sort_keys=True,
-        )
+        known = self._terms.get(nodeclass.name)
+        if known is not None and known[0] is nodeclass:
+            terms = known[1]
+        else:
+            terms = json.dumps(
+                [
+                    t.model_dump(by_alias=True, exclude_none=True)
+                    for t in nodeclass.spec.ami_selector_terms
+                ],
+                sort_keys=True,
+            )
+            self._terms[nodeclass.name] = (nodeclass, terms)
         key = (nodeclass.name, terms)
         cached = self._ami_cache.get(key)
         now = self.clock.now()
@@ -552,7 +594,13 @@ class AWSCloudProvider:
         }
         if NODEPOOL in tags:
             labels[NODEPOOL] = tags[NODEPOOL]
-        meta = ObjectMeta(name=tags.get(NODECLAIM_TAG, inst["InstanceId"]), labels=labels)
+        meta = ObjectMeta(
+            name=tags.get(NODECLAIM_TAG, inst["InstanceId"]),
+            labels=labels,
+            # aws `instanceToNodeClaim`: the instance's launch time is the NodeClaim's creation
+            # (garbage collection spares instances younger than 30 s).
+            creation_timestamp=_launch_time(inst.get("LaunchTime")),
+        )
         return NodeClaim.model_validate(
             {
                 "metadata": meta.model_dump(by_alias=True, exclude_none=True),
@@ -607,33 +655,104 @@ class AWSCloudProvider:
 
     # ---- drift --------------------------------------------------------------------------------
     def is_drifted(self, node_claim: NodeClaim) -> str:
-        """Why the NodeClaim no longer matches its node class (aws `pkg/cloudprovider/drift.go`),
-        checked in Karpenter's order: `NodeClassDrift` when the node class's static hash changed
-        since launch, `AMIDrift` when the instance's AMI is no longer the one Karpenter would
-        pick for its type; "" otherwise."""
+        """Why the NodeClaim no longer matches its EC2NodeClass (aws `pkg/cloudprovider/
+        drift.go: isNodeClassDrifted`), in Karpenter's order, the first that applies:
+
+        - `NodeClassDrift`: the class's static hash (`nodeclass_hash`) is not the one the
+          NodeClaim was launched with, under the same hash version;
+        - `AMIDrift`: the AMI Karpenter would now pick for the claim's instance type (the first
+          of the class's resolved AMIs whose requirements the type meets) is not the claim's
+          `status.imageID`. The AMIs come through the 24-hour SSM cache (`_images`), so an
+          `@latest` alias drifts its nodes once the cache serves a new release; a pinned alias
+          resolves to the same image for ever and never drifts on a release;
+        - `SubnetDrift`: the instance's subnet is not among the class's subnets (gpucap does not
+          filter subnets by selector, so this is "the subnet is gone").
+
+        "" when none applies, and when the NodeClaim's class no longer exists (Karpenter cannot
+        tell then either). Raises `NodeClassNotReadyError` when the class resolves no AMI and
+        `NodeClaimNotFoundError` when the instance is gone: Karpenter's drift check errors and
+        leaves the Drifted condition as it was. Not modelled: `SecurityGroupDrift` (gpucap
+        neither resolves security-group selectors nor attaches groups at launch, so it cannot
+        compare them), capacity-reservation and placement-group drift (gpucap has neither)."""
         nodeclass = self.nodeclasses.get(node_claim.spec.node_class_ref.name)
         if nodeclass is None:
             return ""
         annotations = node_claim.metadata.annotations
-        if annotations.get(
-            NODECLASS_HASH_VERSION_ANNOTATION
-        ) == NODECLASS_HASH_VERSION and annotations.get(NODECLASS_HASH_ANNOTATION) not in (
-            None,
-            nodeclass_hash(nodeclass),
+        if (
+            annotations.get(NODECLASS_HASH_VERSION_ANNOTATION) == NODECLASS_HASH_VERSION
+            and NODECLASS_HASH_ANNOTATION in annotations
+            and annotations[NODECLASS_HASH_ANNOTATION] != self._hash_of(nodeclass)
         ):
             return "NodeClassDrift"
+        images = self._images(nodeclass)  # NodeClassNotReadyError: no AMI resolves
+        types = self.instance_types_for(nodeclass)
+        subnets = self._now_known()
+        inputs = (node_claim, nodeclass, images, types, subnets)
+        kept = self._verdicts.get(node_claim.name)
+        if kept is not None and _same(kept[0], inputs):
+            # Nothing it depends on changed (an instance gone since would make Karpenter's check
+            # fail and keep the condition: the same verdict).
+            return kept[1]
+        verdict = self._dynamic_drift(node_claim, nodeclass, images, types, subnets)
+        if len(self._verdicts) > 8192:
+            self._verdicts.clear()
+        self._verdicts[node_claim.name] = (inputs, verdict)
+        return verdict
+
+    def _dynamic_drift(
+        self,
+        node_claim: NodeClaim,
+        nodeclass: EC2NodeClass,
+        images: Sequence[ResolvedImage],
+        types: Sequence[InstanceType],
+        subnets: frozenset[str],
+    ) -> str:
+        """AMI then subnet drift (see `is_drifted`)."""
+        if self._ami_drifted(node_claim, nodeclass, images, types):
+            return "AMIDrift"
+        instance = self._instance(parse_provider_id(node_claim.status.provider_id or "")[1])
+        if subnets and instance.get("SubnetId") and instance["SubnetId"] not in subnets:
+            return "SubnetDrift"
+        return ""
+
+    def _hash_of(self, nodeclass: EC2NodeClass) -> str:
+        kept = self._class_hash.get(nodeclass.name)
+        if kept is not None and kept[0] is nodeclass:
+            return kept[1]
+        value = nodeclass_hash(nodeclass)
+        self._class_hash[nodeclass.name] = (nodeclass, value)
+        return value
+
+    def _now_known(self) -> frozenset[str]:
+        """The IDs of the subnets EC2 describes, asked once per instant of the clock."""
+        now = self.clock.now()
+        if self._network is not None and self._network[0] == now:
+            return self._network[1]
+        ids = frozenset(s["SubnetId"] for s in self.api.describe_subnets().get("Subnets", []))
+        self._network = (now, ids)
+        return ids
+
+    def _ami_drifted(
+        self,
+        node_claim: NodeClaim,
+        nodeclass: EC2NodeClass,
+        images: Sequence[ResolvedImage],
+        types: Sequence[InstanceType],
+    ) -> bool:
+        """aws `isAMIDrifted`: the claim's image is not the one `MapToInstanceTypes` gives its
+        instance type from the class's AMIs now. A claim without an image or an instance type
+        Karpenter errors on; gpucap calls it not drifted."""
         image_id = node_claim.status.image_id
         type_name = node_claim.metadata.labels.get(INSTANCE_TYPE)
         if not image_id or not type_name:
-            return ""
-        try:
-            images = self._images(nodeclass)
-        except NodeClassNotReadyError:
-            return ""
-        it = next((t for t in self.instance_types_for(nodeclass) if t.name == type_name), None)
-        if it is None:
-            return ""
-        wanted = next(
-            (im.id for im in images if im.requirements.intersects(it.requirements) is None), None
-        )
-        return "AMIDrift" if wanted is not None and wanted != image_id else ""
+            return False
+        key = (nodeclass.name, type_name)
+        kept = self._chosen.get(key)
+        if kept is not None and kept[0] is images and kept[1] is types:
+            wanted, found = kept[2], kept[3]
+        else:
+            it = next((t for t in types if t.name == type_name), None)
+            image = _image_for(it, images) if it is not None else None
+            wanted, found = (image.id if image is not None else None), it is not None
+            self._chosen[key] = (images, types, wanted, found)
+        return found and wanted != image_id

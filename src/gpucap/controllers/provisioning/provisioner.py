@@ -11,8 +11,9 @@ created: its requirements (the instance-type list, cheapest first and at most
 `max_instance_types`, and the capacity types those types offer, both added when the pass
 finalizes) without the scheduling-only keys (`karpenter.sh/registered`,
 `karpenter.sh/initialized`), its resource requests, the NodePool template's labels with the
-custom labels its requirements resolve, node class reference, taints, startup taints, expiry
-and termination grace period.
+custom labels its requirements resolve, the template's annotations with the NodePool's hash and
+hash version on top (`NewNodeClaimTemplate`; what static drift compares, `apis/hashing.py`),
+node class reference, taints, startup taints, expiry and termination grace period.
 
 Which NodePools are Ready is the caller's to say (`plan` leaves out EKS Auto Mode and
 non-EC2NodeClass pools with a note); a NodePool whose class the provider does not know gets
@@ -32,6 +33,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from gpucap.apis.core import Pod
+from gpucap.apis.hashing import (
+    NODEPOOL_HASH_ANNOTATION,
+    NODEPOOL_HASH_VERSION,
+    NODEPOOL_HASH_VERSION_ANNOTATION,
+    nodepool_hash,
+)
 from gpucap.apis.labels import INITIALIZED, REGISTERED
 from gpucap.apis.meta import ObjectMeta
 from gpucap.apis.nodepool import NodeClaim, NodePool
@@ -163,7 +170,11 @@ def to_node_claim(claim: solver.NodeClaim, *, name: str | None = None) -> NodeCl
     meta = ObjectMeta(
         name=name or claim.name,
         labels=dict(sorted(claim.labels.items())),
-        annotations=dict(nodepool.spec.template.metadata.annotations),
+        annotations={
+            **nodepool.spec.template.metadata.annotations,
+            NODEPOOL_HASH_ANNOTATION: nodepool_hash(nodepool),
+            NODEPOOL_HASH_VERSION_ANNOTATION: NODEPOOL_HASH_VERSION,
+        },
     )
     return NodeClaim.model_validate(
         {"metadata": meta.model_dump(by_alias=True, exclude_none=True), "spec": spec}
