@@ -173,6 +173,28 @@ class SchedulingOptions:
     max_instance_types: int = MAX_INSTANCE_TYPES
 
 
+# ---- shared across schedulers ----------------------------------------------------------------
+# The simulator builds a `Scheduler` per provisioning pass over the same type tuples; the list
+# of their requirements is built once per tuple so that `build_domain_groups` recognises it by
+# identity across passes (its own cache). Each entry holds the tuple it was built from, so the
+# identity cannot be reused while the entry lives; the lists are never changed.
+_TYPE_REQS: dict[int, tuple[Sequence[InstanceType], list[Requirements]]] = {}
+_TYPE_REQS_MAX = 64
+
+
+def _type_requirements(types: Sequence[InstanceType]) -> list[Requirements]:
+    hit = _TYPE_REQS.get(id(types))
+    if hit is not None and hit[0] is types:
+        return hit[1]
+    reqs = [it.requirements for it in types]
+    if not isinstance(types, tuple):
+        return reqs  # a list may change under us: no sharing
+    if len(_TYPE_REQS) >= _TYPE_REQS_MAX:
+        _TYPE_REQS.clear()
+    _TYPE_REQS[id(types)] = (types, reqs)
+    return reqs
+
+
 # ---- per-pod data -------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class PodData:
@@ -777,7 +799,7 @@ class Scheduler:
         type_reqs: dict[int, list[Requirements]] = {}
         for p in pools:
             if id(p.instance_types) not in type_reqs:
-                type_reqs[id(p.instance_types)] = [it.requirements for it in p.instance_types]
+                type_reqs[id(p.instance_types)] = _type_requirements(p.instance_types)
         domain_groups = build_domain_groups(
             [
                 (

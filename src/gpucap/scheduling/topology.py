@@ -114,7 +114,7 @@ def build_domain_groups(
         on_keys = pool_reqs.only(keys)
         pairs = through_types.get((on_keys, id(type_reqs)))
         if pairs is None:
-            pairs = through_types[on_keys, id(type_reqs)] = _domains_through_types(
+            pairs = through_types[on_keys, id(type_reqs)] = _domains_through_types_cached(
                 on_keys, type_reqs
             )
         for key, domains in pairs:
@@ -134,6 +134,32 @@ def build_domain_groups(
                 for domain in sorted(req.values):
                     insert(key, domain, taints)
     return groups
+
+
+# Across schedulers: the simulator builds one `Scheduler` per provisioning pass over the same
+# type list (the cloud provider returns one tuple per node class and set of capacity marks, and
+# the solver one requirement list per tuple), so the domains through it are computed once.
+# Keyed on (pool requirements, identity of the list); each entry holds the list itself, so the
+# identity cannot be reused while the entry lives. Requirements are immutable, the list is
+# never changed after it is built, and callers only read the pairs: a hit is the same answer.
+_THROUGH_TYPES: dict[
+    tuple[Requirements, int], tuple[Sequence[Requirements], list[tuple[str, list[str]]]]
+] = {}
+_THROUGH_TYPES_MAX = 64
+
+
+def _domains_through_types_cached(
+    pool_reqs: Requirements, type_reqs: Sequence[Requirements]
+) -> list[tuple[str, list[str]]]:
+    key = (pool_reqs, id(type_reqs))
+    hit = _THROUGH_TYPES.get(key)
+    if hit is not None and hit[0] is type_reqs:
+        return hit[1]
+    pairs = _domains_through_types(pool_reqs, type_reqs)
+    if len(_THROUGH_TYPES) >= _THROUGH_TYPES_MAX:
+        _THROUGH_TYPES.clear()
+    _THROUGH_TYPES[key] = (type_reqs, pairs)
+    return pairs
 
 
 def _domains_through_types(
