@@ -39,8 +39,7 @@ from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from gpucap.cli.simulate_render import format_summary, format_timeline
 from gpucap.cloudprovider.aws.catalog import load_catalog
@@ -94,7 +93,11 @@ def _nodepool(name: str, requirements: list[dict[str, Any]], **spec: Any) -> dic
     template = {
         "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
         "requirements": [
-            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot", "on-demand"]},
+            {
+                "key": "karpenter.sh/capacity-type",
+                "operator": "In",
+                "values": ["spot", "on-demand"],
+            },
             *requirements,
         ],
     }
@@ -134,7 +137,9 @@ def _device_plugin() -> dict[str, Any]:
     }
 
 
-def _deployment(name: str, replicas: int, cpu: str, mem: str, gpu: int, image: str, startup: int):
+def _deployment(  # noqa: PLR0917 - one row of DEPLOYMENTS
+    name: str, replicas: int, cpu: str, mem: str, gpu: int, image: str, startup: int
+) -> dict[str, Any]:
     resources: dict[str, Any] = {"requests": {"cpu": cpu, "memory": mem}}
     spec: dict[str, Any] = {"containers": [{"name": name, "image": image, "resources": resources}]}
     if gpu:
@@ -213,7 +218,12 @@ def generate(out: Path, *, seed: int = 10, hours: int = 24) -> Path:
             "region": "us-east-1",
             "duration": f"{hours}h",
             "seed": seed,
-            "manifests": ["nodeclass.yaml", "nodepools.yaml", "device-plugin.yaml", "workloads.yaml"],
+            "manifests": [
+                "nodeclass.yaml",
+                "nodepools.yaml",
+                "device-plugin.yaml",
+                "workloads.yaml",
+            ],
             "events": events,
         },
     }
@@ -360,7 +370,7 @@ def main() -> None:
         print(f"per pass (run / passes): {1000 * med['run'] / passes:.1f} ms")
     if args.cli:
         cli = _cli(path)
-        print("cli: gpucap simulate has no such command yet" if cli is None else f"cli: {cli:.3f} s")
+        print("cli: no `gpucap simulate` yet" if cli is None else f"cli: {cli:.3f} s")
     if tmp is not None:
         tmp.cleanup()
 
