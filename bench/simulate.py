@@ -43,9 +43,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from gpucap.cli.simulate_render import format_summary, format_timeline
 from gpucap.cloudprovider.aws.catalog import load_catalog
+from gpucap.sim.recorder import Event
 from gpucap.sim.scenario import load_scenario
 from gpucap.sim.summary import summarize
-from gpucap.sim.world import World, simulate
+from gpucap.sim.world import World
 
 GPUCAP = shutil.which("gpucap") or str(Path(sys.executable).with_name("gpucap"))
 TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
@@ -270,6 +271,7 @@ def run_once(path: Path) -> dict[str, Any]:
         "passes": passes(),
         "lines": len(lines),
         "cost": result.summary.get("costUSD"),
+        "peaks": _peaks(result.events),
     }
 
 
@@ -287,13 +289,11 @@ def _count_passes(world: World) -> Callable[[], tuple[int, int]]:
     return lambda: (counts[0], counts[1])
 
 
-def _peaks(path: Path) -> tuple[int, int, int]:
+def _peaks(events: list[Event]) -> tuple[int, int, int]:
     """Peak pods, peak GPU nodes and peak nodes over the run (from the event log)."""
-    scenario = load_scenario(str(path), load_catalog)
-    result = simulate(scenario, load_catalog(scenario.region))
     pods = gpu = nodes = peak_pods = peak_gpu = peak_nodes = 0
     pools: dict[str, str] = {}
-    for e in result.events:
+    for e in events:
         f = e.fields
         if e.type == "PodCreated":
             pods += 1
@@ -356,7 +356,7 @@ def main() -> None:
     stages = ("load", "run", "summary", "timeline")
     med = {s: statistics.median(r[s] for r in runs) for s in stages}
     last = runs[-1]
-    peak_pods, peak_gpu, peak_nodes = _peaks(path)
+    peak_pods, peak_gpu, peak_nodes = last["peaks"]
     passes, solved = last["passes"]
     print(f"scenario: {path} ({last['actions']} actions; peak {peak_pods} pods,")
     print(f"          {peak_gpu} GPU nodes, {peak_nodes} nodes; cost ${last['cost']})")
