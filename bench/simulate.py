@@ -77,7 +77,7 @@ def _nodeclass() -> dict[str, Any]:
         "metadata": {"name": "default"},
         "spec": {
             "role": "KarpenterNodeRole-bench",
-            "amiSelectorTerms": [{"alias": "al2023@v20260827"}],
+            "amiSelectorTerms": [{"alias": "al2023@v20260714"}],
             "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "bench"}}],
             "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "bench"}}],
             "blockDeviceMappings": [
