@@ -1,7 +1,8 @@
 """Simulator benchmark (issue 10): a 24-hour scenario with ~1,000 pods at peak and ~100 GPU nodes,
 scale events every 10 minutes, must run in under 2 s of wall time on one core (load + run).
 
-Run: `python bench/simulate.py [--repeat 3] [--profile] [--cli] [--keep DIR]`.
+Run: `python bench/simulate.py [--repeat 3] [--hours 24] [--profile] [--cli] [--keep DIR]`
+(or `make bench-sim`).
 Generates the scenario deterministically in a temporary directory (or `--keep DIR`):
 - a pinned AL2023 EC2NodeClass; the NVIDIA device plugin DaemonSet;
 - NodePool `gpu`: g5/g6, 1 or 4 GPUs, spot and on-demand, tainted `nvidia.com/gpu`;
