@@ -9,9 +9,9 @@ Generates the scenario deterministically in a temporary directory (or `--keep DI
 - NodePool `cpu`: c/m/r families, generation > 5, spot and on-demand;
 - Deployments: three GPU ones (one GPU per pod) and four CPU ones, together 1,000 pods at the
   diurnal peak;
-- every 10 minutes (144 ticks) each Deployment is scaled to its share of a diurnal curve with a
-  seeded jitter (up and down); two spot capacity windows (g5.xlarge and g6.12xlarge spot gone for
-  an hour) and one spot interruption.
+- every 10 minutes (143 ticks after the start: 1,001 scale events) each Deployment is scaled
+  to its share of a diurnal curve with a seeded jitter (up and down); two spot capacity
+  windows (g5.xlarge and g6.12xlarge spot gone for an hour) and one spot interruption.
 Then times the Python entry points stage by stage (median of `--repeat` runs, one process):
 load (`load_scenario`), run (`simulate`: the world and its summary), summary (`summarize` +
 `format_summary`), timeline (`format_timeline`), and prints the event count, the provisioning
