@@ -5,7 +5,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 SRC := src tests bench scripts
 
-.PHONY: test lint typecheck layers unit wheel bench fuzz clean
+.PHONY: test lint typecheck layers unit wheel bench bench-sim fuzz clean
 
 test: lint typecheck layers unit wheel
 
@@ -34,6 +34,10 @@ wheel: $(BIN)/.installed
 
 bench: $(BIN)/.installed
 	$(BIN)/python bench/run.py
+
+# The simulator's 24-hour benchmark (issue 10): stage times, events, provisioning passes.
+bench-sim: $(BIN)/.installed
+	$(BIN)/python bench/simulate.py --repeat 3
 
 # The long fuzz run (tests/fuzz/ runs a fixed minute of it in CI): `make fuzz MINUTES=20 SEED=9`.
 MINUTES ?= 20

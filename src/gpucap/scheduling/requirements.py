@@ -131,6 +131,14 @@ class Requirement:
             return False
         if self.complement and other.complement:
             return True
+        if gte is None and lte is None:
+            # Without bounds the same answers as below, as set operations (the launch filter
+            # asks this for every instance type on every CreateFleet).
+            if self.complement:
+                return not other.values <= self.values
+            if other.complement:
+                return not self.values <= other.values
+            return not self.values.isdisjoint(other.values)
         if self.complement:
             return any(v not in self.values and _within(v, gte, lte) for v in other.values)
         if other.complement:
@@ -341,7 +349,29 @@ class Requirements(Mapping[str, Requirement]):
     def is_compatible(
         self, other: Requirements, allow_undefined: frozenset[str] = frozenset()
     ) -> bool:
-        return self.compatible(other, allow_undefined) is None
+        """`compatible(...) is None` without building the messages (a hot path: the launch
+        filter asks it of every instance type)."""
+        mine = self._items
+        for key, req in other._items.items():
+            if key in allow_undefined or key in mine:
+                continue
+            if req.operator not in ("NotIn", "DoesNotExist"):
+                return False
+        theirs = other._items
+        small, large = (mine, theirs) if len(mine) <= len(theirs) else (theirs, mine)
+        for key in small:
+            if key not in large:
+                continue
+            existing, incoming = mine[key], theirs[key]
+            if existing is incoming or existing.has_intersection(incoming):
+                continue
+            if incoming.operator in ("NotIn", "DoesNotExist") and existing.operator in (
+                "NotIn",
+                "DoesNotExist",
+            ):
+                continue
+            return False
+        return True
 
     def has_min_values(self) -> bool:
         return any(r.min_values is not None for r in self._items.values())

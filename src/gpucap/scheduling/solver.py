@@ -63,6 +63,7 @@ from gpucap.scheduling.resources import Resources, add, fits, pod_requests, subt
 from gpucap.scheduling.taints import format_taint, is_known_ephemeral, untolerated
 from gpucap.scheduling.topology import (
     CountedPod,
+    ThroughTypesCache,
     Topology,
     TopologyError,
     build_domain_groups,
@@ -72,6 +73,7 @@ __all__ = [
     "ExistingNode",
     "NodeClaim",
     "NodeClaimTemplate",
+    "PassCache",
     "PoolInput",
     "Results",
     "SchedulingOptions",
@@ -171,6 +173,37 @@ class SchedulingOptions:
     preference_policy: Literal["Respect", "Ignore"] = "Respect"
     min_values_policy: Literal["Strict", "BestEffort"] = "Strict"
     max_instance_types: int = MAX_INSTANCE_TYPES
+
+
+# ---- shared across schedulers ----------------------------------------------------------------
+_CACHE_MAX = 64
+
+
+@dataclass(slots=True)
+class PassCache:
+    """What a caller building one `Scheduler` per pass over the same type tuples may share
+    between them (the simulator's `Provisioner`): each tuple's requirement list, built once so
+    `build_domain_groups` recognises it by identity, and the domains through it. Entries hold
+    the tuple and the list they were built from, so an identity cannot be reused while the
+    entry lives; nothing cached is changed after it is built. Without one (plan, tests) every
+    scheduler computes its own, as before."""
+
+    type_reqs: dict[int, tuple[Sequence[InstanceType], list[Requirements]]] = field(
+        default_factory=dict
+    )
+    through_types: ThroughTypesCache = field(default_factory=dict)
+
+    def requirements_of(self, types: Sequence[InstanceType]) -> list[Requirements]:
+        hit = self.type_reqs.get(id(types))
+        if hit is not None and hit[0] is types:
+            return hit[1]
+        reqs = [it.requirements for it in types]
+        if not isinstance(types, tuple):
+            return reqs  # a list may change under us: no sharing
+        if len(self.type_reqs) >= _CACHE_MAX:
+            self.type_reqs.clear()
+        self.type_reqs[id(types)] = (types, reqs)
+        return reqs
 
 
 # ---- per-pod data -------------------------------------------------------------------------------
@@ -695,6 +728,7 @@ class Scheduler:
         daemonsets: Sequence[DaemonSet] = (),
         pending_pods: Sequence[Pod] = (),
         options: SchedulingOptions | None = None,
+        cache: PassCache | None = None,
     ) -> None:
         self.options = options or SchedulingOptions()
         self.relax_min_values = self.options.min_values_policy == "BestEffort"
@@ -777,7 +811,11 @@ class Scheduler:
         type_reqs: dict[int, list[Requirements]] = {}
         for p in pools:
             if id(p.instance_types) not in type_reqs:
-                type_reqs[id(p.instance_types)] = [it.requirements for it in p.instance_types]
+                type_reqs[id(p.instance_types)] = (
+                    cache.requirements_of(p.instance_types)
+                    if cache is not None
+                    else [it.requirements for it in p.instance_types]
+                )
         domain_groups = build_domain_groups(
             [
                 (
@@ -789,7 +827,8 @@ class Scheduler:
                 )
                 for p in pools
                 if p.nodepool.spec.replicas is None
-            ]
+            ],
+            cache=cache.through_types if cache is not None else None,
         )
         pending_keys = {p.key for p in pending_pods}
         counted = [

@@ -31,7 +31,14 @@ from gpucap.apis.meta import LabelSelector, LabelSelectorRequirement, matches_se
 from gpucap.scheduling.requirements import Requirement, Requirements
 from gpucap.scheduling.taints import untolerated
 
-__all__ = ["DomainGroups", "Topology", "TopologyError", "TopologyGroup", "TopologyType"]
+__all__ = [
+    "DomainGroups",
+    "ThroughTypesCache",
+    "Topology",
+    "TopologyError",
+    "TopologyGroup",
+    "TopologyType",
+]
 
 _MAX_INT32 = 2**31 - 1
 
@@ -72,6 +79,8 @@ DomainGroups = dict[str, dict[str, list[tuple[Taint, ...]]]]
 
 def build_domain_groups(
     pools: Sequence[tuple[Requirements, tuple[Taint, ...], Sequence[Requirements]]],
+    *,
+    cache: ThroughTypesCache | None = None,
 ) -> DomainGroups:
     """Every domain each key can take: per NodePool (its requirements, its taints, and its
     instance types' requirements), the values of pool ∩ type requirements, plus the pool's own
@@ -82,8 +91,12 @@ def build_domain_groups(
     type list) and shared: pools that differ only in their name, their own labels or their
     taints cost one pass over the types together, so the work grows with the distinct pool
     shapes, not pools x types. A type list is recognised by identity (the scheduler passes one
-    object per node class). A domain keeps each distinct taint set once (Karpenter appends
-    repeats; they change nothing, the taint sets are only asked whether any is tolerated).
+    object per node class). With `cache` (kept by a caller that builds many schedulers, the
+    simulator's provisioner) the per-type-list work is also shared across calls: requirements
+    are immutable, the lists are never changed after they are built, and the pairs are only
+    read, so a hit is the same answer. A domain keeps each distinct taint set once (Karpenter
+    appends repeats; they change nothing, the taint sets are only asked whether any is
+    tolerated).
     """
     groups: DomainGroups = {}
     seen: dict[tuple[str, str], set[tuple[Taint, ...]]] = {}
@@ -114,8 +127,8 @@ def build_domain_groups(
         on_keys = pool_reqs.only(keys)
         pairs = through_types.get((on_keys, id(type_reqs)))
         if pairs is None:
-            pairs = through_types[on_keys, id(type_reqs)] = _domains_through_types(
-                on_keys, type_reqs
+            pairs = through_types[on_keys, id(type_reqs)] = _domains_through_types_cached(
+                on_keys, type_reqs, cache
             )
         for key, domains in pairs:
             groups.setdefault(key, {})
@@ -134,6 +147,33 @@ def build_domain_groups(
                 for domain in sorted(req.values):
                     insert(key, domain, taints)
     return groups
+
+
+# Across schedulers (see `build_domain_groups`'s `cache`): (pool requirements, identity of a
+# type requirement list) -> (that list, its domains). Each entry holds the list itself, so the
+# identity cannot be reused while the entry lives.
+ThroughTypesCache = dict[
+    tuple[Requirements, int], tuple[Sequence[Requirements], list[tuple[str, list[str]]]]
+]
+_THROUGH_TYPES_MAX = 64
+
+
+def _domains_through_types_cached(
+    pool_reqs: Requirements,
+    type_reqs: Sequence[Requirements],
+    cache: ThroughTypesCache | None,
+) -> list[tuple[str, list[str]]]:
+    if cache is None:
+        return _domains_through_types(pool_reqs, type_reqs)
+    key = (pool_reqs, id(type_reqs))
+    hit = cache.get(key)
+    if hit is not None and hit[0] is type_reqs:
+        return hit[1]
+    pairs = _domains_through_types(pool_reqs, type_reqs)
+    if len(cache) >= _THROUGH_TYPES_MAX:
+        cache.clear()
+    cache[key] = (type_reqs, pairs)
+    return pairs
 
 
 def _domains_through_types(

@@ -102,6 +102,8 @@ class SimulatedEC2:
     # (time, Kubernetes version, release) changes of `recommended` not yet applied
     scheduled_releases: list[tuple[dt.datetime, str, str]] = field(default_factory=list)
     _capacity: dict[tuple[str, str, str], _Window] = field(default_factory=dict)
+    # capacity type -> (type, zone) -> catalog price; see `_prices`
+    _price_maps: dict[str, dict[tuple[str, str], float]] = field(default_factory=dict)
     _next_instance: int = 0
     _next_fleet: int = 0
 
@@ -515,11 +517,18 @@ class SimulatedEC2:
         return response
 
     def _prices(self, capacity_type: str) -> dict[tuple[str, str], float]:
+        """The catalog's price per (type, zone) for `capacity_type`. Built once per capacity
+        type: the catalog does not change during a run (capacity windows live in
+        `has_capacity`, not here), and callers only read the map."""
+        cached = self._price_maps.get(capacity_type)
+        if cached is not None:
+            return cached
         out = {}
         for it in self.catalog.scheduling_instance_types(None):
             for o in it.offerings:
                 if o.capacity_type == capacity_type and o.available:
                     out[(it.name, o.zone)] = o.price
+        self._price_maps[capacity_type] = out
         return out
 
     def _launch(

@@ -47,7 +47,14 @@ from gpucap.apis.workloads import DaemonSet
 from gpucap.cloudprovider.types import CloudProvider
 from gpucap.scheduling import solver
 from gpucap.scheduling.requirements import Requirements
-from gpucap.scheduling.solver import PoolInput, Results, Scheduler, SchedulingOptions, StateNode
+from gpucap.scheduling.solver import (
+    PassCache,
+    PoolInput,
+    Results,
+    Scheduler,
+    SchedulingOptions,
+    StateNode,
+)
 
 __all__ = [
     "SCHEDULING_SIMULATION_KEYS",
@@ -69,6 +76,9 @@ class Provisioner:
     ) -> None:
         self.cloud_provider = cloud_provider
         self.options = options or SchedulingOptions()
+        # Shared by this provisioner's passes (the simulator runs many over the same type
+        # tuples); see `PassCache` for why a hit is the same answer.
+        self.cache = PassCache()
 
     def pools(self, nodepools: Sequence[NodePool]) -> list[PoolInput]:
         """Each NodePool with the instance types the cloud provider answers for it, in the
@@ -90,6 +100,7 @@ class Provisioner:
             daemonsets=daemonsets,
             pending=pending,
             options=self.options,
+            cache=self.cache,
         )
 
     def schedule(
@@ -127,15 +138,17 @@ def new_scheduler(
     daemonsets: Sequence[DaemonSet] = (),
     pending: Sequence[Pod] = (),
     options: SchedulingOptions | None = None,
+    cache: PassCache | None = None,
 ) -> Scheduler:
     """The scheduler of one pass over `pools` (what `Provisioner.scheduler` and each pass of
-    `plan`'s loop build)."""
+    `plan`'s loop build); `cache` is shared between the passes of one caller."""
     return Scheduler(
         pools,
         state_nodes=state_nodes,
         daemonsets=daemonsets,
         pending_pods=pending,
         options=options,
+        cache=cache,
     )
 
 
