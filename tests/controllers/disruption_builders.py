@@ -106,7 +106,8 @@ class Env:
             meta = node.metadata.model_copy(update={"annotations": annotations})
             node = node.model_copy(update={"metadata": meta})
         result = self.lifecycle.register(node)
-        assert result is not None and result.initialized == name, result
+        assert result is not None
+        assert result.initialized == name, result
 
     def bind(self, key: str, node: str) -> Pod:
         bound = self.cluster.bind(key, node)
@@ -130,7 +131,8 @@ class Env:
                 return out
             self.clock.advance(step)
 
-    def _launch(self, claim: NodeClaim) -> None:
+    def launch(self, claim: NodeClaim) -> None:
+        """The world's part for a replacement: launch it through the lifecycle."""
         self.launched.append(claim.name)
         self.lifecycle.reconcile(claim.name)
 
@@ -153,6 +155,10 @@ def env(
     termination = Termination(cluster, cp, clock)
     lifecycle = Lifecycle(cluster, cp, clock, termination=termination)
     holder: list[Env] = []
+
+    def launch(claim: NodeClaim) -> None:
+        holder[0].launch(claim)
+
     disruption = Disruption(
         cluster,
         Provisioner(cp),
@@ -160,7 +166,7 @@ def env(
         termination,
         clock,
         budgets=budgets,
-        on_create=lambda claim: holder[0]._launch(claim),
+        on_create=launch,
         **options,
     )
     e = Env(cluster, cp, clock, lifecycle, termination, disruption, PodEvents(cluster, clock))

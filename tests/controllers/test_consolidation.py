@@ -16,7 +16,7 @@ from gpucap.controllers.disruption.controller import DisruptionResult
 from gpucap.controllers.disruption.pods import eviction_cost
 from gpucap.runtime.clock import EPOCH, FakeClock
 from gpucap.scheduling.instancetypes import InstanceType
-from tests.builders import GPU_TOLERATION, edit, load, nodeclass, pod
+from tests.builders import edit, load, nodeclass
 from tests.controllers.disruption_builders import (
     Env,
     env,
@@ -50,7 +50,8 @@ def test_when_empty_deletes_only_empty_nodes() -> None:
     results = e.run(HOUR)
     assert decided(results) == [("emptiness", "delete", ("idle",))]
     assert deleted(results) == ["idle"]
-    assert results[0].decided is not None and results[0].decided.reason == "Empty"
+    assert results[0].decided is not None
+    assert results[0].decided.reason == "Empty"
 
 
 def test_daemonset_static_and_finished_pods_do_not_make_a_node_non_empty() -> None:
@@ -91,7 +92,8 @@ def test_consolidate_after_counts_from_the_last_pod_event() -> None:
     # 2 h after the pod left: the next 10 s poll finds it consolidatable, and the command
     # starts after the 15 s validation.
     claim = e.cluster.node_claim("n")
-    assert claim is not None and claim.metadata.deletion_timestamp is not None
+    assert claim is not None
+    assert claim.metadata.deletion_timestamp is not None
     since_start = (claim.metadata.deletion_timestamp - EPOCH).total_seconds()
     assert 3 * HOUR + 15 <= since_start <= 3 * HOUR + 10 + 15
 
@@ -116,7 +118,8 @@ def test_underutilized_g5_2xlarge_is_replaced_by_a_cheaper_g5_xlarge() -> None:
     results = e.run(60)
     assert decided(results) == [("single-node-consolidation", "replace", ("big",))]
     command = results[0].decided
-    assert command is not None and command.reason == "Underutilized"
+    assert command is not None
+    assert command.reason == "Underutilized"
     claim = command.replacements[0]
     assert requirement_values(claim, INSTANCE_TYPE) == ["g5.xlarge"]  # 1.006 < 1.212
     assert requirement_values(claim, CAPACITY_TYPE) == ["on-demand"]
