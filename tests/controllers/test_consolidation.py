@@ -233,3 +233,36 @@ def test_when_empty_or_underutilized_over_aws_and_simulated_ec2() -> None:
     results = e.run(60)
     assert decided(results) == [("single-node-consolidation", "replace", ("big",))]
     assert _replacement_types(e, results) == ["g5.xlarge"]
+
+
+def test_a_packed_on_demand_node_is_replaced_by_the_same_type_on_spot() -> None:
+    e = env(pool(capacity_types=("spot", "on-demand")), *(gpu_pod(f"w{i}") for i in range(4)))
+    e.node("full", "g5.12xlarge", gpus=4, pods=tuple(f"default/w{i}" for i in range(4)))
+    results = e.run(60)
+    # Only a g5.12xlarge holds four GPUs, and its worst spot price (2.27) is below the
+    # on-demand 5.67 the node costs: Karpenter replaces it, launching spot only.
+    assert decided(results) == [("single-node-consolidation", "replace", ("full",))]
+    command = results[0].decided
+    assert command is not None
+    assert requirement_values(command.replacements[0], INSTANCE_TYPE) == ["g5.12xlarge"]
+    assert requirement_values(command.replacements[0], CAPACITY_TYPE) == ["spot"]
+
+
+def test_a_packed_on_demand_only_node_stays() -> None:
+    e = env(pool(), *(gpu_pod(f"w{i}") for i in range(4)))
+    e.node("full", "g5.12xlarge", gpus=4, pods=tuple(f"default/w{i}" for i in range(4)))
+    assert e.run(HOUR) == []
+
+
+def test_the_last_pod_event_is_written_at_most_every_10_seconds() -> None:
+    e = env(pool(), gpu_pod("a"), gpu_pod("b"))
+    e.node("n", "g5.12xlarge", gpus=4, pods=("default/a",))
+    first = e.cluster.node_claim("n")
+    assert first is not None
+    e.clock.advance(9)
+    assert not e.podevents.pod_changed(e.cluster.pod("default/b"), "n")
+    e.clock.advance(1)
+    assert e.podevents.pod_changed(e.cluster.pod("default/b"), "n")
+    claim = e.cluster.node_claim("n")
+    assert claim is not None
+    assert claim.status.last_pod_event_time == e.clock.now().isoformat()

@@ -29,9 +29,11 @@ controller (`controller.py`) once per method per pass, and again by validation.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Collection, Mapping, Sequence
 
-from gpucap.apis.core import Node
+from gpucap.apis.core import Node, Pod
+from gpucap.apis.duration import parse_karpenter_duration
 from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, NODEPOOL, ZONE
 from gpucap.apis.nodepool import NodeClaim, NodePool
 from gpucap.cloudprovider.types import CloudProvider
@@ -57,6 +59,7 @@ from gpucap.state.snapshot import Snapshot
 __all__ = [
     "DRIFTED",
     "consolidatable",
+    "consolidate_after",
     "drifted_reason",
     "get_candidates",
     "node_price",
@@ -78,7 +81,7 @@ def under_consolidate_after(claim: NodeClaim, nodepool: NodePool | None, now: dt
     initialization)."""
     if nodepool is None:
         return False
-    after = nodepool.spec.disruption.consolidate_after_seconds
+    after = consolidate_after(nodepool)
     if not after:
         return False
     init = condition(claim, INITIALIZED)
@@ -92,7 +95,7 @@ def under_consolidate_after(claim: NodeClaim, nodepool: NodePool | None, now: dt
 
 def consolidatable(claim: NodeClaim, nodepool: NodePool, now: dt.datetime) -> bool:
     """Karpenter's `Consolidatable=True` (see the module docstring)."""
-    if nodepool.spec.disruption.consolidate_after_seconds is None:
+    if consolidate_after(nodepool) is None:
         return False
     init = condition(claim, INITIALIZED)
     if init is None or init.status != "True":
@@ -119,14 +122,24 @@ def node_price(instance_type: InstanceType | None, zone: str, capacity_type: str
     return 0.0
 
 
-def _node_of(cluster: Cluster, claim: NodeClaim) -> Node | None:
-    nodes = cluster.nodes_for_claim(claim)
-    if nodes:
-        return nodes[0]
+def _node_of(cluster: Cluster, claim: NodeClaim, by_provider_id: Mapping[str, Node]) -> Node | None:
+    node = by_provider_id.get(claim.status.provider_id or "")
+    if node is not None:
+        return node
     return cluster.node(claim.status.node_name) if claim.status.node_name else None
 
 
-def _deleting(cluster: Cluster, claim: NodeClaim, node: Node, marked: set[str]) -> bool:
+@functools.lru_cache(maxsize=256)
+def _seconds(text: str) -> int | None:
+    return parse_karpenter_duration(text)
+
+
+def consolidate_after(nodepool: NodePool) -> int | None:
+    """The NodePool's consolidateAfter in seconds (None: Never), parsed once per value."""
+    return _seconds(nodepool.spec.disruption.consolidate_after)
+
+
+def _deleting(claim: NodeClaim, node: Node, marked: set[str]) -> bool:
     terminating = condition(claim, INSTANCE_TERMINATING)
     return (
         claim.metadata.deletion_timestamp is not None
@@ -163,16 +176,20 @@ def get_candidates(
         if offered:
             types[name] = {it.name: it for it in offered}
     marked = cluster.marked_for_deletion()
+    by_provider_id: dict[str, Node] = {}
+    for n in cluster.nodes():
+        if n.spec.provider_id:
+            by_provider_id.setdefault(n.spec.provider_id, n)
     nominated = set(cluster.nominations().values())
     out: list[Candidate] = []
     cost: dict[str, float] = {}
     disruption: dict[str, float] = {}
     for claim in cluster.node_claims():
-        node = _node_of(cluster, claim)
+        node = _node_of(cluster, claim, by_provider_id)
         state = by_name.get(node.metadata.name) if node is not None else None
         pool_name = (state.labels if state is not None else claim.metadata.labels).get(NODEPOOL)
+        pods = [p for p in state.pods if p.spec.node_name == state.name] if state else []
         if state is not None and pool_name is not None:
-            pods = cluster.pods_on(state.name)
             it = types.get(pool_name, {}).get(state.labels.get(INSTANCE_TYPE, ""))
             cost[pool_name] = cost.get(pool_name, 0.0) + node_price(
                 it, state.labels.get(ZONE, ""), state.labels.get(CAPACITY_TYPE, "")
@@ -184,7 +201,7 @@ def get_candidates(
         if claim.name in in_flight or node is None or state is None:
             continue
         candidate = _candidate(
-            cluster, claim, node, state, pools, types, now, disruption_class, marked, nominated
+            claim, node, state, pods, pools, types, now, disruption_class, marked, nominated
         )
         if candidate is not None:
             out.append(candidate)
@@ -196,10 +213,10 @@ def get_candidates(
 
 
 def _candidate(  # noqa: PLR0917 - the inputs of NewCandidate
-    cluster: Cluster,
     claim: NodeClaim,
     node: Node,
     state: StateNode,
+    pods: Sequence[Pod],
     pools: Mapping[str, NodePool],
     types: Mapping[str, Mapping[str, InstanceType]],
     now: dt.datetime,
@@ -209,7 +226,7 @@ def _candidate(  # noqa: PLR0917 - the inputs of NewCandidate
 ) -> Candidate | None:
     if not state.initialized:
         return None
-    if _deleting(cluster, claim, node, marked):
+    if _deleting(claim, node, marked):
         return None
     if claim.name in nominated:
         return None
@@ -221,7 +238,6 @@ def _candidate(  # noqa: PLR0917 - the inputs of NewCandidate
     nodepool = pools.get(pool_name)
     if nodepool is None or pool_name not in types:
         return None
-    pods = cluster.pods_on(state.name)
     blocked = any(do_not_disrupt_active(p, now) for p in pods)
     waived = disruption_class == EVENTUAL and claim.spec.termination_grace_period is not None
     if blocked and not waived:

@@ -45,7 +45,7 @@ from gpucap.controllers.disruption.consolidation import (
 from gpucap.controllers.disruption.constants import COMMAND_VALIDATION_DELAY_S, POLLING_PERIOD_S
 from gpucap.controllers.disruption.emptiness import Emptiness
 from gpucap.controllers.disruption.methods import Drift, StaticDrift
-from gpucap.controllers.disruption.types import Command, Method, Proposal
+from gpucap.controllers.disruption.types import Candidate, Command, Method, PoolTotals, Proposal
 from gpucap.controllers.nodeclaim.conditions import INITIALIZED, is_true, with_condition
 from gpucap.controllers.provisioning.provisioner import Provisioner, to_node_claim
 from gpucap.controllers.termination import Termination
@@ -246,15 +246,22 @@ class Disruption:
                 self._next_loop = now + NOT_SYNCED_REQUEUE_S
                 return self._result(done, None, (), now)
             self._untaint_outdated()
+        # Candidates per disruption class, once per pass: nothing changes between the methods
+        # of one pass (a method that acts ends it).
+        seen: dict[str, tuple[list[Candidate], dict[str, PoolTotals]]] = {}
         for i in range(start, len(self.methods)):
             method = self.methods[i]
-            found, totals = get_candidates(
-                self.cluster,
-                self.cloud_provider,
-                self.clock.now(),
-                disruption_class=method.disruption_class,
-                in_flight=self.in_flight(),
-            )
+            if method.disruption_class not in seen:
+                seen[method.disruption_class] = get_candidates(
+                    self.cluster,
+                    self.cloud_provider,
+                    self.clock.now(),
+                    disruption_class=method.disruption_class,
+                    in_flight=self.in_flight(),
+                )
+            found, totals = seen[method.disruption_class]
+            if method.is_consolidated():
+                continue  # its compute would return nothing (IsConsolidated), candidates aside
             candidates = [c for c in found if method.should_disrupt(c)]
             if not candidates:
                 continue
@@ -361,15 +368,15 @@ class Disruption:
         """Nodes tainted by a command no longer queued, and not being deleted, are untainted."""
         held = self.in_flight()
         marked = self.cluster.marked_for_deletion()
-        for claim in self.cluster.node_claims():
-            if claim.name in held or claim.name in marked:
+        for node in self.cluster.nodes():
+            if not any(t.key == DISRUPTED_TAINT.key for t in node.spec.taints):
+                continue
+            if node.metadata.deletion_timestamp is not None or node.metadata.name in marked:
+                continue
+            claim = self.cluster.node_claim_for_node(node)
+            if claim is None or claim.name in held or claim.name in marked:
                 continue
             if claim.metadata.deletion_timestamp is not None:
-                continue
-            nodes = self.cluster.nodes_for_claim(claim)
-            if any(n.metadata.deletion_timestamp is not None for n in nodes):
-                continue
-            if any(n.metadata.name in marked for n in nodes):
                 continue
             self._unmark_disrupted(claim.name)
 

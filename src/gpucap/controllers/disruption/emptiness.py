@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from gpucap.controllers.disruption.candidates import consolidatable
+from gpucap.controllers.disruption.candidates import consolidatable, consolidate_after
 from gpucap.controllers.disruption.consolidation import Consolidation
 from gpucap.controllers.disruption.types import EMPTY, Candidate, PoolTotals, Proposal
 
@@ -29,7 +29,7 @@ class Emptiness(Consolidation):
     reason = EMPTY
 
     def should_disrupt(self, c: Candidate) -> bool:
-        if c.static or c.nodepool.spec.disruption.consolidate_after_seconds is None:
+        if c.static or consolidate_after(c.nodepool) is None:
             return False
         return c.is_empty and consolidatable(c.node_claim, c.nodepool, self.now())
 

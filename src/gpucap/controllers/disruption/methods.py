@@ -95,6 +95,9 @@ class Drift:
     def validate(self, proposal: Proposal) -> Proposal | None:
         return proposal
 
+    def is_consolidated(self) -> bool:
+        return False
+
 
 class StaticDrift:
     """staticdrift.go (see the module docstring); `enabled` is the StaticCapacity gate."""
@@ -152,3 +155,6 @@ class StaticDrift:
 
     def validate(self, proposal: Proposal) -> Proposal | None:
         return proposal
+
+    def is_consolidated(self) -> bool:
+        return False

@@ -136,6 +136,8 @@ class Method(Protocol):
 
     def should_disrupt(self, candidate: Candidate) -> bool: ...
 
+    def is_consolidated(self) -> bool: ...
+
     def compute(
         self,
         budgets: dict[str, int],
