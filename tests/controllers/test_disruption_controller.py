@@ -113,6 +113,8 @@ def test_candidates_are_drained_only_after_replacements_initialize() -> None:
         assert result.decided is None
         assert result.requeue_after == 1.0
     e.initialize(replacement)
+    assert e.reconcile().deleting == ()  # the queue looks again 1 s after its last look
+    e.clock.advance(1)
     done = e.reconcile()
     assert done.deleting == ("big",)
     big = e.cluster.node_claim("big")
@@ -128,11 +130,15 @@ def test_a_replacement_that_fails_to_launch_abandons_the_command() -> None:
     e.clock.advance(COMMAND_VALIDATION_DELAY_S)
     assert isinstance(e.provider, FakeCloudProvider)
     e.provider.fail_next(InsufficientCapacityError("no g5.xlarge"))
+    started = e.reconcile()
+    assert started.decided is not None
+    assert e.cluster.node_claim(started.replacements[0]) is None  # the lifecycle deleted it
+    assert started.requeue_after == 0.0  # the loop goes on; the queue looks again in 1 s
+    assert e.reconcile().decided is None  # big is held by the command meanwhile
+    e.clock.advance(1)
     result = e.reconcile()
-    assert result.decided is not None
     assert result.abandoned == ("big",)
     assert result.deleting == ()
-    assert e.cluster.node_claim(result.replacements[0]) is None  # the lifecycle deleted it
     assert not tainted(e, "big")
     assert e.cluster.marked_for_deletion() == set()
     claim = e.cluster.node_claim("big")
@@ -199,3 +205,17 @@ def test_a_leftover_disrupted_taint_is_removed_at_the_start_of_a_pass() -> None:
     e.cluster.update_node(node.model_copy(update={"spec": spec}))
     e.reconcile()
     assert not tainted(e, "n")
+
+
+def test_a_drift_replacement_that_always_fails_is_retried_at_the_polling_period() -> None:
+    e = env(pool(), gpu_pod("a"))
+    e.node("old", "g5.xlarge", pods=("default/a",))
+    drift(e, "old")
+    assert isinstance(e.provider, FakeCloudProvider)
+    e.provider.fail_next(*(InsufficientCapacityError("none") for _ in range(100)))
+    results = e.run(60)
+    starts = [r for r in results if r.decided is not None]
+    # The pass after a start finds old held by its command and polls again in 10 s; the queue
+    # gives the command up 1 s after the start: one attempt per polling period, no spin.
+    assert len(starts) == 7  # t = 0, 10, ..., 60
+    assert sum(len(r.abandoned) for r in results) == 6  # t = 1, 11, ..., 51

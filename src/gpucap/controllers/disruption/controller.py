@@ -16,8 +16,9 @@ happens and again at once after a pass that started a command:
    proposal that no longer holds is dropped and the pass goes on with the next method.
 Starting a command (`StartCommand`): taint its candidates' nodes, set their DisruptionReason,
 create the replacements (added to the cluster, then handed to `on_create`, which launches them),
-mark the candidates for deletion and queue the command. The queue (`waitOrTerminate`), checked
-on every call: once every replacement is Initialized, each candidate is handed to
+mark the candidates for deletion and queue the command. The queue (`waitOrTerminate`) looks at a
+command with replacements every `QUEUE_BASE_DELAY_S` (1 s; a delete-only command is carried out
+as soon as it is queued): once every replacement is Initialized, each candidate is handed to
 `Termination.delete(name, reason)`; a replacement that is gone (its launch failed) or a command
 older than the timeout (10 minutes for fewer than 7,500 commands) abandons the command: the
 candidates lose the taint, the condition and the mark, and stay. Replacements already made stay.
@@ -95,6 +96,7 @@ class _Queued:
     command: Command
     started: float
     replacements: tuple[str, ...]
+    next_check: float = 0.0  # the queue looks at a command at most every QUEUE_BASE_DELAY_S
 
 
 @dataclass(slots=True)
@@ -285,7 +287,7 @@ class Disruption:
                 continue
             decided = decided or started
             created.extend(r.name for r in started.replacements)
-        self._run_queue(now, done)
+        self._run_queue(now, done, deletes_only=True)
         self._next_loop = now  # RequeueImmediately
         return self._result(done, decided, tuple(created), now)
 
@@ -296,7 +298,7 @@ class Disruption:
         if self._waiting is not None:
             waits = [self._waiting.due - now]
         if self._queue:
-            waits.append(QUEUE_BASE_DELAY_S)
+            waits.append(min(q.next_check for q in self._queue) - now)
         return DisruptionResult(
             decided,
             created,
@@ -334,7 +336,9 @@ class Disruption:
             replacements=tuple(replacements),
             message=_message(proposal, [r.name for r in replacements]),
         )
-        self._queue.append(_Queued(command, now, tuple(r.name for r in replacements)))
+        self._queue.append(
+            _Queued(command, now, tuple(r.name for r in replacements), now + QUEUE_BASE_DELAY_S)
+        )
         return command
 
     def _mark_disrupted(self, claim_name: str, reason: str) -> None:
@@ -381,9 +385,15 @@ class Disruption:
             self._unmark_disrupted(claim.name)
 
     # ---- the orchestration queue ------------------------------------------------------------
-    def _run_queue(self, now: float, done: _Pass) -> None:
+    def _run_queue(self, now: float, done: _Pass, *, deletes_only: bool = False) -> None:
+        """One look at every queued command (`deletes_only`: at those without replacements,
+        which Karpenter's queue carries out as soon as they are queued; a replacement's launch
+        is looked at on the queue's next turn, `QUEUE_BASE_DELAY_S` later)."""
         timeout = command_timeout(len(self._queue))
         for queued in list(self._queue):
+            if queued.replacements and (deletes_only or now < queued.next_check):
+                continue
+            queued.next_check = now + QUEUE_BASE_DELAY_S
             claims = [self.cluster.node_claim(n) for n in queued.replacements]
             if any(c is None for c in claims):
                 self._abandon(queued, done)
