@@ -266,3 +266,23 @@ def test_the_last_pod_event_is_written_at_most_every_10_seconds() -> None:
     claim = e.cluster.node_claim("n")
     assert claim is not None
     assert claim.status.last_pod_event_time == e.clock.now().isoformat()
+
+
+def test_balanced_rejects_a_replacement_that_saves_too_little_for_its_disruption() -> None:
+    for policy, want in [
+        ("WhenEmptyOrUnderutilized", [("single-node-consolidation", "replace", ("big",))]),
+        # Balanced: saves 0.206 of the pool's 1.212 (17%) for all of its disruption cost
+        # (2 of 2): score 0.17 < 1/k = 0.5.
+        ("Balanced", []),
+    ]:
+        e = env(pool(policy=policy), gpu_pod("vllm-0"))
+        e.node("big", "g5.2xlarge", pods=("default/vllm-0",))
+        assert decided(e.run(60)) == want, policy
+
+
+def test_balanced_approves_a_delete_worth_its_disruption() -> None:
+    e = env(pool(policy="Balanced"), gpu_pod("a"), gpu_pod("b"))
+    e.node("x", "g5.12xlarge", gpus=4, pods=("default/a",))
+    e.node("y", "g5.12xlarge", gpus=4, pods=("default/b",))
+    # Deleting x saves half the pool's cost for half its disruption cost: score 1 >= 0.5.
+    assert decided(e.run(60)) == [("single-node-consolidation", "delete", ("x",))]
