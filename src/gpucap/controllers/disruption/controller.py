@@ -288,7 +288,9 @@ class Disruption:
             decided = decided or started
             created.extend(r.name for r in started.replacements)
         self._run_queue(now, done, deletes_only=True)
-        self._next_loop = now  # RequeueImmediately
+        # RequeueImmediately after a start; a start that failed (on_create raised) is an error
+        # in Karpenter's loop, retried with backoff: here, at the polling period.
+        self._next_loop = now if decided is not None else now + POLLING_PERIOD_S
         return self._result(done, decided, tuple(created), now)
 
     def _result(
