@@ -10,7 +10,7 @@ from gpucap.controllers.disruption.controller import DISRUPTION_REASON, command_
 from gpucap.controllers.nodeclaim.conditions import condition, with_condition
 from gpucap.scheduling.taints import DISRUPTED_TAINT
 from gpucap.state.cluster import Cluster
-from tests.builders import load
+from tests.builders import edit, load
 from tests.controllers.disruption_builders import Env, env, gpu_pod, pool
 
 HOUR = 3600.0
@@ -219,3 +219,17 @@ def test_a_drift_replacement_that_always_fails_is_retried_at_the_polling_period(
     # gives the command up 1 s after the start: one attempt per polling period, no spin.
     assert len(starts) == 7  # t = 0, 10, ..., 60
     assert sum(len(r.abandoned) for r in results) == 6  # t = 1, 11, ..., 51
+
+
+def test_static_drift_waits_for_the_static_capacity_gate() -> None:
+    static = edit(pool(), "spec.replicas", 1)
+    for gate, want in [(False, []), (True, [("static-drift", ["s"])])]:
+        e = env(static, static_capacity=gate)
+        e.node("s", "g5.xlarge")
+        drift(e, "s")
+        got = [
+            (r.decided.method, [c.name for c in r.decided.candidates])
+            for r in e.run(60)
+            if r.decided is not None
+        ]
+        assert got == want, gate
