@@ -98,8 +98,17 @@ class ConsolidationState:
         self._clock = clock
         self._last: object = object()
         self._changed_at = -math.inf
+        self._pass: int | None = None
+        self._passes = 0
+
+    def new_pass(self) -> None:
+        """A disruption pass begins: the state is read once for all its methods."""
+        self._passes += 1
 
     def current(self) -> float:
+        if self._pass == self._passes:
+            return self._changed_at
+        self._pass = self._passes
         now = self._clock.monotonic()
         v = self._version()
         if v != self._last or now - self._changed_at >= CONSOLIDATION_STATE_RESET_S:

@@ -35,7 +35,7 @@ from typing import cast
 from gpucap.apis.labels import INITIALIZED as INITIALIZED_LABEL
 from gpucap.apis.nodepool import NodeClaim, NodePool
 from gpucap.cloudprovider.types import CloudProvider, CloudProviderError
-from gpucap.controllers.disruption.candidates import get_candidates
+from gpucap.controllers.disruption.candidates import drifted_reason, get_candidates
 from gpucap.controllers.disruption.consolidation import (
     Budgets,
     ConsolidationState,
@@ -46,7 +46,14 @@ from gpucap.controllers.disruption.consolidation import (
 from gpucap.controllers.disruption.constants import COMMAND_VALIDATION_DELAY_S, POLLING_PERIOD_S
 from gpucap.controllers.disruption.emptiness import Emptiness
 from gpucap.controllers.disruption.methods import Drift, StaticDrift
-from gpucap.controllers.disruption.types import Candidate, Command, Method, PoolTotals, Proposal
+from gpucap.controllers.disruption.types import (
+    EVENTUAL,
+    Candidate,
+    Command,
+    Method,
+    PoolTotals,
+    Proposal,
+)
 from gpucap.controllers.nodeclaim.conditions import INITIALIZED, is_true, with_condition
 from gpucap.controllers.provisioning.provisioner import Provisioner, to_node_claim
 from gpucap.controllers.termination import Termination
@@ -249,8 +256,12 @@ class Disruption:
                 return self._result(done, None, (), now)
             self._untaint_outdated()
         # Candidates per disruption class, once per pass: nothing changes between the methods
-        # of one pass (a method that acts ends it).
+        # of one pass (a method that acts ends it). The eventual class serves only drift,
+        # which wants drifted NodeClaims: none, no candidates to build.
+        self.state.new_pass()
         seen: dict[str, tuple[list[Candidate], dict[str, PoolTotals]]] = {}
+        if not any(drifted_reason(c) for c in self.cluster.node_claims()):
+            seen[EVENTUAL] = ([], {})
         for i in range(start, len(self.methods)):
             method = self.methods[i]
             if method.disruption_class not in seen:
