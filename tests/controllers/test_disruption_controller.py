@@ -233,3 +233,33 @@ def test_static_drift_waits_for_the_static_capacity_gate() -> None:
             if r.decided is not None
         ]
         assert got == want, gate
+
+
+def test_a_do_not_disrupt_pod_holds_drift_unless_the_claim_has_a_termination_grace_period() -> None:
+    protect = {"karpenter.sh/do-not-disrupt": "true"}
+    for tgp, want in [(None, []), ("1h", ["drift"])]:
+        e = env(pool(), edit(gpu_pod("a"), "metadata.annotations", protect))
+        e.node("old", "g5.xlarge", pods=("default/a",))
+        claim = e.cluster.node_claim("old")
+        assert claim is not None
+        spec = claim.spec.model_copy(update={"termination_grace_period": tgp})
+        e.cluster.update_node_claim(claim.model_copy(update={"spec": spec}))
+        drift(e, "old")
+        got = [r.decided.method for r in e.run(30) if r.decided is not None]
+        assert got == want, tgp
+        if want:
+            # the pod will not be evicted before the deadline: no capacity is made for it
+            assert e.launched == []
+
+
+def test_a_node_inside_its_consolidate_after_takes_no_pod_moving_off_a_candidate() -> None:
+    e = env(pool(after="1h"), gpu_pod("a"), gpu_pod("b"), gpu_pod("c"))
+    e.node("x", "g5.xlarge", pods=("default/a",))  # the cheapest type: only a delete helps
+    e.node("y", "g5.12xlarge", gpus=4, pods=("default/b",))
+    e.clock.advance(50 * 60)
+    e.bind("default/c", "y")  # y's consolidateAfter now runs to 1h50m
+    early = e.run(60 * 60 - 1)  # to 1h50m: x is consolidatable from 1h, but a may not go to y
+    assert early == []
+    # From 1h50m y takes a (at the latest when the 5-minute consolidation state turns over).
+    later = e.run(10 * 60)
+    assert [r.decided.candidates[0].name for r in later if r.decided is not None] == ["x"]
