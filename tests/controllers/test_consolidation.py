@@ -11,11 +11,16 @@ from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE
 from gpucap.cloudprovider.aws.catalog import load_catalog
 from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider
 from gpucap.cloudprovider.aws.simulated import SimulatedEC2
+from gpucap.cloudprovider.types import node_claim_for
+from gpucap.controllers.disruption.candidates import get_candidates
+from gpucap.controllers.disruption.consolidation import SingleNodeConsolidation
 from gpucap.controllers.disruption.constants import SPOT_TO_SPOT_THRESHOLD
 from gpucap.controllers.disruption.controller import DisruptionResult
 from gpucap.controllers.disruption.pods import eviction_cost
+from gpucap.controllers.disruption.types import GRACEFUL, Candidate
 from gpucap.runtime.clock import EPOCH, FakeClock
 from gpucap.scheduling.instancetypes import InstanceType
+from gpucap.scheduling.requirements import Requirement, Requirements
 from tests.builders import edit, load, nodeclass
 from tests.controllers.disruption_builders import (
     Env,
@@ -286,3 +291,29 @@ def test_balanced_approves_a_delete_worth_its_disruption() -> None:
     e.node("y", "g5.12xlarge", gpus=4, pods=("default/b",))
     # Deleting x saves half the pool's cost for half its disruption cost: score 1 >= 0.5.
     assert decided(e.run(60)) == [("single-node-consolidation", "delete", ("x",))]
+
+
+def test_a_decision_never_rests_on_a_node_that_is_not_initialized() -> None:
+    e = env(pool(), gpu_pod("a"))
+    e.node("x", "g5.xlarge", pods=("default/a",))  # the cheapest type: only a delete helps
+    reqs = Requirements.of(
+        Requirement.new(INSTANCE_TYPE, "In", ["g5.12xlarge"]),
+        Requirement.new(CAPACITY_TYPE, "In", ["on-demand"]),
+    )
+    e.cluster.add_node_claim(
+        node_claim_for("z", "gpu", reqs, {"nvidia.com/gpu": 4}, node_class="gpu")
+    )
+    assert e.lifecycle.reconcile("z").launched  # launched, not registered: not initialized
+    single = e.disruption.methods[4]
+    assert isinstance(single, SingleNodeConsolidation)
+
+    def x() -> Candidate:
+        found, _ = get_candidates(e.cluster, e.provider, e.clock.now(), disruption_class=GRACEFUL)
+        return next(c for c in found if c.name == "x")
+
+    assert single.compute_consolidation([x()]) is None  # a would land on z, uninitialized
+    assert e.run(HOUR) == []
+    e.initialize("z")
+    proposal = single.compute_consolidation([x()])
+    assert proposal is not None
+    assert proposal.decision == "delete"
