@@ -1,0 +1,552 @@
+"""Consolidation: the shared decision and the multi-node and single-node methods
+(kubernetes-sigs/karpenter @ 2266468104f3 `pkg/controllers/disruption/consolidation.go`,
+`multinodeconsolidation.go`, `singlenodeconsolidation.go`, `balanced.go`, `validation.go`;
+`pkg/cloudprovider/types.go: WorstLaunchPrice`; karpenter-disruption.md §1.9-§1.14).
+
+The decision (`computeConsolidation`): simulate the candidates gone (`simulation.py`). If a pod
+that must move cannot schedule, nothing. No new NodeClaim: delete. More than one: nothing
+(consolidation is m -> 1 or m -> 0). Exactly one: replace, if strictly cheaper:
+- the candidates' price is the sum of their offerings' prices;
+- all candidates spot and the replacement may be spot: spot-to-spot, off unless
+  `spot_to_spot=True` (the `SpotToSpotConsolidation` feature gate, default false); it forces
+  spot, keeps the types whose worst spot launch price is below the candidates', and a single
+  node needs at least `SPOT_TO_SPOT_THRESHOLD` (15) of them and launches as the 15 cheapest;
+- otherwise keep the instance types whose *worst* launch price (the most expensive available
+  offering of the first capacity type of reserved, spot, on-demand the requirements allow) is
+  strictly below it; none left, or minValues no longer met: nothing. A replacement that may be
+  spot or on-demand is then pinned to spot (it was priced as spot).
+- For a `Balanced` NodePool the move must also score at least 1/k (k = 2): the pool's share of
+  the savings over its cost, divided by the candidates' share of the pool's disruption cost.
+
+Multi-node: candidates by price per disruption (highest first), those over budget dropped, at
+most 100; a binary search over prefixes of two or more for the largest valid command (a
+replacement may not be one of the removed types unless cheaper than it). Single-node: the same
+order interleaved across NodePools; the first candidate with a command. Both, and emptiness,
+skip work while the cluster has not changed since they last found nothing (`IsConsolidated`;
+the state also changes every 5 minutes). Validation after `COMMAND_VALIDATION_DELAY_S`: every
+candidate still a candidate, within budget, and a new simulation still deletes (or still needs
+one replacement whose types include the command's).
+
+Not modelled: the 1-minute multi-node and 3-minute single-node timeouts (gpucap's simulation
+takes no wall-clock time, so the search always finishes), events and metrics.
+Called by the disruption controller (`controller.py`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import replace
+
+from gpucap.apis.core import Pod
+from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE
+from gpucap.apis.nodepool import NodePool
+from gpucap.cloudprovider.types import CloudProvider
+from gpucap.controllers.disruption.candidates import (
+    consolidatable,
+    consolidate_after,
+    get_candidates,
+)
+from gpucap.controllers.disruption.constants import (
+    MULTI_NODE_CONSOLIDATION_MAX_CANDIDATES,
+    SPOT_TO_SPOT_THRESHOLD,
+)
+from gpucap.controllers.disruption.pods import do_not_disrupt_active
+from gpucap.controllers.disruption.simulation import Simulation, simulate_scheduling
+from gpucap.controllers.disruption.types import GRACEFUL, Candidate, PoolTotals, Proposal
+from gpucap.controllers.provisioning.provisioner import Provisioner
+from gpucap.runtime.clock import Clock
+from gpucap.scheduling.instancetypes import (
+    InstanceType,
+    order_by_price,
+    satisfies_min_values,
+)
+from gpucap.scheduling.requirements import Requirement, Requirements
+from gpucap.scheduling.resources import add, pod_requests, subtract
+from gpucap.scheduling.solver import NodeClaim as SolverNodeClaim
+from gpucap.state.cluster import Cluster
+
+__all__ = [
+    "BALANCED_K",
+    "CONSOLIDATION_STATE_RESET_S",
+    "Budgets",
+    "Consolidation",
+    "ConsolidationState",
+    "MultiNodeConsolidation",
+    "SingleNodeConsolidation",
+    "approve_balanced",
+    "estimated_savings",
+    "worst_launch_price",
+]
+
+# pkg/apis/v1/nodepool.go `BalancedK`: a Balanced move must score at least 1/k.
+BALANCED_K = 2
+# pkg/controllers/state/cluster.go `ConsolidationState`: the state changes at least this often.
+CONSOLIDATION_STATE_RESET_S = 300.0
+_CAPACITY_TYPE_PRECEDENCE = ("reserved", "spot", "on-demand")
+
+Budgets = Callable[..., dict[str, int]]
+
+
+class ConsolidationState:
+    """Karpenter's cluster consolidation state: a time that moves whenever `version()` (what
+    the cluster looks like to consolidation) changes, and at least every 5 minutes."""
+
+    def __init__(self, version: Callable[[], object], clock: Clock) -> None:
+        self._version = version
+        self._clock = clock
+        self._last: object = object()
+        self._changed_at = -math.inf
+        self._pass: int | None = None
+        self._passes = 0
+
+    def new_pass(self) -> None:
+        """A disruption pass begins: the state is read once for all its methods."""
+        self._passes += 1
+
+    def current(self) -> float:
+        if self._pass == self._passes:
+            return self._changed_at
+        self._pass = self._passes
+        now = self._clock.monotonic()
+        v = self._version()
+        if v != self._last or now - self._changed_at >= CONSOLIDATION_STATE_RESET_S:
+            self._last = v
+            self._changed_at = now
+        return self._changed_at
+
+
+# ---- prices ----------------------------------------------------------------------------------
+def worst_launch_price(it: InstanceType, reqs: Requirements) -> float:
+    """`Offerings.Available().WorstLaunchPrice(reqs)`: the most expensive available offering
+    `reqs` allows, of the first capacity type among reserved, spot, on-demand that has one."""
+    allowed = [o for o in it.offerings if o.available and o.allowed_by(reqs)]
+    for ct in _CAPACITY_TYPE_PRECEDENCE:
+        prices = [o.price for o in allowed if o.capacity_type == ct]
+        if prices:
+            return max(prices)
+    return math.inf
+
+
+def _below(
+    types: Sequence[InstanceType], reqs: Requirements, max_price: float
+) -> list[InstanceType] | None:
+    """`RemoveInstanceTypeOptionsByPriceAndMinValues`: the types whose worst launch price is
+    strictly below `max_price`; None when they no longer meet the requirements' minValues."""
+    kept = [it for it in types if worst_launch_price(it, reqs) < max_price]
+    if satisfies_min_values(kept, reqs)[1]:
+        return None
+    return kept
+
+
+def _with_types(
+    claim: SolverNodeClaim, types: Sequence[InstanceType], reqs: Requirements
+) -> SolverNodeClaim:
+    reqs = reqs.add(Requirement.new(INSTANCE_TYPE, "In", [it.name for it in types]))
+    return replace(claim, final_types=list(types), requirements=reqs)
+
+
+def estimated_savings(proposal: Proposal) -> float:
+    """`Command.EstimatedSavings`: the candidates' price minus, per replacement, its first
+    type's cheapest available offering its requirements allow."""
+    source = sum(c.price for c in proposal.candidates)
+    for claim in proposal.new_claims:
+        types = claim.instance_types
+        if types:
+            price = types[0].cheapest_price(claim.requirements)
+            source -= price if price is not None else 0.0
+    return source
+
+
+# ---- Balanced ----------------------------------------------------------------------------------
+def _score(savings: float, disruption: float, totals: PoolTotals | None) -> float:
+    if totals is None or totals.total_cost <= 0 or totals.total_disruption_cost <= 0:
+        return 0.0
+    savings_fraction = savings / totals.total_cost
+    disruption_fraction = disruption / totals.total_disruption_cost
+    if savings_fraction <= 0:
+        return 0.0
+    if disruption_fraction == 0:
+        return math.inf
+    return savings_fraction / disruption_fraction
+
+
+def approve_balanced(proposal: Proposal, totals: Mapping[str, PoolTotals]) -> bool:
+    """`EvaluateBalancedMove`: every Balanced NodePool among the candidates scores at least
+    1/k; savings are split across pools by their share of the candidates' price."""
+    if not proposal.candidates:
+        return False
+    savings = estimated_savings(proposal)
+    source = sum(c.price for c in proposal.candidates)
+    pools: dict[str, list[Candidate]] = {}
+    for c in proposal.candidates:
+        pools.setdefault(c.nodepool.name, []).append(c)
+    for name, members in pools.items():
+        if members[0].nodepool.spec.disruption.consolidation_policy != "Balanced":
+            continue
+        pool_savings = savings
+        if source > 0 and len(pools) > 1:
+            pool_savings = savings * sum(c.price for c in members) / source
+        disruption = sum(c.reschedule_disruption_cost for c in members)
+        if _score(pool_savings, disruption, totals.get(name)) < 1.0 / BALANCED_K:
+            return False
+    return True
+
+
+def _can_pass_threshold(c: Candidate, totals: Mapping[str, PoolTotals]) -> bool:
+    """A Balanced candidate whose deletion (the best case) would not score enough is skipped."""
+    if c.nodepool.spec.disruption.consolidation_policy != "Balanced":
+        return True
+    pool = totals.get(c.nodepool.name)
+    if pool is None or pool.total_cost <= 0:
+        return True
+    return _score(c.price, c.reschedule_disruption_cost, pool) >= 1.0 / BALANCED_K
+
+
+# ---- the shared part ---------------------------------------------------------------------------
+class Consolidation:
+    """What emptiness, multi-node and single-node consolidation share (`consolidation` in
+    consolidation.go): the cluster, the scheduler, the consolidated-state memo, the budget
+    callable for validation and the queue's in-flight NodeClaims."""
+
+    name = "consolidation"
+    reason = "Underutilized"
+    disruption_class = GRACEFUL
+    validates = True
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        provisioner: Provisioner,
+        cloud_provider: CloudProvider,
+        clock: Clock,
+        *,
+        nodepools: Callable[[], Sequence[NodePool]],
+        budgets: Budgets,
+        in_flight: Callable[[], Collection[str]],
+        state: ConsolidationState,
+        spot_to_spot: bool = False,
+    ) -> None:
+        self.cluster = cluster
+        self.provisioner = provisioner
+        self.cloud_provider = cloud_provider
+        self.clock = clock
+        self.nodepools = nodepools
+        self.budgets = budgets
+        self.in_flight = in_flight
+        self.state = state
+        self.spot_to_spot = spot_to_spot
+        self._last_state: float | None = None
+
+    # IsConsolidated / markConsolidated
+    def is_consolidated(self) -> bool:
+        return self._last_state == self.state.current()
+
+    def mark_consolidated(self) -> None:
+        self._last_state = self.state.current()
+
+    def now(self) -> dt.datetime:
+        return self.clock.now()
+
+    def should_disrupt(self, c: Candidate) -> bool:
+        """consolidation.go `ShouldDisrupt`, shared by multi- and single-node."""
+        if c.static or c.instance_type is None:
+            return False
+        labels = c.state_node.labels
+        if CAPACITY_TYPE not in labels or "topology.kubernetes.io/zone" not in labels:
+            return False
+        disruption = c.nodepool.spec.disruption
+        if consolidate_after(c.nodepool) is None or c.is_empty:
+            return False
+        if disruption.consolidation_policy == "WhenEmpty":
+            return False
+        return consolidatable(c.node_claim, c.nodepool, self.now())
+
+    @staticmethod
+    def sort(candidates: Sequence[Candidate]) -> list[Candidate]:
+        """Price per unit of disruption, highest first (ties by name: Go's sort is unstable)."""
+        return sorted(candidates, key=lambda c: (-c.savings_ratio, c.name))
+
+    def simulate(self, candidates: Sequence[Candidate]) -> Simulation | None:
+        return simulate_scheduling(
+            self.cluster,
+            self.provisioner,
+            candidates,
+            nodepools=self.nodepools,
+            now=self.now(),
+            consolidation=True,
+        )
+
+    def compute_consolidation(self, candidates: Sequence[Candidate]) -> Proposal | None:
+        """`computeConsolidation` (see the module docstring); None: no action."""
+        sim = self.simulate(candidates)
+        if sim is None or not sim.all_non_pending_scheduled:
+            return None
+        new = sim.results.new_node_claims
+        if not new:
+            return Proposal(self.name, self.reason, tuple(candidates))
+        if len(new) != 1:
+            return None
+        claim = new[0]
+        price = sum(c.price for c in candidates)
+        reqs = claim.requirements
+        types = order_by_price(claim.instance_types, reqs)
+        ct = reqs.get(CAPACITY_TYPE)
+        allows_spot = ct is None or ct.has("spot")
+        if all(c.capacity_type == "spot" for c in candidates) and allows_spot:
+            return self._spot_to_spot(candidates, claim, types, price)
+        kept = _below(types, reqs, price)
+        if not kept:
+            return None
+        if allows_spot and (ct is None or ct.has("on-demand")):
+            reqs = reqs.add(Requirement.new(CAPACITY_TYPE, "In", ["spot"]))
+        return Proposal(self.name, self.reason, tuple(candidates), [_with_types(claim, kept, reqs)])
+
+    def _spot_to_spot(
+        self,
+        candidates: Sequence[Candidate],
+        claim: SolverNodeClaim,
+        types: Sequence[InstanceType],
+        price: float,
+    ) -> Proposal | None:
+        if not self.spot_to_spot:
+            return None
+        reqs = claim.requirements.add(Requirement.new(CAPACITY_TYPE, "In", ["spot"]))
+        spot = [it for it in types if it.has_available_offering(reqs)]
+        kept = _below(spot, reqs, price)
+        if not kept:
+            return None
+        if len(candidates) == 1:
+            if len(kept) < SPOT_TO_SPOT_THRESHOLD:
+                return None
+            limit = SPOT_TO_SPOT_THRESHOLD
+            if reqs.has_min_values():
+                limit = max(limit, satisfies_min_values(kept, reqs)[0])
+            kept = kept[:limit]
+        return Proposal(self.name, self.reason, tuple(candidates), [_with_types(claim, kept, reqs)])
+
+    # ---- validation (ConsolidationValidator) ----------------------------------------------
+    def current_candidates(self) -> list[Candidate]:
+        found, _ = get_candidates(
+            self.cluster,
+            self.cloud_provider,
+            self.now(),
+            disruption_class=GRACEFUL,
+            in_flight=self.in_flight(),
+        )
+        return [c for c in found if self.should_disrupt(c)]
+
+    def _still_candidates(self, original: Sequence[Candidate]) -> list[Candidate] | None:
+        names = {c.name for c in original}
+        current = [c for c in self.current_candidates() if c.name in names]
+        if len(current) != len(original):
+            return None
+        budgets = self.budgets(self.cluster, self.reason, now=self.now())
+        for c in current:
+            if budgets.get(c.nodepool.name, 0) <= 0:
+                return None
+            budgets[c.nodepool.name] -= 1
+        return current
+
+    def validate(self, proposal: Proposal) -> Proposal | None:
+        """After the validation delay: the command stands only if nothing it rests on moved."""
+        current = self._still_candidates(proposal.candidates)
+        if current is None:
+            return None
+        sim = self.simulate(current)
+        if sim is None or not sim.all_non_pending_scheduled:
+            return None
+        new = sim.results.new_node_claims
+        if len(new) > 1 or len(new) != len(proposal.new_claims):
+            return None
+        if new:
+            wanted = {it.name for it in proposal.new_claims[0].instance_types}
+            if not wanted <= {it.name for it in new[0].instance_types}:
+                return None
+        if self._still_candidates(current) is None:  # kubernetes-sigs/karpenter#1167
+            return None
+        return proposal
+
+
+def _filter_out_same_instance_type(
+    claim: SolverNodeClaim, candidates: Sequence[Candidate]
+) -> SolverNodeClaim | None:
+    """`filterOutSameInstanceType`: when a replacement type is one being removed, keep only
+    types cheaper than the cheapest such removed node (else just delete fewer nodes)."""
+    existing: set[str] = set()
+    prices: dict[str, float] = {}
+    for c in candidates:
+        if c.instance_type is None:
+            continue
+        existing.add(c.instance_type.name)
+        labels = Requirements.from_labels(c.state_node.labels)
+        offered = [o.price for o in c.instance_type.offerings if o.allowed_by(labels)]
+        if offered:
+            prices[c.instance_type.name] = min(prices.get(c.instance_type.name, math.inf), *offered)
+    max_price = math.inf
+    for it in claim.instance_types:
+        if it.name in existing:
+            max_price = min(max_price, prices.get(it.name, 0.0))
+    kept = _below(claim.instance_types, claim.requirements, max_price)
+    if kept is None:
+        return None
+    return _with_types(claim, kept, claim.requirements)
+
+
+class MultiNodeConsolidation(Consolidation):
+    """multinodeconsolidation.go."""
+
+    name = "multi-node-consolidation"
+
+    def compute(
+        self,
+        budgets: dict[str, int],
+        candidates: list[Candidate],
+        totals: Mapping[str, PoolTotals],
+    ) -> list[Proposal]:
+        if self.is_consolidated():
+            return []
+        disruptable: list[Candidate] = []
+        constrained = False
+        for c in self.sort(candidates):
+            if budgets.get(c.nodepool.name, 0) <= 0:
+                constrained = True
+                continue
+            disruptable.append(c)
+            budgets[c.nodepool.name] -= 1
+        limit = min(len(disruptable), MULTI_NODE_CONSOLIDATION_MAX_CANDIDATES)
+        found = self._first_n(disruptable, limit, totals)
+        if found is None:
+            if not constrained:
+                self.mark_consolidated()
+            return []
+        return [found]
+
+    def _first_n(
+        self, candidates: list[Candidate], limit: int, totals: Mapping[str, PoolTotals]
+    ) -> Proposal | None:
+        """`firstNConsolidationOption`: binary search for the longest valid prefix (>= 2)."""
+        if len(candidates) < 2:
+            return None
+        low, high = 1, limit
+        if len(candidates) <= limit:
+            high = len(candidates) - 1
+        saved: Proposal | None = None
+        while low <= high:
+            mid = (low + high) // 2
+            batch = candidates[: mid + 1]
+            found = self.compute_consolidation(batch)
+            valid = found is not None and found.decision == "delete"
+            if found is not None and found.new_claims:
+                narrowed = _filter_out_same_instance_type(found.new_claims[0], batch)
+                if narrowed is not None and narrowed.instance_types:
+                    found.new_claims[0] = narrowed
+                    valid = True
+            if valid and found is not None and not approve_balanced(found, totals):
+                valid = False
+            if valid:
+                saved = found
+                low = mid + 1
+            else:
+                high = mid - 1
+        return saved
+
+
+class _Room:
+    """A necessary condition for moving one candidate's pods, checked before simulating it:
+    for every resource they request, the free room on the other nodes plus the most any
+    instance type with an offering its NodePool allows cheaper than the candidate offers must
+    cover it (the pods can only go to existing nodes and one new, cheaper NodeClaim). A
+    candidate failing it would fail the simulation too, so skipping it changes no decision;
+    it spares a packed GPU fleet one scheduling simulation per node and pass."""
+
+    def __init__(
+        self, cluster: Cluster, cloud_provider: CloudProvider, nodepools: Sequence[NodePool]
+    ) -> None:
+        self.free: dict[str, dict[str, int]] = {}
+        total: dict[str, int] = {}
+        for n in cluster.snapshot().nodes:
+            if n.marked_for_deletion:
+                continue
+            used = add(*(_requests(p) for p in n.pods))
+            free = {k: max(0, v) for k, v in subtract(dict(n.allocatable), used).items()}
+            self.free[n.name] = free
+            total = add(total, free)
+        self.total = total
+        self.offers: list[tuple[float, Mapping[str, int]]] = []
+        for np in nodepools:
+            if np.spec.replicas is not None:
+                continue
+            allowed = Requirements.from_node_selector(np.spec.template.spec.requirements)
+            for it in cloud_provider.get_instance_types(np):
+                price = it.cheapest_price(allowed)
+                if price is not None:
+                    self.offers.append((price, it.allocatable))
+
+    def may_move(self, c: Candidate, now: dt.datetime) -> bool:
+        need = add(
+            *(_requests(p) for p in c.reschedulable_pods if not do_not_disrupt_active(p, now))
+        )
+        own = self.free.get(c.name, {})
+        best: dict[str, int] = {}
+        for price, allocatable in self.offers:
+            if price < c.price:
+                for k, v in allocatable.items():
+                    best[k] = max(best.get(k, 0), v)
+        return all(
+            v <= 0 or v <= self.total.get(k, 0) - own.get(k, 0) + best.get(k, 0)
+            for k, v in need.items()
+        )
+
+
+def _requests(pod: Pod) -> dict[str, int]:
+    return add(pod_requests(pod.spec), {"pods": 1})
+
+
+class SingleNodeConsolidation(Consolidation):
+    """singlenodeconsolidation.go."""
+
+    name = "single-node-consolidation"
+
+    @classmethod
+    def order(cls, candidates: Sequence[Candidate]) -> list[Candidate]:
+        """The consolidation sort, then one candidate of each NodePool in turn (NodePools by
+        name; Go's map order is random)."""
+        by_pool: dict[str, list[Candidate]] = {}
+        for c in cls.sort(candidates):
+            by_pool.setdefault(c.nodepool.name, []).append(c)
+        out: list[Candidate] = []
+        longest = max((len(v) for v in by_pool.values()), default=0)
+        for i in range(longest):
+            for name in sorted(by_pool):
+                if i < len(by_pool[name]):
+                    out.append(by_pool[name][i])
+        return out
+
+    def compute(
+        self,
+        budgets: dict[str, int],
+        candidates: list[Candidate],
+        totals: Mapping[str, PoolTotals],
+    ) -> list[Proposal]:
+        if self.is_consolidated():
+            return []
+        constrained = False
+        room: _Room | None = None
+        for c in self.order(candidates):
+            if budgets.get(c.nodepool.name, 0) <= 0:
+                constrained = True
+                continue
+            if not _can_pass_threshold(c, totals):
+                continue
+            room = room or _Room(self.cluster, self.cloud_provider, self.nodepools())
+            if not room.may_move(c, self.now()):
+                continue
+            found = self.compute_consolidation([c])
+            if found is None or not approve_balanced(found, totals):
+                continue
+            return [found]
+        if not constrained:
+            self.mark_consolidated()
+        return []

@@ -1,0 +1,447 @@
+"""The disruption controller: Karpenter's disruption loop and orchestration queue over a
+`Cluster` (kubernetes-sigs/karpenter `pkg/controllers/disruption/controller.go`, `queue.go`,
+`validation.go` @ 2266468104f3; karpenter-disruption.md §1.1, §1.12, §1.15).
+
+One pass of the loop (`reconcile`), at most every `POLLING_PERIOD_S` (10 s) while nothing
+happens and again at once after a pass that started a command:
+1. when cluster state is not synced (a NodeClaim without a provider ID) wait 1 s;
+2. remove the `karpenter.sh/disrupted:NoSchedule` taint and the DisruptionReason condition from
+   nodes no command holds and nothing is deleting (left over from an abandoned command);
+3. try the methods in Karpenter's order: emptiness, static drift, drift, multi-node and
+   single-node consolidation. For each: its candidates (`candidates.py`, filtered by the
+   method), the budget mapping for its reason, its proposals. The first method with a proposal
+   ends the pass: drift's start at once; emptiness' and consolidation's are checked again after
+   `COMMAND_VALIDATION_DELAY_S` (15 s), during which Karpenter's loop waits (so does this one:
+   `reconcile` returns `requeue_after` and resumes the check when called at or after it). A
+   proposal that no longer holds is dropped and the pass goes on with the next method.
+Starting a command (`StartCommand`): taint its candidates' nodes, set their DisruptionReason,
+create the replacements (added to the cluster, then handed to `on_create`, which launches them),
+mark the candidates for deletion and queue the command. The queue (`waitOrTerminate`) looks at a
+command with replacements every `QUEUE_BASE_DELAY_S` (1 s; a delete-only command is carried out
+as soon as it is queued): once every replacement is Initialized, each candidate is handed to
+`Termination.delete(name, reason)`; a replacement that is gone (its launch failed) or a command
+older than the timeout (10 minutes for fewer than 7,500 commands) abandons the command: the
+candidates lose the taint, the condition and the mark, and stay. Replacements already made stay.
+Called by the simulator's world every `POLLING_PERIOD_S` and when `requeue_after` says.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import cast
+
+from gpucap.apis.labels import INITIALIZED as INITIALIZED_LABEL
+from gpucap.apis.nodepool import NodeClaim, NodePool
+from gpucap.cloudprovider.types import CloudProvider, CloudProviderError
+from gpucap.controllers.disruption.candidates import drifted_reason, get_candidates
+from gpucap.controllers.disruption.consolidation import (
+    Budgets,
+    ConsolidationState,
+    MultiNodeConsolidation,
+    SingleNodeConsolidation,
+    estimated_savings,
+)
+from gpucap.controllers.disruption.constants import COMMAND_VALIDATION_DELAY_S, POLLING_PERIOD_S
+from gpucap.controllers.disruption.emptiness import Emptiness
+from gpucap.controllers.disruption.methods import Drift, StaticDrift
+from gpucap.controllers.disruption.types import (
+    EVENTUAL,
+    Candidate,
+    Command,
+    Method,
+    PoolTotals,
+    Proposal,
+)
+from gpucap.controllers.nodeclaim.conditions import INITIALIZED, is_true, with_condition
+from gpucap.controllers.provisioning.provisioner import Provisioner, to_node_claim
+from gpucap.controllers.termination import Termination
+from gpucap.runtime.clock import Clock
+from gpucap.scheduling.taints import DISRUPTED_TAINT
+from gpucap.state.cluster import Cluster
+
+__all__ = [
+    "DISRUPTION_REASON",
+    "NOT_SYNCED_REQUEUE_S",
+    "QUEUE_BASE_DELAY_S",
+    "Disruption",
+    "DisruptionResult",
+    "command_timeout",
+]
+
+# NodeClaim condition set on a candidate while its command runs (`ConditionTypeDisruptionReason`).
+DISRUPTION_REASON = "DisruptionReason"
+# queue.go `queueBaseDelay`: how often a queued command is looked at.
+QUEUE_BASE_DELAY_S = 1.0
+# controller.go: cluster state not synced -> requeue after 1 s.
+NOT_SYNCED_REQUEUE_S = 1.0
+# queue.go `minRetryDuration`, `maxRetryDuration`, `retryDurationScale`.
+_MIN_RETRY_S = 600.0
+_MAX_RETRY_S = 3600.0
+_RETRY_SCALE_S = 0.08
+
+
+def command_timeout(commands: int) -> float:
+    """`GetMaxRetryDuration`: 80 ms per queued command, clamped to [10 min, 1 h]."""
+    return min(max(_RETRY_SCALE_S * commands, _MIN_RETRY_S), _MAX_RETRY_S)
+
+
+@dataclass(frozen=True)
+class DisruptionResult:
+    """What one `reconcile` did."""
+
+    decided: Command | None  # a new command this pass (emit DisruptionDecision)
+    replacements: tuple[str, ...]  # NodeClaim names created this pass
+    deleting: tuple[str, ...]  # candidates handed to termination this pass
+    requeue_after: float | None
+    abandoned: tuple[str, ...] = ()  # candidates of commands given up this pass (un-marked)
+
+
+@dataclass(slots=True)
+class _Queued:
+    command: Command
+    started: float
+    replacements: tuple[str, ...]
+    next_check: float = 0.0  # the queue looks at a command at most every QUEUE_BASE_DELAY_S
+
+
+@dataclass(slots=True)
+class _Waiting:
+    method: int
+    proposal: Proposal
+    due: float
+
+
+@dataclass(slots=True)
+class _Pass:
+    deleting: list[str] = field(default_factory=list)
+    abandoned: list[str] = field(default_factory=list)
+
+
+def _default_budgets() -> Budgets:
+    """budgets.py's `budget_mapping`, imported when first needed (another module's)."""
+    module = importlib.import_module("gpucap.controllers.disruption.budgets")
+    return cast(Budgets, module.budget_mapping)
+
+
+def fingerprint(cluster: Cluster) -> object:
+    """What the cluster looks like to consolidation (Karpenter marks it unconsolidated on pod
+    binds and deletions, node and NodeClaim changes, initialization, deletion marks and
+    NodePool changes)."""
+    return (
+        tuple((p.key, p.spec.node_name, p.status.phase) for p in cluster.pods()),
+        tuple(
+            (n.metadata.name, n.metadata.labels.get(INITIALIZED_LABEL), len(n.spec.taints))
+            for n in cluster.nodes()
+        ),
+        tuple((c.name, c.metadata.deletion_timestamp is None) for c in cluster.node_claims()),
+        tuple(sorted(cluster.marked_for_deletion())),
+        tuple(id(np) for np in cluster.nodepools()),
+    )
+
+
+class Disruption:
+    """Karpenter's disruption controller and queue (see the module docstring).
+
+    `budgets(cluster, reason, now=...) -> {nodepool: allowed}` is the budget mapping
+    (default: `budgets.budget_mapping`); `on_create(claim)` launches a replacement already added
+    to the cluster (the world's lifecycle; a `CloudProviderError` abandons the command);
+    `names(nodepool)` names it; `nodepools()` are the Ready NodePools the scheduler may use
+    (default: every applied one); `state_version()` changes whenever the cluster changes
+    (default: `fingerprint`); `spot_to_spot` and `static_capacity` are Karpenter's feature
+    gates (both off by default).
+    """
+
+    name = "disruption"
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        provisioner: Provisioner,
+        cloud_provider: CloudProvider,
+        termination: Termination,
+        clock: Clock,
+        *,
+        budgets: Budgets | None = None,
+        on_create: Callable[[NodeClaim], None] | None = None,
+        names: Callable[[str], str] | None = None,
+        nodepools: Callable[[], Sequence[NodePool]] | None = None,
+        state_version: Callable[[], object] | None = None,
+        spot_to_spot: bool = False,
+        static_capacity: bool = False,
+    ) -> None:
+        self.cluster = cluster
+        self.provisioner = provisioner
+        self.cloud_provider = cloud_provider
+        self.termination = termination
+        self.clock = clock
+        self._budgets = budgets
+        self._on_create = on_create
+        self._names = names or self._default_name
+        self._counter: dict[str, int] = {}
+        pools = nodepools or cluster.nodepools
+        self.state = ConsolidationState(state_version or (lambda: fingerprint(cluster)), clock)
+        shared = {
+            "nodepools": pools,
+            "budgets": self.budgets,
+            "in_flight": self.in_flight,
+            "state": self.state,
+            "spot_to_spot": spot_to_spot,
+        }
+        args = (cluster, provisioner, cloud_provider, clock)
+        self.methods: list[Method] = [
+            Emptiness(*args, **shared),  # type: ignore[arg-type]
+            StaticDrift(
+                cluster,
+                provisioner,
+                cloud_provider,
+                in_flight=self.in_flight,
+                enabled=static_capacity,
+            ),
+            Drift(cluster, provisioner, clock, nodepools=pools),
+            MultiNodeConsolidation(*args, **shared),  # type: ignore[arg-type]
+            SingleNodeConsolidation(*args, **shared),  # type: ignore[arg-type]
+        ]
+        self._queue: list[_Queued] = []
+        self._waiting: _Waiting | None = None
+        self._next_loop = 0.0
+
+    # ---- seams ------------------------------------------------------------------------------
+    def budgets(self, cluster: Cluster, reason: str, **kw: object) -> dict[str, int]:
+        if self._budgets is None:
+            self._budgets = _default_budgets()
+        return dict(self._budgets(cluster, reason, **kw))
+
+    def in_flight(self) -> set[str]:
+        """NodeClaims (candidates) of the commands in the queue."""
+        return {c.node_claim.name for q in self._queue for c in q.command.candidates}
+
+    def commands(self) -> list[Command]:
+        """The commands in the queue, oldest first."""
+        return [q.command for q in self._queue]
+
+    def waiting(self) -> Proposal | None:
+        """The proposal waiting for its validation, if any."""
+        return self._waiting.proposal if self._waiting is not None else None
+
+    def _default_name(self, nodepool: str) -> str:
+        while True:
+            self._counter[nodepool] = self._counter.get(nodepool, 0) + 1
+            name = f"{nodepool}-disruption-{self._counter[nodepool]}"
+            if self.cluster.node_claim(name) is None and self.cluster.node(name) is None:
+                return name
+
+    # ---- the pass -----------------------------------------------------------------------------
+    def reconcile(self) -> DisruptionResult:
+        """One pass: the queue, then (when due) the loop (see the module docstring)."""
+        now = self.clock.monotonic()
+        done = _Pass()
+        self._run_queue(now, done)
+        start = 0
+        if self._waiting is not None:
+            waiting = self._waiting
+            if now < waiting.due:
+                return self._result(done, None, (), now)
+            self._waiting = None
+            valid = self.methods[waiting.method].validate(waiting.proposal)
+            if valid is not None:
+                return self._started([valid], done, now)
+            start = waiting.method + 1
+        else:
+            if now < self._next_loop:
+                return self._result(done, None, (), now)
+            if not self.cluster.synced():
+                self._next_loop = now + NOT_SYNCED_REQUEUE_S
+                return self._result(done, None, (), now)
+            self._untaint_outdated()
+        # Candidates per disruption class, once per pass: nothing changes between the methods
+        # of one pass (a method that acts ends it). The eventual class serves only drift,
+        # which wants drifted NodeClaims: none, no candidates to build.
+        self.state.new_pass()
+        seen: dict[str, tuple[list[Candidate], dict[str, PoolTotals]]] = {}
+        if not any(drifted_reason(c) for c in self.cluster.node_claims()):
+            seen[EVENTUAL] = ([], {})
+        for i in range(start, len(self.methods)):
+            method = self.methods[i]
+            if method.disruption_class not in seen:
+                seen[method.disruption_class] = get_candidates(
+                    self.cluster,
+                    self.cloud_provider,
+                    self.clock.now(),
+                    disruption_class=method.disruption_class,
+                    in_flight=self.in_flight(),
+                )
+            found, totals = seen[method.disruption_class]
+            if method.is_consolidated():
+                continue  # its compute would return nothing (IsConsolidated), candidates aside
+            candidates = [c for c in found if method.should_disrupt(c)]
+            if not candidates:
+                continue
+            budgets = self.budgets(self.cluster, method.reason, now=self.clock.now())
+            proposals = method.compute(budgets, candidates, totals)
+            if not proposals:
+                continue
+            if method.validates:
+                self._waiting = _Waiting(i, proposals[0], now + COMMAND_VALIDATION_DELAY_S)
+                return self._result(done, None, (), now)
+            return self._started(proposals, done, now)
+        self._next_loop = now + POLLING_PERIOD_S
+        return self._result(done, None, (), now)
+
+    def _started(self, proposals: list[Proposal], done: _Pass, now: float) -> DisruptionResult:
+        decided: Command | None = None
+        created: list[str] = []
+        for proposal in proposals:
+            started = self._start(proposal, now)
+            if started is None:
+                continue
+            decided = decided or started
+            created.extend(r.name for r in started.replacements)
+        self._run_queue(now, done, deletes_only=True)
+        # RequeueImmediately after a start; a start that failed (on_create raised) is an error
+        # in Karpenter's loop, retried with backoff: here, at the polling period.
+        self._next_loop = now if decided is not None else now + POLLING_PERIOD_S
+        return self._result(done, decided, tuple(created), now)
+
+    def _result(
+        self, done: _Pass, decided: Command | None, created: tuple[str, ...], now: float
+    ) -> DisruptionResult:
+        waits = [self._next_loop - now]
+        if self._waiting is not None:
+            waits = [self._waiting.due - now]
+        if self._queue:
+            waits.append(min(q.next_check for q in self._queue) - now)
+        return DisruptionResult(
+            decided,
+            created,
+            tuple(done.deleting),
+            max(0.0, min(waits)),
+            tuple(done.abandoned),
+        )
+
+    # ---- StartCommand -------------------------------------------------------------------------
+    def _start(self, proposal: Proposal, now: float) -> Command | None:
+        names = [c.node_claim.name for c in proposal.candidates]
+        if set(names) & self.in_flight():
+            return None
+        for c in proposal.candidates:
+            self._mark_disrupted(c.node_claim.name, proposal.reason)
+        replacements: list[NodeClaim] = []
+        for planned in proposal.new_claims:
+            claim = to_node_claim(planned, name=self._names(planned.nodepool))
+            self.cluster.add_node_claim(claim)
+            replacements.append(claim)
+        try:
+            for claim in replacements:
+                if self._on_create is not None:
+                    self._on_create(claim)
+        except CloudProviderError:
+            for name in names:
+                self._unmark_disrupted(name)
+            return None
+        self.cluster.mark_for_deletion(*names)
+        command = Command(
+            method=proposal.method,
+            reason=proposal.reason,
+            decision=proposal.decision,
+            candidates=proposal.candidates,
+            replacements=tuple(replacements),
+            message=_message(proposal, [r.name for r in replacements]),
+        )
+        self._queue.append(
+            _Queued(command, now, tuple(r.name for r in replacements), now + QUEUE_BASE_DELAY_S)
+        )
+        return command
+
+    def _mark_disrupted(self, claim_name: str, reason: str) -> None:
+        claim = self.cluster.node_claim(claim_name)
+        if claim is None:
+            return
+        self.cluster.update_node_claim(
+            with_condition(claim, DISRUPTION_REASON, "True", self.clock.now(), reason=reason)
+        )
+        for node in self.cluster.nodes_for_claim(claim):
+            if not any(t.key == DISRUPTED_TAINT.key for t in node.spec.taints):
+                taints = [*node.spec.taints, DISRUPTED_TAINT]
+                spec = node.spec.model_copy(update={"taints": taints})
+                self.cluster.update_node(node.model_copy(update={"spec": spec}))
+
+    def _unmark_disrupted(self, claim_name: str) -> None:
+        claim = self.cluster.node_claim(claim_name)
+        if claim is None:
+            return
+        conditions = [c for c in claim.status.conditions if c.type != DISRUPTION_REASON]
+        if len(conditions) != len(claim.status.conditions):
+            status = claim.status.model_copy(update={"conditions": conditions})
+            self.cluster.update_node_claim(claim.model_copy(update={"status": status}))
+        for node in self.cluster.nodes_for_claim(claim):
+            if any(t.key == DISRUPTED_TAINT.key for t in node.spec.taints):
+                taints = [t for t in node.spec.taints if t.key != DISRUPTED_TAINT.key]
+                spec = node.spec.model_copy(update={"taints": taints})
+                self.cluster.update_node(node.model_copy(update={"spec": spec}))
+
+    def _untaint_outdated(self) -> None:
+        """Nodes tainted by a command no longer queued, and not being deleted, are untainted."""
+        held = self.in_flight()
+        marked = self.cluster.marked_for_deletion()
+        for node in self.cluster.nodes():
+            if not any(t.key == DISRUPTED_TAINT.key for t in node.spec.taints):
+                continue
+            if node.metadata.deletion_timestamp is not None or node.metadata.name in marked:
+                continue
+            claim = self.cluster.node_claim_for_node(node)
+            if claim is None or claim.name in held or claim.name in marked:
+                continue
+            if claim.metadata.deletion_timestamp is not None:
+                continue
+            self._unmark_disrupted(claim.name)
+
+    # ---- the orchestration queue ------------------------------------------------------------
+    def _run_queue(self, now: float, done: _Pass, *, deletes_only: bool = False) -> None:
+        """One look at every queued command (`deletes_only`: at those without replacements,
+        which Karpenter's queue carries out as soon as they are queued; a replacement's launch
+        is looked at on the queue's next turn, `QUEUE_BASE_DELAY_S` later)."""
+        timeout = command_timeout(len(self._queue))
+        for queued in list(self._queue):
+            if queued.replacements and (deletes_only or now < queued.next_check):
+                continue
+            queued.next_check = now + QUEUE_BASE_DELAY_S
+            claims = [self.cluster.node_claim(n) for n in queued.replacements]
+            if any(c is None for c in claims):
+                self._abandon(queued, done)
+                continue
+            if all(c is not None and is_true(c, INITIALIZED) for c in claims):
+                self._queue.remove(queued)
+                for c in queued.command.candidates:
+                    if self.termination.delete(c.node_claim.name, queued.command.reason):
+                        done.deleting.append(c.node_claim.name)
+                continue
+            if now - queued.started > timeout:
+                self._abandon(queued, done)
+
+    def _abandon(self, queued: _Queued, done: _Pass) -> None:
+        self._queue.remove(queued)
+        names = [c.node_claim.name for c in queued.command.candidates]
+        self.cluster.unmark_for_deletion(*names)
+        for name in names:
+            self._unmark_disrupted(name)
+        done.abandoned.extend(names)
+
+
+def _message(proposal: Proposal, replacements: Sequence[str]) -> str:
+    """Plain words for the DisruptionDecision event (Karpenter's command string)."""
+    names = ", ".join(c.name for c in proposal.candidates)
+    text = f"{proposal.decision}: [{names}]"
+    if replacements:
+        types = [
+            ", ".join(it.name for it in claim.instance_types[:5]) for claim in proposal.new_claims
+        ]
+        parts = [f"{n} ({t})" if t else n for n, t in zip(replacements, types, strict=True)]
+        text += f" -> [{'; '.join(parts)}]"
+    if proposal.reason == "Drifted":
+        drift = ", ".join(sorted({c.drifted for c in proposal.candidates if c.drifted}))
+        return f"{text}; drifted: {drift}" if drift else text
+    if proposal.reason == "Empty":
+        return f"{text}; empty (savings: ${estimated_savings(proposal):.2f}/h)"
+    return f"{text} (savings: ${estimated_savings(proposal):.2f}/h)"

@@ -1,0 +1,74 @@
+"""Emptiness: delete empty nodes, for every consolidation policy (kubernetes-sigs/karpenter
+`pkg/controllers/disruption/emptiness.go` and `validation.go: EmptinessValidator` @
+2266468104f3; karpenter-disruption.md §1.7).
+
+A candidate is empty when no pod that would move has a positive eviction cost (DaemonSet,
+static/mirror and finished pods never count; v1.14 `IsEmpty`), its NodePool's consolidateAfter
+is not `Never` and it is consolidatable (consolidateAfter has passed since its last pod event).
+Every empty candidate within its NodePool's `Empty` budget, most expensive first, goes into one
+delete command; no scheduling simulation. After `COMMAND_VALIDATION_DELAY_S` the candidates
+are looked up again: those still empty candidates, within the budget recomputed then, are
+deleted (some may have dropped out; none left abandons the command). Called by the controller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from gpucap.controllers.disruption.candidates import consolidatable, consolidate_after
+from gpucap.controllers.disruption.consolidation import Consolidation
+from gpucap.controllers.disruption.types import EMPTY, Candidate, PoolTotals, Proposal
+
+__all__ = ["Emptiness"]
+
+
+class Emptiness(Consolidation):
+    """emptiness.go (see the module docstring)."""
+
+    name = "emptiness"
+    reason = EMPTY
+
+    def should_disrupt(self, c: Candidate) -> bool:
+        if c.static or consolidate_after(c.nodepool) is None:
+            return False
+        return c.is_empty and consolidatable(c.node_claim, c.nodepool, self.now())
+
+    def compute(
+        self,
+        budgets: dict[str, int],
+        candidates: list[Candidate],
+        totals: Mapping[str, PoolTotals],
+    ) -> list[Proposal]:
+        if self.is_consolidated():
+            return []
+        empty: list[Candidate] = []
+        constrained = False
+        for c in self.sort(candidates):
+            if not c.is_empty:
+                continue
+            if budgets.get(c.nodepool.name, 0) <= 0:
+                constrained = True
+                continue
+            empty.append(c)
+            budgets[c.nodepool.name] -= 1
+        if not empty:
+            if not constrained:
+                self.mark_consolidated()
+            return []
+        return [Proposal(self.name, self.reason, tuple(empty))]
+
+    def validate(self, proposal: Proposal) -> Proposal | None:
+        names = {c.name for c in proposal.candidates}
+        survivors = [c for c in self.current_candidates() if c.name in names]
+        if not survivors:
+            return None
+        budgets = self.budgets(self.cluster, self.reason, now=self.now())
+        kept: list[Candidate] = []
+        for c in survivors:
+            if budgets.get(c.nodepool.name, 0) <= 0:
+                continue
+            budgets[c.nodepool.name] -= 1
+            kept.append(c)
+        if not kept:
+            return None
+        return Proposal(self.name, self.reason, tuple(kept))

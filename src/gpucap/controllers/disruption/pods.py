@@ -1,0 +1,104 @@
+"""What the disruption controller asks of a pod (kubernetes-sigs/karpenter
+`pkg/utils/pod/scheduling.go` and `pkg/utils/disruption/disruption.go` @ 2266468104f3).
+
+- `is_active`: not Succeeded/Failed and not terminating (no deletionTimestamp).
+- `is_reschedulable`: active, or a terminating StatefulSet pod; and not a DaemonSet's, not a
+  static/mirror pod (owned by a Node). Only these move when their node goes.
+- `do_not_disrupt_active`: `karpenter.sh/do-not-disrupt` on an active pod: `"true"` for ever, a
+  positive Go duration while the pod is younger than it (no start time: protected), anything
+  else ignored (`IsDoNotDisruptActive`).
+- `eviction_cost`: 1, plus pod-deletion-cost / 2^27, plus priority / 2^25, clamped to [-10, 10]
+  (`EvictionCost`); `lifetime_remaining` scales a node's disruption cost by how much of its
+  expireAfter is left (`LifetimeRemaining`).
+Called by candidate selection (`candidates.py`) and the scheduling simulation.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from gpucap.apis.core import Pod
+from gpucap.apis.duration import DurationError, parse_go_duration, parse_karpenter_duration
+from gpucap.apis.goparse import parse_float
+from gpucap.apis.nodepool import NodeClaim
+
+__all__ = [
+    "DO_NOT_DISRUPT",
+    "POD_DELETION_COST",
+    "do_not_disrupt_active",
+    "eviction_cost",
+    "is_active",
+    "is_reschedulable",
+    "lifetime_remaining",
+]
+
+DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+
+
+def _owned_by(pod: Pod, kind: str) -> bool:
+    return any(o.kind == kind for o in pod.metadata.owner_references)
+
+
+def is_terminal(pod: Pod) -> bool:
+    return pod.status.phase in ("Succeeded", "Failed")
+
+
+def is_active(pod: Pod) -> bool:
+    return not is_terminal(pod) and pod.metadata.deletion_timestamp is None
+
+
+def is_reschedulable(pod: Pod) -> bool:
+    terminating = pod.metadata.deletion_timestamp is not None
+    return (
+        (is_active(pod) or (_owned_by(pod, "StatefulSet") and terminating))
+        and not _owned_by(pod, "DaemonSet")
+        and not _owned_by(pod, "Node")
+    )
+
+
+def do_not_disrupt_active(pod: Pod, now: dt.datetime) -> bool:
+    """Whether an active pod's do-not-disrupt annotation protects it at `now`."""
+    if not is_active(pod):
+        return False
+    value = pod.metadata.annotations.get(DO_NOT_DISRUPT)
+    if value is None:
+        return False
+    if value == "true":
+        return True
+    try:
+        seconds = parse_go_duration(value)
+    except DurationError:
+        return False
+    if seconds <= 0:
+        return False
+    if not pod.status.start_time:
+        return True  # fail safe, as Karpenter does
+    started = dt.datetime.fromisoformat(pod.status.start_time.replace("Z", "+00:00"))
+    return (now - started).total_seconds() < seconds
+
+
+def eviction_cost(pod: Pod) -> float:
+    cost = 1.0
+    deletion_cost = pod.metadata.annotations.get(POD_DELETION_COST)
+    if deletion_cost is not None:
+        value = parse_float(deletion_cost)
+        if value is not None:
+            cost += value / 2.0**27
+    if pod.spec.priority is not None:
+        cost += pod.spec.priority / 2.0**25
+    return min(max(cost, -10.0), 10.0)
+
+
+def lifetime_remaining(claim: NodeClaim, now: dt.datetime) -> float:
+    """The fraction of the NodeClaim's expireAfter still ahead of it (1 for Never, or when its
+    creation time is unknown)."""
+    try:
+        total = parse_karpenter_duration(claim.spec.expire_after)
+    except DurationError:
+        return 1.0
+    created = claim.metadata.creation_timestamp
+    if total is None or total <= 0 or created is None:
+        return 1.0
+    age = (now - created).total_seconds()
+    return min(max((total - age) / total, 0.0), 1.0)
