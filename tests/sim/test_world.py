@@ -251,12 +251,24 @@ def test_an_ami_release_reaches_new_nodes_of_an_at_latest_alias_once_the_ssm_cac
     result = run("ami-release")
     resolved = of_type(result, "AMIResolved")
     assert [e.get("version") for e in resolved] == ["v20260827", "v20261001"]
-    first, second, third = launches(result)
+    first, second, *later = launches(result)
     assert resolved[0].t == first.t
     # Read at 0 s, the alias is cached for 24 h: the node at 40m still gets the old release.
     assert 30 * 60 < second.t < 24 * 3600
-    assert resolved[1].t == third.t
-    assert third.t > 24 * 3600
+    assert resolved[1].t == later[0].t
+    assert later[0].t > 24 * 3600
+
+
+def test_at_latest_plus_a_release_rolls_the_fleet_one_node_at_a_time_by_drift() -> None:
+    result = run("ami-release")
+    drifted = of_type(result, "DisruptionDecision", reason="Drifted")
+    assert [e.get("nodeClaim") for e in drifted] == ["gpu-1", "gpu-2"]
+    (replacement,) = drifted[0].get("replacements")
+    ready = {e.get("nodeClaim"): e.t for e in of_type(result, "NodeInitialized")}
+    # The default budget (10% of 2 nodes, rounded up: 1) lets one node go at a time: the second
+    # is decided only once the first one's replacement is up and the first is draining.
+    assert drifted[1].t > ready[replacement]
+    assert all(e.get("decision") == "replace" for e in drifted)
 
 
 def test_limit_reasons_name_only_the_nodepools_whose_limits_stopped_the_pod() -> None:

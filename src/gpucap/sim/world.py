@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from gpucap.apis.bottlerocket import BottlerocketUserDataError, device_plugin_config
-from gpucap.apis.core import Node, Pod
+from gpucap.apis.core import Node, Pod, PodCondition
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.expansion import POD_CREATORS, expand
 from gpucap.apis.gpu import GPU_RESOURCES, NVIDIA_GPU_SHARED
@@ -52,9 +52,16 @@ from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider
 from gpucap.cloudprovider.aws.coldstart import KNOWN_IMAGE_SIZES, Timings
 from gpucap.cloudprovider.aws.simulated import SimulatedEC2
 from gpucap.cloudprovider.overlay import decorate
-from gpucap.cloudprovider.types import CloudProvider
+from gpucap.cloudprovider.types import CloudProvider, InsufficientCapacityError
+from gpucap.controllers.disruption.constants import POLLING_PERIOD_S
+from gpucap.controllers.disruption.controller import Disruption, DisruptionResult
+from gpucap.controllers.disruption.drift import REQUEUE_AFTER as DRIFT_REQUEUE_S
+from gpucap.controllers.disruption.drift import DriftDetection
+from gpucap.controllers.expiration import Expiration
+from gpucap.controllers.garbagecollection import GarbageCollection
 from gpucap.controllers.interruption import Interruption
 from gpucap.controllers.nodeclaim.lifecycle import Lifecycle, LifecycleResult
+from gpucap.controllers.nodeclaim.podevents import PodEvents
 from gpucap.controllers.nodeclaim.registering import advertise, registering_node
 from gpucap.controllers.provisioning.batcher import Batcher
 from gpucap.controllers.provisioning.provisioner import Provisioner
@@ -76,6 +83,7 @@ from gpucap.sim.kubelet import (
 from gpucap.sim.recorder import Event, Recorder
 from gpucap.sim.scenario import LoadedScenario, ScenarioAction, ScenarioError
 from gpucap.sim.summary import summarize
+from gpucap.state.cluster import Cluster
 
 __all__ = ["POD_RETRY_SECONDS", "SimulationResult", "World", "simulate"]
 
@@ -154,8 +162,7 @@ class World:
             for version in sorted(versions):
                 self.ec2.publish_release(k8s, version)
         self.nodeclasses: dict[str, EC2NodeClass] = {}
-        from gpucap.state.cluster import Cluster  # noqa: PLC0415 - one import site for the state
-
+        self._version = 0  # bumped on every change the scheduler sees
         self.cluster = Cluster(self.clock)
         self.aws = AWSCloudProvider(
             self.ec2,
@@ -171,6 +178,27 @@ class World:
             self.cluster, self.cloud, self.clock, termination=self.termination
         )
         self.interruption = Interruption(self.cluster, self.termination, marker=self.aws)
+        self.pod_events = PodEvents(self.cluster, self.clock)
+        self.expiration = Expiration(self.cluster, self.termination, self.clock)
+        self.drift = DriftDetection(self.cluster, self.cloud, self.clock)
+        self.garbage = GarbageCollection(
+            self.cluster, self.cloud, self.clock, termination=self.termination
+        )
+        self.disruption = Disruption(
+            self.cluster,
+            self.provisioner,
+            self.cloud,
+            self.termination,
+            self.clock,
+            on_create=self._create_replacement,
+            names=self._next_name,
+            nodepools=self._ready_nodepools,
+            state_version=lambda: (self._version, tuple(self.aws.unavailable.active())),
+        )
+        self._disruption = _Reconciler("disruption", self._disrupt)
+        self._drifting = _Reconciler("drift", self._detect_drift)
+        self._collecting = _Reconciler("garbagecollection", self._collect)
+        self._expiring = _Reconciler("expiration", self._expire)
         self.batcher = Batcher()
         self._provisioning = _Reconciler("provisioner", self._provision)
         self._pod_trigger = _Reconciler("provisioning.pods", self._retrigger)
@@ -180,9 +208,11 @@ class World:
         self._names: dict[str, int] = {}
         self._reasons: dict[str, str] = {}  # pod -> last PodUnschedulable reason
         self._limited: set[str] = set()  # NodePools whose limit stopped a pod
-        self._version = 0  # bumped on every change the scheduler sees
         self._last_pass: tuple[int, tuple[str, ...]] | None = None
-        self._images_of_class: dict[str, str] = {}  # EC2NodeClass -> last image launched
+        self._images_of_class: dict[str, set[str]] = {}  # EC2NodeClass -> images launched
+        self._on_node: dict[str, dict[str, Pod]] = {}  # node -> pods bound there
+        self._where: dict[str, str] = {}  # pod -> its node
+        self._used: dict[str, Resources] = {}  # node -> requests of its pods
 
     # ---- running --------------------------------------------------------------------------------
     def run(self, on_step: Callable[[float], None] | None = None) -> SimulationResult:
@@ -197,6 +227,9 @@ class World:
                 label=f"events[{action.index}]",
             )
         self.engine.every(self._pod_trigger, priority=PRIORITY_CONTROLLER)
+        self.engine.every(self._disruption, priority=PRIORITY_CONTROLLER + 1)
+        self.engine.every(self._drifting, priority=PRIORITY_CONTROLLER + 2)
+        self.engine.every(self._collecting, priority=PRIORITY_CONTROLLER + 3)
         self.engine.run(self.scenario.duration, on_step=on_step)
         end = self.scenario.duration
         events = list(self.recorder.events)
@@ -272,6 +305,7 @@ class World:
                 ),
             )
             self.ec2.publish_release(k8s, version)
+            self.engine.trigger(self._drifting)
         self._changed()
 
     def _apply_object(self, m: Manifest, *, source: str) -> None:
@@ -285,7 +319,10 @@ class World:
         for key in applied.created:
             pod = self.cluster.pod(key)
             self.emit("PodCreated", pod=key, gpus=_gpus(pod_requests(pod.spec)))
-            self._pending(key)
+            if pod.spec.node_name:
+                self._place(pod, pod.spec.node_name)
+            else:
+                self._pending(key)
         self._pods_deleted(applied.deleted)
         self._objects_changed(kind)
         self._changed()
@@ -297,6 +334,9 @@ class World:
             self.provisioner.cloud_provider = self.cloud
             self.lifecycle.cloud_provider = self.cloud
             self.termination.cloud_provider = self.cloud
+            self.disruption.cloud_provider = self.cloud
+            self.drift.cloud_provider = self.cloud
+            self.garbage.cloud_provider = self.cloud
         if kind in ("DaemonSet", "ClusterPolicy", "ConfigMap"):
             # A device plugin applied after nodes registered starts on them now.
             for sim in self._nodes.values():
@@ -304,12 +344,34 @@ class World:
                     self._start_plugin(sim)
         if kind in ("NodePool", "EC2NodeClass", "NodeOverlay", "DaemonSet"):
             self._trigger_provisioning()
+        if kind in ("NodePool", "EC2NodeClass"):
+            self.engine.trigger(self._drifting)
 
     def _pods_deleted(self, keys: Iterable[str]) -> None:
         for key in keys:
             self.emit("PodDeleted", pod=key)
             self._reasons.pop(key, None)
+            self._unplace(key)
         self._trigger_bind()
+
+    # ---- which pods are on which node (kube-scheduler's cache) -------------------------------
+    def _place(self, pod: Pod, node: str) -> None:
+        self._on_node.setdefault(node, {})[pod.key] = pod
+        self._where[pod.key] = node
+        self._used[node] = add(self._used.get(node, {}), _requests(pod))
+
+    def _unplace(self, key: str) -> None:
+        """Pod `key` left its node (deleted, evicted, its node gone): free its requests and
+        record the pod event on the node's NodeClaim (consolidateAfter counts from it)."""
+        node = self._where.pop(key, None)
+        if node is None:
+            return
+        pod = self._on_node.get(node, {}).pop(key, None)
+        if pod is None:
+            return
+        self._used[node] = subtract(self._used.get(node, {}), _requests(pod))
+        if self.cluster.node(node) is not None:
+            self.pod_events.pod_changed(pod, node)
 
     def _capacity(self, action: ScenarioAction) -> None:
         cap = action.capacity
@@ -432,7 +494,8 @@ class World:
             for pod in existing.pods:
                 self._nominate(pod.key, existing.name)
         claims = self.provisioner.node_claims(results, names=self._next_name)
-        for planned, claim in zip(results.new_node_claims, claims, strict=True):
+        for planned, unstamped in zip(results.new_node_claims, claims, strict=True):
+            claim = _created_now(unstamped, self.clock.now())
             self.cluster.add_node_claim(claim)
             self.emit(
                 "NodeClaimCreated",
@@ -554,7 +617,8 @@ class World:
         if result.termination is not None:
             self._terminated(name, result.termination)
         for key in result.released:
-            if self.cluster.pod(key).spec.node_name is None:
+            self._unplace(key)
+            if self._pod_exists(key) and self.cluster.pod(key).spec.node_name is None:
                 self._pending(key)
         if result.requeue_after is not None and not result.gone:
             self._requeue_claim(name, result.requeue_after)
@@ -594,12 +658,9 @@ class World:
             pricePerHour=self._price(claim),
             gpus=gpus,
         )
-        if (
-            nodeclass is not None
-            and claim.status.image_id
-            and self._images_of_class.get(nodeclass.name) != claim.status.image_id
-        ):
-            self._images_of_class[nodeclass.name] = claim.status.image_id
+        seen = self._images_of_class.setdefault(nodeclass.name if nodeclass else "", set())
+        if nodeclass is not None and claim.status.image_id and claim.status.image_id not in seen:
+            seen.add(claim.status.image_id)
             alias = next((t.alias for t in nodeclass.spec.ami_selector_terms if t.alias), None)
             self.emit(
                 "AMIResolved",
@@ -617,6 +678,7 @@ class World:
             ami_family=_ami_family(nodeclass),
         )
         self._nodes[claim.name] = sim
+        self._schedule_expiry(claim)
         self.engine.after(
             self.timings.launch + self.timings.registration,
             lambda: self._register(claim.name),
@@ -772,14 +834,23 @@ class World:
         taints = [t for t in node.spec.taints if t.effect in ("NoSchedule", "NoExecute")]
         if untolerated(taints, pod.spec.tolerations) is not None:
             return
-        used = add(*(_requests(p) for p in self.cluster.pods_on(node_name)))
-        free = subtract(base_units(node.status.allocatable), used)
+        free = subtract(base_units(node.status.allocatable), self._used.get(node_name, {}))
         if not fits(_requests(pod), free):
             return
         self._bind(key, node_name)
 
     def _bind(self, key: str, node_name: str) -> None:
         pod = self.cluster.bind(key, node_name)
+        pod = pod.model_copy(
+            update={
+                "status": pod.status.model_copy(
+                    update={"phase": "Running", "start_time": self.clock.now().isoformat()}
+                )
+            }
+        )
+        self.cluster.add_pod(pod)
+        self._place(pod, node_name)
+        self.pod_events.pod_changed(pod, node_name)
         claim = self._claim_of_node(node_name)
         self.emit("PodBound", pod=key, node=node_name, nodeClaim=claim)
         self._reasons.pop(key, None)
@@ -829,22 +900,137 @@ class World:
             return
         if pod.spec.node_name != node_name:
             return
+        ready = PodCondition(type="Ready", status="True")
+        conditions = [c for c in pod.status.conditions if c.type != "Ready"]
+        status = pod.status.model_copy(update={"conditions": [*conditions, ready]})
+        self.cluster.add_pod(pod.model_copy(update={"status": status}))
         self.emit("PodReady", pod=key, node=node_name, pullSeconds=pull, loadSeconds=load)
+
+    def _pod_exists(self, key: str) -> bool:
+        try:
+            self.cluster.pod(key)
+        except KeyError:
+            return False
+        return True
+
+    # ---- disruption -----------------------------------------------------------------------------
+    def _disrupt(self) -> float | None:
+        """Karpenter's disruption loop and queue (`controllers/disruption/controller.py`)."""
+        result = self.disruption.reconcile()
+        self._disruption_result(result)
+        return result.requeue_after if result.requeue_after is not None else POLLING_PERIOD_S
+
+    def _disruption_result(self, result: DisruptionResult) -> None:
+        command = result.decided
+        if command is not None:
+            replacements = [r.name for r in command.replacements]
+            for c in command.candidates:
+                self.emit(
+                    "DisruptionDecision",
+                    nodeClaim=c.node_claim.name,
+                    node=c.node.metadata.name if c.node is not None else None,
+                    nodePool=c.nodepool.name,
+                    instanceType=c.instance_type.name if c.instance_type else None,
+                    capacityType=c.capacity_type,
+                    reason=command.reason,
+                    method=command.method,
+                    decision=command.decision,
+                    candidates=[x.node_claim.name for x in command.candidates],
+                    replacements=replacements,
+                    message=command.message,
+                )
+            self._changed()
+        for name in result.abandoned:
+            self.emit("DisruptionAbandoned", nodeClaim=name)
+            self._changed()
+        for name in result.deleting:
+            self._reconcile_claim(name)
+        if result.deleting or result.abandoned:
+            self._trigger_provisioning()
+
+    def _create_replacement(self, claim: NodeClaim) -> None:
+        """A replacement the disruption controller added to the cluster: launch it now (a
+        failed launch raises, which abandons the command)."""
+        claim = _created_now(claim, self.clock.now())
+        self.cluster.update_node_claim(claim)
+        nodepool = claim.metadata.labels.get(NODEPOOL, "")
+        self.emit(
+            "NodeClaimCreated",
+            nodeClaim=claim.name,
+            nodePool=nodepool,
+            instanceTypes=_instance_types_of(claim),
+            reason="replacement",
+        )
+        before = set(self.aws.unavailable.active())
+        result = self.lifecycle.reconcile(claim.name)
+        self._offerings_marked(before, reason="InsufficientInstanceCapacity")
+        self._lifecycle_result(result, nodepool=nodepool)
+        if result.deleted is not None or result.error is not None:
+            raise InsufficientCapacityError(result.error or result.deleted or "launch failed")
+
+    def _detect_drift(self) -> float | None:
+        for name, reason in self.drift.reconcile():
+            self.emit("NodeClaimDrifted", nodeClaim=name, reason=reason)
+            self._changed()
+            self.engine.trigger(self._disruption)
+        return DRIFT_REQUEUE_S
+
+    def _collect(self) -> float | None:
+        collected = self.garbage.collect()
+        for key in collected.released:
+            self._unplace(key)
+            self._pending(key)
+        for name in collected.node_claims:
+            self.emit("DisruptionDecision", nodeClaim=name, reason="GarbageCollected")
+            self._reconcile_claim(name)
+        if collected.instances or collected.node_claims:
+            self._changed()
+        return self.garbage.requeue_after()
+
+    def _schedule_expiry(self, claim: NodeClaim) -> None:
+        at = self.expiration.expires_at(claim)
+        if at is None:
+            return
+        t = (at - EPOCH).total_seconds()
+        if t <= self.scenario.duration:
+            self.engine.at(
+                max(t, self.now), self._expire_now, priority=PRIORITY_CONTROLLER, label="expiration"
+            )
+
+    def _expire_now(self) -> None:
+        self._expire()
+
+    def _expire(self) -> float | None:
+        for name in self.expiration.reconcile():
+            self.emit("DisruptionDecision", nodeClaim=name, reason="Expired", method="expiration")
+            self._changed()
+            self._reconcile_claim(name)
+        return None
 
     # ---- termination ----------------------------------------------------------------------------
     def _terminated(self, name: str, result: TerminationResult) -> None:
         for key in result.evicted:
             self.emit("PodEvicted", pod=key, node=result.node, reason=result.reason or "")
-            self._pending(key)
+            self._unplace(key)
+            if self._pod_exists(key):
+                self._pending(key)
         for key in result.released:
             if key not in result.evicted:
+                self._unplace(key)
                 self._pending(key)
+        for key in result.deleted_pods:
+            self._unplace(key)
         if result.removed:
             self.emit("NodeClaimDeleted", nodeClaim=name, reason=result.reason or "")
             self.emit("NodeTerminated", nodeClaim=name, node=result.node)
             sim = self._nodes.pop(name, None)
             if sim is not None and sim.plugin_timer is not None:
                 self.engine.cancel(sim.plugin_timer)
+            node = result.node or name
+            for key in list(self._on_node.get(node, {})):
+                self._unplace(key)
+            self._on_node.pop(node, None)
+            self._used.pop(node, None)
         elif result.requeue_after is not None:
             self._requeue_claim(name, result.requeue_after)
         self._changed()
@@ -907,3 +1093,19 @@ def _bottlerocket_config(nodeclass: EC2NodeClass | None) -> DevicePluginConfig |
         return device_plugin_config(nodeclass.spec.user_data)
     except BottlerocketUserDataError:
         return None
+
+
+def _created_now(claim: NodeClaim, now: dt.datetime) -> NodeClaim:
+    """The NodeClaim as the API server stores it: `creationTimestamp` set (expiration and
+    drift count from it)."""
+    if claim.metadata.creation_timestamp is not None:
+        return claim
+    meta = claim.metadata.model_copy(update={"creation_timestamp": now})
+    return claim.model_copy(update={"metadata": meta})
+
+
+def _instance_types_of(claim: NodeClaim) -> list[str]:
+    for req in claim.spec.requirements:
+        if req.key == INSTANCE_TYPE and req.operator == "In":
+            return list(req.values)
+    return []
