@@ -170,16 +170,44 @@ def test_a_drift_schedule_window_blocks_drift_outside_it_and_the_budget_still_ho
 ):
     result = run("drift-window")
     drifted = of_type(result, "NodeClaimDrifted")
-    assert [(e.get("nodeClaim"), e.t) for e in drifted] == [("gpu-1", HOUR), ("gpu-2", HOUR)]
+    again = 4 * HOUR + 10 * 60
+    assert [(e.get("nodeClaim"), e.t) for e in drifted] == [
+        ("gpu-1", HOUR),
+        ("gpu-2", HOUR),
+        ("gpu-3", again),
+        ("gpu-4", again),
+    ]
     replaced = decisions(result, reason="Drifted")
-    assert [e.get("nodeClaim") for e in replaced] == ["gpu-1", "gpu-2"]
     # The Drifted budget is 0 from 04:00 for 22 h: closed from 1h (drift) to 02:00, open until
-    # 04:00 (the scenario starts at midnight UTC).
+    # 04:00 (the scenario starts at midnight UTC), closed again when the replacements drift.
+    assert [e.get("nodeClaim") for e in replaced] == ["gpu-1", "gpu-2"]
     assert replaced[0].t == pytest.approx(2 * HOUR)
     assert all(2 * HOUR <= e.t < 4 * HOUR for e in replaced)
+    assert result.summary.get("disruptions") == {"Drifted": 2}
     assert decisions(result, reason="Empty") == []
     # One at a time: a drifted node counts until its instance is terminating (drained).
     assert most_disrupted_at_once(result, "gpu", until_drained=True) == 1
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "gpucap's pods carry no creationTimestamp, so the disruption simulation queues equal pods "
+        "in list order (the candidate's before the deleting node's): the second drifted node's "
+        "pod takes the first one's uninitialized replacement (UninitializedNodeError) and drift "
+        "waits for it to initialize. Karpenter's queue (provisioning/scheduling/queue.go "
+        "byCPUAndMemoryDescending) breaks ties by creationTimestamp: the older pod of the deleting "
+        "node takes the replacement, the candidate's gets its own, both go in the same loop."
+    ),
+)
+def test_a_budget_of_two_nodes_lets_drift_replace_two_nodes_at_once() -> None:
+    result = run("drift-budget-2")
+    first, second = decisions(result, reason="Drifted")
+    (up,) = of_type(result, "NodeInitialized", nodeClaim=first.get("replacements")[0])
+    # The loop runs again at once after a command; budget 2 - 1 disrupting = 1 left.
+    assert second.t < up.t
+    assert second.t - first.t <= 10
+    assert most_disrupted_at_once(result, "gpu", until_drained=True) == 2
 
 
 @pytest.mark.parametrize(
