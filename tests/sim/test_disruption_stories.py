@@ -189,17 +189,6 @@ def test_a_drift_schedule_window_blocks_drift_outside_it_and_the_budget_still_ho
     assert most_disrupted_at_once(result, "gpu", until_drained=True) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "gpucap's pods carry no creationTimestamp, so the disruption simulation queues equal pods "
-        "in list order (the candidate's before the deleting node's): the second drifted node's "
-        "pod takes the first one's uninitialized replacement (UninitializedNodeError) and drift "
-        "waits for it to initialize. Karpenter's queue (provisioning/scheduling/queue.go "
-        "byCPUAndMemoryDescending) breaks ties by creationTimestamp: the older pod of the deleting "
-        "node takes the replacement, the candidate's gets its own, both go in the same loop."
-    ),
-)
 def test_a_budget_of_two_nodes_lets_drift_replace_two_nodes_at_once() -> None:
     result = run("drift-budget-2")
     first, second = decisions(result, reason="Drifted")

@@ -318,6 +318,11 @@ class World:
             self.nodeclasses[obj.metadata.name] = obj  # type: ignore[assignment]
         for key in applied.created:
             pod = self.cluster.pod(key)
+            if pod.metadata.creation_timestamp is None:
+                # As the API server stores it: the scheduler's queue breaks ties by it.
+                meta = pod.metadata.model_copy(update={"creation_timestamp": self.clock.now()})
+                pod = pod.model_copy(update={"metadata": meta})
+                self.cluster.add_pod(pod)
             self.emit("PodCreated", pod=key, gpus=_gpus(pod_requests(pod.spec)))
             if pod.spec.node_name:
                 self._place(pod, pod.spec.node_name)
