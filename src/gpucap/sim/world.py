@@ -53,6 +53,7 @@ from gpucap.cloudprovider.aws.coldstart import KNOWN_IMAGE_SIZES, Timings
 from gpucap.cloudprovider.aws.simulated import SimulatedEC2
 from gpucap.cloudprovider.overlay import decorate
 from gpucap.cloudprovider.types import CloudProvider, InsufficientCapacityError
+from gpucap.controllers.disruption.candidates import consolidate_after
 from gpucap.controllers.disruption.constants import POLLING_PERIOD_S
 from gpucap.controllers.disruption.controller import Disruption, DisruptionResult
 from gpucap.controllers.disruption.drift import REQUEUE_AFTER as DRIFT_REQUEUE_S
@@ -209,6 +210,8 @@ class World:
         self._reasons: dict[str, str] = {}  # pod -> last PodUnschedulable reason
         self._limited: set[str] = set()  # NodePools whose limit stopped a pod
         self._last_pass: tuple[int, tuple[str, ...]] | None = None
+        self._idle_key: tuple[int, tuple[str, ...]] | None = None  # see `_disrupt`
+        self._idle_until = 0.0
         self._images_of_class: dict[str, set[str]] = {}  # EC2NodeClass -> images launched
         self._on_node: dict[str, dict[str, Pod]] = {}  # node -> pods bound there
         self._where: dict[str, str] = {}  # pod -> its node
@@ -920,10 +923,70 @@ class World:
 
     # ---- disruption -----------------------------------------------------------------------------
     def _disrupt(self) -> float | None:
-        """Karpenter's disruption loop and queue (`controllers/disruption/controller.py`)."""
+        """Karpenter's disruption loop and queue (`controllers/disruption/controller.py`).
+
+        A pass that found nothing to do, with no command queued or waiting for validation,
+        is repeated every 10 s in Karpenter; here it is skipped until something it reads
+        changes: the cluster (the version counter and the insufficient-capacity marks) or the
+        clock crossing a time it depends on (a NodeClaim's consolidateAfter running out, a
+        minute boundary while a NodePool has scheduled budgets). The methods are deterministic
+        functions of those, so the skipped passes would have found nothing too."""
+        key = (self._version, tuple(self.aws.unavailable.active()))
+        if key == self._idle_key and self.now < self._idle_until:
+            return min(POLLING_PERIOD_S, self._idle_until - self.now)
+        polls = self.clock.monotonic() >= self.disruption.next_poll
         result = self.disruption.reconcile()
         self._disruption_result(result)
+        idle = (
+            polls
+            and result.decided is None
+            and not result.deleting
+            and not result.abandoned
+            and not self.disruption.commands()
+            and self.disruption.waiting() is None
+        )
+        if idle:
+            self._idle_key = (self._version, tuple(self.aws.unavailable.active()))
+            self._idle_until = self._next_disruption_time()
+        else:
+            self._idle_key = None
         return result.requeue_after if result.requeue_after is not None else POLLING_PERIOD_S
+
+    def _next_disruption_time(self) -> float:
+        """The next time an idle disruption pass could find something without the cluster
+        changing (see `_disrupt`)."""
+        now = self.clock.now()
+        soonest = float("inf")
+        pools = {np.name: np for np in self.cluster.nodepools()}
+        if any(b.schedule for np in pools.values() for b in (np.spec.disruption.budgets or [])):
+            soonest = (self.now // 60 + 1) * 60
+        for claim in self.cluster.node_claims():
+            np = pools.get(claim.metadata.labels.get(NODEPOOL, ""))
+            if np is None:
+                continue
+            after = consolidate_after(np)
+            if not after:
+                continue
+            init = next(
+                (
+                    c
+                    for c in claim.status.conditions
+                    if c.type == "Initialized" and c.status == "True"
+                ),
+                None,
+            )
+            last = claim.status.last_pod_event_time
+            start = (
+                dt.datetime.fromisoformat(last.replace("Z", "+00:00"))
+                if last
+                else _as_time(init.last_transition_time if init is not None else None)
+            )
+            if start is None:
+                continue
+            due = (start - now).total_seconds() + after
+            if due > 0:
+                soonest = min(soonest, self.now + due)
+        return soonest
 
     def _disruption_result(self, result: DisruptionResult) -> None:
         command = result.decided
@@ -1114,3 +1177,12 @@ def _instance_types_of(claim: NodeClaim) -> list[str]:
         if req.key == INSTANCE_TYPE and req.operator == "In":
             return list(req.values)
     return []
+
+
+def _as_time(value: object) -> dt.datetime | None:
+    """A condition's lastTransitionTime (a datetime or its ISO text)."""
+    if value is None:
+        return None
+    if isinstance(value, dt.datetime):
+        return value
+    return dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))

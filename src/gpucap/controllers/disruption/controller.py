@@ -213,6 +213,12 @@ class Disruption:
             self._budgets = _default_budgets()
         return dict(self._budgets(cluster, reason, **kw))
 
+    @property
+    def next_poll(self) -> float:
+        """When (clock seconds) the loop looks for new commands again; a `reconcile` before
+        then only runs the queue and a pending validation."""
+        return self._next_loop
+
     def in_flight(self) -> set[str]:
         """NodeClaims (candidates) of the commands in the queue."""
         return {c.node_claim.name for q in self._queue for c in q.command.candidates}
