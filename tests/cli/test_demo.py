@@ -4,6 +4,7 @@ events, not copied)."""
 
 from __future__ import annotations
 
+import itertools
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -79,7 +80,7 @@ def test_act1_shows_the_on_demand_fallback_and_the_cost(
     fallback = [line for line in demo_output.splitlines() if "unavailable" in line]
     assert fallback
     assert "→ on-demand g6.xlarge in us-east-1a launched" in fallback[0]
-    assert f"The fleet cost ${result.summary['costUSD']:.2f} over 2h00m00s" in demo_output
+    assert f"The fleet cost ${result.summary['costUSD']:.2f} over 4h00m00s" in demo_output
 
 
 def test_act2_shows_the_node_waiting_then_initializing_after_the_plugin(demo_output: str) -> None:
@@ -136,13 +137,15 @@ def test_act1_sentences_agree_with_the_events(
     spot = [e for e in launches if e.get("capacityType") == "spot"]
     end = result.end
 
+    stopped = {e.get("nodeClaim"): e.t for e in of(result.events, "NodeTerminated")}
+
     def billed(e: Event, since: float = 0.0) -> float:
-        return float(e.get("pricePerHour")) * (end - max(e.t, since)) / 3600
+        stop = min(stopped.get(e.get("nodeClaim"), end), end)
+        return float(e.get("pricePerHour")) * (stop - max(e.t, since)) / 3600
 
     assert f"at {at(ice.t)} the scale-up found none there" in words[0]
     assert f"{len(on_demand)} nodes at ${on_demand[0].get('pricePerHour'):.4f}/h" in words[0]
-    total = sum(billed(e) for e in launches)  # nothing terminates in this act
-    assert not of(result.events, "NodeTerminated")
+    total = sum(billed(e) for e in launches)
     assert f"The fleet cost ${total:.2f}" in words[1]
     assert f"${sum(billed(e) for e in on_demand):.2f} on-demand" in words[1]
     assert f"${sum(billed(e) for e in spot):.2f} spot" in words[1]
@@ -155,8 +158,28 @@ def test_act1_sentences_agree_with_the_events(
     )
     idle = sum(billed(e, zero) for e in launches)
     assert f"After the scale to 0 at {at(zero)}, {len(launches)} nodes stood empty" in words[3]
-    assert f"billed ${idle:.2f} until the end" in words[3]
+    assert f"billed ${idle:.2f}" in words[3]
     assert "consolidateAfter of 2h" in words[3]
+
+
+def test_act1_ends_with_the_workshops_consolidation_one_node_at_a_time(
+    act1: tuple[LoadedScenario, SimulationResult],
+) -> None:
+    """WhenEmpty, consolidateAfter 2h, budget 1: each empty node goes no earlier than 2 h after
+    the scale to 0, and the next is decided only after the previous one is deleted."""
+    scenario, result = act1
+    zero = next(
+        e.t for e in of(result.events, "ScenarioEvent", kind="scale") if e.get("replicas") == 0
+    )
+    decided = [e for e in of(result.events, "DisruptionDecision") if e.get("reason") == "Empty"]
+    deleted = {e.get("nodeClaim"): e.t for e in of(result.events, "NodeClaimDeleted")}
+    assert len(decided) == len(of(result.events, "NodeClaimLaunched"))
+    assert all(e.t >= zero + 2 * 3600 for e in decided)
+    for first, second in itertools.pairwise(decided):
+        assert second.t >= deleted[first.get("nodeClaim")]
+    words = act1_sentences(result, scenario)
+    assert 'as the budget of nodes: "1" allows' in words[3]
+    assert ", ".join(at(e.t) for e in decided) in words[3]
 
 
 # ---- act 2: the wrong order ----------------------------------------------------------------------

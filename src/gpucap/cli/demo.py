@@ -193,11 +193,36 @@ def act1_sentences(result: SimulationResult, scenario: LoadedScenario) -> list[s
                 if after
                 else ""
             )
-            words.append(
-                f"After the scale to 0 at {_at(zero)}, {_nodes(len(idle))} stood empty and "
-                f"billed {_money(dollars)} until the end{why}."
-            )
+            removed = [
+                e
+                for e in _of(events, "DisruptionDecision")
+                if e.t > zero and e.get("reason") == "Empty"
+            ]
+            if removed:
+                times = ", ".join(_at(e.t) for e in removed)
+                words.append(
+                    f"After the scale to 0 at {_at(zero)}, {_nodes(len(idle))} stood empty and "
+                    f"billed {_money(dollars)}{why}; then Karpenter's emptiness consolidation "
+                    f"removed {_nodes(len(removed))} one by one, as the budget of "
+                    f"{_budget(scenario, pools[0]) if len(pools) == 1 else 'the NodePool'} allows "
+                    f"(decided at {times})."
+                )
+            else:
+                words.append(
+                    f"After the scale to 0 at {_at(zero)}, {_nodes(len(idle))} stood empty and "
+                    f"billed {_money(dollars)} until the end{why}."
+                )
     return words
+
+
+def _budget(scenario: LoadedScenario, pool: str) -> str:
+    """The NodePool's budgets as a person reads them (`nodes: "1"`)."""
+    for m in scenario.initial:
+        if isinstance(m.obj, NodePool) and m.obj.metadata.name == pool:
+            budgets = m.obj.spec.disruption.budgets or []
+            if budgets:
+                return " and ".join(f'nodes: "{b.nodes}"' for b in budgets)
+    return 'nodes: "10%" (the default)'
 
 
 def act2_sentences(
