@@ -333,3 +333,29 @@ def test_advertised_and_requested_gpu_hours_add_up_over_nodes_and_pods(
             parts = sa[key].get(r, 0.0) + sb[key].get(r, 0.0)
             assert both[key].get(r, 0.0) == pytest.approx(parts, abs=2e-6)
     assert both["costUSD"] == pytest.approx(sa["costUSD"] + sb["costUSD"], abs=2e-6)
+
+
+def test_serving_lost_counts_an_evicted_ready_pod_until_it_is_ready_again() -> None:
+    events = [
+        Event(0.0, "PodCreated", {"pod": "default/vllm-0", "gpus": {"nvidia.com/gpu": 1}}),
+        Event(10.0, "PodBound", {"pod": "default/vllm-0", "node": "gpu-1"}),
+        Event(400.0, "PodReady", {"pod": "default/vllm-0", "node": "gpu-1"}),
+        Event(
+            1000.0, "PodEvicted", {"pod": "default/vllm-0", "node": "gpu-1", "reason": "Drifted"}
+        ),
+        Event(1010.0, "PodBound", {"pod": "default/vllm-0", "node": "gpu-2"}),
+        Event(1400.0, "PodReady", {"pod": "default/vllm-0", "node": "gpu-2"}),
+        # A pod evicted before it was ready loses no serving.
+        Event(0.0, "PodCreated", {"pod": "default/web", "gpus": {}}),
+        Event(5.0, "PodBound", {"pod": "default/web", "node": "gpu-1"}),
+        Event(1000.0, "PodEvicted", {"pod": "default/web", "node": "gpu-1", "reason": "Drifted"}),
+        # A serving pod evicted and never back counts until the end.
+        Event(0.0, "PodCreated", {"pod": "default/late", "gpus": {}}),
+        Event(5.0, "PodBound", {"pod": "default/late", "node": "gpu-1"}),
+        Event(6.0, "PodReady", {"pod": "default/late", "node": "gpu-1"}),
+        Event(1800.0, "PodEvicted", {"pod": "default/late", "node": "gpu-1", "reason": "Expired"}),
+    ]
+    events.sort(key=lambda e: e.t)
+    s = summarize(events, end=2000.0)
+    assert s["servingPodsEvicted"] == 2
+    assert s["servingLostSeconds"] == 400.0 + 200.0

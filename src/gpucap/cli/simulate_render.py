@@ -560,6 +560,13 @@ def format_summary(summary: Mapping[str, Any], *, start: dt.datetime = EPOCH) ->
     lines.append("")
     disruptions = ", ".join(f"{r} {n}" for r, n in s["disruptions"].items())
     lines.append(f"Disruptions: {disruptions or 'none'}")
+    if s.get("servingPodsEvicted"):
+        n = s["servingPodsEvicted"]
+        lines.append(
+            f"Serving lost: {format_duration(s['servingLostSeconds'])} of pod time, "
+            f"{_plural(n, 'eviction')} of a Ready pod (each until it was Ready again: "
+            "pull and model load included)"
+        )
     c = s["nodeClaims"]
     lines.append(
         f"NodeClaims: {c['created']} created, {c['launched']} launched, {c['failed']} failed to "

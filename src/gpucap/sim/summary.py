@@ -91,6 +91,8 @@ class _Pod:
     pending_since: float = 0.0
     wait_reason: str | None = None  # the last PodUnschedulable reason while pending
     nominated: str | None = None  # or the NodeClaim it was last nominated to
+    serving: bool = False  # Ready and not evicted since
+    lost_since: float | None = None  # evicted while serving: serving lost since then
 
 
 def _add(table: dict[str, dict[str, float]], a: str, b: str, value: float) -> None:
@@ -130,6 +132,8 @@ def summarize(events: Sequence[Event], *, end: float) -> dict[str, Any]:
     requested: dict[str, float] = {}  # resource -> GPU-seconds
     to_bound: list[float] = []
     to_ready: list[float] = []
+    serving_lost = 0.0  # pod-seconds of serving lost to evictions
+    evicted_serving = 0
     disrupted: dict[str, set[str]] = {}  # reason -> claims
     counts = {"created": 0, "launched": 0, "failed": 0, "registered": 0, "initialized": 0}
     counts |= {"deleted": 0, "terminated": 0}
@@ -180,6 +184,10 @@ def summarize(events: Sequence[Event], *, end: float) -> dict[str, Any]:
                         to_bound.append(t - p.created)
             case "PodReady":
                 p = pod(f["pod"])
+                p.serving = True
+                if p.lost_since is not None:
+                    serving_lost += t - p.lost_since
+                    p.lost_since = None
                 if p.first_ready is None:
                     p.first_ready = t
                     pod_counts["ready"] += 1
@@ -187,11 +195,18 @@ def summarize(events: Sequence[Event], *, end: float) -> dict[str, Any]:
                         to_ready.append(t - p.created)
             case "PodEvicted":
                 p = pod(f["pod"])
+                if p.serving:
+                    p.serving, p.lost_since = False, t
+                    evicted_serving += 1
                 unbind(p, t)
                 p.pending_since, p.wait_reason, p.nominated = t, None, None
                 pod_counts["evicted"] += 1
             case "PodDeleted":
                 p = pod(f["pod"])
+                if p.lost_since is not None:
+                    serving_lost += t - p.lost_since
+                    p.lost_since = None
+                p.serving = False
                 unbind(p, t)
                 p.deleted = True
                 pod_counts["deleted"] += 1
@@ -310,6 +325,14 @@ def summarize(events: Sequence[Event], *, end: float) -> dict[str, Any]:
         "timeToReady": _stats(to_ready),
         "percentiles": "nearest-rank",
         "disruptions": {r: len(cs) for r, cs in sorted(disrupted.items())},
+        # Pod-seconds a serving (Ready) pod spent evicted until Ready again (or deleted, or the
+        # end): what each eviction of a model server costs in serving, load time included.
+        "servingLostSeconds": round(
+            serving_lost
+            + sum(end - p.lost_since for p in pods.values() if p.lost_since is not None),
+            _SECONDS,
+        ),
+        "servingPodsEvicted": evicted_serving,
         "pendingAtEnd": pending,
         "uninitializedAtEnd": uninitialized,
         "nodeClaims": counts,
