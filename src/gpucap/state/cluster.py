@@ -31,13 +31,13 @@ Called by the simulator's world (`sim/world.py`), the controllers (`controllers/
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from gpucap.apis.core import ConfigMap, Node, Pod
 from gpucap.apis.ec2nodeclass import EC2NodeClass
-from gpucap.apis.expansion import POD_CREATORS, PodCreator, expand
+from gpucap.apis.expansion import POD_CREATORS, PodCreator, expand_keys
 from gpucap.apis.gpuoperator import ClusterPolicy
 from gpucap.apis.nodeoverlay import NodeOverlay
 from gpucap.apis.nodepool import NodeClaim, NodePool
@@ -370,8 +370,8 @@ class Cluster:
         self._objects[key] = Manifest(obj, source, replaces=previous)
         if not isinstance(obj, POD_CREATORS):
             return Applied()
-        old = expand(cast(PodCreator, previous.obj)) if previous is not None else []
-        return self._sync_pods(old, expand(obj))
+        old = expand_keys(cast(PodCreator, previous.obj)) if previous is not None else []
+        return self._sync_pods([k for k, _ in old], expand_keys(obj))
 
     def delete(self, kind: str, namespace: str | None, name: str) -> Applied:
         """Delete an object by kind/namespace/name (a workload takes its pods with it)."""
@@ -387,7 +387,7 @@ class Cluster:
         previous = self._objects.pop(object_key(kind, namespace, name), None)
         if previous is None or not isinstance(previous.obj, POD_CREATORS):
             return Applied()
-        return self._sync_pods(expand(previous.obj), [])
+        return self._sync_pods([k for k, _ in expand_keys(previous.obj)], [])
 
     def get(self, kind: str, namespace: str | None, name: str) -> KubeObject | None:
         m = self._objects.get(object_key(kind, namespace, name))
@@ -429,14 +429,19 @@ class Cluster:
     def _of_kind(self, kind: str) -> list[Any]:
         return [m.obj for m in self._objects.values() if m.obj.kind == kind]
 
-    def _sync_pods(self, old: Iterable[Pod], new: Iterable[Pod]) -> Applied:
-        wanted = {p.key: p for p in new}
-        deleted = tuple(p.key for p in old if p.key not in wanted and p.key in self._pods)
+    def _sync_pods(
+        self, old: Iterable[str], new: Iterable[tuple[str, Callable[[], Pod]]]
+    ) -> Applied:
+        """Delete the pods (keys) `old` had that `new` does not, create those of `new` the
+        cluster lacks; a pod that exists stays as it is. Only created pods are built: a scale
+        event of a 300-replica workload builds its few new pods, not 300 (pydantic)."""
+        wanted = dict(new)
+        deleted = tuple(k for k in old if k not in wanted and k in self._pods)
         for key in deleted:
             self.delete_pod(key)
         created = tuple(k for k in wanted if k not in self._pods)
         for key in created:
-            self._pods[key] = wanted[key]
+            self._pods[key] = wanted[key]()
         return Applied(created, deleted)
 
     def _now(self) -> float | None:
