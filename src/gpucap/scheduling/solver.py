@@ -202,8 +202,9 @@ class PassCache:
     - DaemonSet overhead groups per (table, pool taints, pool requirements on the DaemonSets'
       keys, DaemonSet objects): what `_daemon_groups` computes from exactly those;
     - the DaemonSets' pods, per tuple of DaemonSet objects;
-    - an existing node's requirements per (label mapping, hostname) and its DaemonSet requests
-      per (label mapping, effective taints, DaemonSet objects), the only inputs they read.
+    - an existing node's requirements per (label mapping, hostname), its DaemonSet requests
+      per (label mapping, effective taints, DaemonSet objects), and its bound pods' requests
+      per node name while its pods are the same objects: the only inputs each reads.
 
     Keys on identity hold the object they were taken from, so an id cannot be reused while the
     entry lives. Objects are never changed after they are built (applied objects are replaced,
@@ -234,6 +235,7 @@ class PassCache:
     node_daemons: dict[tuple[tuple[tuple[str, str], ...], tuple[Taint, ...], int], Resources] = (
         field(default_factory=dict)
     )
+    node_pods: dict[str, tuple[tuple[Pod, ...], Resources, Resources]] = field(default_factory=dict)
     domains: dict[
         tuple[tuple[Requirements, tuple[Taint, ...], int], ...],
         tuple[tuple[Sequence[Requirements], ...], DomainGroups],
@@ -1003,6 +1005,28 @@ class Scheduler:
         taints = n.effective_taints()
         labels_reqs, reqs = self._node_requirements(n)
         daemon_requests = self._node_daemon_requests(n, taints, labels_reqs)
+        bound, already = self._node_bound_requests(n)
+        missing_daemons = {k: max(v, 0) for k, v in subtract(daemon_requests, already).items()}
+        available = subtract(dict(n.allocatable), bound)
+        usage = HostPortUsage()
+        for p in n.pods:
+            usage.add(p, host_ports(p))
+        self.topology.register(HOSTNAME, n.hostname)
+        return ExistingNode(n, subtract(available, missing_daemons), reqs, taints, usage)
+
+    def _node_bound_requests(self, n: StateNode) -> tuple[Resources, Resources]:
+        """What the pods bound to the node request, all of them and the DaemonSet ones (each
+        plus `pods: 1`); with a `PassCache`, shared while the node has the same pod objects
+        (frozen models: the same objects, the same sums). Only read by the caller."""
+        cache = self._cache
+        if cache is not None:
+            hit = cache.node_pods.get(n.name)
+            if (
+                hit is not None
+                and len(hit[0]) == len(n.pods)
+                and all(a is b for a, b in zip(hit[0], n.pods, strict=True))
+            ):
+                return hit[1], hit[2]
         bound = add(*(add(pod_requests(p.spec), {"pods": 1}) for p in n.pods))
         already = add(
             *(
@@ -1011,13 +1035,11 @@ class Scheduler:
                 if any(o.kind == "DaemonSet" for o in p.metadata.owner_references)
             )
         )
-        missing_daemons = {k: max(v, 0) for k, v in subtract(daemon_requests, already).items()}
-        available = subtract(dict(n.allocatable), bound)
-        usage = HostPortUsage()
-        for p in n.pods:
-            usage.add(p, host_ports(p))
-        self.topology.register(HOSTNAME, n.hostname)
-        return ExistingNode(n, subtract(available, missing_daemons), reqs, taints, usage)
+        if cache is not None:
+            if len(cache.node_pods) >= _NODE_CACHE_MAX:
+                cache.node_pods.clear()
+            cache.node_pods[n.name] = (tuple(n.pods), bound, already)
+        return bound, already
 
     def _node_requirements(self, n: StateNode) -> tuple[Requirements, Requirements]:
         """A node's labels as requirements, and those plus its hostname (shared per label
