@@ -6,6 +6,8 @@ from typing import Any
 
 import pytest
 
+from gpucap.apis.expansion import expand, expand_keys
+from gpucap.apis.serde import load_paths
 from tests.builders import (
     DELETE,
     GPU_TOLERATION,
@@ -22,6 +24,7 @@ from tests.builders import (
     rayjob,
     rayservice,
 )
+from tests.realworld.corpus import PROVENANCE, ROOT
 
 
 @pytest.mark.parametrize(
@@ -420,3 +423,21 @@ def test_a_plan_notes_pods_that_operators_start_later() -> None:
         "JobSet/default/train: replicated job(s) eval start after the jobs they depend on; planned "
         "at the same time",
     ]
+
+
+def _corpus_workloads() -> list[Any]:
+    files = sorted(str(ROOT / f["file"]) for f in PROVENANCE)
+    ml = edit(deployment(replicas=4, gpu=1), "metadata.namespace", "ml")
+    built = [load(ml).objects.workloads[0], load(job(parallelism=3)).objects.workloads[0]]
+    return built + [w for f in files for w in load_paths([f]).objects.workloads]
+
+
+def test_expand_keys_are_the_expanded_pods_keys_and_build_the_same_pods() -> None:
+    # The simulated cluster diffs a scaled workload by these keys and builds only new pods.
+    workloads = _corpus_workloads()
+    assert len(workloads) >= 10
+    for w in workloads:
+        pods = expand(w)
+        keyed = expand_keys(w)
+        assert [k for k, _ in keyed] == [p.key for p in pods]
+        assert [build() for _, build in keyed] == pods

@@ -20,8 +20,10 @@ from gpucap.controllers.provisioning import Provisioner, plan, plan_provider, po
 from gpucap.controllers.provisioning.provisioner import node_selector
 from gpucap.runtime.clock import FakeClock
 from gpucap.scheduling.requirements import Requirement, Requirements
+from gpucap.state.cluster import Cluster
 from gpucap.state.snapshot import snapshot
-from tests.builders import GPU_TOLERATION, deployment, edit, load, nodeclass, nodepool
+from tests.builders import GPU_TOLERATION, daemonset, deployment, edit, load, nodeclass, nodepool
+from tests.state.builders import node
 
 CATALOG = load_catalog("us-east-1")
 
@@ -180,3 +182,49 @@ def test_a_caller_running_many_passes_names_the_node_claims() -> None:
     counter = iter(range(7, 100))
     claims = provisioner.node_claims(results, names=lambda pool: f"{pool}-{next(counter)}")
     assert [c.name for c in claims] == [f"gpu-{7 + i}" for i in range(len(claims))]
+
+
+def _passes() -> list[tuple[Manifests, Any]]:
+    """Scheduling inputs that change from pass to pass the way a simulation's do: the same
+    objects again, a node with a bound pod, a new DaemonSet object, a second NodePool."""
+    plugin = daemonset()
+    bigger = edit(daemonset(), "spec.template.spec.containers[0].resources.requests.cpu", "2")
+    cpu_pool = edit(nodepool("cpu"), "spec.template.spec.taints", [])
+    first = manifests(plugin)
+    with_node = manifests(plugin, node("ip-1", pool="gpu", gpus=4))
+    cluster = Cluster.from_manifests(with_node)
+    cluster.bind("default/vllm-0", "ip-1")
+    bound = cluster.snapshot()
+    changed = manifests(bigger, cpu_pool, node("ip-1", pool="gpu", gpus=4))
+    cluster2 = Cluster.from_manifests(changed)
+    cluster2.bind("default/vllm-1", "ip-1")
+    return [
+        (first, snapshot(first.pods, first.nodes, first.nodeclaims)),
+        (with_node, bound),
+        (with_node, bound),
+        (changed, cluster2.snapshot()),
+        (with_node, bound),
+    ]
+
+
+def _decide(provisioner: Provisioner, objs: Manifests, snap: Any) -> list[Any]:
+    results = provisioner.schedule(
+        objs.nodepools, state_nodes=snap.nodes, daemonsets=objs.daemonsets, pending=snap.pending
+    )
+    claims = [c.model_dump() for c in provisioner.node_claims(results)]
+    remaining = [(n.name, sorted(n.remaining.items())) for n in results.existing_nodes]
+    return [claims, results.pods_on_existing_nodes(), results.pod_errors, remaining]
+
+
+def test_a_provisioners_later_passes_decide_what_a_fresh_provisioner_decides() -> None:
+    # The provisioner shares tables, DaemonSet groups, domains and node requirements between
+    # its passes (PassCache); each pass must still be what it would be on its own.
+    passes = _passes()
+    objs = passes[0][0]
+    fake = FakeCloudProvider(
+        CATALOG.scheduling_instance_types(node_class_settings(objs.nodeclasses[0]))
+    )
+    shared = Provisioner(fake)
+    for objs, snap in passes:
+        assert _decide(shared, objs, snap) == _decide(Provisioner(fake), objs, snap)
+    assert any(_decide(Provisioner(fake), o, s)[1] for o, s in passes)  # a node took pods

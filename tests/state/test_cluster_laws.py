@@ -48,23 +48,33 @@ def run(ops: list[tuple[object, ...]]) -> tuple[Cluster, FakeClock]:
     clock = FakeClock()
     cluster = Cluster.from_manifests(BASE, clock=clock)
     for op in ops:
-        kind = op[0]
-        if kind == "nominate":
-            pod, claim, until = op[1], op[2], op[3]
-            if cluster.node_claim(str(claim)) is not None:
-                u = None if until is None else clock.monotonic() + float(str(until))
-                cluster.nominate(str(pod), str(claim), until=u)
-        elif kind == "bind" and cluster.node(str(op[2])) is not None:
-            cluster.bind(str(op[1]), str(op[2]))
-        elif kind == "unbind":
-            cluster.unbind(str(op[1]))
-        elif kind == "delete_claim":
-            cluster.delete_node_claim(str(op[1]))
-        elif kind == "delete_node":
-            cluster.delete_node(str(op[1]))
-        elif kind == "advance":
-            clock.advance(float(str(op[1])))
+        do(cluster, clock, op)
     return cluster, clock
+
+
+def do(cluster: Cluster, clock: FakeClock, op: tuple[object, ...]) -> None:
+    kind = op[0]
+    present = {p.key for p in cluster.pods()}
+    if kind in {"nominate", "bind", "unbind"} and op[1] not in present:
+        return  # scaled away (only the scaling law below scales)
+    if kind == "nominate":
+        pod, claim, until = op[1], op[2], op[3]
+        if cluster.node_claim(str(claim)) is not None:
+            u = None if until is None else clock.monotonic() + float(str(until))
+            cluster.nominate(str(pod), str(claim), until=u)
+    elif kind == "bind" and cluster.node(str(op[2])) is not None:
+        cluster.bind(str(op[1]), str(op[2]))
+    elif kind == "unbind":
+        cluster.unbind(str(op[1]))
+    elif kind == "delete_claim":
+        cluster.delete_node_claim(str(op[1]))
+    elif kind == "delete_node":
+        cluster.delete_node(str(op[1]))
+    elif kind == "advance":
+        clock.advance(float(str(op[1])))
+    elif kind == "scale":
+        doc = deployment(replicas=int(str(op[1])), gpu=1, tolerations=[GPU_TOLERATION])
+        cluster.apply(load(doc).objects.workloads[0])
 
 
 @settings(max_examples=150, deadline=None)
@@ -96,3 +106,22 @@ def test_without_nominations_the_snapshot_is_state_snapshot_of_the_objects(
 ) -> None:
     cluster, _ = run([op for op in ops if op[0] != "nominate"])
     assert cluster.snapshot() == snapshot(cluster.pods(), cluster.nodes(), cluster.node_claims())
+
+
+with_scaling = st.one_of(operation, st.tuples(st.just("scale"), st.integers(0, 9)))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(with_scaling, max_size=25))
+def test_pods_on_is_the_scan_of_the_pods_bound_to_the_node_in_cluster_order(
+    ops: list[tuple[object, ...]],
+) -> None:
+    # `pods_on` answers from an index that every write of the pods keeps; it must stay the
+    # scan after any mix of binds, evictions, node deletions and scaling.
+    clock = FakeClock()
+    cluster = Cluster.from_manifests(BASE, clock=clock)
+    for op in ops:
+        do(cluster, clock, op)
+        for name in (*NODES, "nowhere"):
+            scan = [p for p in cluster.pods() if p.spec.node_name == name]
+            assert [id(p) for p in cluster.pods_on(name)] == [id(p) for p in scan]

@@ -9,6 +9,9 @@ RayJob (`apis/kuberay.py`), LeaderWorkerSet (`apis/leaderworkerset.py`) and JobS
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 from gpucap.apis.core import Pod
 from gpucap.apis.jobset import JobSet, jobset_pod_groups
 from gpucap.apis.kuberay import (
@@ -29,7 +32,15 @@ from gpucap.apis.workloads import (
     workload_pod_groups,
 )
 
-__all__ = ["POD_CREATORS", "PodCreator", "expand", "expansion_notes", "pod_groups", "sample_pods"]
+__all__ = [
+    "POD_CREATORS",
+    "PodCreator",
+    "expand",
+    "expand_keys",
+    "expansion_notes",
+    "pod_groups",
+    "sample_pods",
+]
 
 PodCreator = (
     Deployment
@@ -69,6 +80,25 @@ def pod_groups(obj: PodCreator) -> list[PodGroup]:
 def expand(obj: PodCreator) -> list[Pod]:
     """Every pod `obj` creates, template by template."""
     return [p for g in pod_groups(obj) for p in g.pods]
+
+
+def expand_keys(obj: PodCreator) -> list[tuple[str, Callable[[], Pod]]]:
+    """`expand(obj)` as (pod key, a function building that pod), in the same order, building
+    no pod whose key is known without it (the simulated cluster's `apply` builds only pods it
+    does not have yet)."""
+    out: list[tuple[str, Callable[[], Pod]]] = []
+    for g in pod_groups(obj):
+        for i in range(g.count):
+            if g.key is not None:
+                out.append((g.key(i), partial(g.make, i)))
+            else:
+                pod = g.make(i)
+                out.append((pod.key, partial(_same, pod)))
+    return out
+
+
+def _same(pod: Pod) -> Pod:
+    return pod
 
 
 def sample_pods(obj: PodCreator) -> list[tuple[PodGroup, Pod]]:

@@ -54,15 +54,22 @@ class PodGroup:
     `path` is where the template's pod spec sits in the manifest; `count` how many pods the
     controller creates from it; `make(i)` builds the i-th (0 <= i < count). `sample()` builds a
     pod even when `count` is 0, for the linter, which judges templates rather than replicas.
+    `key(i)`, when given, is `make(i).key` without building the pod (the simulated cluster
+    diffs a scaled workload's pods by key and builds only the new ones).
     """
 
     path: FieldPath
     count: int
     make: Callable[[int], Pod]
+    key: Callable[[int], str] | None = None
 
     @property
     def pods(self) -> list[Pod]:
         return [self.make(i) for i in range(self.count)]
+
+    def key_of(self, i: int) -> str:
+        """The key (`namespace/name`) of the i-th pod."""
+        return self.key(i) if self.key is not None else self.make(i).key
 
     def sample(self) -> Pod:
         return self.make(0)
@@ -201,4 +208,9 @@ def workload_pod_groups(workload: Workload, replicas: int | None = None) -> list
             template.metadata.annotations,
         )
 
-    return [PodGroup(("spec", "template", "spec"), count, make)]
+    namespace = workload.metadata.namespace or "default"
+
+    def key(i: int) -> str:
+        return f"{namespace}/{name}-{i}"  # build_pod's namespace and name, as Pod.key joins them
+
+    return [PodGroup(("spec", "template", "spec"), count, make, key)]

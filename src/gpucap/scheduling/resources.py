@@ -62,8 +62,27 @@ def fits(requests: Mapping[str, int], allocatable: Mapping[str, int]) -> bool:
     return all(v <= allocatable.get(k, 0) for k, v in requests.items())
 
 
+# `pod_requests` per PodSpec object: pods are frozen models and the pods of one template
+# share its spec, so the same spec is summed again and again (every pass, for every pod
+# bound to a node). Entries hold the spec, so its id is not reused while cached.
+_REQUESTS: dict[int, tuple[PodSpec, Resources]] = {}
+_REQUESTS_MAX = 8192
+
+
 def pod_requests(spec: PodSpec) -> Resources:
-    """The resources one pod requests (without Karpenter's `pods: 1`)."""
+    """The resources one pod requests (without Karpenter's `pods: 1`); a new dict each call
+    (memoised per spec object: `PodSpec` is immutable)."""
+    hit = _REQUESTS.get(id(spec))
+    if hit is not None and hit[0] is spec:
+        return dict(hit[1])
+    reqs = _pod_requests(spec)
+    if len(_REQUESTS) >= _REQUESTS_MAX:
+        _REQUESTS.clear()
+    _REQUESTS[id(spec)] = (spec, dict(reqs))
+    return reqs
+
+
+def _pod_requests(spec: PodSpec) -> Resources:
     reqs: Resources = add(*(base_units(c.resources.requests) for c in spec.containers))
     sidecars: Resources = {}
     init_peak: Resources = {}

@@ -63,6 +63,7 @@ from gpucap.scheduling.resources import Resources, add, fits, pod_requests, subt
 from gpucap.scheduling.taints import format_taint, is_known_ephemeral, untolerated
 from gpucap.scheduling.topology import (
     CountedPod,
+    DomainGroups,
     ThroughTypesCache,
     Topology,
     TopologyError,
@@ -177,21 +178,85 @@ class SchedulingOptions:
 
 # ---- shared across schedulers ----------------------------------------------------------------
 _CACHE_MAX = 64
+# Existing-node entries: one per label mapping (node) seen; cleared past this many.
+_NODE_CACHE_MAX = 4096
+
+_DaemonKey = tuple[int, ...]
+# A DaemonSet tuple's serial number in its `PassCache` (never reused; 0 without a cache).
+_GroupsKey = tuple[int, tuple[Taint, ...], Requirements, int]
 
 
 @dataclass(slots=True)
 class PassCache:
     """What a caller building one `Scheduler` per pass over the same type tuples may share
-    between them (the simulator's `Provisioner`): each tuple's requirement list, built once so
-    `build_domain_groups` recognises it by identity, and the domains through it. Entries hold
-    the tuple and the list they were built from, so an identity cannot be reused while the
-    entry lives; nothing cached is changed after it is built. Without one (plan, tests) every
-    scheduler computes its own, as before."""
+    between them (the simulator's `Provisioner`). Without one (plan, tests) every scheduler
+    computes its own, as before. Shared, each built once and then only read:
+
+    - each type tuple's requirement list (so `build_domain_groups` recognises it by identity),
+      the domains through it, and the whole `build_domain_groups` answer per (pool
+      requirements, pool taints, type list) sequence;
+    - each type tuple's `InstanceTypeTable` and the table of each NodePool's filtered subset,
+      keyed on the tuple's identity (and the subset's mask): a table is a function of its
+      types, and its memos (compatibility per requirement set, offerings per zone and capacity
+      type) are functions of the types too, so they stay true across passes;
+    - DaemonSet overhead groups per (table, pool taints, pool requirements on the DaemonSets'
+      keys, DaemonSet objects): what `_daemon_groups` computes from exactly those;
+    - the DaemonSets' pods, per tuple of DaemonSet objects;
+    - an existing node's requirements per (label mapping, hostname), its DaemonSet requests
+      per (label mapping, effective taints, DaemonSet objects), and its bound pods' requests
+      per node name while its pods are the same objects: the only inputs each reads.
+
+    Keys on identity hold the object they were taken from, so an id cannot be reused while the
+    entry lives. Objects are never changed after they are built (applied objects are replaced,
+    not edited; the cloud provider returns a new tuple when the types change). Each map is
+    cleared when it grows past its bound (entries for types or nodes no longer in use).
+    """
 
     type_reqs: dict[int, tuple[Sequence[InstanceType], list[Requirements]]] = field(
         default_factory=dict
     )
     through_types: ThroughTypesCache = field(default_factory=dict)
+    tables: dict[int, tuple[Sequence[InstanceType], InstanceTypeTable, Mask]] = field(
+        default_factory=dict
+    )
+    subtables: dict[tuple[int, bytes], tuple[Sequence[InstanceType], InstanceTypeTable]] = field(
+        default_factory=dict
+    )
+    groups: dict[_GroupsKey, tuple[InstanceTypeTable, list[DaemonOverheadGroup]]] = field(
+        default_factory=dict
+    )
+    daemons: dict[_DaemonKey, tuple[Sequence[DaemonSet], list[Pod], frozenset[str], int]] = field(
+        default_factory=dict
+    )
+    serial: int = 0
+    node_reqs: dict[tuple[tuple[tuple[str, str], ...], str], tuple[Requirements, Requirements]] = (
+        field(default_factory=dict)
+    )
+    node_daemons: dict[tuple[tuple[tuple[str, str], ...], tuple[Taint, ...], int], Resources] = (
+        field(default_factory=dict)
+    )
+    node_pods: dict[str, tuple[tuple[Pod, ...], Resources, Resources]] = field(default_factory=dict)
+    domains: dict[
+        tuple[tuple[Requirements, tuple[Taint, ...], int], ...],
+        tuple[tuple[Sequence[Requirements], ...], DomainGroups],
+    ] = field(default_factory=dict)
+
+    def domain_groups_of(
+        self, pools: Sequence[tuple[Requirements, tuple[Taint, ...], Sequence[Requirements]]]
+    ) -> DomainGroups:
+        """`build_domain_groups(pools)`, shared by the passes whose pools have the same
+        requirements and taints over the same type lists (the `Topology` only reads it)."""
+        key = tuple((reqs, taints, id(types)) for reqs, taints, types in pools)
+        hit = self.domains.get(key)
+        if hit is not None and all(
+            a is b for a, b in zip(hit[0], (types for _, _, types in pools), strict=True)
+        ):
+            return hit[1]
+        groups = build_domain_groups(pools, cache=self.through_types)
+        if len(self.domains) >= _CACHE_MAX:
+            self.domains.clear()
+        self.domains[key] = (tuple(types for _, _, types in pools), groups)
+        return groups
 
     def requirements_of(self, types: Sequence[InstanceType]) -> list[Requirements]:
         hit = self.type_reqs.get(id(types))
@@ -204,6 +269,31 @@ class PassCache:
             self.type_reqs.clear()
         self.type_reqs[id(types)] = (types, reqs)
         return reqs
+
+    def table_of(self, types: Sequence[InstanceType]) -> tuple[InstanceTypeTable, Mask] | None:
+        hit = self.tables.get(id(types))
+        return (hit[1], hit[2]) if hit is not None and hit[0] is types else None
+
+    def keep_table(self, types: Sequence[InstanceType], table: InstanceTypeTable, m: Mask) -> None:
+        if not isinstance(types, tuple):
+            return
+        if len(self.tables) >= _CACHE_MAX:
+            self.tables.clear()
+        self.tables[id(types)] = (types, table, m)
+
+    def subtable_of(self, types: Sequence[InstanceType], mask: bytes) -> InstanceTypeTable | None:
+        hit = self.subtables.get((id(types), mask))
+        return hit[1] if hit is not None and hit[0] is types else None
+
+    def keep_subtable(
+        self, types: Sequence[InstanceType], mask: bytes, table: InstanceTypeTable
+    ) -> None:
+        if not isinstance(types, tuple):
+            return
+        if len(self.subtables) >= _CACHE_MAX:
+            self.subtables.clear()
+            self.groups.clear()  # keyed on the identity of tables that may now be freed
+        self.subtables[(id(types), mask)] = (types, table)
 
 
 # ---- per-pod data -------------------------------------------------------------------------------
@@ -732,7 +822,31 @@ class Scheduler:
     ) -> None:
         self.options = options or SchedulingOptions()
         self.relax_min_values = self.options.min_values_policy == "BestEffort"
-        self.daemons = [daemon_pod(ds) for ds in daemonsets]
+        # The DaemonSets' pods and the keys their requirements name; with a cache, shared by
+        # the passes that get the same DaemonSet objects, which also share a serial number that
+        # keys what is derived from them (an id tuple could be reused once they are freed).
+        daemon_id: _DaemonKey = tuple(id(ds) for ds in daemonsets)
+        daemon_hit = cache.daemons.get(daemon_id) if cache is not None else None
+        if daemon_hit is not None and all(
+            a is b for a, b in zip(daemon_hit[0], daemonsets, strict=True)
+        ):
+            self.daemons, daemon_keys, self._daemon_serial = daemon_hit[1:]
+        else:
+            self.daemons = [daemon_pod(ds) for ds in daemonsets]
+            daemon_keys = frozenset(k for p in self.daemons for k in _daemon_requirement_keys(p))
+            self._daemon_serial = 0
+            if cache is not None:
+                if len(cache.daemons) >= _CACHE_MAX:
+                    cache.daemons.clear()
+                cache.serial += 1
+                self._daemon_serial = cache.serial
+                cache.daemons[daemon_id] = (
+                    tuple(daemonsets),
+                    self.daemons,
+                    daemon_keys,
+                    self._daemon_serial,
+                )
+        self._cache = cache
         ordered = sorted(
             (p for p in pools if p.nodepool.spec.replicas is None),
             key=lambda p: (-p.nodepool.effective_weight, _desc(p.nodepool.name)),
@@ -745,19 +859,22 @@ class Scheduler:
         # Tables are shared: one per type list (pools of one node class filter the same
         # table, whose memos then serve them all) and one per filtered result (pools left with
         # the same types schedule on the same table). Both are read-only apart from memos.
+        # With a `PassCache` they are also shared across passes (see there).
         bases: dict[int, tuple[InstanceTypeTable, Mask]] = {}
         tables: dict[tuple[int, bytes], InstanceTypeTable] = {}
-        daemon_keys = frozenset(k for p in self.daemons for k in _daemon_requirement_keys(p))
-        daemon_groups: dict[
-            tuple[int, tuple[Taint, ...], Requirements], list[DaemonOverheadGroup]
-        ] = {}
+        daemon_groups: dict[_GroupsKey, list[DaemonOverheadGroup]] = {}
         for pool in ordered:
             template = NodeClaimTemplate.from_nodepool(pool.nodepool)
             base = bases.get(id(pool.instance_types))
+            if base is None and cache is not None:
+                base = cache.table_of(pool.instance_types)
             if base is None:
                 table = InstanceTypeTable(pool.instance_types)
                 names = frozenset(it.name for it in pool.instance_types)
-                base = bases[id(pool.instance_types)] = (table, table.mask_of(names))
+                base = (table, table.mask_of(names))
+                if cache is not None:
+                    cache.keep_table(pool.instance_types, *base)
+            bases[id(pool.instance_types)] = base
             base_table, all_types = base
             everything = [DaemonOverheadGroup(frozenset(), {}, HostPortUsage(), all_types)]
             mask, _, outcome = filter_options(
@@ -776,18 +893,37 @@ class Scheduler:
             template.instance_types = base_table.types_of(mask)
             key = (id(pool.instance_types), mask.tobytes())
             shared = tables.get(key)
+            if shared is None and cache is not None:
+                shared = cache.subtable_of(pool.instance_types, key[1])
             if shared is None:
-                shared = tables[key] = InstanceTypeTable(template.instance_types)
+                shared = InstanceTypeTable(template.instance_types)
+                if cache is not None:
+                    cache.keep_subtable(pool.instance_types, key[1], shared)
+            tables[key] = shared
             template.table = shared
             # Which DaemonSets a type runs depends on the pool's taints, its requirements on
             # the keys the DaemonSets' own requirements name, and the types: pools alike in
             # those share the groups (read-only; each NodeClaim copies their host ports).
-            groups_key = (id(shared), template.taints, template.requirements.only(daemon_keys))
+            groups_key = (
+                id(shared),
+                template.taints,
+                template.requirements.only(daemon_keys),
+                self._daemon_serial,
+            )
             groups = daemon_groups.get(groups_key)
+            if groups is None and cache is not None:
+                hit = cache.groups.get(groups_key)
+                if hit is not None and hit[0] is shared:
+                    groups = hit[1]
             if groups is None:
-                groups = daemon_groups[groups_key] = _daemon_groups(template, self.daemons)
+                groups = _daemon_groups(template, self.daemons)
                 for group in groups:
                     group.mask = shared.mask_of(group.instance_types)
+                if cache is not None:
+                    if len(cache.groups) >= _CACHE_MAX:
+                        cache.groups.clear()
+                    cache.groups[groups_key] = (shared, groups)
+            daemon_groups[groups_key] = groups
             template.daemon_groups = groups
             self.templates.append(template)
         self.tolerate_prefer_no_schedule = any(
@@ -816,19 +952,21 @@ class Scheduler:
                     if cache is not None
                     else [it.requirements for it in p.instance_types]
                 )
-        domain_groups = build_domain_groups(
-            [
-                (
-                    Requirements.from_node_selector(
-                        p.nodepool.spec.template.spec.requirements
-                    ).merge(Requirements.from_labels(p.nodepool.spec.template.metadata.labels)),
-                    tuple(t.as_taint() for t in p.nodepool.spec.template.spec.taints),
-                    type_reqs[id(p.instance_types)],
-                )
-                for p in pools
-                if p.nodepool.spec.replicas is None
-            ],
-            cache=cache.through_types if cache is not None else None,
+        domain_inputs = [
+            (
+                Requirements.from_node_selector(p.nodepool.spec.template.spec.requirements).merge(
+                    Requirements.from_labels(p.nodepool.spec.template.metadata.labels)
+                ),
+                tuple(t.as_taint() for t in p.nodepool.spec.template.spec.taints),
+                type_reqs[id(p.instance_types)],
+            )
+            for p in pools
+            if p.nodepool.spec.replicas is None
+        ]
+        domain_groups = (
+            cache.domain_groups_of(domain_inputs)
+            if cache is not None
+            else build_domain_groups(domain_inputs)
         )
         pending_keys = {p.key for p in pending_pods}
         counted = [
@@ -865,14 +1003,30 @@ class Scheduler:
 
     def _existing_node(self, n: StateNode) -> ExistingNode:
         taints = n.effective_taints()
-        labels_reqs = Requirements.from_labels(n.labels)
-        daemon_requests: Resources = {}
-        for p in self.daemons:
-            if untolerated(taints, p.spec.tolerations) is not None:
-                continue
-            if labels_reqs.compatible(pod_requirements(p, strict=True)) is not None:
-                continue
-            daemon_requests = add(daemon_requests, pod_requests(p.spec), {"pods": 1})
+        labels_reqs, reqs = self._node_requirements(n)
+        daemon_requests = self._node_daemon_requests(n, taints, labels_reqs)
+        bound, already = self._node_bound_requests(n)
+        missing_daemons = {k: max(v, 0) for k, v in subtract(daemon_requests, already).items()}
+        available = subtract(dict(n.allocatable), bound)
+        usage = HostPortUsage()
+        for p in n.pods:
+            usage.add(p, host_ports(p))
+        self.topology.register(HOSTNAME, n.hostname)
+        return ExistingNode(n, subtract(available, missing_daemons), reqs, taints, usage)
+
+    def _node_bound_requests(self, n: StateNode) -> tuple[Resources, Resources]:
+        """What the pods bound to the node request, all of them and the DaemonSet ones (each
+        plus `pods: 1`); with a `PassCache`, shared while the node has the same pod objects
+        (frozen models: the same objects, the same sums). Only read by the caller."""
+        cache = self._cache
+        if cache is not None:
+            hit = cache.node_pods.get(n.name)
+            if (
+                hit is not None
+                and len(hit[0]) == len(n.pods)
+                and all(a is b for a, b in zip(hit[0], n.pods, strict=True))
+            ):
+                return hit[1], hit[2]
         bound = add(*(add(pod_requests(p.spec), {"pods": 1}) for p in n.pods))
         already = add(
             *(
@@ -881,14 +1035,52 @@ class Scheduler:
                 if any(o.kind == "DaemonSet" for o in p.metadata.owner_references)
             )
         )
-        missing_daemons = {k: max(v, 0) for k, v in subtract(daemon_requests, already).items()}
-        available = subtract(dict(n.allocatable), bound)
-        usage = HostPortUsage()
-        for p in n.pods:
-            usage.add(p, host_ports(p))
-        reqs = labels_reqs.add(Requirement.new(HOSTNAME, "In", [n.hostname]))
-        self.topology.register(HOSTNAME, n.hostname)
-        return ExistingNode(n, subtract(available, missing_daemons), reqs, taints, usage)
+        if cache is not None:
+            if len(cache.node_pods) >= _NODE_CACHE_MAX:
+                cache.node_pods.clear()
+            cache.node_pods[n.name] = (tuple(n.pods), bound, already)
+        return bound, already
+
+    def _node_requirements(self, n: StateNode) -> tuple[Requirements, Requirements]:
+        """A node's labels as requirements, and those plus its hostname (shared per label
+        mapping and hostname across passes with a `PassCache`: the same node every pass)."""
+        cache = self._cache
+        key = (tuple(n.labels.items()), n.hostname)
+        if cache is not None:
+            hit = cache.node_reqs.get(key)
+            if hit is not None:
+                return hit
+        labels_reqs = Requirements.from_labels(n.labels)
+        out = (labels_reqs, labels_reqs.add(Requirement.new(HOSTNAME, "In", [n.hostname])))
+        if cache is not None:
+            if len(cache.node_reqs) >= _NODE_CACHE_MAX:
+                cache.node_reqs.clear()
+            cache.node_reqs[key] = out
+        return out
+
+    def _node_daemon_requests(
+        self, n: StateNode, taints: tuple[Taint, ...], labels_reqs: Requirements
+    ) -> Resources:
+        """What the DaemonSets that would run on the node request (their pods' requests plus
+        one pod each): those tolerating its taints whose strict requirements its labels meet."""
+        cache = self._cache
+        key = (tuple(n.labels.items()), taints, self._daemon_serial)
+        if cache is not None:
+            hit = cache.node_daemons.get(key)
+            if hit is not None:
+                return hit
+        daemon_requests: Resources = {}
+        for p in self.daemons:
+            if untolerated(taints, p.spec.tolerations) is not None:
+                continue
+            if labels_reqs.compatible(pod_requirements(p, strict=True)) is not None:
+                continue
+            daemon_requests = add(daemon_requests, pod_requests(p.spec), {"pods": 1})
+        if cache is not None:
+            if len(cache.node_daemons) >= _NODE_CACHE_MAX:
+                cache.node_daemons.clear()
+            cache.node_daemons[key] = daemon_requests
+        return daemon_requests
 
     # ---- the main loop -----------------------------------------------------------------------
     def solve(self, pods: Sequence[Pod]) -> Results:

@@ -31,13 +31,13 @@ Called by the simulator's world (`sim/world.py`), the controllers (`controllers/
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from gpucap.apis.core import ConfigMap, Node, Pod
 from gpucap.apis.ec2nodeclass import EC2NodeClass
-from gpucap.apis.expansion import POD_CREATORS, PodCreator, expand
+from gpucap.apis.expansion import POD_CREATORS, PodCreator, expand_keys
 from gpucap.apis.gpuoperator import ClusterPolicy
 from gpucap.apis.nodeoverlay import NodeOverlay
 from gpucap.apis.nodepool import NodeClaim, NodePool
@@ -112,6 +112,12 @@ class Cluster:
         self._clock = clock
         self._objects: dict[tuple[str, str, str], Manifest] = {}
         self._pods: dict[str, Pod] = {}
+        # Index of `_pods` for `pods_on`: node name -> keys of the pods bound to it, and each
+        # key's insertion number (its place in `_pods`' order). Kept by `_put` and `_drop`,
+        # the only writers of `_pods`.
+        self._on_node: dict[str, set[str]] = {}
+        self._seq: dict[str, int] = {}
+        self._next_seq = 0
         self._nodes: dict[str, Node] = {}
         self._claims: dict[str, NodeClaim] = {}
         self._nominations: dict[str, _Nomination] = {}
@@ -132,7 +138,7 @@ class Cluster:
             elif kind != "Pod":
                 out._objects[_key_of(m.obj)] = m
         for pod in manifests.pods:
-            out._pods[pod.key] = pod
+            out._put(pod)
         return out
 
     # ---- the view the scheduler reads -----------------------------------------------------
@@ -199,11 +205,11 @@ class Cluster:
 
     def add_pod(self, pod: Pod) -> None:
         """Add a pod, or replace the pod with its key where it stood."""
-        self._pods[pod.key] = pod
+        self._put(pod)
 
     def delete_pod(self, key: str) -> Pod | None:
         self._nominations.pop(key, None)
-        return self._pods.pop(key, None)
+        return self._drop(key)
 
     def bind(self, pod_key: str, node_name: str) -> Pod:
         """Bind a pod to a Node (kube-scheduler's binding); its nomination ends."""
@@ -213,14 +219,14 @@ class Cluster:
         bound = pod.model_copy(
             update={"spec": pod.spec.model_copy(update={"node_name": node_name})}
         )
-        self._pods[pod_key] = bound
+        self._put(bound)
         self._nominations.pop(pod_key, None)
         return bound
 
     def unbind(self, pod_key: str) -> Pod:
         """The pod evicted and recreated by its controller: unbound and pending, in its place."""
         pod = _unbound(self._pods[pod_key])
-        self._pods[pod_key] = pod
+        self._put(pod)
         self._nominations.pop(pod_key, None)
         return pod
 
@@ -246,7 +252,12 @@ class Cluster:
         return list(self.snapshot().pending)
 
     def pods_on(self, node_name: str) -> list[Pod]:
-        return [p for p in self._pods.values() if p.spec.node_name == node_name]
+        """The pods bound to `node_name`, in the order of `pods()` (from the index: the
+        kube-scheduler model asks for every nomination it retries)."""
+        keys = self._on_node.get(node_name)
+        if not keys:
+            return []
+        return [self._pods[k] for k in sorted(keys, key=self._seq.__getitem__)]
 
     # ---- NodeClaims ---------------------------------------------------------------------------
     def node_claims(self) -> list[NodeClaim]:
@@ -321,10 +332,10 @@ class Cluster:
             if pod.spec.node_name != name:
                 continue
             if _is_daemon(pod):
-                del self._pods[key]
+                self._drop(key)
                 deleted.append(key)
             else:
-                self._pods[key] = _unbound(pod)
+                self._put(_unbound(pod))
                 pending.append(key)
         return Released(tuple(pending), tuple(deleted))
 
@@ -370,8 +381,8 @@ class Cluster:
         self._objects[key] = Manifest(obj, source, replaces=previous)
         if not isinstance(obj, POD_CREATORS):
             return Applied()
-        old = expand(cast(PodCreator, previous.obj)) if previous is not None else []
-        return self._sync_pods(old, expand(obj))
+        old = expand_keys(cast(PodCreator, previous.obj)) if previous is not None else []
+        return self._sync_pods([k for k, _ in old], expand_keys(obj))
 
     def delete(self, kind: str, namespace: str | None, name: str) -> Applied:
         """Delete an object by kind/namespace/name (a workload takes its pods with it)."""
@@ -387,7 +398,7 @@ class Cluster:
         previous = self._objects.pop(object_key(kind, namespace, name), None)
         if previous is None or not isinstance(previous.obj, POD_CREATORS):
             return Applied()
-        return self._sync_pods(expand(previous.obj), [])
+        return self._sync_pods([k for k, _ in expand_keys(previous.obj)], [])
 
     def get(self, kind: str, namespace: str | None, name: str) -> KubeObject | None:
         m = self._objects.get(object_key(kind, namespace, name))
@@ -429,15 +440,42 @@ class Cluster:
     def _of_kind(self, kind: str) -> list[Any]:
         return [m.obj for m in self._objects.values() if m.obj.kind == kind]
 
-    def _sync_pods(self, old: Iterable[Pod], new: Iterable[Pod]) -> Applied:
-        wanted = {p.key: p for p in new}
-        deleted = tuple(p.key for p in old if p.key not in wanted and p.key in self._pods)
+    def _sync_pods(
+        self, old: Iterable[str], new: Iterable[tuple[str, Callable[[], Pod]]]
+    ) -> Applied:
+        """Delete the pods (keys) `old` had that `new` does not, create those of `new` the
+        cluster lacks; a pod that exists stays as it is. Only created pods are built: a scale
+        event of a 300-replica workload builds its few new pods, not 300 (pydantic)."""
+        wanted = dict(new)
+        deleted = tuple(k for k in old if k not in wanted and k in self._pods)
         for key in deleted:
             self.delete_pod(key)
         created = tuple(k for k in wanted if k not in self._pods)
         for key in created:
-            self._pods[key] = wanted[key]
+            self._put(wanted[key](), key)
         return Applied(created, deleted)
+
+    def _put(self, pod: Pod, key: str | None = None) -> None:
+        """`_pods[key] = pod` (key: the pod's), keeping the `pods_on` index."""
+        key = pod.key if key is None else key
+        old = self._pods.get(key)
+        if old is None:
+            self._seq[key] = self._next_seq
+            self._next_seq += 1
+        elif old.spec.node_name:
+            self._on_node[old.spec.node_name].discard(key)
+        self._pods[key] = pod
+        if pod.spec.node_name:
+            self._on_node.setdefault(pod.spec.node_name, set()).add(key)
+
+    def _drop(self, key: str) -> Pod | None:
+        """`_pods.pop(key, None)`, keeping the `pods_on` index."""
+        pod = self._pods.pop(key, None)
+        if pod is not None:
+            del self._seq[key]
+            if pod.spec.node_name:
+                self._on_node[pod.spec.node_name].discard(key)
+        return pod
 
     def _now(self) -> float | None:
         return self._clock.monotonic() if self._clock is not None else None

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from gpucap.apis.core import Node, Pod, Taint
 from gpucap.apis.labels import INITIALIZED, NODEPOOL
 from gpucap.apis.nodepool import NodeClaim
-from gpucap.apis.quantity import base_units
+from gpucap.apis.quantity import Quantity, base_units
 from gpucap.scheduling.solver import StateNode
 from gpucap.scheduling.taints import DISRUPTED_TAINT
 
@@ -35,6 +35,24 @@ class Snapshot:
     pending: tuple[Pod, ...]
     nodes: tuple[StateNode, ...]
     unknown_node_pods: tuple[Pod, ...]  # bound to a node that is not in the input
+
+
+# `base_units` per resource map object of a Node or NodeClaim status (frozen models: the
+# same map, the same numbers); the simulator snapshots every pass, mostly the same objects.
+# Entries hold the map; a copy is returned (callers may build on it). Bounded.
+_UNITS: dict[int, tuple[Mapping[str, Quantity], dict[str, int]]] = {}
+_UNITS_MAX = 8192
+
+
+def _units(resources: Mapping[str, Quantity]) -> dict[str, int]:
+    hit = _UNITS.get(id(resources))
+    if hit is not None and hit[0] is resources:
+        return dict(hit[1])
+    units = base_units(resources)
+    if len(_UNITS) >= _UNITS_MAX:
+        _UNITS.clear()
+    _UNITS[id(resources)] = (resources, dict(units))
+    return units
 
 
 def _fill(primary: Mapping[str, int], fallback: Mapping[str, int]) -> dict[str, int]:
@@ -77,15 +95,15 @@ def snapshot(
         labels = dict(node.metadata.labels)
         managed = NODEPOOL in labels
         initialized = (not managed) or labels.get(INITIALIZED) == "true"
-        allocatable = base_units(node.status.allocatable)
-        capacity = base_units(node.status.capacity)
+        allocatable = _units(node.status.allocatable)
+        capacity = _units(node.status.capacity)
         startup: tuple[Taint, ...] = ()
         if claim is not None:
             matched.add(claim.name)
             startup = tuple(t.as_taint() for t in claim.spec.startup_taints)
             if managed and not initialized:
-                allocatable = _fill(allocatable, base_units(claim.status.allocatable))
-                capacity = _fill(capacity, base_units(claim.status.capacity))
+                allocatable = _fill(allocatable, _units(claim.status.allocatable))
+                capacity = _fill(capacity, _units(claim.status.capacity))
         deleting = node.metadata.deletion_timestamp is not None or any(
             t.key == DISRUPTED_TAINT.key and t.effect == DISRUPTED_TAINT.effect
             for t in node.spec.taints
@@ -111,8 +129,8 @@ def snapshot(
             StateNode(
                 name=nc.name,
                 labels=labels,
-                allocatable=base_units(nc.status.allocatable),
-                capacity=base_units(nc.status.capacity),
+                allocatable=_units(nc.status.allocatable),
+                capacity=_units(nc.status.capacity),
                 taints=tuple(t.as_taint() for t in (*nc.spec.taints, *nc.spec.startup_taints)),
                 startup_taints=tuple(t.as_taint() for t in nc.spec.startup_taints),
                 initialized=False,

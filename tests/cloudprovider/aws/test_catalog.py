@@ -1162,3 +1162,34 @@ def test_more_cpu_never_gives_less_kube_reserved_cpu(a: int, b: int) -> None:
 )
 def test_kube_reserved_cpu_bands_match_the_design_examples(vcpus: int, millicores: int) -> None:
     assert cap.kube_reserved_cpu_millicores(vcpus * 1000) == millicores
+
+
+def _general(requirements: dict[str, tuple[str, ...]]) -> Requirements:
+    keys = sorted(catalog_module.WELL_KNOWN_LABEL_KEYS | set(requirements))
+    return Requirements.of(
+        *(
+            Requirement.new(k, "In", v)
+            if (v := requirements.get(k, ()))
+            else Requirement.new(k, "DoesNotExist")
+            for k in keys
+        )
+    )
+
+
+def test_scheduling_requirements_are_the_general_construction_for_every_catalog_type() -> None:
+    # Built directly (and memoised) for speed: the same keys, in the same order, the same sets.
+    types = catalog_module.load_catalog("us-east-1").instance_types()
+    assert len(types) > 1000
+    for it in types:
+        fast = scheduling_requirements(it.requirements)
+        assert list(fast.items()) == list(_general(dict(it.requirements)).items()), it.name
+
+
+def test_a_deprecated_key_and_its_replacement_intersect_as_requirements_do() -> None:
+    both = {
+        "failure-domain.beta.kubernetes.io/zone": ("us-east-1a", "us-east-1b"),
+        "topology.kubernetes.io/zone": ("us-east-1b",),
+    }
+    got = scheduling_requirements(both)
+    assert list(got.items()) == list(_general(both).items())
+    assert got["topology.kubernetes.io/zone"].values == frozenset({"us-east-1b"})

@@ -6,6 +6,7 @@ catalog, with the expected answer computed from the catalog's own offerings.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 import pytest
@@ -533,3 +534,32 @@ def test_on_the_catalog_an_accelerated_type_is_passed_over_for_a_plain_one(
     # Asking for the Inferentia device launches the exotic type after all.
     launch = choose_launch(types, requirements, {"aws.amazon.com/neuron": 1})
     assert launch.instance_type == offerings[0][1]
+
+
+@pytest.mark.parametrize(
+    "named",
+    [
+        ["g5.xlarge", "g6.12xlarge", "m5.large"],
+        ["g5.xlarge", "no-such-type"],
+        ["no-such-type"],
+        [f"c6i.{s}" for s in ("large", "xlarge", "2xlarge", "metal")],
+    ],
+)
+def test_a_claim_naming_its_types_gets_the_same_types_from_a_tuple_and_a_list(
+    named: list[str],
+) -> None:
+    # For the provider's tuple the types a claim names are looked up by name; a list takes
+    # the scan. Same types, same order, same error.
+    types = load_catalog("us-east-1").scheduling_instance_types()
+    odd = InstanceType(  # a type whose own instance-type requirement is not one name
+        "odd", Requirements.of(Requirement.new(INSTANCE_TYPE, "NotIn", ["x"])), {}, {}, ()
+    )
+    for given in (types, (*types, odd)):
+        reqs = Requirements.of(Requirement.new(INSTANCE_TYPE, "In", named))
+        try:
+            by_list = [it.name for it in filter_instance_types(list(given), reqs)]
+        except InsufficientCapacityError as err:
+            with pytest.raises(InsufficientCapacityError, match=re.escape(str(err))):
+                filter_instance_types(given, reqs)
+            continue
+        assert [it.name for it in filter_instance_types(given, reqs)] == by_list

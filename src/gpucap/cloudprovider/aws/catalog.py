@@ -92,6 +92,7 @@ from types import MappingProxyType
 from typing import Any, Final, TypeGuard
 
 from gpucap.apis.ec2nodeclass import EC2NodeClass
+from gpucap.apis.labels import normalize_label
 from gpucap.apis.quantity import QuantityError, parse_resource_value
 from gpucap.apis.reading import InputError, load_json
 from gpucap.cloudprovider.aws import capacity as cap
@@ -811,15 +812,40 @@ def scheduling_requirements(requirements: Mapping[str, tuple[str, ...]]) -> Requ
     starts from; the keys it adds only with data gpucap lacks (zone-id, capacity reservations,
     nitro-sandbox) stay undefined, so a claim may require them as it may any well-known label.
     """
+    memo_key = tuple(sorted(requirements.items()))
+    found = _SCHEDULING_REQUIREMENTS.get(memo_key)
+    if found is not None:
+        return found
     keys = sorted(WELL_KNOWN_LABEL_KEYS | set(requirements))
-    return Requirements.of(
-        *(
-            Requirement.new(key, "In", values)
-            if (values := requirements.get(key, ()))
-            else Requirement.new(key, "DoesNotExist")
-            for key in keys
+    # What `Requirements.of(Requirement.new(key, "In" | "DoesNotExist", ...) ...)` builds,
+    # without its per-key intersection when the normalised keys are distinct (they are unless
+    # a deprecated key and its replacement are both present; then the general path).
+    items: dict[str, Requirement] = {}
+    for key in keys:
+        norm = normalize_label(key)
+        items[norm] = Requirement(norm, False, frozenset(requirements.get(key, ())))
+    if len(items) == len(keys):
+        reqs = Requirements(items)
+    else:
+        reqs = Requirements.of(
+            *(
+                Requirement.new(key, "In", values)
+                if (values := requirements.get(key, ()))
+                else Requirement.new(key, "DoesNotExist")
+                for key in keys
+            )
         )
-    )
+    if len(_SCHEDULING_REQUIREMENTS) >= _SCHEDULING_REQUIREMENTS_MAX:
+        _SCHEDULING_REQUIREMENTS.clear()
+    _SCHEDULING_REQUIREMENTS[memo_key] = reqs
+    return reqs
+
+
+# `scheduling_requirements` by its input (sorted items): a catalog type's labels are the same
+# for every node-class settings and every load of the catalog, and `Requirements` are
+# immutable, so each is built once per process. Bounded; cleared when full.
+_SCHEDULING_REQUIREMENTS: dict[tuple[tuple[str, tuple[str, ...]], ...], Requirements] = {}
+_SCHEDULING_REQUIREMENTS_MAX = 50_000
 
 
 def scheduling_instance_type(it: InstanceType) -> scheduling.InstanceType:

@@ -226,7 +226,8 @@ def filter_instance_types(
     A filter that narrows a type's offerings returns a new `InstanceType` with the remaining
     ones (the inputs are never changed), as Karpenter replaces `Offerings` on its copy.
     """
-    types = _compatible_available(list(instance_types), requirements, requests or {})
+    given = instance_types if isinstance(instance_types, tuple) else list(instance_types)
+    types = _compatible_available(given, requirements, requests or {})
     for step in (_reserved_offerings, _non_exotic, _spot_not_above_on_demand):
         if not types:
             break
@@ -326,20 +327,65 @@ class LaunchPreview:
 # ==== the filters ==============================================================================
 
 
+# Per type tuple (the cloud provider's answer, by identity; the entry holds it): the positions
+# of the types whose own instance-type requirement is `In` one name, by that name, and the
+# positions of the others. Bounded; cleared when full.
+_NAME_INDEX: dict[int, tuple[Sequence[InstanceType], dict[str, list[int]], list[int]]] = {}
+_NAME_INDEX_MAX = 64
+
+
+def _name_index(types: tuple[InstanceType, ...]) -> tuple[dict[str, list[int]], list[int]]:
+    hit = _NAME_INDEX.get(id(types))
+    if hit is not None and hit[0] is types:
+        return hit[1], hit[2]
+    by_name: dict[str, list[int]] = {}
+    others: list[int] = []
+    for i, it in enumerate(types):
+        own = it.requirements.get(INSTANCE_TYPE)
+        if (
+            own is not None
+            and not own.complement
+            and len(own.values) == 1
+            and own.gte is None
+            and own.lte is None
+        ):
+            (name,) = own.values
+            by_name.setdefault(name, []).append(i)
+        else:
+            others.append(i)
+    if len(_NAME_INDEX) >= _NAME_INDEX_MAX:
+        _NAME_INDEX.clear()
+    _NAME_INDEX[id(types)] = (types, by_name, others)
+    return by_name, others
+
+
 def _compatible_available(
-    types: list[InstanceType], reqs: Requirements, requests: Mapping[str, int]
+    types: Sequence[InstanceType], reqs: Requirements, requests: Mapping[str, int]
 ) -> list[InstanceType]:
     named = reqs.get(INSTANCE_TYPE)
     if named is not None and not named.complement and named.values:
         # A claim names its types (`In`): a type whose own instance-type requirement cannot
-        # meet that list fails `is_compatible` below anyway; dropping it first with one set
-        # operation keeps the result and its order, and spares the full check of every
-        # type in the catalog on every launch.
-        types = [
-            it
-            for it in types
-            if (own := it.requirements.get(INSTANCE_TYPE)) is None or named.has_intersection(own)
-        ]
+        # meet that list fails `is_compatible` below anyway; dropping it first keeps the
+        # result and its order, and spares the full check of every type in the catalog on
+        # every launch. For a tuple (the provider's answer) the types that are `In` one name
+        # are looked up by name (for them `has_intersection` is that name being in the list).
+        if isinstance(types, tuple) and named.gte is None and named.lte is None:
+            by_name, others = _name_index(types)
+            keep = {i for name in named.values for i in by_name.get(name, ())}
+            keep.update(
+                i
+                for i in others
+                if (own := types[i].requirements.get(INSTANCE_TYPE)) is None
+                or named.has_intersection(own)
+            )
+            types = [types[i] for i in sorted(keep)]
+        else:
+            types = [
+                it
+                for it in types
+                if (own := it.requirements.get(INSTANCE_TYPE)) is None
+                or named.has_intersection(own)
+            ]
     return [
         it
         for it in types
