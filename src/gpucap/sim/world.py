@@ -39,7 +39,7 @@ from typing import Any, TextIO
 from gpucap.apis.bottlerocket import BottlerocketUserDataError, device_plugin_config
 from gpucap.apis.core import Node, Pod, PodCondition
 from gpucap.apis.ec2nodeclass import EC2NodeClass
-from gpucap.apis.expansion import POD_CREATORS, expand
+from gpucap.apis.expansion import POD_CREATORS, pod_groups
 from gpucap.apis.gpu import GPU_RESOURCES, NVIDIA_GPU_SHARED
 from gpucap.apis.gpuoperator import DevicePluginConfig
 from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, NODEPOOL, ZONE
@@ -213,6 +213,8 @@ class World:
         self._idle_key: tuple[int, tuple[str, ...]] | None = None  # see `_disrupt`
         self._idle_until = 0.0
         self._images_of_class: dict[str, set[str]] = {}  # EC2NodeClass -> images launched
+        # Pods that became pending and may still be (the pod controller's retrigger reads it).
+        self._maybe_pending: set[str] = set()
         self._on_node: dict[str, dict[str, Pod]] = {}  # node -> pods bound there
         self._where: dict[str, str] = {}  # pod -> its node
         self._used: dict[str, Resources] = {}  # node -> requests of its pods
@@ -272,7 +274,7 @@ class World:
             if obj is None:
                 return
             before = len(self.cluster.pods())
-            mine = len(expand(obj)) if isinstance(obj, POD_CREATORS) else 0
+            mine = sum(g.count for g in pod_groups(obj)) if isinstance(obj, POD_CREATORS) else 0
             if before - mine + action.replicas > MAX_PODS:
                 raise ScenarioError(
                     f"{self.scenario.path}: events[{action.index}].scale.replicas: the cluster "
@@ -451,6 +453,7 @@ class World:
     def _pending(self, key: str) -> None:
         """Pod `key` is pending (created, evicted, or its NodeClaim went): open or extend the
         batch window and run the provisioner when it closes."""
+        self._maybe_pending.add(key)
         self.batcher.add(self.now, key)
         self._trigger_provisioning()
 
@@ -470,7 +473,15 @@ class World:
         if (self._version, tuple(self.aws.unavailable.active())) == self._last_pass:
             return POD_RETRY_SECONDS
         nominated = self.cluster.nominations()
-        if any(not p.spec.node_name and p.key not in nominated for p in self.cluster.pods()):
+        still = {
+            key
+            for key in self._maybe_pending
+            if self._pod_exists(key)
+            and not self.cluster.pod(key).spec.node_name
+            and key not in nominated
+        }
+        self._maybe_pending = still
+        if still:
             self._trigger_provisioning()
         return POD_RETRY_SECONDS
 
