@@ -100,6 +100,9 @@ POD_RETRY_SECONDS = 10.0
 # The GPU resources a pod may request or a node advertise (time-slicing with renameByDefault
 # advertises `nvidia.com/gpu.shared`).
 _GPU_KEYS = (*GPU_RESOURCES, NVIDIA_GPU_SHARED)
+# How often a skipped garbage-collection pass looks again whether anything it reads changed
+# (the instance collector's own period, garbagecollection.go).
+GC_IDLE_RECHECK_S = 10.0
 # One NodePool's part of a pending reason (scheduling/solver.py: `nodepool "NAME": ...`).
 _POOL_REASON = re.compile(r'nodepool "((?:[^"\\]|\\.)*)": ([^;]*)')
 
@@ -212,6 +215,7 @@ class World:
         self._last_pass: tuple[int, tuple[str, ...]] | None = None
         self._idle_key: tuple[int, tuple[str, ...]] | None = None  # see `_disrupt`
         self._idle_until = 0.0
+        self._gc_idle: tuple[int, int, int] | None = None  # see `_collect`
         self._images_of_class: dict[str, set[str]] = {}  # EC2NodeClass -> images launched
         # Pods that became pending and may still be (the pod controller's retrigger reads it).
         self._maybe_pending: set[str] = set()
@@ -945,6 +949,14 @@ class World:
         key = (self._version, tuple(self.aws.unavailable.active()))
         if key == self._idle_key and self.now < self._idle_until:
             return min(POLLING_PERIOD_S, self._idle_until - self.now)
+        if (
+            not self.disruption.commands()
+            and self.disruption.waiting() is None
+            and not self._could_disrupt()
+        ):
+            # No NodePool consolidates (consolidateAfter Never everywhere) and nothing drifted:
+            # every method's candidates are empty, the pass would find nothing.
+            return POLLING_PERIOD_S
         polls = self.clock.monotonic() >= self.disruption.next_poll
         result = self.disruption.reconcile()
         self._disruption_result(result)
@@ -962,6 +974,17 @@ class World:
         else:
             self._idle_key = None
         return result.requeue_after if result.requeue_after is not None else POLLING_PERIOD_S
+
+    def _could_disrupt(self) -> bool:
+        """Whether some method could have a candidate: a NodePool whose consolidateAfter is
+        not Never (emptiness, consolidation), or a drifted NodeClaim (drift)."""
+        if any(consolidate_after(np) is not None for np in self.cluster.nodepools()):
+            return True
+        return any(
+            c.type == "Drifted" and c.status == "True"
+            for claim in self.cluster.node_claims()
+            for c in claim.status.conditions
+        )
 
     def _next_disruption_time(self) -> float:
         """The next time an idle disruption pass could find something without the cluster
@@ -1055,7 +1078,21 @@ class World:
         return DRIFT_REQUEUE_S
 
     def _collect(self) -> float | None:
+        # What garbage collection reads: the cluster's NodeClaims and Nodes (the version) and
+        # the instances EC2 has and their states. Unchanged since a pass that collected
+        # nothing: this pass would collect nothing either.
+        live = sum(
+            1 for i in self.ec2.instances.values() if i.state(self.clock.now()) != "terminated"
+        )
+        seen = (self._version, len(self.ec2.instances), live)
+        if seen == self._gc_idle:
+            return GC_IDLE_RECHECK_S
         collected = self.garbage.collect()
+        self._gc_idle = (
+            seen
+            if not (collected.instances or collected.node_claims or collected.released)
+            else None
+        )
         for key in collected.released:
             self._unplace(key)
             self._pending(key)
