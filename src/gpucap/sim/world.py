@@ -215,7 +215,8 @@ class World:
         self._last_pass: tuple[int, tuple[str, ...]] | None = None
         self._idle_key: tuple[int, tuple[str, ...]] | None = None  # see `_disrupt`
         self._idle_until = 0.0
-        self._gc_idle: tuple[int, int, int] | None = None  # see `_collect`
+        self._gc_idle: tuple[object, ...] | None = None  # see `_collect`
+        self._could: tuple[int, bool] = (-1, False)  # see `_could_disrupt`
         self._images_of_class: dict[str, set[str]] = {}  # EC2NodeClass -> images launched
         # Pods that became pending and may still be (the pod controller's retrigger reads it).
         self._maybe_pending: set[str] = set()
@@ -977,7 +978,13 @@ class World:
 
     def _could_disrupt(self) -> bool:
         """Whether some method could have a candidate: a NodePool whose consolidateAfter is
-        not Never (emptiness, consolidation), or a drifted NodeClaim (drift)."""
+        not Never (emptiness, consolidation), or a drifted NodeClaim (drift). Memoised per
+        cluster version (both are cluster state)."""
+        if self._could[0] != self._version:
+            self._could = (self._version, self._could_now())
+        return self._could[1]
+
+    def _could_now(self) -> bool:
         if any(consolidate_after(np) is not None for np in self.cluster.nodepools()):
             return True
         return any(
@@ -1078,13 +1085,21 @@ class World:
         return DRIFT_REQUEUE_S
 
     def _collect(self) -> float | None:
-        # What garbage collection reads: the cluster's NodeClaims and Nodes (the version) and
-        # the instances EC2 has and their states. Unchanged since a pass that collected
-        # nothing: this pass would collect nothing either.
+        # What garbage collection reads: the cluster's NodeClaims (names, provider IDs, being
+        # deleted) and Nodes, and the instances EC2 has and their states. Unchanged since a
+        # pass that collected nothing: this pass would collect nothing either.
         live = sum(
             1 for i in self.ec2.instances.values() if i.state(self.clock.now()) != "terminated"
         )
-        seen = (self._version, len(self.ec2.instances), live)
+        seen = (
+            tuple(
+                (c.name, c.status.provider_id, c.metadata.deletion_timestamp is None)
+                for c in self.cluster.node_claims()
+            ),
+            tuple(n.metadata.name for n in self.cluster.nodes()),
+            len(self.ec2.instances),
+            live,
+        )
         if seen == self._gc_idle:
             return GC_IDLE_RECHECK_S
         collected = self.garbage.collect()
