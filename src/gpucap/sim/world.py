@@ -215,7 +215,8 @@ class World:
         self._last_pass: tuple[int, tuple[str, ...]] | None = None
         self._idle_key: tuple[int, tuple[str, ...]] | None = None  # see `_disrupt`
         self._idle_until = 0.0
-        self._gc_idle: tuple[object, ...] | None = None  # see `_collect`
+        self._gc_idle: tuple[int, int] | None = None  # see `_collect`
+        self._claims_touched = 0  # bumped by every change to NodeClaims, Nodes or instances
         self._could: tuple[int, bool] = (-1, False)  # see `_could_disrupt`
         self._images_of_class: dict[str, set[str]] = {}  # EC2NodeClass -> images launched
         # Pods that became pending and may still be (the pod controller's retrigger reads it).
@@ -425,6 +426,7 @@ class World:
             )
 
     def _interrupt(self, index: int, name: str) -> None:
+        self._claims_touched += 1
         claim = self.cluster.node_claim(name)
         if claim is None or not claim.status.provider_id:
             self.emit(
@@ -612,6 +614,7 @@ class World:
             )
 
     def _lifecycle_result(self, result: LifecycleResult, *, nodepool: str | None = None) -> None:
+        self._claims_touched += 1
         name = result.node_claim
         claim = self.cluster.node_claim(name)
         if result.launched and claim is not None:
@@ -717,6 +720,7 @@ class World:
 
     # ---- the kubelet --------------------------------------------------------------------------
     def _register(self, name: str) -> None:
+        self._claims_touched += 1
         claim = self.cluster.node_claim(name)
         sim = self._nodes.get(name)
         if claim is None or sim is None or claim.metadata.deletion_timestamp is not None:
@@ -1030,6 +1034,7 @@ class World:
         return soonest
 
     def _disruption_result(self, result: DisruptionResult) -> None:
+        self._claims_touched += 1
         command = result.decided
         if command is not None:
             replacements = [r.name for r in command.replacements]
@@ -1085,21 +1090,11 @@ class World:
         return DRIFT_REQUEUE_S
 
     def _collect(self) -> float | None:
-        # What garbage collection reads: the cluster's NodeClaims (names, provider IDs, being
-        # deleted) and Nodes, and the instances EC2 has and their states. Unchanged since a
+        # What garbage collection reads: the cluster's NodeClaims and Nodes and the instances
+        # EC2 has; every change to them goes through the places that bump `_claims_touched`
+        # (launch, registration, deletion, termination) or adds an instance. Unchanged since a
         # pass that collected nothing: this pass would collect nothing either.
-        live = sum(
-            1 for i in self.ec2.instances.values() if i.state(self.clock.now()) != "terminated"
-        )
-        seen = (
-            tuple(
-                (c.name, c.status.provider_id, c.metadata.deletion_timestamp is None)
-                for c in self.cluster.node_claims()
-            ),
-            tuple(n.metadata.name for n in self.cluster.nodes()),
-            len(self.ec2.instances),
-            live,
-        )
+        seen = (self._claims_touched, len(self.ec2.instances))
         if seen == self._gc_idle:
             return GC_IDLE_RECHECK_S
         collected = self.garbage.collect()
@@ -1132,6 +1127,7 @@ class World:
         self._expire()
 
     def _expire(self) -> float | None:
+        self._claims_touched += 1
         for name in self.expiration.reconcile():
             self.emit("DisruptionDecision", nodeClaim=name, reason="Expired", method="expiration")
             self._changed()
@@ -1140,6 +1136,7 @@ class World:
 
     # ---- termination ----------------------------------------------------------------------------
     def _terminated(self, name: str, result: TerminationResult) -> None:
+        self._claims_touched += 1
         for key in result.evicted:
             self.emit("PodEvicted", pod=key, node=result.node, reason=result.reason or "")
             self._unplace(key)
