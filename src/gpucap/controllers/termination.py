@@ -56,6 +56,7 @@ from gpucap.apis.duration import DurationError, parse_go_duration, parse_karpent
 from gpucap.apis.meta import matches_selector
 from gpucap.apis.nodepool import NodeClaim
 from gpucap.cloudprovider.types import CloudProvider, CloudProviderError, NodeClaimNotFoundError
+from gpucap.controllers.disruption.pods import do_not_disrupt_active
 from gpucap.controllers.nodeclaim.conditions import (
     DRAINED,
     INSTANCE_TERMINATING,
@@ -162,27 +163,6 @@ def _tier(pod: Pod) -> int:
     2 critical, 3 critical DaemonSet."""
     critical = pod.spec.priority_class_name in _CRITICAL
     return 2 * critical + _is_daemon(pod)
-
-
-def do_not_disrupt_active(pod: Pod, now: dt.datetime) -> bool:
-    """`pkg/utils/pod/scheduling.go: IsDoNotDisruptActive`: `"true"` protects for good; a
-    positive Go duration protects while the pod has run less than it (no start time: protected);
-    anything else (zero, negative, unreadable) is ignored."""
-    value = pod.metadata.annotations.get(DO_NOT_DISRUPT)
-    if value is None:
-        return False
-    if value == "true":
-        return True
-    try:
-        seconds = parse_go_duration(value)
-    except (DurationError, ValueError):
-        return False
-    if seconds <= 0:
-        return False
-    if not pod.status.start_time:
-        return True
-    started = dt.datetime.fromisoformat(pod.status.start_time.replace("Z", "+00:00"))
-    return (now - started).total_seconds() < seconds
 
 
 def _do_not_disrupt_ends(pod: Pod) -> dt.datetime | None:

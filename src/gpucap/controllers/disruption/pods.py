@@ -58,7 +58,10 @@ def is_reschedulable(pod: Pod) -> bool:
 
 
 def do_not_disrupt_active(pod: Pod, now: dt.datetime) -> bool:
-    """Whether an active pod's do-not-disrupt annotation protects it at `now`."""
+    """`pkg/utils/pod/scheduling.go: IsDoNotDisruptActive` for an active pod: `"true"` protects
+    for good; a positive Go duration protects while the pod has run less than it (no start
+    time: protected); anything else (zero, negative, unreadable) is ignored. Used by candidate
+    selection and by the drain (termination.py)."""
     if not is_active(pod):
         return False
     value = pod.metadata.annotations.get(DO_NOT_DISRUPT)
@@ -68,7 +71,7 @@ def do_not_disrupt_active(pod: Pod, now: dt.datetime) -> bool:
         return True
     try:
         seconds = parse_go_duration(value)
-    except DurationError:
+    except (DurationError, ValueError):
         return False
     if seconds <= 0:
         return False
