@@ -43,7 +43,7 @@ from gpucap.sim.recorder import Event
 from gpucap.sim.scenario import load_scenario
 from gpucap.sim.world import SimulationResult, World
 
-EXAMPLES = int(os.environ.get("GPUCAP_LAW_EXAMPLES", "12"))
+EXAMPLES = int(os.environ.get("GPUCAP_LAW_EXAMPLES", "24"))
 GRACEFUL = ("Empty", "Drifted", "Underutilized")
 # Karpenter's podevents dedupe: a lastPodEventTime written less than 10 s ago is kept.
 DEDUPE_S = 10.0
@@ -398,6 +398,7 @@ class Laws:
     pools: dict[str, _Pool] = field(default_factory=dict)
     tolerations: dict[str, list[Toleration]] = field(default_factory=dict)  # deployment ->
     broken: list[str] = field(default_factory=list)
+    terminating: dict[str, float] = field(default_factory=dict)  # claim -> instance terminated
 
     def __post_init__(self) -> None:
         for doc in self.story.manifests:
@@ -422,6 +423,7 @@ class Laws:
         """`terminating`: when each NodeClaim's instance was terminated (Karpenter then sets
         `InstanceTerminating` and stops counting the node in budgets); no event says it."""
         catalog = {it.name: it for it in _catalog().scheduling_instance_types(None)}
+        self.terminating = terminating
         pool_of: dict[str, str] = {}  # NodeClaim -> NodePool
         claim_of_node: dict[str, str] = {}
         initialized: dict[str, float] = {}  # claim -> when (until deleted)
@@ -457,7 +459,7 @@ class Laws:
             elif e.type == "DisruptionDecision":
                 deciding[claim] = e.get("reason")
                 if e.get("reason") in GRACEFUL:
-                    self._budget(e, pool_of[claim], initialized, deciding, pool_of, terminating)
+                    self._budget(e, pool_of[claim], initialized, deciding, pool_of)
                 if e.get("reason") in ("Empty", "Underutilized"):
                     self._consolidate_after(e, pool_of[claim], initialized, last_pod_event)
             elif e.type == "PodBound":
@@ -483,13 +485,12 @@ class Laws:
         initialized: dict[str, float],
         deciding: dict[str, str],
         pool_of: dict[str, str],
-        terminating: dict[str, float],
     ) -> None:
         # Karpenter's BuildDisruptionBudgetMapping: the pool's initialized nodes whose instance
         # is not terminating are the total; those already being deleted (for any reason) use up
         # the allowance. The decision must fit what is left.
         nodes = [
-            c for c in initialized if pool_of[c] == pool and terminating.get(c, math.inf) > e.t
+            c for c in initialized if pool_of[c] == pool and self.terminating.get(c, math.inf) > e.t
         ]
         disrupting = [c for c in nodes if c in deciding]
         allowed = allowance(self.pools[pool].budgets, e.get("reason"), len(nodes))
@@ -696,7 +697,7 @@ def test_percentages_round_up_and_counts_are_taken_literally(
 
 
 def test_the_allowance_is_the_minimum_over_the_budgets_for_the_reason() -> None:
-    budgets = [{"nodes": "0", "reasons": ["Drifted"]}, {"nodes": "2"}]
+    budgets: list[dict[str, Any]] = [{"nodes": "0", "reasons": ["Drifted"]}, {"nodes": "2"}]
     assert allowance(budgets, "Drifted", 10) == 0
     assert allowance(budgets, "Empty", 10) == 2
     assert allowance(None, "Empty", 11) == 2  # the API default, 10%
@@ -738,8 +739,10 @@ def test_the_laws_catch_a_second_disruption_beyond_the_budget_and_one_inside_con
     # ... and not once the first node's instance is terminating, an hour after initialization.
     assert (
         Laws(story).check(
-            events[:-1]
-            + [Event(3000 + 3600, "DisruptionDecision", {"nodeClaim": "gpu-2", "reason": "Empty"})],
+            [
+                *events[:-1],
+                Event(3000 + 3600, "DisruptionDecision", {"nodeClaim": "gpu-2", "reason": "Empty"}),
+            ],
             {"gpu-1": 3001},
         )
         == []
