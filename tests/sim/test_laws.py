@@ -5,8 +5,9 @@ Karpenter's rules (karpenter-disruption.md), not from gpucap's controllers:
 
 1. a graceful disruption (Empty, Drifted, Underutilized) is decided only while the NodePool's
    budget allows it;
-2. the physical capacity of a NodePool's launched, not yet deleted NodeClaims never exceeds its
-   limits;
+2. the physical capacity of a NodePool's launched NodeClaims not being deleted never exceeds
+   its limits (Karpenter stops counting a node once it is marked for deletion, and counts an
+   initialized node by what it advertises: both overruns are Karpenter's and allowed here);
 3. no pod is bound to a node whose taints it does not tolerate (the template's taints, and
    `karpenter.sh/disrupted:NoSchedule` once the node is being disrupted);
 4. no node is disrupted as Empty or Underutilized inside its NodePool's consolidateAfter;
@@ -447,6 +448,13 @@ class Laws:
                 claim_of_node[e.get("node")] = claim
             elif e.type == "NodeInitialized":
                 initialized[claim] = e.t
+                advertised = sum((e.get("gpusAdvertised") or {}).values())
+                if claim in launched and advertised < launched[claim]["nvidia.com/gpu"]:
+                    # Initialized before its GPUs were advertised (a NodeClaim that asked for
+                    # no GPU): Karpenter counts an initialized node by the Node's capacity
+                    # (state/statenode.go `Capacity`), without the GPUs, and may launch past
+                    # the limit. When they appear is not in the log: stop counting them.
+                    launched[claim] = {**launched[claim], "nvidia.com/gpu": 0}
             elif e.type == "NodeClaimLaunched":
                 it = catalog[e.get("instanceType")]
                 launched[claim] = {"nvidia.com/gpu": e.get("gpus"), "cpu": it.capacity["cpu"]}
@@ -717,7 +725,11 @@ def _node(t: float, name: str) -> list[tuple[float, str, dict[str, Any]]]:
             {"nodeClaim": name, "nodePool": "gpu", "instanceType": "g5.xlarge", "gpus": 1},
         ),
         (t + 50, "NodeRegistered", {"nodeClaim": name, "node": name}),
-        (t + 85, "NodeInitialized", {"nodeClaim": name, "node": name}),
+        (
+            t + 85,
+            "NodeInitialized",
+            {"nodeClaim": name, "node": name, "gpusAdvertised": {"nvidia.com/gpu": 1}},
+        ),
     ]
 
 
@@ -763,3 +775,16 @@ def test_the_laws_catch_a_third_gpu_over_the_limit_and_an_untolerated_taint() ->
     assert broken[0].startswith("untolerated taint at t=300s: default/d0-1")
     assert "karpenter.sh/disrupted" in broken[0]
     assert broken[1].startswith("limit exceeded at t=500s: NodePool gpu has 3 nvidia.com/gpu")
+
+
+def test_a_gpu_node_initialized_before_its_gpus_are_advertised_is_not_counted_against_the_limit() -> (
+    None
+):
+    events = _log(*_node(0, "gpu-1"), *_node(0, "gpu-2"), *_node(400, "gpu-3"))
+    events = [
+        Event(e.t, e.type, {**e.fields, "gpusAdvertised": {"nvidia.com/gpu": 0}})
+        if e.type == "NodeInitialized" and e.get("nodeClaim") == "gpu-1"
+        else e
+        for e in events
+    ]
+    assert Laws(ROLLING).check(events, {}) == []
