@@ -44,7 +44,7 @@ from gpucap.sim.recorder import Event
 from gpucap.sim.scenario import load_scenario
 from gpucap.sim.world import SimulationResult, World
 
-EXAMPLES = int(os.environ.get("GPUCAP_LAW_EXAMPLES", "24"))
+EXAMPLES = int(os.environ.get("GPUCAP_LAW_EXAMPLES", "20"))
 GRACEFUL = ("Empty", "Drifted", "Underutilized")
 # Karpenter's podevents dedupe: a lastPodEventTime written less than 10 s ago is kept.
 DEDUPE_S = 10.0
@@ -312,7 +312,7 @@ def stories(draw: st.DrawFn) -> Story:
         )
         if kind == "scale":
             d = draw(st.sampled_from(deployments))["metadata"]["name"]
-            replicas = draw(st.integers(0, 5))
+            replicas = draw(st.sampled_from([0, 0, 1, 2, 3, 5]))  # scale-downs empty nodes
             events.append(
                 {
                     "at": at,
