@@ -44,7 +44,7 @@ from gpucap.sim.recorder import Event
 from gpucap.sim.scenario import load_scenario
 from gpucap.sim.world import SimulationResult, World
 
-EXAMPLES = int(os.environ.get("GPUCAP_LAW_EXAMPLES", "20"))
+EXAMPLES = int(os.environ.get("GPUCAP_LAW_EXAMPLES", "12"))
 GRACEFUL = ("Empty", "Drifted", "Underutilized")
 # Karpenter's podevents dedupe: a lastPodEventTime written less than 10 s ago is kept.
 DEDUPE_S = 10.0
