@@ -488,3 +488,17 @@ def test_a_node_registered_before_the_device_plugin_is_told_then_its_initializat
         "00:00:55 node gpu-1 registered; GPU not advertised: no device plugin yet",
         "00:30:35 node gpu-1 initialized 29m40s after registering: 1 nvidia.com/gpu advertised",
     ]
+
+
+def test_a_pod_bound_again_after_an_eviction_counts_from_the_eviction() -> None:
+    events = [
+        Event(0.0, "PodCreated", {"pod": "default/vllm-0", "gpus": {"nvidia.com/gpu": 1}}),
+        Event(60.0, "PodBound", {"pod": "default/vllm-0", "node": "gpu-1"}),
+        Event(
+            3600.0, "PodEvicted", {"pod": "default/vllm-0", "node": "gpu-1", "reason": "Drifted"}
+        ),
+        Event(3700.0, "PodBound", {"pod": "default/vllm-0", "node": "gpu-2"}),
+    ]
+    lines = format_timeline(events)
+    assert lines[-1].endswith("pod default/vllm-0 bound to gpu-2 1m40s after its eviction")
+    assert "bound to gpu-1 after 1m00s" in lines[1]

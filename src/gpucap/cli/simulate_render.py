@@ -181,6 +181,7 @@ class _Timeline:
         self.batch_of = [b for b in self.batches for _ in b]  # event index -> its batch
         self.done: set[int] = set()
         self.lines: list[tuple[float, int, str]] = []  # (t, order, text)
+        self.evicted_at: dict[str, float] = {}  # pod -> its last eviction, seen so far
 
     def say(self, t: float, text: str) -> None:
         self.lines.append((t, len(self.lines), text))
@@ -278,6 +279,10 @@ class _Timeline:
         self.say(e.t, f"{who} cannot be scheduled: {e.get('reason')}")
 
     def _waited(self, pod: str, t: float) -> str:
+        evicted = self.evicted_at.get(pod)
+        if evicted is not None and evicted <= t:
+            # Pending again under its own name: count from the eviction, not the creation.
+            return f" {format_duration(t - evicted)} after its eviction"
         created = self.idx.created_at.get(pod)
         return "" if created is None else f" after {format_duration(t - created)}"
 
@@ -319,6 +324,8 @@ class _Timeline:
     def on_PodEvicted(self, e: Event, batch: list[int]) -> None:  # noqa: N802
         group = [e, *self._take(batch, "PodEvicted", node=e.get("node"), reason=e.get("reason"))]
         names = [p.get("pod") for p in group]
+        for p in group:
+            self.evicted_at[p.get("pod")] = p.t
         who = f"pod {names[0]}" if len(group) == 1 else f"{len(group)} pods ({_names(names)})"
         self.say(e.t, f"{who} evicted from {e.get('node')}: {e.get('reason')}")
 
