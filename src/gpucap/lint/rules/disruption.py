@@ -123,7 +123,8 @@ def _controls_drift(budget: Budget) -> bool:
     "warning",
     summary="A GPU NodePool keeps the default disruption budget (nodes: 10%), or has no budget "
     "that confines drift to a maintenance window.",
-    why="Drift (an AMI release with @latest, any NodePool or EC2NodeClass change) and "
+    why="Drift (an AMI release with @latest, a change to the NodePool template or the "
+    "EC2NodeClass; not weight, limits or disruption settings) and "
     "consolidation roll up to 10% of the GPU fleet at a time (at least one node), at any hour. "
     "Budgets bound only drift, emptiness and consolidation, never expiration or interruption.",
     fix='Add reason-scoped budgets, e.g. `{nodes: "0", reasons: [Drifted], schedule: '
