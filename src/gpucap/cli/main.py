@@ -421,8 +421,9 @@ def simulate(  # noqa: PLR0917 - typer maps parameters to options
     ] = None,
 ) -> None:
     """Run a scenario on a virtual clock: Karpenter provisioning GPU nodes over a simulated
-    EC2 as pods come and go, capacity vanishes and spot is interrupted; print the timeline in
-    plain words and the bill (-o json: the events and the summary)."""
+    EC2 as pods come and go, capacity vanishes and spot is interrupted, and disrupting them
+    (consolidation, drift, expiration, within budgets); print the timeline in plain words and
+    the bill (-o json: the events and the summary)."""
     _check_output(output, OUTPUTS)
     run_simulate(
         SimulateOptions(
