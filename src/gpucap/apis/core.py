@@ -257,6 +257,13 @@ class Node(KubeModel):
     spec: NodeSpec = Field(default_factory=NodeSpec)
     status: NodeStatus = Field(default_factory=NodeStatus)
 
+    @property
+    def is_ready(self) -> bool:
+        """Whether the kubelet reports the Node Ready (its `Ready` condition is `True`); read
+        by the NodeClaim lifecycle, termination, garbage collection, budgets and the
+        simulator's kube-scheduler."""
+        return any(c.type == "Ready" and c.status == "True" for c in self.status.conditions)
+
 
 class ConfigMap(KubeModel):
     api_version: Literal["v1"] = "v1"

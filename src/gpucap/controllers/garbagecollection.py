@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpucap.apis.core import Node
 from gpucap.apis.nodepool import NodeClaim
 from gpucap.cloudprovider.types import CloudProvider, CloudProviderError, NodeClaimNotFoundError
 from gpucap.controllers.nodeclaim.conditions import REGISTERED, is_true
@@ -70,10 +69,6 @@ class Collected:
     node_claims: tuple[str, ...] = ()  # NodeClaims whose instance is gone, now deleting
     released: tuple[str, ...] = ()  # pods pending again (their Node was deleted)
     deleted_pods: tuple[str, ...] = ()  # DaemonSet pods gone with those Nodes
-
-
-def _ready(node: Node) -> bool:
-    return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions)
 
 
 class GarbageCollection:
@@ -198,4 +193,4 @@ class GarbageCollection:
             return False
         nodes = self.cluster.nodes_for_claim(claim)
         # Karpenter's NodeForNodeClaim: two Nodes for one claim is an error and counts as none.
-        return not (len(nodes) == 1 and _ready(nodes[0]))
+        return not (len(nodes) == 1 and nodes[0].is_ready)

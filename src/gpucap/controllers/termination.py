@@ -209,10 +209,6 @@ def _scaled(value: int | str, total: int) -> int:
         return 0
 
 
-def _ready(node: Node) -> bool:
-    return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions)
-
-
 class Termination:
     """The termination controllers over a `Cluster` (see the module docstring)."""
 
@@ -298,7 +294,7 @@ class Termination:
         now = self.clock.now()
         node_name = node.metadata.name
         result = TerminationResult(claim.name, node=node_name, reason=reason)
-        if not _ready(node) and self._instance_gone(claim):
+        if not node.is_ready and self._instance_gone(claim):
             return self._remove_node(claim, node_name, result)
         cordoned = False
         if not any(

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from gpucap.apis.bottlerocket import BottlerocketUserDataError, device_plugin_config
-from gpucap.apis.core import Node, Pod, PodCondition
+from gpucap.apis.core import Pod, PodCondition
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.expansion import POD_CREATORS, pod_groups
 from gpucap.apis.gpu import GPU_RESOURCES, NVIDIA_GPU_SHARED
@@ -857,7 +857,7 @@ class World:
         if node is None or node.metadata.deletion_timestamp is not None:
             return
         pod = self.cluster.pod(key)
-        if not _ready(node):
+        if not node.is_ready:
             return
         taints = [t for t in node.spec.taints if t.effect in ("NoSchedule", "NoExecute")]
         if untolerated(taints, pod.spec.tolerations) is not None:
@@ -1187,10 +1187,6 @@ def _requests(pod: Pod) -> Resources:
 
 def _gpus(requests: Mapping[str, int]) -> dict[str, int]:
     return {r: v for r, v in sorted(requests.items()) if r in _GPU_KEYS and v}
-
-
-def _ready(node: Node) -> bool:
-    return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions)
 
 
 def _initialized(claim: NodeClaim) -> bool:

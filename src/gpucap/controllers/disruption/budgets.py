@@ -136,9 +136,7 @@ def budget_mapping(cluster: Cluster, reason: str, *, now: dt.datetime) -> dict[s
             continue
         pool = sn.labels.get(NODEPOOL, "")
         totals[pool] = totals.get(pool, 0) + 1
-        ready = node is not None and any(
-            c.type == "Ready" and c.status == "True" for c in node.status.conditions
-        )
+        ready = node is not None and node.is_ready
         deleting = (
             sn.marked_for_deletion
             or sn.name in marked

@@ -345,7 +345,7 @@ class Lifecycle:
         if not nodes:
             return unknown("NodeNotFound", "Node not registered with cluster"), result
         node = nodes[0]
-        if not any(c.type == "Ready" and c.status == "True" for c in node.status.conditions):
+        if not node.is_ready:
             return unknown("NodeNotReady", "Node status is NotReady"), result
         startup = [t.as_taint() for t in claim.spec.startup_taints]
         for taint in node.spec.taints:
