@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 
 from gpucap.apis.core import PodSpec
 from gpucap.apis.quantity import base_units
+from gpucap.runtime.memo import IdentityMemo
 
 __all__ = [
     "Resources",
@@ -64,22 +65,13 @@ def fits(requests: Mapping[str, int], allocatable: Mapping[str, int]) -> bool:
 
 # `pod_requests` per PodSpec object: pods are frozen models and the pods of one template
 # share its spec, so the same spec is summed again and again (every pass, for every pod
-# bound to a node). Entries hold the spec, so its id is not reused while cached.
-_REQUESTS: dict[int, tuple[PodSpec, Resources]] = {}
-_REQUESTS_MAX = 8192
+# bound to a node). `_REQUESTS` is defined below `_pod_requests`.
 
 
 def pod_requests(spec: PodSpec) -> Resources:
     """The resources one pod requests (without Karpenter's `pods: 1`); a new dict each call
     (memoised per spec object: `PodSpec` is immutable)."""
-    hit = _REQUESTS.get(id(spec))
-    if hit is not None and hit[0] is spec:
-        return dict(hit[1])
-    reqs = _pod_requests(spec)
-    if len(_REQUESTS) >= _REQUESTS_MAX:
-        _REQUESTS.clear()
-    _REQUESTS[id(spec)] = (spec, dict(reqs))
-    return reqs
+    return dict(_REQUESTS(spec))
 
 
 def _pod_requests(spec: PodSpec) -> Resources:
@@ -112,3 +104,6 @@ def requests_for_pods(specs: Iterable[PodSpec]) -> Resources:
     for spec in specs:
         total = add(total, pod_requests(spec), {"pods": 1})
     return total
+
+
+_REQUESTS: IdentityMemo[PodSpec, Resources] = IdentityMemo(_pod_requests, size=8192)

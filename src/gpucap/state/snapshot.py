@@ -24,6 +24,7 @@ from gpucap.apis.core import Node, Pod, Taint
 from gpucap.apis.labels import INITIALIZED, NODEPOOL
 from gpucap.apis.nodepool import NodeClaim
 from gpucap.apis.quantity import Quantity, base_units
+from gpucap.runtime.memo import IdentityMemo
 from gpucap.scheduling.solver import StateNode
 from gpucap.scheduling.taints import DISRUPTED_TAINT
 
@@ -40,19 +41,11 @@ class Snapshot:
 # `base_units` per resource map object of a Node or NodeClaim status (frozen models: the
 # same map, the same numbers); the simulator snapshots every pass, mostly the same objects.
 # Entries hold the map; a copy is returned (callers may build on it). Bounded.
-_UNITS: dict[int, tuple[Mapping[str, Quantity], dict[str, int]]] = {}
-_UNITS_MAX = 8192
+_UNITS: IdentityMemo[Mapping[str, Quantity], dict[str, int]] = IdentityMemo(base_units, size=8192)
 
 
 def _units(resources: Mapping[str, Quantity]) -> dict[str, int]:
-    hit = _UNITS.get(id(resources))
-    if hit is not None and hit[0] is resources:
-        return dict(hit[1])
-    units = base_units(resources)
-    if len(_UNITS) >= _UNITS_MAX:
-        _UNITS.clear()
-    _UNITS[id(resources)] = (resources, dict(units))
-    return units
+    return dict(_UNITS(resources))
 
 
 def _fill(primary: Mapping[str, int], fallback: Mapping[str, int]) -> dict[str, int]:

@@ -86,6 +86,7 @@ from gpucap.apis.nodepool import NodeClaim
 from gpucap.apis.quantity import base_units
 from gpucap.cloudprovider.aws import capacity as cap
 from gpucap.cloudprovider.types import InsufficientCapacityError
+from gpucap.runtime.memo import IdentityMemo
 from gpucap.scheduling.instancetypes import InstanceType, Offering, compatible_offerings, truncate
 from gpucap.scheduling.requirements import ALLOW_UNDEFINED_WELL_KNOWN, Requirement, Requirements
 from gpucap.scheduling.resources import fits
@@ -327,17 +328,11 @@ class LaunchPreview:
 # ==== the filters ==============================================================================
 
 
-# Per type tuple (the cloud provider's answer, by identity; the entry holds it): the positions
-# of the types whose own instance-type requirement is `In` one name, by that name, and the
-# positions of the others. Bounded; cleared when full.
-_NAME_INDEX: dict[int, tuple[Sequence[InstanceType], dict[str, list[int]], list[int]]] = {}
-_NAME_INDEX_MAX = 64
-
-
-def _name_index(types: tuple[InstanceType, ...]) -> tuple[dict[str, list[int]], list[int]]:
-    hit = _NAME_INDEX.get(id(types))
-    if hit is not None and hit[0] is types:
-        return hit[1], hit[2]
+def _build_name_index(
+    types: tuple[InstanceType, ...],
+) -> tuple[dict[str, list[int]], list[int]]:
+    """The positions of the types whose own instance-type requirement is `In` one name, by
+    that name, and the positions of the others."""
     by_name: dict[str, list[int]] = {}
     others: list[int] = []
     for i, it in enumerate(types):
@@ -353,10 +348,13 @@ def _name_index(types: tuple[InstanceType, ...]) -> tuple[dict[str, list[int]], 
             by_name.setdefault(name, []).append(i)
         else:
             others.append(i)
-    if len(_NAME_INDEX) >= _NAME_INDEX_MAX:
-        _NAME_INDEX.clear()
-    _NAME_INDEX[id(types)] = (types, by_name, others)
     return by_name, others
+
+
+# Per type tuple (the cloud provider's answer, by identity). Read-only for its callers.
+_name_index: IdentityMemo[tuple[InstanceType, ...], tuple[dict[str, list[int]], list[int]]] = (
+    IdentityMemo(_build_name_index, size=64)
+)
 
 
 def _compatible_available(
