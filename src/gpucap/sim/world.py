@@ -46,14 +46,14 @@ from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, NODEPOOL, ZONE
 from gpucap.apis.limits import MAX_PODS
 from gpucap.apis.nodepool import NodeClaim, NodePool
 from gpucap.apis.quantity import base_units
-from gpucap.apis.serde import KubeObject, Manifest
+from gpucap.apis.serde import KubeObject
 from gpucap.cloudprovider.aws.catalog import Catalog
 from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider
 from gpucap.cloudprovider.aws.coldstart import KNOWN_IMAGE_SIZES, Timings
 from gpucap.cloudprovider.aws.simulated import SimulatedEC2
 from gpucap.cloudprovider.overlay import decorate
 from gpucap.cloudprovider.types import CloudProvider, InsufficientCapacityError
-from gpucap.controllers.disruption.candidates import consolidate_after
+from gpucap.controllers.disruption.candidates import consolidate_after, consolidate_after_start
 from gpucap.controllers.disruption.constants import POLLING_PERIOD_S
 from gpucap.controllers.disruption.controller import Disruption, DisruptionResult
 from gpucap.controllers.disruption.drift import REQUEUE_AFTER as DRIFT_REQUEUE_S
@@ -61,6 +61,7 @@ from gpucap.controllers.disruption.drift import DriftDetection
 from gpucap.controllers.expiration import Expiration
 from gpucap.controllers.garbagecollection import GarbageCollection
 from gpucap.controllers.interruption import Interruption
+from gpucap.controllers.nodeclaim.conditions import INITIALIZED, is_true
 from gpucap.controllers.nodeclaim.lifecycle import Lifecycle, LifecycleResult
 from gpucap.controllers.nodeclaim.podevents import PodEvents
 from gpucap.controllers.nodeclaim.registering import advertise, registering_node
@@ -122,8 +123,6 @@ class _NodeSim:
     """What the kubelet model keeps per launched NodeClaim."""
 
     claim: str
-    instance_type: str
-    nodepool: str
     physical_gpus: int
     bounds: PullBounds
     ami_family: str | None
@@ -202,7 +201,6 @@ class World:
         self._disruption = _Reconciler("disruption", self._disrupt)
         self._drifting = _Reconciler("drift", self._detect_drift)
         self._collecting = _Reconciler("garbagecollection", self._collect)
-        self._expiring = _Reconciler("expiration", self._expire)
         self.batcher = Batcher()
         self._provisioning = _Reconciler("provisioner", self._provision)
         self._pod_trigger = _Reconciler("provisioning.pods", self._retrigger)
@@ -229,7 +227,7 @@ class World:
     def run(self, on_step: Callable[[float], None] | None = None) -> SimulationResult:
         """Run the scenario to its end (see the module docstring)."""
         for m in self.scenario.initial:
-            self._apply_object(m, source=m.source.file if m.source else "")
+            self._apply(m.obj)
         for action in self.scenario.actions:
             self.engine.at(
                 action.t,
@@ -261,7 +259,7 @@ class World:
         if action.kind == "apply":
             self.emit("ScenarioEvent", index=action.index, kind="apply", source=action.source)
             for m in action.manifests:
-                self._apply_object(m, source=action.source)
+                self._apply(m.obj)
             if len(self.cluster.pods()) > MAX_PODS:
                 raise ScenarioError(
                     f"{self.scenario.path}: events[{action.index}].apply: the cluster would hold "
@@ -318,9 +316,6 @@ class World:
             self.ec2.publish_release(k8s, version)
             self.engine.trigger(self._drifting)
         self._changed()
-
-    def _apply_object(self, m: Manifest, *, source: str) -> None:
-        self._apply(m.obj)
 
     def _apply(self, obj: KubeObject) -> None:
         applied = self.cluster.apply(obj)
@@ -637,10 +632,8 @@ class World:
                     message=result.error or "",
                 )
             self.emit("NodeClaimDeleted", nodeClaim=name, reason=result.deleted)
-        if result.initialized == "True" or (
-            claim is not None and _initialized(claim) and not self._is_initialized(name)
-        ):
-            self._initialized(name)
+        if result.initialized == "True" or (claim is not None and is_true(claim, INITIALIZED)):
+            self._initialized(name)  # once: it returns for a node already initialized
         if result.termination is not None:
             self._terminated(name, result.termination)
         for key in result.released:
@@ -698,8 +691,6 @@ class World:
             )
         sim = _NodeSim(
             claim=claim.name,
-            instance_type=instance_type,
-            nodepool=nodepool,
             physical_gpus=gpus,
             bounds=pull_bounds(instance_type, nodeclass, self.catalog),
             ami_family=_ami_family(nodeclass),
@@ -811,10 +802,6 @@ class World:
             self._lifecycle_result(result)
         self._trigger_bind()
 
-    def _is_initialized(self, name: str) -> bool:
-        sim = self._nodes.get(name)
-        return sim is not None and sim.initialized
-
     def _initialized(self, name: str) -> None:
         sim = self._nodes.get(name)
         if sim is None or sim.initialized or sim.node is None:
@@ -886,10 +873,10 @@ class World:
         self._start_pod(pod, node_name, claim)
 
     def _claim_of_node(self, node_name: str) -> str | None:
-        for sim in self._nodes.values():
-            if sim.node == node_name:
-                return sim.claim
-        return None
+        """The NodeClaim of a node the kubelet model registered (its Node takes the NodeClaim's
+        name: `registering_node`); None for a Node the scenario applied."""
+        sim = self._nodes.get(node_name)
+        return sim.claim if sim is not None and sim.node == node_name else None
 
     def _start_pod(self, pod: Pod, node_name: str, claim: str | None) -> None:
         sim = self._nodes.get(claim) if claim is not None else None
@@ -1012,20 +999,7 @@ class World:
             after = consolidate_after(np)
             if not after:
                 continue
-            init = next(
-                (
-                    c
-                    for c in claim.status.conditions
-                    if c.type == "Initialized" and c.status == "True"
-                ),
-                None,
-            )
-            last = claim.status.last_pod_event_time
-            start = (
-                dt.datetime.fromisoformat(last.replace("Z", "+00:00"))
-                if last
-                else _as_time(init.last_transition_time if init is not None else None)
-            )
+            start = consolidate_after_start(claim)
             if start is None:
                 continue
             due = (start - now).total_seconds() + after
@@ -1120,19 +1094,18 @@ class World:
         t = (at - EPOCH).total_seconds()
         if t <= self.scenario.duration:
             self.engine.at(
-                max(t, self.now), self._expire_now, priority=PRIORITY_CONTROLLER, label="expiration"
+                max(t, self.now),
+                self._expire,
+                priority=PRIORITY_CONTROLLER,
+                label="expiration",
             )
 
-    def _expire_now(self) -> None:
-        self._expire()
-
-    def _expire(self) -> float | None:
+    def _expire(self) -> None:
         self._claims_touched += 1
         for name in self.expiration.reconcile():
             self.emit("DisruptionDecision", nodeClaim=name, reason="Expired", method="expiration")
             self._changed()
             self._reconcile_claim(name)
-        return None
 
     # ---- termination ----------------------------------------------------------------------------
     def _terminated(self, name: str, result: TerminationResult) -> None:
@@ -1189,10 +1162,6 @@ def _gpus(requests: Mapping[str, int]) -> dict[str, int]:
     return {r: v for r, v in sorted(requests.items()) if r in _GPU_KEYS and v}
 
 
-def _initialized(claim: NodeClaim) -> bool:
-    return any(c.type == "Initialized" and c.status == "True" for c in claim.status.conditions)
-
-
 def _with_replicas(obj: KubeObject, replicas: int) -> KubeObject:
     spec = obj.spec  # type: ignore[union-attr]
     field_name = "parallelism" if obj.kind == "Job" else "replicas"
@@ -1233,12 +1202,3 @@ def _instance_types_of(claim: NodeClaim) -> list[str]:
         if req.key == INSTANCE_TYPE and req.operator == "In":
             return list(req.values)
     return []
-
-
-def _as_time(value: object) -> dt.datetime | None:
-    """A condition's lastTransitionTime (a datetime or its ISO text)."""
-    if value is None:
-        return None
-    if isinstance(value, dt.datetime):
-        return value
-    return dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))

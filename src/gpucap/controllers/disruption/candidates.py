@@ -60,6 +60,7 @@ __all__ = [
     "DRIFTED",
     "consolidatable",
     "consolidate_after",
+    "consolidate_after_start",
     "drifted_reason",
     "get_candidates",
     "node_price",
@@ -75,6 +76,15 @@ def _when(text: str | None) -> dt.datetime | None:
     return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
+def consolidate_after_start(claim: NodeClaim) -> dt.datetime | None:
+    """Where consolidateAfter counts from: the NodeClaim's last pod event, else when it became
+    Initialized; None while it is not Initialized."""
+    init = condition(claim, INITIALIZED)
+    if init is None or init.status != "True":
+        return None
+    return _when(claim.status.last_pod_event_time) or _when(init.last_transition_time)
+
+
 def under_consolidate_after(claim: NodeClaim, nodepool: NodePool | None, now: dt.datetime) -> bool:
     """`IsUnderConsolidateAfter`: consolidateAfter is set and non-zero, the NodeClaim is
     Initialized, and less than consolidateAfter has passed since its last pod event (or its
@@ -84,10 +94,7 @@ def under_consolidate_after(claim: NodeClaim, nodepool: NodePool | None, now: dt
     after = consolidate_after(nodepool)
     if not after:
         return False
-    init = condition(claim, INITIALIZED)
-    if init is None or init.status != "True":
-        return False
-    start = _when(claim.status.last_pod_event_time) or _when(init.last_transition_time)
+    start = consolidate_after_start(claim)
     if start is None:
         return False
     return (now - start).total_seconds() < after
