@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from gpucap.apis.core import Pod
@@ -268,6 +268,22 @@ class Consolidation:
         """Price per unit of disruption, highest first (ties by name: Go's sort is unstable)."""
         return sorted(candidates, key=lambda c: (-c.savings_ratio, c.name))
 
+    @staticmethod
+    def within_budgets(
+        candidates: Iterable[Candidate], budgets: dict[str, int]
+    ) -> tuple[list[Candidate], bool]:
+        """The candidates, in order, while their NodePool's budget lasts (each taken one uses
+        one of `budgets`, which is changed); and whether a budget held any back."""
+        taken: list[Candidate] = []
+        constrained = False
+        for c in candidates:
+            if budgets.get(c.nodepool.name, 0) <= 0:
+                constrained = True
+                continue
+            taken.append(c)
+            budgets[c.nodepool.name] -= 1
+        return taken, constrained
+
     def simulate(self, candidates: Sequence[Candidate]) -> Simulation | None:
         return simulate_scheduling(
             self.cluster,
@@ -407,14 +423,7 @@ class MultiNodeConsolidation(Consolidation):
     ) -> list[Proposal]:
         if self.is_consolidated():
             return []
-        disruptable: list[Candidate] = []
-        constrained = False
-        for c in self.sort(candidates):
-            if budgets.get(c.nodepool.name, 0) <= 0:
-                constrained = True
-                continue
-            disruptable.append(c)
-            budgets[c.nodepool.name] -= 1
+        disruptable, constrained = self.within_budgets(self.sort(candidates), budgets)
         limit = min(len(disruptable), MULTI_NODE_CONSOLIDATION_MAX_CANDIDATES)
         found = self._first_n(disruptable, limit, totals)
         if found is None:

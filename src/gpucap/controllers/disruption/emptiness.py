@@ -41,16 +41,9 @@ class Emptiness(Consolidation):
     ) -> list[Proposal]:
         if self.is_consolidated():
             return []
-        empty: list[Candidate] = []
-        constrained = False
-        for c in self.sort(candidates):
-            if not c.is_empty:
-                continue
-            if budgets.get(c.nodepool.name, 0) <= 0:
-                constrained = True
-                continue
-            empty.append(c)
-            budgets[c.nodepool.name] -= 1
+        empty, constrained = self.within_budgets(
+            (c for c in self.sort(candidates) if c.is_empty), budgets
+        )
         if not empty:
             if not constrained:
                 self.mark_consolidated()
@@ -63,12 +56,7 @@ class Emptiness(Consolidation):
         if not survivors:
             return None
         budgets = self.budgets(self.cluster, self.reason, now=self.now())
-        kept: list[Candidate] = []
-        for c in survivors:
-            if budgets.get(c.nodepool.name, 0) <= 0:
-                continue
-            budgets[c.nodepool.name] -= 1
-            kept.append(c)
+        kept, _ = self.within_budgets(survivors, budgets)
         if not kept:
             return None
         return Proposal(self.name, self.reason, tuple(kept))
