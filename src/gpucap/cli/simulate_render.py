@@ -1,11 +1,8 @@
 """Pure formatting for `gpucap simulate`: the event log and its summary in, text out.
 
 - `format_timeline(events, start=...)`: the notable events in plain words, one line each, at
-  wall-clock-style virtual times (`start` + t), related events merged where a person would:
-  an ICE and the launch that replaced it, a NodeClaim created and launched together, a node
-  registered and initialized, a pod's wait and its pull and load times; a node that registers but
-  never advertises its GPUs is said plainly, and so is one that registers before any device plugin
-  exists (then initializes once one arrives).
+  wall-clock-style virtual times (`start` + t); the wording lives in `sim/timeline.py`, shared
+  with the HTML report's event table, and is re-exported here with its time and duration words.
 - `format_summary(summary)`: the summary of `sim/summary.py` as tables.
 - `format_watch(t, rows, pending=..., cost=...)`: the live watch pane; `watch_rows(events, now)`
   builds its rows from the event log alone.
@@ -27,6 +24,14 @@ from gpucap.cli.render import format_table
 from gpucap.runtime.clock import EPOCH
 from gpucap.sim.recorder import Event
 from gpucap.sim.summary import summarize
+from gpucap.sim.timeline import (
+    clock_time,
+    format_age,
+    format_duration,
+    format_timeline,
+    node_words,
+    plural,
+)
 
 __all__ = [
     "NodeRow",
@@ -40,471 +45,6 @@ __all__ = [
     "watch_lines",
     "watch_rows",
 ]
-
-# An ICE and a launch of the same NodePool this close together are one story.
-FALLBACK_WINDOW = 60.0
-_NAMES_SHOWN = 3
-
-
-# ---- words for times, counts and objects ---------------------------------------------------------
-def clock_time(t: float, start: dt.datetime) -> str:
-    """`HH:MM:SS` of `start` + t seconds (whole seconds, rounded down); `+Nd HH:MM:SS` once the
-    run has crossed into a later day than `start`'s."""
-    at = start + dt.timedelta(seconds=int(t // 1))
-    days = (at.date() - start.date()).days
-    return (f"+{days}d " if days else "") + at.strftime("%H:%M:%S")
-
-
-def format_duration(seconds: float) -> str:
-    """`45s`, `4m05s`, `1h02m05s` (whole seconds, rounded down)."""
-    s = max(0, int(seconds // 1))
-    h, rest = divmod(s, 3600)
-    m, s = divmod(rest, 60)
-    if h:
-        return f"{h}h{m:02d}m{s:02d}s"
-    if m:
-        return f"{m}m{s:02d}s"
-    return f"{s}s"
-
-
-def format_age(seconds: float) -> str:
-    """An age as kubectl prints one (`95s`, `5m30s`, `42m`, `3h5m`, `20h`, `3d4h`, `12d`): the
-    thresholds of k8s.io/apimachinery's duration.HumanDuration, years left out."""
-    s = max(0, int(seconds // 1))
-    if s < 120:
-        return f"{s}s"
-    m = s // 60
-    if m < 10:
-        return f"{m}m{s % 60}s" if s % 60 else f"{m}m"
-    if m < 180:
-        return f"{m}m"
-    h = m // 60
-    if h < 8:
-        return f"{h}h{m % 60}m" if m % 60 else f"{h}h"
-    if h < 48:
-        return f"{h}h"
-    if h < 24 * 8:
-        return f"{h // 24}d{h % 24}h" if h % 24 else f"{h // 24}d"
-    return f"{h // 24}d"
-
-
-def _names(names: Sequence[str]) -> str:
-    shown = ", ".join(names[:_NAMES_SHOWN])
-    more = len(names) - _NAMES_SHOWN
-    return shown + (f" and {more} more" if more > 0 else "")
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
-def _gpus(gpus: Mapping[str, Any]) -> str:
-    """`1 nvidia.com/gpu`, `4 nvidia.com/gpu.shared`; `no GPUs` when empty or all zero."""
-    parts = [f"{n} {r}" for r, n in sorted(gpus.items()) if n]
-    return ", ".join(parts) if parts else "no GPUs"
-
-
-def _offering(capacity_type: str | None, instance_type: str, zone: str | None) -> str:
-    what = f"{capacity_type} {instance_type}" if capacity_type else instance_type
-    return f"{what} in {zone}" if zone else f"{what} in every zone"
-
-
-def _offerings(offerings: Sequence[tuple[str, str, str]]) -> str:
-    """Offerings in few words: `spot g5.xlarge, g6.xlarge in us-east-1a, us-east-1b` when they
-    are every type in every zone of a capacity type, else one group per capacity type and zone."""
-    groups: list[str] = []
-    for cap in dict.fromkeys(c for c, _, _ in offerings):
-        mine = [(it, z) for c, it, z in offerings if c == cap]
-        types = list(dict.fromkeys(it for it, _ in mine))
-        zones = list(dict.fromkeys(z for _, z in mine))
-        if len(set(mine)) == len(types) * len(zones):
-            groups.append(_offering(cap, ", ".join(types), ", ".join(zones)))
-            continue
-        for zone in zones:
-            in_zone = [it for it, z in dict.fromkeys(mine) if z == zone]
-            groups.append(_offering(cap, ", ".join(in_zone), zone))
-    return "; ".join(groups)
-
-
-def _node(node: str | None, claim: str) -> str:
-    """`node gpu-1`, or `node ip-10-0-1-2 (gpu-1)` when the node's name differs."""
-    if not node or node == claim:
-        return f"node {claim}"
-    return f"node {node} ({claim})"
-
-
-def _price(per_hour: float) -> str:
-    return f"${per_hour:.4f}/h"
-
-
-# ---- the timeline -------------------------------------------------------------------------------
-@dataclass(slots=True)
-class _Index:
-    """What the timeline needs to know about the whole log while it walks it."""
-
-    created_at: dict[str, float]  # pod -> latest PodCreated time seen so far (walk order)
-    launches: dict[str, Event]  # claim -> NodeClaimLaunched
-    registered: dict[str, Event]
-    initialized: dict[str, Event]
-
-
-def _index(events: Sequence[Event]) -> _Index:
-    idx = _Index({}, {}, {}, {})
-    for e in events:
-        claim = e.get("nodeClaim")
-        if e.type == "NodeClaimLaunched":
-            idx.launches.setdefault(claim, e)
-        elif e.type == "NodeRegistered":
-            idx.registered.setdefault(claim, e)
-        elif e.type == "NodeInitialized":
-            idx.initialized.setdefault(claim, e)
-    return idx
-
-
-def _batches(events: Sequence[Event]) -> list[list[int]]:
-    """Indexes of the events grouped by equal time, in log order."""
-    out: list[list[int]] = []
-    for i, e in enumerate(events):
-        if out and events[out[-1][0]].t == e.t:
-            out[-1].append(i)
-        else:
-            out.append([i])
-    return out
-
-
-class _Timeline:
-    def __init__(self, events: Sequence[Event], start: dt.datetime) -> None:
-        self.events = sorted(events, key=lambda e: e.t)
-        self.start = start
-        self.idx = _index(self.events)
-        self.batches = _batches(self.events)
-        self.batch_of = [b for b in self.batches for _ in b]  # event index -> its batch
-        self.done: set[int] = set()
-        self.lines: list[tuple[float, int, str]] = []  # (t, order, text)
-        self.evicted_at: dict[str, float] = {}  # pod -> its last eviction, seen so far
-
-    def say(self, t: float, text: str) -> None:
-        self.lines.append((t, len(self.lines), text))
-
-    def run(self) -> list[str]:
-        for batch in self.batches:
-            self.batch(batch)
-        self.lines.sort()
-        return [f"{clock_time(t, self.start)} {text}" for t, _, text in self.lines]
-
-    def _take(self, batch: list[int], kind: str, **match: Any) -> list[Event]:
-        """The not yet told events of `kind` in `batch` whose fields equal `match`; told now."""
-        taken = []
-        for i in batch:
-            e = self.events[i]
-            if i in self.done or e.type != kind:
-                continue
-            if all(e.get(k) == v for k, v in match.items()):
-                self.done.add(i)
-                taken.append(e)
-        return taken
-
-    def batch(self, batch: list[int]) -> None:
-        # An interruption claims the offering it marks unavailable, and an ICE the launches and
-        # failures of its batch, before those are told on their own.
-        first = {"SpotInterruptionWarning": 0, "OfferingUnavailable": 1}
-        for i in sorted(batch, key=lambda i: first.get(self.events[i].type, 2)):
-            if i in self.done:
-                continue
-            e = self.events[i]
-            handler = getattr(self, f"on_{e.type}", None)
-            self.done.add(i)
-            if handler is not None:
-                handler(e, batch)
-
-    # -- scenario and capacity --
-    def on_ScenarioEvent(self, e: Event, batch: list[int]) -> None:  # noqa: N802
-        kind = e.get("kind")
-        own = {"capacity": "CapacityChanged", "interrupt": "SpotInterruptionWarning"}
-        if kind in own and any(self.events[i].type == own[kind] for i in batch):
-            return  # told by its own event
-        detail = e.get("detail")
-        if detail is None:
-            obj, replicas, source = e.get("object"), e.get("replicas"), e.get("source")
-            if kind == "scale" and obj is not None and replicas is not None:
-                detail = f"scale {obj} to {replicas}"
-            elif kind == "apply" and source is not None:
-                detail = f"apply {source}"
-            elif kind == "delete" and obj is not None:
-                detail = f"delete {obj}"
-            else:
-                detail = str(kind)
-        self.say(e.t, f"scenario events[{e.get('index')}]: {detail}")
-
-    def on_CapacityChanged(self, e: Event, batch: list[int]) -> None:  # noqa: N802
-        offering = _offering(e.get("capacityType"), e.get("instanceType"), e.get("zone"))
-        state = "capacity back" if e.get("available") else "no capacity"
-        self.say(e.t, f"scenario: {offering}: {state}")
-
-    def on_AMIResolved(self, e: Event, batch: list[int]) -> None:  # noqa: N802
-        version = f" ({e.get('version')})" if e.get("version") else ""
-        self.say(
-            e.t,
-            f"EC2NodeClass {e.get('nodeClass')}: {e.get('alias')} resolves to "
-            f"{e.get('image')}{version}",
-        )
-
-    def on_LimitReached(self, e: Event, batch: list[int]) -> None:  # noqa: N802
-        resource = e.get("resource")
-        what = f"its {resource} limit" if resource else "its limits"
-        message = e.get("message")
-        self.say(
-            e.t,
-            f"NodePool {e.get('nodePool')} reached {what}" + (f": {message}" if message else ""),
-        )
-
-    # -- pods --
-    def on_PodCreated(self, e: Event, batch: list[int]) -> None:  # noqa: N802
-        group = [e, *self._take(batch, "PodCreated")]
-        for p in group:
-            self.idx.created_at[p.get("pod")] = p.t
-        names = [p.get("pod") for p in group]
-        kinds = {_gpus(p.get("gpus") or {}) for p in group}
-        gpus = kinds.pop() if len(kinds) == 1 else None
-        if len(group) == 1:
-            self.say(e.t, f"pod {names[0]} created" + (f" ({gpus})" if gpus else ""))
-        else:
-            each = f" ({gpus} each)" if gpus and gpus != "no GPUs" else ""
-            self.say(e.t, f"{len(group)} pods created: {_names(names)}{each}")
-
-    def on_PodUnschedulable(self, e: Event, batch: list[int]) -> None:  # noqa: N802
-        group = [e, *self._take(batch, "PodUnschedulable", reason=e.get("reason"))]
-        names = [p.get("pod") for p in group]
-        who = f"pod {names[0]}" if len(group) == 1 else f"{len(group)} pods ({_names(names)})"
-        self.say(e.t, f"{who} cannot be scheduled: {e.get('reason')}")
-
-    def _waited(self, pod: str, t: float) -> str:
-        evicted = self.evicted_at.get(pod)
-        if evicted is not None and evicted <= t:
-            # Pending again under its own name: count from the eviction, not the creation.
-            return f" {format_duration(t - evicted)} after its eviction"
-        created = self.idx.created_at.get(pod)
-        return "" if created is None else f" after {format_duration(t - created)}"
-
-    def on_PodBound(self, e: Event, batch: list[int]) -> None:  # noqa: N802
-        group = [e, *self._take(batch, "PodBound", node=e.get("node"))]
-        where = e.get("node")
-        if len(group) == 1:
-            pod = e.get("pod")
-            self.say(e.t, f"pod {pod} bound to {where}{self._waited(pod, e.t)}")
-        else:
-            names = [p.get("pod") for p in group]
-            self.say(e.t, f"{len(group)} pods bound to {where}: {_names(names)}")
-
-    def _ready_words(self, e: Event) -> str:
-        parts = []
-        if e.get("pullSeconds") is not None:
-            parts.append(f"pull {format_duration(e.get('pullSeconds'))}")
-        if e.get("loadSeconds") is not None:
-            parts.append(f"load {format_duration(e.get('loadSeconds'))}")
-        return self._waited(e.get("pod"), e.t) + (f" ({', '.join(parts)})" if parts else "")
-
-    def on_PodReady(self, e: Event, batch: list[int]) -> None:  # noqa: N802
-        words = self._ready_words(e)
-        group = [e]
-        for i in batch:
-            other = self.events[i]
-            if i in self.done or other.type != "PodReady" or other.get("node") != e.get("node"):
-                continue
-            if self._ready_words(other) == words:
-                self.done.add(i)
-                group.append(other)
-        if len(group) == 1:
-            self.say(e.t, f"pod {e.get('pod')} ready{words}")
-        else:
-            self.say(
-                e.t, f"{len(group)} pods ready{words}: {_names([p.get('pod') for p in group])}"
-            )
-
-    def on_PodEvicted(self, e: Event, batch: list[int]) -> None:  # noqa: N802
-        group = [e, *self._take(batch, "PodEvicted", node=e.get("node"), reason=e.get("reason"))]
-        names = [p.get("pod") for p in group]
-        for p in group:
-            self.evicted_at[p.get("pod")] = p.t
-        who = f"pod {names[0]}" if len(group) == 1 else f"{len(group)} pods ({_names(names)})"
-        self.say(e.t, f"{who} evicted from {e.get('node')}: {e.get('reason')}")
-
-    def on_PodDeleted(self, e: Event, batch: list[int]) -> None:  # noqa: N802
-        group = [e, *self._take(batch, "PodDeleted")]
-        names = [p.get("pod") for p in group]
-        if len(group) == 1:
-            self.say(e.t, f"pod {names[0]} deleted")
-        else:
-            self.say(e.t, f"{len(group)} pods deleted: {_names(names)}")
-
-    # -- NodeClaims and nodes --
-    def _launch_words(self, launch: Event) -> str:
-        offering = _offering(
-            launch.get("capacityType"), launch.get("instanceType"), launch.get("zone")
-        )
-        return (
-            f"{offering} launched ({launch.get('nodeClaim')}, {_price(launch.get('pricePerHour'))})"
-        )
-
-    def on_NodeClaimCreated(self, e: Event, batch: list[int]) -> None:  # noqa: N802
-        claim = e.get("nodeClaim")
-        pods = [p.get("pod") for p in self._take(batch, "PodNominated", nodeClaim=claim)]
-        for_pods = f" for {_names(pods)}" if pods else ""
-        launched = self._take(batch, "NodeClaimLaunched", nodeClaim=claim)
-        if launched:
-            self.say(
-                e.t, f"NodePool {e.get('nodePool')}: {self._launch_words(launched[0])}{for_pods}"
-            )
-            return
-        options = e.get("instanceTypes")
-        choice = f" ({_plural(len(options), 'instance type')})" if options else ""
-        self.say(e.t, f"NodePool {e.get('nodePool')}: NodeClaim {claim} created{for_pods}{choice}")
-
-    def on_NodeClaimLaunched(self, e: Event, batch: list[int]) -> None:  # noqa: N802
-        self.say(e.t, f"NodePool {e.get('nodePool')}: {self._launch_words(e)}")
-
-    def on_PodNominated(self, e: Event, batch: list[int]) -> None:  # noqa: N802
-        pass  # told with the NodeClaim created for the pod; a re-nomination is not news
-
-    def _fallback(self, start: int, pools: set[str], t: float) -> int | None:
-        """The index of the first untold launch of one of `pools` from event `start` on, within
-        the fallback window and before any other launch failure of those pools."""
-        for j in range(start, len(self.events)):
-            e = self.events[j]
-            if e.t - t > FALLBACK_WINDOW:
-                return None
-            if j in self.done or e.get("nodePool") not in pools:
-                continue
-            if e.type == "LaunchFailed":
-                return None
-            if e.type == "NodeClaimLaunched":
-                return j
-        return None
-
-    def on_OfferingUnavailable(self, e: Event, batch: list[int]) -> None:  # noqa: N802
-        group = [e, *self._take(batch, "OfferingUnavailable")]
-        gone = _offerings(
-            [(o.get("capacityType"), o.get("instanceType"), o.get("zone")) for o in group]
-        )
-        failed = self._take(batch, "LaunchFailed")
-        for f in failed:  # the claim that failed is part of this story, from creation to deletion
-            for kind in ("NodeClaimCreated", "PodNominated", "NodeClaimDeleted"):
-                self._take(batch, kind, nodeClaim=f.get("nodeClaim"))
-        if failed:
-            j = self._fallback(batch[0], {str(f.get("nodePool")) for f in failed}, e.t)
-        else:  # the same CreateFleet call may have fallen back to another offering
-            j = next(
-                (
-                    i
-                    for i in batch
-                    if i not in self.done and self.events[i].type == "NodeClaimLaunched"
-                ),
-                None,
-            )
-        lost = ", ".join(str(f.get("nodeClaim")) for f in failed)
-        if j is None:
-            if failed:
-                self.say(e.t, f"{gone} unavailable: {lost} not launched, its pods wait")
-            else:
-                self.say(e.t, f"{gone} marked unavailable: {e.get('reason')}")
-            return
-        launch = self.events[j]
-        self.done.add(j)
-        # The replacement's own creation and nominations are part of this story.
-        for kind in ("NodeClaimCreated", "PodNominated"):
-            self._take(self.batch_of[j], kind, nodeClaim=launch.get("nodeClaim"))
-        later = launch.t - e.t
-        when = f" {format_duration(later)} later" if later >= FALLBACK_WINDOW / 2 else ""
-        not_launched = f" ({lost} not launched)" if failed else ""
-        self.say(e.t, f"{gone} unavailable{not_launched} →{when} {self._launch_words(launch)}")
-
-    def on_LaunchFailed(self, e: Event, batch: list[int]) -> None:  # noqa: N802
-        self._take(batch, "NodeClaimDeleted", nodeClaim=e.get("nodeClaim"))
-        message = e.get("message")
-        self.say(
-            e.t,
-            f"NodeClaim {e.get('nodeClaim')} launch failed: {e.get('reason')}"
-            + (f": {message}" if message else ""),
-        )
-
-    def on_NodeRegistered(self, e: Event, batch: list[int]) -> None:  # noqa: N802
-        claim = e.get("nodeClaim")
-        node = _node(e.get("node"), claim)
-        init = self.idx.initialized.get(claim)
-        no_plugin = "devicePlugin" in e.fields and e.get("devicePlugin") is None
-        if init is not None:
-            if no_plugin:  # the wait is the story: say it when it starts
-                self.say(e.t, f"{node} registered; GPU not advertised: no device plugin yet")
-            return  # otherwise told when it initializes
-        launch = self.idx.launches.get(claim)
-        gpus = launch.get("gpus") if launch is not None else None
-        if no_plugin:
-            why = "GPU never advertised: no device plugin in the cluster"
-        elif "devicePlugin" in e.fields:
-            why = (
-                f"GPU not advertised by the end of the run ({e.get('devicePlugin')} still starting)"
-            )
-        elif gpus:
-            why = "GPU never advertised (no device plugin advertised it)"
-        else:
-            why = "never initialized"
-        self.say(e.t, f"{node} registered; {why}")
-
-    def on_NodeInitialized(self, e: Event, batch: list[int]) -> None:  # noqa: N802
-        claim = e.get("nodeClaim")
-        node = _node(e.get("node"), claim)
-        advertised = _gpus(e.get("gpusAdvertised") or {})
-        reg = self.idx.registered.get(claim)
-        if reg is None or reg.t == e.t:
-            self.say(e.t, f"{node} registered and initialized: {advertised} advertised")
-        else:
-            after = format_duration(e.t - reg.t)
-            self.say(e.t, f"{node} initialized {after} after registering: {advertised} advertised")
-
-    def on_SpotInterruptionWarning(self, e: Event, batch: list[int]) -> None:  # noqa: N802
-        claim = e.get("nodeClaim")
-        self._take(batch, "DisruptionDecision", nodeClaim=claim)
-        deleted = self._take(batch, "NodeClaimDeleted", nodeClaim=claim)
-        launch = self.idx.launches.get(claim)
-        where = ""
-        if launch is not None:
-            where = " (" + _offering("spot", launch.get("instanceType"), launch.get("zone")) + ")"
-            self._take(
-                batch,
-                "OfferingUnavailable",
-                instanceType=launch.get("instanceType"),
-                zone=launch.get("zone"),
-                capacityType=launch.get("capacityType"),
-            )
-        then = ": NodeClaim deleted, its pods will be provisioned again" if deleted else ""
-        self.say(e.t, f"spot interruption warning for {claim}{where}{then}")
-
-    def on_DisruptionDecision(self, e: Event, batch: list[int]) -> None:  # noqa: N802
-        claim = e.get("nodeClaim")
-        if self._take(batch, "NodeClaimDeleted", nodeClaim=claim):
-            self.say(e.t, f"NodeClaim {claim} deleted: disrupted ({e.get('reason')})")
-        else:
-            self.say(e.t, f"NodeClaim {claim} to be disrupted: {e.get('reason')}")
-
-    def on_NodeClaimDeleted(self, e: Event, batch: list[int]) -> None:  # noqa: N802
-        reason = e.get("reason")
-        self.say(e.t, f"NodeClaim {e.get('nodeClaim')} deleted" + (f": {reason}" if reason else ""))
-
-    def on_NodeTerminated(self, e: Event, batch: list[int]) -> None:  # noqa: N802
-        claim = e.get("nodeClaim")
-        launch = self.idx.launches.get(claim)
-        bill = ""
-        if launch is not None:
-            seconds = e.t - launch.t
-            cost = seconds / 3600 * launch.get("pricePerHour")
-            bill = f" after {format_duration(seconds)}, ${cost:.2f}"
-        self.say(e.t, f"{_node(e.get('node'), claim)} terminated{bill}")
-
-
-def format_timeline(events: Sequence[Event], *, start: dt.datetime = EPOCH) -> list[str]:
-    """The notable events as lines `HH:MM:SS words` (see the module docstring); events no person
-    needs (PodNominated alone) are left out, unknown types too."""
-    return _Timeline(events, start).run()
 
 
 # ---- the summary --------------------------------------------------------------------------------
@@ -521,7 +61,7 @@ def format_summary(summary: Mapping[str, Any], *, start: dt.datetime = EPOCH) ->
     s = summary
     lines = [
         f"Simulated {format_duration(s['durationSeconds'])}: ${s['costUSD']:.2f} for "
-        f"{_plural(s['nodeClaims']['launched'], 'node')}"
+        f"{plural(s['nodeClaims']['launched'], 'node')}"
     ]
     if s["nodeHours"]:
         rows = [["INSTANCE TYPE", "CAPACITY", "NODES", "NODE-HOURS", "GPU-HOURS", "COST"]]
@@ -571,7 +111,7 @@ def format_summary(summary: Mapping[str, Any], *, start: dt.datetime = EPOCH) ->
         n = s["servingPodsEvicted"]
         lines.append(
             f"Serving lost: {format_duration(s['servingLostSeconds'])} of pod time, "
-            f"{_plural(n, 'eviction')} of a Ready pod (each until it was Ready again: "
+            f"{plural(n, 'eviction')} of a Ready pod (each until it was Ready again: "
             "pull and model load included)"
         )
     c = s["nodeClaims"]
@@ -580,7 +120,7 @@ def format_summary(summary: Mapping[str, Any], *, start: dt.datetime = EPOCH) ->
         f"launch, {c['initialized']} initialized, {c['terminated']} terminated"
     )
     if s["limitReached"]:
-        lines.append(f"NodePool limits reached: {_plural(s['limitReached'], 'time')}")
+        lines.append(f"NodePool limits reached: {plural(s['limitReached'], 'time')}")
     stuck = s["uninitializedAtEnd"]
     if stuck:
         lines.append(f"Nodes never initialized ({len(stuck)}):")
@@ -592,7 +132,7 @@ def format_summary(summary: Mapping[str, Any], *, start: dt.datetime = EPOCH) ->
             elif "devicePlugin" in n:
                 why = f"GPU not advertised yet ({n['devicePlugin']} still starting)"
             lines.append(
-                f"  {_node(n['node'], n['nodeClaim'])} ({what}registered "
+                f"  {node_words(n['node'], n['nodeClaim'])} ({what}registered "
                 f"{clock_time(n['registered'], start)}): {why}"
             )
     pending = s["pendingAtEnd"]
@@ -631,7 +171,7 @@ def format_watch(
 ) -> list[str]:
     """The watch pane: a header (virtual time, pending pods, cost so far) and the node table."""
     header = (
-        f"{clock_time(t, start)}  {_plural(len(rows), 'node')}  {_plural(pending, 'pod')} pending  "
+        f"{clock_time(t, start)}  {plural(len(rows), 'node')}  {plural(pending, 'pod')} pending  "
         f"${cost:.2f} so far"
     )
     if not rows:
