@@ -26,15 +26,17 @@ from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpucap.apis.nodepool import NodePool
 from gpucap.apis.placeholders import substitute
 from gpucap.apis.serde import LoadResult, Manifest, load_text
 from gpucap.apis.workloads import Deployment
 from gpucap.cli.render import describe, format_issue, plan_lines
+from gpucap.cli.reporting import check_report_path, write_report_or_exit
 from gpucap.cli.simulate_render import clock_time, format_duration, format_timeline
 from gpucap.cloudprovider.aws.catalog import Catalog, load_catalog
+from gpucap.controllers.provisioning import Plan
 from gpucap.controllers.provisioning import plan as make_plan
 from gpucap.lint.config import LintConfig
 from gpucap.lint.context import LintContext
@@ -46,12 +48,16 @@ from gpucap.sim.recorder import Event
 from gpucap.sim.scenario import LoadedScenario, load_scenario
 from gpucap.sim.world import SimulationResult, simulate
 
+if TYPE_CHECKING:
+    from gpucap.report.page import PlanSection, SimulationSection
+
 __all__ = [
     "ACTS",
     "DEMO_VALUES",
     "Act",
     "act1_sentences",
     "act2_sentences",
+    "demo_sections",
     "run_act",
     "run_demo",
     "story_tree",
@@ -344,9 +350,12 @@ def _scaled(result: LoadResult, replicas: int) -> LoadResult:
     return scaled
 
 
-def run_demo(out: Terminal, err: Terminal) -> int:
+def run_demo(out: Terminal, err: Terminal, *, report: str | None = None) -> int:
     """The whole demo on `out` (problems on `err`); the exit code (0, or 2 if the bundled files
-    do not load, which would be gpucap's bug)."""
+    do not load, which would be gpucap's bug). With `report`, the same story is also written as
+    an HTML report there (`demo_report`); a path that cannot take it is refused first."""
+    if report is not None:
+        check_report_path(report, err)
     out.line("gpucap demo: the EKS GPU workshop's manifests, placeholders filled with:")
     for k, v in DEMO_VALUES.items():
         out.line(f"  {k}={v}")
@@ -362,16 +371,19 @@ def run_demo(out: Terminal, err: Terminal) -> int:
     cat = load_catalog(_REGION)
     out.line()
     out.line(("gpucap lint", "bold"), ": what would bite (no errors: it is the good example)")
-    report = run_lint(LintContext(result.objects.items, cat), LintConfig(), issues=result.issues)
-    out.lines(format_lint_text(report))
+    linted = run_lint(LintContext(result.objects.items, cat), LintConfig(), issues=result.issues)
+    out.lines(format_lint_text(linted))
     out.line()
     out.line(("gpucap plan", "bold"), ": what Karpenter would launch for the pending pods")
-    out.lines(plan_lines(make_plan(result.objects, cat)))
+    plan1 = make_plan(result.objects, cat)
+    out.lines(plan_lines(plan1))
     out.line()
     out.line(
         ("gpucap plan", "bold"), ", vLLM scaled to 8 replicas: the limit of 6 GPUs stops the rest"
     )
-    out.lines(plan_lines(make_plan(_scaled(result, 8).objects, cat)))
+    scaled = _scaled(result, 8)
+    plan8 = make_plan(scaled.objects, cat)
+    out.lines(plan_lines(plan8))
     out.line()
     out.line(("gpucap simulate", "bold"), ": the same manifests over hours of virtual time")
     with tempfile.TemporaryDirectory(prefix="gpucap-demo-") as tmp:
@@ -379,11 +391,49 @@ def run_demo(out: Terminal, err: Terminal) -> int:
         story_tree(root)
         act1, act2 = ACTS
         sc1, res1 = run_act(root, act1, cat)
-        _print_act(out, act1, res1, act1_sentences(res1, sc1))
+        words1 = act1_sentences(res1, sc1)
+        _print_act(out, act1, res1, words1)
         sc2, res2 = run_act(root, act2, cat)
         first = _first_ready(res1.events)
-        _print_act(out, act2, res2, act2_sentences(res2, sc2, plugin_first=first))
+        words2 = act2_sentences(res2, sc2, plugin_first=first)
+        _print_act(out, act2, res2, words2)
+    if report is not None:
+        sections = demo_sections(
+            [(act1, sc1, res1, words1), (act2, sc2, res2, words2)],
+            [
+                ("Plan: the workshop as written", plan1, result),
+                ("Plan: vLLM scaled to 8 replicas (the 6-GPU limit)", plan8, scaled),
+            ],
+            cat,
+        )
+        write_report_or_exit(report, "gpucap demo: the EKS GPU workshop", sections, err)
+        out.line()
+        out.line(f"wrote the report to {report}")
     return 0
+
+
+def demo_sections(
+    acts: Sequence[tuple[Act, LoadedScenario, SimulationResult, list[str]]],
+    plans: Sequence[tuple[str, Plan, LoadResult]],
+    catalog: Catalog,
+) -> list[SimulationSection | PlanSection]:
+    """The demo's report: each act as a simulation section (its sentences above the charts),
+    then each plan."""
+    from gpucap.report.page import PlanSection, SimulationSection  # noqa: PLC0415
+    from gpucap.report.plan import plan_view  # noqa: PLC0415
+    from gpucap.report.simulation import gpu_limits, simulation_view  # noqa: PLC0415
+
+    sections: list[SimulationSection | PlanSection] = []
+    for act, scenario, result, words in acts:
+        view = simulation_view(
+            result.events, result.summary, end=result.end, limits=gpu_limits(scenario)
+        )
+        sections.append(
+            SimulationSection(act.title, view, words, start=result.start, subtitle=act.shows)
+        )
+    for title, made, loaded in plans:
+        sections.append(PlanSection(title, plan_view(made, loaded.objects, catalog)))
+    return sections
 
 
 def _first_ready(events: Sequence[Event]) -> float | None:

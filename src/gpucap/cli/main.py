@@ -37,6 +37,7 @@ from gpucap.cli.render import (
     format_table,
     plan_lines,
 )
+from gpucap.cli.reporting import check_report_path, write_plan_report
 from gpucap.cli.simulate import DEFAULT_SPEED, OUTPUTS, SimulateOptions
 from gpucap.cli.simulate import run as run_simulate
 from gpucap.cloudprovider.aws.ami import (
@@ -139,6 +140,16 @@ def _region_name(value: str | None) -> str | None:
 OutputOption = Annotated[
     str,
     typer.Option("--output", "-o", help="table (default), json or yaml.", show_default=False),
+]
+
+# `--report FILE` of simulate, plan and demo: the HTML report (`cli/reporting.py`, `report/`).
+ReportOption = Annotated[
+    str | None,
+    typer.Option(
+        "--report",
+        metavar="FILE",
+        help="Also write a self-contained HTML report (charts, tables; works offline) to FILE.",
+    ),
 ]
 
 
@@ -343,10 +354,13 @@ def plan(  # noqa: PLR0917 - typer maps parameters to options
             "place the pods NodePool limits held back, once earlier NodeClaims have launched.",
         ),
     ] = DEFAULT_MAX_PASSES,
+    report: ReportOption = None,
 ) -> None:
     """Schedule the pending pods as Karpenter's provisioner would and print what it would
     launch, at what price, and why any pod stays Pending."""
     _check_output(output, ("table", "json", "yaml"))
+    if report is not None:
+        check_report_path(report, err)
     del kubernetes_version  # AMI resolution (and its Kubernetes version) comes with `ami`
     result = load_paths(files)
     _report(result)
@@ -354,6 +368,9 @@ def plan(  # noqa: PLR0917 - typer maps parameters to options
         raise typer.Exit(EXIT_BAD_INPUT)
     cat = _load_catalog(region, zones, catalog, prices)
     made = make_plan(result.objects, cat, max_passes=passes)
+    if report is not None:
+        title = f"gpucap plan {' '.join(files)}"
+        write_plan_report(report, made, result.objects, cat, title=title, err=err)
     if explain is not None:
         key = explain if "/" in explain else f"default/{explain}"
         explanation = explain_pod(result.objects, cat, key)
@@ -419,6 +436,7 @@ def simulate(  # noqa: PLR0917 - typer maps parameters to options
     prices: Annotated[
         str | None, typer.Option("--prices", help="A prices file overriding catalog prices.")
     ] = None,
+    report: ReportOption = None,
 ) -> None:
     """Run a scenario on a virtual clock: Karpenter provisioning GPU nodes over a simulated
     EC2 as pods come and go, capacity vanishes and spot is interrupted, and disrupting them
@@ -434,6 +452,7 @@ def simulate(  # noqa: PLR0917 - typer maps parameters to options
             speed=speed,
             region=region,
             kubernetes_version=kubernetes_version,
+            report=report,
         ),
         catalog_for=lambda r: _load_catalog(r, zones, catalog, prices),
         out=out,
@@ -725,12 +744,12 @@ def catalog_export(
 
 
 @app.command()
-def demo() -> None:
+def demo(report: ReportOption = None) -> None:
     """Run gpucap on the bundled workshop example (a GPU NodePool, EC2NodeClass, device plugin,
     time-slicing config and a vLLM Deployment): validate it, lint it, plan it; then simulate two
     acts on it: spot running out and the fallback to on-demand, with the bill; and a GPU pod
     created before the device plugin, with what the wrong order costs."""
-    code = run_demo(out, err)
+    code = run_demo(out, err, report=report)
     if code:
         raise typer.Exit(code)
 

@@ -13,7 +13,9 @@ What goes where:
   of `simulation_document`), or with `--events -` the JSON lines alone;
 - `--events FILE`: the JSON lines, written and flushed as the run goes (`tail -f` follows it);
 - stderr: loader warnings, the one-line error, and the progress bar (a terminal only, table
-  output only; transient: it leaves nothing behind).
+  output only; transient: it leaves nothing behind);
+- `--report FILE`: the HTML report of the run (`report/`), in addition to whatever stdout
+  carries; its path is checked before the run (`cli/reporting.py`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 from rich.text import Text
 
 from gpucap.apis.reading import InputError, os_reason
+from gpucap.cli.reporting import check_report_path, write_report_or_exit
 from gpucap.cli.simulate_render import (
     format_duration,
     format_summary,
@@ -47,7 +50,7 @@ from gpucap.runtime.clock import EPOCH, Clock, RealClock
 from gpucap.runtime.terminal import Terminal, escape, plain_console
 from gpucap.sim.recorder import Event
 from gpucap.sim.scenario import LoadedScenario, load_scenario
-from gpucap.sim.world import World
+from gpucap.sim.world import SimulationResult, World
 
 __all__ = [
     "DEFAULT_SPEED",
@@ -84,6 +87,7 @@ class SimulateOptions:
     speed: float = DEFAULT_SPEED
     region: str | None = None  # must agree with the scenario's spec.region when given
     kubernetes_version: str | None = None  # likewise with spec.kubernetesVersion
+    report: str | None = None  # an HTML file (`--report`)
 
 
 def _fail(err: Terminal, message: str) -> typer.Exit:
@@ -106,6 +110,8 @@ def _check_usage(opts: SimulateOptions, err: Terminal) -> None:
         raise _fail(err, "--watch: stdout shows the watch pane; give --events a file name")
     if not (math.isfinite(opts.speed) and opts.speed > 0):
         raise _fail(err, f"--speed: {opts.speed} is not a positive number of virtual seconds")
+    if opts.report is not None:
+        check_report_path(opts.report, err)
     if opts.scenario == "-":
         raise _fail(
             err,
@@ -208,6 +214,8 @@ def run(
             raise _fail(err, str(e)) from None
         if watch is not None:
             watch.finish(result.end)
+    if opts.report is not None:
+        _write_report(opts.report, scenario, result, err)
     if opts.events == "-":
         return
     if opts.output == "json":
@@ -231,6 +239,21 @@ def run(
             *format_summary(result.summary, start=result.start),
         ]
     )
+
+
+def _write_report(
+    path: str, scenario: LoadedScenario, result: SimulationResult, err: Terminal
+) -> None:
+    from gpucap.report.page import SimulationSection  # noqa: PLC0415 - only with --report
+    from gpucap.report.simulation import gpu_limits, simulation_view  # noqa: PLC0415
+
+    view = simulation_view(
+        result.events, result.summary, end=result.end, limits=gpu_limits(scenario)
+    )
+    section = SimulationSection(
+        f"Scenario {scenario.name}", view, subtitle=_header(scenario), start=result.start
+    )
+    write_report_or_exit(path, f"gpucap simulate {scenario.name}", [section], err)
 
 
 def _header(scenario: LoadedScenario) -> str:
