@@ -88,10 +88,10 @@ def _html(text: str) -> str:
 
 def _node_traces(view: SimulationView, t0: dt.datetime) -> list[dict[str, Any]]:
     traces = []
-    caps = list(dict.fromkeys(b.capacity_type or "" for b in view.nodes))
-    for cap in sorted(
-        caps, key=lambda c: list(CAPACITY_COLORS).index(c) if c in CAPACITY_COLORS else 9
-    ):
+    shortest = view.end * _SHORTEST_BAR
+    known = list(CAPACITY_COLORS)
+    caps = {b.capacity_type or "" for b in view.nodes}
+    for cap in sorted(caps, key=lambda c: (known.index(c) if c in known else len(known), c)):
         for phase in PHASES:
             ys, xs, bases, texts = [], [], [], []
             for bar in view.nodes:

@@ -1,0 +1,109 @@
+"""The report's data for a plan (`report/plan.py`): each NodeClaim's options and why the cheaper
+ones were not taken, checked in Karpenter's order, and the pending pods with `plan --explain`'s
+reasons. The reasons are a table of offerings against one claim's requirements; the whole on the
+bundled workshop."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from gpucap.apis.labels import CAPACITY_TYPE, ZONE
+from gpucap.report.plan import MAX_OPTIONS, not_taken_reason, plan_view
+from gpucap.scheduling.instancetypes import InstanceType, Offering
+from gpucap.scheduling.requirements import Requirement, Requirements
+
+from tests.report.runs import catalog, workshop_plan
+
+
+def g5(*offerings: Offering) -> InstanceType:
+    base = next(it for it in catalog().instance_types() if it.name == "g5.xlarge")
+    return dataclasses.replace(base, offerings=offerings)
+
+
+SPOT_A = Offering("us-east-1a", "spot", 0.30, True)
+SPOT_B_GONE = Offering("us-east-1b", "spot", 0.25, False)
+SPOT_C = Offering("us-east-1c", "spot", 0.28, True)
+OD_A = Offering("us-east-1a", "on-demand", 0.29, True)
+
+
+def reqs(*rs: Requirement) -> Requirements:
+    return Requirements.of(*rs)
+
+
+@pytest.mark.parametrize(
+    ("offering", "requirements", "kept", "capacity_type", "why"),
+    [
+        (SPOT_B_GONE, reqs(), True, "spot", "no capacity: spot g5.xlarge in us-east-1b is unavailable"),
+        (
+            SPOT_C,
+            reqs(Requirement.new(ZONE, "In", ["us-east-1a"])),
+            True,
+            "spot",
+            "zone us-east-1c is not allowed by the NodeClaim's requirements",
+        ),
+        (
+            SPOT_C,
+            reqs(Requirement.new(CAPACITY_TYPE, "In", ["on-demand"])),
+            True,
+            "on-demand",
+            "spot is not allowed by the NodeClaim's requirements",
+        ),
+        (
+            SPOT_C,
+            reqs(),
+            False,
+            "spot",
+            "dropped by Karpenter's launch filters before CreateFleet (exotic types, spot above on-demand, the 60 cheapest types)",
+        ),
+        (
+            OD_A,
+            reqs(),
+            True,
+            "spot",
+            "Karpenter launches spot when the NodeClaim allows it and some is available; on-demand is its fallback",
+        ),
+    ],
+)
+def test_why_a_cheaper_offering_was_not_taken(
+    offering: Offering, requirements: Requirements, kept: bool, capacity_type: str, why: str
+) -> None:
+    it = g5(SPOT_A, SPOT_B_GONE, SPOT_C, OD_A)
+    remaining = [it] if kept else []
+    assert not_taken_reason(it, offering, requirements, remaining, capacity_type) == why
+
+
+def test_a_spot_offering_the_spot_filter_dropped_says_so() -> None:
+    it = g5(SPOT_A, SPOT_C, OD_A)
+    kept = g5(SPOT_A, OD_A)  # the filter left the type without its us-east-1c spot offering
+    why = not_taken_reason(it, SPOT_C, reqs(), [kept], "spot")
+    assert why.startswith("spot offering priced above the cheapest on-demand one")
+
+
+def test_the_workshop_plan_launches_its_cheapest_option_and_lists_the_others_as_dearer() -> None:
+    loaded, made = workshop_plan()
+    view = plan_view(made, loaded.objects, catalog())
+    (claim,) = view.claims
+    assert (claim.instance_type, claim.capacity_type) == ("g6.xlarge", "spot")
+    assert claim.pods == ["default/vllm-0"]
+    statuses = [(o.instance_type, o.status) for o in claim.options]
+    assert statuses[0] == ("g6.xlarge", "launched")
+    assert {s for _, s in statuses[1:]} == {"dearer"}
+    prices = [o.price for o in claim.options[1:]]
+    assert prices == sorted(prices)
+    assert all(p is not None and claim.price is not None and p >= claim.price for p in prices)
+    assert len(claim.options) == claim.option_count <= MAX_OPTIONS
+
+
+def test_pods_held_back_by_the_gpu_limit_come_with_plan_explains_reasons() -> None:
+    loaded, made = workshop_plan(8)
+    view = plan_view(made, loaded.objects, catalog())
+    assert len(view.claims) == 6
+    assert [p.pod for p in view.pending] == ["default/vllm-6", "default/vllm-7"]
+    for p in view.pending:
+        assert "exceed limits" in p.reason
+        (pool,) = p.explanation
+        assert pool.nodepool == "gpu"
+        assert pool.verdict  # what --explain prints for the NodePool
+    assert view.price_per_hour == pytest.approx(sum(c.price or 0 for c in view.claims))
