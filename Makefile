@@ -5,7 +5,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 SRC := src tests bench scripts
 
-.PHONY: test lint typecheck layers unit wheel bench bench-sim fuzz clean
+.PHONY: test lint typecheck layers unit wheel browser bench bench-sim fuzz clean
 
 test: lint typecheck layers unit wheel
 
@@ -31,6 +31,19 @@ unit: $(BIN)/.installed
 # A real (non-editable) wheel must carry the package data `gpucap demo` needs.
 wheel: $(BIN)/.installed
 	$(BIN)/python scripts/check_wheel.py
+
+# The system Chromium the report's browser tests drive (Playwright with executable_path; never a
+# downloaded browser). Installed with apt-get when missing and we are root (CI, .ci/run);
+# elsewhere say how, and the browser tests skip with that reason (they fail when CI=true).
+browser:
+	@if command -v chromium >/dev/null 2>&1; then \
+		echo "browser: $$(command -v chromium)"; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null && \
+		echo "browser: installed $$(command -v chromium)"; \
+	else \
+		echo "browser: no chromium (Debian: sudo apt-get install -y chromium); the browser tests will skip"; \
+	fi
 
 bench: $(BIN)/.installed
 	$(BIN)/python bench/run.py

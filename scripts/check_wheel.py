@@ -1,6 +1,8 @@
 """Build gpucap's wheel (not editable) into a temporary directory, install it into a fresh
 virtualenv, and run `gpucap demo` from there: the package data must travel with the wheel.
 
+`gpucap demo --report` too: the report's template must travel with it.
+
 Run by `make test` (the `wheel` target). Exits non-zero with a one-line reason on failure.
 """
 
@@ -49,6 +51,12 @@ def main() -> None:
             sys.exit(f"check_wheel: `gpucap demo` from the wheel printed no result:\n{out}")
         if "fell back to on-demand" not in out or "before the device plugin arrived" not in out:
             sys.exit(f"check_wheel: `gpucap demo` from the wheel told no story:\n{out}")
+        # The report's template is package data too (src/gpucap/report/templates/).
+        report = Path(tmp) / "demo.html"
+        run(py, "-m", "gpucap", "demo", "--report", report, cwd=Path(tmp))
+        html = report.read_text(encoding="utf-8") if report.exists() else ""
+        if "Act 1" not in html or "Plotly.newPlot" not in html:
+            sys.exit("check_wheel: `gpucap demo --report` from the wheel wrote no report")
     print(f"check_wheel: {wheel.name} installs and runs `gpucap demo`")
 
 

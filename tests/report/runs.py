@@ -38,7 +38,9 @@ def workshop(replicas: int | None = None) -> LoadResult:
     for m in loaded.manifests:
         obj = m.obj
         if isinstance(obj, Deployment) and obj.metadata.name == "vllm":
-            obj = obj.model_copy(update={"spec": obj.spec.model_copy(update={"replicas": replicas})})
+            obj = obj.model_copy(
+                update={"spec": obj.spec.model_copy(update={"replicas": replicas})}
+            )
         scaled.manifests.append(Manifest(obj, m.source))
     return scaled
 

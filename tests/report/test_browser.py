@@ -22,7 +22,6 @@ from typing import Any
 import pytest
 
 from gpucap.cli import main as cli_main
-
 from tests.report.runs import STORIES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -204,9 +203,7 @@ def test_the_simulation_report_draws_every_node_and_series_and_hovers_a_removed_
     _checked(o)
 
 
-def test_the_event_filter_keeps_the_matching_lines(
-    reports: dict[str, Path], opened: Any
-) -> None:
+def test_the_event_filter_keeps_the_matching_lines(reports: dict[str, Path], opened: Any) -> None:
     o = opened(reports["simulate"])
     count = o.page.locator('[data-count="section-1"]')
     total = int((count.text_content() or "").split(" of ")[1])
@@ -244,14 +241,16 @@ def test_the_demo_report_draws_both_acts_and_both_plans(
     assert kinds == ["simulation", "simulation", "plan", "plan"]
     for i in (1, 2, 3, 4):
         counts = _figure_counts(o.page, f"section-{i}-chart")
-        assert counts["svg"] >= 1 and counts["drawn"] == counts["figure"] > 0
+        assert counts["svg"] >= 1
+        assert counts["drawn"] == counts["figure"] > 0
     rows = int(o.page.get_attribute("#section-1-chart", "data-rows") or 0)
     assert _figure_counts(o.page, "section-1-chart")["rows"] == rows == 4  # act 1's NodeClaims
     pending = o.page.locator('table[data-pending="section-4"] tbody tr')
     assert pending.count() == 2  # vLLM x 8: two pods past the 6-GPU limit
     assert "exceed limits" in (pending.first.text_content() or "")
     text = _hover_node(o.page, "section-1-chart", "gpu-3 · g6.xlarge", "on-demand · initialized")
-    assert "type: g6.xlarge" in text and "removed: consolidation: the node was empty" in text
+    assert "type: g6.xlarge" in text
+    assert "removed: consolidation: the node was empty" in text
     # The top of the page with the hover label showing: the README's picture (docs/).
     o.page.screenshot(path=str(tmp_path / "demo-hover.png"))
     SHOTS.mkdir(parents=True, exist_ok=True)

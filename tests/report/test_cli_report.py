@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from gpucap.cli import main as cli_main
-
 from tests.report.runs import STORIES
 
 STORY = str(STORIES / "underutilized.yaml")
@@ -32,7 +31,9 @@ def test_simulate_writes_the_report_and_prints_the_same_table(
     tmp_path: Path, capsys: Any, monkeypatch: Any
 ) -> None:
     report = tmp_path / "run.html"
-    code, with_report, err = gpucap(["simulate", STORY, "--report", str(report)], capsys, monkeypatch)
+    code, with_report, err = gpucap(
+        ["simulate", STORY, "--report", str(report)], capsys, monkeypatch
+    )
     assert (code, err) == (0, [])
     code, without, _ = gpucap(["simulate", STORY], capsys, monkeypatch)
     assert with_report == without
@@ -54,16 +55,20 @@ def test_plan_writes_the_report_and_prints_the_plan(
 
 @pytest.mark.parametrize("command", [["simulate", STORY], ["plan", WORKSHOP], ["demo"]])
 @pytest.mark.parametrize(
-    ("where", "message"),
+    "case",
     [
         ("{tmp}", "--report {tmp}: is a directory; give a file name (report.html)"),
-        ("{tmp}/no/such/dir/r.html", "--report {tmp}/no/such/dir/r.html: cannot write: no such directory {tmp}/no/such/dir"),
+        (
+            "{tmp}/no/such/dir/r.html",
+            "--report {tmp}/no/such/dir/r.html: cannot write: no such directory {tmp}/no/such/dir",
+        ),
         ("-", "--report -: the report is a file; give it a name (report.html)"),
     ],
 )
 def test_a_report_path_that_cannot_be_written_is_one_line_and_exit_2(
-    command: list[str], where: str, message: str, tmp_path: Path, capsys: Any, monkeypatch: Any
+    command: list[str], case: tuple[str, str], tmp_path: Path, capsys: Any, monkeypatch: Any
 ) -> None:
+    where, message = case
     path = where.format(tmp=tmp_path)
     code, out, err = gpucap([*command, "--report", path], capsys, monkeypatch)
     assert code == 2
@@ -75,7 +80,7 @@ def test_a_report_path_that_cannot_be_written_is_one_line_and_exit_2(
 def test_a_write_that_fails_late_is_one_line_and_exit_2(
     tmp_path: Path, capsys: Any, monkeypatch: Any
 ) -> None:
-    import gpucap.report.page as page  # noqa: PLC0415
+    from gpucap.report import page  # noqa: PLC0415
 
     def full_disk(*args: Any, **kwargs: Any) -> None:
         raise OSError(28, "No space left on device")

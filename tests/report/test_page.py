@@ -17,13 +17,14 @@ from gpucap.report.page import PlanSection, SimulationSection, figure_json, plot
 from gpucap.report.plan import plan_view
 from gpucap.report.simulation import gpu_limits, simulation_view
 from gpucap.sim.recorder import Recorder
-
 from tests.report.runs import catalog, story, workshop_plan
 
 
 def sim_view(name: str) -> Any:
     scenario, result = story(name)
-    return simulation_view(result.events, result.summary, end=result.end, limits=gpu_limits(scenario))
+    return simulation_view(
+        result.events, result.summary, end=result.end, limits=gpu_limits(scenario)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +75,8 @@ def test_the_figure_has_a_series_for_pods_gpus_limits_and_each_capacity_types_co
 def test_bars_are_coloured_by_capacity_type_and_shaded_by_phase() -> None:
     names = trace_names(simulation_figure(sim_view("spot-ice.yaml")))
     bars = [n for n in names if " · " in n]
-    assert "spot · initialized" in bars and "on-demand · initialized" in bars
+    assert "spot · initialized" in bars
+    assert "on-demand · initialized" in bars
     assert "not launched · launching" in bars  # gpu-2, whose launch found no spot
 
 
@@ -93,7 +95,9 @@ def test_a_name_that_closes_a_script_is_escaped_in_the_figure_json() -> None:
 def test_a_hostile_pod_name_stays_text_in_the_event_table() -> None:
     rec = Recorder()
     rec.emit(0, "PodCreated", pod="default/<img src=x onerror=alert(1)>", gpus={})
-    html = render_page("t", [SimulationSection("s", simulation_view(rec.events, {**_empty_summary()}, end=1))])
+    html = render_page(
+        "t", [SimulationSection("s", simulation_view(rec.events, {**_empty_summary()}, end=1))]
+    )
     assert "<img src=x" not in html
     assert "&lt;img src=x onerror=alert(1)&gt;" in html
 

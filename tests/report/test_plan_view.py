@@ -13,7 +13,6 @@ from gpucap.apis.labels import CAPACITY_TYPE, ZONE
 from gpucap.report.plan import MAX_OPTIONS, not_taken_reason, plan_view
 from gpucap.scheduling.instancetypes import InstanceType, Offering
 from gpucap.scheduling.requirements import Requirement, Requirements
-
 from tests.report.runs import catalog, workshop_plan
 
 
@@ -35,7 +34,13 @@ def reqs(*rs: Requirement) -> Requirements:
 @pytest.mark.parametrize(
     ("offering", "requirements", "kept", "capacity_type", "why"),
     [
-        (SPOT_B_GONE, reqs(), True, "spot", "no capacity: spot g5.xlarge in us-east-1b is unavailable"),
+        (
+            SPOT_B_GONE,
+            reqs(),
+            True,
+            "spot",
+            "no capacity: spot g5.xlarge in us-east-1b is unavailable",
+        ),
         (
             SPOT_C,
             reqs(Requirement.new(ZONE, "In", ["us-east-1a"])),

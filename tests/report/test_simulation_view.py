@@ -12,13 +12,14 @@ from gpucap.report.simulation import PHASES, gpu_limits, removal_words, simulati
 from gpucap.sim.recorder import Event, Recorder
 from gpucap.sim.summary import summarize
 from gpucap.sim.timeline import timeline
-
 from tests.report.runs import story
 
 
 def view_of(name: str) -> Any:
     scenario, result = story(name)
-    return simulation_view(result.events, result.summary, end=result.end, limits=gpu_limits(scenario))
+    return simulation_view(
+        result.events, result.summary, end=result.end, limits=gpu_limits(scenario)
+    )
 
 
 def bar(view: Any, name: str) -> Any:
@@ -50,7 +51,11 @@ def one_node(*extra: tuple[float, str, dict[str, Any]]) -> list[Event]:
         (1, "NodeClaimLaunched", {"nodeClaim": "gpu-1", **LAUNCH}),
         (1, "AMIResolved", {"nodeClass": "gpu", "alias": "al2023@v1", "image": "ami-1"}),
         (51, "NodeRegistered", {"nodeClaim": "gpu-1", "node": "gpu-1"}),
-        (86, "NodeInitialized", {"nodeClaim": "gpu-1", "node": "gpu-1", "gpusAdvertised": {"nvidia.com/gpu": 4}}),
+        (
+            86,
+            "NodeInitialized",
+            {"nodeClaim": "gpu-1", "node": "gpu-1", "gpusAdvertised": {"nvidia.com/gpu": 4}},
+        ),
         (86, "PodBound", {"pod": "default/a-0", "node": "gpu-1", "nodeClaim": "gpu-1"}),
         (90, "PodReady", {"pod": "default/a-0", "node": "gpu-1"}),
         *extra,
@@ -79,7 +84,11 @@ def test_a_node_made_for_a_pending_pod_names_the_pod() -> None:
 
 def test_a_node_carries_its_offering_price_and_the_ami_its_node_class_resolved_to() -> None:
     node = bar(simulation_view(one_node(), {}, end=100), "gpu-1")
-    assert (node.instance_type, node.zone, node.capacity_type) == ("g5.xlarge", "us-east-1a", "spot")
+    assert (node.instance_type, node.zone, node.capacity_type) == (
+        "g5.xlarge",
+        "us-east-1a",
+        "spot",
+    )
     assert node.price_per_hour == pytest.approx(0.3939)
     assert node.ami == "ami-1"
 
@@ -110,7 +119,11 @@ def test_a_phase_still_open_at_the_end_ends_with_the_run() -> None:
 def test_a_failed_launch_is_one_launching_phase_and_says_why() -> None:
     events = log(
         (1, "NodeClaimCreated", {"nodeClaim": "gpu-1", "nodePool": "gpu"}),
-        (1, "LaunchFailed", {"nodeClaim": "gpu-1", "nodePool": "gpu", "reason": "InsufficientCapacity"}),
+        (
+            1,
+            "LaunchFailed",
+            {"nodeClaim": "gpu-1", "nodePool": "gpu", "reason": "InsufficientCapacity"},
+        ),
         (1, "NodeClaimDeleted", {"nodeClaim": "gpu-1", "reason": "InsufficientCapacity"}),
     )
     node = bar(simulation_view(events, {}, end=100), "gpu-1")
@@ -149,8 +162,12 @@ def test_each_cost_series_ends_at_the_summarys_cost_for_its_capacity_type(name: 
     for row in result.summary["costUSDByType"].values():
         for cap, dollars in row.items():
             by_capacity[cap] = by_capacity.get(cap, 0.0) + dollars
-    assert {cap: series[-1][1] for cap, series in view.cost.items()} == pytest.approx(by_capacity, abs=1e-5)
-    assert sum(series[-1][1] for series in view.cost.values()) == pytest.approx(result.summary["costUSD"], abs=1e-5)
+    assert {cap: series[-1][1] for cap, series in view.cost.items()} == pytest.approx(
+        by_capacity, abs=1e-5
+    )
+    assert sum(series[-1][1] for series in view.cost.values()) == pytest.approx(
+        result.summary["costUSD"], abs=1e-5
+    )
 
 
 def test_cost_never_decreases() -> None:
@@ -170,7 +187,11 @@ def test_time_slicing_shows_as_more_gpus_advertised_than_launched_under_the_limi
 
 def test_pods_are_pending_then_bound_then_ready() -> None:
     view = simulation_view(one_node(), {}, end=100)
-    assert [(t, p, b, r) for t, p, b, r in view.pods] == [(0, 1, 0, 0), (86, 0, 1, 0), (90, 0, 0, 1)]
+    assert [(t, p, b, r) for t, p, b, r in view.pods] == [
+        (0, 1, 0, 0),
+        (86, 0, 1, 0),
+        (90, 0, 0, 1),
+    ]
 
 
 def test_pod_counts_add_up_to_the_pods_that_exist_at_the_end() -> None:
@@ -178,7 +199,10 @@ def test_pod_counts_add_up_to_the_pods_that_exist_at_the_end() -> None:
     view = view_of("limits.yaml")
     _, pending, bound, ready = view.pods[-1]
     assert pending == len(result.summary["pendingAtEnd"])
-    assert pending + bound + ready == result.summary["pods"]["created"] - result.summary["pods"]["deleted"]
+    assert (
+        pending + bound + ready
+        == result.summary["pods"]["created"] - result.summary["pods"]["deleted"]
+    )
 
 
 # ---- the event table -----------------------------------------------------------------------------

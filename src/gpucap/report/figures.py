@@ -48,6 +48,8 @@ _SERIES_COLORS = {
     "physical": "#264653",
     "limit": "#9b2226",
 }
+# Hover labels dark on white, left-aligned: readable over any bar colour.
+_HOVERLABEL = {"bgcolor": "#ffffff", "font": {"color": "#1d2731", "size": 12}, "align": "left"}
 _ROW_PX = 26
 _SHORTEST_BAR = 0.004  # of the run: the narrowest bar drawn
 _PANEL_PX = 170
@@ -237,6 +239,7 @@ def simulation_figure(view: SimulationView, *, start: dt.datetime = EPOCH) -> di
         "margin": {"l": 190, "r": 20, "t": 10, "b": 40},
         "barmode": "overlay",
         "hovermode": "closest",
+        "hoverlabel": _HOVERLABEL,
         "showlegend": True,
         "legend": {"orientation": "v", "x": 1.01, "y": 1, "font": {"size": 11}},
         "plot_bgcolor": "#ffffff",
@@ -308,6 +311,7 @@ def plan_figure(view: PlanView) -> dict[str, Any]:
         "height": max(160, 24 * len(order) + 80),
         "margin": {"l": 220, "r": 20, "t": 30, "b": 40},
         "barmode": "overlay",
+        "hoverlabel": _HOVERLABEL,
         "xaxis": {"title": {"text": "$ per hour"}, "rangemode": "tozero"},
         "yaxis": {
             "type": "category",
