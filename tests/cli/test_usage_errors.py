@@ -41,7 +41,7 @@ CASES = [
     (["plan", POOL, "-x"], "error: -x: no such option"),
     (
         ["plan", POOL, "--regio", "us-east-1"],
-        "error: --regio: no such option (did you mean --region?)",
+        "error: --regio: no such option (did you mean --region or --report?)",
     ),
     (["lint", POOL, "--strict=yes"], "error: --strict: takes no value"),
     (

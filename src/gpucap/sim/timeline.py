@@ -5,8 +5,8 @@ would, related events merged: an ICE and the launch that replaced it, a NodeClai
 launched together, a node registered and initialized, a pod's wait and its pull and load times; a
 node that registers but never advertises its GPUs is said plainly, and so is one that registers
 before any device plugin exists (then initializes once one arrives). Each line keeps the type of
-the event that told it and the objects it names (`TimelineLine`), so the HTML report can filter
-them; `format_timeline` gives the same lines as text at wall-clock-style virtual times.
+the event that told it (`TimelineLine`), so the HTML report can filter them by kind;
+`format_timeline` gives the same lines as text at wall-clock-style virtual times.
 
 One wording for every reader: `gpucap simulate`'s terminal timeline and the demo
 (`cli/simulate_render.py`, `cli/demo.py`) and the report's event table (`report/simulation.py`)
@@ -177,16 +177,11 @@ def _batches(events: Sequence[Event]) -> list[list[int]]:
 @dataclass(frozen=True, slots=True)
 class TimelineLine:
     """One line of the timeline: at `t` seconds, `text`; `type` is the event type that told it
-    (the first of the events merged into the line) and `objects` the names that event carries
-    (`nodeClaim`, `node`, `pod`, `nodePool`, `instanceType` as given), for filtering."""
+    (the first of the events merged into the line), which the report's filter groups by."""
 
     t: float
     text: str
     type: str
-    objects: Mapping[str, str]
-
-
-_OBJECT_KEYS = ("nodeClaim", "node", "pod", "nodePool", "instanceType")
 
 
 class _Timeline:
@@ -201,10 +196,8 @@ class _Timeline:
         self.evicted_at: dict[str, float] = {}  # pod -> its last eviction, seen so far
 
     def say(self, t: float, text: str) -> None:
-        e = self.current
-        kind = e.type if e is not None else ""
-        objects = {} if e is None else {k: str(e.get(k)) for k in _OBJECT_KEYS if e.get(k)}
-        self.lines.append((t, len(self.lines), TimelineLine(t, text, kind, objects)))
+        kind = self.current.type if self.current is not None else ""
+        self.lines.append((t, len(self.lines), TimelineLine(t, text, kind)))
 
     def run(self) -> list[TimelineLine]:
         for batch in self.batches:
