@@ -125,16 +125,19 @@ class Opened:
         self.context.close()
 
 
-@pytest.fixture
-def opened(browser: Browser) -> Iterator[Any]:
-    pages: list[Opened] = []
+@pytest.fixture(scope="module")
+def opened(browser: Browser, reports: dict[str, Path]) -> Iterator[Any]:
+    """`opened(name)`: the report `name` open in its own page, opened once for the module (the
+    page keeps recording requests and console errors for every test that uses it)."""
+    pages: dict[str, Opened] = {}
 
-    def open_(path: Path) -> Opened:
-        pages.append(Opened(browser, path))
-        return pages[-1]
+    def open_(name: str) -> Opened:
+        if name not in pages:
+            pages[name] = Opened(browser, reports[name])
+        return pages[name]
 
     yield open_
-    for p in pages:
+    for p in pages.values():
         p.close()
 
 
@@ -184,9 +187,9 @@ def _checked(o: Opened) -> None:
 
 
 def test_the_simulation_report_draws_every_node_and_series_and_hovers_a_removed_node(
-    reports: dict[str, Path], opened: Any, tmp_path: Path
+    opened: Any, tmp_path: Path
 ) -> None:
-    o = opened(reports["simulate"])
+    o = opened("simulate")
     o.page.locator("#section-1-chart").scroll_into_view_if_needed()
     counts = _figure_counts(o.page, "section-1-chart")
     assert counts["svg"] >= 1
@@ -203,8 +206,8 @@ def test_the_simulation_report_draws_every_node_and_series_and_hovers_a_removed_
     _checked(o)
 
 
-def test_the_event_filter_keeps_the_matching_lines(reports: dict[str, Path], opened: Any) -> None:
-    o = opened(reports["simulate"])
+def test_the_event_filter_keeps_the_matching_lines(opened: Any) -> None:
+    o = opened("simulate")
     count = o.page.locator('[data-count="section-1"]')
     total = int((count.text_content() or "").split(" of ")[1])
     o.page.fill('input[data-filter="section-1"]', "gpu-2")
@@ -215,13 +218,15 @@ def test_the_event_filter_keeps_the_matching_lines(reports: dict[str, Path], ope
     o.page.fill('input[data-filter="section-1"]', "")
     o.page.select_option('select[data-category="section-1"]', "disruption")
     assert o.page.locator('table[data-events="section-1"] tbody tr:visible').count() == 1
+    o.page.select_option('select[data-category="section-1"]', "")
+    assert o.page.locator('table[data-events="section-1"] tbody tr:visible').count() == total
     _checked(o)
 
 
 def test_the_plan_report_draws_the_options_chart_and_the_tables(
-    reports: dict[str, Path], opened: Any, tmp_path: Path
+    opened: Any, tmp_path: Path
 ) -> None:
-    o = opened(reports["plan"])
+    o = opened("plan")
     counts = _figure_counts(o.page, "section-1-chart")
     assert counts["svg"] >= 1
     assert counts["drawn"] == counts["figure"] == 2  # launched, dearer
@@ -233,10 +238,8 @@ def test_the_plan_report_draws_the_options_chart_and_the_tables(
     _checked(o)
 
 
-def test_the_demo_report_draws_both_acts_and_both_plans(
-    reports: dict[str, Path], opened: Any, tmp_path: Path
-) -> None:
-    o = opened(reports["demo"])
+def test_the_demo_report_draws_both_acts_and_both_plans(opened: Any, tmp_path: Path) -> None:
+    o = opened("demo")
     kinds = o.page.eval_on_selector_all("section", "els => els.map(e => e.dataset.kind)")
     assert kinds == ["simulation", "simulation", "plan", "plan"]
     for i in (1, 2, 3, 4):
