@@ -7,9 +7,10 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from gpucap.apis.serde import LoadResult, Manifest
+from gpucap.apis.placeholders import substitute
+from gpucap.apis.serde import LoadResult, Manifest, load_text
 from gpucap.apis.workloads import Deployment
-from gpucap.cli.demo import _workshop
+from gpucap.cli.demo import DEMO_VALUES, workshop_texts
 from gpucap.cloudprovider.aws.catalog import Catalog, load_catalog
 from gpucap.controllers.provisioning import Plan, plan
 from gpucap.sim.scenario import LoadedScenario, load_scenario
@@ -31,7 +32,9 @@ def story(name: str) -> tuple[LoadedScenario, SimulationResult]:
 
 def workshop(replicas: int | None = None) -> LoadResult:
     """The bundled workshop, placeholders filled as the demo fills them; vLLM at `replicas`."""
-    loaded = _workshop()
+    loaded = LoadResult()
+    for name, text in workshop_texts():
+        loaded.extend(load_text(substitute(text, DEMO_VALUES).text, name))
     if replicas is None:
         return loaded
     scaled = LoadResult(issues=list(loaded.issues))

@@ -10,10 +10,13 @@ import dataclasses
 import pytest
 
 from gpucap.apis.labels import CAPACITY_TYPE, ZONE
+from gpucap.apis.serde import LoadResult, Manifest
+from gpucap.apis.workloads import Deployment
+from gpucap.controllers.provisioning import plan
 from gpucap.report.plan import MAX_OPTIONS, not_taken_reason, plan_view
 from gpucap.scheduling.instancetypes import InstanceType, Offering
 from gpucap.scheduling.requirements import Requirement, Requirements
-from tests.report.runs import catalog, workshop_plan
+from tests.report.runs import catalog, workshop, workshop_plan
 
 
 def g5(*offerings: Offering) -> InstanceType:
@@ -112,3 +115,29 @@ def test_pods_held_back_by_the_gpu_limit_come_with_plan_explains_reasons() -> No
         assert pool.nodepool == "gpu"
         assert pool.verdict  # what --explain prints for the NodePool
     assert view.price_per_hour == pytest.approx(sum(c.price or 0 for c in view.claims))
+
+
+def test_a_pod_that_allows_only_on_demand_sees_the_cheaper_spot_options_refused_by_its_requirements() -> (
+    None
+):
+    loaded = workshop()
+    pinned = LoadResult(issues=list(loaded.issues))
+    for m in loaded.manifests:
+        obj = m.obj
+        if isinstance(obj, Deployment) and obj.metadata.name == "vllm":
+            pod = obj.spec.template.spec.model_copy(
+                update={"node_selector": {"karpenter.sh/capacity-type": "on-demand"}}
+            )
+            template = obj.spec.template.model_copy(update={"spec": pod})
+            obj = obj.model_copy(
+                update={"spec": obj.spec.model_copy(update={"template": template})}
+            )
+        pinned.manifests.append(Manifest(obj, m.source))
+    made = plan(pinned.objects, catalog())
+    (claim,) = plan_view(made, pinned.objects, catalog()).claims
+    assert (claim.instance_type, claim.capacity_type) == ("g6.xlarge", "on-demand")
+    cheaper = [o for o in claim.options if o.status == "cheaper, not taken"]
+    assert [o.instance_type for o in cheaper] == ["g5.xlarge", "g6.2xlarge", "g5.2xlarge"]
+    for o in cheaper:
+        assert o.offering.startswith("spot in ")
+        assert o.why == "spot is not allowed by the NodeClaim's requirements"
