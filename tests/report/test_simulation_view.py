@@ -116,6 +116,16 @@ def test_a_phase_still_open_at_the_end_ends_with_the_run() -> None:
     assert node.why_removed is None
 
 
+def test_an_abandoned_disruption_leaves_the_node_serving_with_no_removal_reason() -> None:
+    events = one_node(
+        (200, "DisruptionDecision", {"nodeClaim": "gpu-1", "reason": "Underutilized"}),
+        (260, "DisruptionAbandoned", {"nodeClaim": "gpu-1"}),
+    )
+    node = bar(simulation_view(events, {}, end=300), "gpu-1")
+    assert node.why_removed is None
+    assert [p.name for p in node.phases] == ["launching", "registered", "initialized"]
+
+
 def test_a_failed_launch_is_one_launching_phase_and_says_why() -> None:
     events = log(
         (1, "NodeClaimCreated", {"nodeClaim": "gpu-1", "nodePool": "gpu"}),

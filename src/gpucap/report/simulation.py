@@ -7,7 +7,8 @@ summary (`sim/summary.py`) and the NodePools' GPU limits, and returns plain data
   price), its AMI, its phases and why it was created and why it went away. Phases: `launching`
   (created until its node registers, or until the launch failed), `registered` (registered, GPU
   not advertised yet: not initialized), `initialized` (until the NodeClaim is deleted or a
-  disruption decision names it), `draining` (from that moment to termination). A phase still
+  disruption decision names it; a decision later abandoned does not count), `draining` (from
+  that moment to termination). A phase still
   open at the end of the run ends there; a NodeClaim whose launch failed has one phase,
   `launching`, until the failure.
 - `pods`: pods Pending / Bound (not Ready yet) / Ready after each instant that changed them.
@@ -232,6 +233,12 @@ def _nodes(events: Sequence[Event], end: float) -> list[NodeBar]:
                         replaces[str(r)] = (names_words(named), str(e.get("reason")))
                 if bar.draining is None:
                     bar.draining = e.t
+            case "DisruptionAbandoned" if bar is not None and bar.terminated is None:
+                # The command was given up (its replacement failed, a pod came back): the node
+                # serves on, as if never chosen.
+                decisions.pop(claim, None)
+                if claim not in deletions:
+                    bar.draining = None
             case "NodeClaimDeleted" if bar is not None:
                 deletions.setdefault(claim, e)
                 if bar.draining is None:
