@@ -7,7 +7,7 @@ SRC := src tests bench scripts
 
 .PHONY: test lint typecheck layers unit wheel browser bench bench-sim fuzz clean
 
-test: lint typecheck layers unit wheel
+test: browser lint typecheck layers unit wheel
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
