@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gpucap.cloudprovider.aws import launch
 from gpucap.cloudprovider.aws.catalog import load_catalog
 from gpucap.cloudprovider.aws.launch import (
     FleetOverride,
@@ -163,9 +164,7 @@ def _outcome(
 
 def _described(options: LaunchOptions, given: Any) -> tuple[Any, ...]:
     inputs = {id(it) for it in given}
-    kept = [
-        (it.name, id(it.requirements), it.offerings, id(it) in inputs) for it in options.types
-    ]
+    kept = [(it.name, id(it.requirements), it.offerings, id(it) in inputs) for it in options.types]
     capacity_type = options.capacity_type()
     # The cloud provider offers only the types with an AMI: every other one here.
     only = [i % 2 == 0 for i in range(len(options.types))]
@@ -187,6 +186,7 @@ def _described(options: LaunchOptions, given: Any) -> tuple[Any, ...]:
     seed=st.integers(0, 2**16),
 )
 def test_the_tables_choose_what_the_reference_chooses(
+    *,
     types: list[InstanceType],
     reqs: Requirements,
     wanted: dict[str, int],
@@ -224,7 +224,7 @@ CATALOG = load_catalog("us-east-1").scheduling_instance_types()
 
 
 @pytest.mark.parametrize(
-    "reqs, wanted",
+    ("reqs", "wanted"),
     [
         (Requirements.of(Requirement.new(CT, "In", ["spot", "on-demand"])), {"cpu": 2000}),
         (
@@ -276,16 +276,31 @@ def test_a_launch_carries_the_offerings_own_prices() -> None:
     assert type(launch.price) is float
 
 
+NAN_TYPE = InstanceType(
+    "n.large", Requirements(), {}, {}, (Offering("z", "spot", float("nan"), True),)
+)
+
+
 def test_a_nan_price_takes_the_reference_path() -> None:
-    nan = InstanceType("n.large", Requirements(), {}, {}, (Offering("z", "spot", float("nan"), True),))
-    assert not LaunchTable((nan,)).exact
-    assert [it.name for it in launch_options((nan,), Requirements()).types] == ["n.large"]
+    assert not LaunchTable((NAN_TYPE,)).exact
+    assert [it.name for it in launch_options((NAN_TYPE,), Requirements()).types] == ["n.large"]
 
 
-def test_a_list_drawn_from_a_tuple_uses_that_tuples_table() -> None:
-    # `among` is a speed-up: the claim's types are looked up in the NodePool's table.
+def test_a_list_drawn_from_a_tuple_uses_that_tuples_table(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `among` is a speed-up: the claim's types are looked up in the NodePool's table, so no
+    # table is built for the claim's own list.
     options = list(CATALOG[:50])
-    launch_options(options, Requirements(), among=CATALOG)
-    from gpucap.cloudprovider.aws import launch
+    expected = [it.name for it in launch_options(options, Requirements(), among=CATALOG).types]
 
-    assert launch._tables(CATALOG).rows(options) is not None
+    def no_new_table(types: object) -> LaunchTable:
+        raise AssertionError("built a table for the claim's list")
+
+    monkeypatch.setattr(launch, "LaunchTable", no_new_table)
+    offered = launch_options(options, Requirements(), among=CATALOG).types
+    assert [it.name for it in offered] == expected
+    with pytest.raises(AssertionError, match="built a table"):
+        launch_options(options, Requirements())
+    with pytest.raises(AssertionError, match="built a table"):
+        launch_options([*options, NAN_TYPE], Requirements(), among=CATALOG)

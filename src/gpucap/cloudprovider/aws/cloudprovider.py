@@ -49,12 +49,7 @@ from gpucap.cloudprovider.aws.ice_cache import (
     SERVICE_LINKED_ROLE_ERROR,
     UnavailableOfferings,
 )
-from gpucap.cloudprovider.aws.launch import (
-    MinValuesPolicy,
-    choose_capacity_type,
-    filter_instance_types,
-    fleet_overrides,
-)
+from gpucap.cloudprovider.aws.launch import MinValuesPolicy, launch_options
 from gpucap.cloudprovider.types import (
     CreateError,
     InsufficientCapacityError,
@@ -281,23 +276,24 @@ class AWSCloudProvider:
         images = self._images(nodeclass)
         reqs = Requirements.from_node_selector(node_claim.spec.requirements)
         requests = base_units(node_claim.spec.resources.requests)
-        types = filter_instance_types(
+        options = launch_options(
             self.instance_types_for(nodeclass),
             reqs,
             requests,
             min_values_policy=self.min_values_policy,
         )
-        capacity_type = choose_capacity_type(types, reqs)
+        capacity_type = options.capacity_type()
         # Each type launches with the first AMI whose requirements it meets.
         image_of: dict[str, str] = {}
-        for it in types:
+        for it in options.types:
             image = _image_for(it, images)
             if image is not None:
                 image_of[it.name] = image.id
-        types = [it for it in types if it.name in image_of]
+        with_image = [it.name in image_of for it in options.types]
+        types = [it for it, ok in zip(options.types, with_image, strict=True) if ok]
         if not types:
             raise CreateError("LaunchFailed", "no instance types satisfy requirements of amis")
-        overrides = fleet_overrides(types, reqs, capacity_type)
+        overrides = options.overrides(capacity_type, only=with_image)
         subnets = self._subnet_by_zone()
         request = self._create_fleet_request(
             node_claim,

@@ -277,7 +277,12 @@ def launch_options(
         return LaunchOptions(kept, requirements)
     table, rows = found
     return _vectorised(
-        table, rows, requirements, requests or {}, min_values_policy, max_instance_types
+        table,
+        rows,
+        requirements,
+        requests or {},
+        min_values_policy=min_values_policy,
+        max_instance_types=max_instance_types,
     )
 
 
@@ -444,6 +449,7 @@ def _vectorised(
     rows: Rows,
     reqs: Requirements,
     requests: Mapping[str, int],
+    *,
     min_values_policy: MinValuesPolicy,
     max_instance_types: int,
 ) -> LaunchOptions:
@@ -504,9 +510,7 @@ def _vectorised(
         narrowed = table.count_per_row(keep) < table.n_offerings
         if rebuilt is not None:
             narrowed |= rebuilt
-        types = [
-            table.rebuilt(r, keep) if narrowed[r] else table.types[r] for r in kept.tolist()
-        ]
+        types = [table.rebuilt(r, keep) if narrowed[r] else table.types[r] for r in kept.tolist()]
     if min_values:
         _, unmet = satisfies_min_values(types, reqs)
         if unmet and min_values_policy == "Strict":
@@ -550,7 +554,11 @@ class LaunchOptions:
         """Step 7, `fleet_overrides` of `types` (of those whose flag in `only` is set)."""
         arrays = self._arrays
         if arrays is None:
-            types = self.types if only is None else [t for t, u in zip(self.types, only) if u]
+            types = (
+                self.types
+                if only is None
+                else [t for t, u in zip(self.types, only, strict=True) if u]
+            )
             return fleet_overrides(types, self.requirements, capacity_type)
         table, rows = arrays.table, arrays.rows
         if only is not None:
@@ -568,7 +576,11 @@ class LaunchOptions:
         # Sorted by (price, name, zone); zone codes are ranks (`LaunchTable.zones` is sorted).
         chosen = chosen[
             np.lexsort(
-                (table.off_zone[chosen], table.name_rank[table.off_row[chosen]], table.price[chosen])
+                (
+                    table.off_zone[chosen],
+                    table.name_rank[table.off_row[chosen]],
+                    table.price[chosen],
+                )
             )
         ]
         return tuple(

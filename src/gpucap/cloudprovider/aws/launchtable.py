@@ -30,8 +30,8 @@ tuple (by identity, `runtime.memo.IdentityMemo`).
 from __future__ import annotations
 
 import math
-from itertools import compress
 from collections.abc import Mapping, Sequence
+from itertools import compress
 from typing import Any, Final
 
 import numpy as np
@@ -99,10 +99,7 @@ class _KeyCodes:
         n_single = len(self.single)
         self.undefined = n_single + len(self.groups)
         self.code: Ints = np.fromiter(
-            (
-                i if kind == 0 else n_single + i if kind == 1 else self.undefined
-                for kind, i in raw
-            ),
+            (i if kind == 0 else n_single + i if kind == 1 else self.undefined for kind, i in raw),
             dtype=np.int64,
             count=len(raw),
         )
@@ -181,9 +178,7 @@ class LaunchTable:
             (self.ct_index[o.capacity_type] for o in self.offerings), np.int64, count=m
         )
         self.price: Floats = np.fromiter((o.price for o in self.offerings), np.float64, count=m)
-        self.available: Mask = np.fromiter(
-            (o.available for o in self.offerings), np.bool_, count=m
-        )
+        self.available: Mask = np.fromiter((o.available for o in self.offerings), np.bool_, count=m)
         self.exact = self.exact and not any(math.isnan(o.price) for o in self.offerings)
         # Rows with offerings, for segment reductions (`reduceat` needs non-empty segments).
         self._seg_rows: Ints = np.flatnonzero(counts > 0)
@@ -196,8 +191,7 @@ class LaunchTable:
         for key in sorted(self.keys - ALLOW_UNDEFINED_WELL_KNOWN):
             requires = np.fromiter(
                 (
-                    (own := it.requirements.get(key)) is not None
-                    and own.operator not in _NEGATIVE
+                    (own := it.requirements.get(key)) is not None and own.operator not in _NEGATIVE
                     for it in self.types
                 ),
                 np.bool_,
@@ -341,4 +335,3 @@ def _ranks(values: Sequence[str]) -> Ints:
     """Each value's rank in sorted order (equal values share a rank)."""
     order = {v: i for i, v in enumerate(sorted(set(values)))}
     return np.fromiter((order[v] for v in values), np.int64, count=len(values))
-
