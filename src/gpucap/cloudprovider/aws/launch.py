@@ -274,7 +274,7 @@ def launch_options(
             min_values_policy=min_values_policy,
             max_instance_types=max_instance_types,
         )
-        return LaunchOptions(kept, requirements)
+        return LaunchOptions(requirements, kept)
     table, rows = found
     return _vectorised(
         table,
@@ -438,12 +438,6 @@ def _table_and_rows(
     return table, rows
 
 
-def _row_mask(n: int, rows: Rows) -> Mask:
-    mask = np.zeros(n, dtype=np.bool_)
-    mask[rows] = True
-    return mask
-
-
 def _vectorised(
     table: LaunchTable,
     rows: Rows,
@@ -455,87 +449,141 @@ def _vectorised(
 ) -> LaunchOptions:
     """Steps 1-5 as `reference_filter_instance_types` takes them, on the table's arrays.
 
-    The state between steps: `cur`, the rows still offered, in input order; `keep`, per offering
-    of the table, whether it is still among its type's offerings (None: every type keeps all of
-    its own); `rebuilt`, the rows the reserved step replaced by a narrowed copy.
+    Step 1 runs per row over the whole table (its masks are memoised per requirement); the
+    offering-level steps run on the offerings of the rows step 1 keeps only (`off`, with `seg`
+    the start of each row's run in it). The state between steps: `cur`, the rows still offered,
+    in input order; `keep`, per offering in `off`, whether it is still among its type's
+    offerings (None: every type keeps all of its own); `rebuilt`, per row of `alive`, whether
+    the reserved step replaced it by a narrowed copy.
     """
-    n = len(table)
-    allowed = table.allowed(reqs)
     # 1. compatible-available
     ok = table.compatible(reqs)
     ok &= table.fits(requests)
-    ok &= table.any_per_row(allowed)
+    ok &= table.offered(reqs)
     cur = rows[ok[rows]]
+    if not len(cur):
+        raise InsufficientCapacityError(ALL_UNAVAILABLE)
+    present = np.zeros(len(table), dtype=np.bool_)
+    present[cur] = True
+    alive = np.flatnonzero(present)  # sorted: `np.searchsorted(alive, cur)` is each row's run
+    off, seg = table.offerings_of(alive)
+    local = np.repeat(np.arange(len(alive)), table.n_offerings[alive])
+    allowed = table.allowed(reqs)[off]
+    ct = table.off_ct[off]
+    price = table.price[off]
     keep: Mask | None = None
     rebuilt: Mask | None = None
     capacity_types = reqs.get_or_exists(CAPACITY_TYPE)
     min_values = reqs.has_min_values()
     # 2. reserved offerings: the first available allowed reserved offering per type and zone.
-    if len(cur) and capacity_types.has(RESERVED):
-        candidates = np.flatnonzero(
-            allowed & table.of_capacity_type(RESERVED) & _row_mask(n, cur)[table.off_row]
-        )
+    if capacity_types.has(RESERVED):
+        candidates = np.flatnonzero(allowed & (ct == table.ct_code(RESERVED)))
         if len(candidates):
-            pools = table.off_row[candidates] * len(table.zones) + table.off_zone[candidates]
+            pools = local[candidates] * len(table.zones) + table.off_zone[off[candidates]]
             _, first = np.unique(pools, return_index=True)
-            keep = np.zeros(len(table.offerings), dtype=np.bool_)
+            keep = np.zeros(len(off), dtype=np.bool_)
             keep[candidates[first]] = True
-            rebuilt = table.any_per_row(keep)
-            cur = cur[rebuilt[cur]]
+            rebuilt = np.logical_or.reduceat(keep, seg)
+            cur = cur[rebuilt[np.searchsorted(alive, cur)]]
     # 3. exotic types, unless they are all that is left
-    if len(cur) and not min_values:
+    if not min_values:
         generic = cur[~table.exotic[cur]]
         if len(generic):
             cur = generic
     # 4. spot offerings above the cheapest on-demand one
-    if len(cur) and not min_values and capacity_types.has(ON_DEMAND) and capacity_types.has(SPOT):
-        in_cur = _row_mask(n, cur)[table.off_row]
+    if not min_values and capacity_types.has(ON_DEMAND) and capacity_types.has(SPOT):
+        in_cur = np.zeros(len(alive), dtype=np.bool_)
+        in_cur[np.searchsorted(alive, cur)] = True
+        in_cur = in_cur[local]
         usable = allowed & in_cur if keep is None else allowed & in_cur & keep
-        on_demand = usable & table.of_capacity_type(ON_DEMAND)
-        spot = table.of_capacity_type(SPOT)
+        on_demand = usable & (ct == table.ct_code(ON_DEMAND))
+        spot = ct == table.ct_code(SPOT)
         if on_demand.any() and (usable & spot).any():
-            ceiling = table.price[on_demand].min()
-            drop = in_cur & spot & (table.price > ceiling)
+            ceiling = price[on_demand].min()
+            drop = in_cur & spot & (price > ceiling)
             if drop.any():
                 keep = ~drop if keep is None else keep & ~drop
-                cur = cur[table.any_per_row(keep)[cur]]
+                cur = cur[np.logical_or.reduceat(keep, seg)[np.searchsorted(alive, cur)]]
     if not len(cur):
         raise InsufficientCapacityError(ALL_UNAVAILABLE)
     # 5. truncate: by the cheapest available allowed offering left, ties by name (stable).
-    prices = table.cheapest_allowed(reqs) if keep is None else table.cheapest(keep & allowed)
-    kept = cur[np.lexsort((table.name_rank[cur], prices[cur]))][:max_instance_types]
     if keep is None:
-        types = [table.types[r] for r in kept.tolist()]
+        prices = table.cheapest_allowed(reqs)[cur]
     else:
-        narrowed = table.count_per_row(keep) < table.n_offerings
+        left = np.where(keep & allowed, price, np.inf)
+        prices = np.minimum.reduceat(left, seg)[np.searchsorted(alive, cur)]
+    kept = cur[np.lexsort((table.name_rank[cur], prices))][:max_instance_types]
+    runs = np.searchsorted(alive, kept)
+    selected = np.zeros(len(alive), dtype=np.bool_)
+    selected[runs] = True
+    current = selected[local]
+    narrowed: list[list[bool] | None] | None = None
+    if keep is not None:
+        current &= keep
+        cut = np.add.reduceat(keep.astype(np.int64), seg) < table.n_offerings[alive]
         if rebuilt is not None:
-            narrowed |= rebuilt
-        types = [table.rebuilt(r, keep) if narrowed[r] else table.types[r] for r in kept.tolist()]
+            cut |= rebuilt
+        begin = seg.tolist()
+        narrowed = [
+            keep[begin[i] : begin[i] + int(table.n_offerings[r])].tolist() if cut[i] else None
+            for r, i in zip(kept.tolist(), runs.tolist(), strict=True)
+        ]
     if min_values:
-        _, unmet = satisfies_min_values(types, reqs)
+        # minValues reads requirements only, which a narrowed copy shares with its row.
+        _, unmet = satisfies_min_values([table.types[r] for r in kept.tolist()], reqs)
         if unmet and min_values_policy == "Strict":
             raise InsufficientCapacityError(MIN_VALUES_TRUNCATED, unmet_min_values=unmet)
-    return LaunchOptions(types, reqs, _Arrays(table, kept, keep))
+    return LaunchOptions(reqs, arrays=_Arrays(table, kept, off[current], narrowed))
 
 
 @dataclass(frozen=True, slots=True)
 class _Arrays:
-    """Where `LaunchOptions.types` are in their table: a row per type, and the offering mask
-    (None: each type has all of its row's offerings)."""
+    """Where `LaunchOptions.types` are in their table: a row per type, the offerings (indices
+    in the table) those types have now, and per type the flags of its row's offerings it keeps
+    (None: it is the row's own object; `narrowed` None: every type is)."""
 
     table: LaunchTable
     rows: Rows
-    keep: Mask | None
+    offerings: Rows
+    narrowed: list[list[bool] | None] | None
 
 
-@dataclass(frozen=True, slots=True)
 class LaunchOptions:
     """Steps 1-5 for one claim: `types`, what CreateFleet is offered (cheapest first), and
-    steps 6-7 on them. Built by `launch_options`."""
+    steps 6-7 on them. Built by `launch_options` (on tables, `types` are made when first read:
+    `choose_launch` never reads them)."""
 
-    types: list[InstanceType]
-    requirements: Requirements
-    _arrays: _Arrays | None = None
+    __slots__ = ("_arrays", "_types", "requirements")
+
+    def __init__(
+        self,
+        requirements: Requirements,
+        types: list[InstanceType] | None = None,
+        *,
+        arrays: _Arrays | None = None,
+    ) -> None:
+        if (types is None) == (arrays is None):
+            raise ValueError("LaunchOptions takes either types or arrays")
+        self.requirements = requirements
+        self._types = types
+        self._arrays = arrays
+
+    @property
+    def types(self) -> list[InstanceType]:
+        """The types CreateFleet is offered, cheapest first; a type whose offerings a filter
+        narrowed is a new `InstanceType` with the remaining ones."""
+        if self._types is None:
+            arrays = self._arrays
+            assert arrays is not None
+            table, rows = arrays.table, arrays.rows.tolist()
+            if arrays.narrowed is None:
+                self._types = [table.types[r] for r in rows]
+            else:
+                self._types = [
+                    table.types[r] if kept is None else table.rebuilt(r, kept)
+                    for r, kept in zip(rows, arrays.narrowed, strict=True)
+                ]
+        return self._types
 
     def capacity_type(self) -> str:
         """Step 6, `choose_capacity_type` of `types`."""
@@ -544,7 +592,7 @@ class LaunchOptions:
             return choose_capacity_type(self.types, self.requirements)
         allowed = self.requirements.get_or_exists(CAPACITY_TYPE)
         for capacity_type in (RESERVED, SPOT):
-            if allowed.has(capacity_type) and self._of(arrays, capacity_type, arrays.rows).any():
+            if allowed.has(capacity_type) and self._of(arrays, capacity_type).any():
                 return capacity_type
         return ON_DEMAND
 
@@ -563,12 +611,15 @@ class LaunchOptions:
         table, rows = arrays.table, arrays.rows
         if only is not None:
             rows = rows[np.fromiter(only, dtype=np.bool_, count=len(rows))]
-        chosen = np.flatnonzero(self._of(arrays, capacity_type, rows))
-        if not len(chosen):
-            return ()
-        # One override per (type name, zone): the first in the types' order, then offering order.
+        # Each offering's place: the first position of its type among `rows` (past the end:
+        # not among them); one override per (type name, zone), the first by that place.
         position = np.full(len(table), len(rows), dtype=np.int64)
         position[rows[::-1]] = np.arange(len(rows) - 1, -1, -1)
+        chosen = arrays.offerings[self._of(arrays, capacity_type)]
+        place = position[table.off_row[chosen]]
+        chosen = chosen[place < len(rows)]
+        if not len(chosen):
+            return ()
         chosen = chosen[np.argsort(position[table.off_row[chosen]], kind="stable")]
         names = table.name_rank[table.off_row[chosen]]
         _, first = np.unique(names * len(table.zones) + table.off_zone[chosen], return_index=True)
@@ -588,15 +639,14 @@ class LaunchOptions:
             for r, i in zip(table.off_row[chosen].tolist(), chosen.tolist(), strict=True)
         )
 
-    def _of(self, arrays: _Arrays, capacity_type: str, rows: Rows) -> Mask:
-        """Per offering: one of `rows`' current offerings, available, in an allowed zone and of
+    def _of(self, arrays: _Arrays, capacity_type: str) -> Mask:
+        """Per offering of `arrays.offerings`: available, in an allowed zone and of
         `capacity_type` (`compatible_offerings` with the capacity type narrowed to it)."""
-        table = arrays.table
-        mask = table.available & table.of_capacity_type(capacity_type)
-        mask &= table.zone_allowed(self.requirements.get(ZONE))
-        mask &= _row_mask(len(table), rows)[table.off_row]
-        if arrays.keep is not None:
-            mask &= arrays.keep
+        table, off = arrays.table, arrays.offerings
+        mask: Mask = table.available[off] & (table.off_ct[off] == table.ct_code(capacity_type))
+        zone = self.requirements.get(ZONE)
+        if zone is not None:
+            mask &= table.zones_allowed(zone)[table.off_zone[off]]
         return mask
 
 

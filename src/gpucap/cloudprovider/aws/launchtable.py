@@ -202,6 +202,7 @@ class LaunchTable:
         self._key_codes: dict[str, _KeyCodes] = {}
         self._answers: dict[tuple[str, Requirement], Mask] = {}
         self._allowed: dict[tuple[Requirement | None, Requirement | None], Mask] = {}
+        self._offered: dict[tuple[Requirement | None, Requirement | None], Mask] = {}
         self._cheapest: dict[tuple[Requirement | None, Requirement | None], Floats] = {}
 
     def __len__(self) -> int:
@@ -209,11 +210,11 @@ class LaunchTable:
 
     def rows(self, types: Sequence[InstanceType]) -> Ints | None:
         """The row of each of `types` (by identity), or None when one is not in the table."""
-        row_of = self.row_of
         try:
-            return np.fromiter((row_of[id(it)] for it in types), np.int64, count=len(types))
+            found = list(map(self.row_of.__getitem__, map(id, types)))
         except KeyError:
             return None
+        return np.array(found, dtype=np.int64)
 
     # ---- per row -----------------------------------------------------------------------------
     def compatible(self, reqs: Requirements) -> Mask:
@@ -256,46 +257,48 @@ class LaunchTable:
         key = (zone, ct)
         mask = self._allowed.get(key)
         if mask is None:
-            mask = self.available & self.zone_allowed(zone)
+            mask = self.available.copy()
+            if zone is not None:
+                mask &= self.zones_allowed(zone)[self.off_zone]
             if ct is not None:
                 ct_ok = np.fromiter(
                     (ct.has(c) for c in self.capacity_types), np.bool_, len(self.capacity_types)
                 )
-                mask = mask & ct_ok[self.off_ct]
+                mask &= ct_ok[self.off_ct]
             if len(self._allowed) >= _MEMO_SIZE:
                 self._allowed.clear()
+                self._offered.clear()
             self._allowed[key] = mask
         return mask
 
-    def zone_allowed(self, zone: Requirement | None) -> Mask:
-        """Per offering: its zone is allowed by `zone` (every zone when None)."""
-        if zone is None:
-            return np.ones(len(self.offerings), dtype=np.bool_)
-        ok = np.fromiter((zone.has(z) for z in self.zones), np.bool_, len(self.zones))
-        result: Mask = ok[self.off_zone]
-        return result
+    def offered(self, reqs: Requirements) -> Mask:
+        """Per row: it has an offering `allowed(reqs)` selects (memoised the same way)."""
+        key = (reqs.get(ZONE), reqs.get(CAPACITY_TYPE))
+        mask = self._offered.get(key)
+        if mask is None:
+            mask = np.zeros(len(self.types), dtype=np.bool_)
+            if len(self._seg_rows):
+                mask[self._seg_rows] = np.logical_or.reduceat(self.allowed(reqs), self._seg_start)
+            self._offered[key] = mask
+        return mask
 
-    def of_capacity_type(self, capacity_type: str) -> Mask:
-        """Per offering: its capacity type is `capacity_type`."""
-        code = self.ct_index.get(capacity_type)
-        if code is None:
-            return np.zeros(len(self.offerings), dtype=np.bool_)
-        result: Mask = self.off_ct == code
-        return result
+    def zones_allowed(self, zone: Requirement) -> Mask:
+        """Per zone code: `zone` allows it."""
+        return np.fromiter((zone.has(z) for z in self.zones), np.bool_, len(self.zones))
 
-    def any_per_row(self, offerings: Mask) -> Mask:
-        """Per row: some offering of the row is selected."""
-        out = np.zeros(len(self.types), dtype=np.bool_)
-        if len(self._seg_rows):
-            out[self._seg_rows] = np.logical_or.reduceat(offerings, self._seg_start)
-        return out
+    def ct_code(self, capacity_type: str) -> int:
+        """The code of `capacity_type` in `off_ct` (-1, matching none, when no offering has it)."""
+        return self.ct_index.get(capacity_type, -1)
 
-    def count_per_row(self, offerings: Mask) -> Ints:
-        """Per row: how many of its offerings are selected."""
-        out = np.zeros(len(self.types), dtype=np.int64)
-        if len(self._seg_rows):
-            out[self._seg_rows] = np.add.reduceat(offerings.astype(np.int64), self._seg_start)
-        return out
+    def offerings_of(self, rows: Ints) -> tuple[Ints, Ints]:
+        """The offering indices of `rows` (each row's run in order, rows in the given order),
+        and where each row's run starts in them."""
+        counts = self.n_offerings[rows]
+        ends = np.cumsum(counts)
+        seg = ends - counts
+        off = np.arange(int(ends[-1]) if len(ends) else 0, dtype=np.int64)
+        off += np.repeat(self.start[rows] - seg, counts)
+        return off, seg
 
     def cheapest(self, offerings: Mask) -> Floats:
         """Per row: the lowest price among its selected offerings (inf when none)."""
@@ -316,18 +319,16 @@ class LaunchTable:
             self._cheapest[key] = prices
         return prices
 
-    def rebuilt(self, row: int, offerings: Mask) -> InstanceType:
-        """A new type like row `row` with only its selected offerings (the launch filters'
-        narrowed copy; a fresh object, so no price memo is shared)."""
+    def rebuilt(self, row: int, kept: list[bool]) -> InstanceType:
+        """A new type like row `row` with the offerings whose flag in `kept` is set (the launch
+        filters' narrowed copy; a fresh object, so no price memo is shared)."""
         it = self.types[row]
-        first = int(self.start[row])
-        kept = tuple(compress(it.offerings, offerings[first : first + len(it.offerings)].tolist()))
         return InstanceType(
             name=it.name,
             requirements=it.requirements,
             capacity=it.capacity,
             allocatable=it.allocatable,
-            offerings=kept,
+            offerings=tuple(compress(it.offerings, kept)),
         )
 
 
