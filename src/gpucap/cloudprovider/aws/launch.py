@@ -409,8 +409,21 @@ class LaunchPreview:
 
 # ==== steps 1-7 on a LaunchTable ===============================================================
 
+# The table last built for a tuple: the provider's next answer is often the same types with
+# an offering marked unavailable (or no longer), which `with_availability_of` derives from it.
+_last_built: list[LaunchTable] = []
+
+
+def _build_table(types: tuple[InstanceType, ...]) -> LaunchTable:
+    table = _last_built[0].with_availability_of(types) if _last_built else None
+    if table is None:
+        table = LaunchTable(types)
+    _last_built[:] = [table]
+    return table
+
+
 # Tables per instance-type tuple (the provider's answer, a NodePool's types), by identity.
-_tables: IdentityMemo[tuple[InstanceType, ...], LaunchTable] = IdentityMemo(LaunchTable, size=64)
+_tables: IdentityMemo[tuple[InstanceType, ...], LaunchTable] = IdentityMemo(_build_table, size=64)
 
 Rows = np.ndarray[Any, np.dtype[np.int64]]
 

@@ -29,6 +29,7 @@ tuple (by identity, `runtime.memo.IdentityMemo`).
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Mapping, Sequence
 from itertools import compress
@@ -207,6 +208,41 @@ class LaunchTable:
 
     def __len__(self) -> int:
         return len(self.types)
+
+    def with_availability_of(self, types: Sequence[InstanceType]) -> LaunchTable | None:
+        """The table of `types` when they are this table's types but for which offerings are
+        available (the provider's answer after an insufficient-capacity mark: the marked types
+        are copies with the same requirements, capacity and allocatable objects), made from
+        this one without rebuilding what availability does not change; None otherwise."""
+        if len(types) != len(self.types) or not self.exact:
+            return None
+        for new, old in zip(types, self.types, strict=True):
+            if new is old:
+                continue
+            if (
+                new.name != old.name
+                or new.requirements is not old.requirements
+                or new.capacity is not old.capacity
+                or new.allocatable is not old.allocatable
+                or len(new.offerings) != len(old.offerings)
+                or any(
+                    (a.zone, a.capacity_type, a.price) != (b.zone, b.capacity_type, b.price)
+                    for a, b in zip(new.offerings, old.offerings, strict=True)
+                )
+            ):
+                return None
+        table = copy.copy(self)
+        table.types = tuple(types)
+        table.row_of = {}
+        for i, it in enumerate(table.types):
+            table.row_of.setdefault(id(it), i)
+        table.offerings = [o for it in table.types for o in it.offerings]
+        table.available = np.fromiter(
+            (o.available for o in table.offerings), np.bool_, count=len(table.offerings)
+        )
+        # Requirement answers (and `_key_codes`, `_requires`) stay shared: same requirements.
+        table._allowed, table._offered, table._cheapest = {}, {}, {}
+        return table
 
     def rows(self, types: Sequence[InstanceType]) -> Ints | None:
         """The row of each of `types` (by identity), or None when one is not in the table."""
