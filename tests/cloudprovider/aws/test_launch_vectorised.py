@@ -304,3 +304,72 @@ def test_a_list_drawn_from_a_tuple_uses_that_tuples_table(
         launch_options(options, Requirements())
     with pytest.raises(AssertionError, match="built a table"):
         launch_options([*options, NAN_TYPE], Requirements(), among=CATALOG)
+
+
+def _marked(types: list[InstanceType], flips: list[int]) -> tuple[InstanceType, ...]:
+    """The provider's answer after insufficient-capacity marks: the types with the offerings
+    at `flips` (indices over all offerings) toggled, as copies sharing everything else."""
+    out, k = [], 0
+    for it in types:
+        offerings = []
+        for o in it.offerings:
+            offerings.append(
+                Offering(o.zone, o.capacity_type, o.price, not o.available) if k in flips else o
+            )
+            k += 1
+        changed = tuple(offerings) != it.offerings or any(
+            a is not b for a, b in zip(offerings, it.offerings, strict=True)
+        )
+        out.append(
+            InstanceType(it.name, it.requirements, it.capacity, it.allocatable, tuple(offerings))
+            if changed
+            else it
+        )
+    return tuple(out)
+
+
+@LAWS
+@given(
+    types=st.lists(instance_type(), min_size=1, max_size=10),
+    flips=st.lists(st.integers(0, 30), max_size=6),
+    reqs=claim(),
+    wanted=requests,
+)
+def test_a_table_derived_for_new_availability_chooses_what_the_reference_chooses(
+    types: list[InstanceType], flips: list[int], reqs: Requirements, wanted: dict[str, int]
+) -> None:
+    before = tuple(types)
+    first = launch._tables(before)
+    after = _marked(types, flips)
+    derived = launch._tables(after)
+    # Derived from the previous table: its requirement memos are shared, not rebuilt.
+    assert derived is first or derived._answers is first._answers
+    for given_types in (before, after):
+        assert _outcome(given_types, reqs, wanted, "Strict", 60, reference=False) == _outcome(
+            given_types, reqs, wanted, "Strict", 60, reference=True
+        )
+
+
+def test_a_table_is_not_derived_when_more_than_availability_changed() -> None:
+    it = InstanceType("a.large", Requirements(), {}, {}, (Offering("z-a", "spot", 0.1, True),))
+    repriced = InstanceType(
+        "a.large",
+        it.requirements,
+        it.capacity,
+        it.allocatable,
+        (Offering("z-a", "spot", 0.2, True),),
+    )
+    marked = InstanceType(
+        "a.large",
+        it.requirements,
+        it.capacity,
+        it.allocatable,
+        (Offering("z-a", "spot", 0.1, False),),
+    )
+    table = LaunchTable((it,))
+    assert table.with_availability_of((repriced,)) is None
+    assert table.with_availability_of((it, it)) is None
+    derived = table.with_availability_of((marked,))
+    assert derived is not None
+    assert derived.available.tolist() == [False]
+    assert table.available.tolist() == [True]
