@@ -73,6 +73,12 @@ Not modelled: subnets (every zone of an offering is assumed to have one; Karpent
 without), launch-template splits, tenancy, capacity blocks and interruptible reservations,
 placement groups, NodeOverlay price priorities, and the log line Karpenter writes when it falls
 back to on-demand with fewer than 5 instance types.
+
+How it runs: steps 1-7 run on the numpy arrays of a `launchtable.LaunchTable` (one per
+instance-type tuple, cached by identity; `launch_options`), a type at a time only in
+`reference_filter_instance_types` (with `choose_capacity_type` and `fleet_overrides` on a list),
+which is the specification the tables are tested against (hypothesis) and the path for input a
+table cannot hold exactly. docs/design.md "Launch choice on tables" has the decisions.
 """
 
 from __future__ import annotations
