@@ -124,9 +124,11 @@ class _KeyCodes:
             )
         negative = incoming.operator in _NEGATIVE
         for i, own in enumerate(self.groups, start=len(self.single)):
-            # `Requirements.is_compatible` for a key both sides define. `own is incoming` is
-            # value equality here (the groups are by value); for equal requirements
-            # `has_intersection` is True unless both are NotIn/DoesNotExist, which passes too.
+            # `Requirements.is_compatible` for a key both sides define. Its `existing is
+            # incoming` shortcut becomes value equality (the groups are by value): for equal
+            # requirements `has_intersection` is True unless both are NotIn/DoesNotExist, which
+            # pass anyway (a complement with gte > lte would differ; `Requirement.new` and
+            # `intersection` never build one).
             out[i] = (
                 own == incoming
                 or own.has_intersection(incoming)
