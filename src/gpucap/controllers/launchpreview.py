@@ -11,7 +11,7 @@ functions its `create` and the simulated EC2 run). `controllers/` may not import
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from gpucap.scheduling.instancetypes import InstanceType
@@ -38,13 +38,18 @@ class PreviewedLaunch(Protocol):
 
 class LaunchPreviewer(Protocol):
     """The provider's launch decision for a NodeClaim's options (aws `launch.LaunchPreview`).
-    Both raise `cloudprovider.types.InsufficientCapacityError` when nothing can launch."""
+    Both raise `cloudprovider.types.InsufficientCapacityError` when nothing can launch.
+    `among`, when given, is the sequence `instance_types` were drawn from (the NodePool's
+    instance types from the provider): a hint that lets the provider reuse what it derived
+    from that sequence; the answer is the same without it."""
 
     def offered(
         self,
         instance_types: Iterable[InstanceType],
         requirements: Requirements,
         requests: Mapping[str, int] | None = None,
+        *,
+        among: Sequence[InstanceType] | None = None,
     ) -> list[InstanceType]: ...
 
     def launch(
@@ -52,4 +57,6 @@ class LaunchPreviewer(Protocol):
         instance_types: Iterable[InstanceType],
         requirements: Requirements,
         requests: Mapping[str, int] | None = None,
+        *,
+        among: Sequence[InstanceType] | None = None,
     ) -> PreviewedLaunch: ...

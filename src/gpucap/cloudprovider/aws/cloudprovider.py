@@ -49,12 +49,7 @@ from gpucap.cloudprovider.aws.ice_cache import (
     SERVICE_LINKED_ROLE_ERROR,
     UnavailableOfferings,
 )
-from gpucap.cloudprovider.aws.launch import (
-    MinValuesPolicy,
-    choose_capacity_type,
-    filter_instance_types,
-    fleet_overrides,
-)
+from gpucap.cloudprovider.aws.launch import MinValuesPolicy, launch_options
 from gpucap.cloudprovider.types import (
     CreateError,
     InsufficientCapacityError,
@@ -211,6 +206,11 @@ class AWSCloudProvider:
     _network: tuple[dt.datetime, frozenset[str]] | None = None
     _verdicts: dict[str, tuple[tuple[object, ...], str]] = field(default_factory=dict)
     _terms: dict[str, tuple[EC2NodeClass, str]] = field(default_factory=dict)
+    # The image each type's requirements map to, per AMI list (both by identity, both held):
+    # every create asks it of up to 60 types, and the provider's types share requirements.
+    _image_memo: dict[
+        tuple[int, int], tuple[Sequence[ResolvedImage], Requirements, ResolvedImage | None]
+    ] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.unavailable = UnavailableOfferings(self.clock)
@@ -281,23 +281,24 @@ class AWSCloudProvider:
         images = self._images(nodeclass)
         reqs = Requirements.from_node_selector(node_claim.spec.requirements)
         requests = base_units(node_claim.spec.resources.requests)
-        types = filter_instance_types(
+        options = launch_options(
             self.instance_types_for(nodeclass),
             reqs,
             requests,
             min_values_policy=self.min_values_policy,
         )
-        capacity_type = choose_capacity_type(types, reqs)
+        capacity_type = options.capacity_type()
         # Each type launches with the first AMI whose requirements it meets.
         image_of: dict[str, str] = {}
-        for it in types:
-            image = _image_for(it, images)
+        for it in options.types:
+            image = self._image_of(it, images)
             if image is not None:
                 image_of[it.name] = image.id
-        types = [it for it in types if it.name in image_of]
+        with_image = [it.name in image_of for it in options.types]
+        types = [it for it, ok in zip(options.types, with_image, strict=True) if ok]
         if not types:
             raise CreateError("LaunchFailed", "no instance types satisfy requirements of amis")
-        overrides = fleet_overrides(types, reqs, capacity_type)
+        overrides = options.overrides(capacity_type, only=with_image)
         subnets = self._subnet_by_zone()
         request = self._create_fleet_request(
             node_claim,
@@ -356,7 +357,7 @@ class AWSCloudProvider:
                 image_id=chosen.get("ImageId") or image_of[it.name],
                 extra_labels={EC2NODECLASS: nodeclass.name},
                 annotations={
-                    NODECLASS_HASH_ANNOTATION: nodeclass_hash(nodeclass),
+                    NODECLASS_HASH_ANNOTATION: self._hash_of(nodeclass),
                     NODECLASS_HASH_VERSION_ANNOTATION: NODECLASS_HASH_VERSION,
                 },
             )
@@ -714,6 +715,18 @@ class AWSCloudProvider:
         if subnets and instance.get("SubnetId") and instance["SubnetId"] not in subnets:
             return "SubnetDrift"
         return ""
+
+    def _image_of(self, it: InstanceType, images: Sequence[ResolvedImage]) -> ResolvedImage | None:
+        """`_image_for`, memoised by the AMI list and the type's requirements (identity)."""
+        key = (id(images), id(it.requirements))
+        kept = self._image_memo.get(key)
+        if kept is not None and kept[0] is images and kept[1] is it.requirements:
+            return kept[2]
+        image = _image_for(it, images)
+        if len(self._image_memo) >= 8192:
+            self._image_memo.clear()
+        self._image_memo[key] = (images, it.requirements, image)
+        return image
 
     def _hash_of(self, nodeclass: EC2NodeClass) -> str:
         kept = self._class_hash.get(nodeclass.name)

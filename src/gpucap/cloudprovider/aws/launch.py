@@ -73,21 +73,35 @@ Not modelled: subnets (every zone of an offering is assumed to have one; Karpent
 without), launch-template splits, tenancy, capacity blocks and interruptible reservations,
 placement groups, NodeOverlay price priorities, and the log line Karpenter writes when it falls
 back to on-demand with fewer than 5 instance types.
+
+How it runs: steps 1-7 run on the numpy arrays of a `launchtable.LaunchTable` (one per
+instance-type tuple, cached by identity; `launch_options`), a type at a time only in
+`reference_filter_instance_types` (with `choose_capacity_type` and `fleet_overrides` on a list),
+which is the specification the tables are tested against (hypothesis) and the path for input a
+table cannot hold exactly. docs/design.md "Launch choice on tables" has the decisions.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
-from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE
+import numpy as np
+
+from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, ZONE
 from gpucap.apis.nodepool import NodeClaim
 from gpucap.apis.quantity import base_units
-from gpucap.cloudprovider.aws import capacity as cap
+from gpucap.cloudprovider.aws.launchtable import EXOTIC_RESOURCES, LaunchTable, Mask, is_exotic
 from gpucap.cloudprovider.types import InsufficientCapacityError
 from gpucap.runtime.memo import IdentityMemo
-from gpucap.scheduling.instancetypes import InstanceType, Offering, compatible_offerings, truncate
+from gpucap.scheduling.instancetypes import (
+    InstanceType,
+    Offering,
+    compatible_offerings,
+    satisfies_min_values,
+    truncate,
+)
 from gpucap.scheduling.requirements import ALLOW_UNDEFINED_WELL_KNOWN, Requirement, Requirements
 from gpucap.scheduling.resources import fits
 
@@ -98,6 +112,7 @@ __all__ = [
     "FleetPick",
     "InsufficientCapacityError",
     "Launch",
+    "LaunchOptions",
     "LaunchPreview",
     "MinValuesPolicy",
     "choose_capacity_type",
@@ -106,20 +121,12 @@ __all__ = [
     "filter_instance_types",
     "fleet_overrides",
     "fleet_pick",
+    "launch_options",
+    "reference_filter_instance_types",
 ]
 
 # aws pkg/providers/instance/instance.go `maxInstanceTypes`: the most types one CreateFleet gets.
 MAX_LAUNCH_INSTANCE_TYPES: Final = 60
-# aws pkg/providers/instance/filter/filter.go: capacity that makes a type "exotic".
-EXOTIC_RESOURCES: Final = (
-    cap.RESOURCE_AWS_NEURON,
-    cap.RESOURCE_AWS_NEURON_CORE,
-    cap.RESOURCE_AMD_GPU,
-    cap.RESOURCE_NVIDIA_GPU,
-    cap.RESOURCE_HABANA_GAUDI,
-)
-_METAL: Final = "metal"
-
 ON_DEMAND: Final = "on-demand"
 SPOT: Final = "spot"
 RESERVED: Final = "reserved"
@@ -167,23 +174,24 @@ def choose_launch(
     *,
     min_values_policy: MinValuesPolicy = "Strict",
     max_instance_types: int = MAX_LAUNCH_INSTANCE_TYPES,
+    among: Sequence[InstanceType] | None = None,
 ) -> Launch:
     """Karpenter's launch for a NodeClaim with `requirements` and `requests` (base units).
 
     `instance_types` are every type of the claim's node class, as Karpenter passes them; the
     claim's requirements (its `node.kubernetes.io/instance-type` list included) narrow them.
+    `among`: see `launch_options`.
     """
-    if max_instance_types < 1:
-        raise ValueError(f"max_instance_types must be >= 1, got {max_instance_types}")
-    remaining = filter_instance_types(
+    options = launch_options(
         instance_types,
         requirements,
         requests,
         min_values_policy=min_values_policy,
         max_instance_types=max_instance_types,
+        among=among,
     )
-    capacity_type = choose_capacity_type(remaining, requirements)
-    overrides = fleet_overrides(remaining, requirements, capacity_type)
+    capacity_type = options.capacity_type()
+    overrides = options.overrides(capacity_type)
     if not overrides:
         # Unreachable: step 1 leaves an allowed offering and the capacity type follows the
         # offerings. Karpenter would fail with a CreateError ("no capacity offerings ...").
@@ -221,12 +229,79 @@ def filter_instance_types(
     *,
     min_values_policy: MinValuesPolicy = "Strict",
     max_instance_types: int = MAX_LAUNCH_INSTANCE_TYPES,
+    among: Sequence[InstanceType] | None = None,
 ) -> list[InstanceType]:
-    """Steps 1-5: the types CreateFleet is offered, cheapest first.
+    """Steps 1-5: the types CreateFleet is offered, cheapest first (`launch_options().types`).
 
     A filter that narrows a type's offerings returns a new `InstanceType` with the remaining
     ones (the inputs are never changed), as Karpenter replaces `Offerings` on its copy.
     """
+    return launch_options(
+        instance_types,
+        requirements,
+        requests,
+        min_values_policy=min_values_policy,
+        max_instance_types=max_instance_types,
+        among=among,
+    ).types
+
+
+def launch_options(
+    instance_types: Iterable[InstanceType],
+    requirements: Requirements,
+    requests: Mapping[str, int] | None = None,
+    *,
+    min_values_policy: MinValuesPolicy = "Strict",
+    max_instance_types: int = MAX_LAUNCH_INSTANCE_TYPES,
+    among: Sequence[InstanceType] | None = None,
+    reference: bool = False,
+) -> LaunchOptions:
+    """Steps 1-5 for one claim, kept for steps 6-7 (`LaunchOptions`); raises
+    InsufficientCapacityError as Karpenter's `filterInstanceTypes` does.
+
+    Runs on the arrays of a `LaunchTable` (see "Launch choice, vectorised" in docs/design.md):
+    for a tuple the table of that tuple (cached by identity); for another sequence the table of
+    `among` when it is a tuple holding every one of them (the NodePool's types the claim's
+    options were drawn from: `plan` passes it), else a table built for this call. `among` only
+    chooses the table: the answer is the same with or without it. `reference=True`, or a table
+    that cannot hold the input exactly (a NaN price, an allocatable beyond int64), takes the
+    same steps one type at a time (`reference_filter_instance_types`), the specification the
+    tables are tested against.
+    """
+    if max_instance_types < 1:
+        raise ValueError(f"max_instance_types must be >= 1, got {max_instance_types}")
+    given = instance_types if isinstance(instance_types, tuple | list) else list(instance_types)
+    found = None if reference else _table_and_rows(given, among)
+    if found is None:
+        kept = reference_filter_instance_types(
+            given,
+            requirements,
+            requests,
+            min_values_policy=min_values_policy,
+            max_instance_types=max_instance_types,
+        )
+        return LaunchOptions(requirements, kept)
+    table, rows = found
+    return _vectorised(
+        table,
+        rows,
+        requirements,
+        requests or {},
+        min_values_policy=min_values_policy,
+        max_instance_types=max_instance_types,
+    )
+
+
+def reference_filter_instance_types(
+    instance_types: Iterable[InstanceType],
+    requirements: Requirements,
+    requests: Mapping[str, int] | None = None,
+    *,
+    min_values_policy: MinValuesPolicy = "Strict",
+    max_instance_types: int = MAX_LAUNCH_INSTANCE_TYPES,
+) -> list[InstanceType]:
+    """Steps 1-5 one type at a time, as Karpenter's filters are written: what
+    `filter_instance_types` answers, computed without tables (see `launch_options`)."""
     given = instance_types if isinstance(instance_types, tuple) else list(instance_types)
     types = _compatible_available(given, requirements, requests or {})
     for step in (_reserved_offerings, _non_exotic, _spot_not_above_on_demand):
@@ -307,10 +382,17 @@ class LaunchPreview:
         instance_types: Iterable[InstanceType],
         requirements: Requirements,
         requests: Mapping[str, int] | None = None,
+        *,
+        among: Sequence[InstanceType] | None = None,
     ) -> list[InstanceType]:
-        """The types CreateFleet would be offered (steps 1-5); raises InsufficientCapacityError."""
+        """The types CreateFleet would be offered (steps 1-5); raises InsufficientCapacityError.
+        `among`: see `launch_options` (a speed-up only)."""
         return filter_instance_types(
-            instance_types, requirements, requests, min_values_policy=self.min_values_policy
+            instance_types,
+            requirements,
+            requests,
+            min_values_policy=self.min_values_policy,
+            among=among,
         )
 
     def launch(
@@ -318,11 +400,273 @@ class LaunchPreview:
         instance_types: Iterable[InstanceType],
         requirements: Requirements,
         requests: Mapping[str, int] | None = None,
+        *,
+        among: Sequence[InstanceType] | None = None,
     ) -> Launch:
         """`choose_launch` under the policy; raises InsufficientCapacityError."""
         return choose_launch(
-            instance_types, requirements, requests, min_values_policy=self.min_values_policy
+            instance_types,
+            requirements,
+            requests,
+            min_values_policy=self.min_values_policy,
+            among=among,
         )
+
+
+# ==== steps 1-7 on a LaunchTable ===============================================================
+
+# The table last built for a tuple: the provider's next answer is often the same types with
+# an offering marked unavailable (or no longer), which `with_availability_of` derives from it.
+_last_built: list[LaunchTable] = []
+
+
+def _build_table(types: tuple[InstanceType, ...]) -> LaunchTable:
+    table = _last_built[0].with_availability_of(types) if _last_built else None
+    if table is None:
+        table = LaunchTable(types)
+    _last_built[:] = [table]
+    return table
+
+
+# Tables per instance-type tuple (the provider's answer, a NodePool's types), by identity.
+_tables: IdentityMemo[tuple[InstanceType, ...], LaunchTable] = IdentityMemo(_build_table, size=64)
+
+Rows = np.ndarray[Any, np.dtype[np.int64]]
+
+
+def _table_and_rows(
+    given: Sequence[InstanceType], among: Sequence[InstanceType] | None
+) -> tuple[LaunchTable, Rows] | None:
+    """The table to run on and the row of each given type (in their order); None when the
+    table cannot hold the input exactly."""
+    table: LaunchTable | None = None
+    rows: Rows | None = None
+    if isinstance(given, tuple):
+        table = _tables(given)
+    elif isinstance(among, tuple):
+        universe = _tables(among)
+        rows = universe.rows(given)
+        if rows is not None:
+            table = universe
+    if table is None:
+        table = LaunchTable(given)
+    if not table.exact:
+        return None
+    if rows is None:
+        rows = np.arange(len(table), dtype=np.int64)
+    return table, rows
+
+
+def _vectorised(
+    table: LaunchTable,
+    rows: Rows,
+    reqs: Requirements,
+    requests: Mapping[str, int],
+    *,
+    min_values_policy: MinValuesPolicy,
+    max_instance_types: int,
+) -> LaunchOptions:
+    """Steps 1-5 as `reference_filter_instance_types` takes them, on the table's arrays.
+
+    Step 1 runs per row over the whole table (its masks are memoised per requirement); the
+    offering-level steps run on the offerings of the rows step 1 keeps only (`off`, with `seg`
+    the start of each row's run in it). The state between steps: `cur`, the rows still offered,
+    in input order; `keep`, per offering in `off`, whether it is still among its type's
+    offerings (None: every type keeps all of its own); `rebuilt`, per row of `alive`, whether
+    the reserved step replaced it by a narrowed copy.
+    """
+    # 1. compatible-available
+    ok = table.compatible(reqs)
+    ok &= table.fits(requests)
+    ok &= table.offered(reqs)
+    cur = rows[ok[rows]]
+    if not len(cur):
+        raise InsufficientCapacityError(ALL_UNAVAILABLE)
+    present = np.zeros(len(table), dtype=np.bool_)
+    present[cur] = True
+    alive = np.flatnonzero(present)  # sorted: `np.searchsorted(alive, cur)` is each row's run
+    off, seg = table.offerings_of(alive)
+    local = np.repeat(np.arange(len(alive)), table.n_offerings[alive])
+    allowed = table.allowed(reqs)[off]
+    ct = table.off_ct[off]
+    price = table.price[off]
+    keep: Mask | None = None
+    rebuilt: Mask | None = None
+    capacity_types = reqs.get_or_exists(CAPACITY_TYPE)
+    min_values = reqs.has_min_values()
+    # 2. reserved offerings: the first available allowed reserved offering per type and zone.
+    if capacity_types.has(RESERVED):
+        candidates = np.flatnonzero(allowed & (ct == table.ct_code(RESERVED)))
+        if len(candidates):
+            pools = local[candidates] * len(table.zones) + table.off_zone[off[candidates]]
+            _, first = np.unique(pools, return_index=True)
+            keep = np.zeros(len(off), dtype=np.bool_)
+            keep[candidates[first]] = True
+            rebuilt = np.logical_or.reduceat(keep, seg)
+            cur = cur[rebuilt[np.searchsorted(alive, cur)]]
+    # 3. exotic types, unless they are all that is left
+    if not min_values:
+        generic = cur[~table.exotic[cur]]
+        if len(generic):
+            cur = generic
+    # 4. spot offerings above the cheapest on-demand one
+    if not min_values and capacity_types.has(ON_DEMAND) and capacity_types.has(SPOT):
+        in_cur = np.zeros(len(alive), dtype=np.bool_)
+        in_cur[np.searchsorted(alive, cur)] = True
+        in_cur = in_cur[local]
+        usable = allowed & in_cur if keep is None else allowed & in_cur & keep
+        on_demand = usable & (ct == table.ct_code(ON_DEMAND))
+        spot = ct == table.ct_code(SPOT)
+        if on_demand.any() and (usable & spot).any():
+            ceiling = price[on_demand].min()
+            drop = in_cur & spot & (price > ceiling)
+            if drop.any():
+                keep = ~drop if keep is None else keep & ~drop
+                cur = cur[np.logical_or.reduceat(keep, seg)[np.searchsorted(alive, cur)]]
+    if not len(cur):
+        raise InsufficientCapacityError(ALL_UNAVAILABLE)
+    # 5. truncate: by the cheapest available allowed offering left, ties by name (stable).
+    if keep is None:
+        prices = table.cheapest_allowed(reqs)[cur]
+    else:
+        left = np.where(keep & allowed, price, np.inf)
+        prices = np.minimum.reduceat(left, seg)[np.searchsorted(alive, cur)]
+    kept = cur[np.lexsort((table.name_rank[cur], prices))][:max_instance_types]
+    runs = np.searchsorted(alive, kept)
+    selected = np.zeros(len(alive), dtype=np.bool_)
+    selected[runs] = True
+    current = selected[local]
+    narrowed: list[list[bool] | None] | None = None
+    if keep is not None:
+        current &= keep
+        cut = np.add.reduceat(keep.astype(np.int64), seg) < table.n_offerings[alive]
+        if rebuilt is not None:
+            cut |= rebuilt
+        begin = seg.tolist()
+        narrowed = [
+            keep[begin[i] : begin[i] + int(table.n_offerings[r])].tolist() if cut[i] else None
+            for r, i in zip(kept.tolist(), runs.tolist(), strict=True)
+        ]
+    if min_values:
+        # minValues reads requirements only, which a narrowed copy shares with its row.
+        _, unmet = satisfies_min_values([table.types[r] for r in kept.tolist()], reqs)
+        if unmet and min_values_policy == "Strict":
+            raise InsufficientCapacityError(MIN_VALUES_TRUNCATED, unmet_min_values=unmet)
+    return LaunchOptions(reqs, arrays=_Arrays(table, kept, off[current], narrowed))
+
+
+@dataclass(frozen=True, slots=True)
+class _Arrays:
+    """Where `LaunchOptions.types` are in their table: a row per type, the offerings (indices
+    in the table) those types have now, and per type the flags of its row's offerings it keeps
+    (None: it is the row's own object; `narrowed` None: every type is)."""
+
+    table: LaunchTable
+    rows: Rows
+    offerings: Rows
+    narrowed: list[list[bool] | None] | None
+
+
+class LaunchOptions:
+    """Steps 1-5 for one claim: `types`, what CreateFleet is offered (cheapest first), and
+    steps 6-7 on them. Built by `launch_options` (on tables, `types` are made when first read:
+    `choose_launch` never reads them)."""
+
+    __slots__ = ("_arrays", "_types", "requirements")
+
+    def __init__(
+        self,
+        requirements: Requirements,
+        types: list[InstanceType] | None = None,
+        *,
+        arrays: _Arrays | None = None,
+    ) -> None:
+        if (types is None) == (arrays is None):
+            raise ValueError("LaunchOptions takes either types or arrays")
+        self.requirements = requirements
+        self._types = types
+        self._arrays = arrays
+
+    @property
+    def types(self) -> list[InstanceType]:
+        """The types CreateFleet is offered, cheapest first; a type whose offerings a filter
+        narrowed is a new `InstanceType` with the remaining ones."""
+        if self._types is None:
+            arrays = self._arrays
+            assert arrays is not None
+            table, rows = arrays.table, arrays.rows.tolist()
+            if arrays.narrowed is None:
+                self._types = [table.types[r] for r in rows]
+            else:
+                self._types = [
+                    table.types[r] if kept is None else table.rebuilt(r, kept)
+                    for r, kept in zip(rows, arrays.narrowed, strict=True)
+                ]
+        return self._types
+
+    def capacity_type(self) -> str:
+        """Step 6, `choose_capacity_type` of `types`."""
+        arrays = self._arrays
+        if arrays is None:
+            return choose_capacity_type(self.types, self.requirements)
+        allowed = self.requirements.get_or_exists(CAPACITY_TYPE)
+        for capacity_type in (RESERVED, SPOT):
+            if allowed.has(capacity_type) and self._of(arrays, capacity_type).any():
+                return capacity_type
+        return ON_DEMAND
+
+    def overrides(
+        self, capacity_type: str, *, only: Sequence[bool] | None = None
+    ) -> tuple[FleetOverride, ...]:
+        """Step 7, `fleet_overrides` of `types` (of those whose flag in `only` is set)."""
+        arrays = self._arrays
+        if arrays is None:
+            types = (
+                self.types
+                if only is None
+                else [t for t, u in zip(self.types, only, strict=True) if u]
+            )
+            return fleet_overrides(types, self.requirements, capacity_type)
+        table, rows = arrays.table, arrays.rows
+        if only is not None:
+            rows = rows[np.fromiter(only, dtype=np.bool_, count=len(rows))]
+        # Each offering's place: the first position of its type among `rows` (past the end:
+        # not among them); one override per (type name, zone), the first by that place.
+        position = np.full(len(table), len(rows), dtype=np.int64)
+        position[rows[::-1]] = np.arange(len(rows) - 1, -1, -1)
+        chosen = arrays.offerings[self._of(arrays, capacity_type)]
+        place = position[table.off_row[chosen]]
+        chosen = chosen[place < len(rows)]
+        if not len(chosen):
+            return ()
+        chosen = chosen[np.argsort(position[table.off_row[chosen]], kind="stable")]
+        names = table.name_rank[table.off_row[chosen]]
+        _, first = np.unique(names * len(table.zones) + table.off_zone[chosen], return_index=True)
+        chosen = chosen[first]
+        # Sorted by (price, name, zone); zone codes are ranks (`LaunchTable.zones` is sorted).
+        chosen = chosen[
+            np.lexsort(
+                (
+                    table.off_zone[chosen],
+                    table.name_rank[table.off_row[chosen]],
+                    table.price[chosen],
+                )
+            )
+        ]
+        return tuple(
+            FleetOverride(table.types[r].name, table.offerings[i].zone, table.offerings[i].price)
+            for r, i in zip(table.off_row[chosen].tolist(), chosen.tolist(), strict=True)
+        )
+
+    def _of(self, arrays: _Arrays, capacity_type: str) -> Mask:
+        """Per offering of `arrays.offerings`: available, in an allowed zone and of
+        `capacity_type` (`compatible_offerings` with the capacity type narrowed to it)."""
+        table, off = arrays.table, arrays.offerings
+        mask: Mask = table.available[off] & (table.off_ct[off] == table.ct_code(capacity_type))
+        zone = self.requirements.get(ZONE)
+        if zone is not None:
+            mask &= table.zones_allowed(zone)[table.off_zone[off]]
+        return mask
 
 
 # ==== the filters ==============================================================================
@@ -408,17 +752,10 @@ def _reserved_offerings(types: list[InstanceType], reqs: Requirements) -> list[I
     return kept or types
 
 
-def _is_exotic(it: InstanceType) -> bool:
-    sizes = it.requirements.get_or_exists(cap.LABEL_INSTANCE_SIZE).values
-    if any(_METAL in size for size in sizes):
-        return True
-    return any(it.capacity.get(resource, 0) != 0 for resource in EXOTIC_RESOURCES)
-
-
 def _non_exotic(types: list[InstanceType], reqs: Requirements) -> list[InstanceType]:
     if reqs.has_min_values():
         return types
-    generic = [it for it in types if not _is_exotic(it)]
+    generic = [it for it in types if not is_exotic(it)]
     return generic or types
 
 

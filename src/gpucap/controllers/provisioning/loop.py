@@ -246,6 +246,9 @@ def run_passes(
     inflight, bound, names = loop.inflight, loop.bound, loop.names
     queue = list(pending)
     last: Results | None = None
+    # A NodeClaim's options are some of its NodePool's types: the launch preview reuses what
+    # it derived from those (a hint; the launch is the same without it).
+    pool_types = {p.nodepool.name: p.instance_types for p in pools}
     while out.passes < max_passes:
         out.passes += 1
         results = loop.scheduler(queue).solve(queue)
@@ -277,7 +280,12 @@ def run_passes(
                 startup_taints=new.template.startup_taints,
             )
             try:
-                claim.launch = preview.launch(new.instance_types, new.requirements, new.requests)
+                claim.launch = preview.launch(
+                    new.instance_types,
+                    new.requirements,
+                    new.requests,
+                    among=pool_types.get(new.nodepool),
+                )
             except InsufficientCapacityError as err:
                 claim.launch_error = str(err)
             out.node_claims.append(claim)
