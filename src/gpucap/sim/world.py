@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from gpucap.apis.bottlerocket import BottlerocketUserDataError, device_plugin_config
-from gpucap.apis.core import Pod, PodCondition
+from gpucap.apis.core import Node, Pod, PodCondition
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.expansion import POD_CREATORS, pod_groups
 from gpucap.apis.gpu import GPU_RESOURCES, NVIDIA_GPU_SHARED
@@ -222,6 +222,10 @@ class World:
         self._on_node: dict[str, dict[str, Pod]] = {}  # node -> pods bound there
         self._where: dict[str, str] = {}  # pod -> its node
         self._used: dict[str, Resources] = {}  # node -> requests of its pods
+        # Pod -> the (Node, pod, used requests) objects of its last failed bind (`_try_bind`).
+        self._unbindable: dict[str, tuple[Node, Pod, Resources | None]] = {}
+        # NodeClaim -> (the object, whether it is Drifted=True) (`_could_now`).
+        self._drifted: dict[str, tuple[NodeClaim, bool]] = {}
 
     # ---- running --------------------------------------------------------------------------------
     def run(self, on_step: Callable[[float], None] | None = None) -> SimulationResult:
@@ -362,6 +366,7 @@ class World:
         for key in keys:
             self.emit("PodDeleted", pod=key)
             self._reasons.pop(key, None)
+            self._unbindable.pop(key, None)
             self._unplace(key)
         self._trigger_bind()
 
@@ -840,19 +845,33 @@ class World:
         return nodes[0].metadata.name if nodes else None
 
     def _try_bind(self, key: str, node_name: str) -> None:
+        """Bind pod `key` to `node_name` if the node can take it now. The answer depends on
+        the Node, the pod and the node's used requests only (frozen models; `_used` entries
+        are replaced, never changed in place): a try that failed is not repeated while all
+        three are the same objects."""
         node = self.cluster.node(node_name)
         if node is None or node.metadata.deletion_timestamp is not None:
             return
         pod = self.cluster.pod(key)
-        if not node.is_ready:
+        used = self._used.get(node_name)
+        failed = self._unbindable.get(key)
+        if failed is not None and failed[0] is node and failed[1] is pod and failed[2] is used:
             return
+        if not self._can_bind(node, pod, used):
+            self._unbindable[key] = (node, pod, used)
+            return
+        self._unbindable.pop(key, None)
+        self._bind(key, node_name)
+
+    @staticmethod
+    def _can_bind(node: Node, pod: Pod, used: Resources | None) -> bool:
+        if not node.is_ready:
+            return False
         taints = [t for t in node.spec.taints if t.effect in ("NoSchedule", "NoExecute")]
         if untolerated(taints, pod.spec.tolerations) is not None:
-            return
-        free = subtract(base_units(node.status.allocatable), self._used.get(node_name, {}))
-        if not fits(_requests(pod), free):
-            return
-        self._bind(key, node_name)
+            return False
+        free = subtract(base_units(node.status.allocatable), used or {})
+        return fits(_requests(pod), free)
 
     def _bind(self, key: str, node_name: str) -> None:
         pod = self.cluster.bind(key, node_name)
@@ -978,11 +997,19 @@ class World:
     def _could_now(self) -> bool:
         if any(consolidate_after(np) is not None for np in self.cluster.nodepools()):
             return True
-        return any(
-            c.type == "Drifted" and c.status == "True"
-            for claim in self.cluster.node_claims()
-            for c in claim.status.conditions
-        )
+        # Whether a NodeClaim is drifted, per NodeClaim object (frozen models).
+        seen: dict[str, tuple[NodeClaim, bool]] = {}
+        found = False
+        for claim in self.cluster.node_claims():
+            kept = self._drifted.get(claim.name)
+            if kept is None or kept[0] is not claim:
+                conditions = claim.status.conditions
+                drifted = any(c.type == "Drifted" and c.status == "True" for c in conditions)
+                kept = (claim, drifted)
+            seen[claim.name] = kept
+            found = found or kept[1]
+        self._drifted = seen
+        return found
 
     def _next_disruption_time(self) -> float:
         """The next time an idle disruption pass could find something without the cluster
