@@ -156,6 +156,8 @@ class Cluster:
         self._nominations: dict[str, _Nomination] = {}
         self._marked: set[str] = set()
         self._applied = 0
+        # Applied workload -> the keys of the pods it makes, from `apply` (see `_pod_keys`).
+        self._made: dict[tuple[str, str, str], list[str]] = {}
         # Bumped by every change to pods, Nodes, NodeClaims, nominations and marks: what
         # `snapshot()` reads besides the clock (nominations expire).
         self._version = 0
@@ -499,8 +501,10 @@ class Cluster:
         self._objects[key] = Manifest(obj, source, replaces=previous)
         if not isinstance(obj, POD_CREATORS):
             return Applied()
-        old = expand_keys(cast(PodCreator, previous.obj)) if previous is not None else []
-        return self._sync_pods([k for k, _ in old], expand_keys(obj))
+        old = self._pod_keys(key, previous)
+        new = expand_keys(obj)
+        self._made[key] = [k for k, _ in new]
+        return self._sync_pods(old, new)
 
     def delete(self, kind: str, namespace: str | None, name: str) -> Applied:
         """Delete an object by kind/namespace/name (a workload takes its pods with it)."""
@@ -516,7 +520,9 @@ class Cluster:
         previous = self._objects.pop(object_key(kind, namespace, name), None)
         if previous is None or not isinstance(previous.obj, POD_CREATORS):
             return Applied()
-        return self._sync_pods([k for k, _ in expand_keys(previous.obj)], [])
+        old = self._pod_keys(object_key(kind, namespace, name), previous)
+        self._made.pop(object_key(kind, namespace, name), None)
+        return self._sync_pods(old, [])
 
     def get(self, kind: str, namespace: str | None, name: str) -> KubeObject | None:
         m = self._objects.get(object_key(kind, namespace, name))
@@ -555,6 +561,17 @@ class Cluster:
         return self._of_kind("ClusterPolicy")
 
     # ---- internals ------------------------------------------------------------------------------
+    def _pod_keys(self, key: tuple[str, str, str], previous: Manifest | None) -> list[str]:
+        """The pod keys the applied workload `previous` (at `key`) makes: kept from when it
+        was applied (the same object, so the same keys; a scale event does not expand the
+        old replica count again), else expanded."""
+        if previous is None:
+            return []
+        kept = self._made.get(key)
+        if kept is not None:
+            return kept
+        return [k for k, _ in expand_keys(cast(PodCreator, previous.obj))]
+
     def _of_kind(self, kind: str) -> list[Any]:
         return [m.obj for m in self._objects.values() if m.obj.kind == kind]
 
