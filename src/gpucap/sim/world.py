@@ -257,6 +257,12 @@ class World:
 
     def _changed(self) -> None:
         self._version += 1
+        self.engine.wake(self._disruption)  # see `_disrupt`
+
+    def _claims_changed(self) -> None:
+        """A NodeClaim, Node or instance changed (what garbage collection reads)."""
+        self._claims_touched += 1
+        self.engine.wake(self._collecting)  # see `_collect`
 
     # ---- the scenario's actions -------------------------------------------------------------
     def _act(self, action: ScenarioAction) -> None:
@@ -426,7 +432,7 @@ class World:
             )
 
     def _interrupt(self, index: int, name: str) -> None:
-        self._claims_touched += 1
+        self._claims_changed()
         claim = self.cluster.node_claim(name)
         if claim is None or not claim.status.provider_id:
             self.emit(
@@ -614,7 +620,7 @@ class World:
             )
 
     def _lifecycle_result(self, result: LifecycleResult, *, nodepool: str | None = None) -> None:
-        self._claims_touched += 1
+        self._claims_changed()
         name = result.node_claim
         claim = self.cluster.node_claim(name)
         if result.launched and claim is not None:
@@ -716,7 +722,7 @@ class World:
 
     # ---- the kubelet --------------------------------------------------------------------------
     def _register(self, name: str) -> None:
-        self._claims_touched += 1
+        self._claims_changed()
         claim = self.cluster.node_claim(name)
         sim = self._nodes.get(name)
         if claim is None or sim is None or claim.metadata.deletion_timestamp is not None:
@@ -967,6 +973,12 @@ class World:
         ):
             # No NodePool consolidates (consolidateAfter Never everywhere) and nothing drifted:
             # every method's candidates are empty, the pass would find nothing.
+            if self._idle_key is None or self._idle_key[0] != self._version:
+                # Until the version changes, every run every 10 s would come here again (the
+                # check above needs this version; the queue and the memo of `_could_disrupt`
+                # stay as they are): the engine holds them until `_changed` wakes it.
+                self.engine.idle(self._disruption, POLLING_PERIOD_S)
+                return None
             return POLLING_PERIOD_S
         polls = self.clock.monotonic() >= self.disruption.next_poll
         result = self.disruption.reconcile()
@@ -1035,7 +1047,7 @@ class World:
         return soonest
 
     def _disruption_result(self, result: DisruptionResult) -> None:
-        self._claims_touched += 1
+        self._claims_changed()
         command = result.decided
         if command is not None:
             replacements = [r.name for r in command.replacements]
@@ -1097,7 +1109,10 @@ class World:
         # pass that collected nothing: this pass would collect nothing either.
         seen = (self._claims_touched, len(self.ec2.instances))
         if seen == self._gc_idle:
-            return GC_IDLE_RECHECK_S
+            # Every run every 10 s would come here again until `_claims_changed` (instances are
+            # only created by launches, which it follows): the engine holds them until then.
+            self.engine.idle(self._collecting, GC_IDLE_RECHECK_S)
+            return None
         collected = self.garbage.collect()
         self._gc_idle = (
             seen
@@ -1128,7 +1143,7 @@ class World:
             )
 
     def _expire(self) -> None:
-        self._claims_touched += 1
+        self._claims_changed()
         for name in self.expiration.reconcile():
             self.emit("DisruptionDecision", nodeClaim=name, reason="Expired", method="expiration")
             self._changed()
@@ -1136,7 +1151,7 @@ class World:
 
     # ---- termination ----------------------------------------------------------------------------
     def _terminated(self, name: str, result: TerminationResult) -> None:
-        self._claims_touched += 1
+        self._claims_changed()
         for key in result.evicted:
             self.emit("PodEvicted", pod=key, node=result.node, reason=result.reason or "")
             self._unplace(key)
