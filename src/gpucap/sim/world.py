@@ -481,7 +481,10 @@ class World:
     def _retrigger(self) -> float | None:
         """Karpenter's pod controller: a provisionable pod triggers the provisioner every 10 s.
         Nothing the scheduler sees changed since the last pass (the same cluster state and
-        insufficient-capacity marks): that pass's answer stands, so no trigger."""
+        insufficient-capacity marks): that pass's answer stands, so no trigger. No pod
+        became pending since the last look: nothing to trigger for either (most runs)."""
+        if not self._maybe_pending:
+            return POD_RETRY_SECONDS
         self.aws.unavailable.expire()
         if (self._version, tuple(self.aws.unavailable.active())) == self._last_pass:
             return POD_RETRY_SECONDS
@@ -1013,12 +1016,13 @@ class World:
         seen: dict[str, tuple[NodeClaim, bool]] = {}
         found = False
         for claim in self.cluster.node_claims():
-            kept = self._drifted.get(claim.name)
+            name = claim.metadata.name
+            kept = self._drifted.get(name)
             if kept is None or kept[0] is not claim:
                 conditions = claim.status.conditions
                 drifted = any(c.type == "Drifted" and c.status == "True" for c in conditions)
                 kept = (claim, drifted)
-            seen[claim.name] = kept
+            seen[name] = kept
             found = found or kept[1]
         self._drifted = seen
         return found
