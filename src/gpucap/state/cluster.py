@@ -98,27 +98,23 @@ class _Nomination:
     until: float | None
 
 
-@dataclass(frozen=True, slots=True)
-class _StateInputs:
-    """What one state node is built from (`Cluster.snapshot`): its Node (None for a NodeClaim
-    no Node matched), its NodeClaim, the version at which its bound pods last changed, the
-    pods nominated to it and whether it is marked for deletion."""
+# What one state node is built from (`Cluster.snapshot`): its Node (None for a NodeClaim no
+# Node matched), its NodeClaim, the version at which its bound pods last changed, the pods
+# nominated to it and whether it is marked for deletion. A plain tuple: one is made per state
+# node per snapshot.
+_StateInputs = tuple[Node | None, NodeClaim | None, int, tuple[Pod, ...], bool]
 
-    node: Node | None
-    claim: NodeClaim | None
-    pods_changed: int
-    nominated: tuple[Pod, ...]
-    marked: bool
 
-    def same(self, other: _StateInputs) -> bool:
-        return (
-            self.node is other.node
-            and self.claim is other.claim
-            and self.pods_changed == other.pods_changed
-            and self.marked == other.marked
-            and len(self.nominated) == len(other.nominated)
-            and all(a is b for a, b in zip(self.nominated, other.nominated, strict=True))
-        )
+def _same_inputs(a: _StateInputs, b: _StateInputs) -> bool:
+    """Whether two state nodes' inputs are the same objects (see `Cluster.snapshot`)."""
+    return (
+        a[0] is b[0]
+        and a[1] is b[1]
+        and a[2] == b[2]
+        and a[4] == b[4]
+        and len(a[3]) == len(b[3])
+        and all(x is y for x, y in zip(a[3], b[3], strict=True))
+    )
 
 
 def _is_daemon(pod: Pod) -> bool:
@@ -217,7 +213,7 @@ class Cluster:
             claim = claim_of(node, claims)
             if claim is not None:
                 matched.add(claim.name)
-            inputs = _StateInputs(
+            inputs: _StateInputs = (
                 node,
                 claim,
                 self._pods_changed.get(name, 0),
@@ -228,7 +224,7 @@ class Cluster:
         for nc in self._claims.values():
             if nc.name in matched:
                 continue
-            inputs = _StateInputs(None, nc, 0, tuple(extra.get(nc.name, ())), nc.name in marked)
+            inputs = (None, nc, 0, tuple(extra.get(nc.name, ())), nc.name in marked)
             out.append(self._state(states, (False, nc.name), inputs))
         self._states = states
         known = {n.name for n in out}
@@ -255,21 +251,22 @@ class Cluster:
         """The state node of `inputs` (a Node's when key[0], else an unmatched NodeClaim's):
         the last one built when its inputs are the same objects, else built now."""
         hit = self._states.get(key)
-        if hit is not None and hit[0].same(inputs):
+        if hit is not None and _same_inputs(hit[0], inputs):
             states[key] = hit
             return hit[1]
-        if inputs.node is not None:
-            base = node_state(inputs.node, inputs.claim, self.pods_on(inputs.node.metadata.name))
+        node, claim, _, nominated, marked = inputs
+        if node is not None:
+            base = node_state(node, claim, self.pods_on(node.metadata.name))
         else:
-            assert inputs.claim is not None
-            base = claim_state(inputs.claim)
+            assert claim is not None
+            base = claim_state(claim)
         built = (
             replace(
                 base,
-                pods=(*base.pods, *inputs.nominated),
-                marked_for_deletion=base.marked_for_deletion or inputs.marked,
+                pods=(*base.pods, *nominated),
+                marked_for_deletion=base.marked_for_deletion or marked,
             )
-            if inputs.nominated or inputs.marked
+            if nominated or marked
             else base
         )
         states[key] = (inputs, built)
