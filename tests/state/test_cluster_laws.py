@@ -160,18 +160,21 @@ changes = st.one_of(
     st.tuples(st.just("initialize"), st.sampled_from(NODES)),
     st.tuples(st.just("relabel_claim"), st.sampled_from(CLAIMS)),
     st.tuples(st.just("snapshot")),
+    st.tuples(st.just("repoint"), st.sampled_from(CLAIMS), st.sampled_from(NODES)),
 )
 
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(changes, max_size=30))
-def test_the_incremental_snapshot_is_the_snapshot_built_anew_after_every_change(
+def test_the_incremental_snapshot_and_indexes_are_the_scans_after_every_change(
     ops: list[tuple[object, ...]],
 ) -> None:
-    # `snapshot()` reuses the last snapshot and unchanged state nodes; after any change (and
-    # any number of snapshots in between) it must equal the one built from scratch.
+    # `snapshot()` reuses the last snapshot and unchanged state nodes, and the NodeClaim/Node
+    # look-ups read indexes; after any change (and any number of snapshots in between) they
+    # must equal what is built from scratch and what a scan of the objects finds.
     clock = FakeClock()
     cluster = Cluster.from_manifests(BASE, clock=clock)
+    claims = {c.name: c for c in cluster.node_claims()}
     for op in ops:
         if op[0] == "mark":
             cluster.mark_for_deletion(str(op[1]))
@@ -185,6 +188,29 @@ def test_the_incremental_snapshot_is_the_snapshot_built_anew_after_every_change(
             labels = {**c.metadata.labels, "example.com/seen": str(len(ops))}
             meta = c.metadata.model_copy(update={"labels": labels})
             cluster.update_node_claim(c.model_copy(update={"metadata": meta}))
-        elif op[0] != "snapshot":
+        elif op[0] == "repoint" and (c := cluster.node_claim(str(op[1]))) is not None:
+            # The NodeClaim now names the Node (a registration), or a removed one's NodeClaim
+            # comes back at the end of the order.
+            n = cluster.node(str(op[2]))
+            update = {"node_name": str(op[2]), "provider_id": n.spec.provider_id if n else None}
+            cluster.update_node_claim(
+                c.model_copy(update={"status": c.status.model_copy(update=update)})
+            )
+        elif op[0] == "repoint" and (c := claims.get(str(op[1]))) is not None:
+            cluster.add_node_claim(c)
+        elif op[0] not in ("snapshot", "repoint"):
             do(cluster, clock, op)
         assert cluster.snapshot() == rebuilt(cluster)
+        for n in cluster.nodes():
+            pid = n.spec.provider_id
+            scan = next(
+                (c for c in cluster.node_claims() if pid and c.status.provider_id == pid), None
+            )
+            scan = scan or next(
+                (c for c in cluster.node_claims() if c.status.node_name == n.metadata.name), None
+            )
+            assert cluster.node_claim_for_node(n) is scan
+        for c in cluster.node_claims():
+            pid = c.status.provider_id
+            scanned = [n for n in cluster.nodes() if pid and n.spec.provider_id == pid]
+            assert cluster.nodes_for_claim(c) == scanned

@@ -117,6 +117,16 @@ def _same_inputs(a: _StateInputs, b: _StateInputs) -> bool:
     )
 
 
+def _index(index: dict[str, set[str]], key: str | None, name: str) -> None:
+    if key:
+        index.setdefault(key, set()).add(name)
+
+
+def _unindex(index: dict[str, set[str]], key: str | None, name: str) -> None:
+    if key and key in index:
+        index[key].discard(name)
+
+
 def _is_daemon(pod: Pod) -> bool:
     return any(o.kind == "DaemonSet" for o in pod.metadata.owner_references)
 
@@ -152,6 +162,12 @@ class Cluster:
         self._nominations: dict[str, _Nomination] = {}
         self._marked: set[str] = set()
         self._applied = 0
+        # Indexes of `_claims` and `_nodes` (see `_set_claim`).
+        self._claim_seq: dict[str, int] = {}
+        self._node_seq: dict[str, int] = {}
+        self._claims_by_pid: dict[str, set[str]] = {}
+        self._claims_by_node_name: dict[str, set[str]] = {}
+        self._nodes_by_pid: dict[str, set[str]] = {}
         # Applied workload -> the keys of the pods it makes, from `apply` (see `_pod_keys`).
         self._made: dict[tuple[str, str, str], list[str]] = {}
         # Bumped by every change to pods, Nodes, NodeClaims, nominations and marks: what
@@ -172,9 +188,9 @@ class Cluster:
         for m in manifests.items:
             kind = m.obj.kind
             if kind == "Node":
-                out._nodes[m.obj.metadata.name] = cast(Node, m.obj)
+                out._set_node(cast(Node, m.obj))
             elif kind == "NodeClaim":
-                out._claims[m.obj.metadata.name] = cast(NodeClaim, m.obj)
+                out._set_claim(cast(NodeClaim, m.obj))
             elif kind != "Pod":
                 out._objects[_key_of(m.obj)] = m
         out._version += 1
@@ -377,18 +393,18 @@ class Cluster:
     def add_node_claim(self, claim: NodeClaim) -> None:
         if claim.name in self._claims:
             raise KeyError(f"NodeClaim {claim.name!r} already exists")
-        self._claims[claim.name] = claim
+        self._set_claim(claim)
         self._version += 1
 
     def update_node_claim(self, claim: NodeClaim) -> None:
         if claim.name not in self._claims:
             raise KeyError(f"no NodeClaim {claim.name!r}")
-        self._claims[claim.name] = claim
+        self._set_claim(claim)
         self._version += 1
 
     def delete_node_claim(self, name: str) -> Released:
         """Remove a NodeClaim (its finalizer done); the pods nominated to it pend again."""
-        self._claims.pop(name, None)
+        self._pop_claim(name)
         self._marked.discard(name)
         self._version += 1
         released = tuple(k for k, n in self._nominations.items() if n.claim == name)
@@ -397,23 +413,26 @@ class Cluster:
         return Released(pending=released)
 
     def node_claim_for_node(self, node: Node) -> NodeClaim | None:
-        """The NodeClaim a Node belongs to: by provider ID, else by `status.nodeName`."""
+        """The NodeClaim a Node belongs to: by provider ID, else by `status.nodeName` (the
+        first in the cluster's order, from the indexes `_set_claim` keeps)."""
         pid = node.spec.provider_id
-        for claim in self._claims.values():
-            if pid and claim.status.provider_id == pid:
-                return claim
-        for claim in self._claims.values():
-            if claim.status.node_name == node.metadata.name:
-                return claim
-        return None
+        names = self._claims_by_pid.get(pid) if pid else None
+        if not names:
+            names = self._claims_by_node_name.get(node.metadata.name)
+        if not names:
+            return None
+        return self._claims[min(names, key=self._claim_seq.__getitem__)]
 
     def nodes_for_claim(self, claim: NodeClaim) -> list[Node]:
         """Nodes whose provider ID is the NodeClaim's (Karpenter's `NodeForNodeClaim` lists
-        these; more than one is an error there)."""
+        these; more than one is an error there), in the cluster's order."""
         pid = claim.status.provider_id
         if not pid:
             return []
-        return [n for n in self._nodes.values() if n.spec.provider_id == pid]
+        names = self._nodes_by_pid.get(pid)
+        if not names:
+            return []
+        return [self._nodes[n] for n in sorted(names, key=self._node_seq.__getitem__)]
 
     # ---- Nodes ----------------------------------------------------------------------------------
     def nodes(self) -> list[Node]:
@@ -425,19 +444,19 @@ class Cluster:
     def add_node(self, node: Node) -> None:
         if node.metadata.name in self._nodes:
             raise KeyError(f"node {node.metadata.name!r} already exists")
-        self._nodes[node.metadata.name] = node
+        self._set_node(node)
         self._version += 1
 
     def update_node(self, node: Node) -> None:
         if node.metadata.name not in self._nodes:
             raise KeyError(f"no node {node.metadata.name!r}")
-        self._nodes[node.metadata.name] = node
+        self._set_node(node)
         self._version += 1
 
     def delete_node(self, name: str) -> Released:
         """Remove a Node: its pods pend again (their controllers recreate them), its
         DaemonSet pods go with it."""
-        self._nodes.pop(name, None)
+        self._pop_node(name)
         self._marked.discard(name)
         self._version += 1
         pending: list[str] = []
@@ -487,7 +506,7 @@ class Cluster:
             return Applied()
         if kind == "NodeClaim":
             claim = cast(NodeClaim, obj)
-            self._claims[claim.name] = claim
+            self._set_claim(claim)
             self._version += 1
             return Applied()
         key = _key_of(obj)
@@ -558,6 +577,46 @@ class Cluster:
         return self._of_kind("ClusterPolicy")
 
     # ---- internals ------------------------------------------------------------------------------
+    # `_claims` and `_nodes` are written only here, which keep their indexes: names by
+    # provider ID (and NodeClaims by `status.nodeName`), and each name's insertion number
+    # (its place in the map's order, for the scans' "first").
+    def _set_claim(self, claim: NodeClaim) -> None:
+        name = claim.name
+        old = self._claims.get(name)
+        if old is None:
+            self._claim_seq[name] = self._next_seq
+            self._next_seq += 1
+        else:
+            _unindex(self._claims_by_pid, old.status.provider_id, name)
+            _unindex(self._claims_by_node_name, old.status.node_name, name)
+        self._claims[name] = claim
+        _index(self._claims_by_pid, claim.status.provider_id, name)
+        _index(self._claims_by_node_name, claim.status.node_name, name)
+
+    def _pop_claim(self, name: str) -> None:
+        old = self._claims.pop(name, None)
+        if old is not None:
+            del self._claim_seq[name]
+            _unindex(self._claims_by_pid, old.status.provider_id, name)
+            _unindex(self._claims_by_node_name, old.status.node_name, name)
+
+    def _set_node(self, node: Node) -> None:
+        name = node.metadata.name
+        old = self._nodes.get(name)
+        if old is None:
+            self._node_seq[name] = self._next_seq
+            self._next_seq += 1
+        else:
+            _unindex(self._nodes_by_pid, old.spec.provider_id, name)
+        self._nodes[name] = node
+        _index(self._nodes_by_pid, node.spec.provider_id, name)
+
+    def _pop_node(self, name: str) -> None:
+        old = self._nodes.pop(name, None)
+        if old is not None:
+            del self._node_seq[name]
+            _unindex(self._nodes_by_pid, old.spec.provider_id, name)
+
     def _pod_keys(self, key: tuple[str, str, str], previous: Manifest | None) -> list[str]:
         """The pod keys the applied workload `previous` (at `key`) makes: kept from when it
         was applied (the same object, so the same keys; a scale event does not expand the
@@ -645,9 +704,7 @@ class Cluster:
             return name
         if claim.status.node_name and claim.status.node_name in self._nodes:
             return claim.status.node_name
-        pid = claim.status.provider_id
-        if pid:
-            for node in self._nodes.values():
-                if node.spec.provider_id == pid:
-                    return node.metadata.name
+        nodes = self._nodes_by_pid.get(claim.status.provider_id or "")
+        if nodes:
+            return min(nodes, key=self._node_seq.__getitem__)
         return name
