@@ -5,7 +5,10 @@ event's time, so controllers reading `clock.now()` see simulated time and never 
 run in (t, priority, sequence) order: at equal times the lower priority first, then the one
 scheduled first. Controllers are `Reconciler`s (`controllers/reconciler.py`): `every` runs one
 now and again after whatever its `reconcile()` returns; `trigger` asks for a run (a watch event)
-and coalesces, so a reconciler has at most one pending run.
+and coalesces, so a reconciler has at most one pending run. A reconciler whose runs would do
+nothing until something it reads changes calls `idle` (and returns None): the engine fires none
+of them and, on `wake` or a trigger, schedules the first one due on the same grid of times at
+the same place in its instant (a 10-s poll that finds nothing costs nothing).
 
 Deterministic: no wall clock and no global random; `engine.random` is a `random.Random` seeded
 from the scenario's seed for whatever must be random. Bounded: more than `max_per_instant`
