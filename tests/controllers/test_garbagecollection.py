@@ -189,3 +189,25 @@ def test_requeue_after_is_the_next_collector_due() -> None:
     assert gc.requeue_after() == INSTANCE_FAST_PERIOD
     w.clock.advance(NODECLAIM_PERIOD - INSTANCE_FAST_PERIOD)
     assert gc.requeue_after() == 0.0  # the NodeClaim collector is due again at 120 s
+
+
+def test_both_collectors_due_together_list_the_instances_once() -> None:
+    cluster, ec2, cloud, _clock, gc = aws()
+    cluster.add_node_claim(cloud.create(gpu_claim("kept")))
+    ec2.calls.clear()
+    gc.collect()  # both are due on the first call; nothing was deleted in between
+    assert ec2.calls.count("DescribeInstances") == 1
+
+
+def test_after_an_orphan_is_terminated_the_node_claim_collector_lists_again() -> None:
+    # The instance collector's listing is stale once it deleted something: the NodeClaim
+    # collector must see the cloud as it is after the delete.
+    _cluster, ec2, cloud, clock, gc = aws()
+    cloud.create(gpu_claim("lost"))
+    gc.collect()
+    clock.advance(NODECLAIM_PERIOD)
+    ec2.calls.clear()
+    collected = gc.collect()
+    assert len(collected.instances) == 1
+    after = ec2.calls[ec2.calls.index("TerminateInstances") + 1 :]
+    assert after == ["DescribeInstances"]

@@ -384,3 +384,96 @@ def test_triggers_law_every_request_is_served_in_its_window_and_runs_never_excee
         assert any(log[k][0] == "request" for k in range(previous + 1, j))
         previous = j
     assert all(n == 1 for n in pending)  # at most one pending run, always
+
+
+# ---- idle reconcilers ----------------------------------------------------------------------------
+@dataclass(eq=False)
+class Watcher:
+    """A reconciler that acts when its input changed since it last looked and otherwise does
+    nothing: either requeueing every `period` (`idles=False`) or idling until woken."""
+
+    engine: Engine
+    log: list[tuple[str, float, int]]
+    period: float
+    busy_requeue: float
+    idles: bool
+    name: str = "watcher"
+    input: int = 0
+    seen: int = 0
+    runs: int = 0
+
+    def reconcile(self) -> float | None:
+        self.runs += 1
+        if self.input == self.seen:
+            if self.idles:
+                self.engine.idle(self, self.period)
+                return None
+            return self.period
+        self.seen = self.input
+        self.log.append(("acted", self.engine.now, self.input))
+        return self.busy_requeue
+
+
+# One scripted event: (time, priority, what), what: "change" (the watcher's input), "trigger"
+# (a trigger of the watcher `after` seconds), or "late" (a change scheduled at the same instant
+# by an event of a higher priority than the watcher's, so it runs after the watcher's run).
+script = st.lists(
+    st.tuples(
+        st.integers(0, 400).map(lambda t: t / 4),
+        st.sampled_from([0, 10, 30, 31, 32, 40]),
+        st.sampled_from(["change", "trigger", "late"]),
+        st.sampled_from([0.0, 2.5, 10.0]),
+    ),
+    max_size=25,
+)
+
+
+def _run_watcher(
+    events: list[tuple[float, int, str, float]], period: float, busy: float, *, idles: bool
+) -> list[tuple[str, float, int]]:
+    e = make()
+    log: list[tuple[str, float, int]] = []
+    w = Watcher(e, log, period, busy, idles)
+
+    def change(label: str) -> None:
+        w.input += 1
+        log.append((label, e.now, w.input))
+        e.wake(w)  # a no-op for the watcher that requeues
+
+    for i, (t, priority, what, after) in enumerate(events):
+        if what == "change":
+            e.at(t, lambda i=i: change(f"change {i}"), priority=priority)
+        elif what == "trigger":
+            e.at(t, lambda after=after: e.trigger(w, after=after), priority=priority)
+        else:
+            e.at(
+                t,
+                lambda i=i: e.at(e.now, lambda: change(f"late {i}"), priority=0),
+                priority=40,
+            )
+    e.every(w, priority=31)
+    e.run(120)
+    return log
+
+
+@settings(max_examples=300, deadline=None)
+@given(script, st.sampled_from([10.0, 3.7, 0.3]), st.sampled_from([10.0, 1.25, 0.0]))
+def test_an_idle_reconciler_acts_exactly_when_one_requeueing_every_period_would(
+    events: list[tuple[float, int, str, float]], period: float, busy: float
+) -> None:
+    # The runs an idle reconciler skips did nothing; the ones after a wake or a trigger land
+    # on the same times and in the same place among the events of their instant.
+    requeueing = _run_watcher(events, period, busy, idles=False)
+    idling = _run_watcher(events, period, busy, idles=True)
+    assert idling == requeueing
+
+
+def test_an_idle_reconciler_does_not_run_until_woken() -> None:
+    e = make()
+    log: list[tuple[str, float, int]] = []
+    w = Watcher(e, log, 10.0, 10.0, idles=True)
+    e.every(w, priority=1)
+    e.at(95, lambda: (setattr(w, "input", 1), e.wake(w)))
+    e.run(200)
+    assert log == [("acted", 100.0, 1)]  # the 10-s grid from 0: the first run after 95
+    assert w.runs == 3  # at 0 (idles), 100 (acts), 110 (idles); none at 10..90 or after 110

@@ -177,6 +177,21 @@ def test_applying_a_workload_creates_its_pods_and_scaling_down_deletes_them() ->
     assert cluster.pods() == []
 
 
+def test_a_workload_loaded_with_the_cluster_scales_and_deletes_like_an_applied_one() -> None:
+    # A workload from `from_manifests` was never applied: its current pods are expanded from
+    # the object; one applied later is diffed against the keys kept when it was applied.
+    cluster = Cluster.from_manifests(objects(deployment(replicas=3, gpu=1)))
+    applied = cluster.apply(objects(deployment(replicas=4, gpu=1)).workloads[0])
+    assert (applied.created, applied.deleted) == (("default/vllm-3",), ())
+    applied = cluster.apply(objects(deployment(replicas=2, gpu=1)).workloads[0])
+    assert (applied.created, applied.deleted) == ((), ("default/vllm-2", "default/vllm-3"))
+    assert cluster.delete("Deployment", None, "vllm").deleted == (
+        "default/vllm-0",
+        "default/vllm-1",
+    )
+    assert cluster.pods() == []
+
+
 def test_reapplying_an_object_replaces_it_where_it_stood() -> None:
     cluster = Cluster()
     for doc in (nodepool("a"), nodepool("b"), daemonset()):

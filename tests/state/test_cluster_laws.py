@@ -5,13 +5,17 @@ anew is the same."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpucap.apis.core import Pod
+from gpucap.apis.labels import INITIALIZED
 from gpucap.apis.serde import Manifests
 from gpucap.runtime.clock import FakeClock
 from gpucap.state.cluster import Cluster
-from gpucap.state.snapshot import snapshot
+from gpucap.state.snapshot import Snapshot, snapshot
 from tests.builders import GPU_TOLERATION, deployment, load, nodepool
 from tests.state.builders import node, node_claim
 
@@ -125,3 +129,88 @@ def test_pods_on_is_the_scan_of_the_pods_bound_to_the_node_in_cluster_order(
         for name in (*NODES, "nowhere"):
             scan = [p for p in cluster.pods() if p.spec.node_name == name]
             assert [id(p) for p in cluster.pods_on(name)] == [id(p) for p in scan]
+
+
+def rebuilt(cluster: Cluster) -> Snapshot:
+    """The snapshot built from scratch, as `Cluster.snapshot` defines it: `state.snapshot`
+    of the pods not nominated, then nominated pods appended to their NodeClaims' state nodes
+    and the marks applied."""
+    nominated = cluster.nominations()
+    pods = [p for p in cluster.pods() if p.key not in nominated]
+    snap = snapshot(pods, cluster.nodes(), cluster.node_claims())
+    extra: dict[str, list[Pod]] = {}
+    for key, claim in nominated.items():
+        extra.setdefault(cluster._state_node_name(claim), []).append(cluster.pod(key))
+    marked = {cluster._state_node_name(n) for n in cluster.marked_for_deletion()}
+    nodes = tuple(
+        replace(
+            n,
+            pods=(*n.pods, *extra.get(n.name, ())),
+            marked_for_deletion=n.marked_for_deletion or n.name in marked,
+        )
+        for n in snap.nodes
+    )
+    return replace(snap, nodes=nodes)
+
+
+changes = st.one_of(
+    with_scaling,
+    st.tuples(st.just("mark"), st.sampled_from([*CLAIMS, *NODES])),
+    st.tuples(st.just("unmark"), st.sampled_from([*CLAIMS, *NODES])),
+    st.tuples(st.just("initialize"), st.sampled_from(NODES)),
+    st.tuples(st.just("relabel_claim"), st.sampled_from(CLAIMS)),
+    st.tuples(st.just("snapshot")),
+    st.tuples(st.just("repoint"), st.sampled_from(CLAIMS), st.sampled_from(NODES)),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(changes, max_size=30))
+def test_the_incremental_snapshot_and_indexes_are_the_scans_after_every_change(
+    ops: list[tuple[object, ...]],
+) -> None:
+    # `snapshot()` reuses the last snapshot and unchanged state nodes, and the NodeClaim/Node
+    # look-ups read indexes; after any change (and any number of snapshots in between) they
+    # must equal what is built from scratch and what a scan of the objects finds.
+    clock = FakeClock()
+    cluster = Cluster.from_manifests(BASE, clock=clock)
+    claims = {c.name: c for c in cluster.node_claims()}
+    for op in ops:
+        if op[0] == "mark":
+            cluster.mark_for_deletion(str(op[1]))
+        elif op[0] == "unmark":
+            cluster.unmark_for_deletion(str(op[1]))
+        elif op[0] == "initialize" and (n := cluster.node(str(op[1]))) is not None:
+            labels = {**n.metadata.labels, INITIALIZED: "true"}
+            meta = n.metadata.model_copy(update={"labels": labels})
+            cluster.update_node(n.model_copy(update={"metadata": meta}))
+        elif op[0] == "relabel_claim" and (c := cluster.node_claim(str(op[1]))) is not None:
+            labels = {**c.metadata.labels, "example.com/seen": str(len(ops))}
+            meta = c.metadata.model_copy(update={"labels": labels})
+            cluster.update_node_claim(c.model_copy(update={"metadata": meta}))
+        elif op[0] == "repoint" and (c := cluster.node_claim(str(op[1]))) is not None:
+            # The NodeClaim now names the Node (a registration), or a removed one's NodeClaim
+            # comes back at the end of the order.
+            n = cluster.node(str(op[2]))
+            update = {"node_name": str(op[2]), "provider_id": n.spec.provider_id if n else None}
+            cluster.update_node_claim(
+                c.model_copy(update={"status": c.status.model_copy(update=update)})
+            )
+        elif op[0] == "repoint" and (c := claims.get(str(op[1]))) is not None:
+            cluster.add_node_claim(c)
+        elif op[0] not in ("snapshot", "repoint"):
+            do(cluster, clock, op)
+        assert cluster.snapshot() == rebuilt(cluster)
+        for n in cluster.nodes():
+            pid = n.spec.provider_id
+            scan = next(
+                (c for c in cluster.node_claims() if pid and c.status.provider_id == pid), None
+            )
+            scan = scan or next(
+                (c for c in cluster.node_claims() if c.status.node_name == n.metadata.name), None
+            )
+            assert cluster.node_claim_for_node(n) is scan
+        for c in cluster.node_claims():
+            pid = c.status.provider_id
+            scanned = [n for n in cluster.nodes() if pid and n.spec.provider_id == pid]
+            assert cluster.nodes_for_claim(c) == scanned

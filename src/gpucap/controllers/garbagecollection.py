@@ -94,6 +94,8 @@ class GarbageCollection:
         self._instance_runs = 0
         self._instances_due: float | None = None  # clock seconds; None: now
         self._claims_due: float | None = None
+        # Within `collect()`: the instance pass's listing while nothing was deleted since.
+        self._listed: list[NodeClaim] | None = None
 
     def reconcile(self) -> list[str]:
         """Run the parts that are due; the provider IDs of instances terminated, then the
@@ -105,14 +107,24 @@ class GarbageCollection:
         """Run the parts that are due and return what they did (also kept as `last`)."""
         now = self.clock.monotonic()
         out = Collected()
-        if self._instances_due is None or now >= self._instances_due:
-            out = self.collect_instances()
-        if self._claims_due is None or now >= self._claims_due:
-            out = Collected(
-                out.instances, out.nodes, self.collect_node_claims(), out.released, out.deleted_pods
-            )
+        try:
+            if self._instances_due is None or now >= self._instances_due:
+                out, self._listed = self._collect_instances()
+            if self._claims_due is None or now >= self._claims_due:
+                claims = self.collect_node_claims()
+                out = Collected(out.instances, out.nodes, claims, out.released, out.deleted_pods)
+        finally:
+            self._listed = None
         self.last = out
         return out
+
+    def _list(self) -> list[NodeClaim]:
+        """`cloud_provider.list()`, or within one `collect()` the instance pass's answer when
+        that pass changed nothing since (no instance deleted: the same instant, the same
+        instances, so the same answer; one DescribeInstances instead of two)."""
+        if self._listed is not None:
+            return self._listed
+        return self.cloud_provider.list()
 
     def requeue_after(self) -> float:
         """Seconds until the next part is due (0: one is due now)."""
@@ -123,12 +135,19 @@ class GarbageCollection:
     # ---- orphaned instances -------------------------------------------------------------------
     def collect_instances(self) -> Collected:
         """One pass of the instance collector (whether due or not)."""
+        return self._collect_instances()[0]
+
+    def _collect_instances(self) -> tuple[Collected, list[NodeClaim] | None]:
+        """`collect_instances`, and the cloud provider's listing when no instance was deleted
+        (None after a delete was attempted or when listing failed)."""
         start = self.clock.monotonic()
+        listed: list[NodeClaim] | None
         try:
-            cloud = [c for c in self.cloud_provider.list() if c.metadata.deletion_timestamp is None]
+            listed = self.cloud_provider.list()
         except CloudProviderError:
             self._instances_due = start + self._instance_period()
-            return Collected()
+            return Collected(), None
+        cloud = [c for c in listed if c.metadata.deletion_timestamp is None]
         known = {c.status.provider_id for c in self.cluster.node_claims() if c.status.provider_id}
         now = self.clock.now()
         instances: list[str] = []
@@ -143,6 +162,7 @@ class GarbageCollection:
             created = orphan.metadata.creation_timestamp
             if created is not None and (now - created).total_seconds() <= INSTANCE_GRACE:
                 continue
+            listed = None  # a delete is attempted: the listing may be stale from here
             try:
                 self.cloud_provider.delete(orphan)
             except NodeClaimNotFoundError:
@@ -159,7 +179,8 @@ class GarbageCollection:
         if not failed:
             self._instance_runs += 1
         self._instances_due = start + self._instance_period()
-        return Collected(tuple(instances), tuple(nodes), (), tuple(released), tuple(deleted_pods))
+        out = Collected(tuple(instances), tuple(nodes), (), tuple(released), tuple(deleted_pods))
+        return out, listed
 
     def _instance_period(self) -> float:
         return (
@@ -172,9 +193,7 @@ class GarbageCollection:
         self._claims_due = self.clock.monotonic() + NODECLAIM_PERIOD
         try:
             cloud = {
-                c.status.provider_id
-                for c in self.cloud_provider.list()
-                if c.metadata.deletion_timestamp is None
+                c.status.provider_id for c in self._list() if c.metadata.deletion_timestamp is None
             }
         except CloudProviderError:
             return ()

@@ -5,7 +5,10 @@ event's time, so controllers reading `clock.now()` see simulated time and never 
 run in (t, priority, sequence) order: at equal times the lower priority first, then the one
 scheduled first. Controllers are `Reconciler`s (`controllers/reconciler.py`): `every` runs one
 now and again after whatever its `reconcile()` returns; `trigger` asks for a run (a watch event)
-and coalesces, so a reconciler has at most one pending run.
+and coalesces, so a reconciler has at most one pending run. A reconciler whose runs would do
+nothing until something it reads changes calls `idle` (and returns None): the engine fires none
+of them and, on `wake` or a trigger, schedules the first one due on the same grid of times at
+the same place in its instant (a 10-s poll that finds nothing costs nothing).
 
 Deterministic: no wall clock and no global random; `engine.random` is a `random.Random` seeded
 from the scenario's seed for whatever must be random. Bounded: more than `max_per_instant`
@@ -62,6 +65,8 @@ class _Registration:
     reconciler: Reconciler
     priority: int
     pending: Timer | None = None
+    # `Engine.idle`: (the time of the run that went idle, its period); None when not idle.
+    idle: tuple[float, float] | None = None
 
 
 class Engine:
@@ -82,6 +87,8 @@ class Engine:
         self._registered: dict[int, _Registration] = {}
         self._max_per_instant = max_per_instant
         self._running = False
+        # The highest priority fired at the current instant (see `_next_run_of_idle`).
+        self._top = -math.inf
         self.random = random.Random(seed)
 
     @property
@@ -145,17 +152,57 @@ class Engine:
             raise ValueError(f"cannot trigger {reconciler.name} {after}s from now")
         self._request(reconciler, self._t + after)
 
+    def idle(self, reconciler: Reconciler, period: float) -> None:
+        """Called by `reconciler` from its `reconcile()`, which then returns None: it would
+        run again every `period` seconds, and each of those runs would do nothing until
+        `wake` is called (something it reads changed). Instead of firing those runs, the
+        engine schedules the first one due at or after the wake (or a trigger), on the same
+        grid of times (each `period` after the last, added one at a time as requeues are)
+        and in the same place among the events of its instant."""
+        if not period > 0 or math.isinf(period):
+            raise ValueError(f"{reconciler.name} cannot idle with a period of {period}s")
+        reg = self._registered.get(id(reconciler))
+        if reg is None:
+            raise ValueError(f"{reconciler.name} is not registered (`every`)")
+        reg.idle = (self._t, period)
+
+    def wake(self, reconciler: Reconciler) -> None:
+        """Something an idle reconciler reads changed: schedule its next run (see `idle`);
+        nothing when it is not idle."""
+        reg = self._registered.get(id(reconciler))
+        if reg is not None and reg.idle is not None:
+            self._schedule(reg, self._next_run_of_idle(reg.idle, reg.priority))
+
+    def _next_run_of_idle(self, idle: tuple[float, float], priority: int) -> float:
+        """The first run of the grid `idle` (last run, period) that has not happened yet: the
+        current instant's, unless an event of a higher priority already fired at it (which
+        runs after the reconciler's), else a later one."""
+        t, period = idle
+        t += period
+        while t < self._t:
+            t += period
+        if t == self._t and self._top > priority:
+            t += period
+        return t
+
     def _request(self, reconciler: Reconciler, t: float) -> None:
         reg = self._registered.get(id(reconciler))
         if reg is None:
             # Triggered without `every`: runs only when triggered, at priority 0.
             reg = self._registered[id(reconciler)] = _Registration(reconciler, 0)
+        if reg.idle is not None:
+            # A trigger of an idle reconciler: its next run on the grid is pending.
+            self._schedule(reg, self._next_run_of_idle(reg.idle, reg.priority))
         if reg.pending is not None and reg.pending.pending:
             if reg.pending.t <= t:
                 return
             self.cancel(reg.pending)
+        self._schedule(reg, t)
+
+    def _schedule(self, reg: _Registration, t: float) -> None:
+        reg.idle = None
         reg.pending = self.at(
-            t, lambda: self._reconcile(reg), priority=reg.priority, label=reconciler.name
+            t, lambda: self._reconcile(reg), priority=reg.priority, label=reg.reconciler.name
         )
 
     def _reconcile(self, reg: _Registration) -> None:
@@ -206,6 +253,7 @@ class Engine:
                 here = 0
                 recent.clear()
             heapq.heappop(heap)
+            self._top = max(self._top, timer.priority)
             here += 1
             if here > watch_from:
                 # Only the last events before the cap are counted: the error names who loops.
@@ -227,6 +275,7 @@ class Engine:
 
     def _move_to(self, t: float) -> None:
         self._t = t
+        self._top = -math.inf
         self.clock.set(self._start + dt.timedelta(seconds=t))
 
     def _drop_cancelled(self) -> None:

@@ -138,6 +138,20 @@ def _canonical(value: Any, key: str) -> Any:
     raise TypeError(f"event field {key!r} holds a {type(value).__name__}, not a JSON value")
 
 
+# The canonical order of each tuple of field names (as given), memoised: every event of a type
+# is emitted with the same names in the same order. Bounded.
+_ORDERS: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+
+def _ordered(names: tuple[str, ...]) -> tuple[str, ...]:
+    out = _ORDERS.get(names)
+    if out is None:
+        if len(_ORDERS) >= 1024:
+            _ORDERS.clear()
+        out = _ORDERS[names] = tuple(sorted(names, key=_order))
+    return out
+
+
 def _order(key: str) -> tuple[int, int, str]:
     if key in _RANK:
         return (0, _RANK[key], "")
@@ -162,7 +176,7 @@ class Event:
             raise ValueError(f"event time is {self.t}: events happen at finite times")
         if "t" in self.fields or "type" in self.fields:
             raise ValueError("an event's fields cannot be named 't' or 'type'")
-        fields = {k: _canonical(self.fields[k], k) for k in sorted(self.fields, key=_order)}
+        fields = {k: _canonical(self.fields[k], k) for k in _ordered(tuple(self.fields))}
         object.__setattr__(self, "t", round(float(self.t), 3) + 0.0)
         object.__setattr__(self, "fields", MappingProxyType(fields))
 

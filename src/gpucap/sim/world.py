@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from gpucap.apis.bottlerocket import BottlerocketUserDataError, device_plugin_config
-from gpucap.apis.core import Pod, PodCondition
+from gpucap.apis.core import Node, Pod, PodCondition
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.expansion import POD_CREATORS, pod_groups
 from gpucap.apis.gpu import GPU_RESOURCES, NVIDIA_GPU_SHARED
@@ -222,6 +222,10 @@ class World:
         self._on_node: dict[str, dict[str, Pod]] = {}  # node -> pods bound there
         self._where: dict[str, str] = {}  # pod -> its node
         self._used: dict[str, Resources] = {}  # node -> requests of its pods
+        # Pod -> the (Node, pod, used requests) objects of its last failed bind (`_try_bind`).
+        self._unbindable: dict[str, tuple[Node, Pod, Resources | None]] = {}
+        # NodeClaim -> (the object, whether it is Drifted=True) (`_could_now`).
+        self._drifted: dict[str, tuple[NodeClaim, bool]] = {}
 
     # ---- running --------------------------------------------------------------------------------
     def run(self, on_step: Callable[[float], None] | None = None) -> SimulationResult:
@@ -253,6 +257,12 @@ class World:
 
     def _changed(self) -> None:
         self._version += 1
+        self.engine.wake(self._disruption)  # see `_disrupt`
+
+    def _claims_changed(self) -> None:
+        """A NodeClaim, Node or instance changed (what garbage collection reads)."""
+        self._claims_touched += 1
+        self.engine.wake(self._collecting)  # see `_collect`
 
     # ---- the scenario's actions -------------------------------------------------------------
     def _act(self, action: ScenarioAction) -> None:
@@ -362,6 +372,7 @@ class World:
         for key in keys:
             self.emit("PodDeleted", pod=key)
             self._reasons.pop(key, None)
+            self._unbindable.pop(key, None)
             self._unplace(key)
         self._trigger_bind()
 
@@ -421,7 +432,7 @@ class World:
             )
 
     def _interrupt(self, index: int, name: str) -> None:
-        self._claims_touched += 1
+        self._claims_changed()
         claim = self.cluster.node_claim(name)
         if claim is None or not claim.status.provider_id:
             self.emit(
@@ -470,7 +481,10 @@ class World:
     def _retrigger(self) -> float | None:
         """Karpenter's pod controller: a provisionable pod triggers the provisioner every 10 s.
         Nothing the scheduler sees changed since the last pass (the same cluster state and
-        insufficient-capacity marks): that pass's answer stands, so no trigger."""
+        insufficient-capacity marks): that pass's answer stands, so no trigger. No pod
+        became pending since the last look: nothing to trigger for either (most runs)."""
+        if not self._maybe_pending:
+            return POD_RETRY_SECONDS
         self.aws.unavailable.expire()
         if (self._version, tuple(self.aws.unavailable.active())) == self._last_pass:
             return POD_RETRY_SECONDS
@@ -609,7 +623,7 @@ class World:
             )
 
     def _lifecycle_result(self, result: LifecycleResult, *, nodepool: str | None = None) -> None:
-        self._claims_touched += 1
+        self._claims_changed()
         name = result.node_claim
         claim = self.cluster.node_claim(name)
         if result.launched and claim is not None:
@@ -711,7 +725,7 @@ class World:
 
     # ---- the kubelet --------------------------------------------------------------------------
     def _register(self, name: str) -> None:
-        self._claims_touched += 1
+        self._claims_changed()
         claim = self.cluster.node_claim(name)
         sim = self._nodes.get(name)
         if claim is None or sim is None or claim.metadata.deletion_timestamp is not None:
@@ -840,19 +854,33 @@ class World:
         return nodes[0].metadata.name if nodes else None
 
     def _try_bind(self, key: str, node_name: str) -> None:
+        """Bind pod `key` to `node_name` if the node can take it now. The answer depends on
+        the Node, the pod and the node's used requests only (frozen models; `_used` entries
+        are replaced, never changed in place): a try that failed is not repeated while all
+        three are the same objects."""
         node = self.cluster.node(node_name)
         if node is None or node.metadata.deletion_timestamp is not None:
             return
         pod = self.cluster.pod(key)
-        if not node.is_ready:
+        used = self._used.get(node_name)
+        failed = self._unbindable.get(key)
+        if failed is not None and failed[0] is node and failed[1] is pod and failed[2] is used:
             return
+        if not self._can_bind(node, pod, used):
+            self._unbindable[key] = (node, pod, used)
+            return
+        self._unbindable.pop(key, None)
+        self._bind(key, node_name)
+
+    @staticmethod
+    def _can_bind(node: Node, pod: Pod, used: Resources | None) -> bool:
+        if not node.is_ready:
+            return False
         taints = [t for t in node.spec.taints if t.effect in ("NoSchedule", "NoExecute")]
         if untolerated(taints, pod.spec.tolerations) is not None:
-            return
-        free = subtract(base_units(node.status.allocatable), self._used.get(node_name, {}))
-        if not fits(_requests(pod), free):
-            return
-        self._bind(key, node_name)
+            return False
+        free = subtract(base_units(node.status.allocatable), used or {})
+        return fits(_requests(pod), free)
 
     def _bind(self, key: str, node_name: str) -> None:
         pod = self.cluster.bind(key, node_name)
@@ -948,6 +976,12 @@ class World:
         ):
             # No NodePool consolidates (consolidateAfter Never everywhere) and nothing drifted:
             # every method's candidates are empty, the pass would find nothing.
+            if self._idle_key is None or self._idle_key[0] != self._version:
+                # Until the version changes, every run every 10 s would come here again (the
+                # check above needs this version; the queue and the memo of `_could_disrupt`
+                # stay as they are): the engine holds them until `_changed` wakes it.
+                self.engine.idle(self._disruption, POLLING_PERIOD_S)
+                return None
             return POLLING_PERIOD_S
         polls = self.clock.monotonic() >= self.disruption.next_poll
         result = self.disruption.reconcile()
@@ -978,11 +1012,20 @@ class World:
     def _could_now(self) -> bool:
         if any(consolidate_after(np) is not None for np in self.cluster.nodepools()):
             return True
-        return any(
-            c.type == "Drifted" and c.status == "True"
-            for claim in self.cluster.node_claims()
-            for c in claim.status.conditions
-        )
+        # Whether a NodeClaim is drifted, per NodeClaim object (frozen models).
+        seen: dict[str, tuple[NodeClaim, bool]] = {}
+        found = False
+        for claim in self.cluster.node_claims():
+            name = claim.metadata.name
+            kept = self._drifted.get(name)
+            if kept is None or kept[0] is not claim:
+                conditions = claim.status.conditions
+                drifted = any(c.type == "Drifted" and c.status == "True" for c in conditions)
+                kept = (claim, drifted)
+            seen[name] = kept
+            found = found or kept[1]
+        self._drifted = seen
+        return found
 
     def _next_disruption_time(self) -> float:
         """The next time an idle disruption pass could find something without the cluster
@@ -1008,7 +1051,7 @@ class World:
         return soonest
 
     def _disruption_result(self, result: DisruptionResult) -> None:
-        self._claims_touched += 1
+        self._claims_changed()
         command = result.decided
         if command is not None:
             replacements = [r.name for r in command.replacements]
@@ -1070,7 +1113,10 @@ class World:
         # pass that collected nothing: this pass would collect nothing either.
         seen = (self._claims_touched, len(self.ec2.instances))
         if seen == self._gc_idle:
-            return GC_IDLE_RECHECK_S
+            # Every run every 10 s would come here again until `_claims_changed` (instances are
+            # only created by launches, which it follows): the engine holds them until then.
+            self.engine.idle(self._collecting, GC_IDLE_RECHECK_S)
+            return None
         collected = self.garbage.collect()
         self._gc_idle = (
             seen
@@ -1101,7 +1147,7 @@ class World:
             )
 
     def _expire(self) -> None:
-        self._claims_touched += 1
+        self._claims_changed()
         for name in self.expiration.reconcile():
             self.emit("DisruptionDecision", nodeClaim=name, reason="Expired", method="expiration")
             self._changed()
@@ -1109,7 +1155,7 @@ class World:
 
     # ---- termination ----------------------------------------------------------------------------
     def _terminated(self, name: str, result: TerminationResult) -> None:
-        self._claims_touched += 1
+        self._claims_changed()
         for key in result.evicted:
             self.emit("PodEvicted", pod=key, node=result.node, reason=result.reason or "")
             self._unplace(key)

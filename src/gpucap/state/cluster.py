@@ -46,7 +46,14 @@ from gpucap.apis.serde import KINDS, KubeObject, Manifest, Manifests, Source
 from gpucap.apis.workloads import DaemonSet
 from gpucap.runtime.clock import Clock
 from gpucap.scheduling.solver import StateNode
-from gpucap.state.snapshot import Snapshot, snapshot
+from gpucap.state.snapshot import (
+    Snapshot,
+    claim_of,
+    claim_state,
+    claims_by_node,
+    is_pending,
+    node_state,
+)
 
 __all__ = ["NOMINATION_WINDOW", "Applied", "Cluster", "Released", "object_key"]
 
@@ -91,6 +98,35 @@ class _Nomination:
     until: float | None
 
 
+# What one state node is built from (`Cluster.snapshot`): its Node (None for a NodeClaim no
+# Node matched), its NodeClaim, the version at which its bound pods last changed, the pods
+# nominated to it and whether it is marked for deletion. A plain tuple: one is made per state
+# node per snapshot.
+_StateInputs = tuple[Node | None, NodeClaim | None, int, tuple[Pod, ...], bool]
+
+
+def _same_inputs(a: _StateInputs, b: _StateInputs) -> bool:
+    """Whether two state nodes' inputs are the same objects (see `Cluster.snapshot`)."""
+    return (
+        a[0] is b[0]
+        and a[1] is b[1]
+        and a[2] == b[2]
+        and a[4] == b[4]
+        and len(a[3]) == len(b[3])
+        and all(x is y for x, y in zip(a[3], b[3], strict=True))
+    )
+
+
+def _index(index: dict[str, set[str]], key: str | None, name: str) -> None:
+    if key:
+        index.setdefault(key, set()).add(name)
+
+
+def _unindex(index: dict[str, set[str]], key: str | None, name: str) -> None:
+    if key and key in index:
+        index[key].discard(name)
+
+
 def _is_daemon(pod: Pod) -> bool:
     return any(o.kind == "DaemonSet" for o in pod.metadata.owner_references)
 
@@ -118,11 +154,31 @@ class Cluster:
         self._on_node: dict[str, set[str]] = {}
         self._seq: dict[str, int] = {}
         self._next_seq = 0
+        # Keys of the pods bound to no node (kept by `_put` and `_drop` too): the pending
+        # pods are among them.
+        self._unbound: set[str] = set()
         self._nodes: dict[str, Node] = {}
         self._claims: dict[str, NodeClaim] = {}
         self._nominations: dict[str, _Nomination] = {}
         self._marked: set[str] = set()
         self._applied = 0
+        # Indexes of `_claims` and `_nodes` (see `_set_claim`).
+        self._claim_seq: dict[str, int] = {}
+        self._node_seq: dict[str, int] = {}
+        self._claims_by_pid: dict[str, set[str]] = {}
+        self._claims_by_node_name: dict[str, set[str]] = {}
+        self._nodes_by_pid: dict[str, set[str]] = {}
+        # Applied workload -> the keys of the pods it makes, from `apply` (see `_pod_keys`).
+        self._made: dict[tuple[str, str, str], list[str]] = {}
+        # Bumped by every change to pods, Nodes, NodeClaims, nominations and marks: what
+        # `snapshot()` reads besides the clock (nominations expire).
+        self._version = 0
+        # Node name -> the version at which the pods bound to it last changed.
+        self._pods_changed: dict[str, int] = {}
+        # The last snapshot and its key; per state node, its inputs and the StateNode built
+        # from them (see `snapshot`).
+        self._snap: tuple[tuple[object, ...], Snapshot] | None = None
+        self._states: dict[tuple[bool, str], tuple[_StateInputs, StateNode]] = {}
 
     @classmethod
     def from_manifests(cls, manifests: Manifests, *, clock: Clock | None = None) -> Cluster:
@@ -132,11 +188,12 @@ class Cluster:
         for m in manifests.items:
             kind = m.obj.kind
             if kind == "Node":
-                out._nodes[m.obj.metadata.name] = cast(Node, m.obj)
+                out._set_node(cast(Node, m.obj))
             elif kind == "NodeClaim":
-                out._claims[m.obj.metadata.name] = cast(NodeClaim, m.obj)
+                out._set_claim(cast(NodeClaim, m.obj))
             elif kind != "Pod":
                 out._objects[_key_of(m.obj)] = m
+        out._version += 1
         for pod in manifests.pods:
             out._put(pod)
         return out
@@ -144,27 +201,92 @@ class Cluster:
     # ---- the view the scheduler reads -----------------------------------------------------
     def snapshot(self) -> Snapshot:
         """Cluster state as `state.snapshot.snapshot` builds it from the same objects, with
-        nominated pods on their NodeClaims' state nodes and `mark_for_deletion` applied."""
+        nominated pods on their NodeClaims' state nodes and `mark_for_deletion` applied.
+
+        Built from what changed: the same snapshot object while nothing it reads changed
+        (the version counter and the nominations in force), and per state node the same
+        `StateNode` while its Node, NodeClaim, bound pods, nominated pods and mark are the
+        same objects (frozen models and a frozen StateNode: the same inputs, the same
+        value). The simulator snapshots every pass; most nodes did not change since the last."""
         nominated = self._active_nominations()
-        pods = [p for key, p in self._pods.items() if key not in nominated]
-        snap = snapshot(pods, list(self._nodes.values()), list(self._claims.values()))
-        if not nominated and not self._marked:
-            return snap
-        by_state_node: dict[str, list[Pod]] = {}
-        for key, claim in nominated.items():
-            by_state_node.setdefault(self._state_node_name(claim), []).append(self._pods[key])
+        key = (self._version, tuple(nominated.items()))
+        if self._snap is not None and self._snap[0] == key:
+            return self._snap[1]
+        claims = claims_by_node(list(self._claims.values()))
+        state_names: dict[str, str] = {}
+        extra: dict[str, list[Pod]] = {}
+        for pod_key, claim_name in nominated.items():
+            name = state_names.get(claim_name)
+            if name is None:
+                name = state_names[claim_name] = self._state_node_name(claim_name)
+            extra.setdefault(name, []).append(self._pods[pod_key])
         marked = {self._state_node_name(n) for n in self._marked}
-        nodes = tuple(
-            replace(
-                n,
-                pods=(*n.pods, *by_state_node.get(n.name, ())),
-                marked_for_deletion=n.marked_for_deletion or n.name in marked,
+        states: dict[tuple[bool, str], tuple[_StateInputs, StateNode]] = {}
+        out: list[StateNode] = []
+        matched: set[str] = set()
+        for node in self._nodes.values():
+            name = node.metadata.name
+            claim = claim_of(node, claims)
+            if claim is not None:
+                matched.add(claim.name)
+            inputs: _StateInputs = (
+                node,
+                claim,
+                self._pods_changed.get(name, 0),
+                tuple(extra.get(name, ())),
+                name in marked,
             )
-            if n.name in by_state_node or n.name in marked
-            else n
-            for n in snap.nodes
+            out.append(self._state(states, (True, name), inputs))
+        for nc in self._claims.values():
+            if nc.name in matched:
+                continue
+            inputs = (None, nc, 0, tuple(extra.get(nc.name, ())), nc.name in marked)
+            out.append(self._state(states, (False, nc.name), inputs))
+        self._states = states
+        known = {n.name for n in out}
+        seq = self._seq.__getitem__
+        unknown = sorted(
+            (k for node, keys in self._on_node.items() if node not in known for k in keys),
+            key=seq,
         )
-        return replace(snap, nodes=nodes)
+        pending = sorted((k for k in self._unbound if k not in nominated), key=seq)
+        snap = Snapshot(
+            tuple(p for p in (self._pods[k] for k in pending) if is_pending(p)),
+            tuple(out),
+            tuple(self._pods[k] for k in unknown),
+        )
+        self._snap = (key, snap)
+        return snap
+
+    def _state(
+        self,
+        states: dict[tuple[bool, str], tuple[_StateInputs, StateNode]],
+        key: tuple[bool, str],
+        inputs: _StateInputs,
+    ) -> StateNode:
+        """The state node of `inputs` (a Node's when key[0], else an unmatched NodeClaim's):
+        the last one built when its inputs are the same objects, else built now."""
+        hit = self._states.get(key)
+        if hit is not None and _same_inputs(hit[0], inputs):
+            states[key] = hit
+            return hit[1]
+        node, claim, _, nominated, marked = inputs
+        if node is not None:
+            base = node_state(node, claim, self.pods_on(node.metadata.name))
+        else:
+            assert claim is not None
+            base = claim_state(claim)
+        built = (
+            replace(
+                base,
+                pods=(*base.pods, *nominated),
+                marked_for_deletion=base.marked_for_deletion or marked,
+            )
+            if nominated or marked
+            else base
+        )
+        states[key] = (inputs, built)
+        return built
 
     def state_node(self, name: str) -> StateNode | None:
         """The state node named `name` (a Node's name, or an unregistered NodeClaim's)."""
@@ -208,7 +330,8 @@ class Cluster:
         self._put(pod)
 
     def delete_pod(self, key: str) -> Pod | None:
-        self._nominations.pop(key, None)
+        if self._nominations.pop(key, None) is not None:
+            self._version += 1
         return self._drop(key)
 
     def bind(self, pod_key: str, node_name: str) -> Pod:
@@ -238,6 +361,7 @@ class Cluster:
         if claim_name not in self._claims:
             raise KeyError(f"no NodeClaim {claim_name!r}")
         self._nominations[pod_key] = _Nomination(claim_name, until)
+        self._version += 1
 
     def nominations(self) -> dict[str, str]:
         """Pod key -> NodeClaim name, for the nominations in force."""
@@ -269,40 +393,46 @@ class Cluster:
     def add_node_claim(self, claim: NodeClaim) -> None:
         if claim.name in self._claims:
             raise KeyError(f"NodeClaim {claim.name!r} already exists")
-        self._claims[claim.name] = claim
+        self._set_claim(claim)
+        self._version += 1
 
     def update_node_claim(self, claim: NodeClaim) -> None:
         if claim.name not in self._claims:
             raise KeyError(f"no NodeClaim {claim.name!r}")
-        self._claims[claim.name] = claim
+        self._set_claim(claim)
+        self._version += 1
 
     def delete_node_claim(self, name: str) -> Released:
         """Remove a NodeClaim (its finalizer done); the pods nominated to it pend again."""
-        self._claims.pop(name, None)
+        self._pop_claim(name)
         self._marked.discard(name)
+        self._version += 1
         released = tuple(k for k, n in self._nominations.items() if n.claim == name)
         for key in released:
             del self._nominations[key]
         return Released(pending=released)
 
     def node_claim_for_node(self, node: Node) -> NodeClaim | None:
-        """The NodeClaim a Node belongs to: by provider ID, else by `status.nodeName`."""
+        """The NodeClaim a Node belongs to: by provider ID, else by `status.nodeName` (the
+        first in the cluster's order, from the indexes `_set_claim` keeps)."""
         pid = node.spec.provider_id
-        for claim in self._claims.values():
-            if pid and claim.status.provider_id == pid:
-                return claim
-        for claim in self._claims.values():
-            if claim.status.node_name == node.metadata.name:
-                return claim
-        return None
+        names = self._claims_by_pid.get(pid) if pid else None
+        if not names:
+            names = self._claims_by_node_name.get(node.metadata.name)
+        if not names:
+            return None
+        return self._claims[min(names, key=self._claim_seq.__getitem__)]
 
     def nodes_for_claim(self, claim: NodeClaim) -> list[Node]:
         """Nodes whose provider ID is the NodeClaim's (Karpenter's `NodeForNodeClaim` lists
-        these; more than one is an error there)."""
+        these; more than one is an error there), in the cluster's order."""
         pid = claim.status.provider_id
         if not pid:
             return []
-        return [n for n in self._nodes.values() if n.spec.provider_id == pid]
+        names = self._nodes_by_pid.get(pid)
+        if not names:
+            return []
+        return [self._nodes[n] for n in sorted(names, key=self._node_seq.__getitem__)]
 
     # ---- Nodes ----------------------------------------------------------------------------------
     def nodes(self) -> list[Node]:
@@ -314,18 +444,21 @@ class Cluster:
     def add_node(self, node: Node) -> None:
         if node.metadata.name in self._nodes:
             raise KeyError(f"node {node.metadata.name!r} already exists")
-        self._nodes[node.metadata.name] = node
+        self._set_node(node)
+        self._version += 1
 
     def update_node(self, node: Node) -> None:
         if node.metadata.name not in self._nodes:
             raise KeyError(f"no node {node.metadata.name!r}")
-        self._nodes[node.metadata.name] = node
+        self._set_node(node)
+        self._version += 1
 
     def delete_node(self, name: str) -> Released:
         """Remove a Node: its pods pend again (their controllers recreate them), its
         DaemonSet pods go with it."""
-        self._nodes.pop(name, None)
+        self._pop_node(name)
         self._marked.discard(name)
+        self._version += 1
         pending: list[str] = []
         deleted: list[str] = []
         for key, pod in list(self._pods.items()):
@@ -344,9 +477,11 @@ class Cluster:
         """Mark NodeClaims or Nodes (by name) as about to be deleted (Karpenter's
         `MarkForDeletion`)."""
         self._marked.update(names)
+        self._version += 1
 
     def unmark_for_deletion(self, *names: str) -> None:
         self._marked.difference_update(names)
+        self._version += 1
 
     def marked_for_deletion(self) -> set[str]:
         return set(self._marked)
@@ -371,7 +506,8 @@ class Cluster:
             return Applied()
         if kind == "NodeClaim":
             claim = cast(NodeClaim, obj)
-            self._claims[claim.name] = claim
+            self._set_claim(claim)
+            self._version += 1
             return Applied()
         key = _key_of(obj)
         previous = self._objects.get(key)
@@ -381,8 +517,10 @@ class Cluster:
         self._objects[key] = Manifest(obj, source, replaces=previous)
         if not isinstance(obj, POD_CREATORS):
             return Applied()
-        old = expand_keys(cast(PodCreator, previous.obj)) if previous is not None else []
-        return self._sync_pods([k for k, _ in old], expand_keys(obj))
+        old = self._pod_keys(key, previous)
+        new = expand_keys(obj)
+        self._made[key] = [k for k, _ in new]
+        return self._sync_pods(old, new)
 
     def delete(self, kind: str, namespace: str | None, name: str) -> Applied:
         """Delete an object by kind/namespace/name (a workload takes its pods with it)."""
@@ -398,7 +536,9 @@ class Cluster:
         previous = self._objects.pop(object_key(kind, namespace, name), None)
         if previous is None or not isinstance(previous.obj, POD_CREATORS):
             return Applied()
-        return self._sync_pods([k for k, _ in expand_keys(previous.obj)], [])
+        old = self._pod_keys(object_key(kind, namespace, name), previous)
+        self._made.pop(object_key(kind, namespace, name), None)
+        return self._sync_pods(old, [])
 
     def get(self, kind: str, namespace: str | None, name: str) -> KubeObject | None:
         m = self._objects.get(object_key(kind, namespace, name))
@@ -437,6 +577,57 @@ class Cluster:
         return self._of_kind("ClusterPolicy")
 
     # ---- internals ------------------------------------------------------------------------------
+    # `_claims` and `_nodes` are written only here, which keep their indexes: names by
+    # provider ID (and NodeClaims by `status.nodeName`), and each name's insertion number
+    # (its place in the map's order, for the scans' "first").
+    def _set_claim(self, claim: NodeClaim) -> None:
+        name = claim.name
+        old = self._claims.get(name)
+        if old is None:
+            self._claim_seq[name] = self._next_seq
+            self._next_seq += 1
+        else:
+            _unindex(self._claims_by_pid, old.status.provider_id, name)
+            _unindex(self._claims_by_node_name, old.status.node_name, name)
+        self._claims[name] = claim
+        _index(self._claims_by_pid, claim.status.provider_id, name)
+        _index(self._claims_by_node_name, claim.status.node_name, name)
+
+    def _pop_claim(self, name: str) -> None:
+        old = self._claims.pop(name, None)
+        if old is not None:
+            del self._claim_seq[name]
+            _unindex(self._claims_by_pid, old.status.provider_id, name)
+            _unindex(self._claims_by_node_name, old.status.node_name, name)
+
+    def _set_node(self, node: Node) -> None:
+        name = node.metadata.name
+        old = self._nodes.get(name)
+        if old is None:
+            self._node_seq[name] = self._next_seq
+            self._next_seq += 1
+        else:
+            _unindex(self._nodes_by_pid, old.spec.provider_id, name)
+        self._nodes[name] = node
+        _index(self._nodes_by_pid, node.spec.provider_id, name)
+
+    def _pop_node(self, name: str) -> None:
+        old = self._nodes.pop(name, None)
+        if old is not None:
+            del self._node_seq[name]
+            _unindex(self._nodes_by_pid, old.spec.provider_id, name)
+
+    def _pod_keys(self, key: tuple[str, str, str], previous: Manifest | None) -> list[str]:
+        """The pod keys the applied workload `previous` (at `key`) makes: kept from when it
+        was applied (the same object, so the same keys; a scale event does not expand the
+        old replica count again), else expanded."""
+        if previous is None:
+            return []
+        kept = self._made.get(key)
+        if kept is not None:
+            return kept
+        return [k for k, _ in expand_keys(cast(PodCreator, previous.obj))]
+
     def _of_kind(self, kind: str) -> list[Any]:
         return [m.obj for m in self._objects.values() if m.obj.kind == kind]
 
@@ -456,25 +647,39 @@ class Cluster:
         return Applied(created, deleted)
 
     def _put(self, pod: Pod, key: str | None = None) -> None:
-        """`_pods[key] = pod` (key: the pod's), keeping the `pods_on` index."""
+        """`_pods[key] = pod` (key: the pod's), keeping the `pods_on` and unbound indexes and
+        the version counters."""
         key = pod.key if key is None else key
+        self._version += 1
         old = self._pods.get(key)
         if old is None:
             self._seq[key] = self._next_seq
             self._next_seq += 1
         elif old.spec.node_name:
             self._on_node[old.spec.node_name].discard(key)
+            self._pods_changed[old.spec.node_name] = self._version
+        else:
+            self._unbound.discard(key)
         self._pods[key] = pod
-        if pod.spec.node_name:
-            self._on_node.setdefault(pod.spec.node_name, set()).add(key)
+        node = pod.spec.node_name
+        if node:
+            self._on_node.setdefault(node, set()).add(key)
+            self._pods_changed[node] = self._version
+        else:
+            self._unbound.add(key)
 
     def _drop(self, key: str) -> Pod | None:
-        """`_pods.pop(key, None)`, keeping the `pods_on` index."""
+        """`_pods.pop(key, None)`, keeping the indexes and version counters (see `_put`)."""
         pod = self._pods.pop(key, None)
         if pod is not None:
+            self._version += 1
             del self._seq[key]
-            if pod.spec.node_name:
-                self._on_node[pod.spec.node_name].discard(key)
+            node = pod.spec.node_name
+            if node:
+                self._on_node[node].discard(key)
+                self._pods_changed[node] = self._version
+            else:
+                self._unbound.discard(key)
         return pod
 
     def _now(self) -> float | None:
@@ -499,9 +704,7 @@ class Cluster:
             return name
         if claim.status.node_name and claim.status.node_name in self._nodes:
             return claim.status.node_name
-        pid = claim.status.provider_id
-        if pid:
-            for node in self._nodes.values():
-                if node.spec.provider_id == pid:
-                    return node.metadata.name
+        nodes = self._nodes_by_pid.get(claim.status.provider_id or "")
+        if nodes:
+            return min(nodes, key=self._node_seq.__getitem__)
         return name

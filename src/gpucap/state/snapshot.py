@@ -28,7 +28,15 @@ from gpucap.runtime.memo import IdentityMemo
 from gpucap.scheduling.solver import StateNode
 from gpucap.scheduling.taints import DISRUPTED_TAINT
 
-__all__ = ["Snapshot", "snapshot"]
+__all__ = [
+    "Snapshot",
+    "claim_of",
+    "claim_state",
+    "claims_by_node",
+    "is_pending",
+    "node_state",
+    "snapshot",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,12 +64,76 @@ def _fill(primary: Mapping[str, int], fallback: Mapping[str, int]) -> dict[str, 
     return out
 
 
-def _is_pending(pod: Pod) -> bool:
+def is_pending(pod: Pod) -> bool:
+    """Whether a provisioner would consider the pod: unbound, not a DaemonSet's, not finished."""
     if pod.spec.node_name:
         return False
     if any(o.kind == "DaemonSet" for o in pod.metadata.owner_references):
         return False
     return pod.status.phase not in ("Succeeded", "Failed")
+
+
+def claims_by_node(nodeclaims: Sequence[NodeClaim]) -> dict[str, NodeClaim]:
+    """NodeClaims by the Node they match: `status.nodeName`, and `providerID:<id>` (a later
+    NodeClaim with the same key wins, as in input order). Read with `claim_of`."""
+    out: dict[str, NodeClaim] = {}
+    for nc in nodeclaims:
+        if nc.status.node_name:
+            out[nc.status.node_name] = nc
+        if nc.status.provider_id:
+            out["providerID:" + nc.status.provider_id] = nc
+    return out
+
+
+def claim_of(node: Node, by_node: Mapping[str, NodeClaim]) -> NodeClaim | None:
+    """The NodeClaim of `node` in a `claims_by_node` map: by name, else by provider ID."""
+    return by_node.get(node.metadata.name) or by_node.get(
+        "providerID:" + (node.spec.provider_id or "")
+    )
+
+
+def node_state(node: Node, claim: NodeClaim | None, pods: Sequence[Pod]) -> StateNode:
+    """The state node of a Node, its NodeClaim (None: none matched) and its bound `pods`."""
+    labels = dict(node.metadata.labels)
+    managed = NODEPOOL in labels
+    initialized = (not managed) or labels.get(INITIALIZED) == "true"
+    allocatable = _units(node.status.allocatable)
+    capacity = _units(node.status.capacity)
+    startup: tuple[Taint, ...] = ()
+    if claim is not None:
+        startup = tuple(t.as_taint() for t in claim.spec.startup_taints)
+        if managed and not initialized:
+            allocatable = _fill(allocatable, _units(claim.status.allocatable))
+            capacity = _fill(capacity, _units(claim.status.capacity))
+    deleting = node.metadata.deletion_timestamp is not None or any(
+        t.key == DISRUPTED_TAINT.key and t.effect == DISRUPTED_TAINT.effect
+        for t in node.spec.taints
+    )
+    return StateNode(
+        name=node.metadata.name,
+        labels=labels,
+        allocatable=allocatable,
+        capacity=capacity,
+        taints=tuple(node.spec.taints),
+        startup_taints=startup,
+        pods=tuple(pods),
+        initialized=initialized,
+        marked_for_deletion=deleting,
+    )
+
+
+def claim_state(nc: NodeClaim) -> StateNode:
+    """The state node of a NodeClaim no Node matched (yet)."""
+    return StateNode(
+        name=nc.name,
+        labels=dict(nc.metadata.labels),
+        allocatable=_units(nc.status.allocatable),
+        capacity=_units(nc.status.capacity),
+        taints=tuple(t.as_taint() for t in (*nc.spec.taints, *nc.spec.startup_taints)),
+        startup_taints=tuple(t.as_taint() for t in nc.spec.startup_taints),
+        initialized=False,
+        marked_for_deletion=nc.metadata.deletion_timestamp is not None,
+    )
 
 
 def snapshot(
@@ -72,64 +144,15 @@ def snapshot(
     for pod in pods:
         if pod.spec.node_name:
             by_node.setdefault(pod.spec.node_name, []).append(pod)
-    claims_by_node: dict[str, NodeClaim] = {}
-    for nc in nodeclaims:
-        if nc.status.node_name:
-            claims_by_node[nc.status.node_name] = nc
-        if nc.status.provider_id:
-            claims_by_node["providerID:" + nc.status.provider_id] = nc
+    claims = claims_by_node(nodeclaims)
     state: list[StateNode] = []
     matched: set[str] = set()
     for node in nodes:
-        name = node.metadata.name
-        claim = claims_by_node.get(name) or claims_by_node.get(
-            "providerID:" + (node.spec.provider_id or "")
-        )
-        labels = dict(node.metadata.labels)
-        managed = NODEPOOL in labels
-        initialized = (not managed) or labels.get(INITIALIZED) == "true"
-        allocatable = _units(node.status.allocatable)
-        capacity = _units(node.status.capacity)
-        startup: tuple[Taint, ...] = ()
+        claim = claim_of(node, claims)
         if claim is not None:
             matched.add(claim.name)
-            startup = tuple(t.as_taint() for t in claim.spec.startup_taints)
-            if managed and not initialized:
-                allocatable = _fill(allocatable, _units(claim.status.allocatable))
-                capacity = _fill(capacity, _units(claim.status.capacity))
-        deleting = node.metadata.deletion_timestamp is not None or any(
-            t.key == DISRUPTED_TAINT.key and t.effect == DISRUPTED_TAINT.effect
-            for t in node.spec.taints
-        )
-        state.append(
-            StateNode(
-                name=name,
-                labels=labels,
-                allocatable=allocatable,
-                capacity=capacity,
-                taints=tuple(node.spec.taints),
-                startup_taints=startup,
-                pods=tuple(by_node.get(name, ())),
-                initialized=initialized,
-                marked_for_deletion=deleting,
-            )
-        )
-    for nc in nodeclaims:
-        if nc.name in matched:
-            continue
-        labels = dict(nc.metadata.labels)
-        state.append(
-            StateNode(
-                name=nc.name,
-                labels=labels,
-                allocatable=_units(nc.status.allocatable),
-                capacity=_units(nc.status.capacity),
-                taints=tuple(t.as_taint() for t in (*nc.spec.taints, *nc.spec.startup_taints)),
-                startup_taints=tuple(t.as_taint() for t in nc.spec.startup_taints),
-                initialized=False,
-                marked_for_deletion=nc.metadata.deletion_timestamp is not None,
-            )
-        )
+        state.append(node_state(node, claim, by_node.get(node.metadata.name, ())))
+    state.extend(claim_state(nc) for nc in nodeclaims if nc.name not in matched)
     known = {n.name for n in state}
     unknown = tuple(p for p in pods if p.spec.node_name and p.spec.node_name not in known)
-    return Snapshot(tuple(p for p in pods if _is_pending(p)), tuple(state), unknown)
+    return Snapshot(tuple(p for p in pods if is_pending(p)), tuple(state), unknown)

@@ -40,6 +40,7 @@ Called by the simulator's world and tests.
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 
 from gpucap.apis.hashing import (
     NODEPOOL_HASH_ANNOTATION,
@@ -48,7 +49,7 @@ from gpucap.apis.hashing import (
     nodepool_hash,
 )
 from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, NODEPOOL, ZONE
-from gpucap.apis.nodepool import NodeClaim, NodePool
+from gpucap.apis.nodepool import NodeClaim, NodeClaimCondition, NodePool
 from gpucap.cloudprovider.types import CloudProvider, CloudProviderError
 from gpucap.controllers.disruption.hash import DRIFTED, NodePoolHash
 from gpucap.controllers.nodeclaim.conditions import LAUNCHED, condition, is_true, with_condition
@@ -98,18 +99,23 @@ class DriftDetection:
         # The instance-type verdicts, per (type, zone, capacity type), for one answer of the
         # cloud provider (offerings are all that matter: their zone and capacity type).
         self._types_seen: tuple[object, dict[tuple[str | None, ...], bool]] | None = None
+        # Per NodeClaim, what `_reconcile` derives from the NodeClaim and NodePool objects
+        # alone (see `_Static`); the NodePool's hash per NodePool object.
+        self._static: dict[str, _Static] = {}
+        self._hashes: dict[str, tuple[NodePool, str]] = {}
 
     def reconcile(self) -> list[tuple[str, str]]:
         """Check every NodeClaim once; return (NodeClaim, reason) for each newly marked
         Drifted in this pass (a reason change of a claim already drifted is not new)."""
         self.hash.reconcile()
-        hashes: dict[str, str] = {}
         marked: list[tuple[str, str]] = []
         claims = self.cluster.node_claims()
         names = {c.name for c in claims}
         self._type_checked = {k: v for k, v in self._type_checked.items() if k in names}
+        self._static = {k: v for k, v in self._static.items() if k in names}
+        pools: dict[str, NodePool | None] = {}
         for claim in claims:
-            reason = self._reconcile(claim, hashes)
+            reason = self._reconcile(claim, pools)
             if reason:
                 marked.append((claim.name, reason))
         return marked
@@ -121,45 +127,74 @@ class DriftDetection:
         return "" if claim is None else self._reconcile(claim, {})
 
     # ---- one NodeClaim ------------------------------------------------------------------------
-    def _reconcile(self, claim: NodeClaim, hashes: dict[str, str]) -> str:
+    def _reconcile(self, claim: NodeClaim, pools: dict[str, NodePool | None]) -> str:
         if claim.metadata.deletion_timestamp is not None:
             return ""
         pool_name = claim.metadata.labels.get(NODEPOOL)
-        nodepool = self.cluster.nodepool(pool_name) if pool_name else None
+        if not pool_name:
+            return ""
+        if pool_name in pools:
+            nodepool = pools[pool_name]
+        else:
+            nodepool = pools[pool_name] = self.cluster.nodepool(pool_name)
         if nodepool is None:
             return ""
-        was_drifted = is_true(claim, DRIFTED)
-        if not is_true(claim, LAUNCHED):
-            self._clear(claim)
+        static = self._static.get(claim.name)
+        if static is None or static.claim is not claim or static.nodepool is not nodepool:
+            static = self._static[claim.name] = self._static_of(claim, nodepool)
+        if not static.launched:
+            self._clear(claim, static.drifted)
             return ""
-        if nodepool.name not in hashes:
-            hashes[nodepool.name] = nodepool_hash(nodepool)
         try:
-            reason = self._drift_reason(nodepool, hashes[nodepool.name], claim)
+            reason = static.reason or self._dynamic_reason(nodepool, claim)
         except CloudProviderError:
             return ""
         if not reason:
-            self._clear(claim)
+            self._clear(claim, static.drifted)
             return ""
-        current = condition(claim, DRIFTED)
+        current = static.drifted
         if current is None or current.status != "True" or current.reason != reason:
             marked = with_condition(
                 claim, DRIFTED, "True", self.clock.now(), reason=reason, message=reason
             )
             self.cluster.update_node_claim(marked)
-        return "" if was_drifted else reason
+        return "" if static.was_drifted else reason
 
-    def _drift_reason(self, nodepool: NodePool, pool_hash: str, claim: NodeClaim) -> str:
-        """drift.go `isDrifted`: static fields, requirements, instance type, cloud provider."""
+    def _static_of(self, claim: NodeClaim, nodepool: NodePool) -> _Static:
+        drifted = condition(claim, DRIFTED)
+        launched = is_true(claim, LAUNCHED)
+        return _Static(
+            claim,
+            nodepool,
+            launched,
+            drifted,
+            drifted is not None and drifted.status == "True",
+            self._static_reason(nodepool, claim) if launched else "",
+        )
+
+    def _pool_hash(self, nodepool: NodePool) -> str:
+        kept = self._hashes.get(nodepool.name)
+        if kept is None or kept[0] is not nodepool:
+            kept = self._hashes[nodepool.name] = (nodepool, nodepool_hash(nodepool))
+        return kept[1]
+
+    def _static_reason(self, nodepool: NodePool, claim: NodeClaim) -> str:
+        """drift.go `isDrifted`, its first two checks, which depend on the NodeClaim and
+        NodePool objects alone: the NodePool's hash, then its requirements."""
         annotations = claim.metadata.annotations
         if (
             NODEPOOL_HASH_ANNOTATION in annotations
             and annotations.get(NODEPOOL_HASH_VERSION_ANNOTATION) == NODEPOOL_HASH_VERSION
-            and annotations[NODEPOOL_HASH_ANNOTATION] != pool_hash
+            and annotations[NODEPOOL_HASH_ANNOTATION] != self._pool_hash(nodepool)
         ):
             return NODEPOOL_DRIFTED
         if self._requirements_drifted(nodepool, claim):
             return REQUIREMENTS_DRIFTED
+        return ""
+
+    def _dynamic_reason(self, nodepool: NodePool, claim: NodeClaim) -> str:
+        """drift.go `isDrifted`, its last two checks, which depend on the clock and the cloud:
+        the instance type (once due), then the cloud provider's."""
         if self._instance_type_due(claim):
             if self._instance_type_gone(nodepool, claim):
                 return INSTANCE_TYPE_NOT_FOUND
@@ -214,13 +249,29 @@ class DriftDetection:
         verdicts[key] = gone
         return gone
 
-    def _clear(self, claim: NodeClaim) -> None:
-        """operatorpkg `Clear`: the condition is removed, not set False."""
-        if condition(claim, DRIFTED) is None:
+    def _clear(self, claim: NodeClaim, drifted: NodeClaimCondition | None) -> None:
+        """operatorpkg `Clear`: the condition (`drifted`, the claim's) is removed, not set
+        False."""
+        if drifted is None:
             return
         kept = [c for c in claim.status.conditions if c.type != DRIFTED]
         status = claim.status.model_copy(update={"conditions": kept})
         self.cluster.update_node_claim(claim.model_copy(update={"status": status}))
+
+
+@dataclass(frozen=True, slots=True)
+class _Static:
+    """What drift derives from one NodeClaim object and one NodePool object (frozen models: the
+    same objects, the same answers), kept per NodeClaim across passes: whether it launched, its
+    Drifted condition, whether that is True, and the static reason (`_static_reason`; "" when
+    none or not launched). The clock- and cloud-dependent reasons are asked every pass."""
+
+    claim: NodeClaim
+    nodepool: NodePool
+    launched: bool
+    drifted: NodeClaimCondition | None
+    was_drifted: bool
+    reason: str
 
 
 def _created(claim: NodeClaim) -> dt.datetime | None:
