@@ -22,6 +22,7 @@ Called by `gpucap plan`, the provisioner and consolidation.
 from __future__ import annotations
 
 import bisect
+import itertools
 import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -50,9 +51,9 @@ from gpucap.scheduling.instancetypes import (
     MAX_INSTANCE_TYPES,
     InstanceType,
     InstanceTypeTable,
-    compatible_offerings,
     satisfies_min_values,
 )
+from gpucap.scheduling.podclasses import PERMANENT, TARGET, Hold, Refusals, class_key
 from gpucap.scheduling.requirements import (
     ALLOW_UNDEFINED_WELL_KNOWN,
     IncompatibleError,
@@ -102,9 +103,11 @@ class SchedulingError(Exception):
     not fitting one of many planned nodes, and their messages are never shown.
     """
 
-    def __init__(self, message: str | Exception | Callable[[], str]) -> None:
+    def __init__(self, message: str | Exception | Callable[[], str], hold: Hold = None) -> None:
         super().__init__()
         self._message = message
+        # Why the target refused, for the pod classes (`podclasses.py`); None: not kept.
+        self.hold = hold
 
     def __str__(self) -> str:
         m = self._message
@@ -623,6 +626,8 @@ class NodeClaim:
     min_values_relaxed: bool = False
     labels: dict[str, str] = field(default_factory=dict)
     final_types: list[InstanceType] | None = None
+    # How many pods it has taken (what a pod class's TARGET refusal was seen at).
+    version: int = 0
     # Per resource, the most any remaining option has allocatable (None: not computed since
     # the options last changed); see `may_fit`.
     _most: dict[str, int] | None = None
@@ -676,23 +681,27 @@ class NodeClaim:
     def can_add(
         self, pod: Pod, data: PodData, topology: Topology, *, relax_min_values: bool
     ) -> tuple[Requirements, Mask]:
-        """Whether `pod` fits; returns the narrowed requirements and options, or raises."""
+        """Whether `pod` fits; returns the narrowed requirements and options, or raises (with
+        the reason's `Hold` for the pod classes, see `podclasses.py`)."""
         taint = untolerated(self.template.taints, pod.spec.tolerations)
         if taint is not None:
-            raise SchedulingError(lambda: f"did not tolerate taint {format_taint(taint)}")
+            raise SchedulingError(
+                lambda: f"did not tolerate taint {format_taint(taint)}", PERMANENT
+            )
         err = self.requirements.compatible(data.requirements, ALLOW_UNDEFINED_WELL_KNOWN)
         if err is not None:
-            raise SchedulingError(lambda: f"incompatible requirements, {err}")
+            raise SchedulingError(lambda: f"incompatible requirements, {err}", TARGET)
         reqs = self.requirements.merge(data.requirements)
         try:
             topo = topology.add_requirements(
                 pod, self.template.taints, data.strict_requirements, reqs
             )
         except TopologyError as terr:
-            raise SchedulingError(terr) from terr
+            raise SchedulingError(terr, terr.group) from terr
         err = reqs.compatible(topo, ALLOW_UNDEFINED_WELL_KNOWN)
         if err is not None:
             raise SchedulingError(err)
+        no_topology = topo is reqs  # no group narrowed anything
         reqs = reqs.merge(topo)
         requests = add(self.requests, data.requests)
         remaining, unmet, outcome = filter_options(
@@ -711,7 +720,17 @@ class NodeClaim:
             )
         if not remaining.any():
             requests_of_pod = data.requests
-            raise SchedulingError(lambda: outcome.message(requests_of_pod))
+            # No option fits the requests whatever the requirements: options only narrow and
+            # requests only grow, so that lasts. Otherwise, without topology (`topo is reqs`)
+            # the answer is the claim's own until it takes a pod.
+            hold: Hold = (
+                PERMANENT
+                if not outcome.fits and outcome.min_values_error is None
+                else TARGET
+                if no_topology
+                else None
+            )
+            raise SchedulingError(lambda: outcome.message(requests_of_pod), hold)
         return reqs, remaining
 
     def add(
@@ -723,6 +742,7 @@ class NodeClaim:
         topology: Topology,
     ) -> None:
         self.pods.append(pod)
+        self.version += 1
         self.options = options
         self._most = None
         self.requests = add(self.requests, data.requests)
@@ -744,6 +764,8 @@ class ExistingNode:
     taints: tuple[Taint, ...]
     host_ports: HostPortUsage
     pods: list[Pod] = field(default_factory=list)
+    # How many pods it has taken (what a pod class's TARGET refusal was seen at).
+    version: int = 0
 
     @property
     def name(self) -> str:
@@ -752,20 +774,21 @@ class ExistingNode:
     def can_add(self, pod: Pod, data: PodData, topology: Topology) -> Requirements:
         taint = untolerated(self.taints, pod.spec.tolerations)
         if taint is not None:
-            raise SchedulingError(f"did not tolerate taint {format_taint(taint)}")
+            raise SchedulingError(f"did not tolerate taint {format_taint(taint)}", PERMANENT)
         conflict = self.host_ports.conflict(pod, host_ports(pod))
         if conflict:
             raise SchedulingError(f"checking host port usage, {conflict}")
         if not fits(data.requests, self.remaining):
-            raise SchedulingError("exceeds node resources")
+            # What is left only shrinks (pods with a class request nothing negative).
+            raise SchedulingError("exceeds node resources", PERMANENT)
         err = self.requirements.compatible(data.requirements)
         if err is not None:
-            raise SchedulingError(err)
+            raise SchedulingError(err, TARGET)
         reqs = self.requirements.merge(data.requirements)
         try:
             topo = topology.add_requirements(pod, self.taints, data.strict_requirements, reqs)
         except TopologyError as terr:
-            raise SchedulingError(terr) from terr
+            raise SchedulingError(terr, terr.group) from terr
         err = reqs.compatible(topo)
         if err is not None:
             raise SchedulingError(err)
@@ -773,6 +796,7 @@ class ExistingNode:
 
     def add(self, pod: Pod, data: PodData, reqs: Requirements, topology: Topology) -> None:
         self.pods.append(pod)
+        self.version += 1
         self.remaining = subtract(self.remaining, data.requests)
         self.requirements = reqs
         topology.record(pod, self.taints, reqs)
@@ -819,7 +843,11 @@ class Scheduler:
         pending_pods: Sequence[Pod] = (),
         options: SchedulingOptions | None = None,
         cache: PassCache | None = None,
+        pod_classes: bool = True,
     ) -> None:
+        # `pod_classes=False` tries every pod on every target, as Karpenter does; the
+        # equivalence test compares the two (the plans must be identical).
+        self.pod_classes = pod_classes
         self.options = options or SchedulingOptions()
         self.relax_min_values = self.options.min_values_policy == "BestEffort"
         # The DaemonSets' pods and the keys their requirements name; with a cache, shared by
@@ -996,6 +1024,12 @@ class Scheduler:
         # Per bucket, an upper bound of what its claims have left (see `_bucket_full`).
         self._room: dict[int, dict[str, int]] = {}
         self._seq: dict[int, int] = {}
+        # Per bucket, the creation numbers of its claims (sorted, as the bucket is).
+        self._seqs: dict[int, list[int]] = {}
+        # Per pod class, the targets that refused it (`podclasses.py`).
+        self._refusals: dict[object, Refusals] = {}
+        # Per topology part of a class, the refusals only topology decided (shared).
+        self._topology_refusals: dict[object, dict[int, tuple[Hold, int]]] = {}
         self._hostnames = 0
         self._pod_data: dict[str, PodData] = {}
         # NodePool -> (its remaining limits, the types within them, whether any is)
@@ -1100,6 +1134,10 @@ class Scheduler:
             self._update(pod)
             queue.append(pod)
         queue.sort(key=lambda p: self._queue_key(p, order[p.key]))
+        if any(v < 0 for d in self._pod_data.values() for v in d.requests.values()):
+            # A negative request (only from code, never from a manifest) would let a target's
+            # room grow back, and "resources only shrink" is what lasting refusals rest on.
+            self.pod_classes = False
         last_len: dict[str, int] = {}
         while queue:
             pod = queue[0]
@@ -1150,32 +1188,81 @@ class Scheduler:
                 current = relaxed
                 self._update(current)
 
+    def _refusals_of(self, pod: Pod, data: PodData) -> Refusals | None:
+        """The refusals kept for `pod`'s class (None: the pod is tried everywhere)."""
+        if not self.pod_classes:
+            return None
+        keys = class_key(
+            pod,
+            data.requests,
+            data.requirements,
+            data.strict_requirements,
+            self.topology.owned.get(pod.metadata.uid or pod.key, ()),
+        )
+        if keys is None:
+            return None
+        refusals = self._refusals.get(keys[1])
+        if refusals is None:
+            shared = self._topology_refusals.setdefault(keys[0], {})
+            refusals = self._refusals[keys[1]] = Refusals(shared=shared)
+        else:
+            refusals.revalidate()
+        return refusals
+
     def _add(self, pod: Pod) -> None:
         data = self._pod_data[pod.key]
-        for node in self.existing:
+        # Targets a pod of the same class was refused by, for a reason that still holds, are
+        # skipped: they would refuse this pod too, so the first that accepts it is the same.
+        refusals = self._refusals_of(pod, data)
+        existing = self.existing
+        start = refusals.existing_prefix if refusals is not None else 0
+        for i in range(start, len(existing)):
+            node = existing[i]
+            if refusals is not None and refusals.refused(node):
+                continue
             try:
                 reqs = node.can_add(pod, data, self.topology)
-            except SchedulingError:
+            except SchedulingError as err:
+                if refusals is not None:
+                    refusals.note(node, err.hold)
                 continue
             node.add(pod, data, reqs, self.topology)
+            if refusals is not None:
+                refusals.extend(existing, self.new_node_claims)
             return
         # Emptiest planned NodeClaim first (Go's sort.Slice is unstable; gpucap breaks ties by
         # creation order). Claims are kept in buckets by pod count, so no sort per pod.
+        first = refusals.claim_prefix if refusals is not None else 0
         for count in sorted(self._by_count):
             if self._bucket_full(count, data.requests):
                 continue
-            for claim in self._by_count[count]:
+            bucket = self._by_count[count]
+            # Claims created before the class's prefix all refuse it: start after them.
+            skip = bisect.bisect_left(self._seqs[count], first) if first else 0
+            for claim in itertools.islice(bucket, skip, None):
+                if refusals is not None and refusals.refused(claim):
+                    continue
                 if self.topology.rejects_host(pod, claim.hostname):
+                    if refusals is not None:
+                        refusals.note_topology(claim)
                     continue
                 if not claim.may_fit(data.requests):
+                    if refusals is not None:
+                        refusals.note(claim, PERMANENT)
                     continue
                 try:
                     reqs, its = claim.can_add(pod, data, self.topology, relax_min_values=False)
-                except SchedulingError:
+                except SchedulingError as err:
+                    if refusals is not None:
+                        refusals.note(claim, err.hold)
                     continue
                 claim.add(pod, data, reqs, its, self.topology)
                 self._rebucket(claim, count)
+                if refusals is not None:
+                    refusals.extend(existing, self.new_node_claims)
                 return
+        if refusals is not None:
+            refusals.extend(existing, self.new_node_claims)
         if not self.templates:
             raise SchedulingError(NO_TEMPLATES if self.dynamic_pools else NO_DYNAMIC_NODEPOOLS)
         errors: list[tuple[str, str]] = []
@@ -1234,16 +1321,18 @@ class Scheduler:
         return any(0 < v < _ROOM_BOUND and v > room.get(k, 0) for k, v in requests.items())
 
     def _rebucket(self, claim: NodeClaim, old_count: int) -> None:
-        bucket = self._by_count[old_count]
-        bucket.remove(claim)
+        seq = self._seq[id(claim)]
+        bucket, seqs = self._by_count[old_count], self._seqs[old_count]
+        i = bisect.bisect_left(seqs, seq)
+        del bucket[i], seqs[i]
         if not bucket:
-            del self._by_count[old_count]
-            del self._room[old_count]
+            del self._by_count[old_count], self._seqs[old_count], self._room[old_count]
         self._widen_room(old_count + 1, claim)
         target = self._by_count.setdefault(old_count + 1, [])
-        seq = self._seq[id(claim)]
-        keys = [self._seq[id(c)] for c in target]
-        target.insert(bisect.bisect(keys, seq), claim)
+        seqs = self._seqs.setdefault(old_count + 1, [])
+        i = bisect.bisect(seqs, seq)
+        target.insert(i, claim)
+        seqs.insert(i, seq)
 
     def _add_to_new_node_claim(self, template: NodeClaimTemplate, pod: Pod, data: PodData) -> None:
         table = template.table
@@ -1284,6 +1373,7 @@ class Scheduler:
         self._seq[id(claim)] = len(self._seq)
         self._widen_room(1, claim)
         self._by_count.setdefault(1, []).append(claim)
+        self._seqs.setdefault(1, []).append(self._seq[id(claim)])
         if remaining is not None:
             # Pessimistic: the NodeClaim may become its largest option.
             largest = table.max_capacity(claim.options, remaining)
@@ -1384,9 +1474,11 @@ class Scheduler:
         for claim in sorted(self.new_node_claims, key=lambda c: c.hostname):
             claim.requirements = claim.requirements.without(HOSTNAME)
             claim.requests = add(claim.requests, _min_daemon_overhead(claim))
-            ordered = claim.table.order_by_price(claim.options, claim.requirements)[
+            table = claim.table
+            index = table.order_by_price_index(claim.options, claim.requirements)[
                 : self.options.max_instance_types
             ]
+            ordered = [table.types[i] for i in index]
             _, unmet = satisfies_min_values(ordered, claim.requirements)
             if unmet and not self.relax_min_values:
                 for pod in claim.pods:
@@ -1405,7 +1497,7 @@ class Scheduler:
                     min_values=instance_type_req.min_values,
                 )
             )
-            capacity_types = _allowed_capacity_types(ordered, claim.requirements)
+            capacity_types = table.capacity_types(index, claim.requirements)
 
             if capacity_types:
                 claim.requirements = claim.requirements.add(
@@ -1418,20 +1510,17 @@ class Scheduler:
         self.new_node_claims = kept
 
 
-def _allowed_capacity_types(types: Sequence[InstanceType], reqs: Requirements) -> list[str]:
-    """Capacity types of the available offerings `reqs` allows, across `types` (sorted)."""
-    everything = {o.capacity_type for it in types for o in it.offerings}
-    found: set[str] = set()
-    for it in types:
-        found.update(o.capacity_type for o in compatible_offerings(it, reqs))
-        if found == everything:
-            break
-    return sorted(found)
-
-
 def _min_daemon_overhead(claim: NodeClaim) -> Resources:
-    names = {it.name for it in claim.instance_types}
-    overheads = [g.overhead for g in claim.daemon_groups if g.instance_types & names]
+    """The least DaemonSet overhead among the groups of the claim's remaining types (per
+    resource); groups carry a mask over the claim's table."""
+    table, options = claim.table, claim.options
+    overheads = [
+        g.overhead
+        for g in claim.daemon_groups
+        if bool(
+            ((g.mask if g.mask is not None else table.mask_of(g.instance_types)) & options).any()
+        )
+    ]
     if not overheads:
         return {}
     keys = set().union(*overheads)

@@ -253,6 +253,13 @@ class TopologyGroup:
     domains: dict[str, int] = field(default_factory=dict)
     empty_domains: set[str] = field(default_factory=set)
     owners: set[str] = field(default_factory=set)
+    # Moves whenever the group's answers (`next_domains`) for a planned NodeClaim or an
+    # existing node may change: for a spread, any count; for (anti-)affinity, only which
+    # domains exist and which have a pod. Registering a new hostname moves neither: such
+    # targets always ask about their single hostname, whose count alone (and whether any
+    # domain has a pod) decides. The scheduler's pod classes (`podclasses.py`) keep a
+    # topology refusal while the epoch stays.
+    epoch: int = 0
 
     @property
     def identity(self) -> tuple[object, ...]:
@@ -279,11 +286,16 @@ class TopologyGroup:
             if d not in self.domains:
                 self.domains[d] = 0
                 self.empty_domains.add(d)
+                if self.key != HOSTNAME:
+                    self.epoch += 1
 
     def record(self, *domains: str) -> None:
         for d in domains:
-            self.domains[d] = self.domains.get(d, 0) + 1
+            count = self.domains.get(d, 0)
+            self.domains[d] = count + 1
             self.empty_domains.discard(d)
+            if count == 0 or self.type is TopologyType.SPREAD:
+                self.epoch += 1
 
     # ---- next domain ---------------------------------------------------------------------
     def next_domains(
