@@ -22,8 +22,8 @@ Called by `gpucap plan`, the provisioner and consolidation.
 from __future__ import annotations
 
 import bisect
-import itertools
 import datetime as dt
+import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
