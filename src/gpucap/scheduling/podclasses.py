@@ -28,7 +28,8 @@ test_podclasses.py`) solves random workloads with and without classes and compar
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+import heapq
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -101,11 +102,17 @@ class Refusals:
     """The targets that refused one pod class, and why (see the module docstring).
 
     `held` maps a target to (its reason, the version the reason was seen at: the group's
-    epoch for TOPOLOGY, the target's version for TARGET, 0 for PERMANENT). The prefixes say
-    how many leading existing nodes (in the scheduler's order) and planned NodeClaims (in
-    creation order) are known to refuse the class for reasons that survive their taking
-    pods (PERMANENT, or a non-spread TOPOLOGY group still at the epoch in `prefix_groups`),
-    so a scan can start after them.
+    epoch for TOPOLOGY, the target's version for TARGET, 0 for PERMANENT). A refusal *lasts*
+    when it survives the target taking pods: PERMANENT, or TOPOLOGY by a (non-spread) group
+    still at its epoch; `groups` are the groups lasting refusals rely on, and when one moves
+    what was built on them is dropped (`revalidate`). Built on lasting refusals:
+    - `existing_prefix`: how many leading existing nodes (the scheduler's order, fixed) refuse
+      the class, so a scan starts after them;
+    - `candidates`: the planned NodeClaims that do not (kept once a scan met many refusals),
+      so a scan can walk them alone, in the scheduler's order, instead of every claim;
+      `seen` is how many claims (creation order) they account for. `order` is a heap of
+      (pod count, creation number, id) over them; a claim's count only grows, so an entry
+      whose count is behind is put back with the right one when it comes up (`walk`).
     """
 
     held: dict[int, tuple[Hold, int]] = field(default_factory=dict)
@@ -113,8 +120,10 @@ class Refusals:
     # anti-affinity is at its limit): shared by the classes with the same topology part.
     shared: dict[int, tuple[Hold, int]] = field(default_factory=dict)
     existing_prefix: int = 0
-    claim_prefix: int = 0
-    prefix_groups: dict[int, tuple[TopologyGroup, int]] = field(default_factory=dict)
+    candidates: dict[int, Target] | None = None
+    seen: int = 0
+    order: list[tuple[int, int, int]] = field(default_factory=list)
+    groups: dict[int, tuple[TopologyGroup, int]] = field(default_factory=dict)
 
     def refused(self, target: Target) -> bool:
         """Whether `target` refused the class for a reason that still holds."""
@@ -145,23 +154,33 @@ class Refusals:
             self.held.pop(id(target), None)
         elif hold is PERMANENT:
             self.held[id(target)] = (hold, 0)
+            self._drop(target)
         elif hold is TARGET:
             self.held[id(target)] = (hold, target.version)
         else:
             assert isinstance(hold, TopologyGroup)
             self.shared[id(target)] = (hold, hold.epoch)
+            if hold.type is not TopologyType.SPREAD:
+                self.groups[id(hold)] = (hold, hold.epoch)
+                self._drop(target)
 
     def note_topology(self, target: Target) -> None:
         """Remember that a hostname spread or anti-affinity at its limit refused the class's
         topology part on `target` (for good: counts only grow)."""
         self.shared[id(target)] = (PERMANENT, 0)
+        self._drop(target)
+
+    def _drop(self, target: Target) -> None:
+        if self.candidates is not None:
+            self.candidates.pop(id(target), None)
 
     def revalidate(self) -> None:
-        """Forget the prefixes when a group they rely on has changed."""
-        for group, at in self.prefix_groups.values():
+        """Forget what lasting refusals built when a group they rely on has changed."""
+        for group, at in self.groups.values():
             if group.epoch != at:
-                self.existing_prefix = self.claim_prefix = 0
-                self.prefix_groups.clear()
+                self.existing_prefix = 0
+                self.candidates = None
+                self.groups.clear()
                 return
 
     def _lasting(self, target: Target) -> bool:
@@ -175,20 +194,77 @@ class Refusals:
         if hold is PERMANENT:
             return True
         if isinstance(hold, TopologyGroup) and hold.type is not TopologyType.SPREAD:
-            # A spread group's epoch moves with every pod it counts: not worth a prefix.
+            # A spread group's epoch moves with every pod it counts: not worth keeping.
             if hold.epoch != at:
                 return False
-            self.prefix_groups[id(hold)] = (hold, at)
+            self.groups[id(hold)] = (hold, at)
             return True
         return False
 
-    def extend(self, existing: Sequence[Target], claims: Sequence[Target]) -> None:
-        """Grow both prefixes over the targets whose refusals last."""
+    def _lasting_or_full(self, target: Target, full: Callable[[Target], bool]) -> bool:
+        # A target the class has not tried (the scheduler skipped a whole bucket of full
+        # NodeClaims) is asked `full`: requests that cannot fit it never will.
+        if self._lasting(target):
+            return True
+        if full(target):
+            self.held[id(target)] = (PERMANENT, 0)
+            return True
+        return False
+
+    def extend(self, existing: Sequence[Target], full: Callable[[Target], bool]) -> None:
+        """Grow the existing-node prefix over the nodes whose refusals last."""
         n = self.existing_prefix
-        while n < len(existing) and self._lasting(existing[n]):
+        while n < len(existing) and self._lasting_or_full(existing[n], full):
             n += 1
         self.existing_prefix = n
-        n = self.claim_prefix
-        while n < len(claims) and self._lasting(claims[n]):
-            n += 1
-        self.claim_prefix = n
+
+    def keep_candidates(self, claims: Sequence[Target], count: Callable[[Target], int]) -> None:
+        """Start keeping the candidates: every claim whose refusal is not known to last (a
+        full claim is found out when its turn comes)."""
+        self.candidates = {}
+        self.order = []
+        for seq, claim in enumerate(claims):
+            if not self._lasting(claim):
+                self.candidates[id(claim)] = claim
+                self.order.append((count(claim), seq, id(claim)))
+        heapq.heapify(self.order)
+        self.seen = len(claims)
+
+    def walk(
+        self,
+        claims: Sequence[Target],
+        count: Callable[[Target], int],
+        take: Callable[[Target], bool],
+    ) -> bool | None:
+        """Offer the candidates to `take` in the scheduler's order (pod count, then creation)
+        until one takes the pod: True; False when none did; None when no candidates are kept.
+        Claims created since the last walk join first."""
+        candidates = self.candidates
+        if candidates is None:
+            return None
+        order = self.order
+        for seq in range(self.seen, len(claims)):
+            new = claims[seq]
+            candidates[id(new)] = new
+            heapq.heappush(order, (count(new), seq, id(new)))
+        self.seen = len(claims)
+        offered: list[tuple[int, int]] = []
+        took = False
+        while order:
+            n, seq, key = heapq.heappop(order)
+            claim = candidates.get(key)
+            if claim is None:
+                continue  # its refusal lasts
+            now = count(claim)
+            if now != n:
+                heapq.heappush(order, (now, seq, key))  # it took pods since: later in order
+                continue
+            offered.append((seq, key))
+            if take(claim):
+                took = True
+                break
+        for seq, key in offered:
+            back = candidates.get(key)
+            if back is not None:
+                heapq.heappush(order, (count(back), seq, key))
+        return took

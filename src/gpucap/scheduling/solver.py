@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
-import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -94,6 +93,8 @@ NO_TEMPLATES = "nodepool requirements filtered out all available instance types"
 NODE_LIMITS_EXHAUSTED = "node limits have been exhausted for nodepool"
 TYPES_EXCEED_LIMITS = "all available instance types exceed limits for nodepool"
 _DOES_NOT_EXIST_NODEPOOL = Requirement.new(NODEPOOL, "DoesNotExist")
+# A pod class starts keeping its candidate NodeClaims after a scan that tried this many.
+_KEEP_CANDIDATES = 16
 
 
 class SchedulingError(Exception):
@@ -652,8 +653,10 @@ class NodeClaim:
             table = self.table
             most = {}
             if self.options.any():
-                for k, j in table.column.items():
-                    most[k] = int(table.allocatable[self.options, j].max())
+                # One column-wise maximum over the remaining options (table columns are
+                # `table.resources`, in order).
+                peaks = table.allocatable[self.options].max(axis=0).tolist()
+                most = dict(zip(table.resources, peaks, strict=True))
             self._most = most
         return most
 
@@ -1215,6 +1218,14 @@ class Scheduler:
         # skipped: they would refuse this pod too, so the first that accepts it is the same.
         refusals = self._refusals_of(pod, data)
         existing = self.existing
+
+        def cannot_fit(target: object) -> bool:
+            # The class's requests cannot fit the target (lasting: see `podclasses.py`).
+            if isinstance(target, NodeClaim):
+                return not target.may_fit(data.requests)
+            assert isinstance(target, ExistingNode)
+            return not fits(data.requests, target.remaining)
+
         start = refusals.existing_prefix if refusals is not None else 0
         for i in range(start, len(existing)):
             node = existing[i]
@@ -1228,41 +1239,43 @@ class Scheduler:
                 continue
             node.add(pod, data, reqs, self.topology)
             if refusals is not None:
-                refusals.extend(existing, self.new_node_claims)
+                refusals.extend(existing, cannot_fit)
             return
+        if refusals is not None:
+            refusals.extend(existing, cannot_fit)
         # Emptiest planned NodeClaim first (Go's sort.Slice is unstable; gpucap breaks ties by
         # creation order). Claims are kept in buckets by pod count, so no sort per pod.
-        first = refusals.claim_prefix if refusals is not None else 0
-        for count in sorted(self._by_count):
-            if self._bucket_full(count, data.requests):
-                continue
-            bucket = self._by_count[count]
-            # Claims created before the class's prefix all refuse it: start after them.
-            skip = bisect.bisect_left(self._seqs[count], first) if first else 0
-            for claim in itertools.islice(bucket, skip, None):
-                if refusals is not None and refusals.refused(claim):
+        claims = self.new_node_claims
+
+        def pods_on(claim: object) -> int:
+            assert isinstance(claim, NodeClaim)
+            return len(claim.pods)  # its bucket
+
+        def take(claim: object) -> bool:
+            assert isinstance(claim, NodeClaim)
+            return self._try_claim(claim, pod, data, refusals)
+
+        walked = refusals.walk(claims, pods_on, take) if refusals is not None else None
+        if walked:
+            return
+        if walked is None:
+            tried = 0
+            placed = False
+            for count in sorted(self._by_count):
+                if self._bucket_full(count, data.requests):
                     continue
-                if self.topology.rejects_host(pod, claim.hostname):
-                    if refusals is not None:
-                        refusals.note_topology(claim)
-                    continue
-                if not claim.may_fit(data.requests):
-                    if refusals is not None:
-                        refusals.note(claim, PERMANENT)
-                    continue
-                try:
-                    reqs, its = claim.can_add(pod, data, self.topology, relax_min_values=False)
-                except SchedulingError as err:
-                    if refusals is not None:
-                        refusals.note(claim, err.hold)
-                    continue
-                claim.add(pod, data, reqs, its, self.topology)
-                self._rebucket(claim, count)
-                if refusals is not None:
-                    refusals.extend(existing, self.new_node_claims)
+                for claim in self._by_count[count]:
+                    tried += 1
+                    if self._try_claim(claim, pod, data, refusals):
+                        placed = True
+                        break
+                if placed:
+                    break
+            if refusals is not None and tried >= _KEEP_CANDIDATES:
+                # Many refused: from now on the class walks the claims that may take it.
+                refusals.keep_candidates(claims, pods_on)
+            if placed:
                 return
-        if refusals is not None:
-            refusals.extend(existing, self.new_node_claims)
         if not self.templates:
             raise SchedulingError(NO_TEMPLATES if self.dynamic_pools else NO_DYNAMIC_NODEPOOLS)
         errors: list[tuple[str, str]] = []
@@ -1280,6 +1293,31 @@ class Scheduler:
                 # Formatted now: a topology message reads counts that later pods change.
                 errors.append((template.name, str(err)))
         raise SchedulingError(lambda: "; ".join(f'nodepool "{n}": {e}' for n, e in errors))
+
+    def _try_claim(
+        self, claim: NodeClaim, pod: Pod, data: PodData, refusals: Refusals | None
+    ) -> bool:
+        """Add `pod` to the planned `claim` if it takes it (noting why it refused)."""
+        if refusals is not None and refusals.refused(claim):
+            return False
+        if self.topology.rejects_host(pod, claim.hostname):
+            if refusals is not None:
+                refusals.note_topology(claim)
+            return False
+        if not claim.may_fit(data.requests):
+            if refusals is not None:
+                refusals.note(claim, PERMANENT)
+            return False
+        try:
+            reqs, its = claim.can_add(pod, data, self.topology, relax_min_values=False)
+        except SchedulingError as err:
+            if refusals is not None:
+                refusals.note(claim, err.hold)
+            return False
+        count = len(claim.pods)
+        claim.add(pod, data, reqs, its, self.topology)
+        self._rebucket(claim, count)
+        return True
 
     def _within_limits(
         self, template: NodeClaimTemplate, remaining: Resources

@@ -433,6 +433,9 @@ class Topology:
         self.groups: dict[tuple[object, ...], TopologyGroup] = {}
         self.owned: dict[str, list[TopologyGroup]] = {}  # pod UID -> groups it owns
         self.inverse_groups: dict[tuple[object, ...], TopologyGroup] = {}
+        self._selects: dict[
+            tuple[str, frozenset[tuple[str, str]]], tuple[int, list[TopologyGroup]]
+        ] = {}
         self.existing_pods = existing_pods
         self.existing_node_domains = existing_node_domains
         self.ignore_preferences = ignore_preferences
@@ -633,11 +636,22 @@ class Topology:
             out = out.add(domains)
         return out
 
+    def _selecting(self, pod: Pod) -> list[TopologyGroup]:
+        """The groups whose selector matches `pod` (in creation order), memoised by namespace
+        and labels (all `selects` reads) until a group is added."""
+        key = (pod.metadata.namespace or "default", frozenset(pod.metadata.labels.items()))
+        hit = self._selects.get(key)
+        if hit is not None and hit[0] == len(self.groups):
+            return hit[1]
+        groups = [tg for tg in self.groups.values() if tg.selects(pod)]
+        self._selects[key] = (len(self.groups), groups)
+        return groups
+
     def record(self, pod: Pod, taints: Sequence[Taint], requirements: Requirements) -> None:
         """Count a placed pod in the domains its node's requirements pin down."""
         uid = _uid(pod)
-        for tg in self.groups.values():
-            if not tg.counts(pod, taints, requirements):
+        for tg in self._selecting(pod):
+            if not tg.node_filter.matches(taints, requirements):
                 continue
             domains = requirements.get_or_exists(tg.key)
             if tg.type is TopologyType.ANTI_AFFINITY:
