@@ -45,7 +45,7 @@ from gpucap.apis.nodepool import NodePool
 from gpucap.apis.quantity import format_base_units
 from gpucap.apis.workloads import DaemonSet
 from gpucap.scheduling import explanation, preferences
-from gpucap.scheduling.hostports import HostPortUsage, host_ports
+from gpucap.scheduling.hostports import HostPort, HostPortUsage, host_ports
 from gpucap.scheduling.instancetypes import (
     MAX_INSTANCE_TYPES,
     InstanceType,
@@ -207,8 +207,11 @@ class PassCache:
       keys, DaemonSet objects): what `_daemon_groups` computes from exactly those;
     - the DaemonSets' pods, per tuple of DaemonSet objects;
     - an existing node's requirements per (label mapping, hostname), its DaemonSet requests
-      per (label mapping, effective taints, DaemonSet objects), and its bound pods' requests
-      per node name while its pods are the same objects: the only inputs each reads.
+      per (label mapping, effective taints, DaemonSet objects), and per node name while its
+      pods are the same objects: its bound pods' requests, keys, host ports and (while its
+      labels are the same mapping and its taints equal) the pods as the topology counts them:
+      the only inputs each reads. So a scheduler over the same nodes, or the same nodes less
+      a few (a consolidation simulation), builds its existing nodes from these.
 
     Keys on identity hold the object they were taken from, so an id cannot be reused while the
     entry lives. Objects are never changed after they are built (applied objects are replaced,
@@ -239,7 +242,7 @@ class PassCache:
     node_daemons: dict[tuple[tuple[tuple[str, str], ...], tuple[Taint, ...], int], Resources] = (
         field(default_factory=dict)
     )
-    node_pods: dict[str, tuple[tuple[Pod, ...], Resources, Resources]] = field(default_factory=dict)
+    node_pods: dict[str, _NodePods] = field(default_factory=dict)
     domains: dict[
         tuple[tuple[Requirements, tuple[Taint, ...], int], ...],
         tuple[tuple[Sequence[Requirements], ...], DomainGroups],
@@ -298,6 +301,19 @@ class PassCache:
             self.subtables.clear()
             self.groups.clear()  # keyed on the identity of tables that may now be freed
         self.subtables[(id(types), mask)] = (types, table)
+
+
+@dataclass(frozen=True, slots=True)
+class _NodePods:
+    """What a `Scheduler` derives from a node's bound pods (see `PassCache`)."""
+
+    pods: tuple[Pod, ...]
+    bound: Resources  # what they all request, each plus `pods: 1`
+    daemons: Resources  # the same for the DaemonSet-owned ones
+    keys: tuple[str, ...]
+    ports: dict[str, tuple[HostPort, ...]]  # the non-empty host ports, by pod key
+    # The pods as the topology counts them, for the labels and taints they were built with.
+    counted: list[tuple[Mapping[str, str], tuple[Taint, ...], tuple[CountedPod, ...]]]
 
 
 # ---- per-pod data -------------------------------------------------------------------------------
@@ -1000,11 +1016,14 @@ class Scheduler:
             else build_domain_groups(domain_inputs)
         )
         pending_keys = {p.key for p in pending_pods}
+        node_pods = {n.name: self._node_pods(n) for n in live}
         counted = [
-            CountedPod(pod, n.labels, n.taints, n.name)
+            counted
             for n in live
-            for pod in n.pods
-            if pod.key not in pending_keys
+            for counted, key in zip(
+                self._counted(n, node_pods[n.name]), node_pods[n.name].keys, strict=True
+            )
+            if key not in pending_keys
         ]
         self.topology = Topology(
             domain_groups,
@@ -1014,7 +1033,7 @@ class Scheduler:
         )
         self.existing: list[ExistingNode] = []
         for n in live:
-            self.existing.append(self._existing_node(n))
+            self.existing.append(self._existing_node(n, node_pods[n.name]))
             pool_remaining = self.remaining_resources.get(n.nodepool or "")
             if pool_remaining is not None:
                 self.remaining_resources[n.nodepool or ""] = subtract(
@@ -1038,32 +1057,30 @@ class Scheduler:
         # NodePool -> (its remaining limits, the types within them, whether any is)
         self._within: dict[str, tuple[Resources, Mask, bool]] = {}
 
-    def _existing_node(self, n: StateNode) -> ExistingNode:
+    def _existing_node(self, n: StateNode, pods: _NodePods) -> ExistingNode:
         taints = n.effective_taints()
         labels_reqs, reqs = self._node_requirements(n)
         daemon_requests = self._node_daemon_requests(n, taints, labels_reqs)
-        bound, already = self._node_bound_requests(n)
-        missing_daemons = {k: max(v, 0) for k, v in subtract(daemon_requests, already).items()}
-        available = subtract(dict(n.allocatable), bound)
-        usage = HostPortUsage()
-        for p in n.pods:
-            usage.add(p, host_ports(p))
+        missing_daemons = {k: max(v, 0) for k, v in subtract(daemon_requests, pods.daemons).items()}
+        available = subtract(dict(n.allocatable), pods.bound)
         self.topology.register(HOSTNAME, n.hostname)
-        return ExistingNode(n, subtract(available, missing_daemons), reqs, taints, usage)
+        return ExistingNode(
+            n, subtract(available, missing_daemons), reqs, taints, HostPortUsage(dict(pods.ports))
+        )
 
-    def _node_bound_requests(self, n: StateNode) -> tuple[Resources, Resources]:
-        """What the pods bound to the node request, all of them and the DaemonSet ones (each
-        plus `pods: 1`); with a `PassCache`, shared while the node has the same pod objects
-        (frozen models: the same objects, the same sums). Only read by the caller."""
+    def _node_pods(self, n: StateNode) -> _NodePods:
+        """What the node's bound pods request (all of them, and the DaemonSet ones; each plus
+        `pods: 1`), their keys and host ports; with a `PassCache`, shared while the node has
+        the same pod objects (frozen models: the same objects, the same answers). Only read."""
         cache = self._cache
         if cache is not None:
             hit = cache.node_pods.get(n.name)
             if (
                 hit is not None
-                and len(hit[0]) == len(n.pods)
-                and all(a is b for a, b in zip(hit[0], n.pods, strict=True))
+                and len(hit.pods) == len(n.pods)
+                and all(a is b for a, b in zip(hit.pods, n.pods, strict=True))
             ):
-                return hit[1], hit[2]
+                return hit
         bound = add(*(add(pod_requests(p.spec), {"pods": 1}) for p in n.pods))
         already = add(
             *(
@@ -1072,11 +1089,29 @@ class Scheduler:
                 if any(o.kind == "DaemonSet" for o in p.metadata.owner_references)
             )
         )
+        usage = HostPortUsage()
+        for p in n.pods:
+            usage.add(p, host_ports(p))
+        out = _NodePods(
+            tuple(n.pods), bound, already, tuple(p.key for p in n.pods), usage.reserved, []
+        )
         if cache is not None:
             if len(cache.node_pods) >= _NODE_CACHE_MAX:
                 cache.node_pods.clear()
-            cache.node_pods[n.name] = (tuple(n.pods), bound, already)
-        return bound, already
+            cache.node_pods[n.name] = out
+        return out
+
+    def _counted(self, n: StateNode, pods: _NodePods) -> tuple[CountedPod, ...]:
+        """The node's bound pods as the topology counts them (kept with `pods` for the node's
+        label mapping and taints: the last few seen)."""
+        for labels, taints, counted in pods.counted:
+            if labels is n.labels and taints == n.taints:
+                return counted
+        counted = tuple(CountedPod(pod, n.labels, n.taints, n.name) for pod in n.pods)
+        if len(pods.counted) >= 4:
+            pods.counted.clear()
+        pods.counted.append((n.labels, n.taints, counted))
+        return counted
 
     def _node_requirements(self, n: StateNode) -> tuple[Requirements, Requirements]:
         """A node's labels as requirements, and those plus its hostname (shared per label
