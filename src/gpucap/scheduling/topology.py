@@ -433,6 +433,7 @@ class Topology:
         self.groups: dict[tuple[object, ...], TopologyGroup] = {}
         self.owned: dict[str, list[TopologyGroup]] = {}  # pod UID -> groups it owns
         self.inverse_groups: dict[tuple[object, ...], TopologyGroup] = {}
+        self._on_key: dict[str, tuple[tuple[int, int], list[TopologyGroup]]] = {}
         self._selects: dict[
             tuple[str, frozenset[tuple[str, str]]], tuple[int, list[TopologyGroup]]
         ] = {}
@@ -585,9 +586,17 @@ class Topology:
 
     # ---- scheduling hooks ---------------------------------------------------------------------
     def register(self, key: str, domain: str) -> None:
-        for tg in (*self.groups.values(), *self.inverse_groups.values()):
-            if tg.key == key:
-                tg.register(domain)
+        # The groups on `key`, in the same order as a walk over all groups (kept until a
+        # group is added: groups are never removed).
+        size = (len(self.groups), len(self.inverse_groups))
+        hit = self._on_key.get(key)
+        if hit is None or hit[0] != size:
+            on_key = [
+                tg for tg in (*self.groups.values(), *self.inverse_groups.values()) if tg.key == key
+            ]
+            hit = self._on_key[key] = (size, on_key)
+        for tg in hit[1]:
+            tg.register(domain)
 
     def _matching(
         self, pod: Pod, taints: Sequence[Taint], reqs: Requirements
