@@ -221,13 +221,18 @@ class Refusals:
     def keep_candidates(self, claims: Sequence[Target], count: Callable[[Target], int]) -> None:
         """Start keeping the candidates: every claim whose refusal is not known to last (a
         full claim is found out when its turn comes)."""
-        self.candidates = {}
-        self.order = []
+        candidates: dict[int, Target] = {}
+        order: list[tuple[int, int, int]] = []
+        held, shared = self.held, self.shared
         for seq, claim in enumerate(claims):
-            if not self._lasting(claim):
-                self.candidates[id(claim)] = claim
-                self.order.append((count(claim), seq, id(claim)))
-        heapq.heapify(self.order)
+            key = id(claim)
+            # `_lasting`, inlined: this walks every claim.
+            if (key in held or key in shared) and self._lasting(claim):
+                continue
+            candidates[key] = claim
+            order.append((count(claim), seq, key))
+        heapq.heapify(order)
+        self.candidates, self.order = candidates, order
         self.seen = len(claims)
 
     def walk(

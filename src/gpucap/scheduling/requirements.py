@@ -284,6 +284,8 @@ class Requirements(Mapping[str, Requirement]):
 
     # ---- algebra ---------------------------------------------------------------------------
     def add(self, *requirements: Requirement) -> Requirements:
+        if not requirements:
+            return self  # immutable: nothing to add is the same set
         items = dict(self._items)
         for r in requirements:
             existing = items.get(r.key)
