@@ -344,8 +344,17 @@ def pod_requirements(pod: Pod, *, strict: bool = False) -> Requirements:
 
 
 def _pod_data(pod: Pod, options: SchedulingOptions) -> PodData:
-    requirements = pod_requirements(pod, strict=options.preference_policy == "Ignore")
     strict = pod_requirements(pod, strict=True)
+    aff = pod.spec.affinity
+    preferred = (
+        aff is not None
+        and aff.node_affinity is not None
+        and bool(aff.node_affinity.preferred_during_scheduling_ignored_during_execution)
+    )
+    # Without preferred node-affinity terms both readings are the same set.
+    requirements = (
+        pod_requirements(pod) if preferred and options.preference_policy != "Ignore" else strict
+    )
     return PodData(add(pod_requests(pod.spec), {"pods": 1}), requirements, strict)
 
 
@@ -717,11 +726,14 @@ class NodeClaim:
             )
         except TopologyError as terr:
             raise SchedulingError(terr, terr.group) from terr
-        err = reqs.compatible(topo, ALLOW_UNDEFINED_WELL_KNOWN)
-        if err is not None:
-            raise SchedulingError(err)
-        no_topology = topo is reqs  # no group narrowed anything
-        reqs = reqs.merge(topo)
+        no_topology = topo is reqs  # no topology group applies to the pod here
+        if not no_topology:
+            # (Without topology, `reqs` against itself is compatible and merges into an equal
+            # set: requirements are kept normalised, so `r ∩ r == r`.)
+            err = reqs.compatible(topo, ALLOW_UNDEFINED_WELL_KNOWN)
+            if err is not None:
+                raise SchedulingError(err)
+            reqs = reqs.merge(topo)
         requests = add(self.requests, data.requests)
         remaining, unmet, outcome = filter_options(
             self.table,
@@ -762,8 +774,9 @@ class NodeClaim:
     ) -> None:
         self.pods.append(pod)
         self.version += 1
+        if self._most is not None and not np.array_equal(options, self.options):
+            self._most = None  # the same options keep the same most allocatable
         self.options = options
-        self._most = None
         self.requests = add(self.requests, data.requests)
         self.requirements = reqs
         topology.register(HOSTNAME, self.hostname)
@@ -808,6 +821,8 @@ class ExistingNode:
             topo = topology.add_requirements(pod, self.taints, data.strict_requirements, reqs)
         except TopologyError as terr:
             raise SchedulingError(terr, terr.group) from terr
+        if topo is reqs:
+            return reqs  # no topology group applies (see `NodeClaim.can_add`)
         err = reqs.compatible(topo)
         if err is not None:
             raise SchedulingError(err)
