@@ -294,7 +294,9 @@ class Requirements(Mapping[str, Requirement]):
         items = dict(self._items)
         for r in requirements:
             existing = items.get(r.key)
-            items[r.key] = r if existing is None else r.intersection(existing)
+            # The same object: requirements are kept normalised, so `r ∩ r == r`.
+            if existing is not r:
+                items[r.key] = r if existing is None else r.intersection(existing)
         return Requirements(items)
 
     def merge(self, other: Requirements) -> Requirements:

@@ -1358,6 +1358,11 @@ class Scheduler:
             if refusals is not None:
                 refusals.note(claim, PERMANENT)
             return False
+        group = self.topology.rejects_domains(pod, data.strict_requirements, claim.requirements)
+        if group is not None:
+            if refusals is not None:
+                refusals.note(claim, group)
+            return False
         try:
             reqs, its = claim.can_add(pod, data, self.topology, relax_min_values=False)
         except SchedulingError as err:

@@ -340,6 +340,14 @@ class TopologyGroup:
             return Requirement.new(self.key, "DoesNotExist")
         return Requirement.new(self.key, "In", [best])
 
+    def bootstraps(self, pod: Pod, pod_domains: Requirement) -> bool:
+        """The first pod of a self-selecting affinity group may go anywhere (Karpenter's
+        special case): no domain has a selected pod yet, or none the pod may go to."""
+        return self.selects(pod) and (
+            len(self.domains) == len(self.empty_domains)
+            or not self._any_compatible_pod_domain(pod_domains)
+        )
+
     def _any_compatible_pod_domain(self, pod_domains: Requirement) -> bool:
         return any(pod_domains.has(d) and c > 0 for d, c in self.domains.items())
 
@@ -347,11 +355,7 @@ class TopologyGroup:
         self, pod: Pod, pod_domains: Requirement, node_domains: Requirement
     ) -> Requirement:
         def bootstrap() -> bool:
-            # The first pod of a self-selecting group may go anywhere (Karpenter's special case).
-            return self.selects(pod) and (
-                len(self.domains) == len(self.empty_domains)
-                or not self._any_compatible_pod_domain(pod_domains)
-            )
+            return self.bootstraps(pod, pod_domains)
 
         if self.key == HOSTNAME and len(node_domains.values) == 1 and not node_domains.complement:
             host = next(iter(node_domains.values))
@@ -623,6 +627,27 @@ class Topology:
             ):
                 return True
         return False
+
+    def rejects_domains(
+        self, pod: Pod, pod_requirements: Requirements, node_requirements: Requirements
+    ) -> TopologyGroup | None:
+        """A cheap, exact shortcut for a pod affinity on a key other than the hostname: the
+        node's own requirement on the key allows only domains (an `In` set) where no selected
+        pod is (or the pod may not go), and the group is past its first pod. Any requirement
+        the pod adds only narrows the node's, so `add_requirements` would find no domain
+        either. Returns the group (None: no such refusal)."""
+        for tg in self.owned.get(_uid(pod), ()):
+            if tg.type is not TopologyType.AFFINITY or tg.key == HOSTNAME:
+                continue
+            node_domains = node_requirements.get(tg.key)
+            if node_domains is None or node_domains.complement:
+                continue
+            pod_domains = pod_requirements.get_or_exists(tg.key)
+            if any(pod_domains.has(d) and tg.domains.get(d, 0) > 0 for d in node_domains.values):
+                continue
+            if not tg.bootstraps(pod, pod_domains):
+                return tg
+        return None
 
     def add_requirements(
         self,
