@@ -295,3 +295,23 @@ def test_a_refusal_read_from_the_target_ends_when_the_target_takes_a_pod() -> No
             [("cpu", 5000), ("memory", 32 * GIB), ("pods", 107)],
         )
     ]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(workloads, existing)
+def test_the_zone_affinity_shortcut_changes_no_plan(
+    loads: list[tuple[str, dict[str, Any], int]],
+    node_specs: list[tuple[str, int, bool, list[tuple[str, dict[str, Any]]]]],
+) -> None:
+    # `Topology.rejects_domains` refuses a claim before `can_add` runs; without it every
+    # claim goes through `can_add`. Same plans.
+    pods = [
+        _pod(f"w{w}-{r}", app, shape)
+        for w, (app, shape, replicas) in enumerate(loads)
+        for r in range(replicas)
+    ]
+    pools, nodes = _pools(None, "40"), _nodes(node_specs)
+    with_shortcut = _plan(pods, pools, nodes, classes=False)
+    scheduler = Scheduler(pools, state_nodes=nodes, pending_pods=pods, pod_classes=False)
+    scheduler.topology.rejects_domains = lambda *_: None  # type: ignore[method-assign]
+    assert _shape(scheduler.solve(pods)) == with_shortcut
