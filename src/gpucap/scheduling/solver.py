@@ -1118,9 +1118,11 @@ class Scheduler:
 
     def _counted(self, n: StateNode, pods: _NodePods) -> tuple[CountedPod, ...]:
         """The node's bound pods as the topology counts them (kept with `pods` for the node's
-        label mapping and taints: the last few seen)."""
+        labels and taints: the last few seen)."""
         for labels, taints, counted in pods.counted:
-            if labels is n.labels and taints == n.taints:
+            # A snapshot rebuilds its nodes (new label mappings, equal values): the topology
+            # reads labels by value, so equal ones share the counted pods.
+            if (labels is n.labels or labels == n.labels) and taints == n.taints:
                 return counted
         counted = tuple(CountedPod(pod, n.labels, n.taints, n.name) for pod in n.pods)
         if len(pods.counted) >= 4:
