@@ -21,7 +21,10 @@ A refusal still holds when (see `Hold`):
 - TARGET: anything else computed only from the pod class and the target's own state (no
   topology): it holds until the target takes a pod (its `version`).
 
-Pods with host ports are left out (a refusal there depends on the pod's own key).
+Pods with host ports are left out (a refusal there depends on the pod's own key). A refusal
+raised without a `Hold` (`SchedulingError`'s default) is never remembered: that is how a target
+that refuses for a reason of the pod's own (the disruption simulation's node inside its
+consolidateAfter refuses the pods moving off candidates, by key) stays exact.
 Called by the scheduler; the equivalence property test (`tests/scheduling/
 test_podclasses.py`) solves random workloads with and without classes and compares.
 """
