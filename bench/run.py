@@ -262,7 +262,8 @@ def main() -> None:
         print(_fmt(rows[-1]), flush=True)
     print()
     head = ("pods", "nodes", "errors", "CPU s", "pods/s", "peak MiB")
-    print(f"{'benchmark':28} " + " ".join(f"{h:>{9 if len(h) > 6 else 6}}" for h in head))
+    widths = (6, 6, 6, 9, 9, 9)
+    print(f"{'benchmark':28} " + " ".join(f"{h:>{w}}" for h, w in zip(head, widths, strict=True)))
     for r in rows:
         print(_fmt(r))
 
