@@ -138,6 +138,13 @@ class InstanceTypeTable:
         self._offered: dict[
             tuple[Requirement | None, Requirement | None], np.ndarray[Any, np.dtype[np.bool_]]
         ] = {}
+        # Capacity types as bits (sorted names), for `capacity_types`.
+        self.capacity_type_names = sorted(
+            {o.capacity_type for it in self.types for o in it.offerings}
+        )
+        self._capacity_bits: dict[
+            tuple[Requirement | None, Requirement | None], np.ndarray[Any, np.dtype[np.int64]]
+        ] = {}
 
     def fits(self, requests: Mapping[str, int]) -> np.ndarray[Any, np.dtype[np.bool_]]:
         """Per type (table order): whether `requests` fit its allocatable (Karpenter's Fits)."""
@@ -225,11 +232,39 @@ class InstanceTypeTable:
         self, mask: np.ndarray[Any, np.dtype[np.bool_]], reqs: Requirements
     ) -> list[InstanceType]:
         """`order_by_price` of the selected types (ties by name), vectorised."""
+        return [self.types[i] for i in self.order_by_price_index(mask, reqs)]
+
+    def order_by_price_index(
+        self, mask: np.ndarray[Any, np.dtype[np.bool_]], reqs: Requirements
+    ) -> np.ndarray[Any, np.dtype[np.intp]]:
+        """The table indices of `order_by_price`'s answer."""
         idx = np.flatnonzero(mask)
         prices = self.prices(reqs)[idx]
         ranks = self.name_rank[idx]
         order = np.lexsort((ranks, prices))
-        return [self.types[i] for i in idx[order]]
+        return idx[order]
+
+    def capacity_types(
+        self, index: np.ndarray[Any, np.dtype[np.intp]], reqs: Requirements
+    ) -> list[str]:
+        """The capacity types of the available offerings `reqs` allows, across the types at
+        `index` (sorted); bits per type memoised by zone and capacity type, the only keys
+        offerings depend on."""
+        key = (reqs.get(ZONE), reqs.get(CAPACITY_TYPE))
+        bits = self._capacity_bits.get(key)
+        if bits is None:
+            column = {name: 1 << j for j, name in enumerate(self.capacity_type_names)}
+            bits = np.fromiter(
+                (
+                    sum({column[o.capacity_type] for o in compatible_offerings(it, reqs)})
+                    for it in self.types
+                ),
+                dtype=np.int64,
+                count=len(self.types),
+            )
+            self._capacity_bits[key] = bits
+        found = int(np.bitwise_or.reduce(bits[index])) if len(index) else 0
+        return [n for j, n in enumerate(self.capacity_type_names) if found >> j & 1]
 
     def mask_of(self, names: Iterable[str]) -> np.ndarray[Any, np.dtype[np.bool_]]:
         mask = np.zeros(len(self.types), dtype=np.bool_)

@@ -234,6 +234,11 @@ class Requirements(Mapping[str, Requirement]):
     _items: dict[str, Requirement] = field(default_factory=dict)
     # The hash is needed often (memo keys) and never changes: computed once.
     _hash: list[int] = field(default_factory=list, compare=False, repr=False)
+    # `without`'s answers for this object (immutable, so they stay true): the scheduler asks
+    # a planned node's set without its placeholder hostname again and again.
+    _without: dict[tuple[str, ...], Requirements] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     # ---- construction -----------------------------------------------------------------------
     @classmethod
@@ -284,10 +289,14 @@ class Requirements(Mapping[str, Requirement]):
 
     # ---- algebra ---------------------------------------------------------------------------
     def add(self, *requirements: Requirement) -> Requirements:
+        if not requirements:
+            return self  # immutable: nothing to add is the same set
         items = dict(self._items)
         for r in requirements:
             existing = items.get(r.key)
-            items[r.key] = r if existing is None else r.intersection(existing)
+            # The same object: requirements are kept normalised, so `r ∩ r == r`.
+            if existing is not r:
+                items[r.key] = r if existing is None else r.intersection(existing)
         return Requirements(items)
 
     def merge(self, other: Requirements) -> Requirements:
@@ -305,7 +314,12 @@ class Requirements(Mapping[str, Requirement]):
         return Requirements({k: v for k, v in self._items.items() if k in keys})
 
     def without(self, *keys: str) -> Requirements:
-        return Requirements({k: v for k, v in self._items.items() if k not in keys})
+        hit = self._without.get(keys)
+        if hit is None:
+            hit = Requirements({k: v for k, v in self._items.items() if k not in keys})
+            if len(self._without) < 4:
+                self._without[keys] = hit
+        return hit
 
     def intersects(self, other: Requirements) -> IncompatibleError | None:
         """Karpenter's `Intersects`: every key both define whose values cannot overlap (one

@@ -45,14 +45,14 @@ from gpucap.apis.nodepool import NodePool
 from gpucap.apis.quantity import format_base_units
 from gpucap.apis.workloads import DaemonSet
 from gpucap.scheduling import explanation, preferences
-from gpucap.scheduling.hostports import HostPortUsage, host_ports
+from gpucap.scheduling.hostports import HostPort, HostPortUsage, host_ports
 from gpucap.scheduling.instancetypes import (
     MAX_INSTANCE_TYPES,
     InstanceType,
     InstanceTypeTable,
-    compatible_offerings,
     satisfies_min_values,
 )
+from gpucap.scheduling.podclasses import PERMANENT, TARGET, Hold, Refusals, class_key
 from gpucap.scheduling.requirements import (
     ALLOW_UNDEFINED_WELL_KNOWN,
     IncompatibleError,
@@ -93,6 +93,8 @@ NO_TEMPLATES = "nodepool requirements filtered out all available instance types"
 NODE_LIMITS_EXHAUSTED = "node limits have been exhausted for nodepool"
 TYPES_EXCEED_LIMITS = "all available instance types exceed limits for nodepool"
 _DOES_NOT_EXIST_NODEPOOL = Requirement.new(NODEPOOL, "DoesNotExist")
+# A pod class starts keeping its candidate NodeClaims after a scan that tried this many.
+_KEEP_CANDIDATES = 16
 
 
 class SchedulingError(Exception):
@@ -102,9 +104,11 @@ class SchedulingError(Exception):
     not fitting one of many planned nodes, and their messages are never shown.
     """
 
-    def __init__(self, message: str | Exception | Callable[[], str]) -> None:
+    def __init__(self, message: str | Exception | Callable[[], str], hold: Hold = None) -> None:
         super().__init__()
         self._message = message
+        # Why the target refused, for the pod classes (`podclasses.py`); None: not kept.
+        self.hold = hold
 
     def __str__(self) -> str:
         m = self._message
@@ -203,8 +207,11 @@ class PassCache:
       keys, DaemonSet objects): what `_daemon_groups` computes from exactly those;
     - the DaemonSets' pods, per tuple of DaemonSet objects;
     - an existing node's requirements per (label mapping, hostname), its DaemonSet requests
-      per (label mapping, effective taints, DaemonSet objects), and its bound pods' requests
-      per node name while its pods are the same objects: the only inputs each reads.
+      per (label mapping, effective taints, DaemonSet objects), and per node name while its
+      pods are the same objects: its bound pods' requests, keys, host ports and (while its
+      labels are the same mapping and its taints equal) the pods as the topology counts them:
+      the only inputs each reads. So a scheduler over the same nodes, or the same nodes less
+      a few (a consolidation simulation), builds its existing nodes from these.
 
     Keys on identity hold the object they were taken from, so an id cannot be reused while the
     entry lives. Objects are never changed after they are built (applied objects are replaced,
@@ -235,7 +242,7 @@ class PassCache:
     node_daemons: dict[tuple[tuple[tuple[str, str], ...], tuple[Taint, ...], int], Resources] = (
         field(default_factory=dict)
     )
-    node_pods: dict[str, tuple[tuple[Pod, ...], Resources, Resources]] = field(default_factory=dict)
+    node_pods: dict[str, _NodePods] = field(default_factory=dict)
     domains: dict[
         tuple[tuple[Requirements, tuple[Taint, ...], int], ...],
         tuple[tuple[Sequence[Requirements], ...], DomainGroups],
@@ -296,6 +303,19 @@ class PassCache:
         self.subtables[(id(types), mask)] = (types, table)
 
 
+@dataclass(frozen=True, slots=True)
+class _NodePods:
+    """What a `Scheduler` derives from a node's bound pods (see `PassCache`)."""
+
+    pods: tuple[Pod, ...]
+    bound: Resources  # what they all request, each plus `pods: 1`
+    daemons: Resources  # the same for the DaemonSet-owned ones
+    keys: tuple[str, ...]
+    ports: dict[str, tuple[HostPort, ...]]  # the non-empty host ports, by pod key
+    # The pods as the topology counts them, for the labels and taints they were built with.
+    counted: list[tuple[Mapping[str, str], tuple[Taint, ...], tuple[CountedPod, ...]]]
+
+
 # ---- per-pod data -------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class PodData:
@@ -324,8 +344,17 @@ def pod_requirements(pod: Pod, *, strict: bool = False) -> Requirements:
 
 
 def _pod_data(pod: Pod, options: SchedulingOptions) -> PodData:
-    requirements = pod_requirements(pod, strict=options.preference_policy == "Ignore")
     strict = pod_requirements(pod, strict=True)
+    aff = pod.spec.affinity
+    preferred = (
+        aff is not None
+        and aff.node_affinity is not None
+        and bool(aff.node_affinity.preferred_during_scheduling_ignored_during_execution)
+    )
+    # Without preferred node-affinity terms both readings are the same set.
+    requirements = (
+        pod_requirements(pod) if preferred and options.preference_policy != "Ignore" else strict
+    )
     return PodData(add(pod_requests(pod.spec), {"pods": 1}), requirements, strict)
 
 
@@ -623,6 +652,8 @@ class NodeClaim:
     min_values_relaxed: bool = False
     labels: dict[str, str] = field(default_factory=dict)
     final_types: list[InstanceType] | None = None
+    # How many pods it has taken (what a pod class's TARGET refusal was seen at).
+    version: int = 0
     # Per resource, the most any remaining option has allocatable (None: not computed since
     # the options last changed); see `may_fit`.
     _most: dict[str, int] | None = None
@@ -647,8 +678,10 @@ class NodeClaim:
             table = self.table
             most = {}
             if self.options.any():
-                for k, j in table.column.items():
-                    most[k] = int(table.allocatable[self.options, j].max())
+                # One column-wise maximum over the remaining options (table columns are
+                # `table.resources`, in order).
+                peaks = table.allocatable[self.options].max(axis=0).tolist()
+                most = dict(zip(table.resources, peaks, strict=True))
             self._most = most
         return most
 
@@ -676,24 +709,31 @@ class NodeClaim:
     def can_add(
         self, pod: Pod, data: PodData, topology: Topology, *, relax_min_values: bool
     ) -> tuple[Requirements, Mask]:
-        """Whether `pod` fits; returns the narrowed requirements and options, or raises."""
+        """Whether `pod` fits; returns the narrowed requirements and options, or raises (with
+        the reason's `Hold` for the pod classes, see `podclasses.py`)."""
         taint = untolerated(self.template.taints, pod.spec.tolerations)
         if taint is not None:
-            raise SchedulingError(lambda: f"did not tolerate taint {format_taint(taint)}")
+            raise SchedulingError(
+                lambda: f"did not tolerate taint {format_taint(taint)}", PERMANENT
+            )
         err = self.requirements.compatible(data.requirements, ALLOW_UNDEFINED_WELL_KNOWN)
         if err is not None:
-            raise SchedulingError(lambda: f"incompatible requirements, {err}")
+            raise SchedulingError(lambda: f"incompatible requirements, {err}", TARGET)
         reqs = self.requirements.merge(data.requirements)
         try:
             topo = topology.add_requirements(
                 pod, self.template.taints, data.strict_requirements, reqs
             )
         except TopologyError as terr:
-            raise SchedulingError(terr) from terr
-        err = reqs.compatible(topo, ALLOW_UNDEFINED_WELL_KNOWN)
-        if err is not None:
-            raise SchedulingError(err)
-        reqs = reqs.merge(topo)
+            raise SchedulingError(terr, terr.group) from terr
+        no_topology = topo is reqs  # no topology group applies to the pod here
+        if not no_topology:
+            # (Without topology, `reqs` against itself is compatible and merges into an equal
+            # set: requirements are kept normalised, so `r ∩ r == r`.)
+            err = reqs.compatible(topo, ALLOW_UNDEFINED_WELL_KNOWN)
+            if err is not None:
+                raise SchedulingError(err)
+            reqs = reqs.merge(topo)
         requests = add(self.requests, data.requests)
         remaining, unmet, outcome = filter_options(
             self.table,
@@ -711,7 +751,17 @@ class NodeClaim:
             )
         if not remaining.any():
             requests_of_pod = data.requests
-            raise SchedulingError(lambda: outcome.message(requests_of_pod))
+            # No option fits the requests whatever the requirements: options only narrow and
+            # requests only grow, so that lasts. Otherwise, without topology (`topo is reqs`)
+            # the answer is the claim's own until it takes a pod.
+            hold: Hold = (
+                PERMANENT
+                if not outcome.fits and outcome.min_values_error is None
+                else TARGET
+                if no_topology
+                else None
+            )
+            raise SchedulingError(lambda: outcome.message(requests_of_pod), hold)
         return reqs, remaining
 
     def add(
@@ -723,8 +773,10 @@ class NodeClaim:
         topology: Topology,
     ) -> None:
         self.pods.append(pod)
+        self.version += 1
+        if self._most is not None and not np.array_equal(options, self.options):
+            self._most = None  # the same options keep the same most allocatable
         self.options = options
-        self._most = None
         self.requests = add(self.requests, data.requests)
         self.requirements = reqs
         topology.register(HOSTNAME, self.hostname)
@@ -744,6 +796,8 @@ class ExistingNode:
     taints: tuple[Taint, ...]
     host_ports: HostPortUsage
     pods: list[Pod] = field(default_factory=list)
+    # How many pods it has taken (what a pod class's TARGET refusal was seen at).
+    version: int = 0
 
     @property
     def name(self) -> str:
@@ -752,20 +806,23 @@ class ExistingNode:
     def can_add(self, pod: Pod, data: PodData, topology: Topology) -> Requirements:
         taint = untolerated(self.taints, pod.spec.tolerations)
         if taint is not None:
-            raise SchedulingError(f"did not tolerate taint {format_taint(taint)}")
+            raise SchedulingError(f"did not tolerate taint {format_taint(taint)}", PERMANENT)
         conflict = self.host_ports.conflict(pod, host_ports(pod))
         if conflict:
             raise SchedulingError(f"checking host port usage, {conflict}")
         if not fits(data.requests, self.remaining):
-            raise SchedulingError("exceeds node resources")
+            # What is left only shrinks (pods with a class request nothing negative).
+            raise SchedulingError("exceeds node resources", PERMANENT)
         err = self.requirements.compatible(data.requirements)
         if err is not None:
-            raise SchedulingError(err)
+            raise SchedulingError(err, TARGET)
         reqs = self.requirements.merge(data.requirements)
         try:
             topo = topology.add_requirements(pod, self.taints, data.strict_requirements, reqs)
         except TopologyError as terr:
-            raise SchedulingError(terr) from terr
+            raise SchedulingError(terr, terr.group) from terr
+        if topo is reqs:
+            return reqs  # no topology group applies (see `NodeClaim.can_add`)
         err = reqs.compatible(topo)
         if err is not None:
             raise SchedulingError(err)
@@ -773,6 +830,7 @@ class ExistingNode:
 
     def add(self, pod: Pod, data: PodData, reqs: Requirements, topology: Topology) -> None:
         self.pods.append(pod)
+        self.version += 1
         self.remaining = subtract(self.remaining, data.requests)
         self.requirements = reqs
         topology.record(pod, self.taints, reqs)
@@ -819,7 +877,11 @@ class Scheduler:
         pending_pods: Sequence[Pod] = (),
         options: SchedulingOptions | None = None,
         cache: PassCache | None = None,
+        pod_classes: bool = True,
     ) -> None:
+        # `pod_classes=False` tries every pod on every target, as Karpenter does; the
+        # equivalence test compares the two (the plans must be identical).
+        self.pod_classes = pod_classes
         self.options = options or SchedulingOptions()
         self.relax_min_values = self.options.min_values_policy == "BestEffort"
         # The DaemonSets' pods and the keys their requirements name; with a cache, shared by
@@ -969,11 +1031,14 @@ class Scheduler:
             else build_domain_groups(domain_inputs)
         )
         pending_keys = {p.key for p in pending_pods}
+        node_pods = {n.name: self._node_pods(n) for n in live}
         counted = [
-            CountedPod(pod, n.labels, n.taints, n.name)
+            counted
             for n in live
-            for pod in n.pods
-            if pod.key not in pending_keys
+            for counted, key in zip(
+                self._counted(n, node_pods[n.name]), node_pods[n.name].keys, strict=True
+            )
+            if key not in pending_keys
         ]
         self.topology = Topology(
             domain_groups,
@@ -983,7 +1048,7 @@ class Scheduler:
         )
         self.existing: list[ExistingNode] = []
         for n in live:
-            self.existing.append(self._existing_node(n))
+            self.existing.append(self._existing_node(n, node_pods[n.name]))
             pool_remaining = self.remaining_resources.get(n.nodepool or "")
             if pool_remaining is not None:
                 self.remaining_resources[n.nodepool or ""] = subtract(
@@ -996,37 +1061,41 @@ class Scheduler:
         # Per bucket, an upper bound of what its claims have left (see `_bucket_full`).
         self._room: dict[int, dict[str, int]] = {}
         self._seq: dict[int, int] = {}
+        # Per bucket, the creation numbers of its claims (sorted, as the bucket is).
+        self._seqs: dict[int, list[int]] = {}
+        # Per pod class, the targets that refused it (`podclasses.py`).
+        self._refusals: dict[object, Refusals] = {}
+        # Per topology part of a class, the refusals only topology decided (shared).
+        self._topology_refusals: dict[object, dict[int, tuple[Hold, int]]] = {}
         self._hostnames = 0
         self._pod_data: dict[str, PodData] = {}
         # NodePool -> (its remaining limits, the types within them, whether any is)
         self._within: dict[str, tuple[Resources, Mask, bool]] = {}
 
-    def _existing_node(self, n: StateNode) -> ExistingNode:
+    def _existing_node(self, n: StateNode, pods: _NodePods) -> ExistingNode:
         taints = n.effective_taints()
         labels_reqs, reqs = self._node_requirements(n)
         daemon_requests = self._node_daemon_requests(n, taints, labels_reqs)
-        bound, already = self._node_bound_requests(n)
-        missing_daemons = {k: max(v, 0) for k, v in subtract(daemon_requests, already).items()}
-        available = subtract(dict(n.allocatable), bound)
-        usage = HostPortUsage()
-        for p in n.pods:
-            usage.add(p, host_ports(p))
+        missing_daemons = {k: max(v, 0) for k, v in subtract(daemon_requests, pods.daemons).items()}
+        available = subtract(dict(n.allocatable), pods.bound)
         self.topology.register(HOSTNAME, n.hostname)
-        return ExistingNode(n, subtract(available, missing_daemons), reqs, taints, usage)
+        return ExistingNode(
+            n, subtract(available, missing_daemons), reqs, taints, HostPortUsage(dict(pods.ports))
+        )
 
-    def _node_bound_requests(self, n: StateNode) -> tuple[Resources, Resources]:
-        """What the pods bound to the node request, all of them and the DaemonSet ones (each
-        plus `pods: 1`); with a `PassCache`, shared while the node has the same pod objects
-        (frozen models: the same objects, the same sums). Only read by the caller."""
+    def _node_pods(self, n: StateNode) -> _NodePods:
+        """What the node's bound pods request (all of them, and the DaemonSet ones; each plus
+        `pods: 1`), their keys and host ports; with a `PassCache`, shared while the node has
+        the same pod objects (frozen models: the same objects, the same answers). Only read."""
         cache = self._cache
         if cache is not None:
             hit = cache.node_pods.get(n.name)
             if (
                 hit is not None
-                and len(hit[0]) == len(n.pods)
-                and all(a is b for a, b in zip(hit[0], n.pods, strict=True))
+                and len(hit.pods) == len(n.pods)
+                and all(a is b for a, b in zip(hit.pods, n.pods, strict=True))
             ):
-                return hit[1], hit[2]
+                return hit
         bound = add(*(add(pod_requests(p.spec), {"pods": 1}) for p in n.pods))
         already = add(
             *(
@@ -1035,11 +1104,31 @@ class Scheduler:
                 if any(o.kind == "DaemonSet" for o in p.metadata.owner_references)
             )
         )
+        usage = HostPortUsage()
+        for p in n.pods:
+            usage.add(p, host_ports(p))
+        out = _NodePods(
+            tuple(n.pods), bound, already, tuple(p.key for p in n.pods), usage.reserved, []
+        )
         if cache is not None:
             if len(cache.node_pods) >= _NODE_CACHE_MAX:
                 cache.node_pods.clear()
-            cache.node_pods[n.name] = (tuple(n.pods), bound, already)
-        return bound, already
+            cache.node_pods[n.name] = out
+        return out
+
+    def _counted(self, n: StateNode, pods: _NodePods) -> tuple[CountedPod, ...]:
+        """The node's bound pods as the topology counts them (kept with `pods` for the node's
+        labels and taints: the last few seen)."""
+        for labels, taints, counted in pods.counted:
+            # A snapshot rebuilds its nodes (new label mappings, equal values): the topology
+            # reads labels by value, so equal ones share the counted pods.
+            if (labels is n.labels or labels == n.labels) and taints == n.taints:
+                return counted
+        counted = tuple(CountedPod(pod, n.labels, n.taints, n.name) for pod in n.pods)
+        if len(pods.counted) >= 4:
+            pods.counted.clear()
+        pods.counted.append((n.labels, n.taints, counted))
+        return counted
 
     def _node_requirements(self, n: StateNode) -> tuple[Requirements, Requirements]:
         """A node's labels as requirements, and those plus its hostname (shared per label
@@ -1100,6 +1189,10 @@ class Scheduler:
             self._update(pod)
             queue.append(pod)
         queue.sort(key=lambda p: self._queue_key(p, order[p.key]))
+        if any(v < 0 for d in self._pod_data.values() for v in d.requests.values()):
+            # A negative request (only from code, never from a manifest) would let a target's
+            # room grow back, and "resources only shrink" is what lasting refusals rest on.
+            self.pod_classes = False
         last_len: dict[str, int] = {}
         while queue:
             pod = queue[0]
@@ -1150,31 +1243,90 @@ class Scheduler:
                 current = relaxed
                 self._update(current)
 
+    def _refusals_of(self, pod: Pod, data: PodData) -> Refusals | None:
+        """The refusals kept for `pod`'s class (None: the pod is tried everywhere)."""
+        if not self.pod_classes:
+            return None
+        keys = class_key(
+            pod,
+            data.requests,
+            data.requirements,
+            data.strict_requirements,
+            self.topology.owned.get(pod.metadata.uid or pod.key, ()),
+        )
+        if keys is None:
+            return None
+        refusals = self._refusals.get(keys[1])
+        if refusals is None:
+            shared = self._topology_refusals.setdefault(keys[0], {})
+            refusals = self._refusals[keys[1]] = Refusals(shared=shared)
+        else:
+            refusals.revalidate()
+        return refusals
+
     def _add(self, pod: Pod) -> None:
         data = self._pod_data[pod.key]
-        for node in self.existing:
+        # Targets a pod of the same class was refused by, for a reason that still holds, are
+        # skipped: they would refuse this pod too, so the first that accepts it is the same.
+        refusals = self._refusals_of(pod, data)
+        existing = self.existing
+
+        def cannot_fit(target: object) -> bool:
+            # The class's requests cannot fit the target (lasting: see `podclasses.py`).
+            if isinstance(target, NodeClaim):
+                return not target.may_fit(data.requests)
+            assert isinstance(target, ExistingNode)
+            return not fits(data.requests, target.remaining)
+
+        start = refusals.existing_prefix if refusals is not None else 0
+        for i in range(start, len(existing)):
+            node = existing[i]
+            if refusals is not None and refusals.refused(node):
+                continue
             try:
                 reqs = node.can_add(pod, data, self.topology)
-            except SchedulingError:
+            except SchedulingError as err:
+                if refusals is not None:
+                    refusals.note(node, err.hold)
                 continue
             node.add(pod, data, reqs, self.topology)
+            if refusals is not None:
+                refusals.extend(existing, cannot_fit)
             return
+        if refusals is not None:
+            refusals.extend(existing, cannot_fit)
         # Emptiest planned NodeClaim first (Go's sort.Slice is unstable; gpucap breaks ties by
         # creation order). Claims are kept in buckets by pod count, so no sort per pod.
-        for count in sorted(self._by_count):
-            if self._bucket_full(count, data.requests):
-                continue
-            for claim in self._by_count[count]:
-                if self.topology.rejects_host(pod, claim.hostname):
+        claims = self.new_node_claims
+
+        def pods_on(claim: object) -> int:
+            assert isinstance(claim, NodeClaim)
+            return len(claim.pods)  # its bucket
+
+        def take(claim: object) -> bool:
+            assert isinstance(claim, NodeClaim)
+            return self._try_claim(claim, pod, data, refusals)
+
+        walked = refusals.walk(claims, pods_on, take) if refusals is not None else None
+        if walked:
+            return
+        if walked is None:
+            tried = 0
+            placed = False
+            for count in sorted(self._by_count):
+                if self._bucket_full(count, data.requests):
                     continue
-                if not claim.may_fit(data.requests):
-                    continue
-                try:
-                    reqs, its = claim.can_add(pod, data, self.topology, relax_min_values=False)
-                except SchedulingError:
-                    continue
-                claim.add(pod, data, reqs, its, self.topology)
-                self._rebucket(claim, count)
+                for claim in self._by_count[count]:
+                    tried += 1
+                    if self._try_claim(claim, pod, data, refusals):
+                        placed = True
+                        break
+                if placed:
+                    break
+            if refusals is not None and tried >= _KEEP_CANDIDATES:
+                # Many refused: from now on the class walks the claims that may take it.
+                refusals.keep_candidates(claims, pods_on)
+            if placed:
                 return
         if not self.templates:
             raise SchedulingError(NO_TEMPLATES if self.dynamic_pools else NO_DYNAMIC_NODEPOOLS)
@@ -1193,6 +1345,36 @@ class Scheduler:
                 # Formatted now: a topology message reads counts that later pods change.
                 errors.append((template.name, str(err)))
         raise SchedulingError(lambda: "; ".join(f'nodepool "{n}": {e}' for n, e in errors))
+
+    def _try_claim(
+        self, claim: NodeClaim, pod: Pod, data: PodData, refusals: Refusals | None
+    ) -> bool:
+        """Add `pod` to the planned `claim` if it takes it (noting why it refused)."""
+        if refusals is not None and refusals.refused(claim):
+            return False
+        if self.topology.rejects_host(pod, claim.hostname):
+            if refusals is not None:
+                refusals.note_topology(claim)
+            return False
+        if not claim.may_fit(data.requests):
+            if refusals is not None:
+                refusals.note(claim, PERMANENT)
+            return False
+        group = self.topology.rejects_domains(pod, data.strict_requirements, claim.requirements)
+        if group is not None:
+            if refusals is not None:
+                refusals.note(claim, group)
+            return False
+        try:
+            reqs, its = claim.can_add(pod, data, self.topology, relax_min_values=False)
+        except SchedulingError as err:
+            if refusals is not None:
+                refusals.note(claim, err.hold)
+            return False
+        count = len(claim.pods)
+        claim.add(pod, data, reqs, its, self.topology)
+        self._rebucket(claim, count)
+        return True
 
     def _within_limits(
         self, template: NodeClaimTemplate, remaining: Resources
@@ -1234,16 +1416,18 @@ class Scheduler:
         return any(0 < v < _ROOM_BOUND and v > room.get(k, 0) for k, v in requests.items())
 
     def _rebucket(self, claim: NodeClaim, old_count: int) -> None:
-        bucket = self._by_count[old_count]
-        bucket.remove(claim)
+        seq = self._seq[id(claim)]
+        bucket, seqs = self._by_count[old_count], self._seqs[old_count]
+        i = bisect.bisect_left(seqs, seq)
+        del bucket[i], seqs[i]
         if not bucket:
-            del self._by_count[old_count]
-            del self._room[old_count]
+            del self._by_count[old_count], self._seqs[old_count], self._room[old_count]
         self._widen_room(old_count + 1, claim)
         target = self._by_count.setdefault(old_count + 1, [])
-        seq = self._seq[id(claim)]
-        keys = [self._seq[id(c)] for c in target]
-        target.insert(bisect.bisect(keys, seq), claim)
+        seqs = self._seqs.setdefault(old_count + 1, [])
+        i = bisect.bisect(seqs, seq)
+        target.insert(i, claim)
+        seqs.insert(i, seq)
 
     def _add_to_new_node_claim(self, template: NodeClaimTemplate, pod: Pod, data: PodData) -> None:
         table = template.table
@@ -1284,6 +1468,7 @@ class Scheduler:
         self._seq[id(claim)] = len(self._seq)
         self._widen_room(1, claim)
         self._by_count.setdefault(1, []).append(claim)
+        self._seqs.setdefault(1, []).append(self._seq[id(claim)])
         if remaining is not None:
             # Pessimistic: the NodeClaim may become its largest option.
             largest = table.max_capacity(claim.options, remaining)
@@ -1384,9 +1569,11 @@ class Scheduler:
         for claim in sorted(self.new_node_claims, key=lambda c: c.hostname):
             claim.requirements = claim.requirements.without(HOSTNAME)
             claim.requests = add(claim.requests, _min_daemon_overhead(claim))
-            ordered = claim.table.order_by_price(claim.options, claim.requirements)[
+            table = claim.table
+            index = table.order_by_price_index(claim.options, claim.requirements)[
                 : self.options.max_instance_types
             ]
+            ordered = [table.types[i] for i in index]
             _, unmet = satisfies_min_values(ordered, claim.requirements)
             if unmet and not self.relax_min_values:
                 for pod in claim.pods:
@@ -1405,7 +1592,7 @@ class Scheduler:
                     min_values=instance_type_req.min_values,
                 )
             )
-            capacity_types = _allowed_capacity_types(ordered, claim.requirements)
+            capacity_types = table.capacity_types(index, claim.requirements)
 
             if capacity_types:
                 claim.requirements = claim.requirements.add(
@@ -1418,20 +1605,17 @@ class Scheduler:
         self.new_node_claims = kept
 
 
-def _allowed_capacity_types(types: Sequence[InstanceType], reqs: Requirements) -> list[str]:
-    """Capacity types of the available offerings `reqs` allows, across `types` (sorted)."""
-    everything = {o.capacity_type for it in types for o in it.offerings}
-    found: set[str] = set()
-    for it in types:
-        found.update(o.capacity_type for o in compatible_offerings(it, reqs))
-        if found == everything:
-            break
-    return sorted(found)
-
-
 def _min_daemon_overhead(claim: NodeClaim) -> Resources:
-    names = {it.name for it in claim.instance_types}
-    overheads = [g.overhead for g in claim.daemon_groups if g.instance_types & names]
+    """The least DaemonSet overhead among the groups of the claim's remaining types (per
+    resource); groups carry a mask over the claim's table."""
+    table, options = claim.table, claim.options
+    overheads = [
+        g.overhead
+        for g in claim.daemon_groups
+        if bool(
+            ((g.mask if g.mask is not None else table.mask_of(g.instance_types)) & options).any()
+        )
+    ]
     if not overheads:
         return {}
     keys = set().union(*overheads)

@@ -253,6 +253,13 @@ class TopologyGroup:
     domains: dict[str, int] = field(default_factory=dict)
     empty_domains: set[str] = field(default_factory=set)
     owners: set[str] = field(default_factory=set)
+    # Moves whenever the group's answers (`next_domains`) for a planned NodeClaim or an
+    # existing node may change: for a spread, any count; for (anti-)affinity, only which
+    # domains exist and which have a pod. Registering a new hostname moves neither: such
+    # targets always ask about their single hostname, whose count alone (and whether any
+    # domain has a pod) decides. The scheduler's pod classes (`podclasses.py`) keep a
+    # topology refusal while the epoch stays.
+    epoch: int = 0
 
     @property
     def identity(self) -> tuple[object, ...]:
@@ -279,11 +286,16 @@ class TopologyGroup:
             if d not in self.domains:
                 self.domains[d] = 0
                 self.empty_domains.add(d)
+                if self.key != HOSTNAME:
+                    self.epoch += 1
 
     def record(self, *domains: str) -> None:
         for d in domains:
-            self.domains[d] = self.domains.get(d, 0) + 1
+            count = self.domains.get(d, 0)
+            self.domains[d] = count + 1
             self.empty_domains.discard(d)
+            if count == 0 or self.type is TopologyType.SPREAD:
+                self.epoch += 1
 
     # ---- next domain ---------------------------------------------------------------------
     def next_domains(
@@ -328,6 +340,14 @@ class TopologyGroup:
             return Requirement.new(self.key, "DoesNotExist")
         return Requirement.new(self.key, "In", [best])
 
+    def bootstraps(self, pod: Pod, pod_domains: Requirement) -> bool:
+        """The first pod of a self-selecting affinity group may go anywhere (Karpenter's
+        special case): no domain has a selected pod yet, or none the pod may go to."""
+        return self.selects(pod) and (
+            len(self.domains) == len(self.empty_domains)
+            or not self._any_compatible_pod_domain(pod_domains)
+        )
+
     def _any_compatible_pod_domain(self, pod_domains: Requirement) -> bool:
         return any(pod_domains.has(d) and c > 0 for d, c in self.domains.items())
 
@@ -335,11 +355,7 @@ class TopologyGroup:
         self, pod: Pod, pod_domains: Requirement, node_domains: Requirement
     ) -> Requirement:
         def bootstrap() -> bool:
-            # The first pod of a self-selecting group may go anywhere (Karpenter's special case).
-            return self.selects(pod) and (
-                len(self.domains) == len(self.empty_domains)
-                or not self._any_compatible_pod_domain(pod_domains)
-            )
+            return self.bootstraps(pod, pod_domains)
 
         if self.key == HOSTNAME and len(node_domains.values) == 1 and not node_domains.complement:
             host = next(iter(node_domains.values))
@@ -421,6 +437,10 @@ class Topology:
         self.groups: dict[tuple[object, ...], TopologyGroup] = {}
         self.owned: dict[str, list[TopologyGroup]] = {}  # pod UID -> groups it owns
         self.inverse_groups: dict[tuple[object, ...], TopologyGroup] = {}
+        self._on_key: dict[str, tuple[tuple[int, int], list[TopologyGroup]]] = {}
+        self._selects: dict[
+            tuple[str, frozenset[tuple[str, str]]], tuple[int, list[TopologyGroup]]
+        ] = {}
         self.existing_pods = existing_pods
         self.existing_node_domains = existing_node_domains
         self.ignore_preferences = ignore_preferences
@@ -570,9 +590,17 @@ class Topology:
 
     # ---- scheduling hooks ---------------------------------------------------------------------
     def register(self, key: str, domain: str) -> None:
-        for tg in (*self.groups.values(), *self.inverse_groups.values()):
-            if tg.key == key:
-                tg.register(domain)
+        # The groups on `key`, in the same order as a walk over all groups (kept until a
+        # group is added: groups are never removed).
+        size = (len(self.groups), len(self.inverse_groups))
+        hit = self._on_key.get(key)
+        if hit is None or hit[0] != size:
+            on_key = [
+                tg for tg in (*self.groups.values(), *self.inverse_groups.values()) if tg.key == key
+            ]
+            hit = self._on_key[key] = (size, on_key)
+        for tg in hit[1]:
+            tg.register(domain)
 
     def _matching(
         self, pod: Pod, taints: Sequence[Taint], reqs: Requirements
@@ -600,6 +628,27 @@ class Topology:
                 return True
         return False
 
+    def rejects_domains(
+        self, pod: Pod, pod_requirements: Requirements, node_requirements: Requirements
+    ) -> TopologyGroup | None:
+        """A cheap, exact shortcut for a pod affinity on a key other than the hostname: the
+        node's own requirement on the key allows only domains (an `In` set) where no selected
+        pod is (or the pod may not go), and the group is past its first pod. Any requirement
+        the pod adds only narrows the node's, so `add_requirements` would find no domain
+        either. Returns the group (None: no such refusal)."""
+        for tg in self.owned.get(_uid(pod), ()):
+            if tg.type is not TopologyType.AFFINITY or tg.key == HOSTNAME:
+                continue
+            node_domains = node_requirements.get(tg.key)
+            if node_domains is None or node_domains.complement:
+                continue
+            pod_domains = pod_requirements.get_or_exists(tg.key)
+            if any(pod_domains.has(d) and tg.domains.get(d, 0) > 0 for d in node_domains.values):
+                continue
+            if not tg.bootstraps(pod, pod_domains):
+                return tg
+        return None
+
     def add_requirements(
         self,
         pod: Pod,
@@ -621,11 +670,22 @@ class Topology:
             out = out.add(domains)
         return out
 
+    def _selecting(self, pod: Pod) -> list[TopologyGroup]:
+        """The groups whose selector matches `pod` (in creation order), memoised by namespace
+        and labels (all `selects` reads) until a group is added."""
+        key = (pod.metadata.namespace or "default", frozenset(pod.metadata.labels.items()))
+        hit = self._selects.get(key)
+        if hit is not None and hit[0] == len(self.groups):
+            return hit[1]
+        groups = [tg for tg in self.groups.values() if tg.selects(pod)]
+        self._selects[key] = (len(self.groups), groups)
+        return groups
+
     def record(self, pod: Pod, taints: Sequence[Taint], requirements: Requirements) -> None:
         """Count a placed pod in the domains its node's requirements pin down."""
         uid = _uid(pod)
-        for tg in self.groups.values():
-            if not tg.counts(pod, taints, requirements):
+        for tg in self._selecting(pod):
+            if not tg.node_filter.matches(taints, requirements):
                 continue
             domains = requirements.get_or_exists(tg.key)
             if tg.type is TopologyType.ANTI_AFFINITY:

@@ -1,0 +1,317 @@
+"""Pod classes change no plan: the scheduler with them (it skips targets that already refused a
+pod of the same class) and without them (every pod tried on every target, as Karpenter does)
+give the same NodeClaims, the same pods on each and on each existing node, in the same order,
+with the same requirements, and the same errors.
+
+Random workloads (hypothesis): runs of identical replicas and single pods, with requests,
+zone and hostname spreads (DoNotSchedule and ScheduleAnyway), zone and hostname (anti-)
+affinity, preferred anti-affinity, node selectors, tolerations, GPU and CPU pools with taints
+and limits, and existing nodes with bound pods. Plus rules for the refusals that must not be
+kept (a topology group that changes, a target that takes a pod)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gpucap.apis.core import Pod, Taint
+from gpucap.apis.nodepool import NodePool
+from gpucap.scheduling.solver import PoolInput, Results, Scheduler, StateNode
+from tests.builders import GPU_TOLERATION, edit
+from tests.scheduling.builders import CPU_TYPES, GIB, GPU_TYPES, ZONES, cpu_pool, gpu_pool
+
+ZONE = "topology.kubernetes.io/zone"
+HOST = "kubernetes.io/hostname"
+APPS = ("a", "b", "c")
+
+
+def _pod(name: str, app: str, shape: dict[str, Any], selects: str | None = None) -> Pod:
+    spec: dict[str, Any] = {
+        "containers": [
+            {
+                "name": "c",
+                "resources": {
+                    "requests": {"cpu": shape["cpu"], "memory": shape["memory"]},
+                    **({"limits": {"nvidia.com/gpu": str(shape["gpu"])}} if shape["gpu"] else {}),
+                },
+            }
+        ]
+    }
+    if shape["tolerate"]:
+        spec["tolerations"] = [GPU_TOLERATION]
+    if shape["zone"]:
+        spec["nodeSelector"] = {ZONE: shape["zone"]}
+    own = {"matchLabels": {"app": app}}
+    selector = {"matchLabels": {"app": selects or app}}  # what (anti-)affinity follows
+    spreads = []
+    for key, when, skew in shape["spreads"]:
+        spreads.append(
+            {
+                "maxSkew": skew,
+                "topologyKey": key,
+                "whenUnsatisfiable": when,
+                "labelSelector": own,
+            }
+        )
+    if spreads:
+        spec["topologySpreadConstraints"] = spreads
+    affinity: dict[str, Any] = {}
+    for kind, key, preferred in shape["affinities"]:
+        section = affinity.setdefault(kind, {})
+        term = {"topologyKey": key, "labelSelector": selector}
+        if preferred:
+            section.setdefault("preferredDuringSchedulingIgnoredDuringExecution", []).append(
+                {"weight": 10, "podAffinityTerm": term}
+            )
+        else:
+            section.setdefault("requiredDuringSchedulingIgnoredDuringExecution", []).append(term)
+    if affinity:
+        spec["affinity"] = affinity
+    return Pod.model_validate(
+        {
+            "metadata": {"name": name, "namespace": "default", "uid": name, "labels": {"app": app}},
+            "spec": spec,
+        }
+    )
+
+
+shapes = st.fixed_dictionaries(
+    {
+        "cpu": st.sampled_from(["250m", "1", "3"]),
+        "memory": st.sampled_from(["512Mi", "4Gi"]),
+        "gpu": st.sampled_from([0, 0, 1]),
+        "tolerate": st.booleans(),
+        "zone": st.sampled_from([None, None, *ZONES[:2]]),
+        "spreads": st.lists(
+            st.tuples(
+                st.sampled_from([ZONE, HOST]),
+                st.sampled_from(["DoNotSchedule", "ScheduleAnyway"]),
+                st.integers(1, 2),
+            ),
+            max_size=2,
+        ),
+        "affinities": st.lists(
+            st.tuples(
+                st.sampled_from(["podAffinity", "podAntiAffinity"]),
+                st.sampled_from([ZONE, HOST]),
+                st.booleans(),
+            ),
+            max_size=2,
+        ),
+    }
+)
+# Workloads: (app, shape, replicas): runs of identical pods.
+workloads = st.lists(st.tuples(st.sampled_from(APPS), shapes, st.integers(1, 6)), max_size=8)
+existing = st.lists(
+    st.tuples(
+        st.sampled_from(ZONES),
+        st.sampled_from([2, 4, 8]),  # vCPUs
+        st.booleans(),  # GPU-tainted
+        st.lists(st.tuples(st.sampled_from(APPS), shapes), max_size=3),  # bound pods
+    ),
+    max_size=3,
+)
+
+
+def _pools(gpu_limit: int | None, cpu_limit: str | None) -> list[PoolInput]:
+    gpu = gpu_pool()
+    gpu = edit(gpu, "spec.limits", {"nvidia.com/gpu": str(gpu_limit)} if gpu_limit else None)
+    cpu = cpu_pool()
+    cpu = edit(cpu, "spec.limits", {"cpu": cpu_limit} if cpu_limit else None)
+    return [
+        PoolInput(NodePool.model_validate(gpu), tuple(GPU_TYPES)),
+        PoolInput(NodePool.model_validate(cpu), tuple(CPU_TYPES)),
+    ]
+
+
+def _nodes(specs: list[tuple[str, int, bool, list[tuple[str, dict[str, Any]]]]]) -> list[StateNode]:
+    nodes = []
+    for i, (zone, cpus, tainted, bound) in enumerate(specs):
+        name = f"ip-{i}"
+        nodes.append(
+            StateNode(
+                name=name,
+                labels={HOST: name, ZONE: zone, "kubernetes.io/arch": "amd64"},
+                allocatable={"cpu": cpus * 1000, "memory": 4 * cpus * GIB, "pods": 110},
+                taints=(Taint(key="nvidia.com/gpu", effect="NoSchedule"),) if tainted else (),
+                pods=tuple(_pod(f"{name}-bound-{j}", app, s) for j, (app, s) in enumerate(bound)),
+            )
+        )
+    return nodes
+
+
+def _plan(
+    pods: list[Pod], pools: list[PoolInput], nodes: list[StateNode], *, classes: bool
+) -> tuple[object, ...]:
+    scheduler = Scheduler(pools, state_nodes=nodes, pending_pods=pods, pod_classes=classes)
+    return _shape(scheduler.solve(pods))
+
+
+def _shape(r: Results) -> tuple[object, ...]:
+    return (
+        [
+            (
+                c.name,
+                [p.key for p in c.pods],
+                [it.name for it in c.instance_types],
+                str(c.requirements),
+                sorted(c.requests.items()),
+                sorted(c.labels.items()),
+            )
+            for c in r.new_node_claims
+        ],
+        [(n.name, [p.key for p in n.pods], sorted(n.remaining.items())) for n in r.existing_nodes],
+        sorted(r.pod_errors.items()),
+    )
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    workloads,
+    existing,
+    st.sampled_from([None, 1, 3]),
+    st.sampled_from([None, "6", "40"]),
+)
+def test_pod_classes_change_no_plan(
+    loads: list[tuple[str, dict[str, Any], int]],
+    node_specs: list[tuple[str, int, bool, list[tuple[str, dict[str, Any]]]]],
+    gpu_limit: int | None,
+    cpu_limit: str | None,
+) -> None:
+    pods = [
+        _pod(f"w{w}-{r}", app, shape)
+        for w, (app, shape, replicas) in enumerate(loads)
+        for r in range(replicas)
+    ]
+    pools, nodes = _pools(gpu_limit, cpu_limit), _nodes(node_specs)
+    assert _plan(pods, pools, nodes, classes=True) == _plan(pods, pools, nodes, classes=False)
+
+
+def _shape_of(**kw: Any) -> dict[str, Any]:
+    shape: dict[str, Any] = {
+        "cpu": "1",
+        "memory": "512Mi",
+        "gpu": 0,
+        "tolerate": False,
+        "zone": None,
+        "spreads": [],
+        "affinities": [],
+    }
+    shape.update(kw)
+    return shape
+
+
+def test_a_zone_affinity_refusal_ends_when_the_zone_gets_a_pod() -> None:
+    # x-pods follow a-pods into their zone, one per host. a-0 fills a node in the first zone
+    # and z a node pinned to the second: x-0 is refused by both (room; no a-pod in the
+    # second zone) and gets a new node in the first zone. Then a-1 joins z in the second
+    # zone, so x-1, of x-0's class, must be tried again on z's node, where x-0 was refused.
+    follow = _shape_of(
+        cpu="2", spreads=[(HOST, "DoNotSchedule", 1)], affinities=[("podAffinity", ZONE, False)]
+    )
+    pods = [
+        _pod("a-0", "a", _shape_of(zone=ZONES[0], cpu="7")),
+        _pod("z", "z", _shape_of(zone=ZONES[1], cpu="2")),
+        _pod("x-0", "x", follow, selects="a"),
+        _pod("a-1", "a", _shape_of(zone=ZONES[1], cpu="2")),
+        _pod("x-1", "x", follow, selects="a"),
+    ]
+    pools = _pools(None, None)
+    with_classes = _plan(pods, pools, [], classes=True)
+    assert with_classes == _plan(pods, pools, [], classes=False)
+    claims = with_classes[0]
+    assert isinstance(claims, list)
+    assert [c[1] for c in claims] == [
+        ["default/a-0"],
+        ["default/z", "default/a-1", "default/x-1"],
+        ["default/x-0"],
+    ]
+
+
+def test_identical_replicas_skip_the_nodes_that_refused_the_first() -> None:
+    # 40 hostname anti-affinity replicas: each needs its own node. Without classes the
+    # n-th replica is tried on the n-1 claims before it; with classes the claims that
+    # already hold a replica are skipped without a try.
+    pods = [
+        _pod(f"web-{i}", "a", _shape_of(affinities=[("podAntiAffinity", HOST, False)]))
+        for i in range(40)
+    ]
+    pools = _pools(None, None)
+    tries = {True: 0, False: 0}
+    for classes in (True, False):
+        scheduler = Scheduler(pools, pending_pods=pods, pod_classes=classes)
+        original = scheduler.topology.rejects_host
+
+        def counted(pod: Pod, hostname: str, original: Any = original, c: bool = classes) -> bool:
+            tries[c] += 1
+            return bool(original(pod, hostname))
+
+        scheduler.topology.rejects_host = counted  # type: ignore[method-assign]
+        scheduler.solve(pods)
+    assert tries[False] == 39 * 40 // 2
+    assert tries[True] <= 40
+
+
+def _needs(name: str, operator: str, values: list[str]) -> Pod:
+    term = {
+        "matchExpressions": [{"key": "example.com/foo", "operator": operator, "values": values}]
+    }
+    return Pod.model_validate(
+        {
+            "metadata": {"name": name, "namespace": "default", "uid": name},
+            "spec": {
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+                "affinity": {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [term]
+                        }
+                    }
+                },
+            },
+        }
+    )
+
+
+def test_a_refusal_read_from_the_target_ends_when_the_target_takes_a_pod() -> None:
+    # The node has no example.com/foo label: a pod requiring `foo In [x]` is refused there.
+    # A pod requiring `foo NotIn [y]` lands and defines the key on the node's requirements;
+    # the next `foo In [x]` pod (same class as the first) now fits the node.
+    node = StateNode(
+        name="ip-0",
+        labels={HOST: "ip-0", ZONE: ZONES[0]},
+        allocatable={"cpu": 8000, "memory": 32 * GIB, "pods": 110},
+    )
+    pods = [_needs("a-0", "In", ["x"]), _needs("b-0", "NotIn", ["y"]), _needs("a-1", "In", ["x"])]
+    pools = _pools(None, None)
+    with_classes = _plan(pods, pools, [node], classes=True)
+    assert with_classes == _plan(pods, pools, [node], classes=False)
+    assert with_classes[1] == [
+        (
+            "ip-0",
+            ["default/b-0", "default/a-1", "default/a-0"],
+            [("cpu", 5000), ("memory", 32 * GIB), ("pods", 107)],
+        )
+    ]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(workloads, existing)
+def test_the_zone_affinity_shortcut_changes_no_plan(
+    loads: list[tuple[str, dict[str, Any], int]],
+    node_specs: list[tuple[str, int, bool, list[tuple[str, dict[str, Any]]]]],
+) -> None:
+    # `Topology.rejects_domains` refuses a claim before `can_add` runs; without it every
+    # claim goes through `can_add`. Same plans.
+    pods = [
+        _pod(f"w{w}-{r}", app, shape)
+        for w, (app, shape, replicas) in enumerate(loads)
+        for r in range(replicas)
+    ]
+    pools, nodes = _pools(None, "40"), _nodes(node_specs)
+    with_shortcut = _plan(pods, pools, nodes, classes=False)
+    scheduler = Scheduler(pools, state_nodes=nodes, pending_pods=pods, pod_classes=False)
+    scheduler.topology.rejects_domains = lambda *_: None  # type: ignore[method-assign]
+    assert _shape(scheduler.solve(pods)) == with_shortcut
