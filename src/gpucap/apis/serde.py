@@ -443,42 +443,56 @@ def load_text(
 ) -> LoadResult:
     """Load every document of one file's text. `ignored` collects unused kinds across files;
     `budget` counts documents and pods across the files of one run (`apis/limits.py`)."""
+    budget = Budget() if budget is None else budget
+    parsed = parse_text(text, file, budget)
+    if isinstance(parsed, str):
+        return LoadResult(issues=[Issue("error", None, None, (), parsed)])
+    return load_documents(parsed, file, ignored=ignored, budget=budget)
+
+
+Document: TypeAlias = tuple[Any, Mapping[Path_, int]]
+
+
+def parse_text(text: str, file: str, budget: Budget) -> list[Document] | str:
+    """The first stage of `load_text`: each document of `text` as (data, line map), or the
+    one-line error that refuses the whole file."""
+    if len(text) > MAX_FILE_BYTES:
+        return f"{file}: larger than {size_text(MAX_FILE_BYTES)} (gpucap's limit for one file)"
+    try:
+        return list(documents(text, file, budget))
+    except DuplicateKeyError as err:
+        return f"{file}: {err}"
+    except InputError as err:
+        return str(err)
+    except InputLimitError as err:
+        return f"{file}: {err}"
+    except UnicodeEncodeError as err:  # text from a caller, not the reader: a lone surrogate
+        line = text.count("\n", 0, err.start) + 1
+        return f"{file}: line {line}: a lone surrogate character, not text (not UTF-8)"
+    except yaml.YAMLError as err:
+        if file.endswith(".json"):
+            # JSON that YAML cannot read (tabs, for instance) is still JSON.
+            try:
+                return [(load_json(text, file), {})]
+            except InputError as json_err:
+                if "not valid JSON" not in str(json_err):
+                    return str(json_err)
+        return f"{file}: {_yaml_error(err)}"
+
+
+def load_documents(
+    docs: Sequence[Document],
+    file: str,
+    *,
+    ignored: Counter[str] | None = None,
+    budget: Budget | None = None,
+) -> LoadResult:
+    """The second stage of `load_text`: dispatch, default and validate each parsed document
+    (the items of a `kind: List` one by one)."""
     own_counter = ignored is None
     counter: Counter[str] = Counter() if ignored is None else ignored
     budget = Budget() if budget is None else budget
     result = LoadResult()
-
-    def refuse(message: str) -> LoadResult:
-        result.issues.append(Issue("error", None, None, (), message))
-        return result
-
-    if len(text) > MAX_FILE_BYTES:
-        return refuse(
-            f"{file}: larger than {size_text(MAX_FILE_BYTES)} (gpucap's limit for one file)"
-        )
-    try:
-        docs = list(documents(text, file, budget))
-    except DuplicateKeyError as err:
-        return refuse(f"{file}: {err}")
-    except InputError as err:
-        return refuse(str(err))
-    except InputLimitError as err:
-        return refuse(f"{file}: {err}")
-    except UnicodeEncodeError as err:  # text from a caller, not the reader: a lone surrogate
-        line = text.count("\n", 0, err.start) + 1
-        return refuse(f"{file}: line {line}: a lone surrogate character, not text (not UTF-8)")
-    except yaml.YAMLError as err:
-        docs = []
-        if file.endswith(".json"):
-            # JSON that YAML cannot read (tabs, for instance) is still JSON.
-            try:
-                docs = [(load_json(text, file), {})]
-            except InputError as json_err:
-                if "not valid JSON" not in str(json_err):
-                    return refuse(str(json_err))
-                docs = []
-        if not docs:
-            return refuse(f"{file}: {_yaml_error(err)}")
     for index, (data, lines) in enumerate(docs):
         if budget.exhausted:
             break
