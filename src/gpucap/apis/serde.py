@@ -29,6 +29,7 @@ import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal, TextIO, TypeAlias
 
@@ -80,7 +81,15 @@ from gpucap.apis.workloads import (
     StatefulSet,
     pod_uid,
 )
-from gpucap.apis.yamltext import DuplicateKeyError, documents
+from gpucap.apis.yamltext import (
+    NOT_JSON,
+    DuplicateKeyError,
+    LazyLines,
+    TextLines,
+    documents,
+    json_document,
+    split_items,
+)
 
 __all__ = [
     "KINDS",
@@ -447,19 +456,30 @@ def load_text(
     parsed = parse_text(text, file, budget)
     if isinstance(parsed, str):
         return LoadResult(issues=[Issue("error", None, None, (), parsed)])
-    return load_documents(parsed, file, ignored=ignored, budget=budget)
+    return load_documents(parsed, file, ignored=ignored, budget=budget, text=text)
 
 
 Document: TypeAlias = tuple[Any, Mapping[Path_, int]]
 
 
-def parse_text(text: str, file: str, budget: Budget) -> list[Document] | str:
+def parse_text(text: str, file: str, budget: Budget | None = None) -> list[Document] | str:
     """The first stage of `load_text`: each document of `text` as (data, line map), or the
     one-line error that refuses the whole file."""
+    budget = Budget() if budget is None else budget
     if len(text) > MAX_FILE_BYTES:
         return f"{file}: larger than {size_text(MAX_FILE_BYTES)} (gpucap's limit for one file)"
+    # Line maps are built when a line is asked for (lint, mostly), by one more YAML pass over
+    # the text; a JSON text the json module reads as YAML would skips the YAML parser.
+    lines = TextLines(text, file)
     try:
-        return list(documents(text, file, budget))
+        data = json_document(text)
+        if data is not NOT_JSON:
+            budget.charge_object()
+            return [(data, lines.document(0))]
+        return [
+            (data, lines.document(i))
+            for i, (data, _) in enumerate(documents(text, file, budget, lines=False))
+        ]
     except DuplicateKeyError as err:
         return f"{file}: {err}"
     except InputError as err:
@@ -486,9 +506,12 @@ def load_documents(
     *,
     ignored: Counter[str] | None = None,
     budget: Budget | None = None,
+    text: str | None = None,
 ) -> LoadResult:
     """The second stage of `load_text`: dispatch, default and validate each parsed document
-    (the items of a `kind: List` one by one)."""
+    (the items of a `kind: List` one by one). `text`, the documents' source, lets it skip
+    looking for placeholders in every field when the text cannot hold a `$`."""
+    dollars = text is None or _may_hold_dollar(text)
     own_counter = ignored is None
     counter: Counter[str] = Counter() if ignored is None else ignored
     budget = Budget() if budget is None else budget
@@ -506,28 +529,39 @@ def load_documents(
                     Issue("error", source, "List", ("items",), "a List needs an items array")
                 )
                 continue
-            # One pass over the lines, not one per item: a List of 1,000 pods was quadratic.
-            item_lines: dict[int, dict[Path_, int]] = {}
-            for k, v in lines.items():
-                if len(k) >= 2 and k[0] == "items" and isinstance(k[1], int):
-                    item_lines.setdefault(k[1], {})[k[2:]] = v
+            # Each item's line map is cut from the document's when first asked for, all items
+            # in one pass (one pass per item made a List of 1,000 pods quadratic).
+            split = _ItemSplit(lines)
             for i, item in enumerate(items):
-                item_source = Source(file, index, i, item_lines.get(i, {}))
+                item_source = Source(file, index, i, LazyLines(partial(split.item, i)))
                 try:
                     budget.charge_object()
                 except InputLimitError as err:
                     result.issues.append(Issue("error", item_source, None, (), str(err), LIMIT))
                     break
-                _load_document(item, item_source, result, counter, budget)
+                _load_document(item, item_source, result, counter, budget, dollars)
                 if budget.exhausted:
                     break
             continue
-        _load_document(data, source, result, counter, budget)
+        _load_document(data, source, result, counter, budget, dollars)
     if own_counter:
         _group_placeholders(result)
         _report_ignored(result, counter)
         _report_duplicates(result)
     return result
+
+
+class _ItemSplit:
+    """A `kind: List` document's line map cut per item on first use (`split_items`)."""
+
+    def __init__(self, lines: Mapping[Path_, int]) -> None:
+        self._lines = lines
+        self._items: dict[int, dict[Path_, int]] | None = None
+
+    def item(self, i: int) -> dict[Path_, int]:
+        if self._items is None:
+            self._items = split_items(self._lines)
+        return self._items.get(i, {})
 
 
 def _yaml_error(err: yaml.YAMLError) -> str:
@@ -548,8 +582,19 @@ def _report_ignored(result: LoadResult, ignored: Counter[str]) -> None:
     ignored.clear()
 
 
-def _load_document(
-    data: Any, source: Source, result: LoadResult, ignored: Counter[str], budget: Budget
+def _may_hold_dollar(text: str) -> bool:
+    """Whether a value parsed from `text` may contain `$`: written as is, or as a YAML or
+    JSON escape."""
+    return any(s in text for s in ("$", "\\x24", "\\u0024", "\\U00000024"))
+
+
+def _load_document(  # noqa: PLR0917 - one document's context, passed down
+    data: Any,
+    source: Source,
+    result: LoadResult,
+    ignored: Counter[str],
+    budget: Budget,
+    dollars: bool = True,
 ) -> None:
     def error(path: Path_, message: str, ref: str | None = None) -> None:
         result.issues.append(Issue("error", source, ref, path, message))
@@ -632,7 +677,8 @@ def _load_document(
         return
     if not _within_pod_limits(obj, source, ref, result, budget):
         return
-    _check_placeholders(data, (), source, ref, result)
+    if dollars:
+        _check_placeholders(data, (), source, ref, result)
     result.manifests.append(Manifest(obj, source))  # type: ignore[arg-type]
 
 
