@@ -132,6 +132,13 @@ def _check_output(output: str, allowed: tuple[str, ...]) -> None:
         raise typer.Exit(EXIT_BAD_INPUT)
 
 
+def load_paths(paths: list[str]) -> LoadResult:
+    """`apis.serde.load_paths`, imported when a command loads files (tests replace this)."""
+    from gpucap.apis.serde import load_paths as load  # noqa: PLC0415
+
+    return load(paths)
+
+
 def _report(result: LoadResult) -> None:
     from gpucap.cli.render import format_issue  # noqa: PLC0415
 
@@ -154,7 +161,6 @@ def validate(
     output: OutputOption = "table",
 ) -> None:
     """Load, default and validate manifests; print a one-line summary per object."""
-    from gpucap.apis.serde import load_paths  # noqa: PLC0415
     from gpucap.cli.render import format_list  # noqa: PLC0415
 
     _check_output(output, ("table", "json", "yaml"))
@@ -347,7 +353,6 @@ def plan(  # noqa: PLR0917 - typer maps parameters to options
 ) -> None:
     """Schedule the pending pods as Karpenter's provisioner would and print what it would
     launch, at what price, and why any pod stays Pending."""
-    from gpucap.apis.serde import load_paths  # noqa: PLC0415
     from gpucap.cli.render import format_explanation, format_plan, plan_lines  # noqa: PLC0415
     from gpucap.controllers.provisioning import explain_pod  # noqa: PLC0415
     from gpucap.controllers.provisioning import plan as make_plan  # noqa: PLC0415
@@ -487,7 +492,7 @@ def lint(  # noqa: PLR0917 - typer maps parameters to options
     """Find GPU NodePool mistakes before they reach a cluster: rules with stable ids, each with a
     why and a fix. Exit 1 on errors (or warnings with --strict), 0 otherwise, 2 on bad input."""
     from gpucap.apis.quantity import Quantity  # noqa: PLC0415
-    from gpucap.apis.serde import LIMIT, LoadResult, load_paths  # noqa: PLC0415
+    from gpucap.apis.serde import LIMIT, LoadResult  # noqa: PLC0415
     from gpucap.lint.config import ConfigError, find_config, load_config  # noqa: PLC0415
     from gpucap.lint.context import KNOWN_IMAGE_SIZES, LintContext  # noqa: PLC0415
     from gpucap.lint.model import all_rules  # noqa: PLC0415
