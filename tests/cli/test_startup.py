@@ -30,9 +30,7 @@ HEAVY = (
 
 def loaded_after(code: str) -> set[str]:
     probe = f"import sys\n{code}\nprint('\\n'.join(sorted(sys.modules)))"
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     return set(done.stdout.split())
 
 
