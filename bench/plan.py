@@ -33,7 +33,6 @@ import gc
 import json
 import os
 import random
-import resource
 import shutil
 import subprocess
 import sys
@@ -249,19 +248,25 @@ def gpucap_command() -> list[str]:
 
 
 def run_command(args: list[str]) -> Run:
-    """Run a child to the end: wall time, its CPU time (user + system), its peak RSS.
-
-    The peak is RUSAGE_CHILDREN's maxrss, the largest of every child so far: each run is its
-    own process started from this small one, so sizes in increasing order read right."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    done = subprocess.run(args, capture_output=True, check=False)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    if done.returncode not in (0,):
-        sys.stderr.write(done.stderr.decode(errors="replace")[-2000:])
-    return Run(wall, cpu, after.ru_maxrss / 1024, done.returncode, len(done.stdout))
+    """Run a child to the end: wall time, its CPU time (user + system) and peak RSS, from
+    `os.wait4` (this child's own rusage, not the largest of all children so far). Its output
+    goes to a temporary file: a 50,000-pod plan is more than a pipe holds."""
+    env = dict(os.environ)
+    # An installed command runs from compiled bytecode; a PYTHONDONTWRITEBYTECODE left in the
+    # environment would recompile every module of every run.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as errs:
+        start = time.perf_counter()
+        child = subprocess.Popen(args, stdout=out, stderr=errs, env=env)
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)
+        size = out.tell()
+        if child.returncode != 0:
+            errs.seek(0)
+            sys.stderr.write(errs.read().decode(errors="replace")[-2000:])
+    cpu = usage.ru_utime + usage.ru_stime
+    return Run(wall, cpu, usage.ru_maxrss / 1024, child.returncode, size)
 
 
 def best(args: list[str], repeat: int) -> Run:
