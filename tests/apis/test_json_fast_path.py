@@ -90,10 +90,12 @@ def test_kubectl_style_json_takes_the_fast_path() -> None:
         '{"a": "\\u0000"}',
         '{"a":\t1}',
         '{"a": "\\u00e9\\u4e2d"}',
+        '{\r\n  "a": [1, 2],\r\n  "b": {}\r\n}\r\n',
+        '  \n [ {"a": "x"} ]  \n\n',
     ],
 )
-def test_numbers_and_escapes_read_as_yaml_reads_them(text: str) -> None:
-    agrees(text)
+def test_numbers_escapes_and_line_ends_read_as_yaml_reads_them(text: str) -> None:
+    assert agrees(text)
 
 
 @pytest.mark.parametrize(
