@@ -139,6 +139,14 @@ def load_paths(paths: list[str]) -> LoadResult:
     return load(paths)
 
 
+def load_catalog(region: str, **kw: Any) -> Catalog:
+    """`cloudprovider.aws.catalog.load_catalog`, imported when a command needs the catalog
+    (the fuzzer's driver replaces this to share one catalog between its cases)."""
+    from gpucap.cloudprovider.aws.catalog import load_catalog as load  # noqa: PLC0415
+
+    return load(region, **kw)
+
+
 def _report(result: LoadResult) -> None:
     from gpucap.cli.render import format_issue  # noqa: PLC0415
 
@@ -271,7 +279,6 @@ def _load_catalog(
     """The catalog for `plan`/`simulate`: bundled, or `--catalog`, with `--prices` overrides."""
     from gpucap.cloudprovider.aws.catalog import (  # noqa: PLC0415
         CatalogError,
-        load_catalog,
         parse_catalog_json,
         parse_prices_json,
     )
