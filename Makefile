@@ -45,8 +45,13 @@ browser:
 		echo "browser: no chromium (Debian: sudo apt-get install -y chromium); the browser tests will skip"; \
 	fi
 
+# The scheduler in-process (bench/run.py), then `gpucap plan` end to end on Karpenter's benchmark
+# workload through the installed command, stage by stage (bench/plan.py; exit 1 if a stage's
+# cost per pod grows with the input). PLAN_SIZES=1000,10000 for a shorter run.
+PLAN_SIZES ?= 1000,10000,50000
 bench: $(BIN)/.installed
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/plan.py --sizes $(PLAN_SIZES)
 
 # The simulator's 24-hour benchmark (issue 10): stage times, events, provisioning passes.
 bench-sim: $(BIN)/.installed

@@ -6,20 +6,37 @@ when libyaml is missing) composes the node graph; `Builder` turns it into dicts 
 recording lines, applying merge keys, and enforcing MAX_ALIAS_NODES, MAX_DEPTH and
 MAX_INT_DIGITS (`apis/limits.py`) as it goes: the composer shares an anchor's node among its
 aliases, so building is where an alias bomb would expand and where it is stopped.
+
+Speed (issue 12): the composer asks the loader to resolve every plain scalar's tag; `_Fast`
+remembers the answer per value (a resolution depends on the value alone: a safe loader has no
+path resolvers), and `Builder` constructs the str, int, float, bool and null scalars by their
+constructor directly. Line maps can be left out (`documents(..., lines=False)`) and built again
+when something asks for a line (`LazyLines`): most runs never ask. A JSON text is read by the
+json module when that is sure to give what YAML would (`json_document`), which is most of them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Final
 
 import yaml
 
 from gpucap.apis.errors import FieldPath, format_path
 from gpucap.apis.limits import MAX_ALIAS_NODES, MAX_DEPTH, MAX_INT_DIGITS, Budget
-from gpucap.apis.reading import InputError, depth_message, int_message
+from gpucap.apis.reading import InputError, check_depth, depth_message, int_message
 
-__all__ = ["DuplicateKeyError", "Loader", "documents", "load_one"]
+__all__ = [
+    "NOT_JSON",
+    "DuplicateKeyError",
+    "LazyLines",
+    "Loader",
+    "documents",
+    "json_document",
+    "load_one",
+]
 
 Path_ = FieldPath
 
@@ -56,6 +73,50 @@ class _ReadError(ValueError):
 
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_FLOAT_TAG = "tag:yaml.org,2002:float"
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+_NULL_TAG = "tag:yaml.org,2002:null"
+# At most this many plain scalars' tags are remembered per file (an input of distinct values
+# should not grow the memo without bound; past it, resolving is as slow as PyYAML's).
+_MEMO_LIMIT = 200_000
+_FAST: dict[type[yaml.SafeLoader], type[yaml.SafeLoader]] = {}
+
+
+def _fast(base: type[yaml.SafeLoader]) -> type[yaml.SafeLoader]:
+    """`base` with the composer's per-node resolver calls made cheap (same answers)."""
+    fast = _FAST.get(base)
+    if fast is not None:
+        return fast
+
+    class Fast(base):  # type: ignore[valid-type,misc]
+        """A safe loader has no path resolvers, so the tag of a plain scalar depends on its
+        value alone and descending or ascending the node path does nothing."""
+
+        def __init__(self, stream: str) -> None:
+            super().__init__(stream)
+            self._tags: dict[str, str] = {}
+
+        def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+            return None
+
+        def ascend_resolver(self) -> None:
+            return None
+
+        def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
+            if kind is yaml.ScalarNode and implicit[0]:
+                tag = self._tags.get(value)
+                if tag is None:
+                    tag = super().resolve(kind, value, implicit)
+                    if len(self._tags) < _MEMO_LIMIT:
+                        self._tags[value] = tag
+                return tag
+            return str(super().resolve(kind, value, implicit))
+
+    assert not base.yaml_path_resolvers, "a loader with path resolvers cannot memo its tags"
+    _FAST[base] = Fast
+    return Fast
+
+
 _VALUE_TAG = "tag:yaml.org,2002:value"
 _STR_TAG = "tag:yaml.org,2002:str"
 _INT_TAG = "tag:yaml.org,2002:int"
@@ -72,8 +133,9 @@ class Builder:
     recursive alias. Nesting stops at MAX_DEPTH; integers at MAX_INT_DIGITS digits (Python
     refuses to convert 4,300)."""
 
-    def __init__(self, loader: yaml.SafeLoader) -> None:
+    def __init__(self, loader: yaml.SafeLoader, *, lines: bool = True) -> None:
         self.loader = loader
+        self.record = lines
         self.alias_nodes = 0
         self.lines: dict[Path_, int] = {}
         self._seen: set[int] = set()
@@ -97,7 +159,8 @@ class Builder:
             )
 
     def _build(self, node: yaml.Node, path: Path_, depth: int, *, via_alias: bool) -> Any:
-        self.lines.setdefault(path, node.start_mark.line + 1)
+        if self.record:
+            self.lines.setdefault(path, node.start_mark.line + 1)
         if isinstance(node, yaml.ScalarNode):
             if via_alias:
                 self._charge(node, path, 1)
@@ -122,7 +185,8 @@ class Builder:
                     child = (*path, name)
                     if name in out:
                         raise DuplicateKeyError(child, name, key_node.start_mark.line + 1)
-                    self.lines[child] = key_node.start_mark.line + 1
+                    if self.record:
+                        self.lines[child] = key_node.start_mark.line + 1
                     out[name] = self._build(value_node, child, depth + 1, via_alias=via_alias)
                 return out
             if isinstance(node, yaml.SequenceNode):
@@ -144,11 +208,17 @@ class Builder:
 
     def _scalar(self, node: yaml.Node, path: Path_) -> Any:
         value = node.value
-        if node.tag == _INT_TAG and isinstance(value, str) and len(value) > MAX_INT_DIGITS:
+        tag = node.tag
+        if tag == _STR_TAG and isinstance(node, yaml.ScalarNode):
+            return value  # what construct_yaml_str gives, without its bookkeeping
+        if tag == _INT_TAG and isinstance(value, str) and len(value) > MAX_INT_DIGITS:
             digits = sum(c.isalnum() for c in value)
             if digits > MAX_INT_DIGITS:
                 raise _ReadError(node, path, int_message(digits))
         try:
+            if tag in _SCALAR_TAGS and isinstance(node, yaml.ScalarNode):
+                # Immutable values: the constructor's memo of built nodes changes nothing.
+                return self.loader.yaml_constructors[tag](self.loader, node)
             return self.loader.construct_object(node, deep=True)
         except Exception as err:  # PyYAML's constructors raise ValueError, AttributeError...
             tag = node.tag.rsplit(":", 1)[-1] if node.tag else "value"
@@ -213,14 +283,17 @@ class Builder:
         return out + own
 
 
-def documents(text: str, file: str, budget: Budget) -> Iterator[tuple[Any, dict[Path_, int]]]:
+def documents(
+    text: str, file: str, budget: Budget, *, lines: bool = True
+) -> Iterator[tuple[Any, dict[Path_, int]]]:
     """Each document of `text` as (data, {field path: line}); `None` data for an empty one.
+    `lines=False` leaves the line maps empty (`LazyLines` builds them when asked).
 
     Raises yaml.YAMLError (syntax), DuplicateKeyError, InputError (a limit, or a value YAML
     cannot construct: the message names `file[index]`, line and field) and InputLimitError
     (documents per run, charged to `budget`)."""
-    loader = Loader(text)
-    builder = Builder(loader)
+    loader = _fast(Loader)(text)
+    builder = Builder(loader, lines=lines)
     index = 0
     try:
         while loader.check_node():
@@ -250,3 +323,162 @@ def load_one(text: str, name: str) -> Any:
     if len(docs) > 1:
         raise ValueError(f"{name}: {len(docs)} YAML documents where one is expected")
     return docs[0][0] if docs else None
+
+
+_SCALAR_TAGS = frozenset({_INT_TAG, _FLOAT_TAG, _BOOL_TAG, _NULL_TAG})
+
+
+# ---- lazy line maps ---------------------------------------------------------------------------
+class LazyLines(Mapping[Path_, int]):
+    """A line map built on first use: `compute()` runs once, when a line is asked for (a lint
+    finding, an error shown with its line). Loading keeps these instead of building every
+    field's line up front, which most runs never read."""
+
+    __slots__ = ("_compute", "_lines")
+
+    def __init__(self, compute: Callable[[], Mapping[Path_, int]]) -> None:
+        self._compute: Callable[[], Mapping[Path_, int]] | None = compute
+        self._lines: Mapping[Path_, int] | None = None
+
+    def _get(self) -> Mapping[Path_, int]:
+        if self._lines is None:
+            assert self._compute is not None
+            self._lines, self._compute = self._compute(), None
+        return self._lines
+
+    def __getitem__(self, key: Path_) -> int:
+        return self._get()[key]
+
+    def __iter__(self) -> Iterator[Path_]:
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._get()
+
+
+class TextLines:
+    """The line maps of every document of one text, built together on first use (one more
+    YAML pass over the text), for the `LazyLines` of its documents."""
+
+    def __init__(self, text: str, file: str) -> None:
+        self._text: str | None = text
+        self._file = file
+        self._docs: list[dict[Path_, int]] | None = None
+
+    def document(self, index: int) -> LazyLines:
+        return LazyLines(lambda: self._document(index))
+
+    def _document(self, index: int) -> dict[Path_, int]:
+        if self._docs is None:
+            text, self._text = self._text or "", None
+            try:
+                self._docs = [lines for _, lines in documents(text, self._file, Budget())]
+            except (yaml.YAMLError, ValueError, RecursionError):
+                # Only JSON that YAML cannot read gets here: it has no line map, as before.
+                self._docs = []
+        return self._docs[index] if index < len(self._docs) else {}
+
+
+def split_items(lines: Mapping[Path_, int]) -> dict[int, dict[Path_, int]]:
+    """A `kind: List` document's line map cut into one per item, paths relative to the item."""
+    out: dict[int, dict[Path_, int]] = {}
+    for k, v in lines.items():
+        if len(k) >= 2 and k[0] == "items" and isinstance(k[1], int):
+            out.setdefault(k[1], {})[k[2:]] = v
+    return out
+
+
+# ---- JSON, when the json module reads it as YAML would ----------------------------------------
+class _NotJSON:
+    def __repr__(self) -> str:
+        return "NOT_JSON"
+
+
+NOT_JSON: Final = _NotJSON()
+
+
+class _UnsureError(ValueError):
+    """The json module read something YAML might read differently: take the YAML path."""
+
+
+# What YAML reads differently from JSON, or refuses, in a text the json module accepts:
+# characters YAML does not allow in a stream or takes for line breaks (DEL, the C1 controls
+# with NEL, LS, PS, BOM, non-characters, surrogates), escapes of surrogates (libyaml refuses
+# them), a key whose colon is on another line or far after it (YAML's simple keys), and
+# integers past MAX_INT_DIGITS (the YAML path says where).
+_YAML_UNSURE_CHARS = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]")
+_YAML_UNSURE_ASCII = re.compile(
+    r"\\u[dD][89a-fA-F]|\x7f|\"\s*[\r\n]\s*:|\"[ \t]{32,}:|[0-9]{" + str(MAX_INT_DIGITS + 1) + "}"
+)
+# A key longer than this may span more than the 1,024 characters YAML allows a simple key
+# (six characters per escaped one, plus quotes).
+_LONGEST_KEY = 150
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise _UnsureError("a key given twice")  # YAML's DuplicateKeyError names where
+    for key in out:
+        if len(key) > _LONGEST_KEY:
+            raise _UnsureError("a long key")
+    return out
+
+
+def json_document(text: str) -> Any:
+    """The data of `text` when it is one JSON object or array that YAML would read as the same
+    data without error (what `documents` would build), else NOT_JSON.
+
+    The json module is some forty times faster than composing YAML nodes and building from
+    them; the YAML path stays for everything else (and for every error message). Differences
+    handled: a JSON number that is not a YAML float (`1e3`: YAML reads a string), NaN and
+    Infinity (not JSON), duplicate keys, nesting past MAX_DEPTH, tabs where YAML refuses them
+    and the characters above all leave NOT_JSON."""
+    body = text.strip(" \t\r\n")
+    if not body or body[0] not in "{[":
+        return NOT_JSON
+    if "\t" in text and ("\t" in text[: len(text) - len(text.lstrip())] or not _tabs_in_flow()):
+        return NOT_JSON
+    if "\t" in text[len(text.rstrip()) :]:
+        return NOT_JSON
+    if not text.isascii() and _YAML_UNSURE_CHARS.search(text):
+        return NOT_JSON
+    if _YAML_UNSURE_ASCII.search(text):
+        return NOT_JSON
+    try:
+        data = json.loads(
+            text,
+            object_pairs_hook=_object,
+            parse_float=_yaml_float,
+            parse_constant=_not_json_constant,
+        )
+        check_depth(data, lambda: "")
+    except (ValueError, RecursionError, InputError):
+        return NOT_JSON
+    return data
+
+
+def _yaml_float(text: str) -> Any:
+    """A JSON number with a fraction or exponent as YAML reads the same plain scalar."""
+    tag = _RESOLVER.resolve(yaml.ScalarNode, text, (True, False))  # type: ignore[no-untyped-call]
+    if tag == _FLOAT_TAG:
+        return float(text)
+    if tag == _STR_TAG:
+        return text
+    raise _UnsureError(f"{text} resolves to {tag}")
+
+
+def _not_json_constant(word: str) -> Any:
+    raise _UnsureError(word)
+
+
+_RESOLVER = yaml.resolver.Resolver()  # the implicit resolvers every safe loader uses
+
+
+def _tabs_in_flow() -> bool:
+    """libyaml allows tabs between tokens inside `{...}` and `[...]`; PyYAML's own scanner
+    does not."""
+    return Loader is getattr(yaml, "CSafeLoader", None)

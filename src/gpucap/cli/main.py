@@ -15,63 +15,44 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer._click import exceptions as click_errors  # typer's own copy of click raises these
 from typer.core import TyperGroup
 
 from gpucap import __version__
-from gpucap.apis.placeholders import parse_only
-from gpucap.apis.placeholders import render as fill_placeholders
-from gpucap.apis.quantity import Quantity
 from gpucap.apis.reading import InputError, os_reason, read_path, read_stream
-from gpucap.apis.serde import LIMIT, LoadResult, load_paths
-from gpucap.cli.demo import DEMO_VALUES, run_demo
-from gpucap.cli.render import (
-    describe,
-    format_explanation,
-    format_issue,
-    format_list,
-    format_plan,
-    format_table,
-    plan_lines,
-)
-from gpucap.cli.reporting import check_report_path, write_plan_report
-from gpucap.cli.simulate import DEFAULT_SPEED, OUTPUTS, SimulateOptions
-from gpucap.cli.simulate import run as run_simulate
-from gpucap.cloudprovider.aws.ami import (
-    AMILookupError,
-    AMIReleaseInfo,
-    list_releases,
-    recommended_release,
-)
-from gpucap.cloudprovider.aws.amireleases import UnknownReleaseError, diff_releases, find_release
-from gpucap.cloudprovider.aws.catalog import (
-    Catalog,
-    CatalogError,
-    load_catalog,
-    parse_catalog_json,
-    parse_prices_json,
-)
-from gpucap.cloudprovider.aws.ec2api import EC2API, EC2APIError
-from gpucap.controllers.provisioning import DEFAULT_MAX_PASSES, explain_pod
-from gpucap.controllers.provisioning import plan as make_plan
-from gpucap.lint.config import ConfigError, find_config, load_config
-from gpucap.lint.context import KNOWN_IMAGE_SIZES, LintContext
-from gpucap.lint.model import all_rules
-from gpucap.lint.output import format_json as format_lint_json
-from gpucap.lint.output import format_sarif, rule_help
-from gpucap.lint.output import format_text as format_lint_text
-from gpucap.lint.runner import run as run_lint
-from gpucap.runtime.logging import configure
 from gpucap.runtime.terminal import Terminal
+
+# Start-up (issue 12): this module imports only what parsing the command line needs; each
+# command imports the parts of gpucap it uses in its body, so `gpucap --version` or `gpucap
+# render` does not load pydantic's models, numpy, the scheduler or the simulator.
+if TYPE_CHECKING:
+    from gpucap.apis.serde import LoadResult
+    from gpucap.cli.demo import DEMO_VALUES
+    from gpucap.cloudprovider.aws.ami import AMIReleaseInfo
+    from gpucap.cloudprovider.aws.catalog import Catalog
+    from gpucap.cloudprovider.aws.ec2api import EC2API
 
 __all__ = ["DEMO_VALUES", "app", "main", "usage_error_line"]
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_BAD_INPUT = 2
+# Option defaults that live in modules only some commands load; tests/cli/test_startup.py
+# checks they equal controllers.provisioning.DEFAULT_MAX_PASSES and cli.simulate.DEFAULT_SPEED.
+DEFAULT_MAX_PASSES = 20
+DEFAULT_SPEED = 60.0
+
+
+def __getattr__(name: str) -> Any:
+    """`DEMO_VALUES`, re-exported from `cli/demo.py` when asked for (not at start-up)."""
+    if name == "DEMO_VALUES":
+        from gpucap.cli.demo import DEMO_VALUES  # noqa: PLC0415
+
+        return DEMO_VALUES
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 app = typer.Typer(
@@ -112,6 +93,8 @@ def _root(
         int, typer.Option("--verbose", "-v", count=True, help="More logs on stderr (-vv debug).")
     ] = 0,
 ) -> None:
+    from gpucap.runtime.logging import configure  # noqa: PLC0415
+
     configure(verbose)
 
 
@@ -159,14 +142,33 @@ def _check_output(output: str, allowed: tuple[str, ...]) -> None:
         raise typer.Exit(EXIT_BAD_INPUT)
 
 
+def load_paths(paths: list[str]) -> LoadResult:
+    """`apis.serde.load_paths`, imported when a command loads files (tests replace this)."""
+    from gpucap.apis.serde import load_paths as load  # noqa: PLC0415
+
+    return load(paths)
+
+
+def load_catalog(region: str, **kw: Any) -> Catalog:
+    """`cloudprovider.aws.catalog.load_catalog`, imported when a command needs the catalog
+    (the fuzzer's driver replaces this to share one catalog between its cases)."""
+    from gpucap.cloudprovider.aws.catalog import load_catalog as load  # noqa: PLC0415
+
+    return load(region, **kw)
+
+
 def _report(result: LoadResult) -> None:
+    from gpucap.cli.render import format_issue  # noqa: PLC0415
+
     for issue in result.issues:
         err.line(format_issue(issue), style="red" if issue.severity == "error" else "yellow")
 
 
 def _print_summaries(result: LoadResult) -> None:
-    for m in result.manifests:
-        out.line(f"{m.source} {m.ref}: {describe(m.obj)}")
+    from gpucap.cli.render import describe  # noqa: PLC0415
+
+    # One print for all the lines (a List of 10,000 pods printed line by line was slow).
+    out.lines([f"{m.source} {m.ref}: {describe(m.obj)}" for m in result.manifests])
 
 
 @app.command()
@@ -177,6 +179,8 @@ def validate(
     output: OutputOption = "table",
 ) -> None:
     """Load, default and validate manifests; print a one-line summary per object."""
+    from gpucap.cli.render import format_list  # noqa: PLC0415
+
     _check_output(output, ("table", "json", "yaml"))
     result = load_paths(files)
     _report(result)
@@ -223,6 +227,9 @@ def render(  # noqa: PLR0917 - typer maps parameters to options
     fail (exit 2) naming every missing variable instead of writing empty strings. Variables
     used only in userData and container command/args/env are the node's or the container's:
     they are left as written, with one warning."""
+    from gpucap.apis.placeholders import parse_only  # noqa: PLC0415
+    from gpucap.apis.placeholders import render as fill_placeholders  # noqa: PLC0415
+
     values = dict(os.environ)
     explicit: list[str] = []
     for item in set_ or []:
@@ -280,6 +287,12 @@ def _load_catalog(
     region: str, zones: str | None, catalog_file: str | None, prices_file: str | None
 ) -> Catalog:
     """The catalog for `plan`/`simulate`: bundled, or `--catalog`, with `--prices` overrides."""
+    from gpucap.cloudprovider.aws.catalog import (  # noqa: PLC0415
+        CatalogError,
+        parse_catalog_json,
+        parse_prices_json,
+    )
+
     try:
         infos = None
         if catalog_file is not None:
@@ -358,6 +371,11 @@ def plan(  # noqa: PLR0917 - typer maps parameters to options
 ) -> None:
     """Schedule the pending pods as Karpenter's provisioner would and print what it would
     launch, at what price, and why any pod stays Pending."""
+    from gpucap.cli.render import format_explanation, format_plan, plan_lines  # noqa: PLC0415
+    from gpucap.cli.reporting import check_report_path, write_plan_report  # noqa: PLC0415
+    from gpucap.controllers.provisioning import explain_pod  # noqa: PLC0415
+    from gpucap.controllers.provisioning import plan as make_plan  # noqa: PLC0415
+
     _check_output(output, ("table", "json", "yaml"))
     if report is not None:
         check_report_path(report, err)
@@ -442,6 +460,9 @@ def simulate(  # noqa: PLR0917 - typer maps parameters to options
     EC2 as pods come and go, capacity vanishes and spot is interrupted, and disrupting them
     (consolidation, drift, expiration, within budgets); print the timeline in plain words and
     the bill (-o json: the events and the summary)."""
+    from gpucap.cli.simulate import OUTPUTS, SimulateOptions  # noqa: PLC0415
+    from gpucap.cli.simulate import run as run_simulate  # noqa: PLC0415
+
     _check_output(output, OUTPUTS)
     run_simulate(
         SimulateOptions(
@@ -496,6 +517,16 @@ def lint(  # noqa: PLR0917 - typer maps parameters to options
 ) -> None:
     """Find GPU NodePool mistakes before they reach a cluster: rules with stable ids, each with a
     why and a fix. Exit 1 on errors (or warnings with --strict), 0 otherwise, 2 on bad input."""
+    from gpucap.apis.quantity import Quantity  # noqa: PLC0415
+    from gpucap.apis.serde import LIMIT, LoadResult  # noqa: PLC0415
+    from gpucap.lint.config import ConfigError, find_config, load_config  # noqa: PLC0415
+    from gpucap.lint.context import KNOWN_IMAGE_SIZES, LintContext  # noqa: PLC0415
+    from gpucap.lint.model import all_rules  # noqa: PLC0415
+    from gpucap.lint.output import format_json as format_lint_json  # noqa: PLC0415
+    from gpucap.lint.output import format_sarif, rule_help  # noqa: PLC0415
+    from gpucap.lint.output import format_text as format_lint_text  # noqa: PLC0415
+    from gpucap.lint.runner import run as run_lint  # noqa: PLC0415
+
     rules = all_rules()
     if explain is not None:
         wanted = next((r for r in rules if explain in (r.id, r.name)), None)
@@ -589,6 +620,7 @@ RegionOption = Annotated[
 def _aws(region: str | None) -> EC2API:
     """Real AWS through boto3 (standard configuration; AWS_ENDPOINT_URL is honoured)."""
     from gpucap.cloudprovider.aws.boto import BotoEC2API  # noqa: PLC0415 - boto3 only when asked
+    from gpucap.cloudprovider.aws.ec2api import EC2APIError  # noqa: PLC0415
 
     try:
         return BotoEC2API.from_environment(region=region)
@@ -601,6 +633,9 @@ def _aws(region: str | None) -> EC2API:
 def _lookup_errors() -> Iterator[None]:
     """Turn an AMI lookup failure (unknown version, family or release; nothing in SSM) into the
     one-line bad-input error and exit code that every `ami` subcommand shares."""
+    from gpucap.cloudprovider.aws.ami import AMILookupError  # noqa: PLC0415
+    from gpucap.cloudprovider.aws.amireleases import UnknownReleaseError  # noqa: PLC0415
+
     try:
         yield
     except (AMILookupError, UnknownReleaseError, ValueError) as e:
@@ -611,6 +646,8 @@ def _lookup_errors() -> Iterator[None]:
 def _release(  # noqa: PLR0917 - the six lookup keys
     kubernetes_version: str, family: str, arch: str, variant: str, offline: bool, region: str | None
 ) -> AMIReleaseInfo:
+    from gpucap.cloudprovider.aws.ami import recommended_release  # noqa: PLC0415
+
     with _lookup_errors():
         return recommended_release(
             kubernetes_version,
@@ -666,6 +703,10 @@ def ami_list(  # noqa: PLR0917 - typer maps parameters to options
 ) -> None:
     """List the releases for a Kubernetes version, newest first (with the NVIDIA driver and the
     CUDA version it supports, from the bundled release notes)."""
+    from gpucap.cli.render import format_table  # noqa: PLC0415
+    from gpucap.cloudprovider.aws.ami import list_releases  # noqa: PLC0415
+    from gpucap.cloudprovider.aws.amireleases import find_release  # noqa: PLC0415
+
     with _lookup_errors():
         infos = list_releases(
             kubernetes_version,
@@ -701,6 +742,8 @@ def ami_diff(  # noqa: PLR0917 - typer maps parameters to options
 ) -> None:
     """What changes between two releases (kernel, containerd, NVIDIA driver, CUDA); a driver
     major-version change is flagged as a risk for GPU images."""
+    from gpucap.cloudprovider.aws.amireleases import diff_releases  # noqa: PLC0415
+
     with _lookup_errors():
         diff = diff_releases(
             old, new, kubernetes_version, family=family, arch=arch, variant=variant
@@ -726,6 +769,8 @@ def catalog_export(
 ) -> None:
     """Build a catalog file (`--catalog` accepts it) from the live AWS APIs: instance types,
     zone offerings, spot price history and on-demand prices."""
+    from gpucap.cloudprovider.aws.ec2api import EC2APIError  # noqa: PLC0415
+
     if not from_aws:
         err.line("error: give --from-aws (the only source `catalog export` has)")
         raise typer.Exit(EXIT_BAD_INPUT)
@@ -749,6 +794,8 @@ def demo(report: ReportOption = None) -> None:
     time-slicing config and a vLLM Deployment): validate it, lint it, plan it; then simulate two
     acts on it: spot running out and the fallback to on-demand, with the bill; and a GPU pod
     created before the device plugin, with what the wrong order costs."""
+    from gpucap.cli.demo import run_demo  # noqa: PLC0415
+
     code = run_demo(out, err, report=report)
     if code:
         raise typer.Exit(code)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -43,10 +43,12 @@ from gpucap.apis.workloads import (
     expand_workload,
     replica_count,
 )
-from gpucap.controllers.provisioning import Plan, PlannedNodeClaim
 from gpucap.runtime.terminal import escape
 from gpucap.scheduling.resources import pod_requests
-from gpucap.scheduling.solver import PoolExplanation
+
+if TYPE_CHECKING:  # only in annotations: `validate` does not load the scheduler (start-up)
+    from gpucap.controllers.provisioning import Plan, PlannedNodeClaim
+    from gpucap.scheduling.solver import PoolExplanation
 
 __all__ = [
     "describe",

@@ -23,9 +23,10 @@ render`'s stdout, which is the user's own file, byte for byte.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.text import Text
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = ["Terminal", "escape", "plain_console"]
 
@@ -59,6 +60,8 @@ def escape(text: str) -> str:
 def plain_console(*, stderr: bool) -> Console:
     """A Rich console that prints strings as given: no markup (`[x]`), no emoji codes
     (`:smile:`), no highlighting, no wrapping. Styles (colour) are added on a terminal only."""
+    from rich.console import Console  # noqa: PLC0415 - Rich only once something is printed
+
     return Console(stderr=stderr, markup=False, emoji=False, highlight=False, soft_wrap=True)
 
 
@@ -74,10 +77,21 @@ class Terminal:
     """
 
     def __init__(self, *, stderr: bool = False) -> None:
-        self._console = plain_console(stderr=stderr)
+        self._stderr = stderr
+        self._plain: Console | None = None
+
+    @property
+    def _console(self) -> Console:
+        # Made at the first line, not when the CLI module is imported: importing Rich is a good
+        # part of a start-up that `gpucap --version` should not pay.
+        if self._plain is None:
+            self._plain = plain_console(stderr=self._stderr)
+        return self._plain
 
     def line(self, *parts: Part, style: str | None = None) -> None:
         """One line: the parts joined (a `(text, style)` part is styled on a terminal)."""
+        from rich.text import Text  # noqa: PLC0415 - see `_console`
+
         text = Text(style=style or "")
         for part in parts:
             if isinstance(part, tuple):
@@ -88,6 +102,8 @@ class Terminal:
 
     def lines(self, lines: Iterable[str], style: str | None = None) -> None:
         """Each string as one line (one print: a plan table of thousands of lines stays fast)."""
+        from rich.text import Text  # noqa: PLC0415 - see `_console`
+
         escaped = [escape(line) for line in lines]
         if escaped:
             self._console.print(Text("\n".join(escaped), style=style or ""))

@@ -1,0 +1,61 @@
+"""Start-up (issue 12): the CLI module loads only what parsing the command line needs, so that
+`gpucap --version` (and every command's parsing) does not pay for pydantic, numpy, the scheduler
+or the simulator; each command imports what it uses. Checked by module, never by a timer."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from gpucap.cli import main as cli_main
+from gpucap.cli.simulate import DEFAULT_SPEED
+from gpucap.controllers.provisioning import DEFAULT_MAX_PASSES
+
+HEAVY = (
+    "numpy",
+    "pydantic",
+    "rich",
+    "yaml",
+    "gpucap.apis.serde",
+    "gpucap.apis.core",
+    "gpucap.scheduling",
+    "gpucap.controllers",
+    "gpucap.cloudprovider",
+    "gpucap.sim",
+    "gpucap.lint",
+    "gpucap.cli.demo",
+    "gpucap.cli.simulate",
+)
+
+
+def loaded_after(code: str) -> set[str]:
+    probe = f"import sys\n{code}\nprint('\\n'.join(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return set(done.stdout.split())
+
+
+def test_importing_the_cli_loads_none_of_the_heavy_modules() -> None:
+    loaded = loaded_after("import gpucap.cli.main")
+    heavy = sorted(m for m in loaded if any(m == h or m.startswith(h + ".") for h in HEAVY))
+    assert heavy == []
+
+
+def test_version_prints_without_loading_the_models() -> None:
+    code = (
+        "import sys\nsys.argv = ['gpucap', '--version']\nfrom gpucap.cli.main import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass"
+    )
+    loaded = loaded_after(code)
+    assert "gpucap.apis.core" not in loaded
+    assert "numpy" not in loaded
+
+
+def test_the_cli_option_defaults_are_the_modules_they_stand_for() -> None:
+    assert cli_main.DEFAULT_MAX_PASSES == DEFAULT_MAX_PASSES
+    assert cli_main.DEFAULT_SPEED == DEFAULT_SPEED
+
+
+def test_demo_values_are_still_exported_by_the_cli_module() -> None:
+    from gpucap.cli.demo import DEMO_VALUES  # noqa: PLC0415
+
+    assert cli_main.DEMO_VALUES is DEMO_VALUES
