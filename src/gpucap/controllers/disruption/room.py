@@ -1,0 +1,215 @@
+"""Consolidation's pre-check: whether the pods of some candidates could possibly move, decided
+without a scheduling simulation. Single-node consolidation asks it for every candidate and
+multi-node for every prefix it tries (`consolidation.py`); a candidate set it rules out is one
+whose simulation would lead `computeConsolidation` to no command, so skipping the simulation
+changes no decision (gpucap's, not Karpenter's: Karpenter simulates every candidate).
+
+A command needs every pod moving off the candidates (`movers`: the reschedulable pods without
+an active do-not-disrupt) placed either on an existing node or on at most one new NodeClaim
+(`computeConsolidation`: two or more new NodeClaims is no command), that NodeClaim cheaper than
+the candidates. So for every resource the movers request, their sum is at most:
+- the room left on the existing nodes a mover can take: not a candidate, not being deleted,
+  initialized (a mover placed on an uninitialized node is an error), outside its NodePool's
+  consolidateAfter (those refuse movers), with taints some mover tolerates; each node's room is
+  its allocatable minus what its pods request, the scheduler's upper bound (it also subtracts
+  DaemonSets not yet running), and none at all when that is negative somewhere (`fits`);
+- plus the most any instance type the replacement could become has allocatable: a type of a
+  dynamic NodePool whose cheapest available offering (under the NodePool's requirements) costs
+  less than the candidates together (a replacement keeps only types whose worst launch price is
+  below that, and the worst is never below the cheapest).
+Spot candidates with spot-to-spot consolidation off narrow the second term further: a
+replacement that may launch as spot is no command, so the replacement must be one the scheduler
+pinned to on-demand (or reserved). When no pod in the cluster names a zone or capacity type
+(nodeSelector, node affinity, required or preferred) and none has pod (anti-)affinity or
+topology spread, a new NodeClaim's zone and capacity-type requirements are its NodePool's, and
+the scheduler drops spot from them only when none of its instance types has an available spot
+offering the NodePool allows: only such types count. Otherwise every type counts, priced by its
+cheapest offering. Built once per method and pass from the pass's `PassInputs`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import datetime as dt
+from collections.abc import Iterable, Mapping, Sequence
+
+from gpucap.apis.core import Pod, Taint, Toleration
+from gpucap.apis.labels import CAPACITY_TYPE, ZONE
+from gpucap.controllers.disruption.pods import do_not_disrupt_active
+from gpucap.controllers.disruption.simulation import PassInputs
+from gpucap.controllers.disruption.types import Candidate
+from gpucap.scheduling.instancetypes import InstanceType
+from gpucap.scheduling.requirements import Requirements
+from gpucap.scheduling.resources import add, pod_requests, subtract
+from gpucap.scheduling.solver import NodeClaimTemplate, PoolInput
+from gpucap.scheduling.taints import untolerated
+
+__all__ = ["OfferCache", "Room", "offering_neutral"]
+
+_OFFERING_KEYS = frozenset({ZONE, CAPACITY_TYPE})
+_SPOT = "spot"
+
+
+def offering_neutral(pod: Pod) -> bool:
+    """Whether `pod` can never narrow a NodeClaim's zone or capacity type: no nodeSelector or
+    node-affinity term (required or preferred) names them, and it has no pod affinity,
+    anti-affinity or topology spread (which narrow domains, its own or other pods')."""
+    spec = pod.spec
+    if spec.topology_spread_constraints:
+        return False
+    if _OFFERING_KEYS & spec.node_selector.keys():
+        return False
+    aff = spec.affinity
+    if aff is None:
+        return True
+    if aff.pod_affinity is not None or aff.pod_anti_affinity is not None:
+        return False
+    na = aff.node_affinity
+    if na is None:
+        return True
+    terms = [t.preference for t in na.preferred_during_scheduling_ignored_during_execution]
+    required = na.required_during_scheduling_ignored_during_execution
+    if required is not None:
+        terms.extend(required.node_selector_terms)
+    return not any(
+        e.key in _OFFERING_KEYS for t in terms for e in (*t.match_expressions, *t.match_fields)
+    )
+
+
+class _Offers:
+    """Instance types by price, ascending, with the running per-resource maximum of their
+    allocatable: the most any type cheaper than a price has, in one bisection."""
+
+    def __init__(self, offers: Iterable[tuple[float, Mapping[str, int]]]) -> None:
+        ordered = sorted(offers, key=lambda o: o[0])
+        self.prices = [price for price, _ in ordered]
+        self.most: list[dict[str, int]] = []
+        running: dict[str, int] = {}
+        for _, allocatable in ordered:
+            running = dict(running)
+            for k, v in allocatable.items():
+                if v > running.get(k, 0):
+                    running[k] = v
+            self.most.append(running)
+
+    def below(self, price: float) -> Mapping[str, int]:
+        """Per resource, the most allocatable of the types priced strictly below `price`."""
+        i = bisect.bisect_left(self.prices, price)
+        return self.most[i - 1] if i else {}
+
+
+class OfferCache:
+    """The two price ladders of `Room` (every type; the types a replacement pinned off spot
+    could be), per list of pools: the same NodePool objects with the same instance-type tuples
+    (the cloud provider keeps one tuple per node class and set of capacity marks, and types are
+    immutable) give the same ladders, so a consolidation method builds them once, not once per
+    pass. Each entry holds its pools, so their ids are not reused while it lives."""
+
+    _SIZE = 16
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[object, ...], tuple[Sequence[PoolInput], _Offers, _Offers]] = {}
+
+    def get(self, pools: Sequence[PoolInput], *, neutral: bool) -> tuple[_Offers, _Offers]:
+        key = (neutral, *((id(p.nodepool), id(p.instance_types)) for p in pools))
+        hit = self._entries.get(key)
+        if hit is not None and all(
+            a.nodepool is b.nodepool and a.instance_types is b.instance_types
+            for a, b in zip(hit[0], pools, strict=True)
+        ):
+            return hit[1], hit[2]
+        everything: list[tuple[float, Mapping[str, int]]] = []
+        pinned: list[tuple[float, Mapping[str, int]]] = []
+        for pool in pools:
+            reqs = NodeClaimTemplate.from_nodepool(pool.nodepool).requirements
+            for it in pool.instance_types:
+                price = it.cheapest_price(reqs)
+                if price is None:
+                    continue
+                everything.append((price, it.allocatable))
+                if not neutral or _lacks_spot(it, reqs):
+                    pinned.append((price, it.allocatable))
+        if len(self._entries) >= self._SIZE:
+            self._entries.clear()
+        entry = (tuple(pools), _Offers(everything), _Offers(pinned))
+        self._entries[key] = entry
+        return entry[1], entry[2]
+
+
+def _requests(pod: Pod) -> dict[str, int]:
+    return add(pod_requests(pod.spec), {"pods": 1})
+
+
+def _lacks_spot(it: InstanceType, reqs: Requirements) -> bool:
+    """No available spot offering `reqs` allows (then a NodeClaim of only such types is
+    pinned to the other capacity types by the scheduler)."""
+    return not any(
+        o.available and o.capacity_type == _SPOT and o.allowed_by(reqs) for o in it.offerings
+    )
+
+
+class Room:
+    """The pre-check of one consolidation method's pass (see the module docstring)."""
+
+    def __init__(
+        self,
+        inputs: PassInputs,
+        now: dt.datetime,
+        *,
+        spot_to_spot: bool,
+        offers: OfferCache | None = None,
+    ) -> None:
+        self.now = now
+        self.spot_to_spot = spot_to_spot
+        # Room per eligible node, and summed per taint set (movers tolerate taints, not nodes).
+        self.free: dict[str, tuple[tuple[Taint, ...], dict[str, int]]] = {}
+        self.by_taints: dict[tuple[Taint, ...], dict[str, int]] = {}
+        neutral = all(offering_neutral(p) for p in inputs.snap.pending)
+        for n in inputs.snap.nodes:
+            neutral = neutral and all(offering_neutral(p) for p in n.pods)
+            if n.marked_for_deletion or not n.initialized or n.name in inputs.held_back:
+                continue
+            left = subtract(dict(n.allocatable), add(*(_requests(p) for p in n.pods)))
+            if any(v < 0 for v in left.values()):
+                continue  # `fits` refuses every pod on a node short of something
+            taints = tuple(n.taints)
+            self.free[n.name] = (taints, left)
+            self.by_taints[taints] = add(self.by_taints.get(taints, {}), left)
+        self.any_type, self.non_spot = (offers or OfferCache()).get(inputs.pools, neutral=neutral)
+        # (id of a toleration list, taints) -> (the list, whether it tolerates them); the list
+        # is held so that its id is not reused while the entry lives (pod specs are shared).
+        self._tolerated: dict[tuple[int, tuple[Taint, ...]], tuple[object, bool]] = {}
+
+    def _tolerates(self, tolerations: Sequence[Toleration], taints: tuple[Taint, ...]) -> bool:
+        key = (id(tolerations), taints)
+        hit = self._tolerated.get(key)
+        if hit is None or hit[0] is not tolerations:
+            hit = self._tolerated[key] = (tolerations, untolerated(taints, tolerations) is None)
+        return hit[1]
+
+    def may_move(self, candidates: Sequence[Candidate]) -> bool:
+        """False only when the candidates' pods provably cannot all move to the other nodes
+        plus one cheaper NodeClaim (see the module docstring)."""
+        movers = [
+            p
+            for c in candidates
+            for p in c.reschedulable_pods
+            if not do_not_disrupt_active(p, self.now)
+        ]
+        need = add(*(_requests(p) for p in movers))
+        tolerations = {id(p.spec.tolerations): p.spec.tolerations for p in movers}
+        usable = [
+            taints
+            for taints in self.by_taints
+            if any(self._tolerates(t, taints) for t in tolerations.values())
+        ]
+        room = add(*(self.by_taints[t] for t in usable))
+        for c in candidates:
+            own = self.free.get(c.name)
+            if own is not None and own[0] in usable:
+                room = subtract(room, own[1])
+        price = sum(c.price for c in candidates)
+        spot = all(c.capacity_type == _SPOT for c in candidates)
+        offers = self.non_spot if spot and not self.spot_to_spot else self.any_type
+        best = offers.below(price)
+        return all(v <= 0 or v <= room.get(k, 0) + best.get(k, 0) for k, v in need.items())
