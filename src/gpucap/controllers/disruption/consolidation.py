@@ -72,6 +72,7 @@ from gpucap.scheduling.requirements import Requirement, Requirements
 from gpucap.scheduling.solver import NodeClaim as SolverNodeClaim
 from gpucap.scheduling.solver import PoolInput
 from gpucap.state.cluster import Cluster
+from gpucap.state.snapshot import Snapshot
 
 __all__ = [
     "BALANCED_K",
@@ -95,6 +96,19 @@ _CAPACITY_TYPE_PRECEDENCE = ("reserved", "spot", "on-demand")
 Budgets = Callable[..., dict[str, int]]
 
 
+@dataclass(slots=True)
+class PassShared:
+    """What the consolidation methods of one disruption pass share (`ConsolidationState.
+    new_pass` to `end_pass`; else one `compute`): the cluster's snapshot, the simulation
+    inputs and the pre-check. Nothing changes the cluster in between: a method that acts ends
+    the pass, and simulations only read."""
+
+    snap: Snapshot | None = None
+
+    inputs: PassInputs | None = None
+    room: Room | None = None
+
+
 class ConsolidationState:
     """Karpenter's cluster consolidation state: a time that moves whenever `version()` (what
     the cluster looks like to consolidation) changes, and at least every 5 minutes."""
@@ -106,10 +120,25 @@ class ConsolidationState:
         self._changed_at = -math.inf
         self._pass: int | None = None
         self._passes = 0
+        self.shared: PassShared | None = None
+        self.offers = OfferCache()
 
     def new_pass(self) -> None:
-        """A disruption pass begins: the state is read once for all its methods."""
+        """A disruption pass begins: the state is read once for all its methods, which share
+        `shared` until `end_pass`."""
         self._passes += 1
+        self.shared = PassShared()
+
+    def end_pass(self) -> None:
+        self.shared = None
+
+    def snapshot(self, cluster: Cluster) -> Snapshot:
+        """The cluster's snapshot, taken once per pass (each call outside a pass)."""
+        if self.shared is None:
+            return cluster.snapshot()
+        if self.shared.snap is None:
+            self.shared.snap = cluster.snapshot()
+        return self.shared.snap
 
     def current(self) -> float:
         if self._pass == self._passes:
@@ -210,14 +239,6 @@ def _can_pass_threshold(c: Candidate, totals: Mapping[str, PoolTotals]) -> bool:
     return _score(c.price, c.reschedule_disruption_cost, pool) >= 1.0 / BALANCED_K
 
 
-@dataclass(slots=True)
-class _Shared:
-    """What the simulations of one `compute` share (see `Consolidation.computing`)."""
-
-    inputs: PassInputs | None = None
-    room: Room | None = None
-
-
 # ---- the shared part ---------------------------------------------------------------------------
 class Consolidation:
     """What emptiness, multi-node and single-node consolidation share (`consolidation` in
@@ -252,8 +273,7 @@ class Consolidation:
         self.state = state
         self.spot_to_spot = spot_to_spot
         self._last_state: float | None = None
-        self._shared: _Shared | None = None
-        self._offers = OfferCache()
+        self._shared: PassShared | None = None
 
     # IsConsolidated / markConsolidated
     def is_consolidated(self) -> bool:
@@ -305,7 +325,7 @@ class Consolidation:
         """While a `compute` runs, the simulations it asks for share one set of inputs and one
         pre-check (`room.py`), built when first needed: the cluster does not change while a
         method computes. Outside (validation, tests) each simulation gathers its own."""
-        self._shared = _Shared()
+        self._shared = self.state.shared or PassShared()
         try:
             yield
         finally:
@@ -333,12 +353,16 @@ class Consolidation:
         if shared is not None:
             if shared.inputs is None:
                 shared.inputs = pass_inputs(
-                    self.cluster, self.provisioner, nodepools=self.nodepools, now=self.now()
+                    self.cluster,
+                    self.provisioner,
+                    nodepools=self.nodepools,
+                    now=self.now(),
+                    snap=self.state.snapshot(self.cluster),
                 )
             inputs = shared.inputs
             if shared.room is None:
                 shared.room = Room(
-                    inputs, self.now(), spot_to_spot=self.spot_to_spot, offers=self._offers
+                    inputs, self.now(), spot_to_spot=self.spot_to_spot, offers=self.state.offers
                 )
             if not shared.room.may_move(candidates):
                 return None

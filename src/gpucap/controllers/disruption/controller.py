@@ -265,6 +265,13 @@ class Disruption:
         # of one pass (a method that acts ends it). The eventual class serves only drift,
         # which wants drifted NodeClaims: none, no candidates to build.
         self.state.new_pass()
+        try:
+            return self._methods(start, done, now)
+        finally:
+            self.state.end_pass()
+
+    def _methods(self, start: int, done: _Pass, now: float) -> DisruptionResult:
+        """The methods from `start` on, in order, until one proposes (see `reconcile`)."""
         seen: dict[str, tuple[list[Candidate], dict[str, PoolTotals]]] = {}
         if not any(drifted_reason(c) for c in self.cluster.node_claims()):
             seen[EVENTUAL] = ([], {})
@@ -277,6 +284,7 @@ class Disruption:
                     self.clock.now(),
                     disruption_class=method.disruption_class,
                     in_flight=self.in_flight(),
+                    snap=self.state.snapshot(self.cluster),
                 )
             found, totals = seen[method.disruption_class]
             if method.is_consolidated():

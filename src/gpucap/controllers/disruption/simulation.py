@@ -94,9 +94,11 @@ def pass_inputs(
     *,
     nodepools: Callable[[], Sequence[NodePool]],
     now: dt.datetime,
+    snap: Snapshot | None = None,
 ) -> PassInputs:
-    """The inputs `simulate_scheduling` would gather itself, gathered once (see `PassInputs`)."""
-    snap = cluster.snapshot()
+    """The inputs `simulate_scheduling` would gather itself, gathered once (see `PassInputs`);
+    `snap`: the cluster's snapshot when the caller has it."""
+    snap = snap if snap is not None else cluster.snapshot()
     live = [n for n in snap.nodes if not n.marked_for_deletion]
     return PassInputs(
         snap,
