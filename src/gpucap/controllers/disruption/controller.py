@@ -277,6 +277,8 @@ class Disruption:
             seen[EVENTUAL] = ([], {})
         for i in range(start, len(self.methods)):
             method = self.methods[i]
+            if method.is_consolidated():
+                continue  # its compute would return nothing (IsConsolidated), candidates aside
             if method.disruption_class not in seen:
                 seen[method.disruption_class] = get_candidates(
                     self.cluster,
@@ -287,8 +289,6 @@ class Disruption:
                     snap=self.state.snapshot(self.cluster),
                 )
             found, totals = seen[method.disruption_class]
-            if method.is_consolidated():
-                continue  # its compute would return nothing (IsConsolidated), candidates aside
             candidates = [c for c in found if method.should_disrupt(c)]
             if not candidates:
                 continue

@@ -33,15 +33,16 @@ import bisect
 import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 
-from gpucap.apis.core import Pod, Taint, Toleration
+from gpucap.apis.core import Pod, PodSpec, Taint, Toleration
 from gpucap.apis.labels import CAPACITY_TYPE, ZONE
 from gpucap.controllers.disruption.pods import do_not_disrupt_active
 from gpucap.controllers.disruption.simulation import PassInputs
 from gpucap.controllers.disruption.types import Candidate
+from gpucap.runtime.memo import IdentityMemo
 from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.requirements import Requirements
 from gpucap.scheduling.resources import add, pod_requests, subtract
-from gpucap.scheduling.solver import NodeClaimTemplate, PoolInput
+from gpucap.scheduling.solver import NodeClaimTemplate, PoolInput, StateNode
 from gpucap.scheduling.taints import untolerated
 
 __all__ = ["OfferCache", "Room", "offering_neutral"]
@@ -54,7 +55,10 @@ def offering_neutral(pod: Pod) -> bool:
     """Whether `pod` can never narrow a NodeClaim's zone or capacity type: no nodeSelector or
     node-affinity term (required or preferred) names them, and it has no pod affinity,
     anti-affinity or topology spread (which narrow domains, its own or other pods')."""
-    spec = pod.spec
+    return _NEUTRAL(pod.spec)
+
+
+def _offering_neutral(spec: PodSpec) -> bool:
     if spec.topology_spread_constraints:
         return False
     if _OFFERING_KEYS & spec.node_selector.keys():
@@ -136,8 +140,40 @@ class OfferCache:
         return entry[1], entry[2]
 
 
-def _requests(pod: Pod) -> dict[str, int]:
-    return add(pod_requests(pod.spec), {"pods": 1})
+def _requests(pod: Pod) -> Mapping[str, int]:
+    """What the scheduler charges for the pod (its requests plus `pods: 1`); read-only."""
+    return _REQUESTS(pod.spec)
+
+
+def _left(node: StateNode) -> dict[str, int] | None:
+    """The node's allocatable minus what its pods request; None when short of something.
+    Memoised per node name while the node has the same allocatable and pod objects (every
+    snapshot rebuilds its state nodes from the same frozen objects); read-only."""
+    hit = _LEFT.get(node.name)
+    if (
+        hit is not None
+        and hit[0] is node.allocatable
+        and len(hit[1]) == len(node.pods)
+        and all(a is b for a, b in zip(hit[1], node.pods, strict=True))
+    ):
+        return hit[2]
+    left: dict[str, int] | None = subtract(
+        dict(node.allocatable), add(*(_requests(p) for p in node.pods))
+    )
+    if left is not None and any(v < 0 for v in left.values()):
+        left = None
+    if len(_LEFT) >= _LEFT_SIZE:
+        _LEFT.clear()
+    _LEFT[node.name] = (node.allocatable, node.pods, left)
+    return left
+
+
+_NEUTRAL: IdentityMemo[PodSpec, bool] = IdentityMemo(_offering_neutral, size=8192)
+_REQUESTS: IdentityMemo[PodSpec, Mapping[str, int]] = IdentityMemo(
+    lambda spec: add(pod_requests(spec), {"pods": 1}), size=8192
+)
+_LEFT: dict[str, tuple[Mapping[str, int], tuple[Pod, ...], dict[str, int] | None]] = {}
+_LEFT_SIZE = 4096
 
 
 def _lacks_spot(it: InstanceType, reqs: Requirements) -> bool:
@@ -164,13 +200,13 @@ class Room:
         # Room per eligible node, and summed per taint set (movers tolerate taints, not nodes).
         self.free: dict[str, tuple[tuple[Taint, ...], dict[str, int]]] = {}
         self.by_taints: dict[tuple[Taint, ...], dict[str, int]] = {}
-        neutral = all(offering_neutral(p) for p in inputs.snap.pending)
+        neutral = all(_NEUTRAL(p.spec) for p in inputs.snap.pending)
         for n in inputs.snap.nodes:
-            neutral = neutral and all(offering_neutral(p) for p in n.pods)
+            neutral = neutral and all(_NEUTRAL(p.spec) for p in n.pods)
             if n.marked_for_deletion or not n.initialized or n.name in inputs.held_back:
                 continue
-            left = subtract(dict(n.allocatable), add(*(_requests(p) for p in n.pods)))
-            if any(v < 0 for v in left.values()):
+            left = _left(n)
+            if left is None:
                 continue  # `fits` refuses every pod on a node short of something
             taints = tuple(n.taints)
             self.free[n.name] = (taints, left)
