@@ -168,6 +168,16 @@ def _left(node: StateNode) -> dict[str, int] | None:
     return left
 
 
+# What the pre-check asks of a mover: its requests (with `pods: 1`) and its tolerations. Bound
+# pods each have their own spec (with their node's name) but few kinds among them.
+_Kind = tuple[tuple[tuple[str, int], ...], tuple[Toleration, ...]]
+
+
+def _kind(spec: PodSpec) -> _Kind:
+    return tuple(sorted(_REQUESTS(spec).items())), tuple(spec.tolerations)
+
+
+_KIND: IdentityMemo[PodSpec, _Kind] = IdentityMemo(_kind, size=8192)
 _NEUTRAL: IdentityMemo[PodSpec, bool] = IdentityMemo(_offering_neutral, size=8192)
 _REQUESTS: IdentityMemo[PodSpec, Mapping[str, int]] = IdentityMemo(
     lambda spec: add(pod_requests(spec), {"pods": 1}), size=8192
@@ -197,9 +207,8 @@ class Room:
     ) -> None:
         self.now = now
         self.spot_to_spot = spot_to_spot
-        # Room per eligible node, and summed per taint set (movers tolerate taints, not nodes).
+        # What each node a mover may go to has left, with its taints.
         self.free: dict[str, tuple[tuple[Taint, ...], dict[str, int]]] = {}
-        self.by_taints: dict[tuple[Taint, ...], dict[str, int]] = {}
         neutral = all(_NEUTRAL(p.spec) for p in inputs.snap.pending)
         for n in inputs.snap.nodes:
             neutral = neutral and all(_NEUTRAL(p.spec) for p in n.pods)
@@ -210,18 +219,22 @@ class Room:
                 continue  # `fits` refuses every pod on a node short of something
             taints = tuple(n.taints)
             self.free[n.name] = (taints, left)
-            self.by_taints[taints] = add(self.by_taints.get(taints, {}), left)
         self.any_type, self.non_spot = (offers or OfferCache()).get(inputs.pools, neutral=neutral)
-        # (id of a toleration list, taints) -> (the list, whether it tolerates them); the list
-        # is held so that its id is not reused while the entry lives (pod specs are shared).
-        self._tolerated: dict[tuple[int, tuple[Taint, ...]], tuple[object, bool]] = {}
+        # (a mover's kind, node) -> whether such a pod fits on the node now.
+        self._fits: dict[tuple[_Kind, str], bool] = {}
 
-    def _tolerates(self, tolerations: Sequence[Toleration], taints: tuple[Taint, ...]) -> bool:
-        key = (id(tolerations), taints)
-        hit = self._tolerated.get(key)
-        if hit is None or hit[0] is not tolerations:
-            hit = self._tolerated[key] = (tolerations, untolerated(taints, tolerations) is None)
-        return hit[1]
+    def _takes(
+        self, kind: _Kind, node: str, taints: tuple[Taint, ...], left: Mapping[str, int]
+    ) -> bool:
+        """Whether a pod of `kind` tolerates the node's taints and fits in what it has left."""
+        key = (kind, node)
+        hit = self._fits.get(key)
+        if hit is None:
+            requests, tolerations = kind
+            hit = self._fits[key] = untolerated(taints, tolerations) is None and all(
+                v <= left.get(k, 0) for k, v in requests
+            )
+        return hit
 
     def may_move(self, candidates: Sequence[Candidate]) -> bool:
         """False only when the candidates' pods provably cannot all move to the other nodes
@@ -233,17 +246,15 @@ class Room:
             if not do_not_disrupt_active(p, self.now)
         ]
         need = add(*(_requests(p) for p in movers))
-        tolerations = {id(p.spec.tolerations): p.spec.tolerations for p in movers}
-        usable = [
-            taints
-            for taints in self.by_taints
-            if any(self._tolerates(t, taints) for t in tolerations.values())
-        ]
-        room = add(*(self.by_taints[t] for t in usable))
-        for c in candidates:
-            own = self.free.get(c.name)
-            if own is not None and own[0] in usable:
-                room = subtract(room, own[1])
+        kinds = {_KIND(p.spec) for p in movers}
+        names = {c.name for c in candidates}
+        room = add(
+            *(
+                left
+                for name, (taints, left) in self.free.items()
+                if name not in names and any(self._takes(k, name, taints, left) for k in kinds)
+            )
+        )
         price = sum(c.price for c in candidates)
         spot = all(c.capacity_type == _SPOT for c in candidates)
         offers = self.non_spot if spot and not self.spot_to_spot else self.any_type
