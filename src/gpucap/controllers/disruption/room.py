@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 
 from gpucap.apis.core import Pod, PodSpec, Taint, Toleration
@@ -173,11 +174,22 @@ def _left(node: StateNode) -> dict[str, int] | None:
 _Kind = tuple[tuple[tuple[str, int], ...], tuple[Toleration, ...]]
 
 
-def _kind(spec: PodSpec) -> _Kind:
-    return tuple(sorted(_REQUESTS(spec).items())), tuple(spec.tolerations)
+def _kind(spec: PodSpec) -> tuple[int, _Kind]:
+    """The spec's kind and a number standing for it (cheap to hash; numbers are never reused,
+    so caches keyed on them stay right when the table is cleared)."""
+    kind = (tuple(sorted(_REQUESTS(spec).items())), tuple(spec.tolerations))
+    number = _NUMBERS.get(kind)
+    if number is None:
+        if len(_NUMBERS) >= _KINDS_SIZE:
+            _NUMBERS.clear()
+        number = _NUMBERS[kind] = next(_COUNTER)
+    return number, kind
 
 
-_KIND: IdentityMemo[PodSpec, _Kind] = IdentityMemo(_kind, size=8192)
+_KINDS_SIZE = 4096
+_NUMBERS: dict[_Kind, int] = {}
+_COUNTER = itertools.count()
+_KIND: IdentityMemo[PodSpec, tuple[int, _Kind]] = IdentityMemo(_kind, size=8192)
 _NEUTRAL: IdentityMemo[PodSpec, bool] = IdentityMemo(_offering_neutral, size=8192)
 _REQUESTS: IdentityMemo[PodSpec, Mapping[str, int]] = IdentityMemo(
     lambda spec: add(pod_requests(spec), {"pods": 1}), size=8192
@@ -220,20 +232,26 @@ class Room:
             taints = tuple(n.taints)
             self.free[n.name] = (taints, left)
         self.any_type, self.non_spot = (offers or OfferCache()).get(inputs.pools, neutral=neutral)
-        # (a mover's kind, node) -> whether such a pod fits on the node now.
-        self._fits: dict[tuple[_Kind, str], bool] = {}
+        # Per set of mover kinds: the nodes taking at least one of them, and their room summed.
+        self._rooms: dict[frozenset[int], tuple[frozenset[str], dict[str, int]]] = {}
 
-    def _takes(
-        self, kind: _Kind, node: str, taints: tuple[Taint, ...], left: Mapping[str, int]
-    ) -> bool:
-        """Whether a pod of `kind` tolerates the node's taints and fits in what it has left."""
-        key = (kind, node)
-        hit = self._fits.get(key)
+    def _room(self, kinds: Mapping[int, _Kind]) -> tuple[frozenset[str], dict[str, int]]:
+        """The nodes that can take a pod of one of `kinds` (each: its requests within what the
+        node has left, its taints tolerated), and what they have left together."""
+        key = frozenset(kinds)
+        hit = self._rooms.get(key)
         if hit is None:
-            requests, tolerations = kind
-            hit = self._fits[key] = untolerated(taints, tolerations) is None and all(
-                v <= left.get(k, 0) for k, v in requests
+            wanted = list(kinds.values())
+            names = frozenset(
+                name
+                for name, (taints, left) in self.free.items()
+                if any(
+                    all(v <= left.get(r, 0) for r, v in requests)
+                    and untolerated(taints, tolerations) is None
+                    for requests, tolerations in wanted
+                )
             )
+            hit = self._rooms[key] = (names, add(*(self.free[n][1] for n in names)))
         return hit
 
     def may_move(self, candidates: Sequence[Candidate]) -> bool:
@@ -246,15 +264,10 @@ class Room:
             if not do_not_disrupt_active(p, self.now)
         ]
         need = add(*(_requests(p) for p in movers))
-        kinds = {_KIND(p.spec) for p in movers}
-        names = {c.name for c in candidates}
-        room = add(
-            *(
-                left
-                for name, (taints, left) in self.free.items()
-                if name not in names and any(self._takes(k, name, taints, left) for k in kinds)
-            )
-        )
+        takers, room = self._room(dict(_KIND(p.spec) for p in movers))
+        for c in candidates:
+            if c.name in takers:
+                room = subtract(room, self.free[c.name][1])
         price = sum(c.price for c in candidates)
         spot = all(c.capacity_type == _SPOT for c in candidates)
         offers = self.non_spot if spot and not self.spot_to_spot else self.any_type
