@@ -121,8 +121,13 @@ class _Pass:
 
 def _default_budgets() -> Budgets:
     """budgets.py's `budget_mapping`, imported when first needed (another module's)."""
-    module = importlib.import_module("gpucap.controllers.disruption.budgets")
-    return cast(Budgets, module.budget_mapping)
+    if not _DEFAULT_BUDGETS:
+        module = importlib.import_module("gpucap.controllers.disruption.budgets")
+        _DEFAULT_BUDGETS.append(cast(Budgets, module.budget_mapping))
+    return _DEFAULT_BUDGETS[0]
+
+
+_DEFAULT_BUDGETS: list[Budgets] = []
 
 
 def fingerprint(cluster: Cluster) -> object:
@@ -213,6 +218,15 @@ class Disruption:
             self._budgets = _default_budgets()
         return dict(self._budgets(cluster, reason, **kw))
 
+    def _pass_budgets(self, reason: str) -> dict[str, int]:
+        """`budgets` inside a pass: the default mapping reads the pass's snapshot."""
+        if self._budgets is None:
+            self._budgets = _default_budgets()
+        if self._budgets is _DEFAULT_BUDGETS[0]:
+            snap = self.state.snapshot(self.cluster)
+            return dict(self._budgets(self.cluster, reason, now=self.clock.now(), snap=snap))
+        return self.budgets(self.cluster, reason, now=self.clock.now())
+
     @property
     def next_poll(self) -> float:
         """When (clock seconds) the loop looks for new commands again; a `reconcile` before
@@ -292,7 +306,7 @@ class Disruption:
             candidates = [c for c in found if method.should_disrupt(c)]
             if not candidates:
                 continue
-            budgets = self.budgets(self.cluster, method.reason, now=self.clock.now())
+            budgets = self._pass_budgets(method.reason)
             proposals = method.compute(budgets, candidates, totals)
             if not proposals:
                 continue
