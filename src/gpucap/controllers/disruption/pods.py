@@ -69,10 +69,8 @@ def do_not_disrupt_active(pod: Pod, now: dt.datetime) -> bool:
     for good; a positive Go duration protects while the pod has run less than it (no start
     time: protected); anything else (zero, negative, unreadable) is ignored. Used by candidate
     selection and by the drain (termination.py)."""
-    if not is_active(pod):
-        return False
     value = pod.metadata.annotations.get(DO_NOT_DISRUPT)
-    if value is None:
+    if value is None or not is_active(pod):
         return False
     if value == "true":
         return True

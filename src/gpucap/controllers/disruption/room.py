@@ -234,6 +234,8 @@ class Room:
         self.any_type, self.non_spot = (offers or OfferCache()).get(inputs.pools, neutral=neutral)
         # Per set of mover kinds: the nodes taking at least one of them, and their room summed.
         self._rooms: dict[frozenset[int], tuple[frozenset[str], dict[str, int]]] = {}
+        # Candidate name -> (the candidate, its movers' summed requests, their kinds).
+        self._of: dict[str, tuple[Candidate, dict[str, int], dict[int, _Kind]]] = {}
 
     def _room(self, kinds: Mapping[int, _Kind]) -> tuple[frozenset[str], dict[str, int]]:
         """The nodes that can take a pod of one of `kinds` (each: its requests within what the
@@ -254,17 +256,23 @@ class Room:
             hit = self._rooms[key] = (names, add(*(self.free[n][1] for n in names)))
         return hit
 
+    def _movers(self, c: Candidate) -> tuple[dict[str, int], dict[int, _Kind]]:
+        """What the candidate's movers (reschedulable pods without an active do-not-disrupt)
+        request together, and their kinds; once per candidate and pass (multi-node asks again
+        for every prefix)."""
+        hit = self._of.get(c.name)
+        if hit is None or hit[0] is not c:
+            movers = [p for p in c.reschedulable_pods if not do_not_disrupt_active(p, self.now)]
+            need = add(*(_requests(p) for p in movers))
+            hit = self._of[c.name] = (c, need, dict(_KIND(p.spec) for p in movers))
+        return hit[1], hit[2]
+
     def may_move(self, candidates: Sequence[Candidate]) -> bool:
         """False only when the candidates' pods provably cannot all move to the other nodes
         plus one cheaper NodeClaim (see the module docstring)."""
-        movers = [
-            p
-            for c in candidates
-            for p in c.reschedulable_pods
-            if not do_not_disrupt_active(p, self.now)
-        ]
-        need = add(*(_requests(p) for p in movers))
-        takers, room = self._room(dict(_KIND(p.spec) for p in movers))
+        movers = [self._movers(c) for c in candidates]
+        need = add(*(m[0] for m in movers))
+        takers, room = self._room({k: v for m in movers for k, v in m[1].items()})
         for c in candidates:
             if c.name in takers:
                 room = subtract(room, self.free[c.name][1])
