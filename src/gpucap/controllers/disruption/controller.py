@@ -222,7 +222,7 @@ class Disruption:
         """`budgets` inside a pass: the default mapping reads the pass's snapshot."""
         if self._budgets is None:
             self._budgets = _default_budgets()
-        if self._budgets is _DEFAULT_BUDGETS[0]:
+        if _DEFAULT_BUDGETS and self._budgets is _DEFAULT_BUDGETS[0]:
             snap = self.state.snapshot(self.cluster)
             return dict(self._budgets(self.cluster, reason, now=self.clock.now(), snap=snap))
         return self.budgets(self.cluster, reason, now=self.clock.now())
