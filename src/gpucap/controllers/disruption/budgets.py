@@ -35,6 +35,7 @@ from gpucap.apis.labels import NODEPOOL
 from gpucap.apis.nodepool import Budget, NodeClaim, NodePool
 from gpucap.controllers.nodeclaim.conditions import INSTANCE_TERMINATING, is_true
 from gpucap.state.cluster import Cluster
+from gpucap.state.snapshot import Snapshot
 
 __all__ = [
     "UNLIMITED",
@@ -119,13 +120,16 @@ def allowed_disruptions(
     return max(allowance - disrupting, 0)
 
 
-def budget_mapping(cluster: Cluster, reason: str, *, now: dt.datetime) -> dict[str, int]:
+def budget_mapping(
+    cluster: Cluster, reason: str, *, now: dt.datetime, snap: Snapshot | None = None
+) -> dict[str, int]:
     """Karpenter's `BuildDisruptionBudgetMapping`: NodePool name -> nodes still allowed to be
-    disrupted for `reason`, for every applied NodePool (see the module docstring)."""
+    disrupted for `reason`, for every applied NodePool (see the module docstring); `snap`: the
+    cluster's snapshot when the caller (the controller's pass) has it."""
     totals: dict[str, int] = {}
     disrupting: dict[str, int] = {}
     marked = cluster.marked_for_deletion()
-    for sn in cluster.snapshot().nodes:
+    for sn in (snap if snap is not None else cluster.snapshot()).nodes:
         if not sn.managed or not sn.initialized:
             continue
         node = cluster.node(sn.name)

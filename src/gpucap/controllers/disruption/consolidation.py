@@ -34,12 +34,12 @@ Called by the disruption controller (`controller.py`).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import math
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 
-from gpucap.apis.core import Pod
 from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE
 from gpucap.apis.nodepool import NodePool
 from gpucap.cloudprovider.types import CloudProvider
@@ -52,8 +52,14 @@ from gpucap.controllers.disruption.constants import (
     MULTI_NODE_CONSOLIDATION_MAX_CANDIDATES,
     SPOT_TO_SPOT_THRESHOLD,
 )
-from gpucap.controllers.disruption.pods import do_not_disrupt_active
-from gpucap.controllers.disruption.simulation import Simulation, simulate_scheduling
+from gpucap.controllers.disruption.room import OfferCache, Room
+from gpucap.controllers.disruption.simulation import (
+    PassInputs,
+    Simulation,
+    held_back,
+    pass_inputs,
+    simulate_scheduling,
+)
 from gpucap.controllers.disruption.types import GRACEFUL, Candidate, PoolTotals, Proposal
 from gpucap.controllers.provisioning.provisioner import Provisioner
 from gpucap.runtime.clock import Clock
@@ -63,9 +69,10 @@ from gpucap.scheduling.instancetypes import (
     satisfies_min_values,
 )
 from gpucap.scheduling.requirements import Requirement, Requirements
-from gpucap.scheduling.resources import add, pod_requests, subtract
 from gpucap.scheduling.solver import NodeClaim as SolverNodeClaim
+from gpucap.scheduling.solver import PoolInput
 from gpucap.state.cluster import Cluster
+from gpucap.state.snapshot import Snapshot
 
 __all__ = [
     "BALANCED_K",
@@ -89,6 +96,19 @@ _CAPACITY_TYPE_PRECEDENCE = ("reserved", "spot", "on-demand")
 Budgets = Callable[..., dict[str, int]]
 
 
+@dataclass(slots=True)
+class PassShared:
+    """What the consolidation methods of one disruption pass share (`ConsolidationState.
+    new_pass` to `end_pass`; else one `compute`): the cluster's snapshot, the simulation
+    inputs and the pre-check. Nothing changes the cluster in between: a method that acts ends
+    the pass, and simulations only read."""
+
+    snap: Snapshot | None = None
+
+    inputs: PassInputs | None = None
+    room: Room | None = None
+
+
 class ConsolidationState:
     """Karpenter's cluster consolidation state: a time that moves whenever `version()` (what
     the cluster looks like to consolidation) changes, and at least every 5 minutes."""
@@ -100,10 +120,25 @@ class ConsolidationState:
         self._changed_at = -math.inf
         self._pass: int | None = None
         self._passes = 0
+        self.shared: PassShared | None = None
+        self.offers = OfferCache()
 
     def new_pass(self) -> None:
-        """A disruption pass begins: the state is read once for all its methods."""
+        """A disruption pass begins: the state is read once for all its methods, which share
+        `shared` until `end_pass`."""
         self._passes += 1
+        self.shared = PassShared()
+
+    def end_pass(self) -> None:
+        self.shared = None
+
+    def snapshot(self, cluster: Cluster) -> Snapshot:
+        """The cluster's snapshot, taken once per pass (each call outside a pass)."""
+        if self.shared is None:
+            return cluster.snapshot()
+        if self.shared.snap is None:
+            self.shared.snap = cluster.snapshot()
+        return self.shared.snap
 
     def current(self) -> float:
         if self._pass == self._passes:
@@ -238,6 +273,7 @@ class Consolidation:
         self.state = state
         self.spot_to_spot = spot_to_spot
         self._last_state: float | None = None
+        self._shared: PassShared | None = None
 
     # IsConsolidated / markConsolidated
     def is_consolidated(self) -> bool:
@@ -284,7 +320,20 @@ class Consolidation:
             budgets[c.nodepool.name] -= 1
         return taken, constrained
 
-    def simulate(self, candidates: Sequence[Candidate]) -> Simulation | None:
+    @contextlib.contextmanager
+    def computing(self) -> Iterator[None]:
+        """While a `compute` runs, the simulations it asks for share one set of inputs and one
+        pre-check (`room.py`), built when first needed: the cluster does not change while a
+        method computes. Outside (validation, tests) each simulation gathers its own."""
+        self._shared = self.state.shared or PassShared()
+        try:
+            yield
+        finally:
+            self._shared = None
+
+    def simulate(
+        self, candidates: Sequence[Candidate], inputs: PassInputs | None = None
+    ) -> Simulation | None:
         return simulate_scheduling(
             self.cluster,
             self.provisioner,
@@ -292,11 +341,32 @@ class Consolidation:
             nodepools=self.nodepools,
             now=self.now(),
             consolidation=True,
+            inputs=inputs,
         )
 
     def compute_consolidation(self, candidates: Sequence[Candidate]) -> Proposal | None:
-        """`computeConsolidation` (see the module docstring); None: no action."""
-        sim = self.simulate(candidates)
+        """`computeConsolidation` (see the module docstring); None: no action. Inside a
+        `compute` (after `begin`), candidates the pre-check rules out are not simulated: the
+        simulation would end in None too (`room.py`)."""
+        inputs: PassInputs | None = None
+        shared = self._shared
+        if shared is not None:
+            if shared.inputs is None:
+                shared.inputs = pass_inputs(
+                    self.cluster,
+                    self.provisioner,
+                    nodepools=self.nodepools,
+                    now=self.now(),
+                    snap=self.state.snapshot(self.cluster),
+                )
+            inputs = shared.inputs
+            if shared.room is None:
+                shared.room = Room(
+                    inputs, self.now(), spot_to_spot=self.spot_to_spot, offers=self.state.offers
+                )
+            if not shared.room.may_move(candidates):
+                return None
+        sim = self.simulate(candidates, inputs)
         if sim is None or not sim.all_non_pending_scheduled:
             return None
         new = sim.results.new_node_claims
@@ -425,7 +495,8 @@ class MultiNodeConsolidation(Consolidation):
             return []
         disruptable, constrained = self.within_budgets(self.sort(candidates), budgets)
         limit = min(len(disruptable), MULTI_NODE_CONSOLIDATION_MAX_CANDIDATES)
-        found = self._first_n(disruptable, limit, totals)
+        with self.computing():
+            found = self._first_n(disruptable, limit, totals)
         if found is None:
             if not constrained:
                 self.mark_consolidated()
@@ -463,54 +534,29 @@ class MultiNodeConsolidation(Consolidation):
 
 
 class _Room:
-    """A necessary condition for moving one candidate's pods, checked before simulating it:
-    for every resource they request, the free room on the other nodes plus the most any
-    instance type with an offering its NodePool allows cheaper than the candidate offers must
-    cover it (the pods can only go to existing nodes and one new, cheaper NodeClaim). A
-    candidate failing it would fail the simulation too, so skipping it changes no decision;
-    it spares a packed GPU fleet one scheduling simulation per node and pass."""
+    """`room.Room` for one candidate at a time over the whole cluster, spot-to-spot off (the
+    shape the consolidation laws test checks it in)."""
 
     def __init__(
         self, cluster: Cluster, cloud_provider: CloudProvider, nodepools: Sequence[NodePool]
     ) -> None:
-        self.free: dict[str, dict[str, int]] = {}
-        total: dict[str, int] = {}
-        for n in cluster.snapshot().nodes:
-            if n.marked_for_deletion:
-                continue
-            used = add(*(_requests(p) for p in n.pods))
-            free = {k: max(0, v) for k, v in subtract(dict(n.allocatable), used).items()}
-            self.free[n.name] = free
-            total = add(total, free)
-        self.total = total
-        self.offers: list[tuple[float, Mapping[str, int]]] = []
-        for np in nodepools:
-            if np.spec.replicas is not None:
-                continue
-            allowed = Requirements.from_node_selector(np.spec.template.spec.requirements)
-            for it in cloud_provider.get_instance_types(np):
-                price = it.cheapest_price(allowed)
-                if price is not None:
-                    self.offers.append((price, it.allocatable))
+        self.cluster = cluster
+        self.cloud_provider = cloud_provider
+        self.nodepools = nodepools
 
     def may_move(self, c: Candidate, now: dt.datetime) -> bool:
-        need = add(
-            *(_requests(p) for p in c.reschedulable_pods if not do_not_disrupt_active(p, now))
+        snap = self.cluster.snapshot()
+        inputs = PassInputs(
+            snap,
+            [
+                PoolInput(np, self.cloud_provider.get_instance_types(np))
+                for np in self.nodepools
+                if np.spec.replicas is None
+            ],
+            self.cluster.daemonsets(),
+            held_back(self.cluster, [n for n in snap.nodes if not n.marked_for_deletion], now),
         )
-        own = self.free.get(c.name, {})
-        best: dict[str, int] = {}
-        for price, allocatable in self.offers:
-            if price < c.price:
-                for k, v in allocatable.items():
-                    best[k] = max(best.get(k, 0), v)
-        return all(
-            v <= 0 or v <= self.total.get(k, 0) - own.get(k, 0) + best.get(k, 0)
-            for k, v in need.items()
-        )
-
-
-def _requests(pod: Pod) -> dict[str, int]:
-    return add(pod_requests(pod.spec), {"pods": 1})
+        return Room(inputs, now, spot_to_spot=False).may_move([c])
 
 
 class SingleNodeConsolidation(Consolidation):
@@ -542,20 +588,17 @@ class SingleNodeConsolidation(Consolidation):
         if self.is_consolidated():
             return []
         constrained = False
-        room: _Room | None = None
-        for c in self.order(candidates):
-            if budgets.get(c.nodepool.name, 0) <= 0:
-                constrained = True
-                continue
-            if not _can_pass_threshold(c, totals):
-                continue
-            room = room or _Room(self.cluster, self.cloud_provider, self.nodepools())
-            if not room.may_move(c, self.now()):
-                continue
-            found = self.compute_consolidation([c])
-            if found is None or not approve_balanced(found, totals):
-                continue
-            return [found]
+        with self.computing():
+            for c in self.order(candidates):
+                if budgets.get(c.nodepool.name, 0) <= 0:
+                    constrained = True
+                    continue
+                if not _can_pass_threshold(c, totals):
+                    continue
+                found = self.compute_consolidation([c])
+                if found is None or not approve_balanced(found, totals):
+                    continue
+                return [found]
         if not constrained:
             self.mark_consolidated()
         return []

@@ -121,8 +121,13 @@ class _Pass:
 
 def _default_budgets() -> Budgets:
     """budgets.py's `budget_mapping`, imported when first needed (another module's)."""
-    module = importlib.import_module("gpucap.controllers.disruption.budgets")
-    return cast(Budgets, module.budget_mapping)
+    if not _DEFAULT_BUDGETS:
+        module = importlib.import_module("gpucap.controllers.disruption.budgets")
+        _DEFAULT_BUDGETS.append(cast(Budgets, module.budget_mapping))
+    return _DEFAULT_BUDGETS[0]
+
+
+_DEFAULT_BUDGETS: list[Budgets] = []
 
 
 def fingerprint(cluster: Cluster) -> object:
@@ -213,6 +218,15 @@ class Disruption:
             self._budgets = _default_budgets()
         return dict(self._budgets(cluster, reason, **kw))
 
+    def _pass_budgets(self, reason: str) -> dict[str, int]:
+        """`budgets` inside a pass: the default mapping reads the pass's snapshot."""
+        if self._budgets is None:
+            self._budgets = _default_budgets()
+        if _DEFAULT_BUDGETS and self._budgets is _DEFAULT_BUDGETS[0]:
+            snap = self.state.snapshot(self.cluster)
+            return dict(self._budgets(self.cluster, reason, now=self.clock.now(), snap=snap))
+        return self.budgets(self.cluster, reason, now=self.clock.now())
+
     @property
     def next_poll(self) -> float:
         """When (clock seconds) the loop looks for new commands again; a `reconcile` before
@@ -265,11 +279,20 @@ class Disruption:
         # of one pass (a method that acts ends it). The eventual class serves only drift,
         # which wants drifted NodeClaims: none, no candidates to build.
         self.state.new_pass()
+        try:
+            return self._methods(start, done, now)
+        finally:
+            self.state.end_pass()
+
+    def _methods(self, start: int, done: _Pass, now: float) -> DisruptionResult:
+        """The methods from `start` on, in order, until one proposes (see `reconcile`)."""
         seen: dict[str, tuple[list[Candidate], dict[str, PoolTotals]]] = {}
         if not any(drifted_reason(c) for c in self.cluster.node_claims()):
             seen[EVENTUAL] = ([], {})
         for i in range(start, len(self.methods)):
             method = self.methods[i]
+            if method.is_consolidated():
+                continue  # its compute would return nothing (IsConsolidated), candidates aside
             if method.disruption_class not in seen:
                 seen[method.disruption_class] = get_candidates(
                     self.cluster,
@@ -277,14 +300,13 @@ class Disruption:
                     self.clock.now(),
                     disruption_class=method.disruption_class,
                     in_flight=self.in_flight(),
+                    snap=self.state.snapshot(self.cluster),
                 )
             found, totals = seen[method.disruption_class]
-            if method.is_consolidated():
-                continue  # its compute would return nothing (IsConsolidated), candidates aside
             candidates = [c for c in found if method.should_disrupt(c)]
             if not candidates:
                 continue
-            budgets = self.budgets(self.cluster, method.reason, now=self.clock.now())
+            budgets = self._pass_budgets(method.reason)
             proposals = method.compute(budgets, candidates, totals)
             if not proposals:
                 continue

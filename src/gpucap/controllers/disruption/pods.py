@@ -21,6 +21,7 @@ from gpucap.apis.core import Pod
 from gpucap.apis.duration import DurationError, parse_go_duration, parse_karpenter_duration
 from gpucap.apis.goparse import parse_float
 from gpucap.apis.nodepool import NodeClaim
+from gpucap.runtime.memo import IdentityMemo
 
 __all__ = [
     "DO_NOT_DISRUPT",
@@ -49,6 +50,12 @@ def is_active(pod: Pod) -> bool:
 
 
 def is_reschedulable(pod: Pod) -> bool:
+    """Whether the pod moves when its node goes (see the module docstring); memoised per pod
+    object (pods are frozen models: an update is a new object)."""
+    return _RESCHEDULABLE(pod)
+
+
+def _is_reschedulable(pod: Pod) -> bool:
     terminating = pod.metadata.deletion_timestamp is not None
     return (
         (is_active(pod) or (_owned_by(pod, "StatefulSet") and terminating))
@@ -62,10 +69,8 @@ def do_not_disrupt_active(pod: Pod, now: dt.datetime) -> bool:
     for good; a positive Go duration protects while the pod has run less than it (no start
     time: protected); anything else (zero, negative, unreadable) is ignored. Used by candidate
     selection and by the drain (termination.py)."""
-    if not is_active(pod):
-        return False
     value = pod.metadata.annotations.get(DO_NOT_DISRUPT)
-    if value is None:
+    if value is None or not is_active(pod):
         return False
     if value == "true":
         return True
@@ -82,6 +87,12 @@ def do_not_disrupt_active(pod: Pod, now: dt.datetime) -> bool:
 
 
 def eviction_cost(pod: Pod) -> float:
+    """`EvictionCost` (see the module docstring); memoised per pod object, as
+    `is_reschedulable` (candidate selection asks for every pod on every pass)."""
+    return _EVICTION_COST(pod)
+
+
+def _eviction_cost(pod: Pod) -> float:
     cost = 1.0
     deletion_cost = pod.metadata.annotations.get(POD_DELETION_COST)
     if deletion_cost is not None:
@@ -91,6 +102,10 @@ def eviction_cost(pod: Pod) -> float:
     if pod.spec.priority is not None:
         cost += pod.spec.priority / 2.0**25
     return min(max(cost, -10.0), 10.0)
+
+
+_RESCHEDULABLE: IdentityMemo[Pod, bool] = IdentityMemo(_is_reschedulable, size=8192)
+_EVICTION_COST: IdentityMemo[Pod, float] = IdentityMemo(_eviction_cost, size=8192)
 
 
 def lifetime_remaining(claim: NodeClaim, now: dt.datetime) -> float:

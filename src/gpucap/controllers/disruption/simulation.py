@@ -26,6 +26,7 @@ from dataclasses import dataclass, fields
 
 from gpucap.apis.core import Pod
 from gpucap.apis.nodepool import NodePool
+from gpucap.apis.workloads import DaemonSet
 from gpucap.controllers.disruption.candidates import under_consolidate_after
 from gpucap.controllers.disruption.pods import do_not_disrupt_active, is_reschedulable
 from gpucap.controllers.disruption.types import Candidate
@@ -34,13 +35,16 @@ from gpucap.scheduling.requirements import Requirements
 from gpucap.scheduling.solver import (
     ExistingNode,
     PodData,
+    PoolInput,
     Results,
     SchedulingError,
+    StateNode,
 )
 from gpucap.scheduling.topology import Topology
 from gpucap.state.cluster import Cluster
+from gpucap.state.snapshot import Snapshot
 
-__all__ = ["Simulation", "simulate_scheduling"]
+__all__ = ["PassInputs", "Simulation", "held_back", "pass_inputs", "simulate_scheduling"]
 
 
 @dataclass(slots=True)
@@ -71,6 +75,39 @@ def _unbound(pod: Pod) -> Pod:
     return pod.model_copy(update={"spec": pod.spec.model_copy(update={"node_name": None})})
 
 
+@dataclass(slots=True)
+class PassInputs:
+    """What every simulation of one disruption pass shares (the cluster does not change while a
+    method computes: simulations only read it): the snapshot, the dynamic NodePools with their
+    instance types, the DaemonSets and the nodes inside their consolidateAfter. Built once by
+    `pass_inputs` and handed to each `simulate_scheduling` of the pass."""
+
+    snap: Snapshot
+    pools: list[PoolInput]
+    daemonsets: list[DaemonSet]
+    held_back: frozenset[str]
+
+
+def pass_inputs(
+    cluster: Cluster,
+    provisioner: Provisioner,
+    *,
+    nodepools: Callable[[], Sequence[NodePool]],
+    now: dt.datetime,
+    snap: Snapshot | None = None,
+) -> PassInputs:
+    """The inputs `simulate_scheduling` would gather itself, gathered once (see `PassInputs`);
+    `snap`: the cluster's snapshot when the caller has it."""
+    snap = snap if snap is not None else cluster.snapshot()
+    live = [n for n in snap.nodes if not n.marked_for_deletion]
+    return PassInputs(
+        snap,
+        provisioner.pools([np for np in nodepools() if np.spec.replicas is None]),
+        cluster.daemonsets(),
+        held_back(cluster, live, now),
+    )
+
+
 def simulate_scheduling(
     cluster: Cluster,
     provisioner: Provisioner,
@@ -79,10 +116,11 @@ def simulate_scheduling(
     nodepools: Callable[[], Sequence[NodePool]],
     now: dt.datetime,
     consolidation: bool,
+    inputs: PassInputs | None = None,
 ) -> Simulation | None:
     """Simulate the candidates gone (see the module docstring); None when one of them is
-    being deleted already."""
-    snap = cluster.snapshot()
+    being deleted already. `inputs`: the pass's shared inputs (else gathered here)."""
+    snap = inputs.snap if inputs is not None else cluster.snapshot()
     names = {c.name for c in candidates}
     deleting = [n for n in snap.nodes if n.marked_for_deletion]
     if any(n.name in names for n in deleting):
@@ -102,15 +140,20 @@ def simulate_scheduling(
     ]
     pending = list(snap.pending)
     pods = [*pending, *movers, *from_deleting]
-    pools = [np for np in nodepools() if np.spec.replicas is None]
+    if inputs is not None:
+        pools, daemonsets = inputs.pools, inputs.daemonsets
+    else:
+        pools = provisioner.pools([np for np in nodepools() if np.spec.replicas is None])
+        daemonsets = cluster.daemonsets()
     scheduler = provisioner.scheduler(
-        provisioner.pools(pools),
+        pools,
         state_nodes=active,
-        daemonsets=cluster.daemonsets(),
+        daemonsets=daemonsets,
         pending=pods,
     )
     if consolidation:
-        _hold_back(cluster, scheduler.existing, frozenset(p.key for p in movers), now)
+        held = inputs.held_back if inputs is not None else held_back(cluster, active, now)
+        _hold_back(scheduler.existing, held, frozenset(p.key for p in movers))
     results = scheduler.solve(pods)
     must_move = {p.key for p in movers} | {p.key for p in from_deleting}
     from_deleting_keys = {p.key for p in from_deleting}
@@ -124,16 +167,24 @@ def simulate_scheduling(
     return Simulation(results, errors)
 
 
-def _hold_back(
-    cluster: Cluster, existing: list[ExistingNode], movers: frozenset[str], now: dt.datetime
-) -> None:
-    """Swap the existing nodes inside their consolidateAfter for ones refusing `movers`."""
+def held_back(cluster: Cluster, nodes: Sequence[StateNode], now: dt.datetime) -> frozenset[str]:
+    """The names of `nodes` inside their NodePool's consolidateAfter (Karpenter NodeClaims
+    only): a consolidation simulation gives them no pod moving off a candidate."""
     claims = {c.status.node_name or c.name: c for c in cluster.node_claims()}
-    for i, node in enumerate(existing):
+    out: set[str] = set()
+    for node in nodes:
         claim = claims.get(node.name)
-        if claim is None or not node.state.managed:
+        if claim is None or not node.managed:
             continue
-        if not under_consolidate_after(claim, cluster.nodepool(node.state.nodepool or ""), now):
+        if under_consolidate_after(claim, cluster.nodepool(node.nodepool or ""), now):
+            out.add(node.name)
+    return frozenset(out)
+
+
+def _hold_back(existing: list[ExistingNode], held: frozenset[str], movers: frozenset[str]) -> None:
+    """Swap the existing nodes inside their consolidateAfter for ones refusing `movers`."""
+    for i, node in enumerate(existing):
+        if node.name not in held:
             continue
         values = {f.name: getattr(node, f.name) for f in fields(node)}
         existing[i] = _UnderConsolidateAfter(**values, movers=movers)

@@ -57,19 +57,22 @@ class Candidate:
     reschedulable_pods: tuple[Pod, ...]
     disruption_cost: float  # eviction cost sum x lifetime remaining (karpenter-disruption.md §1.4)
     drifted: str  # "" or the Drifted condition's reason (set by drift detection)
+    # 1 plus the positive eviction costs of the pods that would move (computed once: the
+    # methods sort and filter by it many times a pass).
+    reschedule_disruption_cost: float = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        """`RescheduleDisruptionCost`: 1 plus the positive eviction costs of the pods that
+        would move."""
+        cost = PER_NODE_BASE_DISRUPTION_COST + sum(
+            max(0.0, eviction_cost(p)) for p in self.reschedulable_pods
+        )
+        object.__setattr__(self, "reschedule_disruption_cost", cost)
 
     @property
     def name(self) -> str:
         """The state node's name (the Node's)."""
         return self.state_node.name
-
-    @property
-    def reschedule_disruption_cost(self) -> float:
-        """1 plus the positive eviction costs of the pods that would move
-        (`RescheduleDisruptionCost`)."""
-        return PER_NODE_BASE_DISRUPTION_COST + sum(
-            max(0.0, eviction_cost(p)) for p in self.reschedulable_pods
-        )
 
     @property
     def savings_ratio(self) -> float:

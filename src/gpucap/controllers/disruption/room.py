@@ -1,0 +1,283 @@
+"""Consolidation's pre-check: whether the pods of some candidates could possibly move, decided
+without a scheduling simulation. Single-node consolidation asks it for every candidate and
+multi-node for every prefix it tries (`consolidation.py`); a candidate set it rules out is one
+whose simulation would lead `computeConsolidation` to no command, so skipping the simulation
+changes no decision (gpucap's, not Karpenter's: Karpenter simulates every candidate).
+
+A command needs every pod moving off the candidates (`movers`: the reschedulable pods without
+an active do-not-disrupt) placed either on an existing node or on at most one new NodeClaim
+(`computeConsolidation`: two or more new NodeClaims is no command), that NodeClaim cheaper than
+the candidates. So for every resource the movers request, their sum is at most:
+- the room left on the existing nodes a mover can take: not a candidate, not being deleted,
+  initialized (a mover placed on an uninitialized node is an error), outside its NodePool's
+  consolidateAfter (those refuse movers), with taints some mover tolerates; each node's room is
+  its allocatable minus what its pods request, the scheduler's upper bound (it also subtracts
+  DaemonSets not yet running), and none at all when that is negative somewhere (`fits`);
+- plus the most any instance type the replacement could become has allocatable: a type of a
+  dynamic NodePool whose cheapest available offering (under the NodePool's requirements) costs
+  less than the candidates together (a replacement keeps only types whose worst launch price is
+  below that, and the worst is never below the cheapest).
+Spot candidates with spot-to-spot consolidation off narrow the second term further: a
+replacement that may launch as spot is no command, so the replacement must be one the scheduler
+pinned to on-demand (or reserved). When no pod in the cluster names a zone or capacity type
+(nodeSelector, node affinity, required or preferred) and none has pod (anti-)affinity or
+topology spread, a new NodeClaim's zone and capacity-type requirements are its NodePool's, and
+the scheduler drops spot from them only when none of its instance types has an available spot
+offering the NodePool allows: only such types count. Otherwise every type counts, priced by its
+cheapest offering. Built once per method and pass from the pass's `PassInputs`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import datetime as dt
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
+
+from gpucap.apis.core import Pod, PodSpec, Taint, Toleration
+from gpucap.apis.labels import CAPACITY_TYPE, ZONE
+from gpucap.controllers.disruption.pods import do_not_disrupt_active
+from gpucap.controllers.disruption.simulation import PassInputs
+from gpucap.controllers.disruption.types import Candidate
+from gpucap.runtime.memo import IdentityMemo
+from gpucap.scheduling.instancetypes import InstanceType
+from gpucap.scheduling.requirements import Requirements
+from gpucap.scheduling.resources import add, pod_requests, subtract
+from gpucap.scheduling.solver import NodeClaimTemplate, PoolInput, StateNode
+from gpucap.scheduling.taints import untolerated
+
+__all__ = ["OfferCache", "Room", "offering_neutral"]
+
+_OFFERING_KEYS = frozenset({ZONE, CAPACITY_TYPE})
+_SPOT = "spot"
+
+
+def offering_neutral(pod: Pod) -> bool:
+    """Whether `pod` can never narrow a NodeClaim's zone or capacity type: no nodeSelector or
+    node-affinity term (required or preferred) names them, and it has no pod affinity,
+    anti-affinity or topology spread (which narrow domains, its own or other pods')."""
+    return _NEUTRAL(pod.spec)
+
+
+def _offering_neutral(spec: PodSpec) -> bool:
+    if spec.topology_spread_constraints:
+        return False
+    if _OFFERING_KEYS & spec.node_selector.keys():
+        return False
+    aff = spec.affinity
+    if aff is None:
+        return True
+    if aff.pod_affinity is not None or aff.pod_anti_affinity is not None:
+        return False
+    na = aff.node_affinity
+    if na is None:
+        return True
+    terms = [t.preference for t in na.preferred_during_scheduling_ignored_during_execution]
+    required = na.required_during_scheduling_ignored_during_execution
+    if required is not None:
+        terms.extend(required.node_selector_terms)
+    return not any(
+        e.key in _OFFERING_KEYS for t in terms for e in (*t.match_expressions, *t.match_fields)
+    )
+
+
+class _Offers:
+    """Instance types by price, ascending, with the running per-resource maximum of their
+    allocatable: the most any type cheaper than a price has, in one bisection."""
+
+    def __init__(self, offers: Iterable[tuple[float, Mapping[str, int]]]) -> None:
+        ordered = sorted(offers, key=lambda o: o[0])
+        self.prices = [price for price, _ in ordered]
+        self.most: list[dict[str, int]] = []
+        running: dict[str, int] = {}
+        for _, allocatable in ordered:
+            running = dict(running)
+            for k, v in allocatable.items():
+                if v > running.get(k, 0):
+                    running[k] = v
+            self.most.append(running)
+
+    def below(self, price: float) -> Mapping[str, int]:
+        """Per resource, the most allocatable of the types priced strictly below `price`."""
+        i = bisect.bisect_left(self.prices, price)
+        return self.most[i - 1] if i else {}
+
+
+class OfferCache:
+    """The two price ladders of `Room` (every type; the types a replacement pinned off spot
+    could be), per list of pools: the same NodePool objects with the same instance-type tuples
+    (the cloud provider keeps one tuple per node class and set of capacity marks, and types are
+    immutable) give the same ladders, so a consolidation method builds them once, not once per
+    pass. Each entry holds its pools, so their ids are not reused while it lives."""
+
+    _SIZE = 16
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[object, ...], tuple[Sequence[PoolInput], _Offers, _Offers]] = {}
+
+    def get(self, pools: Sequence[PoolInput], *, neutral: bool) -> tuple[_Offers, _Offers]:
+        key = (neutral, *((id(p.nodepool), id(p.instance_types)) for p in pools))
+        hit = self._entries.get(key)
+        if hit is not None and all(
+            a.nodepool is b.nodepool and a.instance_types is b.instance_types
+            for a, b in zip(hit[0], pools, strict=True)
+        ):
+            return hit[1], hit[2]
+        everything: list[tuple[float, Mapping[str, int]]] = []
+        pinned: list[tuple[float, Mapping[str, int]]] = []
+        for pool in pools:
+            reqs = NodeClaimTemplate.from_nodepool(pool.nodepool).requirements
+            for it in pool.instance_types:
+                price = it.cheapest_price(reqs)
+                if price is None:
+                    continue
+                everything.append((price, it.allocatable))
+                if not neutral or _lacks_spot(it, reqs):
+                    pinned.append((price, it.allocatable))
+        if len(self._entries) >= self._SIZE:
+            self._entries.clear()
+        entry = (tuple(pools), _Offers(everything), _Offers(pinned))
+        self._entries[key] = entry
+        return entry[1], entry[2]
+
+
+def _requests(pod: Pod) -> Mapping[str, int]:
+    """What the scheduler charges for the pod (its requests plus `pods: 1`); read-only."""
+    return _REQUESTS(pod.spec)
+
+
+def _left(node: StateNode) -> dict[str, int] | None:
+    """The node's allocatable minus what its pods request; None when short of something.
+    Memoised per node name while the node has the same allocatable and pod objects (every
+    snapshot rebuilds its state nodes from the same frozen objects); read-only."""
+    hit = _LEFT.get(node.name)
+    if (
+        hit is not None
+        and hit[0] is node.allocatable
+        and len(hit[1]) == len(node.pods)
+        and all(a is b for a, b in zip(hit[1], node.pods, strict=True))
+    ):
+        return hit[2]
+    left: dict[str, int] | None = subtract(
+        dict(node.allocatable), add(*(_requests(p) for p in node.pods))
+    )
+    if left is not None and any(v < 0 for v in left.values()):
+        left = None
+    if len(_LEFT) >= _LEFT_SIZE:
+        _LEFT.clear()
+    _LEFT[node.name] = (node.allocatable, node.pods, left)
+    return left
+
+
+# What the pre-check asks of a mover: its requests (with `pods: 1`) and its tolerations. Bound
+# pods each have their own spec (with their node's name) but few kinds among them.
+_Kind = tuple[tuple[tuple[str, int], ...], tuple[Toleration, ...]]
+
+
+def _kind(spec: PodSpec) -> tuple[int, _Kind]:
+    """The spec's kind and a number standing for it (cheap to hash; numbers are never reused,
+    so caches keyed on them stay right when the table is cleared)."""
+    kind = (tuple(sorted(_REQUESTS(spec).items())), tuple(spec.tolerations))
+    number = _NUMBERS.get(kind)
+    if number is None:
+        if len(_NUMBERS) >= _KINDS_SIZE:
+            _NUMBERS.clear()
+        number = _NUMBERS[kind] = next(_COUNTER)
+    return number, kind
+
+
+_KINDS_SIZE = 4096
+_NUMBERS: dict[_Kind, int] = {}
+_COUNTER = itertools.count()
+_KIND: IdentityMemo[PodSpec, tuple[int, _Kind]] = IdentityMemo(_kind, size=8192)
+_NEUTRAL: IdentityMemo[PodSpec, bool] = IdentityMemo(_offering_neutral, size=8192)
+_REQUESTS: IdentityMemo[PodSpec, Mapping[str, int]] = IdentityMemo(
+    lambda spec: add(pod_requests(spec), {"pods": 1}), size=8192
+)
+_LEFT: dict[str, tuple[Mapping[str, int], tuple[Pod, ...], dict[str, int] | None]] = {}
+_LEFT_SIZE = 4096
+
+
+def _lacks_spot(it: InstanceType, reqs: Requirements) -> bool:
+    """No available spot offering `reqs` allows (then a NodeClaim of only such types is
+    pinned to the other capacity types by the scheduler)."""
+    return not any(
+        o.available and o.capacity_type == _SPOT and o.allowed_by(reqs) for o in it.offerings
+    )
+
+
+class Room:
+    """The pre-check of one consolidation method's pass (see the module docstring)."""
+
+    def __init__(
+        self,
+        inputs: PassInputs,
+        now: dt.datetime,
+        *,
+        spot_to_spot: bool,
+        offers: OfferCache | None = None,
+    ) -> None:
+        self.now = now
+        self.spot_to_spot = spot_to_spot
+        # What each node a mover may go to has left, with its taints.
+        self.free: dict[str, tuple[tuple[Taint, ...], dict[str, int]]] = {}
+        neutral = all(_NEUTRAL(p.spec) for p in inputs.snap.pending)
+        for n in inputs.snap.nodes:
+            neutral = neutral and all(_NEUTRAL(p.spec) for p in n.pods)
+            if n.marked_for_deletion or not n.initialized or n.name in inputs.held_back:
+                continue
+            left = _left(n)
+            if left is None:
+                continue  # `fits` refuses every pod on a node short of something
+            taints = tuple(n.taints)
+            self.free[n.name] = (taints, left)
+        self.any_type, self.non_spot = (offers or OfferCache()).get(inputs.pools, neutral=neutral)
+        # Per set of mover kinds: the nodes taking at least one of them, and their room summed.
+        self._rooms: dict[frozenset[int], tuple[frozenset[str], dict[str, int]]] = {}
+        # Candidate name -> (the candidate, its movers' summed requests, their kinds).
+        self._of: dict[str, tuple[Candidate, dict[str, int], dict[int, _Kind]]] = {}
+
+    def _room(self, kinds: Mapping[int, _Kind]) -> tuple[frozenset[str], dict[str, int]]:
+        """The nodes that can take a pod of one of `kinds` (each: its requests within what the
+        node has left, its taints tolerated), and what they have left together."""
+        key = frozenset(kinds)
+        hit = self._rooms.get(key)
+        if hit is None:
+            wanted = list(kinds.values())
+            names = frozenset(
+                name
+                for name, (taints, left) in self.free.items()
+                if any(
+                    all(v <= left.get(r, 0) for r, v in requests)
+                    and untolerated(taints, tolerations) is None
+                    for requests, tolerations in wanted
+                )
+            )
+            hit = self._rooms[key] = (names, add(*(self.free[n][1] for n in names)))
+        return hit
+
+    def _movers(self, c: Candidate) -> tuple[dict[str, int], dict[int, _Kind]]:
+        """What the candidate's movers (reschedulable pods without an active do-not-disrupt)
+        request together, and their kinds; once per candidate and pass (multi-node asks again
+        for every prefix)."""
+        hit = self._of.get(c.name)
+        if hit is None or hit[0] is not c:
+            movers = [p for p in c.reschedulable_pods if not do_not_disrupt_active(p, self.now)]
+            need = add(*(_requests(p) for p in movers))
+            hit = self._of[c.name] = (c, need, dict(_KIND(p.spec) for p in movers))
+        return hit[1], hit[2]
+
+    def may_move(self, candidates: Sequence[Candidate]) -> bool:
+        """False only when the candidates' pods provably cannot all move to the other nodes
+        plus one cheaper NodeClaim (see the module docstring)."""
+        movers = [self._movers(c) for c in candidates]
+        need = add(*(m[0] for m in movers))
+        takers, room = self._room({k: v for m in movers for k, v in m[1].items()})
+        for c in candidates:
+            if c.name in takers:
+                room = subtract(room, self.free[c.name][1])
+        price = sum(c.price for c in candidates)
+        spot = all(c.capacity_type == _SPOT for c in candidates)
+        offers = self.non_spot if spot and not self.spot_to_spot else self.any_type
+        best = offers.below(price)
+        return all(v <= 0 or v <= room.get(k, 0) + best.get(k, 0) for k, v in need.items())

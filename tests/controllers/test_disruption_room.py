@@ -1,0 +1,211 @@
+"""Consolidation's pre-check (`controllers/disruption/room.py`): the candidate sets it rules
+out are exactly ones whose scheduling simulation would end in no command."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from gpucap.apis.labels import ZONE
+from gpucap.controllers.disruption.candidates import get_candidates
+from gpucap.controllers.disruption.consolidation import (
+    MultiNodeConsolidation,
+    SingleNodeConsolidation,
+)
+from gpucap.controllers.disruption.room import Room, offering_neutral
+from gpucap.controllers.disruption.simulation import pass_inputs
+from gpucap.controllers.disruption.types import GRACEFUL, Candidate
+from gpucap.scheduling.instancetypes import InstanceType
+from tests.builders import load
+from tests.controllers.disruption_builders import Env, env, gpu_pod, pool
+from tests.scheduling.builders import ZONES, instance_type
+
+GPUS = {"g5.xlarge": 1, "g5.2xlarge": 1, "g5.12xlarge": 4}
+PRICES = {"g5.xlarge": 1.006, "g5.2xlarge": 1.212, "g5.12xlarge": 5.672}
+
+
+def _types(
+    spot_gone: frozenset[str] = frozenset(), zones: tuple[str, ...] = ZONES
+) -> list[InstanceType]:
+    """The three GPU types; those in `spot_gone` have no available spot offering in `zones`."""
+    return [
+        instance_type(
+            name,
+            cpu=4 * GPUS[name],
+            memory_gib=16 * GPUS[name],
+            gpu=GPUS[name],
+            price=PRICES[name],
+            unavailable=tuple((z, "spot") for z in zones) if name in spot_gone else (),
+        )
+        for name in sorted(GPUS)
+    ]
+
+
+def _room(e: Env, method: SingleNodeConsolidation | MultiNodeConsolidation) -> Room:
+    inputs = pass_inputs(
+        e.cluster, e.disruption.provisioner, nodepools=e.cluster.nodepools, now=e.clock.now()
+    )
+    return Room(inputs, e.clock.now(), spot_to_spot=method.spot_to_spot)
+
+
+def _candidates(
+    e: Env, method: SingleNodeConsolidation | MultiNodeConsolidation
+) -> list[Candidate]:
+    found, _ = get_candidates(e.cluster, e.provider, e.clock.now(), disruption_class=GRACEFUL)
+    return method.sort([c for c in found if method.should_disrupt(c)])
+
+
+def _fleet(
+    fleet: list[tuple[str, str, int]],
+    *,
+    capacity_types: tuple[str, ...],
+    spot_gone: frozenset[str],
+    spot_to_spot: bool,
+    zoned: bool,
+    gone_in: tuple[str, ...] = ZONES,
+) -> Env:
+    pods: list[dict[str, Any]] = []
+    placed: list[tuple[str, str, tuple[str, ...]]] = []
+    for i, (it, ct, n) in enumerate(fleet):
+        keys = tuple(f"default/p{i}-{j}" for j in range(min(n, GPUS[it])))
+        extra: dict[str, Any] = {"nodeSelector": {ZONE: "us-east-1a"}} if zoned and i == 0 else {}
+        pods.extend(gpu_pod(k.split("/")[1], **extra) for k in keys)
+        placed.append((it, ct, keys))
+    e = env(
+        pool(capacity_types=capacity_types),
+        *pods,
+        types=_types(spot_gone, gone_in),
+        spot_to_spot=spot_to_spot,
+    )
+    for i, (it, ct, keys) in enumerate(placed):
+        # Spot nodes run in us-east-1c; a type without spot left there launches on-demand.
+        gone = it in spot_gone and "us-east-1c" in gone_in
+        launched = "on-demand" if gone or ct not in capacity_types else ct
+        zone = "us-east-1c" if launched == "spot" else "us-east-1a"
+        e.node(f"n{i}", it, capacity_type=launched, zone=zone, gpus=GPUS[it], pods=keys)
+    return e
+
+
+fleets = st.lists(
+    st.tuples(
+        st.sampled_from(sorted(GPUS)),
+        st.sampled_from(["spot", "on-demand"]),
+        st.integers(min_value=0, max_value=4),
+    ),
+    min_size=1,
+    max_size=5,
+)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    fleets,
+    st.sampled_from([("on-demand",), ("spot", "on-demand"), ("spot",)]),
+    st.frozensets(st.sampled_from(sorted(GPUS))),
+    st.booleans(),
+    st.booleans(),
+    st.sampled_from([ZONES, ("us-east-1a",)]),
+)
+# A zoned pod on a spot node where no type has spot left in its zone: the replacement is
+# pinned on-demand although every type still has spot elsewhere.
+@example(
+    [("g5.12xlarge", "spot", 1), ("g5.12xlarge", "on-demand", 4)],
+    ("spot", "on-demand"),
+    frozenset(GPUS),
+    False,
+    True,
+    ("us-east-1a",),
+)
+def test_a_candidate_set_the_pre_check_rules_out_would_get_no_command_from_its_simulation(  # noqa: PLR0917
+    fleet: list[tuple[str, str, int]],
+    capacity_types: tuple[str, ...],
+    spot_gone: frozenset[str],
+    spot_to_spot: bool,
+    zoned: bool,
+    gone_in: tuple[str, ...],
+) -> None:
+    e = _fleet(
+        fleet,
+        capacity_types=capacity_types,
+        spot_gone=spot_gone,
+        spot_to_spot=spot_to_spot,
+        zoned=zoned,
+        gone_in=gone_in,
+    )
+    single = e.disruption.methods[4]
+    multi = e.disruption.methods[3]
+    assert isinstance(single, SingleNodeConsolidation)
+    assert isinstance(multi, MultiNodeConsolidation)
+    candidates = _candidates(e, single)
+    room = _room(e, single)
+    batches = [[c] for c in candidates] + [candidates[:n] for n in range(2, len(candidates) + 1)]
+    for batch in batches:
+        if room.may_move(batch):
+            continue
+        # Outside a pass, compute_consolidation simulates without the pre-check.
+        assert single.compute_consolidation(batch) is None, [c.name for c in batch]
+
+
+def test_a_spot_node_whose_pod_needs_a_new_node_is_ruled_out_while_every_type_offers_spot() -> None:
+    # n0: a spot g5.12xlarge with one pod; n1 is full. Moving the pod needs a new node, which
+    # may launch as spot: with spot-to-spot off that is no command, so no simulation either.
+    e = _fleet(
+        [("g5.12xlarge", "spot", 1), ("g5.12xlarge", "on-demand", 4)],
+        capacity_types=("spot", "on-demand"),
+        spot_gone=frozenset(),
+        spot_to_spot=False,
+        zoned=False,
+    )
+    single = e.disruption.methods[4]
+    assert isinstance(single, SingleNodeConsolidation)
+    n0 = next(c for c in _candidates(e, single) if c.name == "n0")
+    assert not _room(e, single).may_move([n0])
+    assert single.compute_consolidation([n0]) is None
+
+
+def test_a_spot_node_is_simulated_when_a_cheaper_type_has_no_spot_left() -> None:
+    # The same fleet, g5.xlarge spot gone: the replacement could be an on-demand g5.xlarge
+    # ($1.006 < the spot g5.12xlarge's $2.27), so the pre-check lets the simulation decide.
+    e = _fleet(
+        [("g5.12xlarge", "spot", 1), ("g5.12xlarge", "on-demand", 4)],
+        capacity_types=("spot", "on-demand"),
+        spot_gone=frozenset({"g5.xlarge"}),
+        spot_to_spot=False,
+        zoned=False,
+    )
+    single = e.disruption.methods[4]
+    assert isinstance(single, SingleNodeConsolidation)
+    n0 = next(c for c in _candidates(e, single) if c.name == "n0")
+    assert _room(e, single).may_move([n0])
+
+
+def test_free_gpus_on_another_node_let_a_spot_node_be_simulated() -> None:
+    # n1 has a free GPU: n0's pod could move there (a delete), whatever the prices.
+    e = _fleet(
+        [("g5.12xlarge", "spot", 1), ("g5.12xlarge", "on-demand", 3)],
+        capacity_types=("spot", "on-demand"),
+        spot_gone=frozenset(),
+        spot_to_spot=False,
+        zoned=False,
+    )
+    single = e.disruption.methods[4]
+    assert isinstance(single, SingleNodeConsolidation)
+    n0 = next(c for c in _candidates(e, single) if c.name == "n0")
+    assert _room(e, single).may_move([n0])
+
+
+def test_a_pod_naming_a_zone_or_capacity_type_is_not_offering_neutral() -> None:
+    pods = load(
+        gpu_pod("plain"),
+        gpu_pod("zoned", nodeSelector={ZONE: "us-east-1a"}),
+        gpu_pod("spot", nodeSelector={"karpenter.sh/capacity-type": "spot"}),
+        gpu_pod("other", nodeSelector={"karpenter.k8s.aws/instance-family": "g5"}),
+    ).objects.pods
+    assert {p.metadata.name: offering_neutral(p) for p in pods} == {
+        "plain": True,
+        "zoned": False,
+        "spot": False,
+        "other": True,
+    }
