@@ -782,6 +782,31 @@ class Catalog:
             self._resolved[settings] = cached
         return cached
 
+    def available_prices(self, capacity_type: str) -> dict[tuple[str, str], float]:
+        """The price per (type, zone) of every available `capacity_type` offering of
+        `instance_types()` (default settings), in its order, without resolving the types:
+        the same rule as `resolve_instance_type`'s offerings (offered in the zone, priced,
+        compatible with the node class). Called by `SimulatedEC2` to price launches."""
+        settings = NodeClassSettings()
+        zones = sorted(set(self.zones))
+        out: dict[tuple[str, str], float] = {}
+        for info in self.infos:
+            if capacity_type not in info.capacity_types:
+                continue
+            pricing = self.pricing[info.name]
+            price = pricing.on_demand if capacity_type == "on-demand" else pricing.spot
+            if price is None or not _is_compatible(info, settings):
+                continue
+            offered = (
+                set(self.zones)
+                if info.offerings is None
+                else set(info.offerings.get(self.region, ()))
+            )
+            for zone in zones:
+                if zone in offered:
+                    out[(info.name, zone)] = price
+        return out
+
     def instance_type(self, name: str, settings: NodeClassSettings | None = None) -> InstanceType:
         for it in self.instance_types(settings):
             if it.name == name:

@@ -523,11 +523,7 @@ class SimulatedEC2:
         cached = self._price_maps.get(capacity_type)
         if cached is not None:
             return cached
-        out = {}
-        for it in self.catalog.scheduling_instance_types(None):
-            for o in it.offerings:
-                if o.capacity_type == capacity_type and o.available:
-                    out[(it.name, o.zone)] = o.price
+        out = self.catalog.available_prices(capacity_type)
         self._price_maps[capacity_type] = out
         return out
 
