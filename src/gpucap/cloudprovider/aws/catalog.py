@@ -968,7 +968,27 @@ def load_catalog(
 
     `zones` (`--zones`) defaults to every zone of the region the catalog's offerings name, else
     the bundled data's zones for the region. `prices` come from `parse_prices_json`.
+    The bundled catalog of a region with no overrides is built once per process (`Catalog` is
+    immutable and resolves each node class's types once, so every caller, e.g. each run of the
+    simulator benchmark, shares those lists instead of resolving 1,340 types again).
     """
+    if infos is None and prices is None and zones is None:
+        return _bundled_catalog(region)
+    return _build_catalog(region, infos, prices, zones, prices_source)
+
+
+@cache
+def _bundled_catalog(region: str) -> Catalog:
+    return _build_catalog(region, None, None, None, "--prices")
+
+
+def _build_catalog(
+    region: str,
+    infos: Sequence[InstanceTypeInfo] | None,
+    prices: Mapping[str, Mapping[str, PriceOverride]] | None,
+    zones: Sequence[str] | None,
+    prices_source: str,
+) -> Catalog:
     rows = tuple(infos) if infos is not None else bundled_instance_type_infos()
     known = sorted({z for info in rows for z in (info.offerings or {}).get(region, ())})
     if zones is not None:
