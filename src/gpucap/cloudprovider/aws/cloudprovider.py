@@ -129,13 +129,6 @@ def nodeclass_hash(nodeclass: EC2NodeClass) -> str:
     return structure_hash({"spec": spec, "amiFamily": nodeclass.ami_family})
 
 
-def _same(kept: tuple[object, ...], now: tuple[object, ...]) -> bool:
-    """The same objects (by identity), except sets of IDs (by value)."""
-    return all(
-        a == b if isinstance(a, frozenset) else a is b for a, b in zip(kept, now, strict=True)
-    )
-
-
 def _image_for(it: InstanceType, images: Sequence[ResolvedImage]) -> ResolvedImage | None:
     """aws `amifamily.MapToInstanceTypes` for one type: the first image whose requirements the
     type's are `Compatible` with. Launch and AMI drift both ask this."""
@@ -779,8 +772,15 @@ class AWSCloudProvider:
             )
         inputs = (node_claim, nodeclass, images, types, subnets)
         kept = self._verdicts.get(node_claim.name)
-        if kept is not None and _same(kept[0], inputs):
-            # Nothing it depends on changed (an instance gone since would make Karpenter's check
+        if kept is not None and (
+            (k := kept[0])[0] is node_claim
+            and k[1] is nodeclass
+            and k[2] is images
+            and k[3] is types
+            and (k[4] is subnets or k[4] == subnets)
+        ):
+            # The same objects (the subnet IDs: the same set): nothing it depends on changed
+            # (an instance gone since would make Karpenter's check
             # fail and keep the condition: the same verdict).
             return kept[1]
         verdict = self._dynamic_drift(node_claim, nodeclass, images, types, subnets)
