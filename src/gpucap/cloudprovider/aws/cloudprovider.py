@@ -780,8 +780,8 @@ class AWSCloudProvider:
             and (k[4] is subnets or k[4] == subnets)
         ):
             # The same objects (the subnet IDs: the same set): nothing it depends on changed
-            # (an instance gone since would make Karpenter's check
-            # fail and keep the condition: the same verdict).
+            # (an instance gone since would make Karpenter's check fail and keep the
+            # condition: the same verdict).
             return kept[1]
         verdict = self._dynamic_drift(node_claim, nodeclass, images, types, subnets)
         if len(self._verdicts) > 8192:
