@@ -782,6 +782,31 @@ class Catalog:
             self._resolved[settings] = cached
         return cached
 
+    def available_prices(self, capacity_type: str) -> dict[tuple[str, str], float]:
+        """The price per (type, zone) of every available `capacity_type` offering of
+        `instance_types()` (default settings), in its order, without resolving the types:
+        the same rule as `resolve_instance_type`'s offerings (offered in the zone, priced,
+        compatible with the node class). Called by `SimulatedEC2` to price launches."""
+        settings = NodeClassSettings()
+        zones = sorted(set(self.zones))
+        out: dict[tuple[str, str], float] = {}
+        for info in self.infos:
+            if capacity_type not in info.capacity_types:
+                continue
+            pricing = self.pricing[info.name]
+            price = pricing.on_demand if capacity_type == "on-demand" else pricing.spot
+            if price is None or not _is_compatible(info, settings):
+                continue
+            offered = (
+                set(self.zones)
+                if info.offerings is None
+                else set(info.offerings.get(self.region, ()))
+            )
+            for zone in zones:
+                if zone in offered:
+                    out[(info.name, zone)] = price
+        return out
+
     def instance_type(self, name: str, settings: NodeClassSettings | None = None) -> InstanceType:
         for it in self.instance_types(settings):
             if it.name == name:
@@ -943,7 +968,27 @@ def load_catalog(
 
     `zones` (`--zones`) defaults to every zone of the region the catalog's offerings name, else
     the bundled data's zones for the region. `prices` come from `parse_prices_json`.
+    The bundled catalog of a region with no overrides is built once per process (`Catalog` is
+    immutable and resolves each node class's types once, so every caller, e.g. each run of the
+    simulator benchmark, shares those lists instead of resolving 1,340 types again).
     """
+    if infos is None and prices is None and zones is None:
+        return _bundled_catalog(region)
+    return _build_catalog(region, infos, prices, zones, prices_source)
+
+
+@cache
+def _bundled_catalog(region: str) -> Catalog:
+    return _build_catalog(region, None, None, None, "--prices")
+
+
+def _build_catalog(
+    region: str,
+    infos: Sequence[InstanceTypeInfo] | None,
+    prices: Mapping[str, Mapping[str, PriceOverride]] | None,
+    zones: Sequence[str] | None,
+    prices_source: str,
+) -> Catalog:
     rows = tuple(infos) if infos is not None else bundled_instance_type_infos()
     known = sorted({z for info in rows for z in (info.offerings or {}).get(region, ())})
     if zones is not None:

@@ -129,13 +129,6 @@ def nodeclass_hash(nodeclass: EC2NodeClass) -> str:
     return structure_hash({"spec": spec, "amiFamily": nodeclass.ami_family})
 
 
-def _same(kept: tuple[object, ...], now: tuple[object, ...]) -> bool:
-    """The same objects (by identity), except sets of IDs (by value)."""
-    return all(
-        a == b if isinstance(a, frozenset) else a is b for a, b in zip(kept, now, strict=True)
-    )
-
-
 def _image_for(it: InstanceType, images: Sequence[ResolvedImage]) -> ResolvedImage | None:
     """aws `amifamily.MapToInstanceTypes` for one type: the first image whose requirements the
     type's are `Compatible` with. Launch and AMI drift both ask this."""
@@ -211,6 +204,31 @@ class AWSCloudProvider:
     _image_memo: dict[
         tuple[int, int], tuple[Sequence[ResolvedImage], Requirements, ResolvedImage | None]
     ] = field(default_factory=dict)
+    # `instance_types_for`'s last answer per node-class key, with the class object, the instant
+    # and the marks' sequence number it was given for: the active marks are a function of the
+    # instant and the marks made (`expire` drops only marks no lookup sees), so while all three
+    # are the same the answer is too. Drift asks it for every NodeClaim every 5 minutes.
+    _types_now: dict[str, tuple[EC2NodeClass, dt.datetime, int, tuple[InstanceType, ...]]] = field(
+        default_factory=dict
+    )
+    # `_to_node_claim`'s answer per instance ID with the description fields it read: garbage
+    # collection lists every instance about twice a minute and the NodeClaims are frozen, so
+    # one built from the same fields is the same value.
+    _claims_of: dict[str, tuple[tuple[object, ...], NodeClaim]] = field(default_factory=dict)
+    # `is_drifted`'s per-class inputs (hash, AMIs, types, subnet IDs) per class name, with the
+    # class object, instant and marks' sequence number they were derived at (see `is_drifted`).
+    _drift_inputs: dict[
+        str,
+        tuple[
+            EC2NodeClass,
+            dt.datetime,
+            int,
+            str,
+            Sequence[ResolvedImage],
+            tuple[InstanceType, ...],
+            frozenset[str],
+        ],
+    ] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.unavailable = UnavailableOfferings(self.clock)
@@ -222,9 +240,23 @@ class AWSCloudProvider:
     def instance_types_for(self, nodeclass: EC2NodeClass) -> tuple[InstanceType, ...]:
         """The node class's instance types with insufficient-capacity marks applied (rebuilt
         only when the set of active marks changes, as Karpenter keys its cache on them)."""
+        name = _DEFAULT_KEY if nodeclass is self.default_nodeclass else nodeclass.name
+        now = self.clock.now()
+        last = self._types_now.get(name)
+        if (
+            last is not None
+            and last[0] is nodeclass
+            and last[1] == now
+            and last[2] == self.unavailable.seq
+        ):
+            return last[3]
+        result = self._instance_types_for(nodeclass, name)
+        self._types_now[name] = (nodeclass, now, self.unavailable.seq, result)
+        return result
+
+    def _instance_types_for(self, nodeclass: EC2NodeClass, name: str) -> tuple[InstanceType, ...]:
         self.unavailable.expire()
         marks = tuple(self.unavailable.active())
-        name = _DEFAULT_KEY if nodeclass is self.default_nodeclass else nodeclass.name
         key = (name, marks)
         cached = self._types.get(key)
         if cached is not None:
@@ -586,6 +618,25 @@ class AWSCloudProvider:
         raise NodeClaimNotFoundError(f"instance {instance_id} not found")
 
     def _to_node_claim(self, inst: Mapping[str, Any]) -> NodeClaim:
+        """aws `instanceToNodeClaim`, memoised on the description fields it reads."""
+        read = (
+            tuple((t["Key"], t["Value"]) for t in inst.get("Tags", [])),
+            inst["Placement"]["AvailabilityZone"],
+            inst["InstanceType"],
+            inst.get("InstanceLifecycle"),
+            inst.get("LaunchTime"),
+            inst.get("ImageId"),
+        )
+        kept = self._claims_of.get(inst["InstanceId"])
+        if kept is not None and kept[0] == read:
+            return kept[1]
+        claim = self._build_node_claim(inst)
+        if len(self._claims_of) >= 8192:
+            self._claims_of.clear()
+        self._claims_of[inst["InstanceId"]] = (read, claim)
+        return claim
+
+    def _build_node_claim(self, inst: Mapping[str, Any]) -> NodeClaim:
         tags = {t["Key"]: t["Value"] for t in inst.get("Tags", [])}
         zone = inst["Placement"]["AvailabilityZone"]
         labels = {
@@ -679,20 +730,58 @@ class AWSCloudProvider:
         if nodeclass is None:
             return ""
         annotations = node_claim.metadata.annotations
+        now = self.clock.now()
+        seq = self.unavailable.seq
+        derived = self._drift_inputs.get(nodeclass.name)
         if (
-            annotations.get(NODECLASS_HASH_VERSION_ANNOTATION) == NODECLASS_HASH_VERSION
-            and NODECLASS_HASH_ANNOTATION in annotations
-            and annotations[NODECLASS_HASH_ANNOTATION] != self._hash_of(nodeclass)
+            derived is not None
+            and derived[0] is nodeclass
+            and derived[1] == now
+            and derived[2] == seq
         ):
-            return "NodeClassDrift"
-        images = self._images(nodeclass)  # NodeClassNotReadyError: no AMI resolves
-        types = self.instance_types_for(nodeclass)
-        subnets = self._now_known()
+            # The same class object at the same instant with no mark made since: each input
+            # below would come from its own cache unchanged (the hash per class object, the
+            # AMIs' cache entry is valid at this instant, the subnets per instant, the types
+            # per class, instant and marks), so they are taken as a whole.
+            class_hash, images, types, subnets = derived[3:]
+            if (
+                annotations.get(NODECLASS_HASH_VERSION_ANNOTATION) == NODECLASS_HASH_VERSION
+                and NODECLASS_HASH_ANNOTATION in annotations
+                and annotations[NODECLASS_HASH_ANNOTATION] != class_hash
+            ):
+                return "NodeClassDrift"
+        else:
+            class_hash = self._hash_of(nodeclass)
+            if (
+                annotations.get(NODECLASS_HASH_VERSION_ANNOTATION) == NODECLASS_HASH_VERSION
+                and NODECLASS_HASH_ANNOTATION in annotations
+                and annotations[NODECLASS_HASH_ANNOTATION] != class_hash
+            ):
+                return "NodeClassDrift"
+            images = self._images(nodeclass)  # NodeClassNotReadyError: no AMI resolves
+            types = self.instance_types_for(nodeclass)
+            subnets = self._now_known()
+            self._drift_inputs[nodeclass.name] = (
+                nodeclass,
+                now,
+                seq,
+                class_hash,
+                images,
+                types,
+                subnets,
+            )
         inputs = (node_claim, nodeclass, images, types, subnets)
         kept = self._verdicts.get(node_claim.name)
-        if kept is not None and _same(kept[0], inputs):
-            # Nothing it depends on changed (an instance gone since would make Karpenter's check
-            # fail and keep the condition: the same verdict).
+        if kept is not None and (
+            (k := kept[0])[0] is node_claim
+            and k[1] is nodeclass
+            and k[2] is images
+            and k[3] is types
+            and (k[4] is subnets or k[4] == subnets)
+        ):
+            # The same objects (the subnet IDs: the same set): nothing it depends on changed
+            # (an instance gone since would make Karpenter's check fail and keep the
+            # condition: the same verdict).
             return kept[1]
         verdict = self._dynamic_drift(node_claim, nodeclass, images, types, subnets)
         if len(self._verdicts) > 8192:

@@ -523,11 +523,7 @@ class SimulatedEC2:
         cached = self._price_maps.get(capacity_type)
         if cached is not None:
             return cached
-        out = {}
-        for it in self.catalog.scheduling_instance_types(None):
-            for o in it.offerings:
-                if o.capacity_type == capacity_type and o.available:
-                    out[(it.name, o.zone)] = o.price
+        out = self.catalog.available_prices(capacity_type)
         self._price_maps[capacity_type] = out
         return out
 
@@ -560,19 +556,24 @@ class SimulatedEC2:
                 operation="DescribeInstances",
             )
         filters = {f["Name"]: f["Values"] for f in kwargs.get("Filters") or []}
+        states = filters.get("instance-state-name")
+        # The filters taken apart once per call, not per instance (garbage collection lists
+        # every instance ever launched about twice a minute).
+        tag_values = [
+            (name[4:], values) for name, values in filters.items() if name.startswith("tag:")
+        ]
+        tag_keys = set(filters["tag-key"]) if "tag-key" in filters else None
         now = self.clock.now()
         out = []
         for instance_id in ids or sorted(self.instances):
             inst = self.instances[instance_id]
             state = inst.state(now)
-            if "instance-state-name" in filters and state not in filters["instance-state-name"]:
+            if states is not None and state not in states:
                 continue
-            if any(
-                name.startswith("tag:") and inst.tags.get(name[4:]) not in values
-                for name, values in filters.items()
-            ):
+            tags = inst.tags
+            if any(tags.get(key) not in values for key, values in tag_values):
                 continue
-            if "tag-key" in filters and not set(filters["tag-key"]) <= set(inst.tags):
+            if tag_keys is not None and not tag_keys <= tags.keys():
                 continue
             out.append(self._describe(inst, state))
         return {"Reservations": [{"Instances": out}] if out else []}
