@@ -1587,7 +1587,8 @@ class Scheduler:
             index = table.order_by_price_index(claim.options, claim.requirements)[
                 : self.options.max_instance_types
             ]
-            ordered = [table.types[i] for i in index]
+            types = table.types
+            ordered = [types[i] for i in index.tolist()]  # plain ints index faster
             _, unmet = satisfies_min_values(ordered, claim.requirements)
             if unmet and not self.relax_min_values:
                 for pod in claim.pods:
