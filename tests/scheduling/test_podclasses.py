@@ -12,12 +12,14 @@ kept (a topology group that changes, a target that takes a pod)."""
 from __future__ import annotations
 
 from typing import Any
+from unittest.mock import patch
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpucap.apis.core import Pod, Taint
 from gpucap.apis.nodepool import NodePool
+from gpucap.scheduling import solver
 from gpucap.scheduling.solver import PoolInput, Results, Scheduler, StateNode
 from tests.builders import GPU_TOLERATION, edit
 from tests.scheduling.builders import CPU_TYPES, GIB, GPU_TYPES, ZONES, cpu_pool, gpu_pool
@@ -315,3 +317,48 @@ def test_the_zone_affinity_shortcut_changes_no_plan(
     scheduler = Scheduler(pools, state_nodes=nodes, pending_pods=pods, pod_classes=False)
     scheduler.topology.rejects_domains = lambda *_: None  # type: ignore[method-assign]
     assert _shape(scheduler.solve(pods)) == with_shortcut
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(workloads, existing, st.sampled_from([None, 1, 3]))
+def test_kept_candidates_change_no_plan(
+    loads: list[tuple[str, dict[str, Any], int]],
+    node_specs: list[tuple[str, int, bool, list[tuple[str, dict[str, Any]]]]],
+    gpu_limit: int | None,
+) -> None:
+    # A class keeps its candidate claims once a scan tried 16; these workloads seldom plan
+    # that many, so here every class keeps them after its first scan (`keep_candidates`,
+    # `walk`, the lasting refusals they read). Same plans as Karpenter's loop.
+    pods = [
+        _pod(f"w{w}-{r}", app, shape)
+        for w, (app, shape, replicas) in enumerate(loads)
+        for r in range(replicas)
+    ]
+    pools, nodes = _pools(gpu_limit, "40"), _nodes(node_specs)
+    with patch.object(solver, "_KEEP_CANDIDATES", 1):
+        kept = _plan(pods, pools, nodes, classes=True)
+    assert kept == _plan(pods, pools, nodes, classes=False)
+
+
+def test_a_kept_candidate_refused_by_its_own_requirements_stays_a_candidate() -> None:
+    # As above, on a planned NodeClaim and with candidates kept after the first scan: c-0
+    # plans a claim without example.com/foo, which refuses a-0 (the key is undefined); b-0
+    # lands on it and defines the key; a-1 (a-0's class) walks the kept candidates, which
+    # must still hold that claim.
+    plain = Pod.model_validate(
+        {
+            "metadata": {"name": "c-0", "namespace": "default", "uid": "c-0"},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]},
+        }
+    )
+    pods = [plain, _needs("a-0", "In", ["x"]), _needs("b-0", "NotIn", ["y"])]
+    pods.append(_needs("a-1", "In", ["x"]))
+    pools = _pools(None, None)
+    with patch.object(solver, "_KEEP_CANDIDATES", 1):
+        kept = _plan(pods, pools, [], classes=True)
+    assert kept == _plan(pods, pools, [], classes=False)
+    claims = kept[0]
+    assert isinstance(claims, list)
+    assert [pods for _, pods, *_ in claims] == [
+        ["default/c-0", "default/b-0", "default/a-1", "default/a-0"]
+    ]

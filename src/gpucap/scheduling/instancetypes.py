@@ -123,6 +123,8 @@ class InstanceTypeTable:
         self.any_negative: np.ndarray[Any, np.dtype[np.bool_]] = np.asarray(
             (self.allocatable < 0).any(axis=1), dtype=np.bool_
         )
+        self.not_negative: np.ndarray[Any, np.dtype[np.bool_]] = ~self.any_negative
+        self.by_column = np.ascontiguousarray(self.allocatable.T)
         self._compatible: dict[Requirements, np.ndarray[Any, np.dtype[np.bool_]]] = {}
         # Compatibility reads only the keys some type defines (`Requirements.intersects` skips
         # the others), so requirement sets that differ elsewhere (a NodePool's name, its own
@@ -148,14 +150,15 @@ class InstanceTypeTable:
 
     def fits(self, requests: Mapping[str, int]) -> np.ndarray[Any, np.dtype[np.bool_]]:
         """Per type (table order): whether `requests` fit its allocatable (Karpenter's Fits)."""
-        mask: np.ndarray[Any, np.dtype[np.bool_]] = np.logical_not(self.any_negative)
+        mask: np.ndarray[Any, np.dtype[np.bool_]] = self.not_negative.copy()
         for k, v in requests.items():
             j = self.column.get(k)
             if j is None:
                 if v > 0:
                     return np.zeros(len(self.types), dtype=np.bool_)
                 continue
-            mask = np.logical_and(mask, self.allocatable[:, j] >= min(v, _INT64_MAX))
+            # In place, over a contiguous column (the transposed copy).
+            mask &= self.by_column[j] >= min(v, _INT64_MAX)
         return mask
 
     def compatible(self, reqs: Requirements) -> np.ndarray[Any, np.dtype[np.bool_]]:

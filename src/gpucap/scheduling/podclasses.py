@@ -226,11 +226,18 @@ class Refusals:
         full claim is found out when its turn comes)."""
         candidates: dict[int, Target] = {}
         order: list[tuple[int, int, int]] = []
-        held, shared = self.held, self.shared
+        held_get, shared_get = self.held.get, self.shared.get
         for seq, claim in enumerate(claims):
             key = id(claim)
-            # `_lasting`, inlined: this walks every claim.
-            if (key in held or key in shared) and self._lasting(claim):
+            # `_lasting` (held, then shared), inlined for the common answers: this walks every
+            # claim for every class that keeps candidates, and most have a lasting refusal.
+            hit = held_get(key)
+            if hit is not None and (
+                hit[0] is PERMANENT or (hit[0] is not TARGET and self._lasting_in(self.held, claim))
+            ):
+                continue
+            hit = shared_get(key)
+            if hit is not None and (hit[0] is PERMANENT or self._lasting_in(self.shared, claim)):
                 continue
             candidates[key] = claim
             order.append((count(claim), seq, key))

@@ -322,6 +322,8 @@ class PodData:
     requests: Resources
     requirements: Requirements
     strict_requirements: Requirements
+    # The pod's host ports, read once: every target the pod is tried on asks for them.
+    ports: tuple[HostPort, ...]
 
 
 def pod_requirements(pod: Pod, *, strict: bool = False) -> Requirements:
@@ -355,7 +357,7 @@ def _pod_data(pod: Pod, options: SchedulingOptions) -> PodData:
     requirements = (
         pod_requirements(pod) if preferred and options.preference_policy != "Ignore" else strict
     )
-    return PodData(add(pod_requests(pod.spec), {"pods": 1}), requirements, strict)
+    return PodData(add(pod_requests(pod.spec), {"pods": 1}), requirements, strict, host_ports(pod))
 
 
 def validate_pod(pod: Pod) -> str | None:
@@ -568,16 +570,19 @@ def filter_options(  # noqa: PLR0917 - mirrors filterInstanceTypesByRequirements
     total_requests: Resources,
     *,
     relax_min_values: bool,
+    ports: tuple[HostPort, ...] | None = None,
 ) -> tuple[Mask, dict[str, int], _FilterOutcome]:
     """Karpenter's `filterInstanceTypesByRequirements` over a mask of `table`'s types: keep the
     options that intersect `reqs`, fit `total_requests` plus their DaemonSet group's overhead,
-    and have an allowed available offering. Vectorised; memoised per requirement set."""
-    ports = host_ports(pod) if pod is not None else ()
+    and have an allowed available offering. Vectorised; memoised per requirement set. `ports`:
+    `pod`'s host ports when the caller has them (read from `pod` otherwise)."""
+    if ports is None:
+        ports = host_ports(pod) if pod is not None else ()
     # The placeholder hostname of a planned node never matters to instance types (they do not
     # define the key), and leaving it out lets the compatibility memo be shared across nodes.
     type_reqs = reqs.without(HOSTNAME) if HOSTNAME in reqs else reqs
-    covered = np.zeros(len(table.types), dtype=np.bool_)
-    fit = np.zeros(len(table.types), dtype=np.bool_)
+    covered: Mask | None = None
+    fit: Mask | None = None
     for group in groups:
         # DaemonSet groups partition the types; a group whose host ports clash with the
         # pod's is skipped entirely, as in Karpenter.
@@ -585,8 +590,16 @@ def filter_options(  # noqa: PLR0917 - mirrors filterInstanceTypesByRequirements
             continue
         gmask = group.mask if group.mask is not None else table.mask_of(group.instance_types)
         total = add(total_requests, group.overhead) if group.overhead else total_requests
-        covered |= gmask
-        fit |= gmask & table.fits(total)
+        gfit = table.fits(total)
+        gfit &= gmask
+        if covered is None or fit is None:
+            # The first group (often the only one): its masks are the unions so far.
+            covered, fit = gmask, gfit
+        else:
+            covered = covered | gmask
+            fit |= gfit
+    if covered is None or fit is None:
+        covered = fit = np.zeros(len(table.types), dtype=np.bool_)
     opt = options & covered
     compat = table.compatible(type_reqs)
     offered = table.offered(reqs)
@@ -677,11 +690,11 @@ class NodeClaim:
         if most is None:
             table = self.table
             most = {}
-            if self.options.any():
+            chosen = table.allocatable[self.options]
+            if len(chosen):
                 # One column-wise maximum over the remaining options (table columns are
                 # `table.resources`, in order).
-                peaks = table.allocatable[self.options].max(axis=0).tolist()
-                most = dict(zip(table.resources, peaks, strict=True))
+                most = dict(zip(table.resources, chosen.max(axis=0).tolist(), strict=True))
             self._most = most
         return most
 
@@ -743,6 +756,7 @@ class NodeClaim:
             self.daemon_groups,
             requests,
             relax_min_values=relax_min_values,
+            ports=data.ports,
         )
         if relax_min_values and unmet:
             # BestEffort: lower each unmet minValues to what the remaining types offer.
@@ -781,7 +795,7 @@ class NodeClaim:
         self.requirements = reqs
         topology.register(HOSTNAME, self.hostname)
         topology.record(pod, self.template.taints, reqs)
-        ports = host_ports(pod)
+        ports = data.ports
         for group in self.daemon_groups:
             group.host_ports.add(pod, ports)
 
@@ -807,7 +821,7 @@ class ExistingNode:
         taint = untolerated(self.taints, pod.spec.tolerations)
         if taint is not None:
             raise SchedulingError(f"did not tolerate taint {format_taint(taint)}", PERMANENT)
-        conflict = self.host_ports.conflict(pod, host_ports(pod))
+        conflict = self.host_ports.conflict(pod, data.ports)
         if conflict:
             raise SchedulingError(f"checking host port usage, {conflict}")
         if not fits(data.requests, self.remaining):
@@ -834,7 +848,7 @@ class ExistingNode:
         self.remaining = subtract(self.remaining, data.requests)
         self.requirements = reqs
         topology.record(pod, self.taints, reqs)
-        self.host_ports.add(pod, host_ports(pod))
+        self.host_ports.add(pod, data.ports)
 
 
 # ---- results ------------------------------------------------------------------------------------
@@ -1573,7 +1587,8 @@ class Scheduler:
             index = table.order_by_price_index(claim.options, claim.requirements)[
                 : self.options.max_instance_types
             ]
-            ordered = [table.types[i] for i in index]
+            types = table.types
+            ordered = [types[i] for i in index.tolist()]  # plain ints index faster
             _, unmet = satisfies_min_values(ordered, claim.requirements)
             if unmet and not self.relax_min_values:
                 for pod in claim.pods:

@@ -437,7 +437,7 @@ class Topology:
         self.groups: dict[tuple[object, ...], TopologyGroup] = {}
         self.owned: dict[str, list[TopologyGroup]] = {}  # pod UID -> groups it owns
         self.inverse_groups: dict[tuple[object, ...], TopologyGroup] = {}
-        self._on_key: dict[str, tuple[tuple[int, int], list[TopologyGroup]]] = {}
+        self._on_key: dict[str, tuple[tuple[int, int], list[TopologyGroup], set[str]]] = {}
         self._selects: dict[
             tuple[str, frozenset[tuple[str, str]]], tuple[int, list[TopologyGroup]]
         ] = {}
@@ -591,16 +591,21 @@ class Topology:
     # ---- scheduling hooks ---------------------------------------------------------------------
     def register(self, key: str, domain: str) -> None:
         # The groups on `key`, in the same order as a walk over all groups (kept until a
-        # group is added: groups are never removed).
+        # group is added: groups are never removed), and the domains already registered with
+        # all of them: a group never forgets a domain, so registering one again changes
+        # nothing (a planned NodeClaim registers its hostname with every pod it takes).
         size = (len(self.groups), len(self.inverse_groups))
         hit = self._on_key.get(key)
         if hit is None or hit[0] != size:
             on_key = [
                 tg for tg in (*self.groups.values(), *self.inverse_groups.values()) if tg.key == key
             ]
-            hit = self._on_key[key] = (size, on_key)
+            hit = self._on_key[key] = (size, on_key, set())
+        if domain in hit[2]:
+            return
         for tg in hit[1]:
             tg.register(domain)
+        hit[2].add(domain)
 
     def _matching(
         self, pod: Pod, taints: Sequence[Taint], reqs: Requirements
