@@ -112,6 +112,11 @@ def _pod(i: int, rng: random.Random, labels: dict[str, str] | None, **spec: Any)
     }
 
 
+def generic_pod(i: int, rng: random.Random) -> dict[str, Any]:
+    """A generic pod of `makeDiversePods` (a random `my-label`, cpu and memory requests)."""
+    return _pod(i, rng, None)
+
+
 def diverse_pods(n: int, seed: int = 42) -> list[dict[str, Any]]:
     """`makeDiversePods(n)` as Pod manifests, drawn in the same order as `bench/run.py`'s."""
     rng = random.Random(seed)

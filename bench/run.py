@@ -21,10 +21,11 @@ import random
 import sys
 import time
 import tracemalloc
-from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+
+import plan as plan_workload  # bench/plan.py: the diverse workload as manifests
 
 from gpucap.apis.core import Pod
 from gpucap.apis.nodepool import NodePool
@@ -34,9 +35,6 @@ from gpucap.scheduling.requirements import Requirement, Requirements
 from gpucap.scheduling.solver import PoolInput, Scheduler
 
 GIB = 2**30
-LABELS = "abcdefg"
-CPUS = ["100m", "250m", "500m", "1000m", "1500m"]
-MEMS = ["100Mi", "256Mi", "512Mi", "1Gi", "2Gi", "4Gi"]
 
 
 def fake_instance_types(n: int) -> list[InstanceType]:
@@ -90,91 +88,11 @@ def nodepool(
     )
 
 
-def _pod(i: int, rng: random.Random, **spec: object) -> Pod:
-    labels = spec.pop("labels", {"my-label": rng.choice(LABELS)})
-    requests = {"cpu": rng.choice(CPUS), "memory": rng.choice(MEMS)}
-    return Pod.model_validate(
-        {
-            "metadata": {
-                "name": f"pod-{i}",
-                "namespace": "default",
-                "uid": f"uid-{i:06d}",
-                "labels": labels,
-            },
-            "spec": {"containers": [{"name": "c", "resources": {"requests": requests}}], **spec},
-        }
-    )
-
-
 def diverse_pods(n: int, seed: int = 42) -> list[Pod]:
     """Karpenter's `makeDiversePods`: n/5 each of generic, zone spread, hostname spread, zone
-    self-affinity and hostname anti-affinity; the remainder generic."""
-    rng = random.Random(seed)
-    per = n // 5
-    pods: list[Pod] = []
-
-    def spread(key: str) -> Callable[[int], Pod]:
-        def make(i: int) -> Pod:
-            value = rng.choice(LABELS)
-            return _pod(
-                i,
-                rng,
-                labels={"my-label": value},
-                topologySpreadConstraints=[
-                    {
-                        "maxSkew": 1,
-                        "topologyKey": key,
-                        "whenUnsatisfiable": "DoNotSchedule",
-                        "labelSelector": {"matchLabels": {"my-label": value}},
-                    }
-                ],
-            )
-
-        return make
-
-    def affinity(i: int) -> Pod:
-        value = rng.choice(LABELS)
-        term = {
-            "topologyKey": "topology.kubernetes.io/zone",
-            "labelSelector": {"matchLabels": {"my-affininity": value}},
-        }
-        return _pod(
-            i,
-            rng,
-            labels={"my-affininity": value},
-            affinity={"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}},
-        )
-
-    def anti(i: int) -> Pod:
-        term = {
-            "topologyKey": "kubernetes.io/hostname",
-            "labelSelector": {"matchLabels": {"app": "nginx"}},
-        }
-        return _pod(
-            i,
-            rng,
-            labels={"app": "nginx"},
-            affinity={
-                "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
-            },
-        )
-
-    makers: list[Callable[[int], Pod]] = [
-        lambda i: _pod(i, rng),
-        spread("topology.kubernetes.io/zone"),
-        spread("kubernetes.io/hostname"),
-        affinity,
-        anti,
-    ]
-    i = 0
-    for make in makers:
-        for _ in range(per):
-            pods.append(make(i))
-            i += 1
-    while i < n:
-        pods.append(_pod(i, rng))
-        i += 1
-    return pods
+    self-affinity and hostname anti-affinity; the remainder generic. The manifests are
+    `bench/plan.py`'s (one generator: the end-to-end bench plans the same pods from files)."""
+    return [Pod.model_validate(d) for d in plan_workload.diverse_pods(n, seed)]
 
 
 def gpu_mix(n: int, seed: int = 7) -> list[Pod]:
@@ -207,7 +125,7 @@ def gpu_mix(n: int, seed: int = 7) -> list[Pod]:
                 )
             )
         else:
-            pods.append(_pod(i, rng))
+            pods.append(Pod.model_validate(plan_workload.generic_pod(i, rng)))
     return pods
 
 
