@@ -31,6 +31,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 
 from gpucap.apis.core import Node, Pod
 from gpucap.apis.duration import parse_karpenter_duration
@@ -51,6 +52,7 @@ from gpucap.controllers.disruption.types import (
     PoolTotals,
 )
 from gpucap.controllers.nodeclaim.conditions import INITIALIZED, INSTANCE_TERMINATING, condition
+from gpucap.runtime.memo import IdentityMemo
 from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.solver import StateNode
 from gpucap.state.cluster import Cluster
@@ -78,7 +80,12 @@ def _when(text: str | None) -> dt.datetime | None:
 
 def consolidate_after_start(claim: NodeClaim) -> dt.datetime | None:
     """Where consolidateAfter counts from: the NodeClaim's last pod event, else when it became
-    Initialized; None while it is not Initialized."""
+    Initialized; None while it is not Initialized. Memoised per NodeClaim object (frozen):
+    every pass asks for every candidate, and again per held-back node."""
+    return _START(claim)
+
+
+def _consolidate_after_start(claim: NodeClaim) -> dt.datetime | None:
     init = condition(claim, INITIALIZED)
     if init is None or init.status != "True":
         return None
@@ -111,11 +118,22 @@ def consolidatable(claim: NodeClaim, nodepool: NodePool, now: dt.datetime) -> bo
 
 
 def drifted_reason(claim: NodeClaim) -> str:
-    """The Drifted condition's reason when it is True, else ""."""
+    """The Drifted condition's reason when it is True, else "" (memoised per NodeClaim
+    object, as `consolidate_after_start`)."""
+    return _DRIFTED(claim)
+
+
+def _drifted_reason(claim: NodeClaim) -> str:
     c = condition(claim, DRIFTED)
     if c is None or c.status != "True":
         return ""
     return c.reason or DRIFTED
+
+
+_START: IdentityMemo[NodeClaim, dt.datetime | None] = IdentityMemo(
+    _consolidate_after_start, size=4096
+)
+_DRIFTED: IdentityMemo[NodeClaim, str] = IdentityMemo(_drifted_reason, size=4096)
 
 
 def node_price(instance_type: InstanceType | None, zone: str, capacity_type: str) -> float:
@@ -146,15 +164,61 @@ def consolidate_after(nodepool: NodePool) -> int | None:
     return _seconds(nodepool.spec.disruption.consolidate_after)
 
 
-def _deleting(claim: NodeClaim, node: Node, marked: set[str]) -> bool:
+def _terminating(claim: NodeClaim) -> bool:
     terminating = condition(claim, INSTANCE_TERMINATING)
+    return terminating is not None and terminating.status == "True"
+
+
+_TERMINATING: IdentityMemo[NodeClaim, bool] = IdentityMemo(_terminating, size=4096)
+
+
+def _deleting(claim: NodeClaim, node: Node, marked: set[str]) -> bool:
     return (
         claim.metadata.deletion_timestamp is not None
         or node.metadata.deletion_timestamp is not None
         or claim.name in marked
         or node.metadata.name in marked
-        or (terminating is not None and terminating.status == "True")
+        or _TERMINATING(claim)
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _OnNode:
+    """What candidate selection reads of a state node's pods, computed once per (frozen)
+    `StateNode` object: its bound pods, the reschedulable ones, the eviction cost sums (in
+    the order the per-pass sums took) and the pods carrying a do-not-disrupt annotation (the
+    only ones `do_not_disrupt_active` can find active, whatever the time)."""
+
+    pods: tuple[Pod, ...]
+    reschedulable: tuple[Pod, ...]
+    eviction: float  # sum of eviction_cost over pods
+    reschedule: float  # sum of max(0, eviction_cost) over the reschedulable pods
+    annotated: tuple[Pod, ...]
+
+
+def _on_node(state: StateNode) -> _OnNode:
+    pods = tuple(p for p in state.pods if p.spec.node_name == state.name)
+    return _OnNode(
+        pods,
+        tuple(p for p in pods if is_reschedulable(p)),
+        sum(eviction_cost(p) for p in pods),
+        sum(max(0.0, eviction_cost(p)) for p in pods if is_reschedulable(p)),
+        tuple(p for p in pods if DO_NOT_DISRUPT in p.metadata.annotations),
+    )
+
+
+_ON_NODE: IdentityMemo[StateNode, _OnNode] = IdentityMemo(_on_node, size=4096)
+
+
+def _by_name(offered: Sequence[InstanceType]) -> dict[str, InstanceType]:
+    return {it.name: it for it in offered}
+
+
+# Per instance-type sequence object (the cloud provider hands the same tuple out while its
+# offerings are the same); callers only read the dict.
+_BY_NAME: IdentityMemo[Sequence[InstanceType], dict[str, InstanceType]] = IdentityMemo(
+    _by_name, size=64
+)
 
 
 def get_candidates(
@@ -181,7 +245,7 @@ def get_candidates(
             else cloud_provider.get_instance_types(np)
         )
         if offered:
-            types[name] = {it.name: it for it in offered}
+            types[name] = _BY_NAME(offered)
     marked = cluster.marked_for_deletion()
     by_provider_id: dict[str, Node] = {}
     for n in cluster.nodes():
@@ -195,20 +259,19 @@ def get_candidates(
         node = _node_of(cluster, claim, by_provider_id)
         state = by_name.get(node.metadata.name) if node is not None else None
         pool_name = (state.labels if state is not None else claim.metadata.labels).get(NODEPOOL)
-        pods = [p for p in state.pods if p.spec.node_name == state.name] if state else []
-        if state is not None and pool_name is not None:
+        on = _ON_NODE(state) if state is not None else None
+        if state is not None and on is not None and pool_name is not None:
             it = types.get(pool_name, {}).get(state.labels.get(INSTANCE_TYPE, ""))
             cost[pool_name] = cost.get(pool_name, 0.0) + node_price(
                 it, state.labels.get(ZONE, ""), state.labels.get(CAPACITY_TYPE, "")
             )
             disruption[pool_name] = disruption.get(pool_name, 0.0) + (
-                PER_NODE_BASE_DISRUPTION_COST
-                + sum(max(0.0, eviction_cost(p)) for p in pods if is_reschedulable(p))
+                PER_NODE_BASE_DISRUPTION_COST + on.reschedule
             )
-        if claim.name in in_flight or node is None or state is None:
+        if claim.name in in_flight or node is None or state is None or on is None:
             continue
         candidate = _candidate(
-            claim, node, state, pods, pools, types, now, disruption_class, marked, nominated
+            claim, node, state, on, pools, types, now, disruption_class, marked, nominated
         )
         if candidate is not None:
             out.append(candidate)
@@ -223,7 +286,7 @@ def _candidate(  # noqa: PLR0917 - the inputs of NewCandidate
     claim: NodeClaim,
     node: Node,
     state: StateNode,
-    pods: Sequence[Pod],
+    on: _OnNode,
     pools: Mapping[str, NodePool],
     types: Mapping[str, Mapping[str, InstanceType]],
     now: dt.datetime,
@@ -245,14 +308,27 @@ def _candidate(  # noqa: PLR0917 - the inputs of NewCandidate
     nodepool = pools.get(pool_name)
     if nodepool is None or pool_name not in types:
         return None
-    blocked = any(do_not_disrupt_active(p, now) for p in pods)
+    blocked = any(do_not_disrupt_active(p, now) for p in on.annotated)
     waived = disruption_class == EVENTUAL and claim.spec.termination_grace_period is not None
     if blocked and not waived:
         return None
     instance_type = types[pool_name].get(state.labels.get(INSTANCE_TYPE, ""))
+    disruption_cost = on.eviction * lifetime_remaining(claim, now)
+    last = _LAST.get(claim.name)
+    if (
+        last is not None
+        and last.node_claim is claim
+        and last.node is node
+        and last.state_node is state
+        and last.nodepool is nodepool
+        and last.instance_type is instance_type
+        and last.reschedulable_pods is on.reschedulable
+        and last.disruption_cost == disruption_cost
+    ):
+        return last  # every field the same: zone, capacity type, price and drift follow
     zone = state.labels.get(ZONE, "")
     capacity_type = state.labels.get(CAPACITY_TYPE, "")
-    return Candidate(
+    out = Candidate(
         node_claim=claim,
         node=node,
         state_node=state,
@@ -261,7 +337,18 @@ def _candidate(  # noqa: PLR0917 - the inputs of NewCandidate
         capacity_type=capacity_type,
         zone=zone,
         price=node_price(instance_type, zone, capacity_type),
-        reschedulable_pods=tuple(p for p in pods if is_reschedulable(p)),
-        disruption_cost=sum(eviction_cost(p) for p in pods) * lifetime_remaining(claim, now),
+        reschedulable_pods=on.reschedulable,
+        disruption_cost=disruption_cost,
         drifted=drifted_reason(claim),
     )
+    if len(_LAST) >= _LAST_SIZE:
+        _LAST.clear()
+    _LAST[claim.name] = out
+    return out
+
+
+# NodeClaim name -> its last candidate (frozen), handed out again while every input is the
+# same object and the clock-dependent disruption cost the same value: the methods then meet
+# the same candidate objects pass after pass (building one sums its pods' eviction costs).
+_LAST: dict[str, Candidate] = {}
+_LAST_SIZE = 4096

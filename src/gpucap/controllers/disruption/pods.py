@@ -16,6 +16,7 @@ Called by candidate selection (`candidates.py`) and the scheduling simulation.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 
 from gpucap.apis.core import Pod
 from gpucap.apis.duration import DurationError, parse_go_duration, parse_karpenter_duration
@@ -108,13 +109,20 @@ _RESCHEDULABLE: IdentityMemo[Pod, bool] = IdentityMemo(_is_reschedulable, size=8
 _EVICTION_COST: IdentityMemo[Pod, float] = IdentityMemo(_eviction_cost, size=8192)
 
 
+@functools.lru_cache(maxsize=64)
+def _expire_seconds(text: str) -> int | None:
+    """expireAfter in seconds, parsed once per value (None: Never or unreadable, both of
+    which leave the whole lifetime ahead)."""
+    try:
+        return parse_karpenter_duration(text)
+    except DurationError:
+        return None
+
+
 def lifetime_remaining(claim: NodeClaim, now: dt.datetime) -> float:
     """The fraction of the NodeClaim's expireAfter still ahead of it (1 for Never, or when its
     creation time is unknown)."""
-    try:
-        total = parse_karpenter_duration(claim.spec.expire_after)
-    except DurationError:
-        return 1.0
+    total = _expire_seconds(claim.spec.expire_after)
     created = claim.metadata.creation_timestamp
     if total is None or total <= 0 or created is None:
         return 1.0

@@ -36,7 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from gpucap.apis.core import Pod, PodSpec, Taint, Toleration
 from gpucap.apis.labels import CAPACITY_TYPE, ZONE
-from gpucap.controllers.disruption.pods import do_not_disrupt_active
+from gpucap.controllers.disruption.pods import DO_NOT_DISRUPT, do_not_disrupt_active
 from gpucap.controllers.disruption.simulation import PassInputs
 from gpucap.controllers.disruption.types import Candidate
 from gpucap.runtime.memo import IdentityMemo
@@ -191,6 +191,18 @@ _NUMBERS: dict[_Kind, int] = {}
 _COUNTER = itertools.count()
 _KIND: IdentityMemo[PodSpec, tuple[int, _Kind]] = IdentityMemo(_kind, size=8192)
 _NEUTRAL: IdentityMemo[PodSpec, bool] = IdentityMemo(_offering_neutral, size=8192)
+
+
+def _movers_of(movers: Sequence[Pod]) -> tuple[dict[str, int], dict[int, _Kind]]:
+    """The movers' summed requests and their kinds (both read-only to callers)."""
+    return add(*(_requests(p) for p in movers)), dict(_KIND(p.spec) for p in movers)
+
+
+# Per reschedulable-pods tuple of a candidate (one per state node object, kept from pass to
+# pass by candidate selection) without a do-not-disrupt annotation among them.
+_ALL_MOVE: IdentityMemo[Sequence[Pod], tuple[dict[str, int], dict[int, _Kind]]] = IdentityMemo(
+    _movers_of, size=4096
+)
 _REQUESTS: IdentityMemo[PodSpec, Mapping[str, int]] = IdentityMemo(
     lambda spec: add(pod_requests(spec), {"pods": 1}), size=8192
 )
@@ -262,9 +274,14 @@ class Room:
         for every prefix)."""
         hit = self._of.get(c.name)
         if hit is None or hit[0] is not c:
-            movers = [p for p in c.reschedulable_pods if not do_not_disrupt_active(p, self.now)]
-            need = add(*(_requests(p) for p in movers))
-            hit = self._of[c.name] = (c, need, dict(_KIND(p.spec) for p in movers))
+            pods = c.reschedulable_pods
+            if any(DO_NOT_DISRUPT in p.metadata.annotations for p in pods):
+                need, kinds = _movers_of(
+                    tuple(p for p in pods if not do_not_disrupt_active(p, self.now))
+                )
+            else:  # nothing the clock can keep back: all move, the same answer every pass
+                need, kinds = _ALL_MOVE(pods)
+            hit = self._of[c.name] = (c, need, kinds)
         return hit[1], hit[2]
 
     def may_move(self, candidates: Sequence[Candidate]) -> bool:

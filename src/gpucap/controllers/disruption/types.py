@@ -15,6 +15,7 @@ from typing import Literal, Protocol
 from gpucap.apis.core import Node, Pod
 from gpucap.apis.nodepool import NodeClaim, NodePool
 from gpucap.controllers.disruption.pods import eviction_cost
+from gpucap.runtime.memo import IdentityMemo
 from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.solver import NodeClaim as SolverNodeClaim
 from gpucap.scheduling.solver import StateNode
@@ -64,9 +65,7 @@ class Candidate:
     def __post_init__(self) -> None:
         """`RescheduleDisruptionCost`: 1 plus the positive eviction costs of the pods that
         would move."""
-        cost = PER_NODE_BASE_DISRUPTION_COST + sum(
-            max(0.0, eviction_cost(p)) for p in self.reschedulable_pods
-        )
+        cost = _RESCHEDULE_COST(self.reschedulable_pods)
         object.__setattr__(self, "reschedule_disruption_cost", cost)
 
     @property
@@ -87,6 +86,15 @@ class Candidate:
     @property
     def static(self) -> bool:
         return self.nodepool.spec.replicas is not None
+
+
+def _reschedule_cost(pods: tuple[Pod, ...]) -> float:
+    return PER_NODE_BASE_DISRUPTION_COST + sum(max(0.0, eviction_cost(p)) for p in pods)
+
+
+# Per reschedulable-pods tuple (candidate selection hands the same tuple out for the same
+# state node object, pass after pass).
+_RESCHEDULE_COST: IdentityMemo[tuple[Pod, ...], float] = IdentityMemo(_reschedule_cost, size=4096)
 
 
 @dataclass(frozen=True, slots=True)

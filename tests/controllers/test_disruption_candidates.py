@@ -1,0 +1,60 @@
+"""Candidate selection keeps per-node work from pass to pass (`candidates.py`: per StateNode,
+NodeClaim and instance-type tuple objects) and recomputes what depends on the clock: a
+do-not-disrupt duration and the lifetime remaining."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from gpucap.controllers.disruption.candidates import get_candidates
+from gpucap.controllers.disruption.pods import eviction_cost, lifetime_remaining
+from gpucap.controllers.disruption.types import GRACEFUL, Candidate
+from gpucap.runtime.clock import EPOCH
+from tests.builders import edit
+from tests.controllers.disruption_builders import Env, env, gpu_pod, pool
+
+HALF_HOUR = 1800.0
+
+
+def _candidates(e: Env, now: dt.datetime) -> list[Candidate]:
+    found, _ = get_candidates(e.cluster, e.provider, now, disruption_class=GRACEFUL)
+    return found
+
+
+def _protected_for(duration: str) -> Env:
+    doc = edit(gpu_pod("a"), "metadata.annotations", {"karpenter.sh/do-not-disrupt": duration})
+    doc = edit(doc, "status", {"startTime": EPOCH.isoformat().replace("+00:00", "Z")})
+    e = env(pool(), doc)
+    e.node("x", "g5.12xlarge", gpus=4, pods=("default/a",))
+    return e
+
+
+def test_a_do_not_disrupt_duration_ends_with_the_clock_while_the_objects_stay() -> None:
+    e = _protected_for("30m")
+    start = e.clock.now()
+    assert _candidates(e, start) == []
+    later = start + dt.timedelta(seconds=2 * HALF_HOUR)
+    assert [c.name for c in _candidates(e, later)] == ["x"]
+    # The same objects at the earlier time: protected again (nothing frozen by the memo).
+    assert _candidates(e, start) == []
+
+
+def test_the_disruption_cost_follows_the_clock_while_the_objects_stay() -> None:
+    e = env(pool(), gpu_pod("a"))
+    e.node("x", "g5.12xlarge", gpus=4, pods=("default/a",))
+    claim = e.cluster.node_claim("x")
+    assert claim is not None
+    spec = claim.spec.model_copy(update={"expire_after": "2h"})
+    meta = claim.metadata.model_copy(update={"creation_timestamp": e.clock.now()})
+    e.cluster.update_node_claim(claim.model_copy(update={"spec": spec, "metadata": meta}))
+    start = e.clock.now()
+    first = _candidates(e, start)
+    later = start + dt.timedelta(seconds=HALF_HOUR)
+    second = _candidates(e, later)
+    assert [c.name for c in first] == [c.name for c in second] == ["x"]
+    claim = first[0].node_claim
+    pods = [p for p in first[0].state_node.pods if p.spec.node_name == "x"]
+    cost = sum(eviction_cost(p) for p in pods)
+    assert first[0].disruption_cost == cost * lifetime_remaining(claim, start)
+    assert second[0].disruption_cost == cost * lifetime_remaining(claim, later)
+    assert second[0].disruption_cost < first[0].disruption_cost
