@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpucap.apis.ec2nodeclass import EC2NodeClass
+from gpucap.apis.reading import load_json
 from gpucap.cloudprovider.aws import capacity as cap
 from gpucap.cloudprovider.aws import catalog as catalog_module
 from gpucap.cloudprovider.aws.catalog import (
@@ -919,6 +920,15 @@ def test_bundled_data_round_trips_through_its_column_packing() -> None:
     assert unpack_catalog_columns(pack_catalog_columns(entries)) == entries
 
 
+def test_the_bundled_file_reads_the_same_without_the_user_file_limit_checks() -> None:
+    # The bundled file is read with plain `json.loads` (trusted, and faster); it must be
+    # within the limits `load_json` enforces on user files, so both readers agree on it.
+    text = (REPO / "src/gpucap/data/catalog/instance-types.json").read_text(encoding="utf-8")
+    checked = load_json(text, "instance-types.json")
+    assert checked == json.loads(text)
+    assert unpack_catalog_columns(checked) == _bundled_entries()
+
+
 @pytest.mark.skipif(not SHARED_DATA.exists(), reason="../shared/data is not checked out")
 def test_bundled_data_is_up_to_date_with_the_shared_data() -> None:
     spec = importlib.util.spec_from_file_location(
@@ -1183,6 +1193,19 @@ def test_scheduling_requirements_are_the_general_construction_for_every_catalog_
     for it in types:
         fast = scheduling_requirements(it.requirements)
         assert list(fast.items()) == list(_general(dict(it.requirements)).items()), it.name
+
+
+def test_types_share_one_requirement_object_per_key_and_values() -> None:
+    # Equal requirements are one object across types (immutable; cheaper to build and to
+    # intersect, which short-cuts on identity); distinct values stay distinct objects.
+    types = catalog_module.load_catalog("us-east-1").scheduling_instance_types()
+    arch = {it.requirements["kubernetes.io/arch"].values: it for it in types}
+    assert set(arch) == {frozenset({"amd64"}), frozenset({"arm64"})}
+    for it in types:
+        expected = arch[it.requirements["kubernetes.io/arch"].values]
+        assert it.requirements["kubernetes.io/arch"] is expected.requirements["kubernetes.io/arch"]
+    names = {id(it.requirements["node.kubernetes.io/instance-type"]) for it in types}
+    assert len(names) == len(types)
 
 
 def test_a_deprecated_key_and_its_replacement_intersect_as_requirements_do() -> None:
