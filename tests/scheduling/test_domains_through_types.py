@@ -17,9 +17,7 @@ KEYS = ["k1", "k2", "k3", "kubernetes.io/arch", "topology.kubernetes.io/zone"]
 VALUES = ["a", "b", "c", "1", "2", "10"]
 
 
-def _reference(
-    pool: Requirements, types: list[Requirements]
-) -> list[tuple[str, list[str]]]:
+def _reference(pool: Requirements, types: list[Requirements]) -> list[tuple[str, list[str]]]:
     found: dict[str, dict[str, None]] = {}
     for it_reqs in types:
         for key, req in pool.merge(it_reqs).items():

@@ -197,14 +197,13 @@ def _domains_through_types(
                 pool_only_done.add(key)
                 if not pool_req.complement:
                     found[key].update(dict.fromkeys(sorted(pool_req.values)))
-        for req in it_reqs.values():
-            if id(req) in done:
+        for type_req in it_reqs.values():
+            if id(type_req) in done:
                 continue
-            done.add(id(req))
-            key = req.key
+            done.add(id(type_req))
+            key = type_req.key
             existing = pool_reqs.get(key)
-            if existing is not None:
-                req = req.intersection(existing)
+            req = type_req if existing is None else type_req.intersection(existing)
             domains = found.get(key)
             if domains is None:
                 domains = found[key] = {}
