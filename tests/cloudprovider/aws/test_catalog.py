@@ -1216,3 +1216,25 @@ def test_a_deprecated_key_and_its_replacement_intersect_as_requirements_do() -> 
     got = scheduling_requirements(both)
     assert list(got.items()) == list(_general(both).items())
     assert got["topology.kubernetes.io/zone"].values == frozenset({"us-east-1b"})
+
+
+@pytest.mark.parametrize(
+    "reqs",
+    [
+        Requirements(),
+        Requirements.of(Requirement.new("topology.kubernetes.io/zone", "In", ["us-east-1a"])),
+        Requirements.of(
+            Requirement.new("topology.kubernetes.io/zone", "NotIn", ["us-east-1b", "us-east-1c"]),
+            Requirement.new("karpenter.sh/capacity-type", "In", ["spot"]),
+        ),
+        Requirements.of(Requirement.new("karpenter.sh/capacity-type", "DoesNotExist")),
+    ],
+)
+def test_compatible_offerings_are_the_available_ones_each_offering_allows(
+    us_east_1: Catalog, reqs: Requirements
+) -> None:
+    # `compatible_offerings` looks the zone and capacity-type requirements up once per type;
+    # the answer is `Offering.allowed_by`'s, offering by offering, in the same order.
+    for it in us_east_1.scheduling_instance_types():
+        expected = [o for o in it.offerings if o.available and o.allowed_by(reqs)]
+        assert scheduling.compatible_offerings(it, reqs) == expected, it.name
