@@ -181,14 +181,34 @@ def _domains_through_types(
 ) -> list[tuple[str, list[str]]]:
     """Per key, the domains of pool ∩ type over `type_reqs`, in Karpenter's insertion order
     (type by type, values sorted), each once."""
-    found: dict[str, dict[str, None]] = {}
+    # What merging the pool into each type and reading every key's values gives, without
+    # building the merged requirements: `pool.merge(type)` holds the pool's keys first (each
+    # intersected with the type's requirement on it, if any), then the type's other keys. Per
+    # key the domains arrive type by type; inserting the values of one requirement object again
+    # adds nothing, so each object (types share them) is read once, and each pool-only key once.
+    if not type_reqs:
+        return []
+    found: dict[str, dict[str, None]] = {key: {} for key in pool_reqs}
+    done: set[int] = set()  # ids of type requirements read (alive in `type_reqs` throughout)
+    pool_only_done: set[str] = set()
     for it_reqs in type_reqs:
-        merged = pool_reqs.merge(it_reqs)
-        for key, req in merged.items():
-            domains = found.setdefault(key, {})
+        for key, pool_req in pool_reqs.items():
+            if key not in it_reqs and key not in pool_only_done:
+                pool_only_done.add(key)
+                if not pool_req.complement:
+                    found[key].update(dict.fromkeys(sorted(pool_req.values)))
+        for type_req in it_reqs.values():
+            if id(type_req) in done:
+                continue
+            done.add(id(type_req))
+            key = type_req.key
+            existing = pool_reqs.get(key)
+            req = type_req if existing is None else type_req.intersection(existing)
+            domains = found.get(key)
+            if domains is None:
+                domains = found[key] = {}
             if not req.complement:
-                for domain in sorted(req.values):
-                    domains[domain] = None
+                domains.update(dict.fromkeys(sorted(req.values)))
     return [(key, list(domains)) for key, domains in found.items()]
 
 

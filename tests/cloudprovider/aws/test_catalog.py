@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpucap.apis.ec2nodeclass import EC2NodeClass
+from gpucap.apis.reading import load_json
 from gpucap.cloudprovider.aws import capacity as cap
 from gpucap.cloudprovider.aws import catalog as catalog_module
 from gpucap.cloudprovider.aws.catalog import (
@@ -919,6 +920,15 @@ def test_bundled_data_round_trips_through_its_column_packing() -> None:
     assert unpack_catalog_columns(pack_catalog_columns(entries)) == entries
 
 
+def test_the_bundled_file_reads_the_same_without_the_user_file_limit_checks() -> None:
+    # The bundled file is read with plain `json.loads` (trusted, and faster); it must be
+    # within the limits `load_json` enforces on user files, so both readers agree on it.
+    text = (REPO / "src/gpucap/data/catalog/instance-types.json").read_text(encoding="utf-8")
+    checked = load_json(text, "instance-types.json")
+    assert checked == json.loads(text)
+    assert unpack_catalog_columns(checked) == _bundled_entries()
+
+
 @pytest.mark.skipif(not SHARED_DATA.exists(), reason="../shared/data is not checked out")
 def test_bundled_data_is_up_to_date_with_the_shared_data() -> None:
     spec = importlib.util.spec_from_file_location(
@@ -1185,6 +1195,19 @@ def test_scheduling_requirements_are_the_general_construction_for_every_catalog_
         assert list(fast.items()) == list(_general(dict(it.requirements)).items()), it.name
 
 
+def test_types_share_one_requirement_object_per_key_and_values() -> None:
+    # Equal requirements are one object across types (immutable; cheaper to build and to
+    # intersect, which short-cuts on identity); distinct values stay distinct objects.
+    types = catalog_module.load_catalog("us-east-1").scheduling_instance_types()
+    arch = {it.requirements["kubernetes.io/arch"].values: it for it in types}
+    assert set(arch) == {frozenset({"amd64"}), frozenset({"arm64"})}
+    for it in types:
+        expected = arch[it.requirements["kubernetes.io/arch"].values]
+        assert it.requirements["kubernetes.io/arch"] is expected.requirements["kubernetes.io/arch"]
+    names = {id(it.requirements["node.kubernetes.io/instance-type"]) for it in types}
+    assert len(names) == len(types)
+
+
 def test_a_deprecated_key_and_its_replacement_intersect_as_requirements_do() -> None:
     both = {
         "failure-domain.beta.kubernetes.io/zone": ("us-east-1a", "us-east-1b"),
@@ -1193,3 +1216,25 @@ def test_a_deprecated_key_and_its_replacement_intersect_as_requirements_do() -> 
     got = scheduling_requirements(both)
     assert list(got.items()) == list(_general(both).items())
     assert got["topology.kubernetes.io/zone"].values == frozenset({"us-east-1b"})
+
+
+@pytest.mark.parametrize(
+    "reqs",
+    [
+        Requirements(),
+        Requirements.of(Requirement.new("topology.kubernetes.io/zone", "In", ["us-east-1a"])),
+        Requirements.of(
+            Requirement.new("topology.kubernetes.io/zone", "NotIn", ["us-east-1b", "us-east-1c"]),
+            Requirement.new("karpenter.sh/capacity-type", "In", ["spot"]),
+        ),
+        Requirements.of(Requirement.new("karpenter.sh/capacity-type", "DoesNotExist")),
+    ],
+)
+def test_compatible_offerings_are_the_available_ones_each_offering_allows(
+    us_east_1: Catalog, reqs: Requirements
+) -> None:
+    # `compatible_offerings` looks the zone and capacity-type requirements up once per type;
+    # the answer is `Offering.allowed_by`'s, offering by offering, in the same order.
+    for it in us_east_1.scheduling_instance_types():
+        expected = [o for o in it.offerings if o.available and o.allowed_by(reqs)]
+        assert scheduling.compatible_offerings(it, reqs) == expected, it.name

@@ -83,6 +83,7 @@ file, the entry (index and name) and the field.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -841,17 +842,24 @@ def scheduling_requirements(requirements: Mapping[str, tuple[str, ...]]) -> Requ
     found = _SCHEDULING_REQUIREMENTS.get(memo_key)
     if found is not None:
         return found
-    keys = sorted(WELL_KNOWN_LABEL_KEYS | set(requirements))
-    # What `Requirements.of(Requirement.new(key, "In" | "DoesNotExist", ...) ...)` builds,
-    # without its per-key intersection when the normalised keys are distinct (they are unless
-    # a deprecated key and its replacement are both present; then the general path).
-    items: dict[str, Requirement] = {}
-    for key in keys:
-        norm = normalize_label(key)
-        items[norm] = Requirement(norm, False, frozenset(requirements.get(key, ())))
-    if len(items) == len(keys):
+    plan = _key_plan(frozenset(requirements))
+    if plan is not None:
+        # What `Requirements.of(Requirement.new(key, "In" | "DoesNotExist", ...) ...)` builds,
+        # without its per-key intersection when the normalised keys are distinct (they are
+        # unless a deprecated key and its replacement are both present; then the general path).
+        # Equal requirements are one shared object: many types have the same arch, os, zones.
+        items: dict[str, Requirement] = {}
+        for key, norm in plan:
+            values = requirements.get(key, ())
+            shared = _REQUIREMENT.get((norm, values))
+            if shared is None:
+                if len(_REQUIREMENT) >= _SCHEDULING_REQUIREMENTS_MAX:
+                    _REQUIREMENT.clear()
+                shared = _REQUIREMENT[(norm, values)] = Requirement(norm, False, frozenset(values))
+            items[norm] = shared
         reqs = Requirements(items)
     else:
+        keys = sorted(WELL_KNOWN_LABEL_KEYS | set(requirements))
         reqs = Requirements.of(
             *(
                 Requirement.new(key, "In", values)
@@ -864,6 +872,26 @@ def scheduling_requirements(requirements: Mapping[str, tuple[str, ...]]) -> Requ
         _SCHEDULING_REQUIREMENTS.clear()
     _SCHEDULING_REQUIREMENTS[memo_key] = reqs
     return reqs
+
+
+def _key_plan(present: frozenset[str]) -> tuple[tuple[str, str], ...] | None:
+    """The sorted keys of a type with labels `present`, each with its normalised key, or None
+    when two keys normalise to one (the general path then intersects them). Memoised: the
+    catalog's types have a handful of distinct key sets."""
+    if present in _KEY_PLANS:
+        return _KEY_PLANS[present]
+    keys = sorted(WELL_KNOWN_LABEL_KEYS | present)
+    plan = tuple((key, normalize_label(key)) for key in keys)
+    result = plan if len({norm for _, norm in plan}) == len(plan) else None
+    if len(_KEY_PLANS) >= _SCHEDULING_REQUIREMENTS_MAX:
+        _KEY_PLANS.clear()
+    _KEY_PLANS[present] = result
+    return result
+
+
+_KEY_PLANS: dict[frozenset[str], tuple[tuple[str, str], ...] | None] = {}
+# One `Requirement` per (normalised key, values as given): immutable, so types share them.
+_REQUIREMENT: dict[tuple[str, tuple[str, ...]], Requirement] = {}
 
 
 # `scheduling_requirements` by its input (sorted items): a catalog type's labels are the same
@@ -1038,7 +1066,9 @@ def bundled_catalog_entries() -> list[dict[str, Any]]:
     """The bundled catalog as catalog-file entries (e.g. to write a `--catalog` template)."""
     package, path = BUNDLED_CATALOG_RESOURCE
     text = resources.files(package).joinpath(path).read_text(encoding="utf-8")
-    return unpack_catalog_columns(_load_json(text, source=f"{package}/{path}"))
+    # The bundled file is ours and within `load_json`'s limits (a test checks both readers
+    # agree on it), so the plain reader: the limit checks cost a tenth of a second per start.
+    return unpack_catalog_columns(json.loads(text))
 
 
 @cache
@@ -1219,8 +1249,12 @@ class _Entry:
         return value
 
     def str_(self, name: str, *, required: bool = False) -> str | None:
-        value = self._get(name, required)
+        value = self.raw.get(name)
+        if type(value) is str and value:
+            return value
         if value is None:
+            if required:
+                raise self.error(name, "required field is missing")
             return None
         if not isinstance(value, str) or not value:
             raise self.error(name, f"must be a non-empty string, got {_show(value)}")
@@ -1232,8 +1266,12 @@ class _Entry:
         return value
 
     def int_(self, name: str, *, required: bool = False, minimum: int = 0) -> int | None:
-        value = self._get(name, required)
+        value = self.raw.get(name)
+        if type(value) is int and minimum <= value <= MAX_INTEGER:
+            return value  # the common case, first; anything else gets the checks below
         if value is None:
+            if required:
+                raise self.error(name, "required field is missing")
             return None
         if isinstance(value, float) and value.is_integer():
             value = int(value)
