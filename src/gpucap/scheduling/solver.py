@@ -277,6 +277,13 @@ class PassCache:
         reqs = [it.requirements for it in types]
         if not isinstance(types, tuple):
             return reqs  # a list may change under us: no sharing
+        # A new tuple of types whose requirements are the same objects as a kept list's (the
+        # cloud provider's new tuple after an offering changed: the requirements are kept)
+        # gets that list, so the domains and domain groups built through it are shared too.
+        for _, kept in self.type_reqs.values():
+            if len(kept) == len(reqs) and all(a is b for a, b in zip(kept, reqs, strict=True)):
+                reqs = kept
+                break
         if len(self.type_reqs) >= _CACHE_MAX:
             self.type_reqs.clear()
         self.type_reqs[id(types)] = (types, reqs)
