@@ -211,7 +211,12 @@ class PassCache:
       pods are the same objects: its bound pods' requests, keys, host ports and (while its
       labels are the same mapping and its taints equal) the pods as the topology counts them:
       the only inputs each reads. So a scheduler over the same nodes, or the same nodes less
-      a few (a consolidation simulation), builds its existing nodes from these.
+      a few (a consolidation simulation), builds its existing nodes from these;
+    - per node name while the `StateNode` is the same object (the cluster keeps unchanged
+      ones) and the DaemonSets the same: all of the above for that node (`_NodeEntry`);
+    - each NodePool's filtered type list per (table, pool requirements, minValues policy);
+    - a new type tuple whose requirements are the same objects as a kept list's shares that
+      list (so the domains through it and the domain groups are not rebuilt).
 
     Keys on identity hold the object they were taken from, so an id cannot be reused while the
     entry lives. Objects are never changed after they are built (applied objects are replaced,
