@@ -211,7 +211,12 @@ class PassCache:
       pods are the same objects: its bound pods' requests, keys, host ports and (while its
       labels are the same mapping and its taints equal) the pods as the topology counts them:
       the only inputs each reads. So a scheduler over the same nodes, or the same nodes less
-      a few (a consolidation simulation), builds its existing nodes from these.
+      a few (a consolidation simulation), builds its existing nodes from these;
+    - per node name while the `StateNode` is the same object (the cluster keeps unchanged
+      ones) and the DaemonSets the same: all of the above for that node (`_NodeEntry`);
+    - each NodePool's filtered type list per (table, pool requirements, minValues policy);
+    - a new type tuple whose requirements are the same objects as a kept list's shares that
+      list (so the domains through it and the domain groups are not rebuilt).
 
     Keys on identity hold the object they were taken from, so an id cannot be reused while the
     entry lives. Objects are never changed after they are built (applied objects are replaced,
@@ -243,6 +248,11 @@ class PassCache:
         field(default_factory=dict)
     )
     node_pods: dict[str, _NodePods] = field(default_factory=dict)
+    node_entries: dict[str, _NodeEntry] = field(default_factory=dict)
+    pool_types: dict[
+        tuple[int, Requirements, bool],
+        tuple[InstanceTypeTable, tuple[bytes, tuple[InstanceType, ...]] | str],
+    ] = field(default_factory=dict)
     domains: dict[
         tuple[tuple[Requirements, tuple[Taint, ...], int], ...],
         tuple[tuple[Sequence[Requirements], ...], DomainGroups],
@@ -272,6 +282,13 @@ class PassCache:
         reqs = [it.requirements for it in types]
         if not isinstance(types, tuple):
             return reqs  # a list may change under us: no sharing
+        # A new tuple of types whose requirements are the same objects as a kept list's (the
+        # cloud provider's new tuple after an offering changed: the requirements are kept)
+        # gets that list, so the domains and domain groups built through it are shared too.
+        for _, kept in self.type_reqs.values():
+            if len(kept) == len(reqs) and all(a is b for a, b in zip(kept, reqs, strict=True)):
+                reqs = kept
+                break
         if len(self.type_reqs) >= _CACHE_MAX:
             self.type_reqs.clear()
         self.type_reqs[id(types)] = (types, reqs)
@@ -314,6 +331,22 @@ class _NodePods:
     ports: dict[str, tuple[HostPort, ...]]  # the non-empty host ports, by pod key
     # The pods as the topology counts them, for the labels and taints they were built with.
     counted: list[tuple[Mapping[str, str], tuple[Taint, ...], tuple[CountedPod, ...]]]
+
+
+@dataclass(frozen=True, slots=True)
+class _NodeEntry:
+    """An existing node as a `Scheduler` starts from it: its bound pods' data, those pods as
+    the topology counts them, what is left on it (less the DaemonSets that would still come),
+    its requirements and effective taints. Only read (each `ExistingNode` copies `remaining`
+    and the host ports)."""
+
+    state: StateNode
+    daemon_serial: int
+    pods: _NodePods
+    counted: tuple[CountedPod, ...]
+    remaining: Resources
+    requirements: Requirements
+    taints: tuple[Taint, ...]
 
 
 # ---- per-pod data -------------------------------------------------------------------------------
@@ -952,22 +985,13 @@ class Scheduler:
                     cache.keep_table(pool.instance_types, *base)
             bases[id(pool.instance_types)] = base
             base_table, all_types = base
-            everything = [DaemonOverheadGroup(frozenset(), {}, HostPortUsage(), all_types)]
-            mask, _, outcome = filter_options(
-                base_table,
-                np.ones(len(base_table.types), dtype=np.bool_),
-                template.requirements,
-                None,
-                everything,
-                {},
-                relax_min_values=self.relax_min_values,
-            )
-            if not mask.any():
-                why = outcome.min_values_error or "requirements filtered out all instance types"
-                self.pool_notes[pool.nodepool.name] = f"skipping, nodepool {why}"
+            filtered = self._pool_types(base_table, all_types, template.requirements)
+            if isinstance(filtered, str):
+                self.pool_notes[pool.nodepool.name] = f"skipping, nodepool {filtered}"
                 continue
-            template.instance_types = base_table.types_of(mask)
-            key = (id(pool.instance_types), mask.tobytes())
+            mask_bytes, pool_types = filtered
+            template.instance_types = list(pool_types)
+            key = (id(pool.instance_types), mask_bytes)
             shared = tables.get(key)
             if shared is None and cache is not None:
                 shared = cache.subtable_of(pool.instance_types, key[1])
@@ -1045,15 +1069,17 @@ class Scheduler:
             else build_domain_groups(domain_inputs)
         )
         pending_keys = {p.key for p in pending_pods}
-        node_pods = {n.name: self._node_pods(n) for n in live}
-        counted = [
-            counted
-            for n in live
-            for counted, key in zip(
-                self._counted(n, node_pods[n.name]), node_pods[n.name].keys, strict=True
-            )
-            if key not in pending_keys
-        ]
+        entries = [self._node_entry(n) for n in live]
+        counted: list[CountedPod] = []
+        for e in entries:
+            if pending_keys.isdisjoint(e.pods.keys):
+                counted.extend(e.counted)
+            else:
+                counted.extend(
+                    c
+                    for c, key in zip(e.counted, e.pods.keys, strict=True)
+                    if key not in pending_keys
+                )
         self.topology = Topology(
             domain_groups,
             existing_pods=counted,
@@ -1061,8 +1087,17 @@ class Scheduler:
             ignore_preferences=self.options.preference_policy == "Ignore",
         )
         self.existing: list[ExistingNode] = []
-        for n in live:
-            self.existing.append(self._existing_node(n, node_pods[n.name]))
+        for n, e in zip(live, entries, strict=True):
+            self.topology.register(HOSTNAME, n.hostname)
+            self.existing.append(
+                ExistingNode(
+                    n,
+                    dict(e.remaining),
+                    e.requirements,
+                    e.taints,
+                    HostPortUsage(dict(e.pods.ports)),
+                )
+            )
             pool_remaining = self.remaining_resources.get(n.nodepool or "")
             if pool_remaining is not None:
                 self.remaining_resources[n.nodepool or ""] = subtract(
@@ -1086,16 +1121,69 @@ class Scheduler:
         # NodePool -> (its remaining limits, the types within them, whether any is)
         self._within: dict[str, tuple[Resources, Mask, bool]] = {}
 
-    def _existing_node(self, n: StateNode, pods: _NodePods) -> ExistingNode:
+    def _pool_types(
+        self, base_table: InstanceTypeTable, all_types: Mask, reqs: Requirements
+    ) -> tuple[bytes, tuple[InstanceType, ...]] | str:
+        """A NodePool's instance types: those of `base_table` its requirements allow (the
+        mask's bytes and the types), or why none is left. With a `PassCache`, shared per
+        (table, requirements, minValues policy): the answer is a function of exactly those."""
+        cache = self._cache
+        key = (id(base_table), reqs, self.relax_min_values)
+        if cache is not None:
+            hit = cache.pool_types.get(key)
+            if hit is not None and hit[0] is base_table:
+                return hit[1]
+        everything = [DaemonOverheadGroup(frozenset(), {}, HostPortUsage(), all_types)]
+        mask, _, outcome = filter_options(
+            base_table,
+            np.ones(len(base_table.types), dtype=np.bool_),
+            reqs,
+            None,
+            everything,
+            {},
+            relax_min_values=self.relax_min_values,
+        )
+        out: tuple[bytes, tuple[InstanceType, ...]] | str
+        if not mask.any():
+            out = outcome.min_values_error or "requirements filtered out all instance types"
+        else:
+            out = (mask.tobytes(), tuple(base_table.types_of(mask)))
+        if cache is not None:
+            if len(cache.pool_types) >= _CACHE_MAX:
+                cache.pool_types.clear()
+            cache.pool_types[key] = (base_table, out)
+        return out
+
+    def _node_entry(self, n: StateNode) -> _NodeEntry:
+        """What an existing node starts the pass with (see `_NodeEntry`); with a `PassCache`,
+        the last one built for the node's name while the `StateNode` is the same object and
+        the DaemonSets the same (a frozen StateNode: the same inputs, the same answers)."""
+        cache = self._cache
+        if cache is not None:
+            hit = cache.node_entries.get(n.name)
+            if hit is not None and hit.state is n and hit.daemon_serial == self._daemon_serial:
+                return hit
+        pods = self._node_pods(n)
         taints = n.effective_taints()
         labels_reqs, reqs = self._node_requirements(n)
         daemon_requests = self._node_daemon_requests(n, taints, labels_reqs)
         missing_daemons = {k: max(v, 0) for k, v in subtract(daemon_requests, pods.daemons).items()}
         available = subtract(dict(n.allocatable), pods.bound)
-        self.topology.register(HOSTNAME, n.hostname)
-        return ExistingNode(
-            n, subtract(available, missing_daemons), reqs, taints, HostPortUsage(dict(pods.ports))
+        out = _NodeEntry(
+            n,
+            self._daemon_serial,
+            pods,
+            self._counted(n, pods),
+            subtract(available, missing_daemons),
+            reqs,
+            taints,
         )
+        # Without a serial (no cache, or DaemonSets not kept) nothing is shared.
+        if cache is not None and self._daemon_serial:
+            if len(cache.node_entries) >= _NODE_CACHE_MAX:
+                cache.node_entries.clear()
+            cache.node_entries[n.name] = out
+        return out
 
     def _node_pods(self, n: StateNode) -> _NodePods:
         """What the node's bound pods request (all of them, and the DaemonSet ones; each plus
