@@ -203,6 +203,11 @@ def _movers_of(movers: Sequence[Pod]) -> tuple[dict[str, int], dict[int, _Kind]]
 _ALL_MOVE: IdentityMemo[Sequence[Pod], tuple[dict[str, int], dict[int, _Kind]]] = IdentityMemo(
     _movers_of, size=4096
 )
+# Per reschedulable-pods tuple: whether one of them carries a do-not-disrupt annotation (the
+# clock decides only for those).
+_ANNOTATED: IdentityMemo[Sequence[Pod], bool] = IdentityMemo(
+    lambda pods: any(DO_NOT_DISRUPT in p.metadata.annotations for p in pods), size=4096
+)
 _REQUESTS: IdentityMemo[PodSpec, Mapping[str, int]] = IdentityMemo(
     lambda spec: add(pod_requests(spec), {"pods": 1}), size=8192
 )
@@ -309,7 +314,7 @@ class Room:
         hit = self._of.get(c.name)
         if hit is None or hit[0] is not c:
             pods = c.reschedulable_pods
-            if any(DO_NOT_DISRUPT in p.metadata.annotations for p in pods):
+            if _ANNOTATED(pods):
                 need, kinds = _movers_of(
                     tuple(p for p in pods if not do_not_disrupt_active(p, self.now))
                 )
