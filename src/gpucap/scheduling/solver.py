@@ -1101,13 +1101,13 @@ class Scheduler:
                     HostPortUsage(dict(e.pods.ports)),
                 )
             )
-            pool = n.nodepool or ""
-            if pool in self.remaining_resources:
-                used.setdefault(pool, []).append(n.capacity)
-        for pool, capacities in used.items():
-            self.remaining_resources[pool] = {
+            name = n.nodepool or ""
+            if name in self.remaining_resources:
+                used.setdefault(name, []).append(n.capacity)
+        for name, capacities in used.items():
+            self.remaining_resources[name] = {
                 k: v - (len(capacities) if k == "nodes" else sum(c.get(k, 0) for c in capacities))
-                for k, v in self.remaining_resources[pool].items()
+                for k, v in self.remaining_resources[name].items()
             }
         self.existing.sort(key=lambda e: (not e.state.initialized, e.name))
         self.new_node_claims: list[NodeClaim] = []
