@@ -1087,6 +1087,9 @@ class Scheduler:
             ignore_preferences=self.options.preference_policy == "Ignore",
         )
         self.existing: list[ExistingNode] = []
+        # Per pool with limits, the capacities of its live nodes: subtracted once below (the
+        # same integers as one subtraction per node, and `subtract` keeps the limit's keys).
+        used: dict[str, list[Mapping[str, int]]] = {}
         for n, e in zip(live, entries, strict=True):
             self.topology.register(HOSTNAME, n.hostname)
             self.existing.append(
@@ -1098,11 +1101,14 @@ class Scheduler:
                     HostPortUsage(dict(e.pods.ports)),
                 )
             )
-            pool_remaining = self.remaining_resources.get(n.nodepool or "")
-            if pool_remaining is not None:
-                self.remaining_resources[n.nodepool or ""] = subtract(
-                    pool_remaining, {**n.capacity, "nodes": 1}
-                )
+            name = n.nodepool or ""
+            if name in self.remaining_resources:
+                used.setdefault(name, []).append(n.capacity)
+        for name, capacities in used.items():
+            self.remaining_resources[name] = {
+                k: v - (len(capacities) if k == "nodes" else sum(c.get(k, 0) for c in capacities))
+                for k, v in self.remaining_resources[name].items()
+            }
         self.existing.sort(key=lambda e: (not e.state.initialized, e.name))
         self.new_node_claims: list[NodeClaim] = []
         # Planned NodeClaims by pod count, each bucket in creation order (see `_add`).

@@ -34,7 +34,7 @@ import datetime as dt
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
 
-from gpucap.apis.core import Pod, PodSpec, Taint, Toleration
+from gpucap.apis.core import Pod, PodSpec, Toleration
 from gpucap.apis.labels import CAPACITY_TYPE, ZONE
 from gpucap.controllers.disruption.pods import DO_NOT_DISRUPT, do_not_disrupt_active
 from gpucap.controllers.disruption.simulation import PassInputs
@@ -203,11 +203,55 @@ def _movers_of(movers: Sequence[Pod]) -> tuple[dict[str, int], dict[int, _Kind]]
 _ALL_MOVE: IdentityMemo[Sequence[Pod], tuple[dict[str, int], dict[int, _Kind]]] = IdentityMemo(
     _movers_of, size=4096
 )
+# Per reschedulable-pods tuple: whether one of them carries a do-not-disrupt annotation (the
+# clock decides only for those).
+_ANNOTATED: IdentityMemo[Sequence[Pod], bool] = IdentityMemo(
+    lambda pods: any(DO_NOT_DISRUPT in p.metadata.annotations for p in pods), size=4096
+)
 _REQUESTS: IdentityMemo[PodSpec, Mapping[str, int]] = IdentityMemo(
     lambda spec: add(pod_requests(spec), {"pods": 1}), size=8192
 )
 _LEFT: dict[str, tuple[Mapping[str, int], tuple[Pod, ...], dict[str, int] | None]] = {}
 _LEFT_SIZE = 4096
+
+
+class _NodeRoom:
+    """What the pre-check reads of one `StateNode` object, kept while the snapshot hands out
+    that object (the same Node, pods and mark): whether its pods are offering-neutral, what it
+    has left (`_left`), its taints, and per mover kind (by number) whether the kind fits.
+    Nothing here reads the clock or the pass, so the answers hold from pass to pass."""
+
+    __slots__ = ("_takes", "left", "neutral", "taints")
+
+    def __init__(self, node: StateNode) -> None:
+        self.neutral = all(_NEUTRAL(p.spec) for p in node.pods)
+        self.left = _left(node)
+        self.taints = tuple(node.taints)
+        self._takes: dict[int, bool] = {}
+
+    @property
+    def room(self) -> dict[str, int]:
+        """What the node has left (only asked of nodes with room: `Room.free`)."""
+        assert self.left is not None
+        return self.left
+
+    def takes(self, number: int, kind: _Kind) -> bool:
+        """Whether a pod of `kind` fits whole right now: its requests within what is left,
+        its taints tolerated (numbers are never reused, so the answer per number holds)."""
+        hit = self._takes.get(number)
+        if hit is None:
+            requests, tolerations = kind
+            left = self.room
+            hit = all(v <= left.get(r, 0) for r, v in requests) and (
+                untolerated(self.taints, tolerations) is None
+            )
+            if len(self._takes) >= _KINDS_SIZE:
+                self._takes.clear()
+            self._takes[number] = hit
+        return hit
+
+
+_NODE_ROOM: IdentityMemo[StateNode, _NodeRoom] = IdentityMemo(_NodeRoom, size=4096)
 
 
 def _lacks_spot(it: InstanceType, reqs: Requirements) -> bool:
@@ -231,18 +275,17 @@ class Room:
     ) -> None:
         self.now = now
         self.spot_to_spot = spot_to_spot
-        # What each node a mover may go to has left, with its taints.
-        self.free: dict[str, tuple[tuple[Taint, ...], dict[str, int]]] = {}
+        # What each node a mover may go to has left, with its taints (`_NodeRoom`).
+        self.free: dict[str, _NodeRoom] = {}
         neutral = all(_NEUTRAL(p.spec) for p in inputs.snap.pending)
         for n in inputs.snap.nodes:
-            neutral = neutral and all(_NEUTRAL(p.spec) for p in n.pods)
+            node = _NODE_ROOM(n)
+            neutral = neutral and node.neutral
             if n.marked_for_deletion or not n.initialized or n.name in inputs.held_back:
                 continue
-            left = _left(n)
-            if left is None:
+            if node.left is None:
                 continue  # `fits` refuses every pod on a node short of something
-            taints = tuple(n.taints)
-            self.free[n.name] = (taints, left)
+            self.free[n.name] = node
         self.any_type, self.non_spot = (offers or OfferCache()).get(inputs.pools, neutral=neutral)
         # Per set of mover kinds: the nodes taking at least one of them, and their room summed.
         self._rooms: dict[frozenset[int], tuple[frozenset[str], dict[str, int]]] = {}
@@ -255,17 +298,13 @@ class Room:
         key = frozenset(kinds)
         hit = self._rooms.get(key)
         if hit is None:
-            wanted = list(kinds.values())
+            items = list(kinds.items())
             names = frozenset(
                 name
-                for name, (taints, left) in self.free.items()
-                if any(
-                    all(v <= left.get(r, 0) for r, v in requests)
-                    and untolerated(taints, tolerations) is None
-                    for requests, tolerations in wanted
-                )
+                for name, node in self.free.items()
+                if any(node.takes(number, kind) for number, kind in items)
             )
-            hit = self._rooms[key] = (names, add(*(self.free[n][1] for n in names)))
+            hit = self._rooms[key] = (names, add(*(self.free[n].room for n in names)))
         return hit
 
     def _movers(self, c: Candidate) -> tuple[dict[str, int], dict[int, _Kind]]:
@@ -275,7 +314,7 @@ class Room:
         hit = self._of.get(c.name)
         if hit is None or hit[0] is not c:
             pods = c.reschedulable_pods
-            if any(DO_NOT_DISRUPT in p.metadata.annotations for p in pods):
+            if _ANNOTATED(pods):
                 need, kinds = _movers_of(
                     tuple(p for p in pods if not do_not_disrupt_active(p, self.now))
                 )
@@ -292,7 +331,7 @@ class Room:
         takers, room = self._room({k: v for m in movers for k, v in m[1].items()})
         for c in candidates:
             if c.name in takers:
-                room = subtract(room, self.free[c.name][1])
+                room = subtract(room, self.free[c.name].room)
         price = sum(c.price for c in candidates)
         spot = all(c.capacity_type == _SPOT for c in candidates)
         offers = self.non_spot if spot and not self.spot_to_spot else self.any_type
