@@ -334,8 +334,8 @@ def stage_times(path: Path, catalog_file: Path) -> Stages:
     with st.stage("read"):
         text = read_path(str(path))
         catalog = _load_catalog(REGION, None, str(catalog_file), None)
-    # As `serde.load_text` runs them: without the cyclic collector (see `_collector_paused`).
-    with serde._collector_paused():
+    # As `serde.load_text` runs them: without the cyclic collector (see `collector_paused`).
+    with serde.collector_paused():
         with st.stage("parse"):
             docs = serde.parse_text(text, str(path))
         if isinstance(docs, str):

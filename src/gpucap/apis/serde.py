@@ -455,7 +455,7 @@ def load_text(
     """Load every document of one file's text. `ignored` collects unused kinds across files;
     `budget` counts documents and pods across the files of one run (`apis/limits.py`)."""
     budget = Budget() if budget is None else budget
-    with _collector_paused():
+    with collector_paused():
         parsed = parse_text(text, file, budget)
         if isinstance(parsed, str):
             return LoadResult(issues=[Issue("error", None, None, (), parsed)])
@@ -463,7 +463,7 @@ def load_text(
 
 
 @contextmanager
-def _collector_paused() -> Iterator[None]:
+def collector_paused() -> Iterator[None]:
     """No cyclic garbage collection while a file loads. Loading makes many objects that all
     live on (parsed documents, then models) and almost no cycles; the collector's full passes
     over that growing heap made validation cost more per pod the more pods a file held
