@@ -385,6 +385,7 @@ def plan(  # noqa: PLR0917 - typer maps parameters to options
     _report(result)
     if not result.ok:
         raise typer.Exit(EXIT_BAD_INPUT)
+    result.release_texts()  # plan asks for no line from here on: the input text can go
     cat = _load_catalog(region, zones, catalog, prices)
     # The loaded objects and the catalog live to the end and hold no garbage cycles: out of the
     # collector's sight, its passes while planning and rendering no longer walk them.
