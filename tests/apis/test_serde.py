@@ -353,3 +353,14 @@ def test_a_list_item_is_let_go_once_its_model_is_built() -> None:
     result = load_documents(docs, "list.yaml")
     assert [m.ref for m in result.manifests] == ["NodePool/a", "NodePool/b"]
     assert docs[0][0]["items"] == [None, None]
+
+
+def test_each_document_is_let_go_once_its_model_is_built() -> None:
+    from gpucap.apis.serde import load_documents, parse_text  # noqa: PLC0415
+
+    docs = parse_text(to_yaml(nodepool("a"), nodepool("b")), "two.yaml")
+    assert not isinstance(docs, str)
+    result = load_documents(docs, "two.yaml")
+    assert [m.ref for m in result.manifests] == ["NodePool/a", "NodePool/b"]
+    assert [data for data, _ in docs] == [None, None]
+    assert result.manifests[1].source.line_of(("spec",)) is not None  # line maps stay

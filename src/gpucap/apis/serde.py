@@ -545,8 +545,9 @@ def load_documents(
     """The second stage of `load_text`: dispatch, default and validate each parsed document
     (the items of a `kind: List` one by one). `text`, the documents' source, lets it skip
     looking for placeholders in every field when the text cannot hold a `$`. It consumes the
-    items of a `kind: List`: each is set to None once loaded, so that the parsed tree and the
-    models built from it are not all alive at once."""
+    documents (when `docs` is a list) and the items of a `kind: List`: each is set to None
+    once loaded, so that the parsed trees and the models built from them are not all alive at
+    once (peak memory)."""
     dollars = text is None or _may_hold_dollar(text)
     own_counter = ignored is None
     counter: Counter[str] = Counter() if ignored is None else ignored
@@ -581,6 +582,8 @@ def load_documents(
                     break
             continue
         _load_document(data, source, result, counter, budget, dollars)
+        if isinstance(docs, list):
+            docs[index] = (None, lines)  # as a List item: the parsed tree can go
     if own_counter:
         _group_placeholders(result)
         _report_ignored(result, counter)
