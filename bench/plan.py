@@ -334,8 +334,8 @@ def stage_times(path: Path, catalog_file: Path) -> Stages:
     with st.stage("read"):
         text = read_path(str(path))
         catalog = _load_catalog(REGION, None, str(catalog_file), None)
-    # As `serde.load_text` runs them: without the cyclic collector (see `_collector_paused`).
-    with serde._collector_paused():
+    # As `serde.load_text` runs them: without the cyclic collector (see `collector_paused`).
+    with serde.collector_paused():
         with st.stage("parse"):
             docs = serde.parse_text(text, str(path))
         if isinstance(docs, str):
@@ -346,6 +346,9 @@ def stage_times(path: Path, catalog_file: Path) -> Stages:
         sys.exit(f"bench/plan.py: {result.errors[0]}")
     with st.stage("validate"):
         manifests = result.objects
+    # As `gpucap plan` does: the loaded objects out of the collector's sight from here on.
+    del text, docs
+    gc.freeze()
     with st.stage("expand"):
         pods = manifests.pods
     with st.stage("pools"):
@@ -368,6 +371,7 @@ def stage_times(path: Path, catalog_file: Path) -> Stages:
     with st.stage("render"):
         format_plan(made, "json")
     st.nodes = len(made.node_claims)
+    gc.unfreeze()  # the next size starts as this one did
     return st
 
 

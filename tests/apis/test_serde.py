@@ -326,3 +326,41 @@ def test_gpu_request_defaults_from_limit_as_the_api_server_does() -> None:
     result = load(pod(gpu=2, tolerations=[GPU_TOLERATION]))
     requests = result.objects.pods[0].spec.containers[0].resources.requests
     assert str(requests["nvidia.com/gpu"]) == "2"
+
+
+def test_lines_asked_for_before_the_texts_are_released_are_kept_and_later_ones_are_none(
+    tmp_path: Path,
+) -> None:
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.yaml").write_text(to_yaml(nodepool(name)))
+    result = load_paths([str(tmp_path)])
+    assert not result.issues
+    assert len(result.texts) == 2
+    first, second = (m.source for m in result.manifests)
+    assert first.line_of(("spec",)) == 5
+    result.release_texts()
+    assert result.texts == []
+    assert first.line_of(("spec",)) == 5  # built before: kept
+    assert second.line_of(("spec",)) is None  # not built before: the text is gone
+
+
+def test_a_list_item_is_let_go_once_its_model_is_built() -> None:
+    from gpucap.apis.serde import load_documents, parse_text  # noqa: PLC0415
+
+    doc = {"apiVersion": "v1", "kind": "List", "items": [nodepool("a"), nodepool("b")]}
+    docs = parse_text(to_yaml(doc), "list.yaml")
+    assert not isinstance(docs, str)
+    result = load_documents(docs, "list.yaml")
+    assert [m.ref for m in result.manifests] == ["NodePool/a", "NodePool/b"]
+    assert docs[0][0]["items"] == [None, None]
+
+
+def test_each_document_is_let_go_once_its_model_is_built() -> None:
+    from gpucap.apis.serde import load_documents, parse_text  # noqa: PLC0415
+
+    docs = parse_text(to_yaml(nodepool("a"), nodepool("b")), "two.yaml")
+    assert not isinstance(docs, str)
+    result = load_documents(docs, "two.yaml")
+    assert [m.ref for m in result.manifests] == ["NodePool/a", "NodePool/b"]
+    assert [data for data, _ in docs] == [None, None]
+    assert result.manifests[1].source.line_of(("spec",)) is not None  # line maps stay

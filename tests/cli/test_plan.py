@@ -457,3 +457,22 @@ def test_when_the_launched_nodes_fill_the_limit_the_plan_is_the_single_pass(tmp_
     assert multi["nodeClaims"] == single["nodeClaims"]
     assert multi["unschedulable"] == single["unschedulable"]
     assert multi["summary"]["passes"] == 2
+
+
+@pytest.mark.parametrize("output", ["json", "yaml"])
+def test_the_streamed_plan_is_the_text_format_plan_makes(output: str) -> None:
+    import io  # noqa: PLC0415
+
+    from gpucap.apis.serde import load_paths  # noqa: PLC0415
+    from gpucap.cli.render import format_plan, write_plan  # noqa: PLC0415
+    from gpucap.controllers.provisioning import plan  # noqa: PLC0415
+
+    loaded = load_paths([str(WORKSHOP)])
+    made = plan(loaded.objects, load_catalog("us-east-1"))
+    stream = io.StringIO()
+    write_plan(made, output, stream)
+    assert stream.getvalue() == format_plan(made, output)
+    assert made.node_claims  # a plan with something in it
+    if output == "json":
+        # `format_plan` is what `json.dumps(..., indent=2)` wrote before streaming.
+        assert stream.getvalue() == json.dumps(json.loads(stream.getvalue()), indent=2) + "\n"

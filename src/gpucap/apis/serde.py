@@ -241,6 +241,8 @@ class LoadResult:
 
     manifests: list[Manifest] = field(default_factory=list)
     issues: list[Issue] = field(default_factory=list)
+    # The texts the line maps are built from, when asked for (`release_texts`).
+    texts: list[TextLines] = field(default_factory=list, repr=False, compare=False)
 
     @property
     def errors(self) -> list[Issue]:
@@ -257,6 +259,14 @@ class LoadResult:
     def extend(self, other: LoadResult) -> None:
         self.manifests.extend(other.manifests)
         self.issues.extend(other.issues)
+        self.texts.extend(other.texts)
+
+    def release_texts(self) -> None:
+        """Free the files' text: line maps not built by now stay empty, so an issue formatted
+        afterwards has no line. `gpucap plan` calls it once the issues are reported."""
+        for text in self.texts:
+            text.release()
+        self.texts.clear()
 
     @property
     def objects(self) -> Manifests:
@@ -455,15 +465,18 @@ def load_text(
     """Load every document of one file's text. `ignored` collects unused kinds across files;
     `budget` counts documents and pods across the files of one run (`apis/limits.py`)."""
     budget = Budget() if budget is None else budget
-    with _collector_paused():
-        parsed = parse_text(text, file, budget)
+    lines = TextLines(text, file)
+    with collector_paused():
+        parsed = parse_text(text, file, budget, lines)
         if isinstance(parsed, str):
             return LoadResult(issues=[Issue("error", None, None, (), parsed)])
-        return load_documents(parsed, file, ignored=ignored, budget=budget, text=text)
+        result = load_documents(parsed, file, ignored=ignored, budget=budget, text=text)
+    result.texts.append(lines)
+    return result
 
 
 @contextmanager
-def _collector_paused() -> Iterator[None]:
+def collector_paused() -> Iterator[None]:
     """No cyclic garbage collection while a file loads. Loading makes many objects that all
     live on (parsed documents, then models) and almost no cycles; the collector's full passes
     over that growing heap made validation cost more per pod the more pods a file held
@@ -480,15 +493,18 @@ def _collector_paused() -> Iterator[None]:
 Document: TypeAlias = tuple[Any, Mapping[Path_, int]]
 
 
-def parse_text(text: str, file: str, budget: Budget | None = None) -> list[Document] | str:
+def parse_text(
+    text: str, file: str, budget: Budget | None = None, lines: TextLines | None = None
+) -> list[Document] | str:
     """The first stage of `load_text`: each document of `text` as (data, line map), or the
-    one-line error that refuses the whole file."""
+    one-line error that refuses the whole file. `lines` builds the line maps (a new one over
+    `text` if not given)."""
     budget = Budget() if budget is None else budget
     if len(text) > MAX_FILE_BYTES:
         return f"{file}: larger than {size_text(MAX_FILE_BYTES)} (gpucap's limit for one file)"
     # Line maps are built when a line is asked for (lint, mostly), by one more YAML pass over
     # the text; a JSON text the json module reads as YAML would skips the YAML parser.
-    lines = TextLines(text, file)
+    lines = TextLines(text, file) if lines is None else lines
     try:
         data = json_document(text)
         if data is not NOT_JSON:
@@ -528,7 +544,10 @@ def load_documents(
 ) -> LoadResult:
     """The second stage of `load_text`: dispatch, default and validate each parsed document
     (the items of a `kind: List` one by one). `text`, the documents' source, lets it skip
-    looking for placeholders in every field when the text cannot hold a `$`."""
+    looking for placeholders in every field when the text cannot hold a `$`. It consumes the
+    documents (when `docs` is a list) and the items of a `kind: List`: each is set to None
+    once loaded, so that the parsed trees and the models built from them are not all alive at
+    once (peak memory)."""
     dollars = text is None or _may_hold_dollar(text)
     own_counter = ignored is None
     counter: Counter[str] = Counter() if ignored is None else ignored
@@ -558,10 +577,13 @@ def load_documents(
                     result.issues.append(Issue("error", item_source, None, (), str(err), LIMIT))
                     break
                 _load_document(item, item_source, result, counter, budget, dollars)
+                items[i] = None  # its model is built: the parsed tree can go (peak memory)
                 if budget.exhausted:
                     break
             continue
         _load_document(data, source, result, counter, budget, dollars)
+        if isinstance(docs, list):
+            docs[index] = (None, lines)  # as a List item: the parsed tree can go
     if own_counter:
         _group_placeholders(result)
         _report_ignored(result, counter)

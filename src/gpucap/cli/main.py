@@ -8,6 +8,7 @@ gets one line on stderr, never a traceback.
 from __future__ import annotations
 
 import ast
+import gc
 import json
 import os
 import re
@@ -371,7 +372,7 @@ def plan(  # noqa: PLR0917 - typer maps parameters to options
 ) -> None:
     """Schedule the pending pods as Karpenter's provisioner would and print what it would
     launch, at what price, and why any pod stays Pending."""
-    from gpucap.cli.render import format_explanation, format_plan, plan_lines  # noqa: PLC0415
+    from gpucap.cli.render import format_explanation, plan_lines, write_plan  # noqa: PLC0415
     from gpucap.cli.reporting import check_report_path, write_plan_report  # noqa: PLC0415
     from gpucap.controllers.provisioning import explain_pod  # noqa: PLC0415
     from gpucap.controllers.provisioning import plan as make_plan  # noqa: PLC0415
@@ -384,7 +385,11 @@ def plan(  # noqa: PLR0917 - typer maps parameters to options
     _report(result)
     if not result.ok:
         raise typer.Exit(EXIT_BAD_INPUT)
+    result.release_texts()  # plan asks for no line from here on: the input text can go
     cat = _load_catalog(region, zones, catalog, prices)
+    # The loaded objects and the catalog live to the end and hold no garbage cycles: out of the
+    # collector's sight, its passes while planning and rendering no longer walk them.
+    gc.freeze()
     made = make_plan(result.objects, cat, max_passes=passes)
     if report is not None:
         title = f"gpucap plan {' '.join(files)}"
@@ -400,7 +405,7 @@ def plan(  # noqa: PLR0917 - typer maps parameters to options
     if output == "table":
         out.lines(plan_lines(made))
     else:
-        sys.stdout.write(format_plan(made, output))
+        write_plan(made, output, sys.stdout)
 
 
 @app.command()
