@@ -389,23 +389,30 @@ def plan(  # noqa: PLR0917 - typer maps parameters to options
     cat = _load_catalog(region, zones, catalog, prices)
     # The loaded objects and the catalog live to the end and hold no garbage cycles: out of the
     # collector's sight, its passes while planning and rendering no longer walk them.
+    # (Unfrozen at the end so that a caller running `plan` in-process, as the tests do, keeps a
+    # collector that sees its own objects.)
     gc.freeze()
-    made = make_plan(result.objects, cat, max_passes=passes)
-    if report is not None:
-        title = f"gpucap plan {' '.join(files)}"
-        write_plan_report(report, made, result.objects, cat, title=title, err=err)
-    if explain is not None:
-        key = explain if "/" in explain else f"default/{explain}"
-        explanation = explain_pod(result.objects, cat, key)
-        if explanation is None:
-            err.line(f"error: --explain {explain}: no such pod in the input")
-            raise typer.Exit(EXIT_BAD_INPUT)
-        out.lines(format_explanation(key, explanation, made.pod_errors.get(key), made.where(key)))
-        return
-    if output == "table":
-        out.lines(plan_lines(made))
-    else:
-        write_plan(made, output, sys.stdout)
+    try:
+        made = make_plan(result.objects, cat, max_passes=passes)
+        if report is not None:
+            title = f"gpucap plan {' '.join(files)}"
+            write_plan_report(report, made, result.objects, cat, title=title, err=err)
+        if explain is not None:
+            key = explain if "/" in explain else f"default/{explain}"
+            explanation = explain_pod(result.objects, cat, key)
+            if explanation is None:
+                err.line(f"error: --explain {explain}: no such pod in the input")
+                raise typer.Exit(EXIT_BAD_INPUT)
+            out.lines(
+                format_explanation(key, explanation, made.pod_errors.get(key), made.where(key))
+            )
+            return
+        if output == "table":
+            out.lines(plan_lines(made))
+        else:
+            write_plan(made, output, sys.stdout)
+    finally:
+        gc.unfreeze()
 
 
 @app.command()
