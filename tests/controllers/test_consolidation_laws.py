@@ -8,9 +8,10 @@ from hypothesis import strategies as st
 from gpucap.controllers.disruption.candidates import get_candidates
 from gpucap.controllers.disruption.consolidation import (
     SingleNodeConsolidation,
-    _Room,
     worst_launch_price,
 )
+from gpucap.controllers.disruption.room import Room
+from gpucap.controllers.disruption.simulation import pass_inputs
 from gpucap.controllers.disruption.types import GRACEFUL
 from tests.controllers.disruption_builders import env, gpu_pod, pool
 
@@ -44,13 +45,16 @@ def test_the_room_check_never_skips_a_candidate_the_simulation_would_consolidate
     method = e.disruption.methods[4]
     assert isinstance(method, SingleNodeConsolidation)
     found, _ = get_candidates(e.cluster, e.provider, e.clock.now(), disruption_class=GRACEFUL)
-    room = _Room(e.cluster, e.provider, e.cluster.nodepools())
+    now = e.clock.now()
+    # The pre-check as consolidation builds it for a pass (spot-to-spot off, the default).
+    inputs = pass_inputs(e.cluster, method.provisioner, nodepools=e.cluster.nodepools, now=now)
+    room = Room(inputs, now, spot_to_spot=False)
     for c in found:
         if not method.should_disrupt(c):
             continue
         proposal = method.compute_consolidation([c])
         if proposal is not None:
-            assert room.may_move(c, e.clock.now()), c.name
+            assert room.may_move([c]), c.name
         # and every replacement kept is strictly cheaper in the worst case
         for claim in proposal.new_claims if proposal is not None else []:
             for it in claim.instance_types:

@@ -56,7 +56,6 @@ from gpucap.controllers.disruption.room import OfferCache, Room
 from gpucap.controllers.disruption.simulation import (
     PassInputs,
     Simulation,
-    held_back,
     pass_inputs,
     simulate_scheduling,
 )
@@ -70,7 +69,6 @@ from gpucap.scheduling.instancetypes import (
 )
 from gpucap.scheduling.requirements import Requirement, Requirements
 from gpucap.scheduling.solver import NodeClaim as SolverNodeClaim
-from gpucap.scheduling.solver import PoolInput
 from gpucap.state.cluster import Cluster
 from gpucap.state.snapshot import Snapshot
 
@@ -531,32 +529,6 @@ class MultiNodeConsolidation(Consolidation):
             else:
                 high = mid - 1
         return saved
-
-
-class _Room:
-    """`room.Room` for one candidate at a time over the whole cluster, spot-to-spot off (the
-    shape the consolidation laws test checks it in)."""
-
-    def __init__(
-        self, cluster: Cluster, cloud_provider: CloudProvider, nodepools: Sequence[NodePool]
-    ) -> None:
-        self.cluster = cluster
-        self.cloud_provider = cloud_provider
-        self.nodepools = nodepools
-
-    def may_move(self, c: Candidate, now: dt.datetime) -> bool:
-        snap = self.cluster.snapshot()
-        inputs = PassInputs(
-            snap,
-            [
-                PoolInput(np, self.cloud_provider.get_instance_types(np))
-                for np in self.nodepools
-                if np.spec.replicas is None
-            ],
-            self.cluster.daemonsets(),
-            held_back(self.cluster, [n for n in snap.nodes if not n.marked_for_deletion], now),
-        )
-        return Room(inputs, now, spot_to_spot=False).may_move([c])
 
 
 class SingleNodeConsolidation(Consolidation):
