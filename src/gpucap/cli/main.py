@@ -126,6 +126,14 @@ OutputOption = Annotated[
     typer.Option("--output", "-o", help="table (default), json or yaml.", show_default=False),
 ]
 
+# `--catalog FILE` and `--prices FILE` of plan and simulate (read by `_load_catalog`).
+CatalogOption = Annotated[
+    str | None, typer.Option("--catalog", help="A catalog file replacing the bundled one.")
+]
+PricesOption = Annotated[
+    str | None, typer.Option("--prices", help="A prices file overriding catalog prices.")
+]
+
 # `--report FILE` of simulate, plan and demo: the HTML report (`cli/reporting.py`, `report/`).
 ReportOption = Annotated[
     str | None,
@@ -345,12 +353,8 @@ def plan(  # noqa: PLR0917 - typer maps parameters to options
     kubernetes_version: Annotated[
         str, typer.Option("--kubernetes-version", help="Cluster Kubernetes version.")
     ] = "1.36",
-    catalog: Annotated[
-        str | None, typer.Option("--catalog", help="A catalog file replacing the bundled one.")
-    ] = None,
-    prices: Annotated[
-        str | None, typer.Option("--prices", help="A prices file overriding catalog prices.")
-    ] = None,
+    catalog: CatalogOption = None,
+    prices: PricesOption = None,
     explain: Annotated[
         str | None,
         typer.Option(
@@ -460,12 +464,8 @@ def simulate(  # noqa: PLR0917 - typer maps parameters to options
             "this must equal it.",
         ),
     ] = None,
-    catalog: Annotated[
-        str | None, typer.Option("--catalog", help="A catalog file replacing the bundled one.")
-    ] = None,
-    prices: Annotated[
-        str | None, typer.Option("--prices", help="A prices file overriding catalog prices.")
-    ] = None,
+    catalog: CatalogOption = None,
+    prices: PricesOption = None,
     report: ReportOption = None,
 ) -> None:
     """Run a scenario on a virtual clock: Karpenter provisioning GPU nodes over a simulated
