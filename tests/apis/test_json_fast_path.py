@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from gpucap.apis import yamltext
 from gpucap.apis.limits import Budget
+from gpucap.apis.reading import InputError, check_depth
 from gpucap.apis.serde import load_text
 from gpucap.apis.yamltext import NOT_JSON, documents, json_document
 
@@ -92,6 +93,9 @@ def test_kubectl_style_json_takes_the_fast_path() -> None:
         '{"a": "\\u00e9\\u4e2d"}',
         '{\r\n  "a": [1, 2],\r\n  "b": {}\r\n}\r\n',
         '  \n [ {"a": "x"} ]  \n\n',
+        '{"a": "' + "1" * 101 + '"}',  # a long run of digits in a string is no integer
+        '{"a": 1.' + "5" * 120 + "}",  # nor in a float (YAML's limit is for integers)
+        '{"a": ' + "1" * 100 + "}",  # an integer at the limit
     ],
 )
 def test_numbers_escapes_and_line_ends_read_as_yaml_reads_them(text: str) -> None:
@@ -111,6 +115,8 @@ def test_numbers_escapes_and_line_ends_read_as_yaml_reads_them(text: str) -> Non
         ("\t{}", "a tab before the first token"),
         ("{}\n\t", "a tab after the last"),
         ('{"a": ' + "1" * 101 + "}", "an integer past the limit: the YAML path says where"),
+        ('{"a": -' + "1" * 100 + "}", "a sign and 100 digits: the YAML path counts the digits"),
+        ('[{"a": [' + "1" * 101 + "]}]", "an integer past the limit anywhere"),
         ("[" * 200 + "]" * 200, "deeper than the limit: the YAML path says where"),
         ('{"' + "k" * 151 + '": 1}', "a long key may pass YAML's 1,024-character simple key"),
         ('"text"', "a scalar document"),
@@ -153,3 +159,16 @@ def test_a_json_list_keeps_every_line_for_lint() -> None:
     names = [text.splitlines().index(f'        "name": "p{i}"') + 1 for i in range(3)]
     assert [sources[f"p{i}"].line_of(("metadata", "name")) for i in range(3)] == names
     assert sources["p2"].line_of(("spec", "nothing")) == names[2] + 2
+
+
+@pytest.mark.parametrize("levels", [0, 1, 127, 128, 129, 130])
+@pytest.mark.parametrize("opener", ["[", '{"k":'])
+def test_the_depth_check_draws_the_line_where_the_reader_does(levels: int, opener: str) -> None:
+    closer = "]" if opener == "[" else "}"
+    data = json.loads(opener * levels + "1" + closer * levels)
+    try:
+        check_depth(data, lambda: "x")
+        within = True
+    except InputError:
+        within = False
+    assert yamltext._within_depth(data) is within
