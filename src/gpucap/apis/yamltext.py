@@ -80,6 +80,7 @@ _NULL_TAG = "tag:yaml.org,2002:null"
 # should not grow the memo without bound; past it, resolving is as slow as PyYAML's).
 _MEMO_LIMIT = 200_000
 _FAST: dict[type[yaml.SafeLoader], type[yaml.SafeLoader]] = {}
+_NO_PATHS: dict[Any, Any] = {}  # stays empty: see `Fast.descend_resolver`
 
 
 def _fast(base: type[yaml.SafeLoader]) -> type[yaml.SafeLoader]:
@@ -87,32 +88,40 @@ def _fast(base: type[yaml.SafeLoader]) -> type[yaml.SafeLoader]:
     fast = _FAST.get(base)
     if fast is not None:
         return fast
+    assert not base.yaml_path_resolvers, "a loader with path resolvers cannot memo its tags"
+    # The first characters some implicit resolver (int, float, bool, null, merge...) starts
+    # with; a plain scalar starting with any other is a string whatever follows.
+    resolvers = base.yaml_implicit_resolvers
+    assert None not in resolvers, "a wildcard implicit resolver would see every scalar"
+    first = frozenset(k for k in resolvers if k)
+    base_resolve: Callable[[Any, Any, Any, Any], str] = base.resolve
 
     class Fast(base):  # type: ignore[valid-type,misc]
         """A safe loader has no path resolvers, so the tag of a plain scalar depends on its
         value alone and descending or ascending the node path does nothing."""
 
+        # The composer calls these two for every node and ignores what they return; builtins
+        # (an empty dict's `get` takes the node and index, `tuple()` nothing) keep those calls
+        # in C. Neither is a descriptor: the instance hands them out unbound.
+        descend_resolver = _NO_PATHS.get
+        ascend_resolver = tuple
+
         def __init__(self, stream: str) -> None:
             super().__init__(stream)
             self._tags: dict[str, str] = {}
 
-        def descend_resolver(self, current_node: Any, current_index: Any) -> None:
-            return None
-
-        def ascend_resolver(self) -> None:
-            return None
-
         def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
             if kind is yaml.ScalarNode and implicit[0]:
+                if value and value[0] not in first:
+                    return _STR_TAG  # what the resolvers say: none applies
                 tag = self._tags.get(value)
                 if tag is None:
-                    tag = super().resolve(kind, value, implicit)
+                    tag = base_resolve(self, kind, value, implicit)
                     if len(self._tags) < _MEMO_LIMIT:
                         self._tags[value] = tag
                 return tag
-            return str(super().resolve(kind, value, implicit))
+            return str(base_resolve(self, kind, value, implicit))
 
-    assert not base.yaml_path_resolvers, "a loader with path resolvers cannot memo its tags"
     _FAST[base] = Fast
     return Fast
 
@@ -120,6 +129,10 @@ def _fast(base: type[yaml.SafeLoader]) -> type[yaml.SafeLoader]:
 _VALUE_TAG = "tag:yaml.org,2002:value"
 _STR_TAG = "tag:yaml.org,2002:str"
 _INT_TAG = "tag:yaml.org,2002:int"
+
+
+class _NotPlainError(Exception):
+    """`Builder._plain` met something only the full build handles."""
 
 
 class Builder:
@@ -133,9 +146,11 @@ class Builder:
     recursive alias. Nesting stops at MAX_DEPTH; integers at MAX_INT_DIGITS digits (Python
     refuses to convert 4,300)."""
 
-    def __init__(self, loader: yaml.SafeLoader, *, lines: bool = True) -> None:
+    def __init__(self, loader: yaml.SafeLoader, *, lines: bool = True, plain: bool = False) -> None:
         self.loader = loader
         self.record = lines
+        # The text holds no anchor (`&`) and no `<<`: `_plain` builds it (see there).
+        self.plain = plain
         self.alias_nodes = 0
         self.lines: dict[Path_, int] = {}
         self._seen: set[int] = set()
@@ -146,7 +161,54 @@ class Builder:
         self.lines = {}
         self._seen.clear()
         self._merged.clear()
+        if self.plain and not self.record:
+            try:
+                return self._plain(node, 0), self.lines
+            except _NotPlainError:
+                pass  # the full build below gives the same data, or the error
         return self._build(node, (), 0, via_alias=False), self.lines
+
+    def _plain(self, node: yaml.Node, depth: int) -> Any:
+        """`_build` for a document without anchors or merge keys, and without lines: no node
+        is reached twice, so there is nothing to count or to catch recursing, and no path to
+        carry. Anything else (a limit, a key given twice, a value that cannot be built, a merge
+        key) raises _NotPlainError, and `document` builds it again the full way, which says why."""
+        cls = node.__class__
+        if cls is yaml.ScalarNode:
+            tag = node.tag
+            if tag == _STR_TAG:
+                return node.value
+            if tag not in _SCALAR_TAGS:
+                # construct_object (a timestamp, a binary...) keeps state when it fails, which
+                # would change the full build's message: only the full build calls it.
+                raise _NotPlainError
+            try:
+                return self._scalar(node, ())
+            except _ReadError:
+                raise _NotPlainError from None
+        if depth >= MAX_DEPTH:
+            raise _NotPlainError
+        if cls is yaml.MappingNode:
+            out: dict[Any, Any] = {}
+            for key_node, value_node in node.value:
+                if key_node.tag == _STR_TAG and key_node.__class__ is yaml.ScalarNode:
+                    name = key_node.value
+                elif key_node.tag not in _SCALAR_TAGS and key_node.tag != _VALUE_TAG:
+                    raise _NotPlainError  # a merge key, a timestamp, a collection...
+                else:
+                    if key_node.tag == _VALUE_TAG:
+                        key_node.tag = _STR_TAG  # as `_pairs` reads `=`
+                    try:
+                        name = self._key(key_node, ())
+                    except _ReadError:
+                        raise _NotPlainError from None
+                out[name] = self._plain(value_node, depth + 1)
+            if len(out) != len(node.value):
+                raise _NotPlainError  # a key given twice: `_build` names it
+            return out
+        if cls is yaml.SequenceNode:
+            return [self._plain(item, depth + 1) for item in node.value]
+        raise _NotPlainError
 
     def _charge(self, node: yaml.Node, path: Path_, n: int) -> None:
         self.alias_nodes += n
@@ -293,7 +355,9 @@ def documents(
     cannot construct: the message names `file[index]`, line and field) and InputLimitError
     (documents per run, charged to `budget`)."""
     loader = _fast(Loader)(text)
-    builder = Builder(loader, lines=lines)
+    # Without `&` there is no anchor, so no alias; without `<<`, no merge key (an explicit
+    # `!!merge` tag `_plain` hands back). Either may be inside a string: then only slower.
+    builder = Builder(loader, lines=lines, plain="&" not in text and "<<" not in text)
     index = 0
     try:
         while loader.check_node():
