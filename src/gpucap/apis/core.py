@@ -215,6 +215,11 @@ class PodStatus(KubeModel):
     start_time: str | None = None
 
 
+# The status of a pod that has none (most manifests): one shared instance, as models are
+# frozen, instead of validating an empty PodStatus for every pod.
+_NO_STATUS = PodStatus()
+
+
 class PodTemplateSpec(KubeModel):
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
     spec: PodSpec
@@ -225,7 +230,7 @@ class Pod(KubeModel):
     kind: Literal["Pod"] = "Pod"
     metadata: ObjectMeta
     spec: PodSpec
-    status: PodStatus = Field(default_factory=PodStatus)
+    status: PodStatus = Field(default_factory=lambda: _NO_STATUS)
 
     @property
     def key(self) -> str:

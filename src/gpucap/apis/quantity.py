@@ -194,6 +194,12 @@ def _magnitude_nanos(digits: str, exp10: int, bits: int) -> int:
     return whole + (1 if rest or tail.strip("0") else 0)
 
 
+# Quantities parsed from manifest strings by the model validator, at most this many (an input
+# of distinct values should not grow the memo without bound).
+_PARSED_LIMIT = 4096
+_PARSED: dict[str, Quantity] = {}
+
+
 @total_ordering
 class Quantity:
     """An exact resource amount, held as integer nano-units; immutable, hashable, ordered."""
@@ -282,12 +288,21 @@ class Quantity:
         cls, source: type[Any], handler: GetCoreSchemaHandler
     ) -> core_schema.CoreSchema:
         def validate(value: Any) -> Quantity:
-            if isinstance(value, Quantity):
+            if type(value) is str:
+                # Manifests repeat the same few quantities ("100m", "1Gi") on every pod, and a
+                # Quantity is immutable: one parse per distinct text.
+                known = _PARSED.get(value)
+                if known is not None:
+                    return known
+            elif isinstance(value, Quantity):
                 return value
             try:
-                return cls.parse(value)
+                parsed = cls.parse(value)
             except QuantityError as err:
                 raise PydanticCustomError("quantity", "{msg}", {"msg": str(err)}) from err
+            if type(value) is str and len(_PARSED) < _PARSED_LIMIT:
+                _PARSED[value] = parsed
+            return parsed
 
         return core_schema.no_info_plain_validator_function(
             validate,

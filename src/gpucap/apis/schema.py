@@ -258,6 +258,8 @@ def _check_object(
             out.append(((*path, key), _unknown(key, t)))
         elif item is None:
             nulls.append(key)
+        elif ft == STRING and type(item) is str:
+            continue  # the commonest field, and fine: `_check` would find nothing to say
         else:
             new = _check(item, ft, (*path, key), out, rules)
             if new is not _UNCHANGED:
@@ -305,8 +307,9 @@ def _check(
             out.append((path, f"expected a list, got {json_kind(value)}"))
             return _UNCHANGED
         item_type = t.item
+        strings = item_type == STRING
         for i, item in enumerate(value):
-            if item is not None:
+            if item is not None and not (strings and type(item) is str):
                 new = _check(item, item_type, (*path, i), out, rules)
                 if new is not _UNCHANGED:
                     value[i] = new
@@ -315,8 +318,9 @@ def _check(
             out.append((path, f"expected an object (mapping), got {json_kind(value)}"))
             return _UNCHANGED
         value_type = t.value
+        strings = value_type == STRING
         for key, item in value.items():
-            if item is not None:
+            if item is not None and not (strings and type(item) is str):
                 new = _check(item, value_type, (*path, key), out, rules)
                 if new is not _UNCHANGED:
                     value[key] = new

@@ -330,18 +330,121 @@ def write_plan(plan: Plan, output: str, stream: TextIO) -> None:
         if output != "json":
             yaml.safe_dump(doc, stream, sort_keys=False, default_flow_style=False)
             return
-        # `json.dumps(doc, indent=2)`'s pieces, joined a few thousand at a time.
-        pieces: list[str] = []
-        for piece in json.JSONEncoder(indent=2).iterencode(doc):
-            pieces.append(piece)
-            if len(pieces) >= _PIECES:
-                stream.write("".join(pieces))
-                pieces.clear()
-        pieces.append("\n")
-        stream.write("".join(pieces))
+        write_json(doc, stream)
+        stream.write("\n")
 
 
 _PIECES = 8192
+
+
+def write_json(value: Any, stream: TextIO) -> None:
+    """`json.dumps(value, indent=2)` written to `stream` a few thousand pieces at a time.
+
+    The json module encodes in C only without indentation; with it, its Python encoder yields
+    a piece per item, and a plan's instance-type options (hundreds per NodeClaim) and pod names
+    are most of the document. This writes what that encoder writes, the same way (`_JsonText`),
+    but a list of strings as one piece (its items through the json module's C string encoder)."""
+    text = _JsonText(stream)
+    text.value(value, 0)
+    text.flush()
+
+
+# json's float text: `float.__repr__` but for the three values JSON has no number for.
+_NAN, _INF = "NaN", "Infinity"
+
+
+class _JsonText:
+    """The text `json.JSONEncoder(indent=2)` makes (ensure_ascii, allow_nan, insertion order),
+    appended piece by piece and written to the stream every _PIECES pieces."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.pieces: list[str] = []
+        self.encode: Callable[[str], str] = json.encoder.encode_basestring_ascii
+
+    def flush(self) -> None:
+        self.stream.write("".join(self.pieces))
+        self.pieces.clear()
+
+    def scalar(self, value: Any) -> str | None:
+        """A scalar's text as json's encoder writes it, or None for a list, dict or object."""
+        if isinstance(value, str):
+            return self.encode(value)
+        if value is None:
+            return "null"
+        if value is True:
+            return "true"
+        if value is False:
+            return "false"
+        if isinstance(value, int):
+            return int.__repr__(value)
+        if isinstance(value, float):
+            if value != value:  # noqa: PLR0124 - NaN is the float not equal to itself
+                return _NAN
+            if value in (float("inf"), float("-inf")):
+                return _INF if value > 0 else "-" + _INF
+            return float.__repr__(value)
+        return None
+
+    def value(self, value: Any, level: int) -> None:
+        pieces = self.pieces
+        text = self.scalar(value)
+        if text is not None:
+            pieces.append(text)
+        elif isinstance(value, (list, tuple)):
+            self.array(value, level)
+        elif isinstance(value, dict):
+            self.object(value, level)
+        else:
+            raise TypeError(f"Object of type {value.__class__.__name__} is not JSON serializable")
+        if len(pieces) >= _PIECES:
+            self.flush()
+
+    def array(self, items: list[Any] | tuple[Any, ...], level: int) -> None:
+        if not items:
+            self.pieces.append("[]")
+            return
+        inner = "\n" + "  " * (level + 1)
+        close = "\n" + "  " * level + "]"
+        if all(type(item) is str for item in items):
+            self.pieces.append("[" + inner + ("," + inner).join(map(self.encode, items)) + close)
+            return
+        self.pieces.append("[" + inner)
+        for i, item in enumerate(items):
+            if i:
+                self.pieces.append("," + inner)
+            self.value(item, level + 1)
+        self.pieces.append(close)
+
+    def object(self, mapping: dict[Any, Any], level: int) -> None:
+        if not mapping:
+            self.pieces.append("{}")
+            return
+        inner = "\n" + "  " * (level + 1)
+        close = "\n" + "  " * level + "}"
+        encode = self.encode
+        if all(type(k) is str and type(v) is str for k, v in mapping.items()):
+            pairs = [encode(k) + ": " + encode(v) for k, v in mapping.items()]  # labels
+            self.pieces.append("{" + inner + ("," + inner).join(pairs) + close)
+            return
+        self.pieces.append("{" + inner)
+        first = True
+        for key, item in mapping.items():
+            if isinstance(key, str):
+                name = key
+            elif isinstance(key, (int, float)) or key is None:  # bool is an int
+                name = self.scalar(key) or ""
+            else:
+                raise TypeError(
+                    f"keys must be str, int, float, bool or None, not {key.__class__.__name__}"
+                )
+            if first:
+                first = False
+            else:
+                self.pieces.append("," + inner)
+            self.pieces.append(encode(name) + ": ")
+            self.value(item, level + 1)
+        self.pieces.append(close)
 
 
 def format_table(rows: list[list[str]]) -> list[str]:
