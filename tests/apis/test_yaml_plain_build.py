@@ -143,3 +143,20 @@ def test_a_manifest_without_anchors_is_built_plainly(monkeypatch: pytest.MonkeyP
         "metadata": {"name": "p", "labels": {"a": "on"}},
         "spec": {"x": [1, 2.5, True, None]},
     }
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    kind=st.sampled_from([yaml.ScalarNode, yaml.SequenceNode, yaml.MappingNode]),
+    value=st.text(max_size=8)
+    | st.sampled_from(["yes", "~", "<<", "=", "1e3", "0x1F", ".inf", "2024-01-02", "", "!", "*"]),
+    implicit=st.tuples(st.booleans(), st.booleans()),
+)
+def test_the_fast_resolver_answers_as_pyyamls_does(
+    kind: type[yaml.Node], value: str, implicit: tuple[bool, bool]
+) -> None:
+    fast = yamltext._fast(yamltext.Loader)("")
+    plain = yamltext.Loader("")
+    shown = value if kind is yaml.ScalarNode else None
+    assert fast.resolve(kind, shown, implicit) == plain.resolve(kind, shown, implicit)
+    assert fast.resolve(kind, shown, implicit) == plain.resolve(kind, shown, implicit)  # memo

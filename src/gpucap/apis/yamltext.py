@@ -95,6 +95,10 @@ def _fast(base: type[yaml.SafeLoader]) -> type[yaml.SafeLoader]:
     assert None not in resolvers, "a wildcard implicit resolver would see every scalar"
     first = frozenset(k for k in resolvers if k)
     base_resolve: Callable[[Any, Any, Any, Any], str] = base.resolve
+    scalar, sequence, mapping = yaml.ScalarNode, yaml.SequenceNode, yaml.MappingNode
+    scalar_tag: str = base.DEFAULT_SCALAR_TAG
+    sequence_tag: str = base.DEFAULT_SEQUENCE_TAG
+    mapping_tag: str = base.DEFAULT_MAPPING_TAG
 
     class Fast(base):  # type: ignore[valid-type,misc]
         """A safe loader has no path resolvers, so the tag of a plain scalar depends on its
@@ -111,15 +115,22 @@ def _fast(base: type[yaml.SafeLoader]) -> type[yaml.SafeLoader]:
             self._tags: dict[str, str] = {}
 
         def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
-            if kind is yaml.ScalarNode and implicit[0]:
+            # BaseResolver.resolve's answers without path resolvers, in fewer steps.
+            if kind is scalar:
+                if not implicit[0]:
+                    return scalar_tag  # quoted, or tagged `!`
                 if value and value[0] not in first:
-                    return _STR_TAG  # what the resolvers say: none applies
+                    return scalar_tag  # no implicit resolver starts with this character
                 tag = self._tags.get(value)
                 if tag is None:
                     tag = base_resolve(self, kind, value, implicit)
                     if len(self._tags) < _MEMO_LIMIT:
                         self._tags[value] = tag
                 return tag
+            if kind is sequence:
+                return sequence_tag
+            if kind is mapping:
+                return mapping_tag
             return str(base_resolve(self, kind, value, implicit))
 
     _FAST[base] = Fast
