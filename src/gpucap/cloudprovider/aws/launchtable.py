@@ -207,6 +207,10 @@ class LaunchTable:
         self._allowed: dict[tuple[Requirement | None, Requirement | None], Mask] = {}
         self._offered: dict[tuple[Requirement | None, Requirement | None], Mask] = {}
         self._cheapest: dict[tuple[Requirement | None, Requirement | None], Floats] = {}
+        self._rows: dict[tuple[int, ...], Ints] = {}
+        # `launch.py`'s memo of steps 2-7 per outcome of step 1 (see `launch._vectorised`):
+        # what they answer depends on the rows step 1 keeps and on a few requirements only.
+        self.after_step_one: dict[tuple[Any, ...], Any] = {}
 
     def __len__(self) -> int:
         return len(self.types)
@@ -244,15 +248,28 @@ class LaunchTable:
         )
         # Requirement answers (and `_key_codes`, `_requires`) stay shared: same requirements.
         table._allowed, table._offered, table._cheapest = {}, {}, {}
+        # Rows by identity (other objects) and the launch memo (other availability) are not.
+        table._rows, table.after_step_one = {}, {}
         return table
 
     def rows(self, types: Sequence[InstanceType]) -> Ints | None:
-        """The row of each of `types` (by identity), or None when one is not in the table."""
+        """The row of each of `types` (by identity), or None when one is not in the table.
+        Read-only (memoised by the identities: `plan`'s claims of one NodePool are often
+        given the same types in the same order)."""
+        ids = tuple(map(id, types))
+        found = self._rows.get(ids)
+        if found is not None:
+            # The table holds its types alive, so ids that were all its types still are.
+            return found
         try:
-            found = list(map(self.row_of.__getitem__, map(id, types)))
+            rows = np.fromiter(map(self.row_of.__getitem__, ids), dtype=np.int64, count=len(ids))
         except KeyError:
             return None
-        return np.array(found, dtype=np.int64)
+        rows.flags.writeable = False
+        if len(self._rows) >= _MEMO_SIZE:
+            self._rows.clear()
+        self._rows[ids] = rows
+        return rows
 
     # ---- per row -----------------------------------------------------------------------------
     def compatible(self, reqs: Requirements) -> Mask:
