@@ -495,9 +495,9 @@ def _vectorised(
         (reqs, min_values_policy) if min_values else None,
     )
     memo = table.after_step_one
-    arrays: _Arrays | None = memo.get(key)
-    if arrays is None:
-        arrays = _after_step_one(
+    kept: _Kept | None = memo.get(key)
+    if kept is None:
+        kept = _after_step_one(
             table,
             cur,
             reqs,
@@ -507,8 +507,8 @@ def _vectorised(
         )
         if len(memo) >= _AFTER_STEP_ONE_SIZE:
             memo.clear()
-        memo[key] = arrays
-    return LaunchOptions(reqs, arrays=arrays)
+        memo[key] = kept
+    return LaunchOptions(reqs, arrays=_Arrays(table, kept))
 
 
 # Bound of `LaunchTable.after_step_one` (cleared when full).
@@ -523,7 +523,7 @@ def _after_step_one(
     min_values: bool,
     min_values_policy: MinValuesPolicy,
     max_instance_types: int,
-) -> _Arrays:
+) -> _Kept:
     """Steps 2-5 on the rows `cur` step 1 kept (in input order); reads of `reqs` only its zone
     and capacity-type requirements and, with `min_values`, its minValues (see `_vectorised`).
 
@@ -602,23 +602,43 @@ def _after_step_one(
         _, unmet = satisfies_min_values([table.types[r] for r in kept.tolist()], reqs)
         if unmet and min_values_policy == "Strict":
             raise InsufficientCapacityError(MIN_VALUES_TRUNCATED, unmet_min_values=unmet)
-    return _Arrays(table, kept, off[current], narrowed)
+    return _Kept(kept, off[current], narrowed)
 
 
 @dataclass(slots=True, eq=False)
-class _Arrays:
-    """Where `LaunchOptions.types` are in their table: a row per type, the offerings (indices
-    in the table) those types have now, and per type the flags of its row's offerings it keeps
+class _Kept:
+    """What steps 2-5 keep of one table for a claim: a row per type, the offerings (indices in
+    the table) those types have now, and per type the flags of its row's offerings it keeps
     (None: it is the row's own object; `narrowed` None: every type is). Shared by the claims
-    whose step 1 ends the same (`_vectorised`), so never changed, but for `launch`: the
-    `Launch` steps 6-7 give, set by `choose_launch` (they read of the claim only its zone and
-    capacity-type requirements, which are part of the sharing key)."""
+    whose step 1 ends the same (the value of `LaunchTable.after_step_one`), so never changed,
+    but for `launch`: the `Launch` steps 6-7 give, set by `choose_launch` (they read of the
+    claim only its zone and capacity-type requirements, which are part of the sharing key).
+    It holds no reference to its table, which holds it: no garbage cycle when a table goes."""
 
-    table: LaunchTable
     rows: Rows
     offerings: Rows
     narrowed: list[list[bool] | None] | None
     launch: Launch | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Arrays:
+    """Where `LaunchOptions.types` are: a table and what steps 2-5 kept of it."""
+
+    table: LaunchTable
+    kept: _Kept
+
+    @property
+    def rows(self) -> Rows:
+        return self.kept.rows
+
+    @property
+    def offerings(self) -> Rows:
+        return self.kept.offerings
+
+    @property
+    def narrowed(self) -> list[list[bool] | None] | None:
+        return self.kept.narrowed
 
 
 class LaunchOptions:
@@ -662,13 +682,13 @@ class LaunchOptions:
     def shared_launch(self) -> Launch | None:
         """The launch `choose_launch` chose for options of the same arrays (None: not yet, or
         not on tables)."""
-        return None if self._arrays is None else self._arrays.launch
+        return None if self._arrays is None else self._arrays.kept.launch
 
     def share_launch(self, chosen: Launch) -> None:
         """Keep `chosen` (`choose_launch`'s answer for these options) for the claims whose
         options share these arrays: steps 6-7 would answer the same for them."""
         if self._arrays is not None:
-            self._arrays.launch = chosen
+            self._arrays.kept.launch = chosen
 
     def capacity_type(self) -> str:
         """Step 6, `choose_capacity_type` of `types`."""
