@@ -505,14 +505,16 @@ def _vectorised(
             min_values_policy=min_values_policy,
             max_instance_types=max_instance_types,
         )
-        if len(memo) >= _AFTER_STEP_ONE_SIZE:
+        if len(memo) >= max(_AFTER_STEP_ONE_MIN, _AFTER_STEP_ONE_BYTES // (8 * len(table))):
             memo.clear()
         memo[key] = kept
     return LaunchOptions(reqs, arrays=_Arrays(table, kept))
 
 
-# Bound of `LaunchTable.after_step_one` (cleared when full).
-_AFTER_STEP_ONE_SIZE: Final = 4096
+# Bound of `LaunchTable.after_step_one` (cleared when full): a key holds the rows step 1 kept
+# (8 bytes each, up to the whole table), so a table keeps about 1 MiB of keys at most.
+_AFTER_STEP_ONE_BYTES: Final = 2**20
+_AFTER_STEP_ONE_MIN: Final = 16
 
 
 def _after_step_one(

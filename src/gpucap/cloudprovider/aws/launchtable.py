@@ -62,6 +62,10 @@ _INT64_MIN: Final = -(2**63)
 _INT64_MAX: Final = 2**63 - 1
 # Memo bounds: cleared when full (the next claims refill them).
 _MEMO_SIZE: Final = 4096
+# Rows by identities: a key is a tuple of ids (about 48 bytes each with the rows), up to a
+# whole catalog's, so a table keeps about 2 MiB of them.
+_ROWS_MEMO_BYTES: Final = 2**21
+_ROWS_MEMO_MIN: Final = 16
 
 
 def is_exotic(it: InstanceType) -> bool:
@@ -161,6 +165,10 @@ class LaunchTable:
             values if self.exact else [[0] * len(self.resources)] * n, dtype=np.int64
         ).reshape(n, len(self.resources))
         self.any_negative: Mask = np.asarray((self.allocatable < 0).any(axis=1), dtype=np.bool_)
+        # Each resource's column as a contiguous copy: `fits` compares a column per request.
+        self._columns: list[Ints] = [
+            np.ascontiguousarray(self.allocatable[:, j]) for j in range(len(self.resources))
+        ]
         self.exotic: Mask = np.fromiter((is_exotic(it) for it in self.types), np.bool_, count=n)
         # ---- offerings, end to end
         self.offerings: list[Offering] = [o for it in self.types for o in it.offerings]
@@ -266,7 +274,7 @@ class LaunchTable:
         except KeyError:
             return None
         rows.flags.writeable = False
-        if len(self._rows) >= _MEMO_SIZE:
+        if len(self._rows) >= max(_ROWS_MEMO_MIN, _ROWS_MEMO_BYTES // (48 * len(ids) + 1)):
             self._rows.clear()
         self._rows[ids] = rows
         return rows
@@ -302,7 +310,7 @@ class LaunchTable:
                     return np.zeros(len(self.types), dtype=np.bool_)
                 continue
             if v >= _INT64_MIN:
-                mask &= self.allocatable[:, j] >= v
+                mask &= self._columns[j] >= v
         return mask
 
     def allowed(self, reqs: Requirements) -> Mask:
