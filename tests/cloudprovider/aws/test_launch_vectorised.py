@@ -448,6 +448,16 @@ def test_rows_seen_before_are_not_kept_for_a_table_of_new_availability() -> None
     assert rows.tolist() == list(range(5, 30))
     assert table.rows(types[5:]) is rows  # memoised by identity
     assert table.rows([*types[5:], NAN_TYPE]) is None
+    # By identity: a copy equal in every field is not a row.
+    twin = InstanceType(
+        types[7].name,
+        types[7].requirements,
+        types[7].capacity,
+        types[7].allocatable,
+        types[7].offerings,
+    )
+    assert table.rows([*types[5:7], twin, *types[8:]]) is None
+    assert table.rows(types[5:]) is rows
     marked = _marked(types, [0])
     derived = table.with_availability_of(marked)
     assert derived is not None

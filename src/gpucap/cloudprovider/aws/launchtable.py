@@ -62,8 +62,8 @@ _INT64_MIN: Final = -(2**63)
 _INT64_MAX: Final = 2**63 - 1
 # Memo bounds: cleared when full (the next claims refill them).
 _MEMO_SIZE: Final = 4096
-# Rows by identities: a key is a tuple of ids (about 48 bytes each with the rows), up to a
-# whole catalog's, so a table keeps about 2 MiB of them.
+# Rows by identities: a key is a tuple of types (16 bytes each with the rows), up to a whole
+# catalog's, so a table keeps about 2 MiB of them.
 _ROWS_MEMO_BYTES: Final = 2**21
 _ROWS_MEMO_MIN: Final = 16
 
@@ -215,7 +215,7 @@ class LaunchTable:
         self._allowed: dict[tuple[Requirement | None, Requirement | None], Mask] = {}
         self._offered: dict[tuple[Requirement | None, Requirement | None], Mask] = {}
         self._cheapest: dict[tuple[Requirement | None, Requirement | None], Floats] = {}
-        self._rows: dict[tuple[int, ...], Ints] = {}
+        self._rows: dict[tuple[InstanceType, ...], Ints] = {}
         # `launch.py`'s memo of steps 2-7 per outcome of step 1 (see `launch._vectorised`):
         # what they answer depends on the rows step 1 keeps and on a few requirements only.
         self.after_step_one: dict[tuple[Any, ...], Any] = {}
@@ -262,21 +262,25 @@ class LaunchTable:
 
     def rows(self, types: Sequence[InstanceType]) -> Ints | None:
         """The row of each of `types` (by identity), or None when one is not in the table.
-        Read-only (memoised by the identities: `plan`'s claims of one NodePool are often
+        Read-only (memoised by the types themselves: `plan`'s claims of one NodePool are often
         given the same types in the same order)."""
-        ids = tuple(map(id, types))
-        found = self._rows.get(ids)
+        # `InstanceType` compares and hashes by identity (a dataclass with eq=False), so the
+        # tuple of the types is a key by identity that costs no id() per type; an entry holds
+        # only the table's own types.
+        key = tuple(types)
+        found = self._rows.get(key)
         if found is not None:
-            # The table holds its types alive, so ids that were all its types still are.
             return found
         try:
-            rows = np.fromiter(map(self.row_of.__getitem__, ids), dtype=np.int64, count=len(ids))
+            rows = np.fromiter(
+                map(self.row_of.__getitem__, map(id, key)), dtype=np.int64, count=len(key)
+            )
         except KeyError:
             return None
         rows.flags.writeable = False
-        if len(self._rows) >= max(_ROWS_MEMO_MIN, _ROWS_MEMO_BYTES // (48 * len(ids) + 1)):
+        if len(self._rows) >= max(_ROWS_MEMO_MIN, _ROWS_MEMO_BYTES // (16 * len(key) + 1)):
             self._rows.clear()
-        self._rows[ids] = rows
+        self._rows[key] = rows
         return rows
 
     # ---- per row -----------------------------------------------------------------------------
