@@ -78,7 +78,9 @@ How it runs: steps 1-7 run on the numpy arrays of a `launchtable.LaunchTable` (o
 instance-type tuple, cached by identity; `launch_options`), a type at a time only in
 `reference_filter_instance_types` (with `choose_capacity_type` and `fleet_overrides` on a list),
 which is the specification the tables are tested against (hypothesis) and the path for input a
-table cannot hold exactly. docs/design.md "Launch choice on tables" has the decisions.
+table cannot hold exactly. Claims that end step 1 alike share steps 2-7: they are memoised per
+table by exactly what they read (`_vectorised`), so a NodePool's many claims cost one step 1
+each. docs/design.md "Launch choice on tables" has the decisions.
 """
 
 from __future__ import annotations
