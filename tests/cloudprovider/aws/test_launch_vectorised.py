@@ -7,7 +7,8 @@ unavailable and reserved offerings, exotic and metal types, custom and bounded r
 negative allocatable) and random claims (capacity types, zones, named types, Gt/Lt bounds,
 minValues, requests), given as a tuple, as a list and as a list drawn from a larger tuple
 (`among`), both give the same types in the same order with the same offerings, the same error,
-the same capacity type, the same CreateFleet overrides and the same launch.
+the same capacity type, the same CreateFleet overrides and the same launch; also when a
+NodePool's claims follow one another on the same tables, sharing what steps 2-7 answered.
 """
 
 from __future__ import annotations
@@ -373,3 +374,123 @@ def test_a_table_is_not_derived_when_more_than_availability_changed() -> None:
     assert derived is not None
     assert derived.available.tolist() == [False]
     assert table.available.tolist() == [True]
+
+
+# ---- what claims share on one table ---------------------------------------------------------------
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    types=st.lists(instance_type(), min_size=1, max_size=10),
+    claims=st.lists(
+        st.tuples(claim(), requests, st.sampled_from(("Strict", "BestEffort"))),
+        min_size=2,
+        max_size=8,
+    ),
+    limit=st.sampled_from((1, 2, 60)),
+    seed=st.integers(0, 2**16),
+)
+def test_claims_sharing_a_table_each_get_the_reference_launch(
+    *,
+    types: list[InstanceType],
+    claims: list[tuple[Requirements, dict[str, int], MinValuesPolicy]],
+    limit: int,
+    seed: int,
+) -> None:
+    # One NodePool's claims, one after another on the same tables (the memos of what steps 2-7
+    # answered for an earlier claim, and the rows of a list seen before, are in use): each
+    # answer is still the reference's for that claim. Claims are repeated, and given the same
+    # list again, as `plan` gives a NodePool's claims.
+    universe = tuple(types)
+    rng = random.Random(seed)
+    drawn = [it for it in universe if rng.random() < 0.8] or [universe[0]]
+    runs = claims + claims[: rng.randint(0, len(claims))]
+    rng.shuffle(runs)
+    for reqs, wanted, policy in runs:
+        for given_types, among in ((universe, None), (drawn, universe), (list(drawn), universe)):
+            expected = _outcome(given_types, reqs, wanted, policy, limit, reference=True)
+            got = _outcome(given_types, reqs, wanted, policy, limit, reference=False, among=among)
+            assert got == expected
+            if expected[0] != "error" and policy == "Strict" and limit == 60:
+                launched = choose_launch(given_types, reqs, wanted, among=among)
+                assert launched == _reference_launch(given_types, reqs, wanted)
+
+
+def test_claims_that_differ_only_in_what_step_one_reads_share_steps_two_to_seven() -> None:
+    # Two claims of a NodePool with other requests and another custom label, whose step 1
+    # keeps the same types: steps 2-7 are computed once; a claim in another zone is not
+    # given the first claim's launch.
+    types = tuple(CATALOG[:40])
+    base = Requirements.of(
+        Requirement.new(CT, "In", ["spot", "on-demand"]),
+        Requirement.new(ZONE, "In", ["us-east-1a"]),
+    )
+    small = launch_options(types, base.add(Requirement.new(TEAM, "In", ["ml"])), {"cpu": 100})
+    other = launch_options(types, base.add(Requirement.new(TEAM, "In", ["web"])), {"cpu": 200})
+    assert [it.name for it in small.types] == [it.name for it in other.types]
+    assert small._arrays is not None
+    assert other._arrays is not None
+    assert small._arrays.kept is other._arrays.kept
+    first = choose_launch(types, base, {"cpu": 100})
+    assert choose_launch(types, base, {"cpu": 300}) is first
+    elsewhere = base.add(Requirement.new(ZONE, "In", ["us-east-1b"]))
+    moved = base.without(ZONE).add(Requirement.new(ZONE, "In", ["us-east-1b"]))
+    assert elsewhere.get(ZONE) != base.get(ZONE) or moved.get(ZONE) != base.get(ZONE)
+    launched = choose_launch(types, moved, {"cpu": 100})
+    assert launched.zone == "us-east-1b"
+    assert launched == _reference_launch(types, moved, {"cpu": 100})
+
+
+def test_rows_seen_before_are_not_kept_for_a_table_of_new_availability() -> None:
+    types = list(CATALOG[:30])
+    table = LaunchTable(tuple(types))
+    rows = table.rows(types[5:])
+    assert rows is not None
+    assert rows.tolist() == list(range(5, 30))
+    assert table.rows(types[5:]) is rows  # memoised by identity
+    assert table.rows([*types[5:], NAN_TYPE]) is None
+    # By identity: a copy equal in every field is not a row.
+    twin = InstanceType(
+        types[7].name,
+        types[7].requirements,
+        types[7].capacity,
+        types[7].allocatable,
+        types[7].offerings,
+    )
+    assert table.rows([*types[5:7], twin, *types[8:]]) is None
+    assert table.rows(types[5:]) is rows
+    marked = _marked(types, [0])
+    derived = table.with_availability_of(marked)
+    assert derived is not None
+    assert derived.after_step_one == {}
+    assert derived.after_step_one is not table.after_step_one
+    # The unmarked types are the same objects: found again, in the derived table's rows.
+    assert derived.rows(types[5:]) is not rows
+    assert derived.rows([marked[0]]) is not None
+    assert derived.rows([types[0]]) is None  # the marked type's old object is not a row
+
+
+def test_a_claim_with_min_values_is_not_given_the_launch_of_one_without() -> None:
+    # Same rows after step 1, same zone and capacity type: with minValues the exotic filter is
+    # skipped (the metal type stays), and under Strict an unmet minValues fails even when the
+    # same claim under BestEffort was answered first.
+    def typed(name: str, size: str, price: float) -> InstanceType:
+        reqs = Requirements.of(
+            Requirement.new(INSTANCE_TYPE, "In", [name]), Requirement.new(SIZE, "In", [size])
+        )
+        return InstanceType(
+            name, reqs, {"cpu": 4000}, {"cpu": 4000}, (Offering("z-a", "on-demand", price, True),)
+        )
+
+    types = (typed("m.metal", "metal", 0.1), typed("m.large", "large", 0.2))
+    plain = Requirements.of(Requirement.new(CT, "In", ["on-demand"]))
+    assert [it.name for it in launch_options(types, plain).types] == ["m.large"]
+    two_sizes = plain.add(Requirement.new(SIZE, "Exists", min_values=2))
+    assert [it.name for it in launch_options(types, two_sizes).types] == ["m.metal", "m.large"]
+    assert choose_launch(types, two_sizes).instance_type == "m.metal"
+    three_sizes = plain.add(Requirement.new(SIZE, "Exists", min_values=3))
+    relaxed = launch_options(types, three_sizes, min_values_policy="BestEffort")
+    assert [it.name for it in relaxed.types] == ["m.metal", "m.large"]
+    with pytest.raises(InsufficientCapacityError) as raised:
+        launch_options(types, three_sizes, min_values_policy="Strict")
+    assert raised.value.unmet_min_values == {SIZE: 2}  # what the types offer

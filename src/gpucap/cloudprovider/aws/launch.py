@@ -78,7 +78,9 @@ How it runs: steps 1-7 run on the numpy arrays of a `launchtable.LaunchTable` (o
 instance-type tuple, cached by identity; `launch_options`), a type at a time only in
 `reference_filter_instance_types` (with `choose_capacity_type` and `fleet_overrides` on a list),
 which is the specification the tables are tested against (hypothesis) and the path for input a
-table cannot hold exactly. docs/design.md "Launch choice on tables" has the decisions.
+table cannot hold exactly. Claims that end step 1 alike share steps 2-7: they are memoised per
+table by exactly what they read (`_vectorised`), so a NodePool's many claims cost one step 1
+each. docs/design.md "Launch choice on tables" has the decisions.
 """
 
 from __future__ import annotations
@@ -190,6 +192,9 @@ def choose_launch(
         max_instance_types=max_instance_types,
         among=among,
     )
+    shared = options.shared_launch
+    if shared is not None:
+        return shared
     capacity_type = options.capacity_type()
     overrides = options.overrides(capacity_type)
     if not overrides:
@@ -198,13 +203,15 @@ def choose_launch(
         raise RuntimeError(f"no {capacity_type} override for a claim that passed the filters")
     best = fleet_pick(overrides).chosen
     assert best is not None  # every pool has capacity here
-    return Launch(
+    chosen = Launch(
         instance_type=best.instance_type,
         zone=best.zone,
         capacity_type=capacity_type,
         price=best.price,
         overrides=overrides,
     )
+    options.share_launch(chosen)
+    return chosen
 
 
 def choose_node_claim_launch(
@@ -468,12 +475,11 @@ def _vectorised(
 ) -> LaunchOptions:
     """Steps 1-5 as `reference_filter_instance_types` takes them, on the table's arrays.
 
-    Step 1 runs per row over the whole table (its masks are memoised per requirement); the
-    offering-level steps run on the offerings of the rows step 1 keeps only (`off`, with `seg`
-    the start of each row's run in it). The state between steps: `cur`, the rows still offered,
-    in input order; `keep`, per offering in `off`, whether it is still among its type's
-    offerings (None: every type keeps all of its own); `rebuilt`, per row of `alive`, whether
-    the reserved step replaced it by a narrowed copy.
+    Step 1 runs per row over the whole table (its masks are memoised per requirement). What
+    steps 2-5 answer (`_after_step_one`) depends only on the rows step 1 keeps, in their order,
+    on the claim's zone and capacity-type requirements, on the limit and, when a requirement has
+    minValues, on the requirements and the policy; it is memoised per table by exactly that, so
+    claims that differ elsewhere (their requests, their other labels) share it.
     """
     # 1. compatible-available
     ok = table.compatible(reqs)
@@ -482,6 +488,55 @@ def _vectorised(
     cur = rows[ok[rows]]
     if not len(cur):
         raise InsufficientCapacityError(ALL_UNAVAILABLE)
+    min_values = reqs.has_min_values()
+    key = (
+        cur.tobytes(),
+        reqs.get(ZONE),
+        reqs.get(CAPACITY_TYPE),
+        max_instance_types,
+        (reqs, min_values_policy) if min_values else None,
+    )
+    memo = table.after_step_one
+    kept: _Kept | None = memo.get(key)
+    if kept is None:
+        kept = _after_step_one(
+            table,
+            cur,
+            reqs,
+            min_values=min_values,
+            min_values_policy=min_values_policy,
+            max_instance_types=max_instance_types,
+        )
+        if len(memo) >= max(_AFTER_STEP_ONE_MIN, _AFTER_STEP_ONE_BYTES // (8 * len(table))):
+            memo.clear()
+        memo[key] = kept
+    return LaunchOptions(reqs, arrays=_Arrays(table, kept))
+
+
+# Bound of `LaunchTable.after_step_one` (cleared when full): a key holds the rows step 1 kept
+# (8 bytes each, up to the whole table), so a table keeps about 1 MiB of keys at most.
+_AFTER_STEP_ONE_BYTES: Final = 2**20
+_AFTER_STEP_ONE_MIN: Final = 16
+
+
+def _after_step_one(
+    table: LaunchTable,
+    cur: Rows,
+    reqs: Requirements,
+    *,
+    min_values: bool,
+    min_values_policy: MinValuesPolicy,
+    max_instance_types: int,
+) -> _Kept:
+    """Steps 2-5 on the rows `cur` step 1 kept (in input order); reads of `reqs` only its zone
+    and capacity-type requirements and, with `min_values`, its minValues (see `_vectorised`).
+
+    The offering-level steps run on the offerings of the rows step 1 keeps only (`off`, with
+    `seg` the start of each row's run in it). The state between steps: `cur`, the rows still
+    offered, in input order; `keep`, per offering in `off`, whether it is still among its
+    type's offerings (None: every type keeps all of its own); `rebuilt`, per row of `alive`,
+    whether the reserved step replaced it by a narrowed copy.
+    """
     present = np.zeros(len(table), dtype=np.bool_)
     present[cur] = True
     alive = np.flatnonzero(present)  # sorted: `np.searchsorted(alive, cur)` is each row's run
@@ -493,7 +548,6 @@ def _vectorised(
     keep: Mask | None = None
     rebuilt: Mask | None = None
     capacity_types = reqs.get_or_exists(CAPACITY_TYPE)
-    min_values = reqs.has_min_values()
     # 2. reserved offerings: the first available allowed reserved offering per type and zone.
     if capacity_types.has(RESERVED):
         candidates = np.flatnonzero(allowed & (ct == table.ct_code(RESERVED)))
@@ -552,19 +606,43 @@ def _vectorised(
         _, unmet = satisfies_min_values([table.types[r] for r in kept.tolist()], reqs)
         if unmet and min_values_policy == "Strict":
             raise InsufficientCapacityError(MIN_VALUES_TRUNCATED, unmet_min_values=unmet)
-    return LaunchOptions(reqs, arrays=_Arrays(table, kept, off[current], narrowed))
+    return _Kept(kept, off[current], narrowed)
+
+
+@dataclass(slots=True, eq=False)
+class _Kept:
+    """What steps 2-5 keep of one table for a claim: a row per type, the offerings (indices in
+    the table) those types have now, and per type the flags of its row's offerings it keeps
+    (None: it is the row's own object; `narrowed` None: every type is). Shared by the claims
+    whose step 1 ends the same (the value of `LaunchTable.after_step_one`), so never changed,
+    but for `launch`: the `Launch` steps 6-7 give, set by `choose_launch` (they read of the
+    claim only its zone and capacity-type requirements, which are part of the sharing key).
+    It holds no reference to its table, which holds it: no garbage cycle when a table goes."""
+
+    rows: Rows
+    offerings: Rows
+    narrowed: list[list[bool] | None] | None
+    launch: Launch | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class _Arrays:
-    """Where `LaunchOptions.types` are in their table: a row per type, the offerings (indices
-    in the table) those types have now, and per type the flags of its row's offerings it keeps
-    (None: it is the row's own object; `narrowed` None: every type is)."""
+    """Where `LaunchOptions.types` are: a table and what steps 2-5 kept of it."""
 
     table: LaunchTable
-    rows: Rows
-    offerings: Rows
-    narrowed: list[list[bool] | None] | None
+    kept: _Kept
+
+    @property
+    def rows(self) -> Rows:
+        return self.kept.rows
+
+    @property
+    def offerings(self) -> Rows:
+        return self.kept.offerings
+
+    @property
+    def narrowed(self) -> list[list[bool] | None] | None:
+        return self.kept.narrowed
 
 
 class LaunchOptions:
@@ -603,6 +681,18 @@ class LaunchOptions:
                     for r, kept in zip(rows, arrays.narrowed, strict=True)
                 ]
         return self._types
+
+    @property
+    def shared_launch(self) -> Launch | None:
+        """The launch `choose_launch` chose for options of the same arrays (None: not yet, or
+        not on tables)."""
+        return None if self._arrays is None else self._arrays.kept.launch
+
+    def share_launch(self, chosen: Launch) -> None:
+        """Keep `chosen` (`choose_launch`'s answer for these options) for the claims whose
+        options share these arrays: steps 6-7 would answer the same for them."""
+        if self._arrays is not None:
+            self._arrays.kept.launch = chosen
 
     def capacity_type(self) -> str:
         """Step 6, `choose_capacity_type` of `types`."""

@@ -62,6 +62,10 @@ _INT64_MIN: Final = -(2**63)
 _INT64_MAX: Final = 2**63 - 1
 # Memo bounds: cleared when full (the next claims refill them).
 _MEMO_SIZE: Final = 4096
+# Rows by identities: a key is a tuple of types (16 bytes each with the rows), up to a whole
+# catalog's, so a table keeps about 2 MiB of them.
+_ROWS_MEMO_BYTES: Final = 2**21
+_ROWS_MEMO_MIN: Final = 16
 
 
 def is_exotic(it: InstanceType) -> bool:
@@ -161,6 +165,10 @@ class LaunchTable:
             values if self.exact else [[0] * len(self.resources)] * n, dtype=np.int64
         ).reshape(n, len(self.resources))
         self.any_negative: Mask = np.asarray((self.allocatable < 0).any(axis=1), dtype=np.bool_)
+        # Each resource's column as a contiguous copy: `fits` compares a column per request.
+        self._columns: list[Ints] = [
+            np.ascontiguousarray(self.allocatable[:, j]) for j in range(len(self.resources))
+        ]
         self.exotic: Mask = np.fromiter((is_exotic(it) for it in self.types), np.bool_, count=n)
         # ---- offerings, end to end
         self.offerings: list[Offering] = [o for it in self.types for o in it.offerings]
@@ -207,6 +215,10 @@ class LaunchTable:
         self._allowed: dict[tuple[Requirement | None, Requirement | None], Mask] = {}
         self._offered: dict[tuple[Requirement | None, Requirement | None], Mask] = {}
         self._cheapest: dict[tuple[Requirement | None, Requirement | None], Floats] = {}
+        self._rows: dict[tuple[InstanceType, ...], Ints] = {}
+        # `launch.py`'s memo of steps 2-7 per outcome of step 1 (see `launch._vectorised`):
+        # what they answer depends on the rows step 1 keeps and on a few requirements only.
+        self.after_step_one: dict[tuple[Any, ...], Any] = {}
 
     def __len__(self) -> int:
         return len(self.types)
@@ -244,15 +256,32 @@ class LaunchTable:
         )
         # Requirement answers (and `_key_codes`, `_requires`) stay shared: same requirements.
         table._allowed, table._offered, table._cheapest = {}, {}, {}
+        # Rows by identity (other objects) and the launch memo (other availability) are not.
+        table._rows, table.after_step_one = {}, {}
         return table
 
     def rows(self, types: Sequence[InstanceType]) -> Ints | None:
-        """The row of each of `types` (by identity), or None when one is not in the table."""
+        """The row of each of `types` (by identity), or None when one is not in the table.
+        Read-only (memoised by the types themselves: `plan`'s claims of one NodePool are often
+        given the same types in the same order)."""
+        # `InstanceType` compares and hashes by identity (a dataclass with eq=False), so the
+        # tuple of the types is a key by identity that costs no id() per type; an entry holds
+        # only the table's own types.
+        key = tuple(types)
+        found = self._rows.get(key)
+        if found is not None:
+            return found
         try:
-            found = list(map(self.row_of.__getitem__, map(id, types)))
+            rows = np.fromiter(
+                map(self.row_of.__getitem__, map(id, key)), dtype=np.int64, count=len(key)
+            )
         except KeyError:
             return None
-        return np.array(found, dtype=np.int64)
+        rows.flags.writeable = False
+        if len(self._rows) >= max(_ROWS_MEMO_MIN, _ROWS_MEMO_BYTES // (16 * len(key) + 1)):
+            self._rows.clear()
+        self._rows[key] = rows
+        return rows
 
     # ---- per row -----------------------------------------------------------------------------
     def compatible(self, reqs: Requirements) -> Mask:
@@ -285,7 +314,7 @@ class LaunchTable:
                     return np.zeros(len(self.types), dtype=np.bool_)
                 continue
             if v >= _INT64_MIN:
-                mask &= self.allocatable[:, j] >= v
+                mask &= self._columns[j] >= v
         return mask
 
     def allowed(self, reqs: Requirements) -> Mask:
