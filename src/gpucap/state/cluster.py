@@ -103,6 +103,9 @@ class _Nomination:
 # nominated to it and whether it is marked for deletion. A plain tuple: one is made per state
 # node per snapshot.
 _StateInputs = tuple[Node | None, NodeClaim | None, int, tuple[Pod, ...], bool]
+# One state node of the snapshot's layout: its key in `Cluster._states` (whether it is a
+# Node's, and its name), its Node (None: a NodeClaim no Node matched) and its NodeClaim.
+_Slot = tuple[tuple[bool, str], Node | None, NodeClaim | None]
 
 
 def _same_inputs(a: _StateInputs, b: _StateInputs) -> bool:
@@ -179,6 +182,11 @@ class Cluster:
         # from them (see `snapshot`).
         self._snap: tuple[tuple[object, ...], Snapshot] | None = None
         self._states: dict[tuple[bool, str], tuple[_StateInputs, StateNode]] = {}
+        # Bumped by every write of `_claims` or `_nodes` (`_set_claim`, `_pop_claim`,
+        # `_set_node`, `_pop_node`): which NodeClaim each Node matches, and the order and
+        # names of the state nodes, are functions of those two maps only (see `_layout_now`).
+        self._structure = 0
+        self._layout: tuple[int, list[_Slot], frozenset[str]] | None = None
 
     @classmethod
     def from_manifests(cls, manifests: Manifests, *, clock: Clock | None = None) -> Cluster:
@@ -212,7 +220,6 @@ class Cluster:
         key = (self._version, tuple(nominated.items()))
         if self._snap is not None and self._snap[0] == key:
             return self._snap[1]
-        claims = claims_by_node(list(self._claims.values()))
         state_names: dict[str, str] = {}
         extra: dict[str, list[Pod]] = {}
         for pod_key, claim_name in nominated.items():
@@ -223,27 +230,19 @@ class Cluster:
         marked = {self._state_node_name(n) for n in self._marked}
         states: dict[tuple[bool, str], tuple[_StateInputs, StateNode]] = {}
         out: list[StateNode] = []
-        matched: set[str] = set()
-        for node in self._nodes.values():
-            name = node.metadata.name
-            claim = claim_of(node, claims)
-            if claim is not None:
-                matched.add(claim.name)
+        slots, known = self._layout_now()
+        changed = self._pods_changed
+        for slot, node, claim in slots:
+            here = slot[1]
             inputs: _StateInputs = (
                 node,
                 claim,
-                self._pods_changed.get(name, 0),
-                tuple(extra.get(name, ())),
-                name in marked,
+                changed.get(here, 0) if node is not None else 0,
+                tuple(extra[here]) if here in extra else (),
+                here in marked,
             )
-            out.append(self._state(states, (True, name), inputs))
-        for nc in self._claims.values():
-            if nc.name in matched:
-                continue
-            inputs = (None, nc, 0, tuple(extra.get(nc.name, ())), nc.name in marked)
-            out.append(self._state(states, (False, nc.name), inputs))
+            out.append(self._state(states, slot, inputs))
         self._states = states
-        known = {n.name for n in out}
         seq = self._seq.__getitem__
         unknown = sorted(
             (k for node, keys in self._on_node.items() if node not in known for k in keys),
@@ -257,6 +256,30 @@ class Cluster:
         )
         self._snap = (key, snap)
         return snap
+
+    def _layout_now(self) -> tuple[list[_Slot], frozenset[str]]:
+        """The state nodes in snapshot order, each with its Node (None for a NodeClaim no Node
+        matched) and NodeClaim, and their names: every Node in the map's order with the
+        NodeClaim `claim_of` finds for it, then the NodeClaims no Node matched. Kept while
+        neither map was written (`_structure`): pod, nomination and mark changes, most of the
+        simulator's, do not touch it."""
+        layout = self._layout
+        if layout is not None and layout[0] == self._structure:
+            return layout[1], layout[2]
+        claims = claims_by_node(list(self._claims.values()))
+        slots: list[_Slot] = []
+        matched: set[str] = set()
+        for node in self._nodes.values():
+            claim = claim_of(node, claims)
+            if claim is not None:
+                matched.add(claim.name)
+            slots.append(((True, node.metadata.name), node, claim))
+        for nc in self._claims.values():
+            if nc.name not in matched:
+                slots.append(((False, nc.name), None, nc))
+        known = frozenset(key[1] for key, _, _ in slots)
+        self._layout = (self._structure, slots, known)
+        return slots, known
 
     def _state(
         self,
@@ -421,6 +444,9 @@ class Cluster:
             names = self._claims_by_node_name.get(node.metadata.name)
         if not names:
             return None
+        if len(names) == 1:  # the usual case: no order to settle
+            for name in names:
+                return self._claims[name]
         return self._claims[min(names, key=self._claim_seq.__getitem__)]
 
     def nodes_for_claim(self, claim: NodeClaim) -> list[Node]:
@@ -461,9 +487,9 @@ class Cluster:
         self._version += 1
         pending: list[str] = []
         deleted: list[str] = []
-        for key, pod in list(self._pods.items()):
-            if pod.spec.node_name != name:
-                continue
+        # The pods bound to the node, in the pods' order: the `pods_on` index, not a scan.
+        for key in sorted(self._on_node.get(name, ()), key=self._seq.__getitem__):
+            pod = self._pods[key]
             if _is_daemon(pod):
                 self._drop(key)
                 deleted.append(key)
@@ -581,6 +607,7 @@ class Cluster:
     # provider ID (and NodeClaims by `status.nodeName`), and each name's insertion number
     # (its place in the map's order, for the scans' "first").
     def _set_claim(self, claim: NodeClaim) -> None:
+        self._structure += 1
         name = claim.name
         old = self._claims.get(name)
         if old is None:
@@ -594,6 +621,7 @@ class Cluster:
         _index(self._claims_by_node_name, claim.status.node_name, name)
 
     def _pop_claim(self, name: str) -> None:
+        self._structure += 1
         old = self._claims.pop(name, None)
         if old is not None:
             del self._claim_seq[name]
@@ -601,6 +629,7 @@ class Cluster:
             _unindex(self._claims_by_node_name, old.status.node_name, name)
 
     def _set_node(self, node: Node) -> None:
+        self._structure += 1
         name = node.metadata.name
         old = self._nodes.get(name)
         if old is None:
@@ -612,6 +641,7 @@ class Cluster:
         _index(self._nodes_by_pid, node.spec.provider_id, name)
 
     def _pop_node(self, name: str) -> None:
+        self._structure += 1
         old = self._nodes.pop(name, None)
         if old is not None:
             del self._node_seq[name]
