@@ -270,10 +270,10 @@ class World:
             self.emit("ScenarioEvent", index=action.index, kind="apply", source=action.source)
             for m in action.manifests:
                 self._apply(m.obj)
-            if len(self.cluster.pods()) > MAX_PODS:
+            if self.cluster.pod_count() > MAX_PODS:
                 raise ScenarioError(
                     f"{self.scenario.path}: events[{action.index}].apply: the cluster would hold "
-                    f"{len(self.cluster.pods()):,} pods, more than gpucap simulates ({MAX_PODS:,})"
+                    f"{self.cluster.pod_count():,} pods, more than gpucap simulates ({MAX_PODS:,})"
                 )
         elif action.kind == "scale" and action.ref is not None and action.replicas is not None:
             kind, namespace, name = action.ref
@@ -287,7 +287,7 @@ class World:
             )
             if obj is None:
                 return
-            before = len(self.cluster.pods())
+            before = self.cluster.pod_count()
             mine = sum(g.count for g in pod_groups(obj)) if isinstance(obj, POD_CREATORS) else 0
             if before - mine + action.replicas > MAX_PODS:
                 raise ScenarioError(

@@ -104,8 +104,9 @@ class _Nomination:
 # node per snapshot.
 _StateInputs = tuple[Node | None, NodeClaim | None, int, tuple[Pod, ...], bool]
 # One state node of the snapshot's layout: its key in `Cluster._states` (whether it is a
-# Node's, and its name), its Node (None: a NodeClaim no Node matched) and its NodeClaim.
-_Slot = tuple[tuple[bool, str], Node | None, NodeClaim | None]
+# Node's, and its name), the name of its Node (None: a NodeClaim no Node matched) and of its
+# NodeClaim (None: a Node no NodeClaim matched).
+_Slot = tuple[tuple[bool, str], str | None, str | None]
 
 
 def _same_inputs(a: _StateInputs, b: _StateInputs) -> bool:
@@ -182,9 +183,9 @@ class Cluster:
         # from them (see `snapshot`).
         self._snap: tuple[tuple[object, ...], Snapshot] | None = None
         self._states: dict[tuple[bool, str], tuple[_StateInputs, StateNode]] = {}
-        # Bumped by every write of `_claims` or `_nodes` (`_set_claim`, `_pop_claim`,
-        # `_set_node`, `_pop_node`): which NodeClaim each Node matches, and the order and
-        # names of the state nodes, are functions of those two maps only (see `_layout_now`).
+        # Bumped by `_set_claim`, `_pop_claim`, `_set_node` and `_pop_node` when what
+        # `_layout_now` reads changes: an entry added or removed, a NodeClaim's nodeName or
+        # provider ID, a Node's provider ID.
         self._structure = 0
         self._layout: tuple[int, list[_Slot], frozenset[str]] | None = None
 
@@ -232,7 +233,12 @@ class Cluster:
         out: list[StateNode] = []
         slots, known = self._layout_now()
         changed = self._pods_changed
-        for slot, node, claim in slots:
+        nodes = self._nodes
+        claims = self._claims
+        last = self._states
+        for slot, node_of, claim_of_slot in slots:
+            node = nodes[node_of] if node_of is not None else None
+            claim = claims[claim_of_slot] if claim_of_slot is not None else None
             here = slot[1]
             inputs: _StateInputs = (
                 node,
@@ -241,7 +247,12 @@ class Cluster:
                 tuple(extra[here]) if here in extra else (),
                 here in marked,
             )
-            out.append(self._state(states, slot, inputs))
+            hit = last.get(slot)
+            if hit is not None and _same_inputs(hit[0], inputs):
+                states[slot] = hit
+                out.append(hit[1])
+            else:
+                out.append(self._state(states, slot, inputs))
         self._states = states
         seq = self._seq.__getitem__
         unknown = sorted(
@@ -258,11 +269,13 @@ class Cluster:
         return snap
 
     def _layout_now(self) -> tuple[list[_Slot], frozenset[str]]:
-        """The state nodes in snapshot order, each with its Node (None for a NodeClaim no Node
-        matched) and NodeClaim, and their names: every Node in the map's order with the
-        NodeClaim `claim_of` finds for it, then the NodeClaims no Node matched. Kept while
-        neither map was written (`_structure`): pod, nomination and mark changes, most of the
-        simulator's, do not touch it."""
+        """The state nodes in snapshot order, each with the name of its Node (None for a
+        NodeClaim no Node matched) and of its NodeClaim, and their names: every Node in the
+        map's order with the NodeClaim `claim_of` finds for it, then the NodeClaims no Node
+        matched. A function of the two maps' orders, the Nodes' names and provider IDs and
+        the NodeClaims' `status.nodeName` and provider IDs only: kept while none of those
+        changed (`_structure`). Pod, nomination and mark changes and the NodeClaim updates of
+        a running cluster (conditions, last pod event) do not touch it."""
         layout = self._layout
         if layout is not None and layout[0] == self._structure:
             return layout[1], layout[2]
@@ -273,10 +286,11 @@ class Cluster:
             claim = claim_of(node, claims)
             if claim is not None:
                 matched.add(claim.name)
-            slots.append(((True, node.metadata.name), node, claim))
+            name = node.metadata.name
+            slots.append(((True, name), name, claim.name if claim is not None else None))
         for nc in self._claims.values():
             if nc.name not in matched:
-                slots.append(((False, nc.name), None, nc))
+                slots.append(((False, nc.name), None, nc.name))
         known = frozenset(key[1] for key, _, _ in slots)
         self._layout = (self._structure, slots, known)
         return slots, known
@@ -287,12 +301,8 @@ class Cluster:
         key: tuple[bool, str],
         inputs: _StateInputs,
     ) -> StateNode:
-        """The state node of `inputs` (a Node's when key[0], else an unmatched NodeClaim's):
-        the last one built when its inputs are the same objects, else built now."""
-        hit = self._states.get(key)
-        if hit is not None and _same_inputs(hit[0], inputs):
-            states[key] = hit
-            return hit[1]
+        """The state node of `inputs` (a Node's when key[0], else an unmatched NodeClaim's),
+        built now (`snapshot` reuses the last one when its inputs are the same objects)."""
         node, claim, _, nominated, marked = inputs
         if node is not None:
             base = node_state(node, claim, self.pods_on(node.metadata.name))
@@ -344,6 +354,10 @@ class Cluster:
     # ---- pods -------------------------------------------------------------------------------
     def pods(self) -> list[Pod]:
         return list(self._pods.values())
+
+    def pod_count(self) -> int:
+        """`len(pods())` without the list (the world checks it on every scale event)."""
+        return len(self._pods)
 
     def pod(self, key: str) -> Pod:
         return self._pods[key]
@@ -607,9 +621,14 @@ class Cluster:
     # provider ID (and NodeClaims by `status.nodeName`), and each name's insertion number
     # (its place in the map's order, for the scans' "first").
     def _set_claim(self, claim: NodeClaim) -> None:
-        self._structure += 1
         name = claim.name
         old = self._claims.get(name)
+        if (
+            old is None
+            or old.status.node_name != claim.status.node_name
+            or old.status.provider_id != claim.status.provider_id
+        ):
+            self._structure += 1
         if old is None:
             self._claim_seq[name] = self._next_seq
             self._next_seq += 1
@@ -621,17 +640,18 @@ class Cluster:
         _index(self._claims_by_node_name, claim.status.node_name, name)
 
     def _pop_claim(self, name: str) -> None:
-        self._structure += 1
         old = self._claims.pop(name, None)
         if old is not None:
+            self._structure += 1
             del self._claim_seq[name]
             _unindex(self._claims_by_pid, old.status.provider_id, name)
             _unindex(self._claims_by_node_name, old.status.node_name, name)
 
     def _set_node(self, node: Node) -> None:
-        self._structure += 1
         name = node.metadata.name
         old = self._nodes.get(name)
+        if old is None or old.spec.provider_id != node.spec.provider_id:
+            self._structure += 1
         if old is None:
             self._node_seq[name] = self._next_seq
             self._next_seq += 1
@@ -641,9 +661,9 @@ class Cluster:
         _index(self._nodes_by_pid, node.spec.provider_id, name)
 
     def _pop_node(self, name: str) -> None:
-        self._structure += 1
         old = self._nodes.pop(name, None)
         if old is not None:
+            self._structure += 1
             del self._node_seq[name]
             _unindex(self._nodes_by_pid, old.spec.provider_id, name)
 
