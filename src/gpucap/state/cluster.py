@@ -187,7 +187,14 @@ class Cluster:
         # `_layout_now` reads changes: an entry added or removed, a NodeClaim's nodeName or
         # provider ID, a Node's provider ID.
         self._structure = 0
-        self._layout: tuple[int, list[_Slot], frozenset[str]] | None = None
+        self._layout: tuple[int, list[_Slot], frozenset[str], dict[str, list[int]]] | None = None
+        # The last build of the state nodes: its layout, the state nodes, the nominated pods
+        # per state node and the marked names; and the names (Nodes, NodeClaims, Nodes whose
+        # bound pods changed) written since (see `snapshot`).
+        self._built: (
+            tuple[list[_Slot], list[StateNode], dict[str, tuple[Pod, ...]], set[str]] | None
+        ) = None
+        self._dirty: set[str] = set()
 
     @classmethod
     def from_manifests(cls, manifests: Manifests, *, clock: Clock | None = None) -> Cluster:
@@ -229,31 +236,29 @@ class Cluster:
                 name = state_names[claim_name] = self._state_node_name(claim_name)
             extra.setdefault(name, []).append(self._pods[pod_key])
         marked = {self._state_node_name(n) for n in self._marked}
-        states: dict[tuple[bool, str], tuple[_StateInputs, StateNode]] = {}
-        out: list[StateNode] = []
-        slots, known = self._layout_now()
-        changed = self._pods_changed
-        nodes = self._nodes
-        claims = self._claims
-        last = self._states
-        for slot, node_of, claim_of_slot in slots:
-            node = nodes[node_of] if node_of is not None else None
-            claim = claims[claim_of_slot] if claim_of_slot is not None else None
-            here = slot[1]
-            inputs: _StateInputs = (
-                node,
-                claim,
-                changed.get(here, 0) if node is not None else 0,
-                tuple(extra[here]) if here in extra else (),
-                here in marked,
-            )
-            hit = last.get(slot)
-            if hit is not None and _same_inputs(hit[0], inputs):
-                states[slot] = hit
-                out.append(hit[1])
-            else:
-                out.append(self._state(states, slot, inputs))
-        self._states = states
+        nominees = {name: tuple(pods) for name, pods in extra.items()}
+        slots, known, where = self._layout_now()
+        built = self._built
+        if built is not None and built[0] is slots:
+            # The same layout as the last build: only the state nodes whose inputs may have
+            # changed since are looked at (a Node, NodeClaim or bound pod written, nominated
+            # pods or a mark that differ); the others are the last build's.
+            out = list(built[1])
+            touched = set(self._dirty)
+            last_nominees = built[2]
+            for name in nominees.keys() | last_nominees.keys():
+                a, b = nominees.get(name, ()), last_nominees.get(name, ())
+                if len(a) != len(b) or any(x is not y for x, y in zip(a, b, strict=True)):
+                    touched.add(name)
+            touched |= marked ^ built[3]
+            for i in sorted({i for name in touched for i in where.get(name, ())}):
+                out[i] = self._slot_state(self._states, slots[i], nominees, marked)
+        else:
+            states: dict[tuple[bool, str], tuple[_StateInputs, StateNode]] = {}
+            out = [self._slot_state(states, slot, nominees, marked) for slot in slots]
+            self._states = states
+        self._dirty.clear()
+        self._built = (slots, out, nominees, marked)
         seq = self._seq.__getitem__
         unknown = sorted(
             (k for node, keys in self._on_node.items() if node not in known for k in keys),
@@ -268,7 +273,32 @@ class Cluster:
         self._snap = (key, snap)
         return snap
 
-    def _layout_now(self) -> tuple[list[_Slot], frozenset[str]]:
+    def _slot_state(
+        self,
+        states: dict[tuple[bool, str], tuple[_StateInputs, StateNode]],
+        slot: _Slot,
+        nominees: dict[str, tuple[Pod, ...]],
+        marked: set[str],
+    ) -> StateNode:
+        """The state node of one layout slot now: the last one built when its inputs are the
+        same objects, else built (and kept in `states`)."""
+        key, node_of, claim_of_slot = slot
+        node = self._nodes[node_of] if node_of is not None else None
+        here = key[1]
+        inputs: _StateInputs = (
+            node,
+            self._claims[claim_of_slot] if claim_of_slot is not None else None,
+            self._pods_changed.get(here, 0) if node is not None else 0,
+            nominees.get(here, ()),
+            here in marked,
+        )
+        hit = self._states.get(key)
+        if hit is not None and _same_inputs(hit[0], inputs):
+            states[key] = hit
+            return hit[1]
+        return self._state(states, key, inputs)
+
+    def _layout_now(self) -> tuple[list[_Slot], frozenset[str], dict[str, list[int]]]:
         """The state nodes in snapshot order, each with the name of its Node (None for a
         NodeClaim no Node matched) and of its NodeClaim, and their names: every Node in the
         map's order with the NodeClaim `claim_of` finds for it, then the NodeClaims no Node
@@ -278,7 +308,7 @@ class Cluster:
         a running cluster (conditions, last pod event) do not touch it."""
         layout = self._layout
         if layout is not None and layout[0] == self._structure:
-            return layout[1], layout[2]
+            return layout[1], layout[2], layout[3]
         claims = claims_by_node(list(self._claims.values()))
         slots: list[_Slot] = []
         matched: set[str] = set()
@@ -292,8 +322,14 @@ class Cluster:
             if nc.name not in matched:
                 slots.append(((False, nc.name), None, nc.name))
         known = frozenset(key[1] for key, _, _ in slots)
-        self._layout = (self._structure, slots, known)
-        return slots, known
+        # Name (of a state node, a Node or a NodeClaim) -> the slots it is part of.
+        where: dict[str, list[int]] = {}
+        for i, (key, node_of, claim_of_slot) in enumerate(slots):
+            for part in {key[1], node_of, claim_of_slot}:
+                if part is not None:
+                    where.setdefault(part, []).append(i)
+        self._layout = (self._structure, slots, known, where)
+        return slots, known, where
 
     def _state(
         self,
@@ -621,6 +657,7 @@ class Cluster:
     # provider ID (and NodeClaims by `status.nodeName`), and each name's insertion number
     # (its place in the map's order, for the scans' "first").
     def _set_claim(self, claim: NodeClaim) -> None:
+        self._dirty.add(claim.name)
         name = claim.name
         old = self._claims.get(name)
         if (
@@ -640,6 +677,7 @@ class Cluster:
         _index(self._claims_by_node_name, claim.status.node_name, name)
 
     def _pop_claim(self, name: str) -> None:
+        self._dirty.add(name)
         old = self._claims.pop(name, None)
         if old is not None:
             self._structure += 1
@@ -648,6 +686,7 @@ class Cluster:
             _unindex(self._claims_by_node_name, old.status.node_name, name)
 
     def _set_node(self, node: Node) -> None:
+        self._dirty.add(node.metadata.name)
         name = node.metadata.name
         old = self._nodes.get(name)
         if old is None or old.spec.provider_id != node.spec.provider_id:
@@ -661,6 +700,7 @@ class Cluster:
         _index(self._nodes_by_pid, node.spec.provider_id, name)
 
     def _pop_node(self, name: str) -> None:
+        self._dirty.add(name)
         old = self._nodes.pop(name, None)
         if old is not None:
             self._structure += 1
@@ -708,6 +748,7 @@ class Cluster:
         elif old.spec.node_name:
             self._on_node[old.spec.node_name].discard(key)
             self._pods_changed[old.spec.node_name] = self._version
+            self._dirty.add(old.spec.node_name)
         else:
             self._unbound.discard(key)
         self._pods[key] = pod
@@ -715,6 +756,7 @@ class Cluster:
         if node:
             self._on_node.setdefault(node, set()).add(key)
             self._pods_changed[node] = self._version
+            self._dirty.add(node)
         else:
             self._unbound.add(key)
 
@@ -728,6 +770,7 @@ class Cluster:
             if node:
                 self._on_node[node].discard(key)
                 self._pods_changed[node] = self._version
+                self._dirty.add(node)
             else:
                 self._unbound.discard(key)
         return pod
