@@ -227,6 +227,9 @@ def test_the_incremental_snapshot_and_indexes_are_the_scans_after_every_change(
         elif op[0] not in ("snapshot", "repoint", "readd_node"):
             do(cluster, clock, op)
         assert cluster.snapshot() == rebuilt(cluster)
+        assert cluster.synced() == all(c.status.provider_id for c in cluster.node_claims())
+        for pool in [*(np.metadata.name for np in BASE.nodepools), "nowhere"]:
+            assert cluster.nodepool(pool) is cluster.get("NodePool", None, pool)
         for n in cluster.nodes():
             pid = n.spec.provider_id
             scan = next(

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from gpucap.apis.bottlerocket import BottlerocketUserDataError, device_plugin_config
-from gpucap.apis.core import Node, Pod, PodCondition
+from gpucap.apis.core import Node, Pod, PodCondition, PodSpec
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.expansion import POD_CREATORS, pod_groups
 from gpucap.apis.gpu import GPU_RESOURCES, NVIDIA_GPU_SHARED
@@ -69,6 +69,7 @@ from gpucap.controllers.provisioning.batcher import Batcher
 from gpucap.controllers.provisioning.provisioner import Provisioner
 from gpucap.controllers.termination import Termination, TerminationResult
 from gpucap.runtime.clock import EPOCH, FakeClock
+from gpucap.runtime.memo import IdentityMemo
 from gpucap.scheduling.resources import Resources, add, fits, pod_requests, subtract
 from gpucap.scheduling.solver import NODE_LIMITS_EXHAUSTED, TYPES_EXCEED_LIMITS
 from gpucap.scheduling.taints import untolerated
@@ -1201,7 +1202,14 @@ def _ns_name(namespace: str, name: str) -> str:
 
 
 def _requests(pod: Pod) -> Resources:
-    return add(pod_requests(pod.spec), {"pods": 1})
+    """What the pod takes from a node (its requests and `pods: 1`), shared per `PodSpec`
+    object (frozen; the pods of a template share it): callers only read it."""
+    return _POD_TAKES(pod.spec)
+
+
+_POD_TAKES: IdentityMemo[PodSpec, Resources] = IdentityMemo(
+    lambda spec: add(pod_requests(spec), {"pods": 1}), size=8192
+)
 
 
 def _gpus(requests: Mapping[str, int]) -> dict[str, int]:

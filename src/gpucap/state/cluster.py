@@ -195,6 +195,8 @@ class Cluster:
             tuple[list[_Slot], list[StateNode], dict[str, tuple[Pod, ...]], set[str]] | None
         ) = None
         self._dirty: set[str] = set()
+        # Names of the NodeClaims without a provider ID (see `synced`).
+        self._unlaunched: set[str] = set()
 
     @classmethod
     def from_manifests(cls, manifests: Manifests, *, clock: Clock | None = None) -> Cluster:
@@ -384,8 +386,10 @@ class Cluster:
 
     def synced(self) -> bool:
         """Karpenter's `Cluster.Synced` once hydrated: every NodeClaim has launched (has a
-        provider ID); the provisioner waits for it before a pass."""
-        return all(c.status.provider_id for c in self._claims.values())
+        provider ID); the provisioner waits for it before a pass. From the set of NodeClaims
+        without one that `_set_claim` and `_pop_claim` keep (the disruption loop asks every
+        pass)."""
+        return not self._unlaunched
 
     # ---- pods -------------------------------------------------------------------------------
     def pods(self) -> list[Pod]:
@@ -635,7 +639,10 @@ class Cluster:
         return self._of_kind("NodePool")
 
     def nodepool(self, name: str) -> NodePool | None:
-        return cast("NodePool | None", self.get("NodePool", None, name))
+        # `get("NodePool", None, name)` with the key spelled out (NodePools are
+        # cluster-scoped: namespace ""): disruption asks it for every node of every pass.
+        m = self._objects.get(("NodePool", "", name))
+        return cast("NodePool | None", m.obj if m is not None else None)
 
     def nodeclasses(self) -> list[EC2NodeClass]:
         return self._of_kind("EC2NodeClass")
@@ -673,12 +680,17 @@ class Cluster:
             _unindex(self._claims_by_pid, old.status.provider_id, name)
             _unindex(self._claims_by_node_name, old.status.node_name, name)
         self._claims[name] = claim
+        if claim.status.provider_id:
+            self._unlaunched.discard(name)
+        else:
+            self._unlaunched.add(name)
         _index(self._claims_by_pid, claim.status.provider_id, name)
         _index(self._claims_by_node_name, claim.status.node_name, name)
 
     def _pop_claim(self, name: str) -> None:
         self._dirty.add(name)
         old = self._claims.pop(name, None)
+        self._unlaunched.discard(name)
         if old is not None:
             self._structure += 1
             del self._claim_seq[name]
