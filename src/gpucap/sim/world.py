@@ -1204,12 +1204,14 @@ def _ns_name(namespace: str, name: str) -> str:
 def _requests(pod: Pod) -> Resources:
     """What the pod takes from a node (its requests and `pods: 1`), shared per `PodSpec`
     object (frozen; the pods of a template share it): callers only read it."""
-    return _POD_TAKES(pod.spec)
+    return _pod_takes(pod.spec)
 
 
-_POD_TAKES: IdentityMemo[PodSpec, Resources] = IdentityMemo(
-    lambda spec: add(pod_requests(spec), {"pods": 1}), size=8192
-)
+def _pod_takes_of(spec: PodSpec) -> Resources:
+    return add(pod_requests(spec), {"pods": 1})
+
+
+_pod_takes = IdentityMemo(_pod_takes_of, size=8192).lookup
 
 
 def _gpus(requests: Mapping[str, int]) -> dict[str, int]:
