@@ -131,6 +131,26 @@ def test_pods_on_is_the_scan_of_the_pods_bound_to_the_node_in_cluster_order(
             assert [id(p) for p in cluster.pods_on(name)] == [id(p) for p in scan]
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(with_scaling, max_size=25), st.sampled_from(NODES))
+def test_deleting_a_node_releases_the_scan_of_its_pods_in_cluster_order(
+    ops: list[tuple[object, ...]], name: str
+) -> None:
+    # `delete_node` reads the `pods_on` index instead of scanning every pod: the pods it
+    # releases (and their order) are the scan's, and the pods that stay are untouched.
+    clock = FakeClock()
+    cluster = Cluster.from_manifests(BASE, clock=clock)
+    for op in ops:
+        do(cluster, clock, op)
+    scan = [p.key for p in cluster.pods() if p.spec.node_name == name]
+    others = [p for p in cluster.pods() if p.spec.node_name != name]
+    released = cluster.delete_node(name)
+    assert [*released.pending, *released.deleted] == scan
+    assert not released.deleted  # BASE has no DaemonSet pods
+    assert [p for p in cluster.pods() if p.key not in set(scan)] == others
+    assert all(cluster.pod(k).spec.node_name is None for k in scan)
+
+
 def rebuilt(cluster: Cluster) -> Snapshot:
     """The snapshot built from scratch, as `Cluster.snapshot` defines it: `state.snapshot`
     of the pods not nominated, then nominated pods appended to their NodeClaims' state nodes
@@ -161,6 +181,7 @@ changes = st.one_of(
     st.tuples(st.just("relabel_claim"), st.sampled_from(CLAIMS)),
     st.tuples(st.just("snapshot")),
     st.tuples(st.just("repoint"), st.sampled_from(CLAIMS), st.sampled_from(NODES)),
+    st.tuples(st.just("readd_node"), st.sampled_from(NODES)),
 )
 
 
@@ -175,8 +196,13 @@ def test_the_incremental_snapshot_and_indexes_are_the_scans_after_every_change(
     clock = FakeClock()
     cluster = Cluster.from_manifests(BASE, clock=clock)
     claims = {c.name: c for c in cluster.node_claims()}
+    nodes = {n.metadata.name: n for n in cluster.nodes()}
     for op in ops:
-        if op[0] == "mark":
+        if op[0] == "readd_node":
+            # A deleted Node registers again: it comes back at the end of the order.
+            if cluster.node(str(op[1])) is None:
+                cluster.add_node(nodes[str(op[1])])
+        elif op[0] == "mark":
             cluster.mark_for_deletion(str(op[1]))
         elif op[0] == "unmark":
             cluster.unmark_for_deletion(str(op[1]))
@@ -198,9 +224,12 @@ def test_the_incremental_snapshot_and_indexes_are_the_scans_after_every_change(
             )
         elif op[0] == "repoint" and (c := claims.get(str(op[1]))) is not None:
             cluster.add_node_claim(c)
-        elif op[0] not in ("snapshot", "repoint"):
+        elif op[0] not in ("snapshot", "repoint", "readd_node"):
             do(cluster, clock, op)
         assert cluster.snapshot() == rebuilt(cluster)
+        assert cluster.synced() == all(c.status.provider_id for c in cluster.node_claims())
+        for pool in [*(np.metadata.name for np in BASE.nodepools), "nowhere"]:
+            assert cluster.nodepool(pool) is cluster.get("NodePool", None, pool)
         for n in cluster.nodes():
             pid = n.spec.provider_id
             scan = next(

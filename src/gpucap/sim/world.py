@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from gpucap.apis.bottlerocket import BottlerocketUserDataError, device_plugin_config
-from gpucap.apis.core import Node, Pod, PodCondition
+from gpucap.apis.core import Node, Pod, PodCondition, PodSpec
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.expansion import POD_CREATORS, pod_groups
 from gpucap.apis.gpu import GPU_RESOURCES, NVIDIA_GPU_SHARED
@@ -69,6 +69,7 @@ from gpucap.controllers.provisioning.batcher import Batcher
 from gpucap.controllers.provisioning.provisioner import Provisioner
 from gpucap.controllers.termination import Termination, TerminationResult
 from gpucap.runtime.clock import EPOCH, FakeClock
+from gpucap.runtime.memo import IdentityMemo
 from gpucap.scheduling.resources import Resources, add, fits, pod_requests, subtract
 from gpucap.scheduling.solver import NODE_LIMITS_EXHAUSTED, TYPES_EXCEED_LIMITS
 from gpucap.scheduling.taints import untolerated
@@ -270,10 +271,10 @@ class World:
             self.emit("ScenarioEvent", index=action.index, kind="apply", source=action.source)
             for m in action.manifests:
                 self._apply(m.obj)
-            if len(self.cluster.pods()) > MAX_PODS:
+            if self.cluster.pod_count() > MAX_PODS:
                 raise ScenarioError(
                     f"{self.scenario.path}: events[{action.index}].apply: the cluster would hold "
-                    f"{len(self.cluster.pods()):,} pods, more than gpucap simulates ({MAX_PODS:,})"
+                    f"{self.cluster.pod_count():,} pods, more than gpucap simulates ({MAX_PODS:,})"
                 )
         elif action.kind == "scale" and action.ref is not None and action.replicas is not None:
             kind, namespace, name = action.ref
@@ -287,7 +288,7 @@ class World:
             )
             if obj is None:
                 return
-            before = len(self.cluster.pods())
+            before = self.cluster.pod_count()
             mine = sum(g.count for g in pod_groups(obj)) if isinstance(obj, POD_CREATORS) else 0
             if before - mine + action.replicas > MAX_PODS:
                 raise ScenarioError(
@@ -1201,7 +1202,16 @@ def _ns_name(namespace: str, name: str) -> str:
 
 
 def _requests(pod: Pod) -> Resources:
-    return add(pod_requests(pod.spec), {"pods": 1})
+    """What the pod takes from a node (its requests and `pods: 1`), shared per `PodSpec`
+    object (frozen; the pods of a template share it): callers only read it."""
+    return _pod_takes(pod.spec)
+
+
+def _pod_takes_of(spec: PodSpec) -> Resources:
+    return add(pod_requests(spec), {"pods": 1})
+
+
+_pod_takes = IdentityMemo(_pod_takes_of, size=8192).lookup
 
 
 def _gpus(requests: Mapping[str, int]) -> dict[str, int]:

@@ -103,6 +103,10 @@ class _Nomination:
 # nominated to it and whether it is marked for deletion. A plain tuple: one is made per state
 # node per snapshot.
 _StateInputs = tuple[Node | None, NodeClaim | None, int, tuple[Pod, ...], bool]
+# One state node of the snapshot's layout: its key in `Cluster._states` (whether it is a
+# Node's, and its name), the name of its Node (None: a NodeClaim no Node matched) and of its
+# NodeClaim (None: a Node no NodeClaim matched).
+_Slot = tuple[tuple[bool, str], str | None, str | None]
 
 
 def _same_inputs(a: _StateInputs, b: _StateInputs) -> bool:
@@ -179,6 +183,20 @@ class Cluster:
         # from them (see `snapshot`).
         self._snap: tuple[tuple[object, ...], Snapshot] | None = None
         self._states: dict[tuple[bool, str], tuple[_StateInputs, StateNode]] = {}
+        # Bumped by `_set_claim`, `_pop_claim`, `_set_node` and `_pop_node` when what
+        # `_layout_now` reads changes: an entry added or removed, a NodeClaim's nodeName or
+        # provider ID, a Node's provider ID.
+        self._structure = 0
+        self._layout: tuple[int, list[_Slot], frozenset[str], dict[str, list[int]]] | None = None
+        # The last build of the state nodes: its layout, the state nodes, the nominated pods
+        # per state node and the marked names; and the names (Nodes, NodeClaims, Nodes whose
+        # bound pods changed) written since (see `snapshot`).
+        self._built: (
+            tuple[list[_Slot], list[StateNode], dict[str, tuple[Pod, ...]], set[str]] | None
+        ) = None
+        self._dirty: set[str] = set()
+        # Names of the NodeClaims without a provider ID (see `synced`).
+        self._unlaunched: set[str] = set()
 
     @classmethod
     def from_manifests(cls, manifests: Manifests, *, clock: Clock | None = None) -> Cluster:
@@ -212,7 +230,6 @@ class Cluster:
         key = (self._version, tuple(nominated.items()))
         if self._snap is not None and self._snap[0] == key:
             return self._snap[1]
-        claims = claims_by_node(list(self._claims.values()))
         state_names: dict[str, str] = {}
         extra: dict[str, list[Pod]] = {}
         for pod_key, claim_name in nominated.items():
@@ -221,29 +238,29 @@ class Cluster:
                 name = state_names[claim_name] = self._state_node_name(claim_name)
             extra.setdefault(name, []).append(self._pods[pod_key])
         marked = {self._state_node_name(n) for n in self._marked}
-        states: dict[tuple[bool, str], tuple[_StateInputs, StateNode]] = {}
-        out: list[StateNode] = []
-        matched: set[str] = set()
-        for node in self._nodes.values():
-            name = node.metadata.name
-            claim = claim_of(node, claims)
-            if claim is not None:
-                matched.add(claim.name)
-            inputs: _StateInputs = (
-                node,
-                claim,
-                self._pods_changed.get(name, 0),
-                tuple(extra.get(name, ())),
-                name in marked,
-            )
-            out.append(self._state(states, (True, name), inputs))
-        for nc in self._claims.values():
-            if nc.name in matched:
-                continue
-            inputs = (None, nc, 0, tuple(extra.get(nc.name, ())), nc.name in marked)
-            out.append(self._state(states, (False, nc.name), inputs))
-        self._states = states
-        known = {n.name for n in out}
+        nominees = {name: tuple(pods) for name, pods in extra.items()}
+        slots, known, where = self._layout_now()
+        built = self._built
+        if built is not None and built[0] is slots:
+            # The same layout as the last build: only the state nodes whose inputs may have
+            # changed since are looked at (a Node, NodeClaim or bound pod written, nominated
+            # pods or a mark that differ); the others are the last build's.
+            out = list(built[1])
+            touched = set(self._dirty)
+            last_nominees = built[2]
+            for name in nominees.keys() | last_nominees.keys():
+                a, b = nominees.get(name, ()), last_nominees.get(name, ())
+                if len(a) != len(b) or any(x is not y for x, y in zip(a, b, strict=True)):
+                    touched.add(name)
+            touched |= marked ^ built[3]
+            for i in sorted({i for name in touched for i in where.get(name, ())}):
+                out[i] = self._slot_state(self._states, slots[i], nominees, marked)
+        else:
+            states: dict[tuple[bool, str], tuple[_StateInputs, StateNode]] = {}
+            out = [self._slot_state(states, slot, nominees, marked) for slot in slots]
+            self._states = states
+        self._dirty.clear()
+        self._built = (slots, out, nominees, marked)
         seq = self._seq.__getitem__
         unknown = sorted(
             (k for node, keys in self._on_node.items() if node not in known for k in keys),
@@ -258,18 +275,72 @@ class Cluster:
         self._snap = (key, snap)
         return snap
 
+    def _slot_state(
+        self,
+        states: dict[tuple[bool, str], tuple[_StateInputs, StateNode]],
+        slot: _Slot,
+        nominees: dict[str, tuple[Pod, ...]],
+        marked: set[str],
+    ) -> StateNode:
+        """The state node of one layout slot now: the last one built when its inputs are the
+        same objects, else built (and kept in `states`)."""
+        key, node_of, claim_of_slot = slot
+        node = self._nodes[node_of] if node_of is not None else None
+        here = key[1]
+        inputs: _StateInputs = (
+            node,
+            self._claims[claim_of_slot] if claim_of_slot is not None else None,
+            self._pods_changed.get(here, 0) if node is not None else 0,
+            nominees.get(here, ()),
+            here in marked,
+        )
+        hit = self._states.get(key)
+        if hit is not None and _same_inputs(hit[0], inputs):
+            states[key] = hit
+            return hit[1]
+        return self._state(states, key, inputs)
+
+    def _layout_now(self) -> tuple[list[_Slot], frozenset[str], dict[str, list[int]]]:
+        """The state nodes in snapshot order, each with the name of its Node (None for a
+        NodeClaim no Node matched) and of its NodeClaim, and their names: every Node in the
+        map's order with the NodeClaim `claim_of` finds for it, then the NodeClaims no Node
+        matched. A function of the two maps' orders, the Nodes' names and provider IDs and
+        the NodeClaims' `status.nodeName` and provider IDs only: kept while none of those
+        changed (`_structure`). Pod, nomination and mark changes and the NodeClaim updates of
+        a running cluster (conditions, last pod event) do not touch it."""
+        layout = self._layout
+        if layout is not None and layout[0] == self._structure:
+            return layout[1], layout[2], layout[3]
+        claims = claims_by_node(list(self._claims.values()))
+        slots: list[_Slot] = []
+        matched: set[str] = set()
+        for node in self._nodes.values():
+            claim = claim_of(node, claims)
+            if claim is not None:
+                matched.add(claim.name)
+            name = node.metadata.name
+            slots.append(((True, name), name, claim.name if claim is not None else None))
+        for nc in self._claims.values():
+            if nc.name not in matched:
+                slots.append(((False, nc.name), None, nc.name))
+        known = frozenset(key[1] for key, _, _ in slots)
+        # Name (of a state node, a Node or a NodeClaim) -> the slots it is part of.
+        where: dict[str, list[int]] = {}
+        for i, (key, node_of, claim_of_slot) in enumerate(slots):
+            for part in {key[1], node_of, claim_of_slot}:
+                if part is not None:
+                    where.setdefault(part, []).append(i)
+        self._layout = (self._structure, slots, known, where)
+        return slots, known, where
+
     def _state(
         self,
         states: dict[tuple[bool, str], tuple[_StateInputs, StateNode]],
         key: tuple[bool, str],
         inputs: _StateInputs,
     ) -> StateNode:
-        """The state node of `inputs` (a Node's when key[0], else an unmatched NodeClaim's):
-        the last one built when its inputs are the same objects, else built now."""
-        hit = self._states.get(key)
-        if hit is not None and _same_inputs(hit[0], inputs):
-            states[key] = hit
-            return hit[1]
+        """The state node of `inputs` (a Node's when key[0], else an unmatched NodeClaim's),
+        built now (`snapshot` reuses the last one when its inputs are the same objects)."""
         node, claim, _, nominated, marked = inputs
         if node is not None:
             base = node_state(node, claim, self.pods_on(node.metadata.name))
@@ -315,12 +386,18 @@ class Cluster:
 
     def synced(self) -> bool:
         """Karpenter's `Cluster.Synced` once hydrated: every NodeClaim has launched (has a
-        provider ID); the provisioner waits for it before a pass."""
-        return all(c.status.provider_id for c in self._claims.values())
+        provider ID); the provisioner waits for it before a pass. From the set of NodeClaims
+        without one that `_set_claim` and `_pop_claim` keep (the disruption loop asks every
+        pass)."""
+        return not self._unlaunched
 
     # ---- pods -------------------------------------------------------------------------------
     def pods(self) -> list[Pod]:
         return list(self._pods.values())
+
+    def pod_count(self) -> int:
+        """`len(pods())` without the list (the world checks it on every scale event)."""
+        return len(self._pods)
 
     def pod(self, key: str) -> Pod:
         return self._pods[key]
@@ -421,6 +498,9 @@ class Cluster:
             names = self._claims_by_node_name.get(node.metadata.name)
         if not names:
             return None
+        if len(names) == 1:  # the usual case: no order to settle
+            for name in names:
+                return self._claims[name]
         return self._claims[min(names, key=self._claim_seq.__getitem__)]
 
     def nodes_for_claim(self, claim: NodeClaim) -> list[Node]:
@@ -461,9 +541,9 @@ class Cluster:
         self._version += 1
         pending: list[str] = []
         deleted: list[str] = []
-        for key, pod in list(self._pods.items()):
-            if pod.spec.node_name != name:
-                continue
+        # The pods bound to the node, in the pods' order: the `pods_on` index, not a scan.
+        for key in sorted(self._on_node.get(name, ()), key=self._seq.__getitem__):
+            pod = self._pods[key]
             if _is_daemon(pod):
                 self._drop(key)
                 deleted.append(key)
@@ -559,7 +639,10 @@ class Cluster:
         return self._of_kind("NodePool")
 
     def nodepool(self, name: str) -> NodePool | None:
-        return cast("NodePool | None", self.get("NodePool", None, name))
+        # `get("NodePool", None, name)` with the key spelled out (NodePools are
+        # cluster-scoped: namespace ""): disruption asks it for every node of every pass.
+        m = self._objects.get(("NodePool", "", name))
+        return cast("NodePool | None", m.obj if m is not None else None)
 
     def nodeclasses(self) -> list[EC2NodeClass]:
         return self._of_kind("EC2NodeClass")
@@ -581,8 +664,15 @@ class Cluster:
     # provider ID (and NodeClaims by `status.nodeName`), and each name's insertion number
     # (its place in the map's order, for the scans' "first").
     def _set_claim(self, claim: NodeClaim) -> None:
+        self._dirty.add(claim.name)
         name = claim.name
         old = self._claims.get(name)
+        if (
+            old is None
+            or old.status.node_name != claim.status.node_name
+            or old.status.provider_id != claim.status.provider_id
+        ):
+            self._structure += 1
         if old is None:
             self._claim_seq[name] = self._next_seq
             self._next_seq += 1
@@ -590,19 +680,29 @@ class Cluster:
             _unindex(self._claims_by_pid, old.status.provider_id, name)
             _unindex(self._claims_by_node_name, old.status.node_name, name)
         self._claims[name] = claim
+        if claim.status.provider_id:
+            self._unlaunched.discard(name)
+        else:
+            self._unlaunched.add(name)
         _index(self._claims_by_pid, claim.status.provider_id, name)
         _index(self._claims_by_node_name, claim.status.node_name, name)
 
     def _pop_claim(self, name: str) -> None:
+        self._dirty.add(name)
         old = self._claims.pop(name, None)
+        self._unlaunched.discard(name)
         if old is not None:
+            self._structure += 1
             del self._claim_seq[name]
             _unindex(self._claims_by_pid, old.status.provider_id, name)
             _unindex(self._claims_by_node_name, old.status.node_name, name)
 
     def _set_node(self, node: Node) -> None:
+        self._dirty.add(node.metadata.name)
         name = node.metadata.name
         old = self._nodes.get(name)
+        if old is None or old.spec.provider_id != node.spec.provider_id:
+            self._structure += 1
         if old is None:
             self._node_seq[name] = self._next_seq
             self._next_seq += 1
@@ -612,8 +712,10 @@ class Cluster:
         _index(self._nodes_by_pid, node.spec.provider_id, name)
 
     def _pop_node(self, name: str) -> None:
+        self._dirty.add(name)
         old = self._nodes.pop(name, None)
         if old is not None:
+            self._structure += 1
             del self._node_seq[name]
             _unindex(self._nodes_by_pid, old.spec.provider_id, name)
 
@@ -658,6 +760,7 @@ class Cluster:
         elif old.spec.node_name:
             self._on_node[old.spec.node_name].discard(key)
             self._pods_changed[old.spec.node_name] = self._version
+            self._dirty.add(old.spec.node_name)
         else:
             self._unbound.discard(key)
         self._pods[key] = pod
@@ -665,6 +768,7 @@ class Cluster:
         if node:
             self._on_node.setdefault(node, set()).add(key)
             self._pods_changed[node] = self._version
+            self._dirty.add(node)
         else:
             self._unbound.add(key)
 
@@ -678,6 +782,7 @@ class Cluster:
             if node:
                 self._on_node[node].discard(key)
                 self._pods_changed[node] = self._version
+                self._dirty.add(node)
             else:
                 self._unbound.discard(key)
         return pod

@@ -52,8 +52,11 @@ class Snapshot:
 _UNITS: IdentityMemo[Mapping[str, Quantity], dict[str, int]] = IdentityMemo(base_units, size=8192)
 
 
+_units_of = _UNITS.lookup
+
+
 def _units(resources: Mapping[str, Quantity]) -> dict[str, int]:
-    return dict(_UNITS(resources))
+    return dict(_units_of(resources))
 
 
 def _fill(primary: Mapping[str, int], fallback: Mapping[str, int]) -> dict[str, int]:

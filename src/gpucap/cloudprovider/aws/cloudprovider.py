@@ -214,7 +214,11 @@ class AWSCloudProvider:
     # `_to_node_claim`'s answer per instance ID with the description fields it read: garbage
     # collection lists every instance about twice a minute and the NodeClaims are frozen, so
     # one built from the same fields is the same value.
-    _claims_of: dict[str, tuple[tuple[object, ...], NodeClaim]] = field(default_factory=dict)
+    _claims_of: dict[str, tuple[tuple[object, ...], NodeClaim, Mapping[str, Any]]] = field(
+        default_factory=dict
+    )
+    # `list`'s last answer with the descriptions it was built from (see `list`).
+    _listed: tuple[list[Mapping[str, Any]], list[NodeClaim]] | None = None
     # `is_drifted`'s per-class inputs (hash, AMIs, types, subnet IDs) per class name, with the
     # class object, instant and marks' sequence number they were derived at (see `is_drifted`).
     _drift_inputs: dict[
@@ -618,7 +622,13 @@ class AWSCloudProvider:
         raise NodeClaimNotFoundError(f"instance {instance_id} not found")
 
     def _to_node_claim(self, inst: Mapping[str, Any]) -> NodeClaim:
-        """aws `instanceToNodeClaim`, memoised on the description fields it reads."""
+        """aws `instanceToNodeClaim`, memoised on the description fields it reads (at once
+        when the description is the very object the claim was built from: the simulated EC2
+        hands out the same description while the instance is unchanged, and descriptions are
+        only read)."""
+        kept = self._claims_of.get(inst["InstanceId"])
+        if kept is not None and kept[2] is inst:
+            return kept[1]
         read = (
             tuple((t["Key"], t["Value"]) for t in inst.get("Tags", [])),
             inst["Placement"]["AvailabilityZone"],
@@ -627,13 +637,11 @@ class AWSCloudProvider:
             inst.get("LaunchTime"),
             inst.get("ImageId"),
         )
-        kept = self._claims_of.get(inst["InstanceId"])
-        if kept is not None and kept[0] == read:
-            return kept[1]
-        claim = self._build_node_claim(inst)
+        claim = kept[1] if kept is not None and kept[0] == read else self._build_node_claim(inst)
         if len(self._claims_of) >= 8192:
             self._claims_of.clear()
-        self._claims_of[inst["InstanceId"]] = (read, claim)
+        # The description is kept with the claim: its identity cannot be reused meanwhile.
+        self._claims_of[inst["InstanceId"]] = (read, claim, inst)
         return claim
 
     def _build_node_claim(self, inst: Mapping[str, Any]) -> NodeClaim:
@@ -688,12 +696,25 @@ class AWSCloudProvider:
                 },
             ]
         )
-        out = [
-            self._to_node_claim(inst)
-            for r in response.get("Reservations", [])
-            for inst in r.get("Instances", [])
+        described = [
+            inst for r in response.get("Reservations", []) for inst in r.get("Instances", [])
         ]
-        return sorted(out, key=lambda nc: nc.status.provider_id or "")
+        # The same description objects as the last listing (the simulated EC2's unchanged
+        # fleet): the same claims in the same order (each claim is a function of its
+        # description, `_to_node_claim`).
+        kept = self._listed
+        if (
+            kept is not None
+            and len(kept[0]) == len(described)
+            and all(a is b for a, b in zip(kept[0], described, strict=True))
+        ):
+            return list(kept[1])
+        out = sorted(
+            (self._to_node_claim(inst) for inst in described),
+            key=lambda nc: nc.status.provider_id or "",
+        )
+        self._listed = (described, out)
+        return list(out)
 
     def delete(self, node_claim: NodeClaim) -> None:
         _, instance_id = parse_provider_id(node_claim.status.provider_id or "")

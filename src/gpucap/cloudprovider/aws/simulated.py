@@ -106,6 +106,20 @@ class SimulatedEC2:
     _price_maps: dict[str, dict[tuple[str, str], float]] = field(default_factory=dict)
     _next_instance: int = 0
     _next_fleet: int = 0
+    # Whether `describe_instances` keeps its answers (see `_listing`); off only for the law that
+    # compares the two paths.
+    cache_descriptions: bool = True
+    # Bumped by every change to an instance the API makes (launch, terminate, tags, interrupt):
+    # what a description reads besides the clock.
+    _revision: int = 0
+    # Instance ID -> (its revision, its state, its description) (see `_describe`).
+    _described: dict[str, tuple[int, str, dict[str, Any]]] = field(default_factory=dict)
+    _instance_revision: dict[str, int] = field(default_factory=dict)
+    # Filters -> (revision, instance count, valid from, valid until, descriptions): the last
+    # answer of a whole listing (see `_listing`).
+    _listings: dict[Any, tuple[int, int, dt.datetime, dt.datetime, list[dict[str, Any]]]] = field(
+        default_factory=dict
+    )
 
     # ---- scripted capacity ---------------------------------------------------------------------
     def set_capacity(
@@ -131,6 +145,7 @@ class SimulatedEC2:
         if inst.capacity_type != "spot":
             raise EC2APIError("IncorrectInstanceState", f"{instance_id} is not a spot instance")
         inst.interrupted_at = self.clock.now()
+        self._touch(instance_id)
         return inst.interrupted_at + SPOT_INTERRUPTION_NOTICE
 
     def interruption_notices(self) -> list[tuple[str, dt.datetime]]:
@@ -543,9 +558,20 @@ class SimulatedEC2:
             tags=dict(tags),
         )
         self.instances[instance.instance_id] = instance
+        self._touch(instance.instance_id)
         return instance
 
+    def _touch(self, instance_id: str) -> None:
+        """Instance `instance_id` changed through the API: its kept description and every kept
+        listing are stale."""
+        self._revision += 1
+        self._instance_revision[instance_id] = self._revision
+
     def describe_instances(self, **kwargs: Any) -> Response:
+        """DescribeInstances by IDs or over every instance, with `instance-state-name`,
+        `tag:KEY` and `tag-key` filters. The descriptions are shared between calls while the
+        instance is unchanged (callers only read them, as the AWS cloud provider does): see
+        `_listing` and `_describe`."""
         self.calls.append("DescribeInstances")
         ids = list(kwargs.get("InstanceIds") or [])
         missing = [i for i in ids if i not in self.instances]
@@ -555,7 +581,69 @@ class SimulatedEC2:
                 f"The instance IDs '{', '.join(missing)}' do not exist",
                 operation="DescribeInstances",
             )
-        filters = {f["Name"]: f["Values"] for f in kwargs.get("Filters") or []}
+        raw = kwargs.get("Filters") or []
+        if ids or not self.cache_descriptions:
+            out = self._described_instances(ids, raw)
+        else:
+            out = list(self._listing(raw))
+        return {"Reservations": [{"Instances": out}] if out else []}
+
+    def _listing(self, raw: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The descriptions of every instance that passes `raw`, kept per filter set while no
+        instance changed through the API (`_revision`, and the instance count for one added
+        by hand) and the clock stays within the stretch where no instance changes state
+        (`_stable_until`): an instance's description is a function of its fields, its tags and
+        its state, and its state of the clock between those times. Garbage collection lists
+        every instance twice a minute at most, nearly always over an unchanged fleet.
+        Skipping `state()` is not observable: its one side effect (an interrupted instance's
+        `terminated_at` set when the notice runs out) is a value every reader of
+        `terminated_at` (`state()` itself, `terminate_instances` after it) computes the same
+        way first."""
+        key = tuple((f["Name"], tuple(f["Values"])) for f in raw)
+        now = self.clock.now()
+        kept = self._listings.get(key)
+        if (
+            kept is not None
+            and kept[0] == self._revision
+            and kept[1] == len(self.instances)
+            and kept[2] <= now < kept[3]
+        ):
+            return kept[4]
+        out = self._described_instances([], raw)
+        if len(self._listings) >= 64:
+            self._listings.clear()
+        self._listings[key] = (
+            self._revision,
+            len(self.instances),
+            now,
+            self._stable_until(now),
+            out,
+        )
+        return out
+
+    def _stable_until(self, now: dt.datetime) -> dt.datetime:
+        """The first time after `now` at which some instance's `state()` may change without a
+        call changing it: launch latency over, an interruption notice running out, a
+        termination finishing (`dt.datetime.max` when none is ahead)."""
+        soonest = dt.datetime.max.replace(tzinfo=now.tzinfo)
+        for inst in self.instances.values():
+            times = [inst.launched_at + LAUNCH_LATENCY]
+            if inst.interrupted_at is not None:
+                end = inst.interrupted_at + SPOT_INTERRUPTION_NOTICE
+                times += [end, end + TERMINATION_LATENCY]
+            if inst.terminated_at is not None:
+                times.append(inst.terminated_at + TERMINATION_LATENCY)
+            for t in times:
+                if now < t < soonest:
+                    soonest = t
+        return soonest
+
+    def _described_instances(
+        self, ids: list[str], raw: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """The descriptions of the instances `ids` (all, in ID order, when empty) that pass
+        the filters `raw`, each instance's state read at the clock's time."""
+        filters = {f["Name"]: f["Values"] for f in raw}
         states = filters.get("instance-state-name")
         # The filters taken apart once per call, not per instance (garbage collection lists
         # every instance ever launched about twice a minute).
@@ -576,10 +664,21 @@ class SimulatedEC2:
             if tag_keys is not None and not tag_keys <= tags.keys():
                 continue
             out.append(self._describe(inst, state))
-        return {"Reservations": [{"Instances": out}] if out else []}
+        return out
 
     def _describe(self, inst: SimulatedInstance, state: str) -> dict[str, Any]:
-        return {
+        """An instance's description, the same object while the instance did not change
+        through the API and its state is the same (see `_listing`)."""
+        revision = self._instance_revision.get(inst.instance_id, -1)
+        kept = self._described.get(inst.instance_id)
+        if (
+            self.cache_descriptions
+            and kept is not None
+            and kept[0] == revision
+            and kept[1] == state
+        ):
+            return kept[2]
+        out = {
             "InstanceId": inst.instance_id,
             "InstanceType": inst.instance_type,
             "ImageId": inst.image_id,
@@ -590,6 +689,9 @@ class SimulatedEC2:
             "LaunchTime": inst.launched_at.isoformat(),
             "Tags": [{"Key": k, "Value": v} for k, v in sorted(inst.tags.items())],
         }
+        if self.cache_descriptions:
+            self._described[inst.instance_id] = (revision, state, out)
+        return out
 
     def terminate_instances(self, **kwargs: Any) -> Response:
         self.calls.append("TerminateInstances")
@@ -605,6 +707,7 @@ class SimulatedEC2:
             previous = inst.state(self.clock.now())
             if inst.terminated_at is None:
                 inst.terminated_at = self.clock.now()
+            self._touch(instance_id)
             out.append(
                 {
                     "InstanceId": instance_id,
@@ -620,6 +723,7 @@ class SimulatedEC2:
         for resource in kwargs.get("Resources") or []:
             if resource in self.instances:
                 self.instances[resource].tags.update(tags)
+                self._touch(resource)
             elif resource in self.images:
                 merged = {t["Key"]: t["Value"] for t in self.images[resource]["Tags"]} | tags
                 self.images[resource]["Tags"] = [
