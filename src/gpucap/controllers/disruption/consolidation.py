@@ -38,7 +38,7 @@ import contextlib
 import datetime as dt
 import math
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE
 from gpucap.apis.nodepool import NodePool
@@ -105,6 +105,10 @@ class PassShared:
 
     inputs: PassInputs | None = None
     room: Room | None = None
+    # The default budget mapping's node counts (`budgets.pool_counts`) and, per reason, the
+    # mapping (read by the controller: every method of the pass sees the same cluster).
+    counts: object | None = None
+    budgets: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 class ConsolidationState:

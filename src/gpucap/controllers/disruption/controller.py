@@ -222,10 +222,20 @@ class Disruption:
         """`budgets` inside a pass: the default mapping reads the pass's snapshot."""
         if self._budgets is None:
             self._budgets = _default_budgets()
-        if _DEFAULT_BUDGETS and self._budgets is _DEFAULT_BUDGETS[0]:
-            snap = self.state.snapshot(self.cluster)
-            return dict(self._budgets(self.cluster, reason, now=self.clock.now(), snap=snap))
-        return self.budgets(self.cluster, reason, now=self.clock.now())
+        shared = self.state.shared
+        if not (_DEFAULT_BUDGETS and self._budgets is _DEFAULT_BUDGETS[0]) or shared is None:
+            return self.budgets(self.cluster, reason, now=self.clock.now())
+        # Nothing changes within a pass: the nodes are counted once for every reason, and a
+        # reason's mapping (multi- and single-node both ask for Underutilized) computed once.
+        hit = shared.budgets.get(reason)
+        if hit is None:
+            if shared.counts is None:
+                counts = importlib.import_module("gpucap.controllers.disruption.budgets")
+                shared.counts = counts.pool_counts(self.cluster, self.state.snapshot(self.cluster))
+            hit = shared.budgets[reason] = dict(
+                self._budgets(self.cluster, reason, now=self.clock.now(), counts=shared.counts)
+            )
+        return dict(hit)
 
     @property
     def next_poll(self) -> float:
@@ -287,6 +297,7 @@ class Disruption:
     def _methods(self, start: int, done: _Pass, now: float) -> DisruptionResult:
         """The methods from `start` on, in order, until one proposes (see `reconcile`)."""
         seen: dict[str, tuple[list[Candidate], dict[str, PoolTotals]]] = {}
+        wanted: dict[tuple[str, object], list[Candidate]] = {}
         if not any(drifted_reason(c) for c in self.cluster.node_claims()):
             seen[EVENTUAL] = ([], {})
         for i in range(start, len(self.methods)):
@@ -303,7 +314,13 @@ class Disruption:
                     snap=self.state.snapshot(self.cluster),
                 )
             found, totals = seen[method.disruption_class]
-            candidates = [c for c in found if method.should_disrupt(c)]
+            # Multi- and single-node consolidation filter with the same function (the same
+            # clock, nothing else of the method read): filtered once per pass for both.
+            wants = (method.disruption_class, getattr(type(method), "should_disrupt", method))
+            candidates = wanted.get(wants)
+            if candidates is None:
+                candidates = wanted[wants] = [c for c in found if method.should_disrupt(c)]
+            candidates = list(candidates)
             if not candidates:
                 continue
             budgets = self._pass_budgets(method.reason)
