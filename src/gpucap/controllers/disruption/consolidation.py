@@ -52,7 +52,7 @@ from gpucap.controllers.disruption.constants import (
     MULTI_NODE_CONSOLIDATION_MAX_CANDIDATES,
     SPOT_TO_SPOT_THRESHOLD,
 )
-from gpucap.controllers.disruption.room import OfferCache, Room
+from gpucap.controllers.disruption.room import OfferCache, Room, RoomCache
 from gpucap.controllers.disruption.simulation import (
     PassInputs,
     Simulation,
@@ -124,6 +124,7 @@ class ConsolidationState:
         self._passes = 0
         self.shared: PassShared | None = None
         self.offers = OfferCache()
+        self.rooms = RoomCache()
 
     def new_pass(self) -> None:
         """A disruption pass begins: the state is read once for all its methods, which share
@@ -364,7 +365,11 @@ class Consolidation:
             inputs = shared.inputs
             if shared.room is None:
                 shared.room = Room(
-                    inputs, self.now(), spot_to_spot=self.spot_to_spot, offers=self.state.offers
+                    inputs,
+                    self.now(),
+                    spot_to_spot=self.spot_to_spot,
+                    offers=self.state.offers,
+                    cache=self.state.rooms,
                 )
             if not shared.room.may_move(candidates):
                 return None

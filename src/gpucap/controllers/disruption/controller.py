@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
+from gpucap.apis.core import Node
 from gpucap.apis.labels import INITIALIZED as INITIALIZED_LABEL
 from gpucap.apis.nodepool import NodeClaim, NodePool
 from gpucap.cloudprovider.types import CloudProvider, CloudProviderError
@@ -58,6 +59,7 @@ from gpucap.controllers.nodeclaim.conditions import INITIALIZED, is_true, with_c
 from gpucap.controllers.provisioning.provisioner import Provisioner, to_node_claim
 from gpucap.controllers.termination import Termination
 from gpucap.runtime.clock import Clock
+from gpucap.runtime.memo import IdentityMemo
 from gpucap.scheduling.taints import DISRUPTED_TAINT
 from gpucap.state.cluster import Cluster
 
@@ -431,7 +433,7 @@ class Disruption:
         held = self.in_flight()
         marked = self.cluster.marked_for_deletion()
         for node in self.cluster.nodes():
-            if not any(t.key == DISRUPTED_TAINT.key for t in node.spec.taints):
+            if not _TAINTED(node):
                 continue
             if node.metadata.deletion_timestamp is not None or node.metadata.name in marked:
                 continue
@@ -472,6 +474,14 @@ class Disruption:
         for name in names:
             self._unmark_disrupted(name)
         done.abandoned.extend(names)
+
+
+def _tainted(node: Node) -> bool:
+    return any(t.key == DISRUPTED_TAINT.key for t in node.spec.taints)
+
+
+# Per Node object (frozen): every pass looks at every node for a leftover taint.
+_TAINTED: IdentityMemo[Node, bool] = IdentityMemo(_tainted, size=4096)
 
 
 def _message(proposal: Proposal, replacements: Sequence[str]) -> str:
