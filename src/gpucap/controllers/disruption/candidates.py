@@ -42,8 +42,9 @@ from gpucap.controllers.disruption.pods import (
     DO_NOT_DISRUPT,
     do_not_disrupt_active,
     eviction_cost,
+    expiry,
     is_reschedulable,
-    lifetime_remaining,
+    lifetime_at,
 )
 from gpucap.controllers.disruption.types import (
     EVENTUAL,
@@ -235,6 +236,7 @@ class _Row:
     instance_type: InstanceType | None
     price: float
     fixed: bool
+    expiry: tuple[int, dt.datetime] | None  # `pods.expiry` of the NodeClaim
     last: Candidate | None = None
 
 
@@ -281,6 +283,7 @@ def _row(
         it,
         node_price(it, labels.get(ZONE, ""), labels.get(CAPACITY_TYPE, "")),
         fixed,
+        expiry(claim),
     )
     if len(_ROWS) >= _ROWS_SIZE:
         _ROWS.clear()
@@ -372,7 +375,7 @@ def _candidate(row: _Row, now: dt.datetime, disruption_class: str) -> Candidate 
             return None
     nodepool = row.nodepool
     assert nodepool is not None  # `fixed` holds
-    disruption_cost = on.eviction * lifetime_remaining(claim, now)
+    disruption_cost = on.eviction * lifetime_at(row.expiry, now)
     last = row.last
     if last is not None and last.disruption_cost == disruption_cost:
         return last  # every other field comes from the row's objects

@@ -295,10 +295,9 @@ class Consolidation:
         labels = c.state_node.labels
         if CAPACITY_TYPE not in labels or "topology.kubernetes.io/zone" not in labels:
             return False
-        disruption = c.nodepool.spec.disruption
         if consolidate_after(c.nodepool) is None or c.is_empty:
             return False
-        if disruption.consolidation_policy == "WhenEmpty":
+        if c.nodepool.spec.disruption.consolidation_policy == "WhenEmpty":
             return False
         return consolidatable(c.node_claim, c.nodepool, self.now())
 
@@ -447,6 +446,7 @@ class Consolidation:
         current = self._still_candidates(proposal.candidates)
         if current is None:
             return None
+        before = self.cluster.snapshot()
         sim = self.simulate(current)
         if sim is None or not sim.all_non_pending_scheduled:
             return None
@@ -457,7 +457,11 @@ class Consolidation:
             wanted = {it.name for it in proposal.new_claims[0].instance_types}
             if not wanted <= {it.name for it in new[0].instance_types}:
                 return None
-        if self._still_candidates(current) is None:  # kubernetes-sigs/karpenter#1167
+        # kubernetes-sigs/karpenter#1167: the candidates once more, as the cluster may have
+        # changed during the simulation. Here it changes only through its own methods, each
+        # of which moves its version and so hands out a new snapshot: the same snapshot
+        # object means the same cluster (and the clock has not moved), so the same answer.
+        if self.cluster.snapshot() is not before and self._still_candidates(current) is None:
             return None
         return proposal
 
