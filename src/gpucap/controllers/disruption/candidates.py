@@ -237,6 +237,7 @@ class _Row:
     price: float
     fixed: bool
     expiry: tuple[int, dt.datetime] | None  # `pods.expiry` of the NodeClaim
+    drifted: str  # `drifted_reason` of the NodeClaim
     last: Candidate | None = None
 
 
@@ -284,6 +285,7 @@ def _row(
         node_price(it, labels.get(ZONE, ""), labels.get(CAPACITY_TYPE, "")),
         fixed,
         expiry(claim),
+        drifted_reason(claim),
     )
     if len(_ROWS) >= _ROWS_SIZE:
         _ROWS.clear()
@@ -335,10 +337,21 @@ def get_candidates(
         node = _node_of(cluster, claim, by_provider_id)
         if node is None:
             continue
-        state = by_name.get(node.metadata.name)
+        node_name = node.metadata.name
+        state = by_name.get(node_name)
         if state is None:
             continue
-        row = _row(claim, node, state, pools, types)
+        claim_name = claim.name
+        row = _ROWS.get(claim_name)
+        if (
+            row is None
+            or row.claim is not claim
+            or row.node is not node
+            or row.state is not state
+            or (row.pool_name is not None and pools.get(row.pool_name) is not row.nodepool)
+            or (row.pool_name is not None and types.get(row.pool_name) is not row.types)
+        ):
+            row = _row(claim, node, state, pools, types)
         pool_name = row.pool_name
         if pool_name is not None:
             cost[pool_name] = cost.get(pool_name, 0.0) + row.price
@@ -347,10 +360,10 @@ def get_candidates(
             )
         if (
             not row.fixed
-            or claim.name in in_flight
-            or claim.name in marked
-            or node.metadata.name in marked
-            or claim.name in nominated
+            or claim_name in in_flight
+            or claim_name in marked
+            or node_name in marked
+            or claim_name in nominated
         ):
             continue
         candidate = _candidate(row, now, disruption_class)
@@ -391,7 +404,7 @@ def _candidate(row: _Row, now: dt.datetime, disruption_class: str) -> Candidate 
         price=row.price,
         reschedulable_pods=on.reschedulable,
         disruption_cost=disruption_cost,
-        drifted=drifted_reason(claim),
+        drifted=row.drifted,
     )
     row.last = out
     return out
