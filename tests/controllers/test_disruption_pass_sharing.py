@@ -1,6 +1,6 @@
 """What the disruption controller keeps from pass to pass, or shares within one, against the
 same thing computed from scratch (hypothesis, random GPU fleets changing between passes):
-the pre-check's room carried from the last pass (`room.RoomCache`), candidate selection's
+the pre-check's room and per-kind holds carried from the last pass (`room.RoomCache`), candidate selection's
 per-NodeClaim rows (`candidates._ROWS`) and the budget mapping from one node count per pass
 (`budgets.pool_counts`)."""
 
@@ -128,6 +128,8 @@ def test_the_room_carried_from_the_last_pass_answers_as_a_fresh_one(
             names, room = carried._room(frozenset(kinds), kinds)
             fresh_names, fresh_room = fresh._room(frozenset(kinds), kinds)
             assert names == fresh_names
+            for number, kind in kinds.items():
+                assert carried._held(number, kind) == fresh._held(number, kind)
             assert _same_room(room, fresh_room), (room, fresh_room)
             assert carried.may_move(batch) == fresh.may_move(batch), [c.name for c in batch]
 

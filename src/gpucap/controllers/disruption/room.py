@@ -194,14 +194,25 @@ _NEUTRAL: IdentityMemo[PodSpec, bool] = IdentityMemo(_offering_neutral, size=819
 
 
 # What the pre-check asks of a candidate's movers: their summed requests, their kinds by
-# number, and the set of those numbers (the key of `Room._room`); all read-only to callers.
-_Movers = tuple[dict[str, int], dict[int, _Kind], frozenset[int]]
+# number, the set of those numbers (the key of `Room._room`) and how many movers are of each
+# kind; all read-only to callers.
+_Movers = tuple[dict[str, int], dict[int, _Kind], frozenset[int], dict[int, int]]
 
 
 def _movers_of(movers: Sequence[Pod]) -> _Movers:
     """The movers' summed requests and their kinds (see `_Movers`)."""
-    kinds = dict(_KIND(p.spec) for p in movers)
-    return add(*(_requests(p) for p in movers)), kinds, frozenset(kinds)
+    kinds: dict[int, _Kind] = {}
+    counts: dict[int, int] = {}
+    for p in movers:
+        number, kind = _KIND(p.spec)
+        kinds[number] = kind
+        counts[number] = counts.get(number, 0) + 1
+    return add(*(_requests(p) for p in movers)), kinds, frozenset(kinds), counts
+
+
+def _how_many(requests: Iterable[tuple[str, int]], room: Mapping[str, int]) -> int:
+    """How many pods requesting `requests` fit whole in `room` (each resource bounds it)."""
+    return min((room.get(r, 0) // v for r, v in requests if v > 0), default=0)
 
 
 # Per reschedulable-pods tuple of a candidate (one per state node object, kept from pass to
@@ -225,13 +236,26 @@ class _NodeRoom:
     has left (`_left`), its taints, and per mover kind (by number) whether the kind fits.
     Nothing here reads the clock or the pass, so the answers hold from pass to pass."""
 
-    __slots__ = ("_takes", "left", "neutral", "taints")
+    __slots__ = ("_holds", "_takes", "left", "neutral", "taints")
 
     def __init__(self, node: StateNode) -> None:
         self.neutral = all(_NEUTRAL(p.spec) for p in node.pods)
         self.left = _left(node)
         self.taints = tuple(node.taints)
         self._takes: dict[int, bool] = {}
+        self._holds: dict[int, int] = {}
+
+    def holds(self, number: int, kind: _Kind) -> int:
+        """How many pods of `kind` the node could take, were they the only ones to come
+        (0 when one does not fit or its taints are not tolerated): an upper bound on how
+        many of them any schedule places here."""
+        hit = self._holds.get(number)
+        if hit is None:
+            hit = _how_many(kind[0], self.room) if self.takes(number, kind) else 0
+            if len(self._holds) >= _KINDS_SIZE:
+                self._holds.clear()
+            self._holds[number] = hit
+        return hit
 
     @property
     def room(self) -> dict[str, int]:
@@ -309,11 +333,14 @@ class Room:
         self.any_type, self.non_spot = (offers or OfferCache()).get(inputs.pools, neutral=neutral)
         # Per set of mover kinds: the nodes taking at least one of them, and their room summed.
         self._rooms: dict[frozenset[int], _Taken] = {}
+        # Per mover kind (number): how many such pods the free nodes hold together.
+        self._holds: dict[int, int] = {}
         # Candidate name -> (the candidate, its movers' summed requests, kinds and their key).
         self._of: dict[str, tuple[Candidate, _Movers]] = {}
         # The previous pass's answers, valid for its `free`, and the names whose node changed
         # since (added, gone or another `_NodeRoom`).
         self._carried: dict[frozenset[int], _Taken] = {}
+        self._carried_holds: dict[int, int] = {}
         self._before: dict[str, _NodeRoom] = {}
         self._changed: tuple[str, ...] = ()
         if cache is not None:
@@ -321,6 +348,7 @@ class Room:
             if last is not None:
                 before = last.free
                 self._carried = last._rooms
+                self._carried_holds = last._holds
                 self._before = before
                 changed = [n for n, node in self.free.items() if before.get(n) is not node]
                 changed.extend(n for n in before if n not in self.free)
@@ -358,6 +386,27 @@ class Room:
         self._rooms[key] = hit
         return hit
 
+    def _held(self, number: int, kind: _Kind) -> int:
+        """How many pods of `kind` the free nodes hold together (`_NodeRoom.holds` summed;
+        carried from the last pass and corrected for the changed nodes, as `_room`)."""
+        hit = self._holds.get(number)
+        if hit is not None:
+            return hit
+        carried = self._carried_holds.get(number)
+        if carried is None:
+            hit = sum(node.holds(number, kind) for node in self.free.values())
+        else:
+            hit = carried
+            for name in self._changed:
+                before = self._before.get(name)
+                if before is not None:
+                    hit -= before.holds(number, kind)
+                node = self.free.get(name)
+                if node is not None:
+                    hit += node.holds(number, kind)
+        self._holds[number] = hit
+        return hit
+
     def _movers(self, c: Candidate) -> _Movers:
         """What the candidate's movers (reschedulable pods without an active do-not-disrupt)
         request together, their kinds and the kinds' key; once per candidate and pass
@@ -378,12 +427,16 @@ class Room:
         """False only when the candidates' pods provably cannot all move to the other nodes
         plus one cheaper NodeClaim (see the module docstring)."""
         if len(candidates) == 1:
-            need, kinds, key = self._movers(candidates[0])
+            need, kinds, key, counts = self._movers(candidates[0])
         else:
             movers = [self._movers(c) for c in candidates]
             need = add(*(m[0] for m in movers))
             kinds = {k: v for m in movers for k, v in m[1].items()}
             key = frozenset(kinds)
+            counts = {}
+            for m in movers:
+                for number, n in m[3].items():
+                    counts[number] = counts.get(number, 0) + n
         takers, room = self._room(key, kinds)
         for c in candidates:
             if c.name in takers:
@@ -392,4 +445,18 @@ class Room:
         spot = all(c.capacity_type == _SPOT for c in candidates)
         offers = self.non_spot if spot and not self.spot_to_spot else self.any_type
         best = offers.below(price)
-        return all(v <= 0 or v <= room.get(k, 0) + best.get(k, 0) for k, v in need.items())
+        if not all(v <= 0 or v <= room.get(k, 0) + best.get(k, 0) for k, v in need.items()):
+            return False
+        # Per kind, the movers of that kind must fit whole: on the other free nodes, each
+        # holding at most `holds` of them, or on the new NodeClaim, which holds no more than
+        # the most allocatable of each resource among the types it could be allows.
+        for number, n in counts.items():
+            kind = kinds[number]
+            held = self._held(number, kind)
+            for c in candidates:
+                node = self.free.get(c.name)
+                if node is not None:
+                    held -= node.holds(number, kind)
+            if n > held + (_how_many(kind[0], best) if best else 0):
+                return False
+        return True
