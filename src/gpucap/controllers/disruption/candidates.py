@@ -22,8 +22,10 @@ NodePool's consolidateAfter is not `Never`, the NodeClaim is Initialized, and co
 has passed since `status.lastPodEventTime` (or, without one, since Initialized turned True).
 
 Not modelled: PodDisruptionBudgets in candidate selection (`CanEvictPods`; the drain honours
-them, `controllers/termination.py`), CapacityBuffer pods. Called by the methods and the
-controller (`controller.py`) once per method per pass, and again by validation.
+them, `controllers/termination.py`), CapacityBuffer pods. Called by the controller
+(`controller.py`) once per disruption class per pass, and again by validation. What does not
+read the clock, the queue, the marks or the nominations is kept per NodeClaim from pass to pass
+(`_Row`).
 """
 
 from __future__ import annotations

@@ -24,7 +24,12 @@ pinned to on-demand (or reserved). When no pod in the cluster names a zone or ca
 topology spread, a new NodeClaim's zone and capacity-type requirements are its NodePool's, and
 the scheduler drops spot from them only when none of its instance types has an available spot
 offering the NodePool allows: only such types count. Otherwise every type counts, priced by its
-cheapest offering. Built once per method and pass from the pass's `PassInputs`.
+cheapest offering. The same holds per mover kind, counted in whole pods: a node holds at most
+floor(room / request) of a kind (`_NodeRoom.holds`), the new NodeClaim at most what the most
+allocatable of the types that count allows.
+Built once per pass from the pass's `PassInputs`; the per-kind answers (which nodes take a
+kind, their room, how many pods of a kind they hold) are carried to the next pass's `Room`
+and corrected for the nodes that changed (`RoomCache`).
 """
 
 from __future__ import annotations
