@@ -383,12 +383,15 @@ class Consolidation:
         claim = new[0]
         price = sum(c.price for c in candidates)
         reqs = claim.requirements
-        types = order_by_price(claim.instance_types, reqs)
         ct = reqs.get(CAPACITY_TYPE)
         allows_spot = ct is None or ct.has("spot")
         if all(c.capacity_type == "spot" for c in candidates) and allows_spot:
-            return self._spot_to_spot(candidates, claim, types, price)
-        kept = _below(types, reqs, price)
+            if not self.spot_to_spot:
+                return None  # the gate is off: no spot-to-spot command, prices aside
+            return self._spot_to_spot(
+                candidates, claim, order_by_price(claim.instance_types, reqs), price
+            )
+        kept = _below(order_by_price(claim.instance_types, reqs), reqs, price)
         if not kept:
             return None
         if allows_spot and (ct is None or ct.has("on-demand")):
