@@ -21,30 +21,37 @@ BuildDisruptionBudgetMapping`).
   never goes below 0.
 
 Called by the disruption methods (emptiness, drift, consolidation) once per pass, for the
-method's reason. Expiration, interruption and manual deletion never consult it.
+method's reason; the controller counts the nodes once per pass (`pool_counts`) for every
+reason. Expiration, interruption and manual deletion never consult it.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass
 
+from gpucap.apis.core import Node
 from gpucap.apis.cron import CronError, parse_cron
 from gpucap.apis.duration import DurationError, parse_go_duration_ns
 from gpucap.apis.goparse import atoi
 from gpucap.apis.labels import NODEPOOL
 from gpucap.apis.nodepool import Budget, NodeClaim, NodePool
 from gpucap.controllers.nodeclaim.conditions import INSTANCE_TERMINATING, is_true
+from gpucap.runtime.memo import IdentityMemo
 from gpucap.state.cluster import Cluster
 from gpucap.state.snapshot import Snapshot
 
 __all__ = [
     "UNLIMITED",
     "BudgetError",
+    "PoolCounts",
     "allowed_disruptions",
     "budget_allows",
     "budget_is_active",
     "budget_mapping",
     "pool_allowance",
+    "pool_counts",
 ]
 
 # math.MaxInt32: what Karpenter returns for "no limit" (an inactive budget, no budget at all).
@@ -120,12 +127,33 @@ def allowed_disruptions(
     return max(allowance - disrupting, 0)
 
 
-def budget_mapping(
-    cluster: Cluster, reason: str, *, now: dt.datetime, snap: Snapshot | None = None
-) -> dict[str, int]:
-    """Karpenter's `BuildDisruptionBudgetMapping`: NodePool name -> nodes still allowed to be
-    disrupted for `reason`, for every applied NodePool (see the module docstring); `snap`: the
-    cluster's snapshot when the caller (the controller's pass) has it."""
+@dataclass(frozen=True, slots=True)
+class PoolCounts:
+    """Per NodePool name: its managed, initialized nodes whose instance is not terminating
+    (`totals`), and how many of them are NotReady or being deleted (`disrupting`). What
+    `budget_mapping` counts; the same for every reason, so a pass counts once."""
+
+    totals: Mapping[str, int]
+    disrupting: Mapping[str, int]
+
+
+def _node_facts(node: Node) -> bool:
+    return node.is_ready
+
+
+def _claim_facts(claim: NodeClaim) -> tuple[bool, bool]:
+    """(instance terminating, deletionTimestamp set)."""
+    return is_true(claim, INSTANCE_TERMINATING), claim.metadata.deletion_timestamp is not None
+
+
+# Per Node / NodeClaim object (frozen: an update is a new object); a pass reads every node.
+_READY: IdentityMemo[Node, bool] = IdentityMemo(_node_facts, size=4096)
+_CLAIM: IdentityMemo[NodeClaim, tuple[bool, bool]] = IdentityMemo(_claim_facts, size=4096)
+
+
+def pool_counts(cluster: Cluster, snap: Snapshot | None = None) -> PoolCounts:
+    """What `budget_mapping` counts per NodePool (see `PoolCounts` and the module
+    docstring), over `snap` (the cluster's snapshot when the caller has it)."""
     totals: dict[str, int] = {}
     disrupting: dict[str, int] = {}
     marked = cluster.marked_for_deletion()
@@ -136,27 +164,45 @@ def budget_mapping(
         claim: NodeClaim | None = (
             cluster.node_claim_for_node(node) if node is not None else cluster.node_claim(sn.name)
         )
-        if claim is not None and is_true(claim, INSTANCE_TERMINATING):
+        terminating, claim_deleted = _CLAIM(claim) if claim is not None else (False, False)
+        if terminating:
             continue
         pool = sn.labels.get(NODEPOOL, "")
         totals[pool] = totals.get(pool, 0) + 1
-        ready = node is not None and node.is_ready
+        ready = node is not None and _READY(node)
         deleting = (
             sn.marked_for_deletion
             or sn.name in marked
-            or (claim is not None and claim.metadata.deletion_timestamp is not None)
+            or claim_deleted
             or (claim is not None and claim.name in marked)
             or (claim is None and node is not None and node.metadata.deletion_timestamp is not None)
         )
         if not ready or deleting:
             disrupting[pool] = disrupting.get(pool, 0) + 1
+    return PoolCounts(totals, disrupting)
+
+
+def budget_mapping(
+    cluster: Cluster,
+    reason: str,
+    *,
+    now: dt.datetime,
+    snap: Snapshot | None = None,
+    counts: PoolCounts | None = None,
+) -> dict[str, int]:
+    """Karpenter's `BuildDisruptionBudgetMapping`: NodePool name -> nodes still allowed to be
+    disrupted for `reason`, for every applied NodePool (see the module docstring); `snap`: the
+    cluster's snapshot when the caller (the controller's pass) has it; `counts`: its
+    `pool_counts`, when the caller already counted (a pass asks for several reasons)."""
+    if counts is None:
+        counts = pool_counts(cluster, snap)
     return {
         pool.name: allowed_disruptions(
             pool,
             reason,
             now=now,
-            total_nodes=totals.get(pool.name, 0),
-            disrupting=disrupting.get(pool.name, 0),
+            total_nodes=counts.totals.get(pool.name, 0),
+            disrupting=counts.disrupting.get(pool.name, 0),
         )
         for pool in cluster.nodepools()
     }

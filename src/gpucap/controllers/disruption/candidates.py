@@ -22,8 +22,10 @@ NodePool's consolidateAfter is not `Never`, the NodeClaim is Initialized, and co
 has passed since `status.lastPodEventTime` (or, without one, since Initialized turned True).
 
 Not modelled: PodDisruptionBudgets in candidate selection (`CanEvictPods`; the drain honours
-them, `controllers/termination.py`), CapacityBuffer pods. Called by the methods and the
-controller (`controller.py`) once per method per pass, and again by validation.
+them, `controllers/termination.py`), CapacityBuffer pods. Called by the controller
+(`controller.py`) once per disruption class per pass, and again by validation. What does not
+read the clock, the queue, the marks or the nominations is kept per NodeClaim from pass to pass
+(`_Row`).
 """
 
 from __future__ import annotations
@@ -42,8 +44,9 @@ from gpucap.controllers.disruption.pods import (
     DO_NOT_DISRUPT,
     do_not_disrupt_active,
     eviction_cost,
+    expiry,
     is_reschedulable,
-    lifetime_remaining,
+    lifetime_at,
 )
 from gpucap.controllers.disruption.types import (
     EVENTUAL,
@@ -82,14 +85,16 @@ def consolidate_after_start(claim: NodeClaim) -> dt.datetime | None:
     """Where consolidateAfter counts from: the NodeClaim's last pod event, else when it became
     Initialized; None while it is not Initialized. Memoised per NodeClaim object (frozen):
     every pass asks for every candidate, and again per held-back node."""
-    return _START(claim)
+    return _FACTS(claim)[1]
 
 
-def _consolidate_after_start(claim: NodeClaim) -> dt.datetime | None:
+def _consolidation_facts(claim: NodeClaim) -> tuple[bool, dt.datetime | None]:
+    """(Initialized is True, where consolidateAfter counts from): what consolidatable and
+    under_consolidate_after read of a NodeClaim, none of it the clock."""
     init = condition(claim, INITIALIZED)
     if init is None or init.status != "True":
-        return None
-    return _when(claim.status.last_pod_event_time) or _when(init.last_transition_time)
+        return False, None
+    return True, _when(claim.status.last_pod_event_time) or _when(init.last_transition_time)
 
 
 def under_consolidate_after(claim: NodeClaim, nodepool: NodePool | None, now: dt.datetime) -> bool:
@@ -101,20 +106,24 @@ def under_consolidate_after(claim: NodeClaim, nodepool: NodePool | None, now: dt
     after = consolidate_after(nodepool)
     if not after:
         return False
-    start = consolidate_after_start(claim)
+    start = _FACTS(claim)[1]
     if start is None:
         return False
     return (now - start).total_seconds() < after
 
 
 def consolidatable(claim: NodeClaim, nodepool: NodePool, now: dt.datetime) -> bool:
-    """Karpenter's `Consolidatable=True` (see the module docstring)."""
-    if consolidate_after(nodepool) is None:
+    """Karpenter's `Consolidatable=True` (see the module docstring): consolidateAfter not
+    Never, Initialized, and not `under_consolidate_after`."""
+    after = consolidate_after(nodepool)
+    if after is None:
         return False
-    init = condition(claim, INITIALIZED)
-    if init is None or init.status != "True":
+    initialized, start = _FACTS(claim)
+    if not initialized:
         return False
-    return not under_consolidate_after(claim, nodepool, now)
+    if not after or start is None:
+        return True
+    return not (now - start).total_seconds() < after
 
 
 def drifted_reason(claim: NodeClaim) -> str:
@@ -130,8 +139,8 @@ def _drifted_reason(claim: NodeClaim) -> str:
     return c.reason or DRIFTED
 
 
-_START: IdentityMemo[NodeClaim, dt.datetime | None] = IdentityMemo(
-    _consolidate_after_start, size=4096
+_FACTS: IdentityMemo[NodeClaim, tuple[bool, dt.datetime | None]] = IdentityMemo(
+    _consolidation_facts, size=4096
 )
 _DRIFTED: IdentityMemo[NodeClaim, str] = IdentityMemo(_drifted_reason, size=4096)
 
@@ -170,16 +179,6 @@ def _terminating(claim: NodeClaim) -> bool:
 
 
 _TERMINATING: IdentityMemo[NodeClaim, bool] = IdentityMemo(_terminating, size=4096)
-
-
-def _deleting(claim: NodeClaim, node: Node, marked: set[str]) -> bool:
-    return (
-        claim.metadata.deletion_timestamp is not None
-        or node.metadata.deletion_timestamp is not None
-        or claim.name in marked
-        or node.metadata.name in marked
-        or _TERMINATING(claim)
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,6 +220,87 @@ _BY_NAME: IdentityMemo[Sequence[InstanceType], dict[str, InstanceType]] = Identi
 )
 
 
+@dataclass(slots=True, eq=False)
+class _Row:
+    """What candidate selection reads of one NodeClaim that does not depend on the clock, the
+    queue, the marks or the nominations, kept while its NodeClaim, Node, state node, NodePool
+    and instance-type index are the same objects (all frozen or read-only): its NodePool's
+    name, what is on the node, its instance type and price, whether the rest of
+    `ValidateNodeDisruptable` holds (`fixed`), and the last candidate built from it."""
+
+    claim: NodeClaim
+    node: Node
+    state: StateNode
+    nodepool: NodePool | None
+    types: Mapping[str, InstanceType] | None
+    pool_name: str | None
+    on: _OnNode
+    instance_type: InstanceType | None
+    price: float
+    fixed: bool
+    expiry: tuple[int, dt.datetime] | None  # `pods.expiry` of the NodeClaim
+    drifted: str  # `drifted_reason` of the NodeClaim
+    last: Candidate | None = None
+
+
+def _row(
+    claim: NodeClaim,
+    node: Node,
+    state: StateNode,
+    pools: Mapping[str, NodePool],
+    types: Mapping[str, Mapping[str, InstanceType]],
+) -> _Row:
+    """The NodeClaim's row, from `_ROWS` while its inputs are the same objects."""
+    pool_name = state.labels.get(NODEPOOL)
+    nodepool = pools.get(pool_name) if pool_name is not None else None
+    by_name = types.get(pool_name) if pool_name is not None else None
+    row = _ROWS.get(claim.name)
+    if (
+        row is not None
+        and row.claim is claim
+        and row.node is node
+        and row.state is state
+        and row.nodepool is nodepool
+        and row.types is by_name
+    ):
+        return row
+    labels = state.labels
+    it = (by_name or {}).get(labels.get(INSTANCE_TYPE, ""))
+    fixed = (
+        state.initialized
+        and claim.metadata.deletion_timestamp is None
+        and node.metadata.deletion_timestamp is None
+        and not _TERMINATING(claim)
+        and node.metadata.annotations.get(DO_NOT_DISRUPT) != "true"
+        and nodepool is not None
+        and by_name is not None
+    )
+    row = _Row(
+        claim,
+        node,
+        state,
+        nodepool,
+        by_name,
+        pool_name,
+        _ON_NODE(state),
+        it,
+        node_price(it, labels.get(ZONE, ""), labels.get(CAPACITY_TYPE, "")),
+        fixed,
+        expiry(claim),
+        drifted_reason(claim),
+    )
+    if len(_ROWS) >= _ROWS_SIZE:
+        _ROWS.clear()
+    _ROWS[claim.name] = row
+    return row
+
+
+# NodeClaim name -> its row (see `_Row`); each row holds its objects, so identity checks on
+# them stay right while it lives.
+_ROWS: dict[str, _Row] = {}
+_ROWS_SIZE = 4096
+
+
 def get_candidates(
     cluster: Cluster,
     cloud_provider: CloudProvider,
@@ -237,7 +317,7 @@ def get_candidates(
     snap = snap if snap is not None else cluster.snapshot()
     by_name = {n.name: n for n in snap.nodes}
     pools = {np.name: np for np in cluster.nodepools()}
-    types: dict[str, dict[str, InstanceType]] = {}
+    types: dict[str, Mapping[str, InstanceType]] = {}
     for name, np in pools.items():
         offered = (
             instance_types[name]
@@ -257,22 +337,38 @@ def get_candidates(
     disruption: dict[str, float] = {}
     for claim in cluster.node_claims():
         node = _node_of(cluster, claim, by_provider_id)
-        state = by_name.get(node.metadata.name) if node is not None else None
-        pool_name = (state.labels if state is not None else claim.metadata.labels).get(NODEPOOL)
-        on = _ON_NODE(state) if state is not None else None
-        if state is not None and on is not None and pool_name is not None:
-            it = types.get(pool_name, {}).get(state.labels.get(INSTANCE_TYPE, ""))
-            cost[pool_name] = cost.get(pool_name, 0.0) + node_price(
-                it, state.labels.get(ZONE, ""), state.labels.get(CAPACITY_TYPE, "")
-            )
-            disruption[pool_name] = disruption.get(pool_name, 0.0) + (
-                PER_NODE_BASE_DISRUPTION_COST + on.reschedule
-            )
-        if claim.name in in_flight or node is None or state is None or on is None:
+        if node is None:
             continue
-        candidate = _candidate(
-            claim, node, state, on, pools, types, now, disruption_class, marked, nominated
-        )
+        node_name = node.metadata.name
+        state = by_name.get(node_name)
+        if state is None:
+            continue
+        claim_name = claim.name
+        row = _ROWS.get(claim_name)
+        if (
+            row is None
+            or row.claim is not claim
+            or row.node is not node
+            or row.state is not state
+            or (row.pool_name is not None and pools.get(row.pool_name) is not row.nodepool)
+            or (row.pool_name is not None and types.get(row.pool_name) is not row.types)
+        ):
+            row = _row(claim, node, state, pools, types)
+        pool_name = row.pool_name
+        if pool_name is not None:
+            cost[pool_name] = cost.get(pool_name, 0.0) + row.price
+            disruption[pool_name] = disruption.get(pool_name, 0.0) + (
+                PER_NODE_BASE_DISRUPTION_COST + row.on.reschedule
+            )
+        if (
+            not row.fixed
+            or claim_name in in_flight
+            or claim_name in marked
+            or node_name in marked
+            or claim_name in nominated
+        ):
+            continue
+        candidate = _candidate(row, now, disruption_class)
         if candidate is not None:
             out.append(candidate)
     totals = {
@@ -282,73 +378,35 @@ def get_candidates(
     return out, totals
 
 
-def _candidate(  # noqa: PLR0917 - the inputs of NewCandidate
-    claim: NodeClaim,
-    node: Node,
-    state: StateNode,
-    on: _OnNode,
-    pools: Mapping[str, NodePool],
-    types: Mapping[str, Mapping[str, InstanceType]],
-    now: dt.datetime,
-    disruption_class: str,
-    marked: set[str],
-    nominated: set[str],
-) -> Candidate | None:
-    if not state.initialized:
-        return None
-    if _deleting(claim, node, marked):
-        return None
-    if claim.name in nominated:
-        return None
-    if node.metadata.annotations.get(DO_NOT_DISRUPT) == "true":
-        return None
-    pool_name = state.labels.get(NODEPOOL)
-    if pool_name is None:
-        return None
-    nodepool = pools.get(pool_name)
-    if nodepool is None or pool_name not in types:
-        return None
-    blocked = any(do_not_disrupt_active(p, now) for p in on.annotated)
-    waived = disruption_class == EVENTUAL and claim.spec.termination_grace_period is not None
-    if blocked and not waived:
-        return None
-    instance_type = types[pool_name].get(state.labels.get(INSTANCE_TYPE, ""))
-    disruption_cost = on.eviction * lifetime_remaining(claim, now)
-    last = _LAST.get(claim.name)
-    if (
-        last is not None
-        and last.node_claim is claim
-        and last.node is node
-        and last.state_node is state
-        and last.nodepool is nodepool
-        and last.instance_type is instance_type
-        and last.reschedulable_pods is on.reschedulable
-        and last.disruption_cost == disruption_cost
-    ):
-        return last  # every field the same: zone, capacity type, price and drift follow
-    zone = state.labels.get(ZONE, "")
-    capacity_type = state.labels.get(CAPACITY_TYPE, "")
+def _candidate(row: _Row, now: dt.datetime, disruption_class: str) -> Candidate | None:
+    """`NewCandidate` for a row whose fixed checks hold: the do-not-disrupt pods (the clock
+    decides for duration annotations), then the candidate, the last one again while its
+    clock-dependent disruption cost is the same value."""
+    claim, on = row.claim, row.on
+    if on.annotated:
+        blocked = any(do_not_disrupt_active(p, now) for p in on.annotated)
+        waived = disruption_class == EVENTUAL and claim.spec.termination_grace_period is not None
+        if blocked and not waived:
+            return None
+    nodepool = row.nodepool
+    assert nodepool is not None  # `fixed` holds
+    disruption_cost = on.eviction * lifetime_at(row.expiry, now)
+    last = row.last
+    if last is not None and last.disruption_cost == disruption_cost:
+        return last  # every other field comes from the row's objects
+    labels = row.state.labels
     out = Candidate(
         node_claim=claim,
-        node=node,
-        state_node=state,
+        node=row.node,
+        state_node=row.state,
         nodepool=nodepool,
-        instance_type=instance_type,
-        capacity_type=capacity_type,
-        zone=zone,
-        price=node_price(instance_type, zone, capacity_type),
+        instance_type=row.instance_type,
+        capacity_type=labels.get(CAPACITY_TYPE, ""),
+        zone=labels.get(ZONE, ""),
+        price=row.price,
         reschedulable_pods=on.reschedulable,
         disruption_cost=disruption_cost,
-        drifted=drifted_reason(claim),
+        drifted=row.drifted,
     )
-    if len(_LAST) >= _LAST_SIZE:
-        _LAST.clear()
-    _LAST[claim.name] = out
+    row.last = out
     return out
-
-
-# NodeClaim name -> its last candidate (frozen), handed out again while every input is the
-# same object and the clock-dependent disruption cost the same value: the methods then meet
-# the same candidate objects pass after pass (building one sums its pods' eviction costs).
-_LAST: dict[str, Candidate] = {}
-_LAST_SIZE = 4096

@@ -38,7 +38,7 @@ import contextlib
 import datetime as dt
 import math
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE
 from gpucap.apis.nodepool import NodePool
@@ -52,7 +52,7 @@ from gpucap.controllers.disruption.constants import (
     MULTI_NODE_CONSOLIDATION_MAX_CANDIDATES,
     SPOT_TO_SPOT_THRESHOLD,
 )
-from gpucap.controllers.disruption.room import OfferCache, Room
+from gpucap.controllers.disruption.room import OfferCache, Room, RoomCache
 from gpucap.controllers.disruption.simulation import (
     PassInputs,
     Simulation,
@@ -105,6 +105,10 @@ class PassShared:
 
     inputs: PassInputs | None = None
     room: Room | None = None
+    # The default budget mapping's node counts (`budgets.pool_counts`) and, per reason, the
+    # mapping (read by the controller: every method of the pass sees the same cluster).
+    counts: object | None = None
+    budgets: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 class ConsolidationState:
@@ -120,6 +124,7 @@ class ConsolidationState:
         self._passes = 0
         self.shared: PassShared | None = None
         self.offers = OfferCache()
+        self.rooms = RoomCache()
 
     def new_pass(self) -> None:
         """A disruption pass begins: the state is read once for all its methods, which share
@@ -290,10 +295,9 @@ class Consolidation:
         labels = c.state_node.labels
         if CAPACITY_TYPE not in labels or "topology.kubernetes.io/zone" not in labels:
             return False
-        disruption = c.nodepool.spec.disruption
         if consolidate_after(c.nodepool) is None or c.is_empty:
             return False
-        if disruption.consolidation_policy == "WhenEmpty":
+        if c.nodepool.spec.disruption.consolidation_policy == "WhenEmpty":
             return False
         return consolidatable(c.node_claim, c.nodepool, self.now())
 
@@ -360,7 +364,11 @@ class Consolidation:
             inputs = shared.inputs
             if shared.room is None:
                 shared.room = Room(
-                    inputs, self.now(), spot_to_spot=self.spot_to_spot, offers=self.state.offers
+                    inputs,
+                    self.now(),
+                    spot_to_spot=self.spot_to_spot,
+                    offers=self.state.offers,
+                    cache=self.state.rooms,
                 )
             if not shared.room.may_move(candidates):
                 return None
@@ -375,12 +383,15 @@ class Consolidation:
         claim = new[0]
         price = sum(c.price for c in candidates)
         reqs = claim.requirements
-        types = order_by_price(claim.instance_types, reqs)
         ct = reqs.get(CAPACITY_TYPE)
         allows_spot = ct is None or ct.has("spot")
         if all(c.capacity_type == "spot" for c in candidates) and allows_spot:
-            return self._spot_to_spot(candidates, claim, types, price)
-        kept = _below(types, reqs, price)
+            if not self.spot_to_spot:
+                return None  # the gate is off: no spot-to-spot command, prices aside
+            return self._spot_to_spot(
+                candidates, claim, order_by_price(claim.instance_types, reqs), price
+            )
+        kept = _below(order_by_price(claim.instance_types, reqs), reqs, price)
         if not kept:
             return None
         if allows_spot and (ct is None or ct.has("on-demand")):
@@ -438,6 +449,7 @@ class Consolidation:
         current = self._still_candidates(proposal.candidates)
         if current is None:
             return None
+        before = self.cluster.snapshot()
         sim = self.simulate(current)
         if sim is None or not sim.all_non_pending_scheduled:
             return None
@@ -448,7 +460,11 @@ class Consolidation:
             wanted = {it.name for it in proposal.new_claims[0].instance_types}
             if not wanted <= {it.name for it in new[0].instance_types}:
                 return None
-        if self._still_candidates(current) is None:  # kubernetes-sigs/karpenter#1167
+        # kubernetes-sigs/karpenter#1167: the candidates once more, as the cluster may have
+        # changed during the simulation. Here it changes only through its own methods, each
+        # of which moves its version and so hands out a new snapshot: the same snapshot
+        # object means the same cluster (and the clock has not moved), so the same answer.
+        if self.cluster.snapshot() is not before and self._still_candidates(current) is None:
             return None
         return proposal
 

@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
+from gpucap.apis.core import Node
 from gpucap.apis.labels import INITIALIZED as INITIALIZED_LABEL
 from gpucap.apis.nodepool import NodeClaim, NodePool
 from gpucap.cloudprovider.types import CloudProvider, CloudProviderError
@@ -58,6 +59,7 @@ from gpucap.controllers.nodeclaim.conditions import INITIALIZED, is_true, with_c
 from gpucap.controllers.provisioning.provisioner import Provisioner, to_node_claim
 from gpucap.controllers.termination import Termination
 from gpucap.runtime.clock import Clock
+from gpucap.runtime.memo import IdentityMemo
 from gpucap.scheduling.taints import DISRUPTED_TAINT
 from gpucap.state.cluster import Cluster
 
@@ -222,10 +224,20 @@ class Disruption:
         """`budgets` inside a pass: the default mapping reads the pass's snapshot."""
         if self._budgets is None:
             self._budgets = _default_budgets()
-        if _DEFAULT_BUDGETS and self._budgets is _DEFAULT_BUDGETS[0]:
-            snap = self.state.snapshot(self.cluster)
-            return dict(self._budgets(self.cluster, reason, now=self.clock.now(), snap=snap))
-        return self.budgets(self.cluster, reason, now=self.clock.now())
+        shared = self.state.shared
+        if not (_DEFAULT_BUDGETS and self._budgets is _DEFAULT_BUDGETS[0]) or shared is None:
+            return self.budgets(self.cluster, reason, now=self.clock.now())
+        # Nothing changes within a pass: the nodes are counted once for every reason, and a
+        # reason's mapping (multi- and single-node both ask for Underutilized) computed once.
+        hit = shared.budgets.get(reason)
+        if hit is None:
+            if shared.counts is None:
+                counts = importlib.import_module("gpucap.controllers.disruption.budgets")
+                shared.counts = counts.pool_counts(self.cluster, self.state.snapshot(self.cluster))
+            hit = shared.budgets[reason] = dict(
+                self._budgets(self.cluster, reason, now=self.clock.now(), counts=shared.counts)
+            )
+        return dict(hit)
 
     @property
     def next_poll(self) -> float:
@@ -287,6 +299,7 @@ class Disruption:
     def _methods(self, start: int, done: _Pass, now: float) -> DisruptionResult:
         """The methods from `start` on, in order, until one proposes (see `reconcile`)."""
         seen: dict[str, tuple[list[Candidate], dict[str, PoolTotals]]] = {}
+        wanted: dict[tuple[str, object], list[Candidate]] = {}
         if not any(drifted_reason(c) for c in self.cluster.node_claims()):
             seen[EVENTUAL] = ([], {})
         for i in range(start, len(self.methods)):
@@ -303,7 +316,13 @@ class Disruption:
                     snap=self.state.snapshot(self.cluster),
                 )
             found, totals = seen[method.disruption_class]
-            candidates = [c for c in found if method.should_disrupt(c)]
+            # Multi- and single-node consolidation filter with the same function (the same
+            # clock, nothing else of the method read): filtered once per pass for both.
+            wants = (method.disruption_class, getattr(type(method), "should_disrupt", method))
+            candidates = wanted.get(wants)
+            if candidates is None:
+                candidates = wanted[wants] = [c for c in found if method.should_disrupt(c)]
+            candidates = list(candidates)
             if not candidates:
                 continue
             budgets = self._pass_budgets(method.reason)
@@ -414,7 +433,7 @@ class Disruption:
         held = self.in_flight()
         marked = self.cluster.marked_for_deletion()
         for node in self.cluster.nodes():
-            if not any(t.key == DISRUPTED_TAINT.key for t in node.spec.taints):
+            if not _TAINTED(node):
                 continue
             if node.metadata.deletion_timestamp is not None or node.metadata.name in marked:
                 continue
@@ -455,6 +474,14 @@ class Disruption:
         for name in names:
             self._unmark_disrupted(name)
         done.abandoned.extend(names)
+
+
+def _tainted(node: Node) -> bool:
+    return any(t.key == DISRUPTED_TAINT.key for t in node.spec.taints)
+
+
+# Per Node object (frozen): every pass looks at every node for a leftover taint.
+_TAINTED: IdentityMemo[Node, bool] = IdentityMemo(_tainted, size=4096)
 
 
 def _message(proposal: Proposal, replacements: Sequence[str]) -> str:

@@ -29,8 +29,10 @@ __all__ = [
     "POD_DELETION_COST",
     "do_not_disrupt_active",
     "eviction_cost",
+    "expiry",
     "is_active",
     "is_reschedulable",
+    "lifetime_at",
     "lifetime_remaining",
 ]
 
@@ -122,9 +124,24 @@ def _expire_seconds(text: str) -> int | None:
 def lifetime_remaining(claim: NodeClaim, now: dt.datetime) -> float:
     """The fraction of the NodeClaim's expireAfter still ahead of it (1 for Never, or when its
     creation time is unknown)."""
+    return lifetime_at(expiry(claim), now)
+
+
+def expiry(claim: NodeClaim) -> tuple[int, dt.datetime] | None:
+    """What `lifetime_remaining` reads of the NodeClaim: its expireAfter in seconds and its
+    creation time; None when the whole lifetime is always ahead (Never, unreadable, not
+    positive, or no creation time). Candidate selection keeps it per NodeClaim object."""
     total = _expire_seconds(claim.spec.expire_after)
     created = claim.metadata.creation_timestamp
     if total is None or total <= 0 or created is None:
+        return None
+    return total, created
+
+
+def lifetime_at(parts: tuple[int, dt.datetime] | None, now: dt.datetime) -> float:
+    """`lifetime_remaining` from the NodeClaim's `expiry`."""
+    if parts is None:
         return 1.0
+    total, created = parts
     age = (now - created).total_seconds()
     return min(max((total - age) / total, 0.0), 1.0)

@@ -24,7 +24,12 @@ pinned to on-demand (or reserved). When no pod in the cluster names a zone or ca
 topology spread, a new NodeClaim's zone and capacity-type requirements are its NodePool's, and
 the scheduler drops spot from them only when none of its instance types has an available spot
 offering the NodePool allows: only such types count. Otherwise every type counts, priced by its
-cheapest offering. Built once per method and pass from the pass's `PassInputs`.
+cheapest offering. The same holds per mover kind, counted in whole pods: a node holds at most
+floor(room / request) of a kind (`_NodeRoom.holds`), the new NodeClaim at most what the most
+allocatable of the types that count allows.
+Built once per pass from the pass's `PassInputs`; the per-kind answers (which nodes take a
+kind, their room, how many pods of a kind they hold) are carried to the next pass's `Room`
+and corrected for the nodes that changed (`RoomCache`).
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ from gpucap.scheduling.resources import add, pod_requests, subtract
 from gpucap.scheduling.solver import NodeClaimTemplate, PoolInput, StateNode
 from gpucap.scheduling.taints import untolerated
 
-__all__ = ["OfferCache", "Room", "offering_neutral"]
+__all__ = ["OfferCache", "Room", "RoomCache", "offering_neutral"]
 
 _OFFERING_KEYS = frozenset({ZONE, CAPACITY_TYPE})
 _SPOT = "spot"
@@ -193,16 +198,31 @@ _KIND: IdentityMemo[PodSpec, tuple[int, _Kind]] = IdentityMemo(_kind, size=8192)
 _NEUTRAL: IdentityMemo[PodSpec, bool] = IdentityMemo(_offering_neutral, size=8192)
 
 
-def _movers_of(movers: Sequence[Pod]) -> tuple[dict[str, int], dict[int, _Kind]]:
-    """The movers' summed requests and their kinds (both read-only to callers)."""
-    return add(*(_requests(p) for p in movers)), dict(_KIND(p.spec) for p in movers)
+# What the pre-check asks of a candidate's movers: their summed requests, their kinds by
+# number, the set of those numbers (the key of `Room._room`) and how many movers are of each
+# kind; all read-only to callers.
+_Movers = tuple[dict[str, int], dict[int, _Kind], frozenset[int], dict[int, int]]
+
+
+def _movers_of(movers: Sequence[Pod]) -> _Movers:
+    """The movers' summed requests and their kinds (see `_Movers`)."""
+    kinds: dict[int, _Kind] = {}
+    counts: dict[int, int] = {}
+    for p in movers:
+        number, kind = _KIND(p.spec)
+        kinds[number] = kind
+        counts[number] = counts.get(number, 0) + 1
+    return add(*(_requests(p) for p in movers)), kinds, frozenset(kinds), counts
+
+
+def _how_many(requests: Iterable[tuple[str, int]], room: Mapping[str, int]) -> int:
+    """How many pods requesting `requests` fit whole in `room` (each resource bounds it)."""
+    return min((room.get(r, 0) // v for r, v in requests if v > 0), default=0)
 
 
 # Per reschedulable-pods tuple of a candidate (one per state node object, kept from pass to
 # pass by candidate selection) without a do-not-disrupt annotation among them.
-_ALL_MOVE: IdentityMemo[Sequence[Pod], tuple[dict[str, int], dict[int, _Kind]]] = IdentityMemo(
-    _movers_of, size=4096
-)
+_ALL_MOVE: IdentityMemo[Sequence[Pod], _Movers] = IdentityMemo(_movers_of, size=4096)
 # Per reschedulable-pods tuple: whether one of them carries a do-not-disrupt annotation (the
 # clock decides only for those).
 _ANNOTATED: IdentityMemo[Sequence[Pod], bool] = IdentityMemo(
@@ -221,13 +241,26 @@ class _NodeRoom:
     has left (`_left`), its taints, and per mover kind (by number) whether the kind fits.
     Nothing here reads the clock or the pass, so the answers hold from pass to pass."""
 
-    __slots__ = ("_takes", "left", "neutral", "taints")
+    __slots__ = ("_holds", "_takes", "left", "neutral", "taints")
 
     def __init__(self, node: StateNode) -> None:
         self.neutral = all(_NEUTRAL(p.spec) for p in node.pods)
         self.left = _left(node)
         self.taints = tuple(node.taints)
         self._takes: dict[int, bool] = {}
+        self._holds: dict[int, int] = {}
+
+    def holds(self, number: int, kind: _Kind) -> int:
+        """How many pods of `kind` the node could take, were they the only ones to come
+        (0 when one does not fit or its taints are not tolerated): an upper bound on how
+        many of them any schedule places here."""
+        hit = self._holds.get(number)
+        if hit is None:
+            hit = _how_many(kind[0], self.room) if self.takes(number, kind) else 0
+            if len(self._holds) >= _KINDS_SIZE:
+                self._holds.clear()
+            self._holds[number] = hit
+        return hit
 
     @property
     def room(self) -> dict[str, int]:
@@ -262,8 +295,23 @@ def _lacks_spot(it: InstanceType, reqs: Requirements) -> bool:
     )
 
 
+# A `_room` answer: the names of the nodes taking one of some kinds, their room summed.
+_Taken = tuple[frozenset[str], dict[str, int]]
+
+
+class RoomCache:
+    """The last `Room` a consolidation state built, so that the next pass's `Room` starts from
+    its per-kinds answers and corrects them for the nodes whose `_NodeRoom` changed (a node's
+    answer depends on nothing else: see `Room._room`). Kept by `ConsolidationState`."""
+
+    __slots__ = ("last",)
+
+    def __init__(self) -> None:
+        self.last: Room | None = None
+
+
 class Room:
-    """The pre-check of one consolidation method's pass (see the module docstring)."""
+    """The pre-check of one consolidation pass (see the module docstring)."""
 
     def __init__(
         self,
@@ -272,6 +320,7 @@ class Room:
         *,
         spot_to_spot: bool,
         offers: OfferCache | None = None,
+        cache: RoomCache | None = None,
     ) -> None:
         self.now = now
         self.spot_to_spot = spot_to_spot
@@ -288,47 +337,112 @@ class Room:
             self.free[n.name] = node
         self.any_type, self.non_spot = (offers or OfferCache()).get(inputs.pools, neutral=neutral)
         # Per set of mover kinds: the nodes taking at least one of them, and their room summed.
-        self._rooms: dict[frozenset[int], tuple[frozenset[str], dict[str, int]]] = {}
-        # Candidate name -> (the candidate, its movers' summed requests, their kinds).
-        self._of: dict[str, tuple[Candidate, dict[str, int], dict[int, _Kind]]] = {}
+        self._rooms: dict[frozenset[int], _Taken] = {}
+        # Per mover kind (number): how many such pods the free nodes hold together.
+        self._holds: dict[int, int] = {}
+        # Candidate name -> (the candidate, its movers' summed requests, kinds and their key).
+        self._of: dict[str, tuple[Candidate, _Movers]] = {}
+        # The previous pass's answers, valid for its `free`, and the names whose node changed
+        # since (added, gone or another `_NodeRoom`).
+        self._carried: dict[frozenset[int], _Taken] = {}
+        self._carried_holds: dict[int, int] = {}
+        self._before: dict[str, _NodeRoom] = {}
+        self._changed: tuple[str, ...] = ()
+        if cache is not None:
+            last = cache.last
+            if last is not None:
+                before = last.free
+                self._carried = last._rooms
+                self._carried_holds = last._holds
+                self._before = before
+                changed = [n for n, node in self.free.items() if before.get(n) is not node]
+                changed.extend(n for n in before if n not in self.free)
+                self._changed = tuple(changed)
+            cache.last = self
 
-    def _room(self, kinds: Mapping[int, _Kind]) -> tuple[frozenset[str], dict[str, int]]:
+    def _takes(self, node: _NodeRoom, kinds: Mapping[int, _Kind]) -> bool:
+        return any(node.takes(number, kind) for number, kind in kinds.items())
+
+    def _room(self, key: frozenset[int], kinds: Mapping[int, _Kind]) -> _Taken:
         """The nodes that can take a pod of one of `kinds` (each: its requests within what the
-        node has left, its taints tolerated), and what they have left together."""
-        key = frozenset(kinds)
+        node has left, its taints tolerated), and what they have left together. A node's
+        part depends only on its `_NodeRoom`: an answer carried from the last pass is
+        corrected for the changed nodes alone (integer sums: the same values)."""
         hit = self._rooms.get(key)
-        if hit is None:
-            items = list(kinds.items())
-            names = frozenset(
-                name
-                for name, node in self.free.items()
-                if any(node.takes(number, kind) for number, kind in items)
-            )
-            hit = self._rooms[key] = (names, add(*(self.free[n].room for n in names)))
+        if hit is not None:
+            return hit
+        carried = self._carried.get(key)
+        if carried is None:
+            names = frozenset(n for n, node in self.free.items() if self._takes(node, kinds))
+            hit = (names, add(*(self.free[n].room for n in names)))
+        else:
+            kept, room = set(carried[0]), dict(carried[1])
+            for name in self._changed:
+                if name in kept:
+                    kept.discard(name)
+                    for k, v in self._before[name].room.items():
+                        room[k] -= v
+                node = self.free.get(name)
+                if node is not None and self._takes(node, kinds):
+                    kept.add(name)
+                    for k, v in node.room.items():
+                        room[k] = room.get(k, 0) + v
+            hit = (frozenset(kept), room)
+        self._rooms[key] = hit
         return hit
 
-    def _movers(self, c: Candidate) -> tuple[dict[str, int], dict[int, _Kind]]:
+    def _held(self, number: int, kind: _Kind) -> int:
+        """How many pods of `kind` the free nodes hold together (`_NodeRoom.holds` summed;
+        carried from the last pass and corrected for the changed nodes, as `_room`)."""
+        hit = self._holds.get(number)
+        if hit is not None:
+            return hit
+        carried = self._carried_holds.get(number)
+        if carried is None:
+            hit = sum(node.holds(number, kind) for node in self.free.values())
+        else:
+            hit = carried
+            for name in self._changed:
+                before = self._before.get(name)
+                if before is not None:
+                    hit -= before.holds(number, kind)
+                node = self.free.get(name)
+                if node is not None:
+                    hit += node.holds(number, kind)
+        self._holds[number] = hit
+        return hit
+
+    def _movers(self, c: Candidate) -> _Movers:
         """What the candidate's movers (reschedulable pods without an active do-not-disrupt)
-        request together, and their kinds; once per candidate and pass (multi-node asks again
-        for every prefix)."""
+        request together, their kinds and the kinds' key; once per candidate and pass
+        (multi-node asks again for every prefix)."""
         hit = self._of.get(c.name)
         if hit is None or hit[0] is not c:
             pods = c.reschedulable_pods
             if _ANNOTATED(pods):
-                need, kinds = _movers_of(
+                movers = _movers_of(
                     tuple(p for p in pods if not do_not_disrupt_active(p, self.now))
                 )
             else:  # nothing the clock can keep back: all move, the same answer every pass
-                need, kinds = _ALL_MOVE(pods)
-            hit = self._of[c.name] = (c, need, kinds)
-        return hit[1], hit[2]
+                movers = _ALL_MOVE(pods)
+            hit = self._of[c.name] = (c, movers)
+        return hit[1]
 
     def may_move(self, candidates: Sequence[Candidate]) -> bool:
         """False only when the candidates' pods provably cannot all move to the other nodes
         plus one cheaper NodeClaim (see the module docstring)."""
-        movers = [self._movers(c) for c in candidates]
-        need = add(*(m[0] for m in movers))
-        takers, room = self._room({k: v for m in movers for k, v in m[1].items()})
+        if len(candidates) == 1:
+            need, kinds, key, counts = self._movers(candidates[0])
+        else:
+            movers = [self._movers(c) for c in candidates]
+            need = add(*(m[0] for m in movers))
+            kinds = {k: v for m in movers for k, v in m[1].items()}
+            key = frozenset(kinds)
+            counts = {}
+            for m in movers:
+                for number, n in m[3].items():
+                    counts[number] = counts.get(number, 0) + n
+        takers, room = self._room(key, kinds)
         for c in candidates:
             if c.name in takers:
                 room = subtract(room, self.free[c.name].room)
@@ -336,4 +450,18 @@ class Room:
         spot = all(c.capacity_type == _SPOT for c in candidates)
         offers = self.non_spot if spot and not self.spot_to_spot else self.any_type
         best = offers.below(price)
-        return all(v <= 0 or v <= room.get(k, 0) + best.get(k, 0) for k, v in need.items())
+        if not all(v <= 0 or v <= room.get(k, 0) + best.get(k, 0) for k, v in need.items()):
+            return False
+        # Per kind, the movers of that kind must fit whole: on the other free nodes, each
+        # holding at most `holds` of them, or on the new NodeClaim, which holds no more than
+        # the most allocatable of each resource among the types it could be allows.
+        for number, n in counts.items():
+            kind = kinds[number]
+            held = self._held(number, kind)
+            for c in candidates:
+                node = self.free.get(c.name)
+                if node is not None:
+                    held -= node.holds(number, kind)
+            if n > held + (_how_many(kind[0], best) if best else 0):
+                return False
+        return True
