@@ -147,6 +147,9 @@ class InstanceTypeTable:
         self._capacity_bits: dict[
             tuple[Requirement | None, Requirement | None], np.ndarray[Any, np.dtype[np.int64]]
         ] = {}
+        # `most_allocatable` per mask (its bytes): planned NodeClaims narrow to a few distinct
+        # option sets (749 computations, 16 distinct masks at Karpenter's 1,000-pod bench).
+        self._most: dict[bytes, dict[str, int]] = {}
 
     def fits(self, requests: Mapping[str, int]) -> np.ndarray[Any, np.dtype[np.bool_]]:
         """Per type (table order): whether `requests` fit its allocatable (Karpenter's Fits)."""
@@ -160,6 +163,22 @@ class InstanceTypeTable:
             # In place, over a contiguous column (the transposed copy).
             mask &= self.by_column[j] >= min(v, _INT64_MAX)
         return mask
+
+    def most_allocatable(self, mask: np.ndarray[Any, np.dtype[np.bool_]]) -> dict[str, int]:
+        """Per resource, the most any selected type has allocatable (no entry when the mask
+        selects nothing). Memoised per mask; the answer is shared: callers only read it."""
+        key = mask.tobytes()
+        most = self._most.get(key)
+        if most is None:
+            most = {}
+            chosen = self.allocatable[mask]
+            if len(chosen):
+                # One column-wise maximum over the selected rows (columns: `resources`).
+                most = dict(zip(self.resources, chosen.max(axis=0).tolist(), strict=True))
+            if len(self._most) >= _MEMO_MAX:
+                self._most.clear()
+            self._most[key] = most
+        return most
 
     def compatible(self, reqs: Requirements) -> np.ndarray[Any, np.dtype[np.bool_]]:
         """Per type: `it.requirements.intersects(reqs) is None` (memoised per requirement set,
@@ -283,6 +302,8 @@ class InstanceTypeTable:
 
 
 _INT64_MAX = 2**63 - 1
+# Bound of the per-mask memos (a table lives as long as its types; masks are few per pass).
+_MEMO_MAX = 4096
 
 
 def compatible_offerings(it: InstanceType, reqs: Requirements) -> list[Offering]:

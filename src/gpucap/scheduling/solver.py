@@ -22,6 +22,7 @@ Called by `gpucap plan`, the provisioner and consolidation.
 from __future__ import annotations
 
 import bisect
+from collections import deque
 import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -39,6 +40,7 @@ from gpucap.apis.labels import (
     NODEPOOL,
     REGISTERED,
     WELL_KNOWN_LABELS,
+    ZONE,
     restricted_label_problem,
 )
 from gpucap.apis.nodepool import NodePool
@@ -721,14 +723,8 @@ class NodeClaim:
     def _most_allocatable(self) -> dict[str, int]:
         most = self._most
         if most is None:
-            table = self.table
-            most = {}
-            chosen = table.allocatable[self.options]
-            if len(chosen):
-                # One column-wise maximum over the remaining options (table columns are
-                # `table.resources`, in order).
-                most = dict(zip(table.resources, chosen.max(axis=0).tolist(), strict=True))
-            self._most = most
+            # Shared per option mask by the table (only read here).
+            most = self._most = self.table.most_allocatable(self.options)
         return most
 
     def headroom(self) -> dict[str, int]:
@@ -821,8 +817,7 @@ class NodeClaim:
     ) -> None:
         self.pods.append(pod)
         self.version += 1
-        if self._most is not None and not np.array_equal(options, self.options):
-            self._most = None  # the same options keep the same most allocatable
+        self._most = None  # looked up again (per mask, by the table) when next asked
         self.options = options
         self.requests = add(self.requests, data.requests)
         self.requirements = reqs
@@ -1283,46 +1278,51 @@ class Scheduler:
     def solve(self, pods: Sequence[Pod]) -> Results:
         errors: dict[str, str] = {}
         considered: dict[str, Pod] = {}
-        queue: list[Pod] = []
+        # Each pod with its key, computed once (a relaxed copy keeps the pod's metadata, so
+        # its key too).
+        entries: list[tuple[Pod, str]] = []
         order: dict[str, int] = {}
         for i, pod in enumerate(pods):
-            considered[pod.key] = pod
+            key = pod.key
+            considered[key] = pod
             reason = validate_pod(pod)
             if reason is not None:
-                errors[pod.key] = reason
+                errors[key] = reason
                 continue
             if _DOES_NOT_EXIST_NODEPOOL in pod_requirements(pod).values():
                 continue  # the pod opted out of Karpenter: ignored silently
-            order[pod.key] = i
-            self._update(pod)
-            queue.append(pod)
-        queue.sort(key=lambda p: self._queue_key(p, order[p.key]))
+            order[key] = i
+            self._update(pod, key)
+            entries.append((pod, key))
+        entries.sort(key=lambda e: self._queue_key(e[0], e[1], order[e[1]]))
         if any(v < 0 for d in self._pod_data.values() for v in d.requests.values()):
             # A negative request (only from code, never from a manifest) would let a target's
             # room grow back, and "resources only shrink" is what lasting refusals rest on.
             self.pod_classes = False
+        queue = deque(entries)
         last_len: dict[str, int] = {}
         while queue:
-            pod = queue[0]
-            if last_len.get(pod.key) == len(queue):
+            pod, key = queue[0]
+            if last_len.get(key) == len(queue):
                 break  # a full cycle without progress
-            queue.pop(0)
-            reason = self._try_schedule(pod)
+            queue.popleft()
+            reason = self._try_schedule(pod, key)
             if reason is None:
-                errors.pop(pod.key, None)
+                errors.pop(key, None)
                 continue
-            errors[pod.key] = reason
-            self.topology.update(pod)
-            self._pod_data[pod.key] = _pod_data(pod, self.options)
-            queue.append(pod)
-            last_len[pod.key] = len(queue)
+            errors[key] = reason
+            self._update(pod, key)
+            queue.append((pod, key))
+            last_len[key] = len(queue)
         self._finalize(errors)
         return Results(self.new_node_claims, self.existing, errors, self.pool_notes, considered)
 
-    def _queue_key(self, pod: Pod, index: int) -> tuple[int, int, dt.datetime, int, str]:
+    def _queue_key(
+        self, pod: Pod, key: str, index: int
+    ) -> tuple[int, int, dt.datetime, int, str]:
         # Karpenter sorts by creationTimestamp then UID; manifests have no timestamps, and the
         # order they list pods in is the order `kubectl apply` would create them.
-        data = self._pod_data[pod.key]
+        data = self._pod_data[key]
         created = pod.metadata.creation_timestamp or _EPOCH
         return (
             -data.requests.get("cpu", 0),
@@ -1332,15 +1332,15 @@ class Scheduler:
             pod.metadata.uid or "",
         )
 
-    def _update(self, pod: Pod) -> None:
+    def _update(self, pod: Pod, key: str) -> None:
         self.topology.update(pod)
-        self._pod_data[pod.key] = _pod_data(pod, self.options)
+        self._pod_data[key] = _pod_data(pod, self.options)
 
-    def _try_schedule(self, pod: Pod) -> str | None:
+    def _try_schedule(self, pod: Pod, key: str) -> str | None:
         current = pod
         while True:
             try:
-                self._add(current)
+                self._add(current, key)
                 return None
             except SchedulingError as err:
                 relaxed = preferences.relax(
@@ -1349,7 +1349,7 @@ class Scheduler:
                 if relaxed is None:
                     return str(err)
                 current = relaxed
-                self._update(current)
+                self._update(current, key)
 
     def _refusals_of(self, pod: Pod, data: PodData) -> Refusals | None:
         """The refusals kept for `pod`'s class (None: the pod is tried everywhere)."""
@@ -1372,8 +1372,8 @@ class Scheduler:
             refusals.revalidate()
         return refusals
 
-    def _add(self, pod: Pod) -> None:
-        data = self._pod_data[pod.key]
+    def _add(self, pod: Pod, key: str) -> None:
+        data = self._pod_data[key]
         # Targets a pod of the same class was refused by, for a reason that still holds, are
         # skipped: they would refuse this pod too, so the first that accepts it is the same.
         refusals = self._refusals_of(pod, data)
@@ -1674,15 +1674,32 @@ class Scheduler:
     def _finalize(self, errors: dict[str, str]) -> None:
         counters: dict[str, int] = {}
         kept: list[NodeClaim] = []
+        # Claims narrow to a few distinct option sets: the price order, the instance-type
+        # requirement and the capacity types are functions of (table, options, the zone and
+        # capacity-type requirements, the instance-type minValues), computed once per such key.
+        ordered_by: dict[
+            tuple[int, bytes, Requirement | None, Requirement | None],
+            tuple[np.ndarray[Any, np.dtype[np.intp]], list[InstanceType]],
+        ] = {}
+        finished_by: dict[
+            tuple[int, bytes, Requirement | None, Requirement | None, int | None],
+            tuple[Requirement, list[str]],
+        ] = {}
         for claim in sorted(self.new_node_claims, key=lambda c: c.hostname):
             claim.requirements = claim.requirements.without(HOSTNAME)
             claim.requests = add(claim.requests, _min_daemon_overhead(claim))
             table = claim.table
-            index = table.order_by_price_index(claim.options, claim.requirements)[
-                : self.options.max_instance_types
-            ]
-            types = table.types
-            ordered = [types[i] for i in index.tolist()]  # plain ints index faster
+            zone, capacity_type = claim.requirements.get(ZONE), claim.requirements.get(CAPACITY_TYPE)
+            key = (id(table), claim.options.tobytes(), zone, capacity_type)
+            hit = ordered_by.get(key)
+            if hit is None:
+                index = table.order_by_price_index(claim.options, claim.requirements)[
+                    : self.options.max_instance_types
+                ]
+                types = table.types
+                hit = ordered_by[key] = (index, [types[i] for i in index.tolist()])
+            index, shared = hit
+            ordered = list(shared)
             _, unmet = satisfies_min_values(ordered, claim.requirements)
             if unmet and not self.relax_min_values:
                 for pod in claim.pods:
@@ -1692,17 +1709,20 @@ class Scheduler:
                     )
                 continue
             claim.final_types = ordered
-            instance_type_req = claim.requirements.get_or_exists(INSTANCE_TYPE)
-            claim.requirements = claim.requirements.add(
-                Requirement.new(
-                    INSTANCE_TYPE,
-                    "In",
-                    [it.name for it in ordered],
-                    min_values=instance_type_req.min_values,
+            min_values = claim.requirements.get_or_exists(INSTANCE_TYPE).min_values
+            finished = finished_by.get((*key, min_values))
+            if finished is None:
+                names = Requirement.new(
+                    INSTANCE_TYPE, "In", [it.name for it in ordered], min_values=min_values
                 )
-            )
-            capacity_types = table.capacity_types(index, claim.requirements)
-
+                # Adding the instance-type requirement leaves the zone and capacity type as
+                # they are, so the capacity types read the same two requirements.
+                finished = finished_by[(*key, min_values)] = (
+                    names,
+                    table.capacity_types(index, claim.requirements.add(names)),
+                )
+            names, capacity_types = finished
+            claim.requirements = claim.requirements.add(names)
             if capacity_types:
                 claim.requirements = claim.requirements.add(
                     Requirement.new(CAPACITY_TYPE, "In", capacity_types)
