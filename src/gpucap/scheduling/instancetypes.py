@@ -125,12 +125,15 @@ class InstanceTypeTable:
         )
         self.not_negative: np.ndarray[Any, np.dtype[np.bool_]] = ~self.any_negative
         self.by_column = np.ascontiguousarray(self.allocatable.T)
-        self._compatible: dict[Requirements, np.ndarray[Any, np.dtype[np.bool_]]] = {}
         # Compatibility reads only the keys some type defines (`Requirements.intersects` skips
         # the others), so requirement sets that differ elsewhere (a NodePool's name, its own
-        # labels) share one computation: the second memo is keyed by the set cut to those keys.
+        # labels, a planned node's hostname) share one computation: the memo is keyed by the
+        # requirements on those keys, in a fixed key order (None for a key not required).
         self.keys = frozenset(k for it in self.types for k in it.requirements)
-        self._compatible_on_keys: dict[Requirements, np.ndarray[Any, np.dtype[np.bool_]]] = {}
+        self._key_order = tuple(sorted(self.keys))
+        self._compatible: dict[
+            tuple[Requirement | None, ...], np.ndarray[Any, np.dtype[np.bool_]]
+        ] = {}
         self._prices: dict[
             tuple[Requirement | None, Requirement | None], np.ndarray[Any, np.dtype[np.float64]]
         ] = {}
@@ -181,20 +184,18 @@ class InstanceTypeTable:
         return most
 
     def compatible(self, reqs: Requirements) -> np.ndarray[Any, np.dtype[np.bool_]]:
-        """Per type: `it.requirements.intersects(reqs) is None` (memoised per requirement set,
-        and per its restriction to the keys the types define)."""
-        mask = self._compatible.get(reqs)
+        """Per type: `it.requirements.intersects(reqs) is None` (memoised per requirements on
+        the keys the types define, the only ones `intersects` reads)."""
+        key = reqs.on_keys(self._key_order)
+        mask = self._compatible.get(key)
         if mask is None:
             on_keys = reqs.only(self.keys)
-            mask = self._compatible_on_keys.get(on_keys)
-            if mask is None:
-                mask = np.fromiter(
-                    (it.requirements.intersects(on_keys) is None for it in self.types),
-                    dtype=np.bool_,
-                    count=len(self.types),
-                )
-                self._compatible_on_keys[on_keys] = mask
-            self._compatible[reqs] = mask
+            mask = np.fromiter(
+                (it.requirements.intersects(on_keys) is None for it in self.types),
+                dtype=np.bool_,
+                count=len(self.types),
+            )
+            self._compatible[key] = mask
         return mask
 
     def offered(self, reqs: Requirements) -> np.ndarray[Any, np.dtype[np.bool_]]:

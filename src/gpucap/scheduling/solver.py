@@ -614,8 +614,9 @@ def filter_options(  # noqa: PLR0917 - mirrors filterInstanceTypesByRequirements
     if ports is None:
         ports = host_ports(pod) if pod is not None else ()
     # The placeholder hostname of a planned node never matters to instance types (they do not
-    # define the key), and leaving it out lets the compatibility memo be shared across nodes.
-    type_reqs = reqs.without(HOSTNAME) if HOSTNAME in reqs else reqs
+    # define the key; the table's memo reads only the keys they do, so it is shared across
+    # nodes without building the set less the hostname).
+    type_reqs = reqs.without(HOSTNAME) if HOSTNAME in table.keys and HOSTNAME in reqs else reqs
     covered: Mask | None = None
     fit: Mask | None = None
     for group in groups:

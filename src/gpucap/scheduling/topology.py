@@ -250,6 +250,9 @@ class NodeFilter:
         return not (self.taint_policy == "Honor" and untolerated(taints, self.tolerations))
 
 
+_NO_FILTER = NodeFilter()  # (anti-)affinity groups count every node
+
+
 def _selector_key(selector: LabelSelector | None) -> tuple[object, ...]:
     if selector is None:
         return ("nil",)
@@ -257,6 +260,18 @@ def _selector_key(selector: LabelSelector | None) -> tuple[object, ...]:
         sorted((e.key, e.operator, tuple(sorted(e.values))) for e in selector.match_expressions)
     )
     return (tuple(sorted(selector.match_labels.items())), exprs)
+
+
+# What builds a group: type, key, namespaces, selector, maxSkew, minDomains, node filter.
+_GroupSpec = tuple[
+    TopologyType, str, frozenset[str], LabelSelector | None, int, int | None, NodeFilter
+]
+
+
+def _identity(spec: _GroupSpec) -> tuple[object, ...]:
+    """The group `spec` builds, as Karpenter tells groups apart (minDomains not included)."""
+    kind, key, namespaces, selector, max_skew, _, node_filter = spec
+    return (kind, key, tuple(sorted(namespaces)), max_skew, node_filter, _selector_key(selector))
 
 
 @dataclass(slots=True, eq=False)
@@ -283,13 +298,16 @@ class TopologyGroup:
 
     @property
     def identity(self) -> tuple[object, ...]:
-        return (
-            self.type,
-            self.key,
-            tuple(sorted(self.namespaces)),
-            self.max_skew,
-            self.node_filter,
-            _selector_key(self.selector),
+        return _identity(
+            (
+                self.type,
+                self.key,
+                self.namespaces,
+                self.selector,
+                self.max_skew,
+                self.min_domains,
+                self.node_filter,
+            )
         )
 
     def selects(self, pod: Pod) -> bool:
@@ -471,17 +489,9 @@ class Topology:
                 self._track_inverse(pod, counted.node_labels)
 
     # ---- building groups ---------------------------------------------------------------------
-    def _new_group(  # noqa: PLR0917 - mirrors Karpenter's NewTopologyGroup
-        self,
-        kind: TopologyType,
-        key: str,
-        pod: Pod,
-        namespaces: frozenset[str],
-        selector: LabelSelector | None,
-        max_skew: int,
-        min_domains: int | None,
-        node_filter: NodeFilter,
-    ) -> TopologyGroup:
+    def _new_group(self, spec: _GroupSpec, pod: Pod) -> TopologyGroup:
+        """Karpenter's `NewTopologyGroup` for `spec`, with the domains `pod` may reach."""
+        kind, key, namespaces, selector, max_skew, min_domains, node_filter = spec
         tg = TopologyGroup(kind, key, namespaces, selector, max_skew, min_domains, node_filter)
         ignore_taints = node_filter.taint_policy == "Ignore"
         for domain, taint_sets in sorted(self.domain_groups.get(key, {}).items()):
@@ -497,16 +507,17 @@ class Topology:
             return frozenset(term.namespaces)
         return frozenset({pod.metadata.namespace or "default"})
 
-    def _groups_for(self, pod: Pod) -> list[TopologyGroup]:
-        groups: list[TopologyGroup] = []
+    def _specs_for(self, pod: Pod) -> list[_GroupSpec]:
+        """The groups `pod` owns, as what builds them: most pods share groups that exist
+        already, so a group is only built (`_new_group`) when its identity is new."""
+        specs: list[_GroupSpec] = []
         for tsc in pod.spec.topology_spread_constraints:
             if self.ignore_preferences and tsc.when_unsatisfiable != "DoNotSchedule":
                 continue
-            groups.append(
-                self._new_group(
+            specs.append(
+                (
                     TopologyType.SPREAD,
                     tsc.topology_key,
-                    pod,
                     frozenset({pod.metadata.namespace or "default"}),
                     _spread_selector(tsc, pod),
                     tsc.max_skew,
@@ -516,7 +527,7 @@ class Topology:
             )
         aff = pod.spec.affinity
         if aff is None:
-            return groups
+            return specs
         for kind, section in (
             (TopologyType.AFFINITY, aff.pod_affinity),
             (TopologyType.ANTI_AFFINITY, aff.pod_anti_affinity),
@@ -530,19 +541,18 @@ class Topology:
                     for w in section.preferred_during_scheduling_ignored_during_execution
                 ]
             for term in terms:
-                groups.append(
-                    self._new_group(
+                specs.append(
+                    (
                         kind,
                         term.topology_key,
-                        pod,
                         self._namespaces(pod, term),
                         term.label_selector,
                         _MAX_INT32,
                         None,
-                        NodeFilter(),
+                        _NO_FILTER,
                     )
                 )
-        return groups
+        return specs
 
     def _count_existing(self, tg: TopologyGroup) -> None:
         for labels, taints in self.existing_node_domains:
@@ -569,17 +579,19 @@ class Topology:
         if aff is None or aff.pod_anti_affinity is None:
             return
         for term in aff.pod_anti_affinity.required_during_scheduling_ignored_during_execution:
-            tg = self._new_group(
+            spec: _GroupSpec = (
                 TopologyType.ANTI_AFFINITY,
                 term.topology_key,
-                pod,
                 self._namespaces(pod, term),
                 term.label_selector,
                 _MAX_INT32,
                 None,
-                NodeFilter(),
+                _NO_FILTER,
             )
-            tg = self.inverse_groups.setdefault(tg.identity, tg)
+            identity = _identity(spec)
+            tg = self.inverse_groups.get(identity)
+            if tg is None:
+                tg = self.inverse_groups[identity] = self._new_group(spec, pod)
             if node_labels is not None and tg.key in node_labels:
                 tg.record(node_labels[tg.key])
             tg.owners.add(_uid(pod))
@@ -598,12 +610,13 @@ class Topology:
                 )
             if has:
                 self._track_inverse(pod, None)
-        for tg in self._groups_for(pod):
-            existing = self.groups.get(tg.identity)
+        for spec in self._specs_for(pod):
+            identity = _identity(spec)
+            existing = self.groups.get(identity)
             if existing is None:
-                self._count_existing(tg)
-                self.groups[tg.identity] = tg
-                existing = tg
+                existing = self._new_group(spec, pod)
+                self._count_existing(existing)
+                self.groups[identity] = existing
             if uid not in existing.owners:
                 existing.owners.add(uid)
                 self.owned.setdefault(uid, []).append(existing)
