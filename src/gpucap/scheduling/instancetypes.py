@@ -153,6 +153,12 @@ class InstanceTypeTable:
         # `most_allocatable` per mask (its bytes): planned NodeClaims narrow to a few distinct
         # option sets (749 computations, 16 distinct masks at Karpenter's 1,000-pod bench).
         self._most: dict[bytes, dict[str, int]] = {}
+        self._max_capacity: dict[bytes, list[int]] = {}
+        # Per capacity column, the largest value of any type (`within` skips a column whose
+        # limit no type reaches).
+        self._largest_capacity: list[int] = (
+            self.capacity.max(axis=0).tolist() if len(self.types) else []
+        )
 
     def fits(self, requests: Mapping[str, int]) -> np.ndarray[Any, np.dtype[np.bool_]]:
         """Per type (table order): whether `requests` fit its allocatable (Karpenter's Fits)."""
@@ -216,12 +222,15 @@ class InstanceTypeTable:
         """Per type: its capacity is at most `limits` for every limited resource (Karpenter's
         `filterByRemainingResources`; a resource the type lacks counts as 0)."""
         mask = np.ones(len(self.types), dtype=np.bool_)
+        largest = self._largest_capacity
         for k, v in limits.items():
             j = self.capacity_column.get(k)
             if j is None:
                 if v < 0:
                     return np.zeros(len(self.types), dtype=np.bool_)
                 continue
+            if largest[j] <= v:
+                continue  # every type is within this limit (the common case: limits far away)
             mask &= self.capacity[:, j] <= v
         return mask
 
@@ -229,12 +238,20 @@ class InstanceTypeTable:
         self, mask: np.ndarray[Any, np.dtype[np.bool_]], resources: Iterable[str]
     ) -> dict[str, int]:
         """The largest capacity among the selected types, for each of `resources`."""
-        out: dict[str, int] = {}
         if not mask.any():
-            return out
+            return {}
+        key = mask.tobytes()
+        per_column = self._max_capacity.get(key)
+        if per_column is None:
+            # Every column at once, memoised per mask (claims share a few option sets).
+            per_column = self.capacity[mask].max(axis=0).tolist()
+            if len(self._max_capacity) >= _MEMO_MAX:
+                self._max_capacity.clear()
+            self._max_capacity[key] = per_column
+        out: dict[str, int] = {}
         for k in resources:
             j = self.capacity_column.get(k)
-            out[k] = int(self.capacity[mask, j].max()) if j is not None else 0
+            out[k] = per_column[j] if j is not None else 0
         return out
 
     def prices(self, reqs: Requirements) -> np.ndarray[Any, np.dtype[np.float64]]:

@@ -759,8 +759,9 @@ class NodeClaim:
             raise SchedulingError(
                 lambda: f"did not tolerate taint {format_taint(taint)}", PERMANENT
             )
-        err = self.requirements.compatible(data.requirements, ALLOW_UNDEFINED_WELL_KNOWN)
-        if err is not None:
+        if not self.requirements.is_compatible(data.requirements, ALLOW_UNDEFINED_WELL_KNOWN):
+            # (The message, only built on a refusal, says why.)
+            err = self.requirements.compatible(data.requirements, ALLOW_UNDEFINED_WELL_KNOWN)
             raise SchedulingError(lambda: f"incompatible requirements, {err}", TARGET)
         reqs = self.requirements.merge(data.requirements)
         try:
@@ -773,9 +774,9 @@ class NodeClaim:
         if not no_topology:
             # (Without topology, `reqs` against itself is compatible and merges into an equal
             # set: requirements are kept normalised, so `r ∩ r == r`.)
-            err = reqs.compatible(topo, ALLOW_UNDEFINED_WELL_KNOWN)
-            if err is not None:
-                raise SchedulingError(err)
+            if not reqs.is_compatible(topo, ALLOW_UNDEFINED_WELL_KNOWN):
+                err = reqs.compatible(topo, ALLOW_UNDEFINED_WELL_KNOWN)
+                raise SchedulingError(err or "")
             reqs = reqs.merge(topo)
         requests = add(self.requests, data.requests)
         remaining, unmet, outcome = filter_options(
@@ -1362,6 +1363,7 @@ class Scheduler:
             data.requirements,
             data.strict_requirements,
             self.topology.owned.get(pod.metadata.uid or pod.key, ()),
+            host_ports=bool(data.ports),
         )
         if keys is None:
             return None

@@ -479,6 +479,9 @@ class Topology:
         self._selects: dict[
             tuple[str, frozenset[tuple[str, str]]], tuple[int, list[TopologyGroup]]
         ] = {}
+        self._inverse_selects: dict[
+            tuple[str, frozenset[tuple[str, str]]], tuple[int, list[TopologyGroup]]
+        ] = {}
         self.existing_pods = existing_pods
         self.existing_node_domains = existing_node_domains
         self.ignore_preferences = ignore_preferences
@@ -646,8 +649,23 @@ class Topology:
         owned = self.owned.get(_uid(pod), [])
         if not self.inverse_groups:
             return owned
-        inverse = [tg for tg in self.inverse_groups.values() if tg.counts(pod, taints, reqs)]
-        return owned + inverse
+        inverse = [
+            tg
+            for tg in self._inverse_selecting(pod)
+            if tg.node_filter is _NO_FILTER or tg.node_filter.matches(taints, reqs)
+        ]
+        return owned + inverse if inverse else owned
+
+    def _inverse_selecting(self, pod: Pod) -> list[TopologyGroup]:
+        """The inverse groups whose selector matches `pod` (in creation order), memoised by
+        namespace and labels (all `selects` reads) until an inverse group is added."""
+        key = (pod.metadata.namespace or "default", frozenset(pod.metadata.labels.items()))
+        hit = self._inverse_selects.get(key)
+        if hit is not None and hit[0] == len(self.inverse_groups):
+            return hit[1]
+        groups = [tg for tg in self.inverse_groups.values() if tg.selects(pod)]
+        self._inverse_selects[key] = (len(self.inverse_groups), groups)
+        return groups
 
     def rejects_host(self, pod: Pod, hostname: str) -> bool:
         """A cheap, exact shortcut for the common failure: a hostname spread or hostname
