@@ -138,7 +138,8 @@ class Requirement:
             values = self.values - other.values
         else:
             values = self.values & other.values
-        values = frozenset(v for v in values if _within(v, gte, lte))
+        if gte is not None or lte is not None:
+            values = frozenset(v for v in values if _within(v, gte, lte))
         if not complement:
             gte = lte = None  # bounds only matter for complement sets
         return Requirement(self.key, complement, values, gte, lte, min_values)
