@@ -124,6 +124,7 @@ class InstanceTypeTable:
             (self.allocatable < 0).any(axis=1), dtype=np.bool_
         )
         self.not_negative: np.ndarray[Any, np.dtype[np.bool_]] = ~self.any_negative
+        self.negative = bool(self.any_negative.any())
         self.by_column = np.ascontiguousarray(self.allocatable.T)
         # Compatibility reads only the keys some type defines (`Requirements.intersects` skips
         # the others), so requirement sets that differ elsewhere (a NodePool's name, its own
@@ -161,16 +162,25 @@ class InstanceTypeTable:
         )
 
     def fits(self, requests: Mapping[str, int]) -> np.ndarray[Any, np.dtype[np.bool_]]:
-        """Per type (table order): whether `requests` fit its allocatable (Karpenter's Fits)."""
-        mask: np.ndarray[Any, np.dtype[np.bool_]] = self.not_negative.copy()
+        """Per type (table order): whether `requests` fit its allocatable (Karpenter's Fits).
+        A new array (callers narrow it in place)."""
+        mask: np.ndarray[Any, np.dtype[np.bool_]] | None = None
         for k, v in requests.items():
             j = self.column.get(k)
             if j is None:
                 if v > 0:
                     return np.zeros(len(self.types), dtype=np.bool_)
                 continue
-            # In place, over a contiguous column (the transposed copy).
-            mask &= self.by_column[j] >= min(v, _INT64_MAX)
+            # Over a contiguous column (the transposed copy); the first comparison is the mask.
+            column = self.by_column[j] >= min(v, _INT64_MAX)
+            if mask is None:
+                mask = column
+            else:
+                mask &= column
+        if mask is None:
+            return self.not_negative.copy()
+        if self.negative:
+            mask &= self.not_negative
         return mask
 
     def most_allocatable(self, mask: np.ndarray[Any, np.dtype[np.bool_]]) -> dict[str, int]:

@@ -636,12 +636,16 @@ def filter_options(  # noqa: PLR0917 - mirrors filterInstanceTypesByRequirements
             fit |= gfit
     if covered is None or fit is None:
         covered = fit = np.zeros(len(table.types), dtype=np.bool_)
-    opt = options & covered
     compat = table.compatible(type_reqs)
     offered = table.offered(reqs)
-    remaining = opt & compat & fit & offered
+    # `fit` lies within `covered` (each group's fit is cut to its mask), so the options
+    # covered, compatible, fitting and offered are `options & fit & compat & offered`.
+    remaining = options & fit
+    remaining &= compat
+    remaining &= offered
     outcome = _FilterOutcome()
     if not remaining.any():
+        opt = options & covered
         outcome.requirements_met = bool((opt & compat).any())
         outcome.fits = bool((opt & fit).any())
         outcome.has_offering = bool((opt & offered).any())
@@ -1741,6 +1745,8 @@ def _min_daemon_overhead(claim: NodeClaim) -> Resources:
     """The least DaemonSet overhead among the groups of the claim's remaining types (per
     resource); groups carry a mask over the claim's table."""
     table, options = claim.table, claim.options
+    if not any(g.overhead for g in claim.daemon_groups):
+        return {}  # no DaemonSet requests anything (whichever groups the options reach)
     overheads = [
         g.overhead
         for g in claim.daemon_groups

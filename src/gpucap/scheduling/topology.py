@@ -712,7 +712,8 @@ class Topology:
         pod_requirements: Requirements,
         node_requirements: Requirements,
     ) -> Requirements:
-        """The node requirements narrowed by every topology the pod is subject to.
+        """The node requirements narrowed by every topology the pod is subject to (the same
+        object when no group narrows them).
 
         Raises TopologyError when a group leaves no domain.
         """
@@ -723,6 +724,13 @@ class Topology:
             domains = tg.next_domains(pod, pod_domains, node_domains)
             if len(domains) == 0:
                 raise TopologyError(tg, pod_domains, node_domains)
+            if (domains is node_domains or domains == node_domains) and (
+                tg.key in node_requirements
+            ):
+                # The node's own requirement again (a planned node's hostname, the zone it is
+                # pinned to): intersecting it changes nothing, also after another group
+                # narrowed the key (requirements are kept normalised: `a ∩ (a ∩ d) == a ∩ d`).
+                continue
             out = out.add(domains)
         return out
 
