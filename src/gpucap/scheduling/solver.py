@@ -542,6 +542,8 @@ class _FilterOutcome:
     requirements_and_offering: bool = False
     fits_and_offering: bool = False
     min_values_error: str | None = None
+    # No option is left (the filter's answer is an all-False mask).
+    empty: bool = False
 
     def message(self, requests: Resources) -> str:
         """Karpenter's `InstanceTypeFilterError` wording (requirements dump left out)."""
@@ -644,7 +646,8 @@ def filter_options(  # noqa: PLR0917 - mirrors filterInstanceTypesByRequirements
     remaining &= compat
     remaining &= offered
     outcome = _FilterOutcome()
-    if not remaining.any():
+    if not _any(remaining):
+        outcome.empty = True
         opt = options & covered
         outcome.requirements_met = bool((opt & compat).any())
         outcome.fits = bool((opt & fit).any())
@@ -662,7 +665,14 @@ def filter_options(  # noqa: PLR0917 - mirrors filterInstanceTypesByRequirements
                     f"minValues requirement is not met for label(s) (label(s)=[{keys}])"
                 )
                 remaining = np.zeros(len(table.types), dtype=np.bool_)
+                outcome.empty = True
     return remaining, unmet, outcome
+
+
+def _any(mask: Mask) -> bool:
+    """`mask.any()` in two C calls (the method goes through a Python-level wrapper; this is
+    asked once or twice per pod tried on a target): the first True, if there is one."""
+    return len(mask) > 0 and bool(mask[mask.argmax()])
 
 
 def filter_instance_types(
@@ -798,7 +808,7 @@ class NodeClaim:
             reqs = Requirements(
                 {k: replace(r, min_values=unmet[k]) if k in unmet else r for k, r in reqs.items()}
             )
-        if not remaining.any():
+        if outcome.empty:
             requests_of_pod = data.requests
             # No option fits the requests whatever the requirements: options only narrow and
             # requests only grow, so that lasts. Otherwise, without topology (`topo is reqs`)

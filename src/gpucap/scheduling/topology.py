@@ -237,6 +237,10 @@ class NodeFilter:
                 base.merge(Requirements.from_node_selector(term.match_expressions))
                 for term in required.node_selector_terms
             )
+        if all(not r for r in reqs):
+            # Every node is compatible with no requirement: `matches` answers as without
+            # terms, and skips the check per node.
+            reqs = ()
         return cls(reqs, taint_policy, affinity_policy, tuple(pod.spec.tolerations))
 
     def matches(self, taints: Iterable[Taint], requirements: Requirements) -> bool:
