@@ -22,8 +22,8 @@ Called by `gpucap plan`, the provisioner and consolidation.
 from __future__ import annotations
 
 import bisect
-from collections import deque
 import datetime as dt
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -70,6 +70,7 @@ from gpucap.scheduling.topology import (
     Topology,
     TopologyError,
     build_domain_groups,
+    has_anti_affinity,
 )
 
 __all__ = [
@@ -259,6 +260,19 @@ class PassCache:
         tuple[tuple[Requirements, tuple[Taint, ...], int], ...],
         tuple[tuple[Sequence[Requirements], ...], DomainGroups],
     ] = field(default_factory=dict)
+    pool_parts: dict[int, _PoolParts] = field(default_factory=dict)
+
+    def parts_of(self, nodepool: NodePool) -> _PoolParts:
+        """`_PoolParts.of(nodepool)`, kept per NodePool object (applied objects are replaced,
+        never edited, so the same object gives the same parts)."""
+        hit = self.pool_parts.get(id(nodepool))
+        if hit is not None and hit.nodepool is nodepool:
+            return hit
+        parts = _PoolParts.of(nodepool)
+        if len(self.pool_parts) >= _CACHE_MAX:
+            self.pool_parts.clear()
+        self.pool_parts[id(nodepool)] = parts
+        return parts
 
     def domain_groups_of(
         self, pools: Sequence[tuple[Requirements, tuple[Taint, ...], Sequence[Requirements]]]
@@ -323,6 +337,35 @@ class PassCache:
 
 
 @dataclass(frozen=True, slots=True)
+class _PoolParts:
+    """What a `Scheduler` derives from a NodePool alone: its template's requirements, labels
+    and taints, and the requirements its topology domains come from. Only read (a template
+    copies the labels)."""
+
+    nodepool: NodePool
+    requirements: Requirements
+    labels: dict[str, str]
+    taints: tuple[Taint, ...]
+    startup_taints: tuple[Taint, ...]
+    domain_requirements: Requirements
+
+    @classmethod
+    def of(cls, nodepool: NodePool) -> _PoolParts:
+        template = NodeClaimTemplate.from_nodepool(nodepool)
+        spec = nodepool.spec.template
+        return cls(
+            nodepool,
+            template.requirements,
+            template.labels,
+            template.taints,
+            template.startup_taints,
+            Requirements.from_node_selector(spec.spec.requirements).merge(
+                Requirements.from_labels(spec.metadata.labels)
+            ),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class _NodePods:
     """What a `Scheduler` derives from a node's bound pods (see `PassCache`)."""
 
@@ -346,6 +389,8 @@ class _NodeEntry:
     daemon_serial: int
     pods: _NodePods
     counted: tuple[CountedPod, ...]
+    # Those of `counted` whose pod has an anti-affinity (the topology's inverse groups).
+    inverse: tuple[CountedPod, ...]
     remaining: Resources
     requirements: Requirements
     taints: tuple[Taint, ...]
@@ -856,6 +901,9 @@ class ExistingNode:
     pods: list[Pod] = field(default_factory=list)
     # How many pods it has taken (what a pod class's TARGET refusal was seen at).
     version: int = 0
+    # Whether `host_ports` is this node's own (else shared with the scheduler's kept entry
+    # and copied before the first pod with host ports is added).
+    own_ports: bool = False
 
     @property
     def name(self) -> str:
@@ -892,7 +940,11 @@ class ExistingNode:
         self.remaining = subtract(self.remaining, data.requests)
         self.requirements = reqs
         topology.record(pod, self.taints, reqs)
-        self.host_ports.add(pod, data.ports)
+        if data.ports:
+            if not self.own_ports:
+                self.host_ports = self.host_ports.copy()
+                self.own_ports = True
+            self.host_ports.add(pod, data.ports)
 
 
 # ---- results ------------------------------------------------------------------------------------
@@ -984,7 +1036,18 @@ class Scheduler:
         tables: dict[tuple[int, bytes], InstanceTypeTable] = {}
         daemon_groups: dict[_GroupsKey, list[DaemonOverheadGroup]] = {}
         for pool in ordered:
-            template = NodeClaimTemplate.from_nodepool(pool.nodepool)
+            parts = cache.parts_of(pool.nodepool) if cache is not None else None
+            if parts is None:
+                template = NodeClaimTemplate.from_nodepool(pool.nodepool)
+            else:
+                template = NodeClaimTemplate(
+                    nodepool=pool.nodepool,
+                    requirements=parts.requirements,
+                    labels=dict(parts.labels),
+                    taints=parts.taints,
+                    startup_taints=parts.startup_taints,
+                    instance_types=[],
+                )
             base = bases.get(id(pool.instance_types))
             if base is None and cache is not None:
                 base = cache.table_of(pool.instance_types)
@@ -1063,17 +1126,19 @@ class Scheduler:
                     if cache is not None
                     else [it.requirements for it in p.instance_types]
                 )
-        domain_inputs = [
-            (
-                Requirements.from_node_selector(p.nodepool.spec.template.spec.requirements).merge(
-                    Requirements.from_labels(p.nodepool.spec.template.metadata.labels)
-                ),
-                tuple(t.as_taint() for t in p.nodepool.spec.template.spec.taints),
-                type_reqs[id(p.instance_types)],
-            )
-            for p in pools
-            if p.nodepool.spec.replicas is None
-        ]
+        domain_inputs = []
+        for p in pools:
+            if p.nodepool.spec.replicas is not None:
+                continue
+            if cache is not None:
+                parts = cache.parts_of(p.nodepool)
+                domain_reqs, domain_taints = parts.domain_requirements, parts.taints
+            else:
+                domain_reqs = Requirements.from_node_selector(
+                    p.nodepool.spec.template.spec.requirements
+                ).merge(Requirements.from_labels(p.nodepool.spec.template.metadata.labels))
+                domain_taints = tuple(t.as_taint() for t in p.nodepool.spec.template.spec.taints)
+            domain_inputs.append((domain_reqs, domain_taints, type_reqs[id(p.instance_types)]))
         domain_groups = (
             cache.domain_groups_of(domain_inputs)
             if cache is not None
@@ -1082,20 +1147,25 @@ class Scheduler:
         pending_keys = {p.key for p in pending_pods}
         entries = [self._node_entry(n) for n in live]
         counted: list[CountedPod] = []
+        inverse: list[CountedPod] = []
         for e in entries:
             if pending_keys.isdisjoint(e.pods.keys):
                 counted.extend(e.counted)
+                inverse.extend(e.inverse)
             else:
-                counted.extend(
+                kept = [
                     c
                     for c, key in zip(e.counted, e.pods.keys, strict=True)
                     if key not in pending_keys
-                )
+                ]
+                counted.extend(kept)
+                inverse.extend(c for c in kept if has_anti_affinity(c.pod))
         self.topology = Topology(
             domain_groups,
             existing_pods=counted,
             existing_node_domains=[(n.labels, n.taints) for n in live],
             ignore_preferences=self.options.preference_policy == "Ignore",
+            inverse_pods=inverse,
         )
         self.existing: list[ExistingNode] = []
         # Per pool with limits, the capacities of its live nodes: subtracted once below (the
@@ -1103,13 +1173,15 @@ class Scheduler:
         used: dict[str, list[Mapping[str, int]]] = {}
         for n, e in zip(live, entries, strict=True):
             self.topology.register(HOSTNAME, n.hostname)
+            # `remaining` is replaced, never changed in place, and the host ports are copied
+            # before a pod adds to them (`ExistingNode.add`): both are shared with the entry.
             self.existing.append(
                 ExistingNode(
                     n,
-                    dict(e.remaining),
+                    e.remaining,
                     e.requirements,
                     e.taints,
-                    HostPortUsage(dict(e.pods.ports)),
+                    HostPortUsage(e.pods.ports),
                 )
             )
             name = n.nodepool or ""
@@ -1186,11 +1258,13 @@ class Scheduler:
         daemon_requests = self._node_daemon_requests(n, taints, labels_reqs)
         missing_daemons = {k: max(v, 0) for k, v in subtract(daemon_requests, pods.daemons).items()}
         available = subtract(dict(n.allocatable), pods.bound)
+        counted = self._counted(n, pods)
         out = _NodeEntry(
             n,
             self._daemon_serial,
             pods,
-            self._counted(n, pods),
+            counted,
+            tuple(c for c in counted if has_anti_affinity(c.pod)),
             subtract(available, missing_daemons),
             reqs,
             taints,
@@ -1333,9 +1407,7 @@ class Scheduler:
         self._finalize(errors)
         return Results(self.new_node_claims, self.existing, errors, self.pool_notes, considered)
 
-    def _queue_key(
-        self, pod: Pod, key: str, index: int
-    ) -> tuple[int, int, dt.datetime, int, str]:
+    def _queue_key(self, pod: Pod, key: str, index: int) -> tuple[int, int, dt.datetime, int, str]:
         # Karpenter sorts by creationTimestamp then UID; manifests have no timestamps, and the
         # order they list pods in is the order `kubectl apply` would create them.
         data = self._pod_data[key]
@@ -1706,7 +1778,10 @@ class Scheduler:
             claim.requirements = claim.requirements.without(HOSTNAME)
             claim.requests = add(claim.requests, _min_daemon_overhead(claim))
             table = claim.table
-            zone, capacity_type = claim.requirements.get(ZONE), claim.requirements.get(CAPACITY_TYPE)
+            zone, capacity_type = (
+                claim.requirements.get(ZONE),
+                claim.requirements.get(CAPACITY_TYPE),
+            )
             key = (id(table), claim.options.tobytes(), zone, capacity_type)
             hit = ordered_by.get(key)
             if hit is None:

@@ -38,6 +38,7 @@ __all__ = [
     "TopologyError",
     "TopologyGroup",
     "TopologyType",
+    "has_anti_affinity",
 ]
 
 _MAX_INT32 = 2**31 - 1
@@ -474,7 +475,10 @@ class Topology:
         existing_pods: Sequence[CountedPod] = (),
         existing_node_domains: Sequence[tuple[Mapping[str, str], tuple[Taint, ...]]] = (),
         ignore_preferences: bool = False,
+        inverse_pods: Sequence[CountedPod] | None = None,
     ) -> None:
+        """`inverse_pods`: the `existing_pods` with a pod anti-affinity, in their order, when
+        the caller knows them (the scheduler keeps them per node); found here otherwise."""
         self.domain_groups = domain_groups
         self.groups: dict[tuple[object, ...], TopologyGroup] = {}
         self.owned: dict[str, list[TopologyGroup]] = {}  # pod UID -> groups it owns
@@ -489,11 +493,10 @@ class Topology:
         self.existing_pods = existing_pods
         self.existing_node_domains = existing_node_domains
         self.ignore_preferences = ignore_preferences
-        for counted in existing_pods:
-            pod = counted.pod
-            aff = pod.spec.affinity
-            if aff is not None and aff.pod_anti_affinity is not None:
-                self._track_inverse(pod, counted.node_labels)
+        if inverse_pods is None:
+            inverse_pods = [c for c in existing_pods if has_anti_affinity(c.pod)]
+        for counted in inverse_pods:
+            self._track_inverse(counted.pod, counted.node_labels)
 
     # ---- building groups ---------------------------------------------------------------------
     def _new_group(self, spec: _GroupSpec, pod: Pod) -> TopologyGroup:
@@ -763,6 +766,13 @@ class Topology:
         for tg in self.inverse_groups.values():
             if uid in tg.owners:
                 tg.record(*sorted(requirements.get_or_exists(tg.key).values))
+
+
+def has_anti_affinity(pod: Pod) -> bool:
+    """Whether `pod` has a pod anti-affinity section (an existing pod with one makes inverse
+    groups: other pods must keep away from it)."""
+    aff = pod.spec.affinity
+    return aff is not None and aff.pod_anti_affinity is not None
 
 
 def _uid(pod: Pod) -> str:
