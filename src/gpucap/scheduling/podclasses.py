@@ -87,9 +87,10 @@ def class_key(
         host_ports = any(p.host_port for c in pod.spec.containers for p in c.ports)
     if host_ports:
         return None
-    if any(v < 0 for v in requests.values()):
+    if requests and min(requests.values()) < 0:
         return None
     meta = pod.metadata
+    tolerations = pod.spec.tolerations
     topology = (
         meta.namespace or "default",
         frozenset(meta.labels.items()),
@@ -100,7 +101,7 @@ def class_key(
     whole = (
         topology,
         frozenset(requests.items()),
-        tuple((t.key, t.operator, t.value, t.effect) for t in pod.spec.tolerations),
+        tuple((t.key, t.operator, t.value, t.effect) for t in tolerations) if tolerations else (),
     )
     return topology, whole
 

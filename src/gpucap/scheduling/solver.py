@@ -437,7 +437,9 @@ def _pod_data(pod: Pod, options: SchedulingOptions) -> PodData:
     requirements = (
         pod_requirements(pod) if preferred and options.preference_policy != "Ignore" else strict
     )
-    return PodData(add(pod_requests(pod.spec), {"pods": 1}), requirements, strict, host_ports(pod))
+    requests = pod_requests(pod.spec)  # a new dict: Karpenter's `pods: 1` is added in place
+    requests["pods"] = requests.get("pods", 0) + 1
+    return PodData(requests, requirements, strict, host_ports(pod))
 
 
 def validate_pod(pod: Pod) -> str | None:
