@@ -75,16 +75,22 @@ def class_key(
     requirements: Requirements,
     strict_requirements: Requirements,
     groups: Sequence[TopologyGroup],
+    *,
+    host_ports: bool | None = None,
 ) -> tuple[Hashable, Hashable] | None:
     """What the scheduler reads of a pod when it tries it on a target, as two hashable keys:
     the topology part (what topology groups read: namespace, labels, node requirements, the
     groups the pod owns) and the whole (plus requests and tolerations). None for a pod that
-    gets no class (host ports; a negative request, which could make a target's room grow)."""
-    if any(p.host_port for c in pod.spec.containers for p in c.ports):
+    gets no class (host ports; a negative request, which could make a target's room grow).
+    `host_ports`: whether the pod has any, when the caller knows (read from the pod else)."""
+    if host_ports is None:
+        host_ports = any(p.host_port for c in pod.spec.containers for p in c.ports)
+    if host_ports:
         return None
-    if any(v < 0 for v in requests.values()):
+    if requests and min(requests.values()) < 0:
         return None
     meta = pod.metadata
+    tolerations = pod.spec.tolerations
     topology = (
         meta.namespace or "default",
         frozenset(meta.labels.items()),
@@ -95,7 +101,7 @@ def class_key(
     whole = (
         topology,
         frozenset(requests.items()),
-        tuple((t.key, t.operator, t.value, t.effect) for t in pod.spec.tolerations),
+        tuple((t.key, t.operator, t.value, t.effect) for t in tolerations) if tolerations else (),
     )
     return topology, whole
 

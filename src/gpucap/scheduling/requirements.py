@@ -67,6 +67,25 @@ class Requirement:
     gte: int | None = None
     lte: int | None = None
     min_values: int | None = None
+    # The hash, computed once (-1: not yet; CPython never returns -1 from `hash`). Not an
+    # init field, so `dataclasses.replace` starts a new object without it.
+    _hash: int = field(default=-1, init=False, compare=False, repr=False)
+
+    def __hash__(self) -> int:
+        # Requirements key the scheduler's memos (offerings by zone and capacity type, type
+        # compatibility): hashed far more often than built.
+        h = self._hash
+        if h == -1:
+            h = hash((self.key, self.complement, self.values, self.gte, self.lte, self.min_values))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __reduce__(self) -> tuple[type[Requirement], tuple[object, ...]]:
+        # A copy or a pickle rebuilds from the fields: string hashes differ between processes.
+        return (
+            Requirement,
+            (self.key, self.complement, self.values, self.gte, self.lte, self.min_values),
+        )
 
     @classmethod
     def new(
@@ -119,7 +138,8 @@ class Requirement:
             values = self.values - other.values
         else:
             values = self.values & other.values
-        values = frozenset(v for v in values if _within(v, gte, lte))
+        if gte is not None or lte is not None:
+            values = frozenset(v for v in values if _within(v, gte, lte))
         if not complement:
             gte = lte = None  # bounds only matter for complement sets
         return Requirement(self.key, complement, values, gte, lte, min_values)
@@ -243,6 +263,8 @@ class Requirements(Mapping[str, Requirement]):
     # ---- construction -----------------------------------------------------------------------
     @classmethod
     def of(cls, *requirements: Requirement) -> Requirements:
+        if not requirements and cls is Requirements:
+            return _EMPTY  # immutable: one empty set serves every caller
         return cls().add(*requirements)
 
     @classmethod
@@ -312,6 +334,11 @@ class Requirements(Mapping[str, Requirement]):
         if all(k in keys for k in self._items):
             return self
         return Requirements({k: v for k, v in self._items.items() if k in keys})
+
+    def on_keys(self, keys: tuple[str, ...]) -> tuple[Requirement | None, ...]:
+        """The requirement on each of `keys`, in that order (None where there is none): a
+        cheap memo key for answers that read only those keys."""
+        return tuple(map(self._items.get, keys))
 
     def without(self, *keys: str) -> Requirements:
         hit = self._without.get(keys)
@@ -404,6 +431,7 @@ class Requirements(Mapping[str, Requirement]):
 
 
 ALLOW_UNDEFINED_WELL_KNOWN = frozenset(WELL_KNOWN_LABELS)
+_EMPTY = Requirements()
 
 
 def _typo_hint(reqs: Requirements, key: str, allowed: frozenset[str]) -> str:

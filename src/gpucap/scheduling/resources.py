@@ -58,9 +58,16 @@ def merge_max(a: Mapping[str, int], b: Mapping[str, int]) -> Resources:
 def fits(requests: Mapping[str, int], allocatable: Mapping[str, int]) -> bool:
     """Karpenter's `resources.Fits`: no negative allocatable, and every request <= allocatable
     (a resource missing from allocatable counts as 0)."""
-    if any(v < 0 for v in allocatable.values()):
-        return False
-    return all(v <= allocatable.get(k, 0) for k, v in requests.items())
+    # Plain loops: asked for every pod on every existing node (and again for the pod
+    # classes' lasting refusals), where generator expressions cost more than the comparisons.
+    for v in allocatable.values():
+        if v < 0:
+            return False
+    get = allocatable.get
+    for k, v in requests.items():
+        if v > get(k, 0):
+            return False
+    return True
 
 
 # `pod_requests` per PodSpec object: pods are frozen models and the pods of one template

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -39,6 +40,7 @@ from gpucap.apis.labels import (
     NODEPOOL,
     REGISTERED,
     WELL_KNOWN_LABELS,
+    ZONE,
     restricted_label_problem,
 )
 from gpucap.apis.nodepool import NodePool
@@ -68,6 +70,7 @@ from gpucap.scheduling.topology import (
     Topology,
     TopologyError,
     build_domain_groups,
+    has_anti_affinity,
 )
 
 __all__ = [
@@ -257,6 +260,19 @@ class PassCache:
         tuple[tuple[Requirements, tuple[Taint, ...], int], ...],
         tuple[tuple[Sequence[Requirements], ...], DomainGroups],
     ] = field(default_factory=dict)
+    pool_parts: dict[int, _PoolParts] = field(default_factory=dict)
+
+    def parts_of(self, nodepool: NodePool) -> _PoolParts:
+        """`_PoolParts.of(nodepool)`, kept per NodePool object (applied objects are replaced,
+        never edited, so the same object gives the same parts)."""
+        hit = self.pool_parts.get(id(nodepool))
+        if hit is not None and hit.nodepool is nodepool:
+            return hit
+        parts = _PoolParts.of(nodepool)
+        if len(self.pool_parts) >= _CACHE_MAX:
+            self.pool_parts.clear()
+        self.pool_parts[id(nodepool)] = parts
+        return parts
 
     def domain_groups_of(
         self, pools: Sequence[tuple[Requirements, tuple[Taint, ...], Sequence[Requirements]]]
@@ -321,6 +337,35 @@ class PassCache:
 
 
 @dataclass(frozen=True, slots=True)
+class _PoolParts:
+    """What a `Scheduler` derives from a NodePool alone: its template's requirements, labels
+    and taints, and the requirements its topology domains come from. Only read (a template
+    copies the labels)."""
+
+    nodepool: NodePool
+    requirements: Requirements
+    labels: dict[str, str]
+    taints: tuple[Taint, ...]
+    startup_taints: tuple[Taint, ...]
+    domain_requirements: Requirements
+
+    @classmethod
+    def of(cls, nodepool: NodePool) -> _PoolParts:
+        template = NodeClaimTemplate.from_nodepool(nodepool)
+        spec = nodepool.spec.template
+        return cls(
+            nodepool,
+            template.requirements,
+            template.labels,
+            template.taints,
+            template.startup_taints,
+            Requirements.from_node_selector(spec.spec.requirements).merge(
+                Requirements.from_labels(spec.metadata.labels)
+            ),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class _NodePods:
     """What a `Scheduler` derives from a node's bound pods (see `PassCache`)."""
 
@@ -344,6 +389,8 @@ class _NodeEntry:
     daemon_serial: int
     pods: _NodePods
     counted: tuple[CountedPod, ...]
+    # Those of `counted` whose pod has an anti-affinity (the topology's inverse groups).
+    inverse: tuple[CountedPod, ...]
     remaining: Resources
     requirements: Requirements
     taints: tuple[Taint, ...]
@@ -390,7 +437,9 @@ def _pod_data(pod: Pod, options: SchedulingOptions) -> PodData:
     requirements = (
         pod_requirements(pod) if preferred and options.preference_policy != "Ignore" else strict
     )
-    return PodData(add(pod_requests(pod.spec), {"pods": 1}), requirements, strict, host_ports(pod))
+    requests = pod_requests(pod.spec)  # a new dict: Karpenter's `pods: 1` is added in place
+    requests["pods"] = requests.get("pods", 0) + 1
+    return PodData(requests, requirements, strict, host_ports(pod))
 
 
 def validate_pod(pod: Pod) -> str | None:
@@ -540,6 +589,8 @@ class _FilterOutcome:
     requirements_and_offering: bool = False
     fits_and_offering: bool = False
     min_values_error: str | None = None
+    # No option is left (the filter's answer is an all-False mask).
+    empty: bool = False
 
     def message(self, requests: Resources) -> str:
         """Karpenter's `InstanceTypeFilterError` wording (requirements dump left out)."""
@@ -612,8 +663,9 @@ def filter_options(  # noqa: PLR0917 - mirrors filterInstanceTypesByRequirements
     if ports is None:
         ports = host_ports(pod) if pod is not None else ()
     # The placeholder hostname of a planned node never matters to instance types (they do not
-    # define the key), and leaving it out lets the compatibility memo be shared across nodes.
-    type_reqs = reqs.without(HOSTNAME) if HOSTNAME in reqs else reqs
+    # define the key; the table's memo reads only the keys they do, so it is shared across
+    # nodes without building the set less the hostname).
+    type_reqs = reqs.without(HOSTNAME) if HOSTNAME in table.keys and HOSTNAME in reqs else reqs
     covered: Mask | None = None
     fit: Mask | None = None
     for group in groups:
@@ -633,12 +685,17 @@ def filter_options(  # noqa: PLR0917 - mirrors filterInstanceTypesByRequirements
             fit |= gfit
     if covered is None or fit is None:
         covered = fit = np.zeros(len(table.types), dtype=np.bool_)
-    opt = options & covered
     compat = table.compatible(type_reqs)
     offered = table.offered(reqs)
-    remaining = opt & compat & fit & offered
+    # `fit` lies within `covered` (each group's fit is cut to its mask), so the options
+    # covered, compatible, fitting and offered are `options & fit & compat & offered`.
+    remaining = options & fit
+    remaining &= compat
+    remaining &= offered
     outcome = _FilterOutcome()
-    if not remaining.any():
+    if not _any(remaining):
+        outcome.empty = True
+        opt = options & covered
         outcome.requirements_met = bool((opt & compat).any())
         outcome.fits = bool((opt & fit).any())
         outcome.has_offering = bool((opt & offered).any())
@@ -655,7 +712,14 @@ def filter_options(  # noqa: PLR0917 - mirrors filterInstanceTypesByRequirements
                     f"minValues requirement is not met for label(s) (label(s)=[{keys}])"
                 )
                 remaining = np.zeros(len(table.types), dtype=np.bool_)
+                outcome.empty = True
     return remaining, unmet, outcome
+
+
+def _any(mask: Mask) -> bool:
+    """`mask.any()` in two C calls (the method goes through a Python-level wrapper; this is
+    asked once or twice per pod tried on a target): the first True, if there is one."""
+    return len(mask) > 0 and bool(mask[mask.argmax()])
 
 
 def filter_instance_types(
@@ -721,14 +785,8 @@ class NodeClaim:
     def _most_allocatable(self) -> dict[str, int]:
         most = self._most
         if most is None:
-            table = self.table
-            most = {}
-            chosen = table.allocatable[self.options]
-            if len(chosen):
-                # One column-wise maximum over the remaining options (table columns are
-                # `table.resources`, in order).
-                most = dict(zip(table.resources, chosen.max(axis=0).tolist(), strict=True))
-            self._most = most
+            # Shared per option mask by the table (only read here).
+            most = self._most = self.table.most_allocatable(self.options)
         return most
 
     def headroom(self) -> dict[str, int]:
@@ -762,8 +820,9 @@ class NodeClaim:
             raise SchedulingError(
                 lambda: f"did not tolerate taint {format_taint(taint)}", PERMANENT
             )
-        err = self.requirements.compatible(data.requirements, ALLOW_UNDEFINED_WELL_KNOWN)
-        if err is not None:
+        if not self.requirements.is_compatible(data.requirements, ALLOW_UNDEFINED_WELL_KNOWN):
+            # (The message, only built on a refusal, says why.)
+            err = self.requirements.compatible(data.requirements, ALLOW_UNDEFINED_WELL_KNOWN)
             raise SchedulingError(lambda: f"incompatible requirements, {err}", TARGET)
         reqs = self.requirements.merge(data.requirements)
         try:
@@ -776,9 +835,9 @@ class NodeClaim:
         if not no_topology:
             # (Without topology, `reqs` against itself is compatible and merges into an equal
             # set: requirements are kept normalised, so `r ∩ r == r`.)
-            err = reqs.compatible(topo, ALLOW_UNDEFINED_WELL_KNOWN)
-            if err is not None:
-                raise SchedulingError(err)
+            if not reqs.is_compatible(topo, ALLOW_UNDEFINED_WELL_KNOWN):
+                err = reqs.compatible(topo, ALLOW_UNDEFINED_WELL_KNOWN)
+                raise SchedulingError(err or "")
             reqs = reqs.merge(topo)
         requests = add(self.requests, data.requests)
         remaining, unmet, outcome = filter_options(
@@ -796,7 +855,7 @@ class NodeClaim:
             reqs = Requirements(
                 {k: replace(r, min_values=unmet[k]) if k in unmet else r for k, r in reqs.items()}
             )
-        if not remaining.any():
+        if outcome.empty:
             requests_of_pod = data.requests
             # No option fits the requests whatever the requirements: options only narrow and
             # requests only grow, so that lasts. Otherwise, without topology (`topo is reqs`)
@@ -821,8 +880,7 @@ class NodeClaim:
     ) -> None:
         self.pods.append(pod)
         self.version += 1
-        if self._most is not None and not np.array_equal(options, self.options):
-            self._most = None  # the same options keep the same most allocatable
+        self._most = None  # looked up again (per mask, by the table) when next asked
         self.options = options
         self.requests = add(self.requests, data.requests)
         self.requirements = reqs
@@ -845,6 +903,9 @@ class ExistingNode:
     pods: list[Pod] = field(default_factory=list)
     # How many pods it has taken (what a pod class's TARGET refusal was seen at).
     version: int = 0
+    # Whether `host_ports` is this node's own (else shared with the scheduler's kept entry
+    # and copied before the first pod with host ports is added).
+    own_ports: bool = False
 
     @property
     def name(self) -> str:
@@ -881,7 +942,11 @@ class ExistingNode:
         self.remaining = subtract(self.remaining, data.requests)
         self.requirements = reqs
         topology.record(pod, self.taints, reqs)
-        self.host_ports.add(pod, data.ports)
+        if data.ports:
+            if not self.own_ports:
+                self.host_ports = self.host_ports.copy()
+                self.own_ports = True
+            self.host_ports.add(pod, data.ports)
 
 
 # ---- results ------------------------------------------------------------------------------------
@@ -973,7 +1038,18 @@ class Scheduler:
         tables: dict[tuple[int, bytes], InstanceTypeTable] = {}
         daemon_groups: dict[_GroupsKey, list[DaemonOverheadGroup]] = {}
         for pool in ordered:
-            template = NodeClaimTemplate.from_nodepool(pool.nodepool)
+            parts = cache.parts_of(pool.nodepool) if cache is not None else None
+            if parts is None:
+                template = NodeClaimTemplate.from_nodepool(pool.nodepool)
+            else:
+                template = NodeClaimTemplate(
+                    nodepool=pool.nodepool,
+                    requirements=parts.requirements,
+                    labels=dict(parts.labels),
+                    taints=parts.taints,
+                    startup_taints=parts.startup_taints,
+                    instance_types=[],
+                )
             base = bases.get(id(pool.instance_types))
             if base is None and cache is not None:
                 base = cache.table_of(pool.instance_types)
@@ -1052,17 +1128,19 @@ class Scheduler:
                     if cache is not None
                     else [it.requirements for it in p.instance_types]
                 )
-        domain_inputs = [
-            (
-                Requirements.from_node_selector(p.nodepool.spec.template.spec.requirements).merge(
-                    Requirements.from_labels(p.nodepool.spec.template.metadata.labels)
-                ),
-                tuple(t.as_taint() for t in p.nodepool.spec.template.spec.taints),
-                type_reqs[id(p.instance_types)],
-            )
-            for p in pools
-            if p.nodepool.spec.replicas is None
-        ]
+        domain_inputs = []
+        for p in pools:
+            if p.nodepool.spec.replicas is not None:
+                continue
+            if cache is not None:
+                parts = cache.parts_of(p.nodepool)
+                domain_reqs, domain_taints = parts.domain_requirements, parts.taints
+            else:
+                domain_reqs = Requirements.from_node_selector(
+                    p.nodepool.spec.template.spec.requirements
+                ).merge(Requirements.from_labels(p.nodepool.spec.template.metadata.labels))
+                domain_taints = tuple(t.as_taint() for t in p.nodepool.spec.template.spec.taints)
+            domain_inputs.append((domain_reqs, domain_taints, type_reqs[id(p.instance_types)]))
         domain_groups = (
             cache.domain_groups_of(domain_inputs)
             if cache is not None
@@ -1071,20 +1149,25 @@ class Scheduler:
         pending_keys = {p.key for p in pending_pods}
         entries = [self._node_entry(n) for n in live]
         counted: list[CountedPod] = []
+        inverse: list[CountedPod] = []
         for e in entries:
             if pending_keys.isdisjoint(e.pods.keys):
                 counted.extend(e.counted)
+                inverse.extend(e.inverse)
             else:
-                counted.extend(
+                kept = [
                     c
                     for c, key in zip(e.counted, e.pods.keys, strict=True)
                     if key not in pending_keys
-                )
+                ]
+                counted.extend(kept)
+                inverse.extend(c for c in kept if has_anti_affinity(c.pod))
         self.topology = Topology(
             domain_groups,
             existing_pods=counted,
             existing_node_domains=[(n.labels, n.taints) for n in live],
             ignore_preferences=self.options.preference_policy == "Ignore",
+            inverse_pods=inverse,
         )
         self.existing: list[ExistingNode] = []
         # Per pool with limits, the capacities of its live nodes: subtracted once below (the
@@ -1092,13 +1175,15 @@ class Scheduler:
         used: dict[str, list[Mapping[str, int]]] = {}
         for n, e in zip(live, entries, strict=True):
             self.topology.register(HOSTNAME, n.hostname)
+            # `remaining` is replaced, never changed in place, and the host ports are copied
+            # before a pod adds to them (`ExistingNode.add`): both are shared with the entry.
             self.existing.append(
                 ExistingNode(
                     n,
-                    dict(e.remaining),
+                    e.remaining,
                     e.requirements,
                     e.taints,
-                    HostPortUsage(dict(e.pods.ports)),
+                    HostPortUsage(e.pods.ports),
                 )
             )
             name = n.nodepool or ""
@@ -1175,11 +1260,13 @@ class Scheduler:
         daemon_requests = self._node_daemon_requests(n, taints, labels_reqs)
         missing_daemons = {k: max(v, 0) for k, v in subtract(daemon_requests, pods.daemons).items()}
         available = subtract(dict(n.allocatable), pods.bound)
+        counted = self._counted(n, pods)
         out = _NodeEntry(
             n,
             self._daemon_serial,
             pods,
-            self._counted(n, pods),
+            counted,
+            tuple(c for c in counted if has_anti_affinity(c.pod)),
             subtract(available, missing_daemons),
             reqs,
             taints,
@@ -1283,46 +1370,49 @@ class Scheduler:
     def solve(self, pods: Sequence[Pod]) -> Results:
         errors: dict[str, str] = {}
         considered: dict[str, Pod] = {}
-        queue: list[Pod] = []
+        # Each pod with its key, computed once (a relaxed copy keeps the pod's metadata, so
+        # its key too).
+        entries: list[tuple[Pod, str]] = []
         order: dict[str, int] = {}
         for i, pod in enumerate(pods):
-            considered[pod.key] = pod
+            key = pod.key
+            considered[key] = pod
             reason = validate_pod(pod)
             if reason is not None:
-                errors[pod.key] = reason
+                errors[key] = reason
                 continue
             if _DOES_NOT_EXIST_NODEPOOL in pod_requirements(pod).values():
                 continue  # the pod opted out of Karpenter: ignored silently
-            order[pod.key] = i
-            self._update(pod)
-            queue.append(pod)
-        queue.sort(key=lambda p: self._queue_key(p, order[p.key]))
+            order[key] = i
+            self._update(pod, key)
+            entries.append((pod, key))
+        entries.sort(key=lambda e: self._queue_key(e[0], e[1], order[e[1]]))
         if any(v < 0 for d in self._pod_data.values() for v in d.requests.values()):
             # A negative request (only from code, never from a manifest) would let a target's
             # room grow back, and "resources only shrink" is what lasting refusals rest on.
             self.pod_classes = False
+        queue = deque(entries)
         last_len: dict[str, int] = {}
         while queue:
-            pod = queue[0]
-            if last_len.get(pod.key) == len(queue):
+            pod, key = queue[0]
+            if last_len.get(key) == len(queue):
                 break  # a full cycle without progress
-            queue.pop(0)
-            reason = self._try_schedule(pod)
+            queue.popleft()
+            reason = self._try_schedule(pod, key)
             if reason is None:
-                errors.pop(pod.key, None)
+                errors.pop(key, None)
                 continue
-            errors[pod.key] = reason
-            self.topology.update(pod)
-            self._pod_data[pod.key] = _pod_data(pod, self.options)
-            queue.append(pod)
-            last_len[pod.key] = len(queue)
+            errors[key] = reason
+            self._update(pod, key)
+            queue.append((pod, key))
+            last_len[key] = len(queue)
         self._finalize(errors)
         return Results(self.new_node_claims, self.existing, errors, self.pool_notes, considered)
 
-    def _queue_key(self, pod: Pod, index: int) -> tuple[int, int, dt.datetime, int, str]:
+    def _queue_key(self, pod: Pod, key: str, index: int) -> tuple[int, int, dt.datetime, int, str]:
         # Karpenter sorts by creationTimestamp then UID; manifests have no timestamps, and the
         # order they list pods in is the order `kubectl apply` would create them.
-        data = self._pod_data[pod.key]
+        data = self._pod_data[key]
         created = pod.metadata.creation_timestamp or _EPOCH
         return (
             -data.requests.get("cpu", 0),
@@ -1332,15 +1422,15 @@ class Scheduler:
             pod.metadata.uid or "",
         )
 
-    def _update(self, pod: Pod) -> None:
+    def _update(self, pod: Pod, key: str) -> None:
         self.topology.update(pod)
-        self._pod_data[pod.key] = _pod_data(pod, self.options)
+        self._pod_data[key] = _pod_data(pod, self.options)
 
-    def _try_schedule(self, pod: Pod) -> str | None:
+    def _try_schedule(self, pod: Pod, key: str) -> str | None:
         current = pod
         while True:
             try:
-                self._add(current)
+                self._add(current, key)
                 return None
             except SchedulingError as err:
                 relaxed = preferences.relax(
@@ -1349,7 +1439,7 @@ class Scheduler:
                 if relaxed is None:
                     return str(err)
                 current = relaxed
-                self._update(current)
+                self._update(current, key)
 
     def _refusals_of(self, pod: Pod, data: PodData) -> Refusals | None:
         """The refusals kept for `pod`'s class (None: the pod is tried everywhere)."""
@@ -1361,6 +1451,7 @@ class Scheduler:
             data.requirements,
             data.strict_requirements,
             self.topology.owned.get(pod.metadata.uid or pod.key, ()),
+            host_ports=bool(data.ports),
         )
         if keys is None:
             return None
@@ -1372,8 +1463,8 @@ class Scheduler:
             refusals.revalidate()
         return refusals
 
-    def _add(self, pod: Pod) -> None:
-        data = self._pod_data[pod.key]
+    def _add(self, pod: Pod, key: str) -> None:
+        data = self._pod_data[key]
         # Targets a pod of the same class was refused by, for a reason that still holds, are
         # skipped: they would refuse this pod too, so the first that accepts it is the same.
         refusals = self._refusals_of(pod, data)
@@ -1674,15 +1765,35 @@ class Scheduler:
     def _finalize(self, errors: dict[str, str]) -> None:
         counters: dict[str, int] = {}
         kept: list[NodeClaim] = []
+        # Claims narrow to a few distinct option sets: the price order, the instance-type
+        # requirement and the capacity types are functions of (table, options, the zone and
+        # capacity-type requirements, the instance-type minValues), computed once per such key.
+        ordered_by: dict[
+            tuple[int, bytes, Requirement | None, Requirement | None],
+            tuple[np.ndarray[Any, np.dtype[np.intp]], list[InstanceType]],
+        ] = {}
+        finished_by: dict[
+            tuple[int, bytes, Requirement | None, Requirement | None, int | None],
+            tuple[Requirement, list[str]],
+        ] = {}
         for claim in sorted(self.new_node_claims, key=lambda c: c.hostname):
             claim.requirements = claim.requirements.without(HOSTNAME)
             claim.requests = add(claim.requests, _min_daemon_overhead(claim))
             table = claim.table
-            index = table.order_by_price_index(claim.options, claim.requirements)[
-                : self.options.max_instance_types
-            ]
-            types = table.types
-            ordered = [types[i] for i in index.tolist()]  # plain ints index faster
+            zone, capacity_type = (
+                claim.requirements.get(ZONE),
+                claim.requirements.get(CAPACITY_TYPE),
+            )
+            key = (id(table), claim.options.tobytes(), zone, capacity_type)
+            hit = ordered_by.get(key)
+            if hit is None:
+                index = table.order_by_price_index(claim.options, claim.requirements)[
+                    : self.options.max_instance_types
+                ]
+                types = table.types
+                hit = ordered_by[key] = (index, [types[i] for i in index.tolist()])
+            index, shared = hit
+            ordered = list(shared)
             _, unmet = satisfies_min_values(ordered, claim.requirements)
             if unmet and not self.relax_min_values:
                 for pod in claim.pods:
@@ -1692,17 +1803,20 @@ class Scheduler:
                     )
                 continue
             claim.final_types = ordered
-            instance_type_req = claim.requirements.get_or_exists(INSTANCE_TYPE)
-            claim.requirements = claim.requirements.add(
-                Requirement.new(
-                    INSTANCE_TYPE,
-                    "In",
-                    [it.name for it in ordered],
-                    min_values=instance_type_req.min_values,
+            min_values = claim.requirements.get_or_exists(INSTANCE_TYPE).min_values
+            finished = finished_by.get((*key, min_values))
+            if finished is None:
+                names = Requirement.new(
+                    INSTANCE_TYPE, "In", [it.name for it in ordered], min_values=min_values
                 )
-            )
-            capacity_types = table.capacity_types(index, claim.requirements)
-
+                # Adding the instance-type requirement leaves the zone and capacity type as
+                # they are, so the capacity types read the same two requirements.
+                finished = finished_by[(*key, min_values)] = (
+                    names,
+                    table.capacity_types(index, claim.requirements.add(names)),
+                )
+            names, capacity_types = finished
+            claim.requirements = claim.requirements.add(names)
             if capacity_types:
                 claim.requirements = claim.requirements.add(
                     Requirement.new(CAPACITY_TYPE, "In", capacity_types)
@@ -1718,6 +1832,8 @@ def _min_daemon_overhead(claim: NodeClaim) -> Resources:
     """The least DaemonSet overhead among the groups of the claim's remaining types (per
     resource); groups carry a mask over the claim's table."""
     table, options = claim.table, claim.options
+    if not any(g.overhead for g in claim.daemon_groups):
+        return {}  # no DaemonSet requests anything (whichever groups the options reach)
     overheads = [
         g.overhead
         for g in claim.daemon_groups

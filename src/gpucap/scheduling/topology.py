@@ -38,6 +38,7 @@ __all__ = [
     "TopologyError",
     "TopologyGroup",
     "TopologyType",
+    "has_anti_affinity",
 ]
 
 _MAX_INT32 = 2**31 - 1
@@ -237,6 +238,10 @@ class NodeFilter:
                 base.merge(Requirements.from_node_selector(term.match_expressions))
                 for term in required.node_selector_terms
             )
+        if all(not r for r in reqs):
+            # Every node is compatible with no requirement: `matches` answers as without
+            # terms, and skips the check per node.
+            reqs = ()
         return cls(reqs, taint_policy, affinity_policy, tuple(pod.spec.tolerations))
 
     def matches(self, taints: Iterable[Taint], requirements: Requirements) -> bool:
@@ -250,6 +255,9 @@ class NodeFilter:
         return not (self.taint_policy == "Honor" and untolerated(taints, self.tolerations))
 
 
+_NO_FILTER = NodeFilter()  # (anti-)affinity groups count every node
+
+
 def _selector_key(selector: LabelSelector | None) -> tuple[object, ...]:
     if selector is None:
         return ("nil",)
@@ -257,6 +265,18 @@ def _selector_key(selector: LabelSelector | None) -> tuple[object, ...]:
         sorted((e.key, e.operator, tuple(sorted(e.values))) for e in selector.match_expressions)
     )
     return (tuple(sorted(selector.match_labels.items())), exprs)
+
+
+# What builds a group: type, key, namespaces, selector, maxSkew, minDomains, node filter.
+_GroupSpec = tuple[
+    TopologyType, str, frozenset[str], LabelSelector | None, int, int | None, NodeFilter
+]
+
+
+def _identity(spec: _GroupSpec) -> tuple[object, ...]:
+    """The group `spec` builds, as Karpenter tells groups apart (minDomains not included)."""
+    kind, key, namespaces, selector, max_skew, _, node_filter = spec
+    return (kind, key, tuple(sorted(namespaces)), max_skew, node_filter, _selector_key(selector))
 
 
 @dataclass(slots=True, eq=False)
@@ -283,13 +303,16 @@ class TopologyGroup:
 
     @property
     def identity(self) -> tuple[object, ...]:
-        return (
-            self.type,
-            self.key,
-            tuple(sorted(self.namespaces)),
-            self.max_skew,
-            self.node_filter,
-            _selector_key(self.selector),
+        return _identity(
+            (
+                self.type,
+                self.key,
+                self.namespaces,
+                self.selector,
+                self.max_skew,
+                self.min_domains,
+                self.node_filter,
+            )
         )
 
     def selects(self, pod: Pod) -> bool:
@@ -452,7 +475,10 @@ class Topology:
         existing_pods: Sequence[CountedPod] = (),
         existing_node_domains: Sequence[tuple[Mapping[str, str], tuple[Taint, ...]]] = (),
         ignore_preferences: bool = False,
+        inverse_pods: Sequence[CountedPod] | None = None,
     ) -> None:
+        """`inverse_pods`: the `existing_pods` with a pod anti-affinity, in their order, when
+        the caller knows them (the scheduler keeps them per node); found here otherwise."""
         self.domain_groups = domain_groups
         self.groups: dict[tuple[object, ...], TopologyGroup] = {}
         self.owned: dict[str, list[TopologyGroup]] = {}  # pod UID -> groups it owns
@@ -461,27 +487,21 @@ class Topology:
         self._selects: dict[
             tuple[str, frozenset[tuple[str, str]]], tuple[int, list[TopologyGroup]]
         ] = {}
+        self._inverse_selects: dict[
+            tuple[str, frozenset[tuple[str, str]]], tuple[int, list[TopologyGroup]]
+        ] = {}
         self.existing_pods = existing_pods
         self.existing_node_domains = existing_node_domains
         self.ignore_preferences = ignore_preferences
-        for counted in existing_pods:
-            pod = counted.pod
-            aff = pod.spec.affinity
-            if aff is not None and aff.pod_anti_affinity is not None:
-                self._track_inverse(pod, counted.node_labels)
+        if inverse_pods is None:
+            inverse_pods = [c for c in existing_pods if has_anti_affinity(c.pod)]
+        for counted in inverse_pods:
+            self._track_inverse(counted.pod, counted.node_labels)
 
     # ---- building groups ---------------------------------------------------------------------
-    def _new_group(  # noqa: PLR0917 - mirrors Karpenter's NewTopologyGroup
-        self,
-        kind: TopologyType,
-        key: str,
-        pod: Pod,
-        namespaces: frozenset[str],
-        selector: LabelSelector | None,
-        max_skew: int,
-        min_domains: int | None,
-        node_filter: NodeFilter,
-    ) -> TopologyGroup:
+    def _new_group(self, spec: _GroupSpec, pod: Pod) -> TopologyGroup:
+        """Karpenter's `NewTopologyGroup` for `spec`, with the domains `pod` may reach."""
+        kind, key, namespaces, selector, max_skew, min_domains, node_filter = spec
         tg = TopologyGroup(kind, key, namespaces, selector, max_skew, min_domains, node_filter)
         ignore_taints = node_filter.taint_policy == "Ignore"
         for domain, taint_sets in sorted(self.domain_groups.get(key, {}).items()):
@@ -497,16 +517,17 @@ class Topology:
             return frozenset(term.namespaces)
         return frozenset({pod.metadata.namespace or "default"})
 
-    def _groups_for(self, pod: Pod) -> list[TopologyGroup]:
-        groups: list[TopologyGroup] = []
+    def _specs_for(self, pod: Pod) -> list[_GroupSpec]:
+        """The groups `pod` owns, as what builds them: most pods share groups that exist
+        already, so a group is only built (`_new_group`) when its identity is new."""
+        specs: list[_GroupSpec] = []
         for tsc in pod.spec.topology_spread_constraints:
             if self.ignore_preferences and tsc.when_unsatisfiable != "DoNotSchedule":
                 continue
-            groups.append(
-                self._new_group(
+            specs.append(
+                (
                     TopologyType.SPREAD,
                     tsc.topology_key,
-                    pod,
                     frozenset({pod.metadata.namespace or "default"}),
                     _spread_selector(tsc, pod),
                     tsc.max_skew,
@@ -516,7 +537,7 @@ class Topology:
             )
         aff = pod.spec.affinity
         if aff is None:
-            return groups
+            return specs
         for kind, section in (
             (TopologyType.AFFINITY, aff.pod_affinity),
             (TopologyType.ANTI_AFFINITY, aff.pod_anti_affinity),
@@ -530,19 +551,18 @@ class Topology:
                     for w in section.preferred_during_scheduling_ignored_during_execution
                 ]
             for term in terms:
-                groups.append(
-                    self._new_group(
+                specs.append(
+                    (
                         kind,
                         term.topology_key,
-                        pod,
                         self._namespaces(pod, term),
                         term.label_selector,
                         _MAX_INT32,
                         None,
-                        NodeFilter(),
+                        _NO_FILTER,
                     )
                 )
-        return groups
+        return specs
 
     def _count_existing(self, tg: TopologyGroup) -> None:
         for labels, taints in self.existing_node_domains:
@@ -569,17 +589,19 @@ class Topology:
         if aff is None or aff.pod_anti_affinity is None:
             return
         for term in aff.pod_anti_affinity.required_during_scheduling_ignored_during_execution:
-            tg = self._new_group(
+            spec: _GroupSpec = (
                 TopologyType.ANTI_AFFINITY,
                 term.topology_key,
-                pod,
                 self._namespaces(pod, term),
                 term.label_selector,
                 _MAX_INT32,
                 None,
-                NodeFilter(),
+                _NO_FILTER,
             )
-            tg = self.inverse_groups.setdefault(tg.identity, tg)
+            identity = _identity(spec)
+            tg = self.inverse_groups.get(identity)
+            if tg is None:
+                tg = self.inverse_groups[identity] = self._new_group(spec, pod)
             if node_labels is not None and tg.key in node_labels:
                 tg.record(node_labels[tg.key])
             tg.owners.add(_uid(pod))
@@ -598,12 +620,13 @@ class Topology:
                 )
             if has:
                 self._track_inverse(pod, None)
-        for tg in self._groups_for(pod):
-            existing = self.groups.get(tg.identity)
+        for spec in self._specs_for(pod):
+            identity = _identity(spec)
+            existing = self.groups.get(identity)
             if existing is None:
-                self._count_existing(tg)
-                self.groups[tg.identity] = tg
-                existing = tg
+                existing = self._new_group(spec, pod)
+                self._count_existing(existing)
+                self.groups[identity] = existing
             if uid not in existing.owners:
                 existing.owners.add(uid)
                 self.owned.setdefault(uid, []).append(existing)
@@ -633,8 +656,23 @@ class Topology:
         owned = self.owned.get(_uid(pod), [])
         if not self.inverse_groups:
             return owned
-        inverse = [tg for tg in self.inverse_groups.values() if tg.counts(pod, taints, reqs)]
-        return owned + inverse
+        inverse = [
+            tg
+            for tg in self._inverse_selecting(pod)
+            if tg.node_filter is _NO_FILTER or tg.node_filter.matches(taints, reqs)
+        ]
+        return owned + inverse if inverse else owned
+
+    def _inverse_selecting(self, pod: Pod) -> list[TopologyGroup]:
+        """The inverse groups whose selector matches `pod` (in creation order), memoised by
+        namespace and labels (all `selects` reads) until an inverse group is added."""
+        key = (pod.metadata.namespace or "default", frozenset(pod.metadata.labels.items()))
+        hit = self._inverse_selects.get(key)
+        if hit is not None and hit[0] == len(self.inverse_groups):
+            return hit[1]
+        groups = [tg for tg in self.inverse_groups.values() if tg.selects(pod)]
+        self._inverse_selects[key] = (len(self.inverse_groups), groups)
+        return groups
 
     def rejects_host(self, pod: Pod, hostname: str) -> bool:
         """A cheap, exact shortcut for the common failure: a hostname spread or hostname
@@ -681,7 +719,8 @@ class Topology:
         pod_requirements: Requirements,
         node_requirements: Requirements,
     ) -> Requirements:
-        """The node requirements narrowed by every topology the pod is subject to.
+        """The node requirements narrowed by every topology the pod is subject to (the same
+        object when no group narrows them).
 
         Raises TopologyError when a group leaves no domain.
         """
@@ -692,6 +731,13 @@ class Topology:
             domains = tg.next_domains(pod, pod_domains, node_domains)
             if len(domains) == 0:
                 raise TopologyError(tg, pod_domains, node_domains)
+            if (domains is node_domains or domains == node_domains) and (
+                tg.key in node_requirements
+            ):
+                # The node's own requirement again (a planned node's hostname, the zone it is
+                # pinned to): intersecting it changes nothing, also after another group
+                # narrowed the key (requirements are kept normalised: `a ∩ (a ∩ d) == a ∩ d`).
+                continue
             out = out.add(domains)
         return out
 
@@ -720,6 +766,13 @@ class Topology:
         for tg in self.inverse_groups.values():
             if uid in tg.owners:
                 tg.record(*sorted(requirements.get_or_exists(tg.key).values))
+
+
+def has_anti_affinity(pod: Pod) -> bool:
+    """Whether `pod` has a pod anti-affinity section (an existing pod with one makes inverse
+    groups: other pods must keep away from it)."""
+    aff = pod.spec.affinity
+    return aff is not None and aff.pod_anti_affinity is not None
 
 
 def _uid(pod: Pod) -> str:
