@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 from gpucap.cli import main as cli_main
 from gpucap.cli.simulate import DEFAULT_SPEED
@@ -59,3 +60,37 @@ def test_demo_values_are_still_exported_by_the_cli_module() -> None:
     from gpucap.cli.demo import DEMO_VALUES  # noqa: PLC0415
 
     assert cli_main.DEMO_VALUES is DEMO_VALUES
+
+
+def test_the_installed_script_is_console_which_exits_as_main_and_leaves_its_objects_frozen() -> (
+    None
+):
+    import tomllib  # noqa: PLC0415
+
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    assert pyproject["project"]["scripts"]["gpucap"] == "gpucap.cli.main:console"
+    # In a child: freezing is for the end of a process, not for this test run's collector.
+    code = (
+        "import gc, sys\nsys.argv = ['gpucap', 'plan']\nfrom gpucap.cli.main import console\n"
+        "try:\n    console()\nexcept SystemExit as e:\n"
+        "    print('exit', e.code, 'frozen', gc.get_freeze_count() > 0, 'on', gc.isenabled())"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["exit", "2", "frozen", "True", "on", "True"]
+    assert done.stderr.startswith("error: ")
+
+
+def test_plan_gives_the_collector_back_as_it_found_it() -> None:
+    workshop = Path(cli_main.__file__).parents[1] / "data" / "examples" / "workshop"
+    code = (
+        "import gc, sys\nfrom gpucap.cli.main import main\n"
+        f"sys.argv = ['gpucap', 'plan', {str(workshop)!r}, '-o', 'json']\n"
+        "for on in (True, False):\n"
+        "    (gc.enable if on else gc.disable)()\n"
+        "    try:\n        main()\n    except SystemExit as e:\n"
+        "        print('exit', e.code, 'on', gc.isenabled(), 'frozen', gc.get_freeze_count(),"
+        " file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    said = [line for line in done.stderr.splitlines() if line.startswith("exit")]
+    assert said == ["exit 0 on True frozen 0", "exit 0 on False frozen 0"]

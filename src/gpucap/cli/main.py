@@ -36,7 +36,12 @@ if TYPE_CHECKING:
     from gpucap.cloudprovider.aws.catalog import Catalog
     from gpucap.cloudprovider.aws.ec2api import EC2API
 
-__all__ = ["DEMO_VALUES", "app", "main", "usage_error_line"]
+__all__ = ["DEMO_VALUES", "app", "console", "main", "usage_error_line"]
+
+# numpy's OpenBLAS starts a thread per core when numpy is imported. gpucap's arrays are masks
+# and short vectors worked on one core (no BLAS call), so the pool only cost start-up: ~40 ms
+# of the workshop plan. One thread unless the user asked for more (before numpy is imported).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -376,6 +381,37 @@ def plan(  # noqa: PLR0917 - typer maps parameters to options
 ) -> None:
     """Schedule the pending pods as Karpenter's provisioner would and print what it would
     launch, at what price, and why any pod stays Pending."""
+    # Everything this command builds (imports, the input's objects, the catalog, the NodePools'
+    # instance types, the plan) lives to the end, and planning makes no garbage cycles
+    # (tests/controllers/provisioning/test_loop_collector.py): the cyclic collector would only
+    # walk live objects, about a tenth of the workshop plan's time. Off for the command; on
+    # again afterwards, for callers that run `plan` in-process (the tests).
+    del kubernetes_version  # AMI resolution (and its Kubernetes version) comes with `ami`
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        _plan(files, output, region, zones, catalog, prices, explain, passes, report)
+    finally:
+        # Whatever was made meanwhile goes to the oldest generation (freeze, then unfreeze):
+        # otherwise the first young collection after this walks all of it (~30 ms).
+        gc.freeze()
+        gc.unfreeze()
+        if enabled:
+            gc.enable()
+
+
+def _plan(  # noqa: PLR0917 - the `plan` command's options, as given
+    files: list[str],
+    output: str,
+    region: str,
+    zones: str | None,
+    catalog: str | None,
+    prices: str | None,
+    explain: str | None,
+    passes: int,
+    report: str | None,
+) -> None:
+    """The `plan` command's work, with the collector off (see `plan`)."""
     from gpucap.cli.render import format_explanation, plan_lines, write_plan  # noqa: PLC0415
     from gpucap.cli.reporting import check_report_path, write_plan_report  # noqa: PLC0415
     from gpucap.controllers.provisioning import explain_pod  # noqa: PLC0415
@@ -384,39 +420,28 @@ def plan(  # noqa: PLR0917 - typer maps parameters to options
     _check_output(output, ("table", "json", "yaml"))
     if report is not None:
         check_report_path(report, err)
-    del kubernetes_version  # AMI resolution (and its Kubernetes version) comes with `ami`
     result = load_paths(files)
     _report(result)
     if not result.ok:
         raise typer.Exit(EXIT_BAD_INPUT)
     result.release_texts()  # plan asks for no line from here on: the input text can go
     cat = _load_catalog(region, zones, catalog, prices)
-    # The loaded objects and the catalog live to the end and hold no garbage cycles: out of the
-    # collector's sight, its passes while planning and rendering no longer walk them.
-    # (Unfrozen at the end so that a caller running `plan` in-process, as the tests do, keeps a
-    # collector that sees its own objects.)
-    gc.freeze()
-    try:
-        made = make_plan(result.objects, cat, max_passes=passes)
-        if report is not None:
-            title = f"gpucap plan {' '.join(files)}"
-            write_plan_report(report, made, result.objects, cat, title=title, err=err)
-        if explain is not None:
-            key = explain if "/" in explain else f"default/{explain}"
-            explanation = explain_pod(result.objects, cat, key)
-            if explanation is None:
-                err.line(f"error: --explain {explain}: no such pod in the input")
-                raise typer.Exit(EXIT_BAD_INPUT)
-            out.lines(
-                format_explanation(key, explanation, made.pod_errors.get(key), made.where(key))
-            )
-            return
-        if output == "table":
-            out.lines(plan_lines(made))
-        else:
-            write_plan(made, output, sys.stdout)
-    finally:
-        gc.unfreeze()
+    made = make_plan(result.objects, cat, max_passes=passes)
+    if report is not None:
+        title = f"gpucap plan {' '.join(files)}"
+        write_plan_report(report, made, result.objects, cat, title=title, err=err)
+    if explain is not None:
+        key = explain if "/" in explain else f"default/{explain}"
+        explanation = explain_pod(result.objects, cat, key)
+        if explanation is None:
+            err.line(f"error: --explain {explain}: no such pod in the input")
+            raise typer.Exit(EXIT_BAD_INPUT)
+        out.lines(format_explanation(key, explanation, made.pod_errors.get(key), made.where(key)))
+        return
+    if output == "table":
+        out.lines(plan_lines(made))
+    else:
+        write_plan(made, output, sys.stdout)
 
 
 @app.command()
@@ -883,10 +908,24 @@ def usage_error_line(e: click_errors.UsageError) -> str:
 _YOUNG_COLLECTION_EVERY = 10_000
 
 
+def console() -> None:
+    """The `gpucap` console script (pyproject's `[project.scripts]`): `main`, then an exit
+    without the interpreter's last full garbage collection. At exit CPython collects every
+    generation before the process goes; a command's objects (its imports, input, catalog and
+    plan) are all alive then, so that walk was pure cost: about a sixth of `gpucap plan` on the
+    workshop example. Frozen objects are left out of it and are freed with the process.
+    In-process callers (the tests) call `main`, which leaves the collector as it found it."""
+    try:
+        main()
+    finally:
+        gc.freeze()
+
+
 def main() -> None:
-    """Console-script entry point: run the app; turn a usage error into one line (exit 2) and
-    any unexpected failure into one line (exit 70). The one place click's own error output
-    (a usage line, a hint and the message, on several lines) is replaced."""
+    """Entry point of the command line (the installed script reaches it through `console`):
+    run the app; turn a usage error into one line (exit 2) and any unexpected failure into
+    one line (exit 70). The one place click's own error output (a usage line, a hint and the
+    message, on several lines) is replaced."""
     # A command builds its world (imports, the bundled catalog, the input) before it makes any
     # garbage, and all of it survives: at the default threshold (a young collection every 700
     # allocations) the collector spent a seventh of `gpucap plan`'s start-up walking objects

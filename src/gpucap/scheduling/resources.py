@@ -64,7 +64,7 @@ def fits(requests: Mapping[str, int], allocatable: Mapping[str, int]) -> bool:
         if v < 0:
             return False
     get = allocatable.get
-    for k, v in requests.items():
+    for k, v in requests.items():  # noqa: SIM110 - a loop, as said above
         if v > get(k, 0):
             return False
     return True
