@@ -15,15 +15,7 @@ from gpucap.apis import yamltext
 from gpucap.apis.limits import MAX_DEPTH, Budget
 from gpucap.apis.reading import InputError
 from gpucap.apis.yamltext import Builder, DuplicateKeyError, documents
-
-
-def typed(value: Any) -> Any:
-    """`value` with every scalar tagged by its type (1, 1.0 and True compare apart)."""
-    if isinstance(value, dict):
-        return {k: typed(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [typed(v) for v in value]
-    return (type(value).__name__, value)
+from tests.apis.test_json_fast_path import typed
 
 
 def build(text: str, *, plain: bool) -> list[Any]:

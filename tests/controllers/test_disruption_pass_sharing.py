@@ -23,18 +23,8 @@ from gpucap.controllers.disruption.simulation import pass_inputs
 from gpucap.controllers.disruption.types import GRACEFUL, Candidate, PoolTotals
 from gpucap.controllers.nodeclaim.conditions import INSTANCE_TERMINATING, is_true
 from tests.controllers.disruption_builders import Env, env, gpu_pod, pool
+from tests.controllers.test_disruption_room import GPUS, fleets
 
-GPUS = {"g5.xlarge": 1, "g5.2xlarge": 1, "g5.12xlarge": 4}
-
-fleets = st.lists(
-    st.tuples(
-        st.sampled_from(sorted(GPUS)),
-        st.sampled_from(["spot", "on-demand"]),
-        st.integers(min_value=0, max_value=4),
-    ),
-    min_size=1,
-    max_size=5,
-)
 # What happens between two passes: a pending pod binds to node i, a bound pod goes, node i
 # is marked for deletion or unmarked, a new node comes up, the clock moves on.
 steps = st.lists(

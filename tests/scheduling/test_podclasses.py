@@ -79,6 +79,15 @@ def _pod(name: str, app: str, shape: dict[str, Any], selects: str | None = None)
     )
 
 
+def _pods(loads: list[tuple[str, dict[str, Any], int]]) -> list[Pod]:
+    """The pods of drawn workloads: `replicas` pods named w<workload>-<replica> each."""
+    return [
+        _pod(f"w{w}-{r}", app, shape)
+        for w, (app, shape, replicas) in enumerate(loads)
+        for r in range(replicas)
+    ]
+
+
 shapes = st.fixed_dictionaries(
     {
         "cpu": st.sampled_from(["250m", "1", "3"]),
@@ -182,11 +191,7 @@ def test_pod_classes_change_no_plan(
     gpu_limit: int | None,
     cpu_limit: str | None,
 ) -> None:
-    pods = [
-        _pod(f"w{w}-{r}", app, shape)
-        for w, (app, shape, replicas) in enumerate(loads)
-        for r in range(replicas)
-    ]
+    pods = _pods(loads)
     pools, nodes = _pools(gpu_limit, cpu_limit), _nodes(node_specs)
     assert _plan(pods, pools, nodes, classes=True) == _plan(pods, pools, nodes, classes=False)
 
@@ -307,11 +312,7 @@ def test_the_zone_affinity_shortcut_changes_no_plan(
 ) -> None:
     # `Topology.rejects_domains` refuses a claim before `can_add` runs; without it every
     # claim goes through `can_add`. Same plans.
-    pods = [
-        _pod(f"w{w}-{r}", app, shape)
-        for w, (app, shape, replicas) in enumerate(loads)
-        for r in range(replicas)
-    ]
+    pods = _pods(loads)
     pools, nodes = _pools(None, "40"), _nodes(node_specs)
     with_shortcut = _plan(pods, pools, nodes, classes=False)
     scheduler = Scheduler(pools, state_nodes=nodes, pending_pods=pods, pod_classes=False)
@@ -329,11 +330,7 @@ def test_kept_candidates_change_no_plan(
     # A class keeps its candidate claims once a scan tried 16; these workloads seldom plan
     # that many, so here every class keeps them after its first scan (`keep_candidates`,
     # `walk`, the lasting refusals they read). Same plans as Karpenter's loop.
-    pods = [
-        _pod(f"w{w}-{r}", app, shape)
-        for w, (app, shape, replicas) in enumerate(loads)
-        for r in range(replicas)
-    ]
+    pods = _pods(loads)
     pools, nodes = _pools(gpu_limit, "40"), _nodes(node_specs)
     with patch.object(solver, "_KEEP_CANDIDATES", 1):
         kept = _plan(pods, pools, nodes, classes=True)

@@ -36,6 +36,7 @@ from tests.scheduling.test_podclasses import (
     ZONE,
     _nodes,
     _pod,
+    _pods,
     _pools,
     _shape,
     _shape_of,
@@ -320,11 +321,7 @@ def test_a_scheduler_over_a_warm_cache_plans_as_a_fresh_one(
     gpu_limit: int | None,
     cpu_limit: str | None,
 ) -> None:
-    pods = [
-        _pod(f"w{w}-{r}", app, shape)
-        for w, (app, shape, replicas) in enumerate(loads)
-        for r in range(replicas)
-    ]
+    pods = _pods(loads)
     pools, nodes = _pools(gpu_limit, cpu_limit), _nodes(node_specs)
     cache = PassCache()
 
