@@ -484,12 +484,8 @@ class Topology:
         self.owned: dict[str, list[TopologyGroup]] = {}  # pod UID -> groups it owns
         self.inverse_groups: dict[tuple[object, ...], TopologyGroup] = {}
         self._on_key: dict[str, tuple[tuple[int, int], list[TopologyGroup], set[str]]] = {}
-        self._selects: dict[
-            tuple[str, frozenset[tuple[str, str]]], tuple[int, list[TopologyGroup]]
-        ] = {}
-        self._inverse_selects: dict[
-            tuple[str, frozenset[tuple[str, str]]], tuple[int, list[TopologyGroup]]
-        ] = {}
+        self._selects: _SelectsMemo = {}
+        self._inverse_selects: _SelectsMemo = {}
         self.existing_pods = existing_pods
         self.existing_node_domains = existing_node_domains
         self.ignore_preferences = ignore_preferences
@@ -664,15 +660,8 @@ class Topology:
         return owned + inverse if inverse else owned
 
     def _inverse_selecting(self, pod: Pod) -> list[TopologyGroup]:
-        """The inverse groups whose selector matches `pod` (in creation order), memoised by
-        namespace and labels (all `selects` reads) until an inverse group is added."""
-        key = (pod.metadata.namespace or "default", frozenset(pod.metadata.labels.items()))
-        hit = self._inverse_selects.get(key)
-        if hit is not None and hit[0] == len(self.inverse_groups):
-            return hit[1]
-        groups = [tg for tg in self.inverse_groups.values() if tg.selects(pod)]
-        self._inverse_selects[key] = (len(self.inverse_groups), groups)
-        return groups
+        """The inverse groups whose selector matches `pod` (see `_selecting_among`)."""
+        return _selecting_among(self.inverse_groups, self._inverse_selects, pod)
 
     def rejects_host(self, pod: Pod, hostname: str) -> bool:
         """A cheap, exact shortcut for the common failure: a hostname spread or hostname
@@ -742,15 +731,8 @@ class Topology:
         return out
 
     def _selecting(self, pod: Pod) -> list[TopologyGroup]:
-        """The groups whose selector matches `pod` (in creation order), memoised by namespace
-        and labels (all `selects` reads) until a group is added."""
-        key = (pod.metadata.namespace or "default", frozenset(pod.metadata.labels.items()))
-        hit = self._selects.get(key)
-        if hit is not None and hit[0] == len(self.groups):
-            return hit[1]
-        groups = [tg for tg in self.groups.values() if tg.selects(pod)]
-        self._selects[key] = (len(self.groups), groups)
-        return groups
+        """The groups whose selector matches `pod` (see `_selecting_among`)."""
+        return _selecting_among(self.groups, self._selects, pod)
 
     def record(self, pod: Pod, taints: Sequence[Taint], requirements: Requirements) -> None:
         """Count a placed pod in the domains its node's requirements pin down."""
@@ -766,6 +748,25 @@ class Topology:
         for tg in self.inverse_groups.values():
             if uid in tg.owners:
                 tg.record(*sorted(requirements.get_or_exists(tg.key).values))
+
+
+# (namespace, labels) -> (how many groups there were, the ones among them selecting such a pod)
+_SelectsMemo = dict[tuple[str, frozenset[tuple[str, str]]], tuple[int, list[TopologyGroup]]]
+
+
+def _selecting_among(
+    groups: dict[tuple[object, ...], TopologyGroup], memo: _SelectsMemo, pod: Pod
+) -> list[TopologyGroup]:
+    """The groups of `groups` whose selector matches `pod`, in creation order; memoised in
+    `memo` by namespace and labels (all `selects` reads) until a group is added (groups are
+    only ever added, so the count says whether the answer still holds)."""
+    key = (pod.metadata.namespace or "default", frozenset(pod.metadata.labels.items()))
+    hit = memo.get(key)
+    if hit is not None and hit[0] == len(groups):
+        return hit[1]
+    found = [tg for tg in groups.values() if tg.selects(pod)]
+    memo[key] = (len(groups), found)
+    return found
 
 
 def has_anti_affinity(pod: Pod) -> bool:
