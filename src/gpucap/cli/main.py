@@ -381,23 +381,16 @@ def plan(  # noqa: PLR0917 - typer maps parameters to options
 ) -> None:
     """Schedule the pending pods as Karpenter's provisioner would and print what it would
     launch, at what price, and why any pod stays Pending."""
+    from gpucap.apis.serde import collector_paused  # noqa: PLC0415
+
     # Everything this command builds (imports, the input's objects, the catalog, the NodePools'
     # instance types, the plan) lives to the end, and planning makes no garbage cycles
     # (tests/controllers/provisioning/test_loop_collector.py): the cyclic collector would only
     # walk live objects, about a tenth of the workshop plan's time. Off for the command; on
     # again afterwards, for callers that run `plan` in-process (the tests).
     del kubernetes_version  # AMI resolution (and its Kubernetes version) comes with `ami`
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():
         _plan(files, output, region, zones, catalog, prices, explain, passes, report)
-    finally:
-        # Whatever was made meanwhile goes to the oldest generation (freeze, then unfreeze):
-        # otherwise the first young collection after this walks all of it (~30 ms).
-        gc.freeze()
-        gc.unfreeze()
-        if enabled:
-            gc.enable()
 
 
 def _plan(  # noqa: PLR0917 - the `plan` command's options, as given
