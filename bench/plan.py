@@ -326,6 +326,7 @@ def stage_times(path: Path, catalog_file: Path) -> Stages:
     from gpucap.cloudprovider.aws.launch import LaunchPreview  # noqa: PLC0415
     from gpucap.controllers.provisioning import pools_for  # noqa: PLC0415
     from gpucap.controllers.provisioning.loop import run_passes  # noqa: PLC0415
+    from gpucap.runtime.collector import collector_paused  # noqa: PLC0415
     from gpucap.scheduling.solver import SchedulingOptions  # noqa: PLC0415
     from gpucap.state.snapshot import snapshot  # noqa: PLC0415
 
@@ -335,7 +336,7 @@ def stage_times(path: Path, catalog_file: Path) -> Stages:
         text = read_path(str(path))
         catalog = _load_catalog(REGION, None, str(catalog_file), None)
     # As `serde.load_text` runs them: without the cyclic collector (see `collector_paused`).
-    with serde.collector_paused():
+    with collector_paused():
         with st.stage("parse"):
             docs = serde.parse_text(text, str(path))
         if isinstance(docs, str):

@@ -23,13 +23,11 @@ Called by the CLI (`cli/`), the simulator (scenario manifests) and tests.
 from __future__ import annotations
 
 import errno
-import gc
 import os
 import stat
 import sys
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -92,6 +90,7 @@ from gpucap.apis.yamltext import (
     json_document,
     split_items,
 )
+from gpucap.runtime.collector import collector_paused
 
 __all__ = [
     "KINDS",
@@ -473,27 +472,6 @@ def load_text(
         result = load_documents(parsed, file, ignored=ignored, budget=budget, text=text)
     result.texts.append(lines)
     return result
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """No cyclic garbage collection while a file loads. Loading makes many objects that all
-    live on (parsed documents, then models) and almost no cycles; the collector's full passes
-    over that growing heap made validation cost more per pod the more pods a file held
-    (10,000 pods: 135 us a pod, against 54 without it). It runs again afterwards (if it was
-    on). Also pauses `World.run` and the plan loop (`run_passes`)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            # What was made meanwhile goes to the oldest generation (freeze, then unfreeze:
-            # two list splices), else the first young collection afterwards walks all of it
-            # (a tenth of a second after a 24-hour simulation).
-            gc.freeze()
-            gc.unfreeze()
-            gc.enable()
 
 
 Document: TypeAlias = tuple[Any, Mapping[Path_, int]]

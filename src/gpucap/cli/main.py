@@ -381,7 +381,7 @@ def plan(  # noqa: PLR0917 - typer maps parameters to options
 ) -> None:
     """Schedule the pending pods as Karpenter's provisioner would and print what it would
     launch, at what price, and why any pod stays Pending."""
-    from gpucap.apis.serde import collector_paused  # noqa: PLC0415
+    from gpucap.runtime.collector import collector_paused  # noqa: PLC0415
 
     # Everything this command builds (imports, the input's objects, the catalog, the NodePools'
     # instance types, the plan) lives to the end, and planning makes no garbage cycles

@@ -33,7 +33,7 @@ from gpucap.apis.nodeoverlay import NodeOverlay
 from gpucap.apis.nodepool import NodeClaim, NodePool
 from gpucap.apis.quantity import base_units, format_base_units
 from gpucap.apis.scenario import Scenario
-from gpucap.apis.serde import Issue, KubeObject, Manifest, collector_paused
+from gpucap.apis.serde import Issue, KubeObject, Manifest
 from gpucap.apis.workloads import (
     DaemonSet,
     Deployment,
@@ -44,6 +44,7 @@ from gpucap.apis.workloads import (
     expand_workload,
     replica_count,
 )
+from gpucap.runtime.collector import collector_paused
 from gpucap.runtime.terminal import escape
 from gpucap.scheduling.resources import pod_requests
 

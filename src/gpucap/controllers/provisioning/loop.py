@@ -40,12 +40,12 @@ from dataclasses import dataclass, field, replace
 
 from gpucap.apis.core import Pod, Taint
 from gpucap.apis.labels import OS
-from gpucap.apis.serde import collector_paused
 from gpucap.apis.workloads import DaemonSet
 from gpucap.cloudprovider.types import InsufficientCapacityError
 from gpucap.controllers.launchpreview import LaunchPreviewer, PreviewedLaunch
 from gpucap.controllers.provisioning.provisioner import new_scheduler
 from gpucap.controllers.static import static_node_claims
+from gpucap.runtime.collector import collector_paused
 from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.resources import Resources, add, pod_requests
 from gpucap.scheduling.solver import (

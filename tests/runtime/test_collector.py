@@ -1,6 +1,7 @@
-"""`serde.collector_paused` (loading, the plan loop and `World.run` run inside it): no cyclic
-collection inside, the collector given back as found, and what was made inside moved to the
-oldest generation on the way out, so the first young collection afterwards does not walk it."""
+"""`runtime.collector.collector_paused` (loading, the plan loop, `World.run` and `plan` run
+inside it): no cyclic collection inside, the collector given back as found, and what was made
+inside moved to the oldest generation on the way out, so the first young collection afterwards
+does not walk it."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import gc
 
 import pytest
 
-from gpucap.apis.serde import collector_paused
+from gpucap.runtime.collector import collector_paused
 
 
 @pytest.mark.parametrize("enabled", [True, False])
