@@ -971,6 +971,9 @@ class Results:
     pod_errors: dict[str, str]  # pod key -> reason, for pods that did not schedule
     pool_notes: dict[str, str]  # NodePool -> why it took no part (no compatible instance type)
     pods: dict[str, Pod]  # pod key -> pod, every pod considered
+    # The solve stopped once it planned more NodeClaims than its caller allowed (`solve`'s
+    # `stop_past`): the claims are not finalized and the pod errors are not complete.
+    stopped: bool = False
 
     def pods_on_existing_nodes(self) -> dict[str, list[str]]:
         return {n.name: [p.key for p in n.pods] for n in self.existing_nodes if n.pods}
@@ -1367,7 +1370,19 @@ class Scheduler:
         return daemon_requests
 
     # ---- the main loop -----------------------------------------------------------------------
-    def solve(self, pods: Sequence[Pod]) -> Results:
+    def solve(self, pods: Sequence[Pod], *, stop_past: int | None = None) -> Results:
+        """Schedule `pods` (Karpenter's `Solve`). `stop_past`: stop as soon as more than this
+        many new NodeClaims are planned (`Results.stopped`), for a caller that acts on no
+        such plan (consolidation). Claims are only added while solving and, when no NodePool
+        has minValues (or the policy relaxes them), finalizing keeps them all: so a stopped
+        solve is one whose full plan has more than `stop_past` claims. Where finalizing may
+        drop a claim (minValues), the solve runs to the end."""
+        if (
+            stop_past is not None
+            and not self.relax_min_values
+            and any(t.requirements.has_min_values() for t in self.templates)
+        ):
+            stop_past = None
         errors: dict[str, str] = {}
         considered: dict[str, Pod] = {}
         # Each pod with its key, computed once (a relaxed copy keeps the pod's metadata, so
@@ -1401,6 +1416,15 @@ class Scheduler:
             reason = self._try_schedule(pod, key)
             if reason is None:
                 errors.pop(key, None)
+                if stop_past is not None and len(self.new_node_claims) > stop_past:
+                    return Results(
+                        self.new_node_claims,
+                        self.existing,
+                        errors,
+                        self.pool_notes,
+                        considered,
+                        stopped=True,
+                    )
                 continue
             errors[key] = reason
             self._update(pod, key)

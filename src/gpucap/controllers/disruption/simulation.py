@@ -11,6 +11,11 @@ without the candidates.
 - For consolidation (`IsConsolidationSimulation`): a node still inside its NodePool's
   consolidateAfter takes no pod that is moving off a candidate (pending pods and pods of
   deleting nodes still may); new NodeClaims are never held back.
+- A consolidation simulation stops solving once it plans a second new NodeClaim and answers
+  None: consolidation acts on no plan with more than one (`computeConsolidation` and the
+  validator both give up on `len(NewNodeClaims) > 1`, consolidation.go and validation.go
+  @ 2266468104f3), and a solve only adds claims (see `Scheduler.solve`'s `stop_past`). Drift
+  may replace a node with several NodeClaims: it always runs the whole solve.
 - A pod placed on an existing node that is not initialized is an error, unless it comes from a
   deleting node (`UninitializedNodeError`): a decision must not rest on a node still coming up.
 `errors` are the scheduling errors of the pods that are not pending (candidates' and deleting
@@ -119,7 +124,8 @@ def simulate_scheduling(
     inputs: PassInputs | None = None,
 ) -> Simulation | None:
     """Simulate the candidates gone (see the module docstring); None when one of them is
-    being deleted already. `inputs`: the pass's shared inputs (else gathered here)."""
+    being deleted already, or (`consolidation`) when more than one new NodeClaim would be
+    needed. `inputs`: the pass's shared inputs (else gathered here)."""
     snap = inputs.snap if inputs is not None else cluster.snapshot()
     names = {c.name for c in candidates}
     deleting = [n for n in snap.nodes if n.marked_for_deletion]
@@ -154,7 +160,9 @@ def simulate_scheduling(
     if consolidation:
         held = inputs.held_back if inputs is not None else held_back(cluster, active, now)
         _hold_back(scheduler.existing, held, frozenset(p.key for p in movers))
-    results = scheduler.solve(pods)
+    results = scheduler.solve(pods, stop_past=1 if consolidation else None)
+    if results.stopped:
+        return None
     must_move = {p.key for p in movers} | {p.key for p in from_deleting}
     from_deleting_keys = {p.key for p in from_deleting}
     errors = {k: v for k, v in results.pod_errors.items() if k in must_move}
