@@ -79,6 +79,7 @@ __all__ = [
     "NodeClaimTemplate",
     "PassCache",
     "PoolInput",
+    "Refusal",
     "Results",
     "SchedulingOptions",
     "StateNode",
@@ -120,6 +121,29 @@ class SchedulingError(Exception):
         if isinstance(m, Exception):
             return str(m)
         return m()
+
+
+class Refusal:
+    """Why a target refused a pod, returned rather than raised where the scheduler tries
+    every pod on many targets (`ExistingNode.try_add`): most tries fail, and their messages
+    are never shown, so no exception is built and unwound per try. `why` and `hold` are
+    `SchedulingError`'s; `error()` is the exception the raising API (`can_add`) raises."""
+
+    __slots__ = ("hold", "why")
+
+    def __init__(self, why: str | Exception | Callable[[], str], hold: Hold = None) -> None:
+        self.why = why
+        self.hold = hold
+
+    def error(self) -> SchedulingError:
+        return SchedulingError(self.why, self.hold)
+
+    def __str__(self) -> str:
+        return str(self.error())
+
+
+# What is left on a node only shrinks (pods with a class request nothing negative).
+_EXCEEDS_NODE = Refusal("exceeds node resources", PERMANENT)
 
 
 # ---- inputs -----------------------------------------------------------------------------------
@@ -912,28 +936,39 @@ class ExistingNode:
         return self.state.name
 
     def can_add(self, pod: Pod, data: PodData, topology: Topology) -> Requirements:
-        taint = untolerated(self.taints, pod.spec.tolerations)
-        if taint is not None:
-            raise SchedulingError(f"did not tolerate taint {format_taint(taint)}", PERMANENT)
-        conflict = self.host_ports.conflict(pod, data.ports)
-        if conflict:
-            raise SchedulingError(f"checking host port usage, {conflict}")
+        """The node's requirements with `pod` added, or raises why it refuses (`try_add`)."""
+        out = self.try_add(pod, data, topology)
+        if isinstance(out, Refusal):
+            raise out.error()
+        return out
+
+    def try_add(self, pod: Pod, data: PodData, topology: Topology) -> Requirements | Refusal:
+        """`can_add` returning its refusal (with the reason's `Hold` for the pod classes, see
+        `podclasses.py`): what the scheduler's loop over existing nodes calls."""
+        taints = self.taints
+        if taints:
+            taint = untolerated(taints, pod.spec.tolerations)
+            if taint is not None:
+                return Refusal(lambda: f"did not tolerate taint {format_taint(taint)}", PERMANENT)
+        if data.ports:
+            conflict = self.host_ports.conflict(pod, data.ports)
+            if conflict:
+                return Refusal(f"checking host port usage, {conflict}")
         if not fits(data.requests, self.remaining):
-            # What is left only shrinks (pods with a class request nothing negative).
-            raise SchedulingError("exceeds node resources", PERMANENT)
+            return _EXCEEDS_NODE
         err = self.requirements.compatible(data.requirements)
         if err is not None:
-            raise SchedulingError(err, TARGET)
+            return Refusal(err, TARGET)
         reqs = self.requirements.merge(data.requirements)
         try:
-            topo = topology.add_requirements(pod, self.taints, data.strict_requirements, reqs)
+            topo = topology.add_requirements(pod, taints, data.strict_requirements, reqs)
         except TopologyError as terr:
-            raise SchedulingError(terr, terr.group) from terr
+            return Refusal(terr, terr.group)
         if topo is reqs:
             return reqs  # no topology group applies (see `NodeClaim.can_add`)
         err = reqs.compatible(topo)
         if err is not None:
-            raise SchedulingError(err)
+            return Refusal(err)
         return reqs.merge(topo)
 
     def add(self, pod: Pod, data: PodData, reqs: Requirements, topology: Topology) -> None:
@@ -1506,11 +1541,10 @@ class Scheduler:
             node = existing[i]
             if refusals is not None and refusals.refused(node):
                 continue
-            try:
-                reqs = node.can_add(pod, data, self.topology)
-            except SchedulingError as err:
+            reqs = node.try_add(pod, data, self.topology)
+            if isinstance(reqs, Refusal):
                 if refusals is not None:
-                    refusals.note(node, err.hold)
+                    refusals.note(node, reqs.hold)
                 continue
             node.add(pod, data, reqs, self.topology)
             if refusals is not None:

@@ -41,8 +41,8 @@ from gpucap.scheduling.solver import (
     ExistingNode,
     PodData,
     PoolInput,
+    Refusal,
     Results,
-    SchedulingError,
     StateNode,
 )
 from gpucap.scheduling.topology import Topology
@@ -70,10 +70,14 @@ class _UnderConsolidateAfter(ExistingNode):
 
     movers: frozenset[str] = frozenset()
 
-    def can_add(self, pod: Pod, data: PodData, topology: Topology) -> Requirements:
+    def try_add(self, pod: Pod, data: PodData, topology: Topology) -> Requirements | Refusal:
         if pod.key in self.movers:
-            raise SchedulingError("node is under its NodePool's consolidateAfter")
-        return ExistingNode.can_add(self, pod, data, topology)
+            # Not kept by the pod classes (no `Hold`): the refusal is the pod's own, by key.
+            return _HELD_BACK
+        return ExistingNode.try_add(self, pod, data, topology)
+
+
+_HELD_BACK = Refusal("node is under its NodePool's consolidateAfter")
 
 
 def _unbound(pod: Pod) -> Pod:
