@@ -211,6 +211,8 @@ class SchedulingOptions:
 _CACHE_MAX = 64
 # Existing-node entries: one per label mapping (node) seen; cleared past this many.
 _NODE_CACHE_MAX = 4096
+# Bound pods' entries: one per pod object seen; cleared past this many.
+_POD_CACHE_MAX = 16384
 
 _DaemonKey = tuple[int, ...]
 # A DaemonSet tuple's serial number in its `PassCache` (never reused; 0 without a cache).
@@ -241,6 +243,9 @@ class PassCache:
       a few (a consolidation simulation), builds its existing nodes from these;
     - per node name while the `StateNode` is the same object (the cluster keeps unchanged
       ones) and the DaemonSets the same: all of the above for that node (`_NodeEntry`);
+    - per bound pod object: what it requests (plus `pods: 1`), whether a DaemonSet owns it,
+      its key and host ports (`_BoundPod`), so a node whose pods changed reads only its new
+      pods again (a node gains or loses a pod at a time, and the rest are the same objects);
     - each NodePool's filtered type list per (table, pool requirements, minValues policy);
     - a new type tuple whose requirements are the same objects as a kept list's shares that
       list (so the domains through it and the domain groups are not rebuilt).
@@ -276,6 +281,7 @@ class PassCache:
     )
     node_pods: dict[str, _NodePods] = field(default_factory=dict)
     node_entries: dict[str, _NodeEntry] = field(default_factory=dict)
+    bound_pods: dict[int, _BoundPod] = field(default_factory=dict)
     pool_types: dict[
         tuple[int, Requirements, bool],
         tuple[InstanceTypeTable, tuple[bytes, tuple[InstanceType, ...]] | str],
@@ -386,6 +392,27 @@ class _PoolParts:
             Requirements.from_node_selector(spec.spec.requirements).merge(
                 Requirements.from_labels(spec.metadata.labels)
             ),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _BoundPod:
+    """What a `Scheduler` reads of one bound pod (see `PassCache`); only read."""
+
+    pod: Pod
+    requests: Resources  # plus `pods: 1`
+    daemon: bool  # owned by a DaemonSet
+    key: str
+    ports: tuple[HostPort, ...]
+
+    @classmethod
+    def of(cls, pod: Pod) -> _BoundPod:
+        return cls(
+            pod,
+            add(pod_requests(pod.spec), {"pods": 1}),
+            any(o.kind == "DaemonSet" for o in pod.metadata.owner_references),
+            pod.key,
+            host_ports(pod),
         )
 
 
@@ -1329,24 +1356,34 @@ class Scheduler:
                 and all(a is b for a, b in zip(hit.pods, n.pods, strict=True))
             ):
                 return hit
-        bound = add(*(add(pod_requests(p.spec), {"pods": 1}) for p in n.pods))
-        already = add(
-            *(
-                add(pod_requests(p.spec), {"pods": 1})
-                for p in n.pods
-                if any(o.kind == "DaemonSet" for o in p.metadata.owner_references)
-            )
-        )
+        facts = [self._bound_pod(p) for p in n.pods]
+        bound = add(*(f.requests for f in facts))
+        already = add(*(f.requests for f in facts if f.daemon))
         usage = HostPortUsage()
-        for p in n.pods:
-            usage.add(p, host_ports(p))
+        for f in facts:
+            usage.add(f.pod, f.ports)
         out = _NodePods(
-            tuple(n.pods), bound, already, tuple(p.key for p in n.pods), usage.reserved, []
+            tuple(n.pods), bound, already, tuple(f.key for f in facts), usage.reserved, []
         )
         if cache is not None:
             if len(cache.node_pods) >= _NODE_CACHE_MAX:
                 cache.node_pods.clear()
             cache.node_pods[n.name] = out
+        return out
+
+    def _bound_pod(self, pod: Pod) -> _BoundPod:
+        """`_BoundPod.of(pod)`, kept per pod object with a `PassCache` (frozen models: the
+        same object, the same answers)."""
+        cache = self._cache
+        if cache is None:
+            return _BoundPod.of(pod)
+        hit = cache.bound_pods.get(id(pod))
+        if hit is not None and hit.pod is pod:
+            return hit
+        out = _BoundPod.of(pod)
+        if len(cache.bound_pods) >= _POD_CACHE_MAX:
+            cache.bound_pods.clear()
+        cache.bound_pods[id(pod)] = out
         return out
 
     def _counted(self, n: StateNode, pods: _NodePods) -> tuple[CountedPod, ...]:
@@ -1641,8 +1678,8 @@ class Scheduler:
         cached = self._within.get(template.name)
         if cached is None or cached[0] is not remaining:
             assert template.table is not None
-            within = template.table.within(remaining)
-            cached = self._within[template.name] = (remaining, within, bool(within.any()))
+            within, some = template.table.within(remaining)
+            cached = self._within[template.name] = (remaining, within, some)
         return cached[1], cached[2]
 
     def _limits_exhausted(self, template: NodeClaimTemplate) -> str | None:
