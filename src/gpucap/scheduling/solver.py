@@ -433,8 +433,9 @@ class _NodePods:
 class _NodeEntry:
     """An existing node as a `Scheduler` starts from it: its bound pods' data, those pods as
     the topology counts them, what is left on it (less the DaemonSets that would still come),
-    its requirements and effective taints. Only read (each `ExistingNode` copies `remaining`
-    and the host ports)."""
+    its requirements and effective taints, and what every scheduler reads of the node: its
+    hostname, NodePool, place in the existing-node order and host ports. Only read (each
+    `ExistingNode` replaces `remaining` and copies the host ports before adding to them)."""
 
     state: StateNode
     daemon_serial: int
@@ -445,6 +446,10 @@ class _NodeEntry:
     remaining: Resources
     requirements: Requirements
     taints: tuple[Taint, ...]
+    hostname: str
+    nodepool: str  # "" for a node of no NodePool
+    order: tuple[bool, str]  # initialized nodes first, then by name
+    host_ports: HostPortUsage
 
 
 # ---- per-pod data -------------------------------------------------------------------------------
@@ -1234,32 +1239,29 @@ class Scheduler:
             ignore_preferences=self.options.preference_policy == "Ignore",
             inverse_pods=inverse,
         )
-        self.existing: list[ExistingNode] = []
+        self.topology.register_all(HOSTNAME, [e.hostname for e in entries])
         # Per pool with limits, the capacities of its live nodes: subtracted once below (the
         # same integers as one subtraction per node, and `subtract` keeps the limit's keys).
         used: dict[str, list[Mapping[str, int]]] = {}
-        for n, e in zip(live, entries, strict=True):
-            self.topology.register(HOSTNAME, n.hostname)
-            # `remaining` is replaced, never changed in place, and the host ports are copied
-            # before a pod adds to them (`ExistingNode.add`): both are shared with the entry.
-            self.existing.append(
-                ExistingNode(
-                    n,
-                    e.remaining,
-                    e.requirements,
-                    e.taints,
-                    HostPortUsage(e.pods.ports),
-                )
-            )
-            name = n.nodepool or ""
-            if name in self.remaining_resources:
-                used.setdefault(name, []).append(n.capacity)
+        if self.remaining_resources:
+            for n, e in zip(live, entries, strict=True):
+                if e.nodepool in self.remaining_resources:
+                    used.setdefault(e.nodepool, []).append(n.capacity)
         for name, capacities in used.items():
             self.remaining_resources[name] = {
-                k: v - (len(capacities) if k == "nodes" else sum(c.get(k, 0) for c in capacities))
+                k: v - (len(capacities) if k == "nodes" else sum([c.get(k, 0) for c in capacities]))
                 for k, v in self.remaining_resources[name].items()
             }
-        self.existing.sort(key=lambda e: (not e.state.initialized, e.name))
+        # Initialized nodes first, then by name (a stable sort of the entries' kept keys).
+        orders = [e.order for e in entries]
+        # `remaining` is replaced, never changed in place, and the host ports are copied
+        # before a pod adds to them (`ExistingNode.add`): both are shared with the entry.
+        self.existing: list[ExistingNode] = []
+        for i in sorted(range(len(entries)), key=orders.__getitem__):
+            e = entries[i]
+            self.existing.append(
+                ExistingNode(e.state, e.remaining, e.requirements, e.taints, e.host_ports)
+            )
         self.new_node_claims: list[NodeClaim] = []
         # Planned NodeClaims by pod count, each bucket in creation order (see `_add`).
         self._by_count: dict[int, list[NodeClaim]] = {}
@@ -1335,6 +1337,10 @@ class Scheduler:
             subtract(available, missing_daemons),
             reqs,
             taints,
+            n.hostname,
+            n.nodepool or "",
+            (not n.initialized, n.name),
+            HostPortUsage(pods.ports),
         )
         # Without a serial (no cache, or DaemonSets not kept) nothing is shared.
         if cache is not None and self._daemon_serial:
