@@ -6,7 +6,10 @@ on no plan with more than one. Law (hypothesis): over random GPU fleets with pen
 every candidate alone and every prefix of the candidates (multi-node batches) gets the same
 decision and the validator the same answer, with the stop and with the whole solve (the
 reference: `Scheduler.solve` ignoring `stop_past`). Plus the rules: the stop does happen, and
-drift (not a consolidation simulation) still sees every new NodeClaim."""
+drift (not a consolidation simulation) still sees every new NodeClaim.
+
+And `pass_inputs`' nodes inside their consolidateAfter (kept per snapshot, the clock applied
+per pass) are `held_back`'s, at any time (law)."""
 
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from hypothesis import strategies as st
 
 from gpucap.controllers.disruption.candidates import get_candidates
 from gpucap.controllers.disruption.consolidation import Consolidation
-from gpucap.controllers.disruption.simulation import simulate_scheduling
+from gpucap.controllers.disruption.simulation import held_back, pass_inputs, simulate_scheduling
 from gpucap.controllers.disruption.types import GRACEFUL, Candidate, Proposal
 from gpucap.scheduling.solver import Results, Scheduler
 from tests.controllers.disruption_builders import Env, env, gpu_pod, pool
@@ -160,3 +163,42 @@ def test_drift_simulations_see_every_new_node_claim() -> None:
 def test_a_consolidation_simulation_with_one_new_node_claim_runs_to_the_end() -> None:
     e = _fleet([("g5.12xlarge", "on-demand", 2)], [], ("on-demand",))
     assert _simulate(e, consolidation=True) == (False, 1)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.sampled_from(["0s", "5m", "Never"]),
+    st.lists(st.sampled_from([0, 60, 240, 300]), min_size=1, max_size=4),  # node i comes up
+    st.lists(st.sampled_from([0, 60, 240, 300]), min_size=1, max_size=5),  # passes
+)
+def test_a_pass_holds_back_the_nodes_held_back_would(
+    after: str, arrivals: list[int], passes: list[int]
+) -> None:
+    e = env(pool(after=after), *(gpu_pod(f"p{i}") for i in range(len(arrivals))))
+    for i, wait in enumerate(arrivals):
+        e.clock.advance(wait)
+        e.node(f"n{i}", "g5.xlarge", pods=(f"default/p{i}",))
+    for wait in passes:
+        e.clock.advance(wait)
+        now = e.clock.now()
+        inputs = pass_inputs(
+            e.cluster, e.disruption.provisioner, nodepools=e.cluster.nodepools, now=now
+        )
+        live = [n for n in inputs.snap.nodes if not n.marked_for_deletion]
+        assert inputs.held_back == held_back(e.cluster, live, now)
+
+
+def test_a_node_is_held_back_until_its_consolidate_after_has_passed() -> None:
+    e = env(pool(after="5m"), gpu_pod("p0"))
+    e.node("n0", "g5.xlarge", pods=("default/p0",))
+
+    def held() -> frozenset[str]:
+        now = e.clock.now()
+        provisioner = e.disruption.provisioner
+        return pass_inputs(e.cluster, provisioner, nodepools=e.cluster.nodepools, now=now).held_back
+
+    assert held() == {"n0"}
+    e.clock.advance(299)
+    assert held() == {"n0"}  # the same snapshot, the clock applied again
+    e.clock.advance(1)
+    assert held() == frozenset()

@@ -30,9 +30,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 
 from gpucap.apis.core import Pod
+from gpucap.apis.labels import NODEPOOL
 from gpucap.apis.nodepool import NodePool
 from gpucap.apis.workloads import DaemonSet
-from gpucap.controllers.disruption.candidates import under_consolidate_after
+from gpucap.controllers.disruption.candidates import (
+    consolidate_after,
+    consolidate_after_start,
+    under_consolidate_after,
+)
 from gpucap.controllers.disruption.pods import do_not_disrupt_active, is_reschedulable
 from gpucap.controllers.disruption.types import Candidate
 from gpucap.controllers.provisioning.provisioner import Provisioner
@@ -107,14 +112,67 @@ def pass_inputs(
 ) -> PassInputs:
     """The inputs `simulate_scheduling` would gather itself, gathered once (see `PassInputs`);
     `snap`: the cluster's snapshot when the caller has it."""
-    snap = snap if snap is not None else cluster.snapshot()
-    live = [n for n in snap.nodes if not n.marked_for_deletion]
+    current = cluster.snapshot()
+    snap = snap if snap is not None else current
+    if snap is current:
+        held = frozenset(
+            name
+            for name, start, after in _watched(cluster, snap)
+            if (now - start).total_seconds() < after
+        )
+    else:
+        held = held_back(cluster, [n for n in snap.nodes if not n.marked_for_deletion], now)
     return PassInputs(
         snap,
         provisioner.pools([np for np in nodepools() if np.spec.replicas is None]),
         cluster.daemonsets(),
-        held_back(cluster, live, now),
+        held,
     )
+
+
+# Per snapshot object, the nodes `_watched` found (the last few snapshots).
+_WATCHED: dict[int, tuple[Snapshot, tuple[tuple[str, dt.datetime, int], ...]]] = {}
+_WATCHED_MAX = 8
+
+
+def _watched(cluster: Cluster, snap: Snapshot) -> tuple[tuple[str, dt.datetime, int], ...]:
+    """The snapshot's live nodes that `held_back` may hold back, none of it the clock's: each
+    with where its consolidateAfter counts from and how long it is (a node is held back while
+    less than that has passed). `snap` is the cluster's current snapshot: the cluster hands
+    out a new snapshot object whenever anything changes (its version moves with every
+    NodeClaim, NodePool and pod), so the same object means the same NodeClaims and NodePools,
+    and the answer is kept per snapshot object; only the clock part is left to each pass."""
+    hit = _WATCHED.get(id(snap))
+    if hit is not None and hit[0] is snap:
+        return hit[1]
+    claims = {c.status.node_name or c.name: c for c in cluster.node_claims()}
+    # Each NodePool's consolidateAfter, looked up once per name (a fleet has few pools).
+    afters: dict[str, int | None] = {}
+    out: list[tuple[str, dt.datetime, int]] = []
+    for node in snap.nodes:
+        if node.marked_for_deletion:
+            continue
+        claim = claims.get(node.name)
+        if claim is None:
+            continue
+        name = node.labels.get(NODEPOOL)
+        if name is None:
+            continue  # not managed
+        if name in afters:
+            after = afters[name]
+        else:
+            nodepool = cluster.nodepool(name)
+            after = afters[name] = consolidate_after(nodepool) if nodepool is not None else None
+        if not after:
+            continue  # `under_consolidate_after` is False at any time
+        start = consolidate_after_start(claim)
+        if start is None:
+            continue
+        out.append((node.name, start, after))
+    if len(_WATCHED) >= _WATCHED_MAX:
+        _WATCHED.clear()
+    _WATCHED[id(snap)] = (snap, tuple(out))
+    return tuple(out)
 
 
 def simulate_scheduling(
