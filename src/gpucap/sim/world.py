@@ -89,7 +89,14 @@ from gpucap.sim.scenario import LoadedScenario, ScenarioAction, ScenarioError
 from gpucap.sim.summary import summarize
 from gpucap.state.cluster import Cluster
 
-__all__ = ["POD_RETRY_SECONDS", "SimulationResult", "World", "simulate"]
+__all__ = [
+    "POD_RETRY_SECONDS",
+    "SimulationResult",
+    "World",
+    "due_inputs",
+    "next_disruption_time",
+    "simulate",
+]
 
 # Priorities at one instant (lower runs first): the scenario's own actions, then what nodes do
 # by themselves, then kube-scheduler's binding, then Karpenter's controllers.
@@ -228,6 +235,18 @@ class World:
         self._unbindable: dict[str, tuple[Node, Pod, Resources | None]] = {}
         # NodeClaim -> (the object, whether it is Drifted=True) (`_could_now`).
         self._drifted: dict[str, tuple[NodeClaim, bool]] = {}
+        # What `_next_disruption_time` keeps: the NodePool objects, by name, whether one has a
+        # scheduled budget, and per NodeClaim object (by id; the entry holds it) where its
+        # consolidateAfter counts from and its length (None: not counting, or run out).
+        self._due: (
+            tuple[
+                tuple[NodePool, ...],
+                dict[str, NodePool],
+                bool,
+                dict[int, tuple[NodeClaim, dt.datetime | None, int]],
+            ]
+            | None
+        ) = None
 
     # ---- running --------------------------------------------------------------------------------
     def run(self, on_step: Callable[[float], None] | None = None) -> SimulationResult:
@@ -1036,25 +1055,41 @@ class World:
 
     def _next_disruption_time(self) -> float:
         """The next time an idle disruption pass could find something without the cluster
-        changing (see `_disrupt`)."""
+        changing (see `_disrupt`): `next_disruption_time` of `due_inputs`, from what is kept.
+        Per NodeClaim object (frozen) where its consolidateAfter counts from, while the
+        NodePool objects are the same; a NodeClaim whose consolidateAfter has run out is not
+        looked at again until it changes (the clock only moves on, and the due time is
+        non-increasing in it: the difference of datetimes is exact and `total_seconds` and
+        the additions are monotone), so an idle pass walks the NodeClaims by identity only.
+        The arithmetic for the others is `next_disruption_time`'s, on every call."""
         now = self.clock.now()
-        soonest = float("inf")
-        pools = {np.name: np for np in self.cluster.nodepools()}
-        if any(b.schedule for np in pools.values() for b in (np.spec.disruption.budgets or [])):
-            soonest = (self.now // 60 + 1) * 60
-        for claim in self.cluster.node_claims():
-            np = pools.get(claim.metadata.labels.get(NODEPOOL, ""))
-            if np is None:
-                continue
-            after = consolidate_after(np)
-            if not after:
-                continue
-            start = consolidate_after_start(claim)
+        seconds = self.now
+        pools = tuple(self.cluster.nodepools())
+        kept = self._due
+        if (
+            kept is None
+            or len(kept[0]) != len(pools)
+            or any(a is not b for a, b in zip(kept[0], pools, strict=True))
+        ):
+            by_name = {np.name: np for np in pools}
+            kept = self._due = (pools, by_name, _scheduled(by_name.values()), {})
+        _, by_name, scheduled, starts = kept
+        claims = self.cluster.node_claims()
+        if len(starts) > 4 * len(claims) + 64:
+            starts.clear()  # entries of NodeClaims gone (each holds its object)
+        soonest = (seconds // 60 + 1) * 60 if scheduled else float("inf")
+        for claim in claims:
+            entry = starts.get(id(claim))
+            if entry is None or entry[0] is not claim:
+                entry = starts[id(claim)] = (claim, *_due_of(claim, by_name))
+            start = entry[1]
             if start is None:
                 continue
-            due = (start - now).total_seconds() + after
+            due = (start - now).total_seconds() + entry[2]
             if due > 0:
-                soonest = min(soonest, self.now + due)
+                soonest = min(soonest, seconds + due)
+            else:
+                starts[id(claim)] = (claim, None, 0)  # run out, and stays so
         return soonest
 
     def _disruption_result(self, result: DisruptionResult) -> None:
@@ -1203,6 +1238,57 @@ def simulate(
 
 
 # ---- helpers ------------------------------------------------------------------------------------
+def due_inputs(
+    claims: Iterable[NodeClaim], nodepools: Iterable[NodePool]
+) -> tuple[bool, tuple[tuple[dt.datetime, int], ...]]:
+    """What `next_disruption_time` reads of the cluster: whether a NodePool has a scheduled
+    budget, and per NodeClaim of a NodePool with a non-zero consolidateAfter, where that counts
+    from and its length in seconds (in the NodeClaims' order; NodeClaims not Initialized and
+    of unknown NodePools left out). The reference `World._next_disruption_time` keeps."""
+    pools = {np.name: np for np in nodepools}
+    starts: list[tuple[dt.datetime, int]] = []
+    for claim in claims:
+        start, after = _due_of(claim, pools)
+        if start is not None:
+            starts.append((start, after))
+    return _scheduled(pools.values()), tuple(starts)
+
+
+def _scheduled(nodepools: Iterable[NodePool]) -> bool:
+    return any(b.schedule for np in nodepools for b in (np.spec.disruption.budgets or []))
+
+
+def _due_of(claim: NodeClaim, pools: Mapping[str, NodePool]) -> tuple[dt.datetime | None, int]:
+    """Where the NodeClaim's consolidateAfter counts from and its length (None, 0: it does
+    not count: unknown NodePool, Never or zero, not Initialized)."""
+    np = pools.get(claim.metadata.labels.get(NODEPOOL, ""))
+    if np is None:
+        return None, 0
+    after = consolidate_after(np)
+    if not after:
+        return None, 0
+    start = consolidate_after_start(claim)
+    return (start, after) if start is not None else (None, 0)
+
+
+def next_disruption_time(
+    now: dt.datetime,
+    seconds: float,
+    scheduled: bool,
+    starts: Iterable[tuple[dt.datetime, int]],
+) -> float:
+    """The next time (seconds since the start; `seconds` is now) at which an idle disruption
+    pass could find something the cluster did not change: the next minute boundary while a
+    NodePool has a scheduled budget, the soonest consolidateAfter still running
+    (`due_inputs`); infinity when none."""
+    soonest = (seconds // 60 + 1) * 60 if scheduled else float("inf")
+    for start, after in starts:
+        due = (start - now).total_seconds() + after
+        if due > 0:
+            soonest = min(soonest, seconds + due)
+    return soonest
+
+
 def _ns_name(namespace: str, name: str) -> str:
     return f"{namespace}/{name}" if namespace else name
 
