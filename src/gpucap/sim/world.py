@@ -493,6 +493,7 @@ class World:
         """Pod `key` is pending (created, evicted, or its NodeClaim went): open or extend the
         batch window and run the provisioner when it closes."""
         self._maybe_pending.add(key)
+        self.engine.wake(self._pod_trigger)  # see `_retrigger`
         self.batcher.add(self.now, key)
         self._trigger_provisioning()
 
@@ -508,9 +509,12 @@ class World:
         """Karpenter's pod controller: a provisionable pod triggers the provisioner every 10 s.
         Nothing the scheduler sees changed since the last pass (the same cluster state and
         insufficient-capacity marks): that pass's answer stands, so no trigger. No pod
-        became pending since the last look: nothing to trigger for either (most runs)."""
+        became pending since the last look: nothing to trigger for either (most runs), and
+        every run every 10 s would come here again until `_pending` adds a pod: the engine
+        holds them until it wakes this one (`Engine.idle`: the same grid of times)."""
         if not self._maybe_pending:
-            return POD_RETRY_SECONDS
+            self.engine.idle(self._pod_trigger, POD_RETRY_SECONDS)
+            return None
         self.aws.unavailable.expire()
         if (self._version, tuple(self.aws.unavailable.active())) == self._last_pass:
             return POD_RETRY_SECONDS
