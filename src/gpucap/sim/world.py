@@ -913,15 +913,10 @@ class World:
         return fits(_requests(pod), free)
 
     def _bind(self, key: str, node_name: str) -> None:
-        pod = self.cluster.bind(key, node_name)
-        pod = pod.model_copy(
-            update={
-                "status": pod.status.model_copy(
-                    update={"phase": "Running", "start_time": self.clock.now().isoformat()}
-                )
-            }
+        status = self.cluster.pod(key).status.model_copy(
+            update={"phase": "Running", "start_time": self.clock.now().isoformat()}
         )
-        self.cluster.add_pod(pod)
+        pod = self.cluster.bind(key, node_name, status=status)
         self._place(pod, node_name)
         self.pod_events.pod_changed(pod, node_name)
         claim = self._claim_of_node(node_name)
