@@ -240,6 +240,7 @@ def test_the_incremental_snapshot_and_indexes_are_the_scans_after_every_change(
     nodes = {n.metadata.name: n for n in cluster.nodes()}
     for op in ops:
         change(cluster, clock, claims, nodes, op, serial=len(ops))
+        assert cluster.has_pending() == bool(rebuilt(cluster).pending)
         assert cluster.snapshot() == rebuilt(cluster)
         assert cluster.synced() == all(c.status.provider_id for c in cluster.node_claims())
         for pool in [*(np.metadata.name for np in BASE.nodepools), "nowhere"]:

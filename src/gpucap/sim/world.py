@@ -543,11 +543,12 @@ class World:
         fingerprint = (self._version, marks)
         if fingerprint == self._last_pass:
             return None
-        snap = self.cluster.snapshot()
-        pending = list(snap.pending)
-        if not pending:
+        if not self.cluster.has_pending():
+            # No pod to schedule: the pass would stop here, without the snapshot.
             self._last_pass = fingerprint
             return None
+        snap = self.cluster.snapshot()
+        pending = list(snap.pending)
         pools = self._ready_nodepools()
         results = self.provisioner.schedule(
             pools,

@@ -309,6 +309,14 @@ class Cluster:
         touched |= marked ^ built[3]
         return touched
 
+    def has_pending(self) -> bool:
+        """Whether `snapshot().pending` has a pod, without building the snapshot: an unbound
+        pod that is pending (`is_pending`) and not nominated now. The world asks it before a
+        provisioning pass, which needs the snapshot only when a pod is pending."""
+        nominated = self._active_nominations()
+        pods = self._pods
+        return any(k not in nominated and is_pending(pods[k]) for k in self._unbound)
+
     def _slot_state(
         self,
         states: dict[tuple[bool, str], tuple[_StateInputs, StateNode]],
