@@ -31,6 +31,7 @@ Called by `gpucap simulate` and `gpucap demo`.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -113,6 +114,8 @@ _GPU_KEYS = (*GPU_RESOURCES, NVIDIA_GPU_SHARED)
 # How often a skipped garbage-collection pass looks again whether anything it reads changed
 # (the instance collector's own period, garbagecollection.go).
 GC_IDLE_RECHECK_S = 10.0
+# At most this many runs of an idle disruption loop's chain are skipped at once (`_resume_at`).
+_CHAIN_STEPS = 10_000
 # One NodePool's part of a pending reason (scheduling/solver.py: `nodepool "NAME": ...`).
 _POOL_REASON = re.compile(r'nodepool "((?:[^"\\]|\\.)*)": ([^;]*)')
 
@@ -222,6 +225,9 @@ class World:
         self._last_pass: tuple[int, tuple[str, ...]] | None = None
         self._idle_key: tuple[int, tuple[str, ...]] | None = None  # see `_disrupt`
         self._idle_until = 0.0
+        # Whether an idle disruption loop's runs are held by the engine (`_resume_at`); off:
+        # each runs and requeues (the reference the laws compare with).
+        self.idle_chains = True
         self._gc_idle: tuple[int, int] | None = None  # see `_collect`
         self._claims_touched = 0  # bumped by every change to NodeClaims, Nodes or instances
         self._could: tuple[int, bool] = (-1, False)  # see `_could_disrupt`
@@ -994,7 +1000,14 @@ class World:
         functions of those, so the skipped passes would have found nothing too."""
         key = (self._version, tuple(self.aws.unavailable.active()))
         if key == self._idle_key and self.now < self._idle_until:
-            return min(POLLING_PERIOD_S, self._idle_until - self.now)
+            if not self.idle_chains:
+                return min(POLLING_PERIOD_S, self._idle_until - self.now)
+            # Every run of the chain of requeues below (10 s, then what is left to the idle
+            # time) would come here again until the cluster changes (`_changed` wakes it), a
+            # mark expires or the idle time is reached: the engine holds them and runs the
+            # one at which the first of those two clocks runs out (`_resume_at`).
+            self.engine.idle(self._disruption, POLLING_PERIOD_S, resume_at=self._resume_at())
+            return None
         if (
             not self.disruption.commands()
             and self.disruption.waiting() is None
@@ -1026,6 +1039,25 @@ class World:
         else:
             self._idle_key = None
         return result.requeue_after if result.requeue_after is not None else POLLING_PERIOD_S
+
+    def _resume_at(self) -> float | None:
+        """The first run of an idle disruption loop's chain of requeues (`_disrupt`: 10 s
+        while more is left to `_idle_until`, then what is left, each added to the engine's
+        time as the engine adds a requeue) at which the run may not return at once: the idle
+        time reached, or the clock at or past the soonest insufficient-capacity mark's end
+        (the marks are part of the pass's key; new marks come with a change, which wakes the
+        loop). None: neither ever (the plain 10-s grid of `Engine.idle`). A long chain is
+        cut at `_CHAIN_STEPS` runs: that run then finds the same and idles again."""
+        until = self._idle_until
+        expiry = self.aws.unavailable.next_expiry()
+        if expiry is None and math.isinf(until):
+            return None
+        t = self.now
+        for _ in range(_CHAIN_STEPS):
+            t = t + min(POLLING_PERIOD_S, until - t)
+            if t >= until or (expiry is not None and self.engine.clock_at(t) >= expiry):
+                break
+        return t
 
     def _could_disrupt(self) -> bool:
         """Whether some method could have a candidate: a NodePool whose consolidateAfter is
