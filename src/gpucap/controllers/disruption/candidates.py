@@ -15,7 +15,8 @@ A NodeClaim is a candidate when, in this order:
   this is waived when the NodeClaim has a terminationGracePeriod).
 Its price is the first offering of its instance type in its zone and capacity type (0 when
 unknown, as `resolveNodePrice`); its reschedulable pods are `pods.is_reschedulable`; its
-disruption cost is the eviction cost of all its pods times the lifetime remaining.
+disruption cost (`disruption_cost`, asked with the time) is the eviction cost of all its pods
+times the lifetime remaining.
 
 `consolidatable` is Karpenter's `Consolidatable` condition, derived instead of stored: the
 NodePool's consolidateAfter is not `Never`, the NodeClaim is Initialized, and consolidateAfter
@@ -66,6 +67,7 @@ __all__ = [
     "consolidatable",
     "consolidate_after",
     "consolidate_after_start",
+    "disruption_cost",
     "drifted_reason",
     "get_candidates",
     "node_price",
@@ -238,7 +240,6 @@ class _Row:
     instance_type: InstanceType | None
     price: float
     fixed: bool
-    expiry: tuple[int, dt.datetime] | None  # `pods.expiry` of the NodeClaim
     drifted: str  # `drifted_reason` of the NodeClaim
     last: Candidate | None = None
 
@@ -286,7 +287,6 @@ def _row(
         it,
         node_price(it, labels.get(ZONE, ""), labels.get(CAPACITY_TYPE, "")),
         fixed,
-        expiry(claim),
         drifted_reason(claim),
     )
     if len(_ROWS) >= _ROWS_SIZE:
@@ -380,20 +380,19 @@ def get_candidates(
 
 def _candidate(row: _Row, now: dt.datetime, disruption_class: str) -> Candidate | None:
     """`NewCandidate` for a row whose fixed checks hold: the do-not-disrupt pods (the clock
-    decides for duration annotations), then the candidate, the last one again while its
-    clock-dependent disruption cost is the same value."""
+    decides for duration annotations), then the candidate: the row's last one again (every
+    field comes from the row's objects, none from the clock)."""
     claim, on = row.claim, row.on
     if on.annotated:
         blocked = any(do_not_disrupt_active(p, now) for p in on.annotated)
         waived = disruption_class == EVENTUAL and claim.spec.termination_grace_period is not None
         if blocked and not waived:
             return None
+    last = row.last
+    if last is not None:
+        return last
     nodepool = row.nodepool
     assert nodepool is not None  # `fixed` holds
-    disruption_cost = on.eviction * lifetime_at(row.expiry, now)
-    last = row.last
-    if last is not None and last.disruption_cost == disruption_cost:
-        return last  # every other field comes from the row's objects
     labels = row.state.labels
     out = Candidate(
         node_claim=claim,
@@ -405,8 +404,16 @@ def _candidate(row: _Row, now: dt.datetime, disruption_class: str) -> Candidate 
         zone=labels.get(ZONE, ""),
         price=row.price,
         reschedulable_pods=on.reschedulable,
-        disruption_cost=disruption_cost,
         drifted=row.drifted,
     )
     row.last = out
     return out
+
+
+def disruption_cost(candidate: Candidate, now: dt.datetime) -> float:
+    """`NewCandidate`'s disruption cost at `now`: the eviction cost of all the node's pods
+    times the NodeClaim's lifetime remaining (karpenter-disruption.md §1.4). A function of the
+    clock rather than a field, so that the candidate object stays the same from pass to pass;
+    no v1.14 method reads it (they sort by savings ratio), tests do."""
+    on = _ON_NODE(candidate.state_node)
+    return on.eviction * lifetime_at(expiry(candidate.node_claim), now)
