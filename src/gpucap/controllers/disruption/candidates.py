@@ -64,11 +64,14 @@ from gpucap.state.snapshot import Snapshot
 
 __all__ = [
     "DRIFTED",
+    "Gate",
     "consolidatable",
+    "consolidatable_gate",
     "consolidate_after",
     "consolidate_after_start",
     "disruption_cost",
     "drifted_reason",
+    "gate_passed",
     "get_candidates",
     "node_price",
     "under_consolidate_after",
@@ -117,15 +120,35 @@ def under_consolidate_after(claim: NodeClaim, nodepool: NodePool | None, now: dt
 def consolidatable(claim: NodeClaim, nodepool: NodePool, now: dt.datetime) -> bool:
     """Karpenter's `Consolidatable=True` (see the module docstring): consolidateAfter not
     Never, Initialized, and not `under_consolidate_after`."""
+    return gate_passed(consolidatable_gate(claim, nodepool), now)
+
+
+# `consolidatable` without the clock: None (never), or (start, after): consolidatable once
+# `after` seconds have passed since `start` (start None: at once).
+Gate = tuple[dt.datetime | None, int] | None
+
+
+def consolidatable_gate(claim: NodeClaim, nodepool: NodePool) -> Gate:
+    """What `consolidatable` reads of the NodeClaim and NodePool, none of it the clock: the
+    methods keep it per candidate (`Consolidation.should_disrupt`, `Emptiness`) and ask
+    `gate_passed` each pass."""
     after = consolidate_after(nodepool)
     if after is None:
-        return False
+        return None
     initialized, start = _FACTS(claim)
     if not initialized:
-        return False
+        return None
     if not after or start is None:
-        return True
-    return not (now - start).total_seconds() < after
+        return (None, 0)
+    return (start, after)
+
+
+def gate_passed(gate: Gate, now: dt.datetime) -> bool:
+    """`consolidatable` at `now` from its `consolidatable_gate` (the same comparison)."""
+    if gate is None:
+        return False
+    start, after = gate
+    return start is None or not (now - start).total_seconds() < after
 
 
 def drifted_reason(claim: NodeClaim) -> str:
@@ -301,6 +324,78 @@ _ROWS: dict[str, _Row] = {}
 _ROWS_SIZE = 4096
 
 
+@dataclass(slots=True, eq=False)
+class _Selection:
+    """One `get_candidates` answer and every input it read but the clock: the cluster and its
+    snapshot (the same snapshot object means the same pods, Nodes, NodeClaims, nominations and
+    marks: `Cluster.snapshot`), the NodePool objects, each one's instance-type index (`None`:
+    no types), the queue's NodeClaims and the disruption class. `rows`: the rows past the
+    fixed, queue, mark and nomination checks, in NodeClaim order; of them only those with
+    annotated pods (`clocked`) can answer differently at another time. `cost` and
+    `disruption`: the NodePool sums over all managed rows."""
+
+    cluster: Cluster
+    snap: Snapshot
+    pools: tuple[NodePool, ...]
+    types: tuple[Mapping[str, InstanceType] | None, ...]
+    in_flight: frozenset[str]
+    disruption_class: str
+    rows: list[_Row]
+    clocked: bool
+    cost: dict[str, float]
+    disruption: dict[str, float]
+    found: list[Candidate]  # the answer when nothing is `clocked` (every row's candidate)
+    totals: dict[str, PoolTotals]
+
+    def holds_for(
+        self,
+        cluster: Cluster,
+        snap: Snapshot,
+        *,
+        pools: Sequence[NodePool],
+        types: Sequence[Mapping[str, InstanceType] | None],
+        in_flight: frozenset[str],
+        disruption_class: str,
+    ) -> bool:
+        """Whether the answer was made from these inputs (all but the clock)."""
+        return (
+            self.snap is snap
+            and self.cluster is cluster
+            and self.disruption_class == disruption_class
+            and len(self.pools) == len(pools)
+            and all(a is b for a, b in zip(self.pools, pools, strict=True))
+            and all(a is b for a, b in zip(self.types, types, strict=True))
+            and self.in_flight == in_flight
+        )
+
+    def answer(self, now: dt.datetime) -> tuple[list[Candidate], dict[str, PoolTotals]]:
+        """The answer at `now`: the rows' candidates again, the do-not-disrupt durations of
+        the clocked ones asked anew."""
+        if not self.clocked:
+            return list(self.found), dict(self.totals)
+        out = [
+            c
+            for c in (_candidate(row, now, self.disruption_class) for row in self.rows)
+            if c is not None
+        ]
+        return out, _totals(out, self.cost, self.disruption)
+
+
+def _totals(
+    out: Sequence[Candidate], cost: Mapping[str, float], disruption: Mapping[str, float]
+) -> dict[str, PoolTotals]:
+    return {
+        name: PoolTotals(cost.get(name, 0.0), disruption.get(name, 0.0))
+        for name in sorted({c.nodepool.name for c in out})
+    }
+
+
+# Disruption class -> the last `get_candidates` answer for it (see `_Selection`): a pass whose
+# cluster did not change since the last one (the clock only, or a command's queue waiting)
+# asks the same question again.
+_LAST: dict[str, _Selection] = {}
+
+
 def get_candidates(
     cluster: Cluster,
     cloud_provider: CloudProvider,
@@ -313,19 +408,64 @@ def get_candidates(
 ) -> tuple[list[Candidate], dict[str, PoolTotals]]:
     """Every candidate (before a method's own filter), in NodeClaim order, and the NodePool
     totals over all managed nodes. `in_flight`: NodeClaim names the queue is carrying out;
-    `instance_types`: per NodePool, when the caller already asked the cloud provider."""
-    snap = snap if snap is not None else cluster.snapshot()
-    by_name = {n.name: n for n in snap.nodes}
-    pools = {np.name: np for np in cluster.nodepools()}
-    types: dict[str, Mapping[str, InstanceType]] = {}
-    for name, np in pools.items():
+    `instance_types`: per NodePool, when the caller already asked the cloud provider. The
+    last answer per disruption class is handed out again (its clocked rows asked anew) while
+    every other input is the same (`_Selection`)."""
+    current = cluster.snapshot() if snap is None else None
+    snap = snap if snap is not None else current
+    assert snap is not None
+    nodepools = cluster.nodepools()
+    by_pool: list[Mapping[str, InstanceType] | None] = []
+    for np in nodepools:
         offered = (
-            instance_types[name]
-            if instance_types is not None and name in instance_types
+            instance_types[np.name]
+            if instance_types is not None and np.name in instance_types
             else cloud_provider.get_instance_types(np)
         )
-        if offered:
-            types[name] = _BY_NAME(offered)
+        by_pool.append(_BY_NAME(offered) if offered else None)
+    flight = frozenset(in_flight)
+    last = _LAST.get(disruption_class)
+    if (
+        last is not None
+        and last.holds_for(
+            cluster,
+            snap,
+            pools=nodepools,
+            types=by_pool,
+            in_flight=flight,
+            disruption_class=disruption_class,
+        )
+        # A snapshot handed in is the cluster's current one only while nothing changed.
+        and (current is not None or cluster.snapshot() is snap)
+    ):
+        return last.answer(now)
+    selection = _select(
+        cluster,
+        snap,
+        nodepools=nodepools,
+        by_pool=by_pool,
+        in_flight=flight,
+        now=now,
+        disruption_class=disruption_class,
+    )
+    _LAST[disruption_class] = selection
+    return list(selection.found), dict(selection.totals)
+
+
+def _select(
+    cluster: Cluster,
+    snap: Snapshot,
+    *,
+    nodepools: Sequence[NodePool],
+    by_pool: Sequence[Mapping[str, InstanceType] | None],
+    in_flight: frozenset[str],
+    now: dt.datetime,
+    disruption_class: str,
+) -> _Selection:
+    """`get_candidates` from the rows (see `_Row`), with what it read (`_Selection`)."""
+    by_name = {n.name: n for n in snap.nodes}
+    pools = {np.name: np for np in nodepools}
+    types = {np.name: t for np, t in zip(nodepools, by_pool, strict=True) if t is not None}
     marked = cluster.marked_for_deletion()
     by_provider_id: dict[str, Node] = {}
     for n in cluster.nodes():
@@ -333,6 +473,8 @@ def get_candidates(
             by_provider_id.setdefault(n.spec.provider_id, n)
     nominated = set(cluster.nominations().values())
     out: list[Candidate] = []
+    rows: list[_Row] = []
+    clocked = False
     cost: dict[str, float] = {}
     disruption: dict[str, float] = {}
     for claim in cluster.node_claims():
@@ -368,14 +510,25 @@ def get_candidates(
             or claim_name in nominated
         ):
             continue
+        rows.append(row)
+        clocked = clocked or bool(row.on.annotated)
         candidate = _candidate(row, now, disruption_class)
         if candidate is not None:
             out.append(candidate)
-    totals = {
-        name: PoolTotals(cost.get(name, 0.0), disruption.get(name, 0.0))
-        for name in sorted({c.nodepool.name for c in out})
-    }
-    return out, totals
+    return _Selection(
+        cluster,
+        snap,
+        tuple(nodepools),
+        tuple(by_pool),
+        in_flight,
+        disruption_class,
+        rows,
+        clocked,
+        cost,
+        disruption,
+        out,
+        _totals(out, cost, disruption),
+    )
 
 
 def _candidate(row: _Row, now: dt.datetime, disruption_class: str) -> Candidate | None:

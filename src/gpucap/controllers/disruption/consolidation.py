@@ -44,8 +44,10 @@ from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE
 from gpucap.apis.nodepool import NodePool
 from gpucap.cloudprovider.types import CloudProvider
 from gpucap.controllers.disruption.candidates import (
-    consolidatable,
+    Gate,
+    consolidatable_gate,
     consolidate_after,
+    gate_passed,
     get_candidates,
 )
 from gpucap.controllers.disruption.constants import (
@@ -62,6 +64,7 @@ from gpucap.controllers.disruption.simulation import (
 from gpucap.controllers.disruption.types import GRACEFUL, Candidate, PoolTotals, Proposal
 from gpucap.controllers.provisioning.provisioner import Provisioner
 from gpucap.runtime.clock import Clock
+from gpucap.runtime.memo import IdentityMemo
 from gpucap.scheduling.instancetypes import (
     InstanceType,
     order_by_price,
@@ -243,6 +246,27 @@ def _can_pass_threshold(c: Candidate, totals: Mapping[str, PoolTotals]) -> bool:
 
 
 # ---- the shared part ---------------------------------------------------------------------------
+def _wants(c: Candidate) -> Gate:
+    """`ShouldDisrupt` without the clock: not static, a known instance type, capacity type and
+    zone labels, consolidateAfter not Never, not empty, a policy other than WhenEmpty; then
+    when the candidate is consolidatable (`consolidatable_gate`). None: never."""
+    if c.static or c.instance_type is None:
+        return None
+    labels = c.state_node.labels
+    if CAPACITY_TYPE not in labels or "topology.kubernetes.io/zone" not in labels:
+        return None
+    if consolidate_after(c.nodepool) is None or c.is_empty:
+        return None
+    if c.nodepool.spec.disruption.consolidation_policy == "WhenEmpty":
+        return None
+    return consolidatable_gate(c.node_claim, c.nodepool)
+
+
+# Per candidate object (frozen; candidate selection hands the same one out pass after pass):
+# every pass filters every candidate, multi- and single-node consolidation alike.
+_WANTS: IdentityMemo[Candidate, Gate] = IdentityMemo(_wants, size=4096)
+
+
 class Consolidation:
     """What emptiness, multi-node and single-node consolidation share (`consolidation` in
     consolidation.go): the cluster, the scheduler, the consolidated-state memo, the budget
@@ -289,17 +313,9 @@ class Consolidation:
         return self.clock.now()
 
     def should_disrupt(self, c: Candidate) -> bool:
-        """consolidation.go `ShouldDisrupt`, shared by multi- and single-node."""
-        if c.static or c.instance_type is None:
-            return False
-        labels = c.state_node.labels
-        if CAPACITY_TYPE not in labels or "topology.kubernetes.io/zone" not in labels:
-            return False
-        if consolidate_after(c.nodepool) is None or c.is_empty:
-            return False
-        if c.nodepool.spec.disruption.consolidation_policy == "WhenEmpty":
-            return False
-        return consolidatable(c.node_claim, c.nodepool, self.now())
+        """consolidation.go `ShouldDisrupt`, shared by multi- and single-node: what does not
+        read the clock kept per candidate object (`_wants`), the clock compared each time."""
+        return gate_passed(_WANTS(c), self.clock.now())
 
     @staticmethod
     def sort(candidates: Sequence[Candidate]) -> list[Candidate]:
