@@ -414,17 +414,17 @@ class Room:
 
     def _movers(self, c: Candidate) -> _Movers:
         """What the candidate's movers (reschedulable pods without an active do-not-disrupt)
-        request together, their kinds and the kinds' key; once per candidate and pass
-        (multi-node asks again for every prefix)."""
+        request together, their kinds and the kinds' key: kept per candidate object when no
+        mover carries a do-not-disrupt annotation (`_STEADY`), else once per candidate and
+        pass (the clock decides; multi-node asks again for every prefix)."""
+        steady = _STEADY.lookup(c)
+        if steady is not None:
+            return steady
         hit = self._of.get(c.name)
         if hit is None or hit[0] is not c:
-            pods = c.reschedulable_pods
-            if _ANNOTATED(pods):
-                movers = _movers_of(
-                    tuple(p for p in pods if not do_not_disrupt_active(p, self.now))
-                )
-            else:  # nothing the clock can keep back: all move, the same answer every pass
-                movers = _ALL_MOVE(pods)
+            movers = _movers_of(
+                tuple(p for p in c.reschedulable_pods if not do_not_disrupt_active(p, self.now))
+            )
             hit = self._of[c.name] = (c, movers)
         return hit[1]
 
@@ -432,16 +432,19 @@ class Room:
         """False only when the candidates' pods provably cannot all move to the other nodes
         plus one cheaper NodeClaim (see the module docstring)."""
         if len(candidates) == 1:
-            need, kinds, key, counts = self._movers(candidates[0])
-        else:
-            movers = [self._movers(c) for c in candidates]
-            need = add(*(m[0] for m in movers))
-            kinds = {k: v for m in movers for k, v in m[1].items()}
-            key = frozenset(kinds)
-            counts = {}
-            for m in movers:
-                for number, n in m[3].items():
-                    counts[number] = counts.get(number, 0) + n
+            return self._may_move_one(candidates[0])
+        return self._may_move_many(candidates)
+
+    def _may_move_many(self, candidates: Sequence[Candidate]) -> bool:
+        """`may_move` of any number of candidates (see the module docstring)."""
+        movers = [self._movers(c) for c in candidates]
+        need = add(*(m[0] for m in movers))
+        kinds = {k: v for m in movers for k, v in m[1].items()}
+        key = frozenset(kinds)
+        counts: dict[int, int] = {}
+        for m in movers:
+            for number, n in m[3].items():
+                counts[number] = counts.get(number, 0) + n
         takers, room = self._room(key, kinds)
         for c in candidates:
             if c.name in takers:
@@ -465,3 +468,46 @@ class Room:
             if n > held + (_how_many(kind[0], best) if best else 0):
                 return False
         return True
+
+    def _may_move_one(self, c: Candidate) -> bool:
+        """`_may_move_many([c])`, the same comparisons written for one (single-node
+        consolidation asks it of every candidate of every pass): the room of the nodes
+        taking its kinds less its own, plus the cheaper types' most."""
+        need, kinds, key, counts = self._movers(c)
+        takers, room = self._room(key, kinds)
+        name = c.state_node.name
+        node = self.free.get(name)
+        offers = (
+            self.non_spot if c.capacity_type == _SPOT and not self.spot_to_spot else self.any_type
+        )
+        best = offers.below(c.price)
+        if name in takers:
+            assert node is not None  # the takers are free nodes
+            own = node.room
+            for k, v in need.items():
+                if v > 0 and v > (room[k] - own.get(k, 0) if k in room else 0) + best.get(k, 0):
+                    return False
+        else:
+            for k, v in need.items():
+                if v > 0 and v > room.get(k, 0) + best.get(k, 0):
+                    return False
+        for number, n in counts.items():
+            kind = kinds[number]
+            held = self._held(number, kind)
+            if node is not None:
+                held -= node.holds(number, kind)
+            if n > held + (_how_many(kind[0], best) if best else 0):
+                return False
+        return True
+
+
+def _steady(c: Candidate) -> _Movers | None:
+    """The candidate's movers when none of its reschedulable pods carries a do-not-disrupt
+    annotation (then all move, whatever the time); None otherwise."""
+    pods = c.reschedulable_pods
+    return None if _ANNOTATED(pods) else _ALL_MOVE(pods)
+
+
+# Per candidate object (candidate selection hands the same one out pass after pass while its
+# node is the same): single-node consolidation asks for every candidate of every pass.
+_STEADY: IdentityMemo[Candidate, _Movers | None] = IdentityMemo(_steady, size=4096)
