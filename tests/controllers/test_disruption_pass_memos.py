@@ -2,7 +2,8 @@
 same objects, against the same thing computed from scratch (hypothesis, random GPU fleets
 with do-not-disrupt pods, changing between passes): candidate selection's last answer per
 disruption class (`candidates._LAST`), the methods' filter kept per candidate object
-(`consolidation._WANTS`, `emptiness._WANTS`)."""
+(`consolidation._WANTS`, `emptiness._WANTS`) and the budgets' last node count
+(`budgets._LAST_COUNT`)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ from hypothesis import strategies as st
 from gpucap.apis.duration import parse_karpenter_duration
 from gpucap.apis.labels import CAPACITY_TYPE, ZONE
 from gpucap.apis.nodepool import NodeClaim, NodePool
+from gpucap.controllers.disruption import budgets as budgets_module
 from gpucap.controllers.disruption import candidates as candidates_module
+from gpucap.controllers.disruption.budgets import pool_counts
 from gpucap.controllers.disruption.candidates import get_candidates
 from gpucap.controllers.disruption.types import EVENTUAL, GRACEFUL, Candidate, PoolTotals
 from gpucap.controllers.nodeclaim.conditions import INITIALIZED, condition
@@ -214,3 +217,29 @@ def test_the_methods_filter_kept_per_candidate_answers_as_read_from_the_objects(
             assert single.should_disrupt(c) == _consolidation_reference(c, now), c.name
             assert emptiness.should_disrupt(c) == _emptiness_reference(c, now), c.name
         _step(e, action, serial, serial, set())
+
+
+def _counted_from_scratch(e: Env, snap: Snapshot | None) -> tuple[dict[str, int], dict[str, int]]:
+    last = dict(budgets_module._LAST_COUNT)
+    budgets_module._LAST_COUNT.clear()
+    try:
+        counts = pool_counts(e.cluster, snap)
+    finally:
+        budgets_module._LAST_COUNT.clear()
+        budgets_module._LAST_COUNT.update(last)
+    return dict(counts.totals), dict(counts.disrupting)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nodes, st.integers(min_value=0, max_value=2), steps)
+def test_budget_counts_handed_out_again_equal_those_counted_from_scratch(
+    fleet: list[tuple[str, int, str]], spare: int, changes: list[tuple[str, int]]
+) -> None:
+    e = _fleet(fleet, spare)
+    stale = e.cluster.snapshot()
+    for serial, (action, i) in enumerate(changes):
+        for snap in (stale, e.cluster.snapshot(), None):
+            kept = pool_counts(e.cluster, snap)
+            assert (dict(kept.totals), dict(kept.disrupting)) == _counted_from_scratch(e, snap)
+        stale = e.cluster.snapshot()
+        _step(e, action, i, serial, set())

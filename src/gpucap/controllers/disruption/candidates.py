@@ -221,12 +221,16 @@ class _OnNode:
 
 
 def _on_node(state: StateNode) -> _OnNode:
-    pods = tuple(p for p in state.pods if p.spec.node_name == state.name)
+    name = state.name
+    pods = tuple(p for p in state.pods if p.spec.node_name == name)
+    costs = [eviction_cost(p) for p in pods]
+    reschedulable = [is_reschedulable(p) for p in pods]
     return _OnNode(
         pods,
-        tuple(p for p in pods if is_reschedulable(p)),
-        sum(eviction_cost(p) for p in pods),
-        sum(max(0.0, eviction_cost(p)) for p in pods if is_reschedulable(p)),
+        tuple(p for p, r in zip(pods, reschedulable, strict=True) if r),
+        # The same sums, in the same order, as one generator over the pods each.
+        sum(costs),
+        sum(max(0.0, c) for c, r in zip(costs, reschedulable, strict=True) if r),
         tuple(p for p in pods if DO_NOT_DISRUPT in p.metadata.annotations),
     )
 

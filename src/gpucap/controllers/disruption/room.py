@@ -285,6 +285,11 @@ class _NodeRoom:
 
 
 _NODE_ROOM: IdentityMemo[StateNode, _NodeRoom] = IdentityMemo(_NodeRoom, size=4096)
+# Per pending-pods tuple of a snapshot (the same tuple while the snapshot is the same object):
+# whether every pending pod is offering-neutral.
+_PENDING_NEUTRAL: IdentityMemo[tuple[Pod, ...], bool] = IdentityMemo(
+    lambda pending: all(_NEUTRAL(p.spec) for p in pending), size=64
+)
 
 
 def _lacks_spot(it: InstanceType, reqs: Requirements) -> bool:
@@ -326,15 +331,18 @@ class Room:
         self.spot_to_spot = spot_to_spot
         # What each node a mover may go to has left, with its taints (`_NodeRoom`).
         self.free: dict[str, _NodeRoom] = {}
-        neutral = all(_NEUTRAL(p.spec) for p in inputs.snap.pending)
+        free = self.free
+        held = inputs.held_back
+        node_room = _NODE_ROOM.lookup
+        neutral = _PENDING_NEUTRAL.lookup(inputs.snap.pending)
         for n in inputs.snap.nodes:
-            node = _NODE_ROOM(n)
-            neutral = neutral and node.neutral
-            if n.marked_for_deletion or not n.initialized or n.name in inputs.held_back:
+            node = node_room(n)
+            if neutral and not node.neutral:
+                neutral = False
+            # `fits` refuses every pod on a node short of something (`left` None).
+            if n.marked_for_deletion or not n.initialized or node.left is None or n.name in held:
                 continue
-            if node.left is None:
-                continue  # `fits` refuses every pod on a node short of something
-            self.free[n.name] = node
+            free[n.name] = node
         self.any_type, self.non_spot = (offers or OfferCache()).get(inputs.pools, neutral=neutral)
         # Per set of mover kinds: the nodes taking at least one of them, and their room summed.
         self._rooms: dict[frozenset[int], _Taken] = {}
