@@ -440,7 +440,7 @@ class Room:
         """False only when the candidates' pods provably cannot all move to the other nodes
         plus one cheaper NodeClaim (see the module docstring)."""
         if len(candidates) == 1:
-            return self._may_move_one(candidates[0])
+            return self.may_move_one(candidates[0])
         return self._may_move_many(candidates)
 
     def _may_move_many(self, candidates: Sequence[Candidate]) -> bool:
@@ -477,7 +477,7 @@ class Room:
                 return False
         return True
 
-    def _may_move_one(self, c: Candidate) -> bool:
+    def may_move_one(self, c: Candidate) -> bool:
         """`_may_move_many([c])`, the same comparisons written for one (single-node
         consolidation asks it of every candidate of every pass): the room of the nodes
         taking its kinds less its own, plus the cheaper types' most."""
