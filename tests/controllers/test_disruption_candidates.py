@@ -61,3 +61,23 @@ def test_the_disruption_cost_follows_the_clock_while_the_objects_stay() -> None:
     assert disruption_cost(second[0], later) < disruption_cost(first[0], start)
     # The candidate itself reads no clock: the same object at both times.
     assert second[0] is first[0]
+
+
+def test_a_node_with_a_pod_nominated_to_it_is_no_candidate() -> None:
+    e = env(pool(), gpu_pod("a"), gpu_pod("b"))
+    e.node("x", "g5.12xlarge", gpus=4, pods=("default/a",))
+    assert [c.name for c in _candidates(e, e.clock.now())] == ["x"]
+    e.cluster.nominate("default/b", "x")
+    assert _candidates(e, e.clock.now()) == []
+
+
+def test_a_node_marked_for_deletion_or_in_the_queue_is_no_candidate() -> None:
+    e = env(pool(), gpu_pod("a"), gpu_pod("b"))
+    e.node("x", "g5.12xlarge", gpus=4, pods=("default/a",))
+    e.node("y", "g5.12xlarge", gpus=4, pods=("default/b",))
+    found, _ = get_candidates(
+        e.cluster, e.provider, e.clock.now(), disruption_class=GRACEFUL, in_flight={"y"}
+    )
+    assert [c.name for c in found] == ["x"]
+    e.cluster.mark_for_deletion("x")
+    assert [c.name for c in _candidates(e, e.clock.now())] == ["y"]

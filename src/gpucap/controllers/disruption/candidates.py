@@ -153,8 +153,9 @@ def gate_passed(gate: Gate, now: dt.datetime) -> bool:
 
 def drifted_reason(claim: NodeClaim) -> str:
     """The Drifted condition's reason when it is True, else "" (memoised per NodeClaim
-    object, as `consolidate_after_start`)."""
-    return _DRIFTED(claim)
+    object, as `consolidate_after_start`; the controller asks it of every NodeClaim of every
+    pass)."""
+    return _DRIFTED.lookup(claim)
 
 
 def _drifted_reason(claim: NodeClaim) -> str:
@@ -179,13 +180,6 @@ def node_price(instance_type: InstanceType | None, zone: str, capacity_type: str
         if o.zone == zone and o.capacity_type == capacity_type:
             return 0.0 if o.price != o.price else o.price
     return 0.0
-
-
-def _node_of(cluster: Cluster, claim: NodeClaim, by_provider_id: Mapping[str, Node]) -> Node | None:
-    node = by_provider_id.get(claim.status.provider_id or "")
-    if node is not None:
-        return node
-    return cluster.node(claim.status.node_name) if claim.status.node_name else None
 
 
 @functools.lru_cache(maxsize=256)
@@ -475,16 +469,21 @@ def _select(
     for n in cluster.nodes():
         if n.spec.provider_id:
             by_provider_id.setdefault(n.spec.provider_id, n)
-    nominated = set(cluster.nominations().values())
+    # NodeClaims no candidate may come from: the queue's, the marked, those with a pod
+    # nominated to them (a marked Node's name is checked on its own).
+    held = in_flight | marked | set(cluster.nominations().values())
     out: list[Candidate] = []
     rows: list[_Row] = []
     clocked = False
     cost: dict[str, float] = {}
     disruption: dict[str, float] = {}
     for claim in cluster.node_claims():
-        node = _node_of(cluster, claim, by_provider_id)
+        status = claim.status
+        node = by_provider_id.get(status.provider_id or "")
         if node is None:
-            continue
+            node = cluster.node(status.node_name) if status.node_name else None
+            if node is None:
+                continue
         node_name = node.metadata.name
         state = by_name.get(node_name)
         if state is None:
@@ -506,16 +505,14 @@ def _select(
             disruption[pool_name] = disruption.get(pool_name, 0.0) + (
                 PER_NODE_BASE_DISRUPTION_COST + row.on.reschedule
             )
-        if (
-            not row.fixed
-            or claim_name in in_flight
-            or claim_name in marked
-            or node_name in marked
-            or claim_name in nominated
-        ):
+        if not row.fixed or claim_name in held or node_name in marked:
             continue
         rows.append(row)
-        clocked = clocked or bool(row.on.annotated)
+        if row.on.annotated:
+            clocked = True
+        elif row.last is not None:
+            out.append(row.last)  # `_candidate` would hand it out again
+            continue
         candidate = _candidate(row, now, disruption_class)
         if candidate is not None:
             out.append(candidate)
