@@ -90,7 +90,7 @@ def consolidate_after_start(claim: NodeClaim) -> dt.datetime | None:
     """Where consolidateAfter counts from: the NodeClaim's last pod event, else when it became
     Initialized; None while it is not Initialized. Memoised per NodeClaim object (frozen):
     every pass asks for every candidate, and again per held-back node."""
-    return _FACTS(claim)[1]
+    return _FACTS.lookup(claim)[1]
 
 
 def _consolidation_facts(claim: NodeClaim) -> tuple[bool, dt.datetime | None]:
@@ -111,7 +111,7 @@ def under_consolidate_after(claim: NodeClaim, nodepool: NodePool | None, now: dt
     after = consolidate_after(nodepool)
     if not after:
         return False
-    start = _FACTS(claim)[1]
+    start = _FACTS.lookup(claim)[1]
     if start is None:
         return False
     return (now - start).total_seconds() < after
@@ -135,7 +135,7 @@ def consolidatable_gate(claim: NodeClaim, nodepool: NodePool) -> Gate:
     after = consolidate_after(nodepool)
     if after is None:
         return None
-    initialized, start = _FACTS(claim)
+    initialized, start = _FACTS.lookup(claim)
     if not initialized:
         return None
     if not after or start is None:

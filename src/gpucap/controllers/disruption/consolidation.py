@@ -319,7 +319,7 @@ class Consolidation:
     def should_disrupt(self, c: Candidate) -> bool:
         """consolidation.go `ShouldDisrupt`, shared by multi- and single-node: what does not
         read the clock kept per candidate object (`_wants`), the clock compared each time."""
-        return gate_passed(_WANTS(c), self.clock.now())
+        return gate_passed(_WANTS.lookup(c), self.clock.now())
 
     @staticmethod
     def sort(candidates: Sequence[Candidate]) -> list[Candidate]:

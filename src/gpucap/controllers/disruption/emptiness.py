@@ -49,7 +49,7 @@ class Emptiness(Consolidation):
     def should_disrupt(self, c: Candidate) -> bool:
         """Empty and consolidatable (see the module docstring): what does not read the clock
         kept per candidate object, the clock compared each time."""
-        return gate_passed(_WANTS(c), self.clock.now())
+        return gate_passed(_WANTS.lookup(c), self.clock.now())
 
     def compute(
         self,
