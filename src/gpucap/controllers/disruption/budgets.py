@@ -194,12 +194,12 @@ def _count(cluster: Cluster, snap: Snapshot) -> PoolCounts:
         claim: NodeClaim | None = (
             cluster.node_claim_for_node(node) if node is not None else cluster.node_claim(sn.name)
         )
-        terminating, claim_deleted = _CLAIM(claim) if claim is not None else (False, False)
+        terminating, claim_deleted = _CLAIM.lookup(claim) if claim is not None else (False, False)
         if terminating:
             continue
         pool = sn.labels.get(NODEPOOL, "")
         totals[pool] = totals.get(pool, 0) + 1
-        ready = node is not None and _READY(node)
+        ready = node is not None and _READY.lookup(node)
         deleting = (
             sn.marked_for_deletion
             or sn.name in marked

@@ -292,7 +292,7 @@ def _row(
         state.initialized
         and claim.metadata.deletion_timestamp is None
         and node.metadata.deletion_timestamp is None
-        and not _TERMINATING(claim)
+        and not _TERMINATING.lookup(claim)
         and node.metadata.annotations.get(DO_NOT_DISRUPT) != "true"
         and nodepool is not None
         and by_name is not None
@@ -304,7 +304,7 @@ def _row(
         nodepool,
         by_name,
         pool_name,
-        _ON_NODE(state),
+        _ON_NODE.lookup(state),
         it,
         node_price(it, labels.get(ZONE, ""), labels.get(CAPACITY_TYPE, "")),
         fixed,
@@ -420,7 +420,7 @@ def get_candidates(
             if instance_types is not None and np.name in instance_types
             else cloud_provider.get_instance_types(np)
         )
-        by_pool.append(_BY_NAME(offered) if offered else None)
+        by_pool.append(_BY_NAME.lookup(offered) if offered else None)
     flight = frozenset(in_flight)
     last = _LAST.get(disruption_class)
     if (
@@ -569,5 +569,5 @@ def disruption_cost(candidate: Candidate, now: dt.datetime) -> float:
     times the NodeClaim's lifetime remaining (karpenter-disruption.md §1.4). A function of the
     clock rather than a field, so that the candidate object stays the same from pass to pass;
     no v1.14 method reads it (they sort by savings ratio), tests do."""
-    on = _ON_NODE(candidate.state_node)
+    on = _ON_NODE.lookup(candidate.state_node)
     return on.eviction * lifetime_at(expiry(candidate.node_claim), now)

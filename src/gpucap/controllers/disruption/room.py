@@ -61,7 +61,7 @@ def offering_neutral(pod: Pod) -> bool:
     """Whether `pod` can never narrow a NodeClaim's zone or capacity type: no nodeSelector or
     node-affinity term (required or preferred) names them, and it has no pod affinity,
     anti-affinity or topology spread (which narrow domains, its own or other pods')."""
-    return _NEUTRAL(pod.spec)
+    return _NEUTRAL.lookup(pod.spec)
 
 
 def _offering_neutral(spec: PodSpec) -> bool:
@@ -148,7 +148,7 @@ class OfferCache:
 
 def _requests(pod: Pod) -> Mapping[str, int]:
     """What the scheduler charges for the pod (its requests plus `pods: 1`); read-only."""
-    return _REQUESTS(pod.spec)
+    return _REQUESTS.lookup(pod.spec)
 
 
 def _left(node: StateNode) -> dict[str, int] | None:
@@ -182,7 +182,7 @@ _Kind = tuple[tuple[tuple[str, int], ...], tuple[Toleration, ...]]
 def _kind(spec: PodSpec) -> tuple[int, _Kind]:
     """The spec's kind and a number standing for it (cheap to hash; numbers are never reused,
     so caches keyed on them stay right when the table is cleared)."""
-    kind = (tuple(sorted(_REQUESTS(spec).items())), tuple(spec.tolerations))
+    kind = (tuple(sorted(_REQUESTS.lookup(spec).items())), tuple(spec.tolerations))
     number = _NUMBERS.get(kind)
     if number is None:
         if len(_NUMBERS) >= _KINDS_SIZE:
@@ -209,7 +209,7 @@ def _movers_of(movers: Sequence[Pod]) -> _Movers:
     kinds: dict[int, _Kind] = {}
     counts: dict[int, int] = {}
     for p in movers:
-        number, kind = _KIND(p.spec)
+        number, kind = _KIND.lookup(p.spec)
         kinds[number] = kind
         counts[number] = counts.get(number, 0) + 1
     return add(*(_requests(p) for p in movers)), kinds, frozenset(kinds), counts
@@ -244,7 +244,7 @@ class _NodeRoom:
     __slots__ = ("_holds", "_takes", "left", "neutral", "taints")
 
     def __init__(self, node: StateNode) -> None:
-        self.neutral = all(_NEUTRAL(p.spec) for p in node.pods)
+        self.neutral = all(_NEUTRAL.lookup(p.spec) for p in node.pods)
         self.left = _left(node)
         self.taints = tuple(node.taints)
         self._takes: dict[int, bool] = {}
@@ -288,7 +288,7 @@ _NODE_ROOM: IdentityMemo[StateNode, _NodeRoom] = IdentityMemo(_NodeRoom, size=40
 # Per pending-pods tuple of a snapshot (the same tuple while the snapshot is the same object):
 # whether every pending pod is offering-neutral.
 _PENDING_NEUTRAL: IdentityMemo[tuple[Pod, ...], bool] = IdentityMemo(
-    lambda pending: all(_NEUTRAL(p.spec) for p in pending), size=64
+    lambda pending: all(_NEUTRAL.lookup(p.spec) for p in pending), size=64
 )
 
 

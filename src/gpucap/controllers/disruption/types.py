@@ -67,7 +67,7 @@ class Candidate:
     def __post_init__(self) -> None:
         """`RescheduleDisruptionCost`: 1 plus the positive eviction costs of the pods that
         would move."""
-        cost = _RESCHEDULE_COST(self.reschedulable_pods)
+        cost = _RESCHEDULE_COST.lookup(self.reschedulable_pods)
         object.__setattr__(self, "reschedule_disruption_cost", cost)
 
     @property
