@@ -26,7 +26,8 @@ Not modelled: PodDisruptionBudgets in candidate selection (`CanEvictPods`; the d
 them, `controllers/termination.py`), CapacityBuffer pods. Called by the controller
 (`controller.py`) once per disruption class per pass, and again by validation. What does not
 read the clock, the queue, the marks or the nominations is kept per NodeClaim from pass to pass
-(`_Row`).
+(`_Row`, with its Candidate object); the last answer per disruption class is handed out again
+while every input but the clock is the same objects (`_Selection`).
 """
 
 from __future__ import annotations

@@ -29,7 +29,8 @@ floor(room / request) of a kind (`_NodeRoom.holds`), the new NodeClaim at most w
 allocatable of the types that count allows.
 Built once per pass from the pass's `PassInputs`; the per-kind answers (which nodes take a
 kind, their room, how many pods of a kind they hold) are carried to the next pass's `Room`
-and corrected for the nodes that changed (`RoomCache`).
+and corrected for the nodes that changed (`RoomCache`); a candidate's movers are kept per
+candidate object while none carries do-not-disrupt (`_STEADY`).
 """
 
 from __future__ import annotations
@@ -348,7 +349,8 @@ class Room:
         self._rooms: dict[frozenset[int], _Taken] = {}
         # Per mover kind (number): how many such pods the free nodes hold together.
         self._holds: dict[int, int] = {}
-        # Candidate name -> (the candidate, its movers' summed requests, kinds and their key).
+        # Candidate name -> (the candidate, its movers), for candidates with do-not-disrupt pods
+        # (the others: `_STEADY`).
         self._of: dict[str, tuple[Candidate, _Movers]] = {}
         # The previous pass's answers, valid for its `free`, and the names whose node changed
         # since (added, gone or another `_NodeRoom`).
