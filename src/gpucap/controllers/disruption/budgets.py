@@ -39,6 +39,7 @@ from gpucap.apis.labels import NODEPOOL
 from gpucap.apis.nodepool import Budget, NodeClaim, NodePool
 from gpucap.controllers.nodeclaim.conditions import INSTANCE_TERMINATING, is_true
 from gpucap.runtime.memo import IdentityMemo
+from gpucap.scheduling.solver import StateNode
 from gpucap.state.cluster import Cluster
 from gpucap.state.snapshot import Snapshot
 
@@ -156,60 +157,109 @@ def pool_counts(cluster: Cluster, snap: Snapshot | None = None) -> PoolCounts:
     docstring), over `snap` (the cluster's snapshot when the caller has it). The last count
     is handed out again while the snapshot is the same object and still the cluster's: it
     reads nothing else (the same snapshot means the same Nodes, NodeClaims and marks) and no
-    clock. Read-only to callers."""
+    clock. A new snapshot that is the cluster's is counted from the last count's rows (see
+    `_Row`): only its new state nodes are looked at. Read-only to callers."""
     current = cluster.snapshot() if snap is None else None
     snap = snap if snap is not None else current
     assert snap is not None
     last = _LAST_COUNT.get(id(cluster))
-    if (
-        last is not None
-        and last[0] is cluster
-        and last[1] is snap
-        and (current is not None or cluster.snapshot() is snap)
-    ):
+    is_current = current is not None or cluster.snapshot() is snap
+    if last is not None and last[0] is cluster and last[1] is snap and is_current:
         return last[2]
-    counts = _count(cluster, snap)
+    if not is_current:
+        # A snapshot taken before a change: its state nodes are not the cluster's objects'
+        # now, so no row applies (and the cluster's count is kept).
+        return _count(cluster, snap, None)[0]
+    counts, rows = _count(
+        cluster, snap, last[3] if last is not None and last[0] is cluster else None
+    )
     if len(_LAST_COUNT) >= _LAST_COUNT_SIZE:
         _LAST_COUNT.clear()
-    _LAST_COUNT[id(cluster)] = (cluster, snap, counts)
+    _LAST_COUNT[id(cluster)] = (cluster, snap, counts, rows)
     return counts
 
 
+# One state node's part of the count, computed from the objects (see `_row`): the state
+# node, whether it looked the Node and NodeClaim up (managed and initialized), the Node and
+# NodeClaim it found, its NodePool name (None: not
+# counted: unmanaged, not initialized or its instance terminating), whether its Node is
+# Ready, and whether it is being deleted by what it carries itself (its mark, the NodeClaim's
+# or an unclaimed Node's deletionTimestamp). The cluster's marks are read per count.
+_Row = tuple[StateNode, bool, Node | None, NodeClaim | None, str | None, bool, bool]
+
 # Per cluster (by id; each entry holds its cluster, so the id is not reused while it lives):
-# its last snapshot and that snapshot's count. A disruption pass whose cluster did not change
-# since the last one, and validation 15 s later, count the same nodes again.
-_LAST_COUNT: dict[int, tuple[Cluster, Snapshot, PoolCounts]] = {}
+# its last snapshot, that snapshot's count and rows (by the state node's id: the row holds
+# the state node, so the id is not reused while it is kept). A disruption pass whose cluster
+# did not change since the last one, and validation 15 s later, count the same nodes again;
+# after a change most state nodes are the last snapshot's objects (`Cluster.snapshot` reuses
+# a state node while its Node, NodeClaim, pods, nominations and mark are the same objects).
+_LAST_COUNT: dict[int, tuple[Cluster, Snapshot, PoolCounts, dict[int, _Row]]] = {}
 _LAST_COUNT_SIZE = 16
 
 
-def _count(cluster: Cluster, snap: Snapshot) -> PoolCounts:
-    """`pool_counts` walking the snapshot's nodes."""
+def _row(cluster: Cluster, sn: StateNode) -> _Row:
+    """A state node's row, from the cluster's objects (what `_count` always read)."""
+    if not sn.managed or not sn.initialized:
+        return (sn, False, None, None, None, False, False)
+    node = cluster.node(sn.name)
+    claim: NodeClaim | None = (
+        cluster.node_claim_for_node(node) if node is not None else cluster.node_claim(sn.name)
+    )
+    terminating, claim_deleted = _CLAIM.lookup(claim) if claim is not None else (False, False)
+    if terminating:
+        return (sn, True, node, claim, None, False, False)
+    ready = node is not None and _READY.lookup(node)
+    deleting = (
+        sn.marked_for_deletion
+        or claim_deleted
+        or (claim is None and node is not None and node.metadata.deletion_timestamp is not None)
+    )
+    return (sn, True, node, claim, sn.labels.get(NODEPOOL, ""), ready, deleting)
+
+
+def _count(
+    cluster: Cluster, snap: Snapshot, before: dict[int, _Row] | None
+) -> tuple[PoolCounts, dict[int, _Row]]:
+    """`pool_counts` over the snapshot's nodes, each from its row in `before` (the last count
+    of a snapshot that was the cluster's) when that row is of the same state node object and
+    the Node and NodeClaim it read are still the cluster's, else from the objects (`_row`).
+    `snap` must be the cluster's snapshot when `before` is given: a reused state node then
+    has the same Node and the same matching NodeClaim (the snapshot builds a new one when
+    either changes or the match does), which the identity checks below also confirm."""
     totals: dict[str, int] = {}
     disrupting: dict[str, int] = {}
     marked = cluster.marked_for_deletion()
+    node_named = cluster.node
+    claim_named = cluster.node_claim
+    rows: dict[int, _Row] = {}
     for sn in snap.nodes:
-        if not sn.managed or not sn.initialized:
+        row = before.get(id(sn)) if before is not None else None
+        if (
+            row is None
+            or row[0] is not sn
+            or (
+                row[1]
+                and (
+                    node_named(sn.name) is not row[2]
+                    or (row[3] is not None and claim_named(row[3].name) is not row[3])
+                )
+            )
+        ):
+            row = _row(cluster, sn)
+        rows[id(sn)] = row
+        pool = row[4]
+        if pool is None:
             continue
-        node = cluster.node(sn.name)
-        claim: NodeClaim | None = (
-            cluster.node_claim_for_node(node) if node is not None else cluster.node_claim(sn.name)
-        )
-        terminating, claim_deleted = _CLAIM.lookup(claim) if claim is not None else (False, False)
-        if terminating:
-            continue
-        pool = sn.labels.get(NODEPOOL, "")
         totals[pool] = totals.get(pool, 0) + 1
-        ready = node is not None and _READY.lookup(node)
-        deleting = (
-            sn.marked_for_deletion
+        claim = row[3]
+        if (
+            not row[5]
+            or row[6]
             or sn.name in marked
-            or claim_deleted
             or (claim is not None and claim.name in marked)
-            or (claim is None and node is not None and node.metadata.deletion_timestamp is not None)
-        )
-        if not ready or deleting:
+        ):
             disrupting[pool] = disrupting.get(pool, 0) + 1
-    return PoolCounts(totals, disrupting)
+    return PoolCounts(totals, disrupting), rows
 
 
 def budget_mapping(
