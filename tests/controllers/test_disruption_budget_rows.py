@@ -17,6 +17,7 @@ from gpucap.cloudprovider.types import node_claim_for
 from gpucap.controllers.disruption import budgets as budgets_module
 from gpucap.controllers.disruption.budgets import pool_counts
 from gpucap.controllers.nodeclaim.conditions import INSTANCE_TERMINATING, is_true, with_condition
+from gpucap.controllers.nodeclaim.registering import advertise, registering_node
 from gpucap.runtime.clock import EPOCH
 from gpucap.scheduling.requirements import Requirement, Requirements
 from gpucap.state.snapshot import Snapshot
@@ -121,10 +122,13 @@ def _step(e: Env, action: str, i: int, serial: int) -> None:
     elif action == "register":
         # A NodeClaim launched here (a fleet's NodeClaim whose Node went does not register).
         waiting = [n for n in claims if n.startswith("new") and c.node(n) is None]
-        if waiting:
-            launched = c.node_claim(waiting[0])
-            if launched is not None and launched.status.provider_id:
-                e.initialize(waiting[0])
+        launched = c.node_claim(waiting[0]) if waiting else None
+        if launched is not None and launched.status.provider_id:
+            gpus = int(str(launched.status.capacity.get("nvidia.com/gpu", 0)))
+            # Registered as far as the lifecycle takes it (a NodeClaim being deleted is not).
+            e.lifecycle.register(
+                advertise(registering_node(launched, launched.name), {"nvidia.com/gpu": gpus})
+            )
     elif action == "node":
         it = sorted(GPUS)[i % len(GPUS)]
         e.node(f"node{serial}", it, gpus=GPUS[it])
