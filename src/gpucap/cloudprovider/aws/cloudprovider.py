@@ -204,13 +204,16 @@ class AWSCloudProvider:
     _image_memo: dict[
         tuple[int, int], tuple[Sequence[ResolvedImage], Requirements, ResolvedImage | None]
     ] = field(default_factory=dict)
-    # `instance_types_for`'s last answer per node-class key, with the class object, the instant
-    # and the marks' sequence number it was given for: the active marks are a function of the
-    # instant and the marks made (`expire` drops only marks no lookup sees), so while all three
-    # are the same the answer is too. Drift asks it for every NodeClaim every 5 minutes.
-    _types_now: dict[str, tuple[EC2NodeClass, dt.datetime, int, tuple[InstanceType, ...]]] = field(
-        default_factory=dict
-    )
+    # `instance_types_for`'s last answer per node-class key, with the class object, the marks'
+    # sequence number and the span of the clock it holds for: from the instant it was built
+    # until the first mark then in force expires (None: none was). The answer reads only the
+    # class and the marks in force; with no mark made since (same sequence number) those are
+    # the same at every instant of that span (`expire` drops only marks no lookup sees), so the
+    # answer is too. Drift asks it for every NodeClaim every 5 minutes, provisioning every pass.
+    _types_now: dict[
+        str,
+        tuple[EC2NodeClass, int, dt.datetime, dt.datetime | None, tuple[InstanceType, ...]],
+    ] = field(default_factory=dict)
     # `_to_node_claim`'s answer per instance ID with the description fields it read: garbage
     # collection lists every instance about twice a minute and the NodeClaims are frozen, so
     # one built from the same fields is the same value.
@@ -243,19 +246,27 @@ class AWSCloudProvider:
     # ---- instance types ------------------------------------------------------------------------
     def instance_types_for(self, nodeclass: EC2NodeClass) -> tuple[InstanceType, ...]:
         """The node class's instance types with insufficient-capacity marks applied (rebuilt
-        only when the set of active marks changes, as Karpenter keys its cache on them)."""
+        only when the set of active marks changes, as Karpenter keys its cache on them: a mark
+        is made or one in force expires, see `_types_now`)."""
         name = _DEFAULT_KEY if nodeclass is self.default_nodeclass else nodeclass.name
         now = self.clock.now()
         last = self._types_now.get(name)
         if (
             last is not None
             and last[0] is nodeclass
-            and last[1] == now
-            and last[2] == self.unavailable.seq
+            and last[1] == self.unavailable.seq
+            and last[2] <= now
+            and (last[3] is None or now < last[3])
         ):
-            return last[3]
+            return last[4]
         result = self._instance_types_for(nodeclass, name)
-        self._types_now[name] = (nodeclass, now, self.unavailable.seq, result)
+        self._types_now[name] = (
+            nodeclass,
+            self.unavailable.seq,
+            now,
+            self.unavailable.next_expiry(),
+            result,
+        )
         return result
 
     def _instance_types_for(self, nodeclass: EC2NodeClass, name: str) -> tuple[InstanceType, ...]:
