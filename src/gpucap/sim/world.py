@@ -1039,6 +1039,11 @@ class World:
         changing (see `_disrupt`)."""
         now = self.clock.now()
         soonest = float("inf")
+        revisit = self.disruption.revisit_at()
+        if revisit is not None:
+            # A method skipped as consolidated runs again at the state's reset; what turned
+            # consolidatable meanwhile (the clock alone) is looked at then.
+            soonest = self.now + max(0.0, revisit - self.clock.monotonic())
         pools = {np.name: np for np in self.cluster.nodepools()}
         if any(b.schedule for np in pools.values() for b in (np.spec.disruption.budgets or [])):
             soonest = (self.now // 60 + 1) * 60

@@ -143,6 +143,12 @@ class ConsolidationState:
             self.shared.snap = cluster.snapshot()
         return self.shared.snap
 
+    def resets_at(self) -> float:
+        """When (clock seconds) the state moves by itself, the cluster unchanged: 5 minutes
+        after it last moved (`ConsolidationState` marks the cluster unconsolidated when asked
+        that late). Read by the simulator to wake a pass whose skipped methods run then."""
+        return self._changed_at + CONSOLIDATION_STATE_RESET_S
+
     def current(self) -> float:
         if self._pass == self._passes:
             return self._changed_at
