@@ -1,12 +1,13 @@
 """Candidate selection keeps per-node work from pass to pass (`candidates.py`: per StateNode,
-NodeClaim and instance-type tuple objects) and recomputes what depends on the clock: a
-do-not-disrupt duration and the lifetime remaining."""
+NodeClaim and instance-type tuple objects, and the Candidate objects themselves) and recomputes
+what depends on the clock: a do-not-disrupt duration, and the lifetime remaining in
+`disruption_cost`."""
 
 from __future__ import annotations
 
 import datetime as dt
 
-from gpucap.controllers.disruption.candidates import get_candidates
+from gpucap.controllers.disruption.candidates import disruption_cost, get_candidates
 from gpucap.controllers.disruption.pods import eviction_cost, lifetime_remaining
 from gpucap.controllers.disruption.types import GRACEFUL, Candidate
 from gpucap.runtime.clock import EPOCH
@@ -55,6 +56,28 @@ def test_the_disruption_cost_follows_the_clock_while_the_objects_stay() -> None:
     claim = first[0].node_claim
     pods = [p for p in first[0].state_node.pods if p.spec.node_name == "x"]
     cost = sum(eviction_cost(p) for p in pods)
-    assert first[0].disruption_cost == cost * lifetime_remaining(claim, start)
-    assert second[0].disruption_cost == cost * lifetime_remaining(claim, later)
-    assert second[0].disruption_cost < first[0].disruption_cost
+    assert disruption_cost(first[0], start) == cost * lifetime_remaining(claim, start)
+    assert disruption_cost(second[0], later) == cost * lifetime_remaining(claim, later)
+    assert disruption_cost(second[0], later) < disruption_cost(first[0], start)
+    # The candidate itself reads no clock: the same object at both times.
+    assert second[0] is first[0]
+
+
+def test_a_node_with_a_pod_nominated_to_it_is_no_candidate() -> None:
+    e = env(pool(), gpu_pod("a"), gpu_pod("b"))
+    e.node("x", "g5.12xlarge", gpus=4, pods=("default/a",))
+    assert [c.name for c in _candidates(e, e.clock.now())] == ["x"]
+    e.cluster.nominate("default/b", "x")
+    assert _candidates(e, e.clock.now()) == []
+
+
+def test_a_node_marked_for_deletion_or_in_the_queue_is_no_candidate() -> None:
+    e = env(pool(), gpu_pod("a"), gpu_pod("b"))
+    e.node("x", "g5.12xlarge", gpus=4, pods=("default/a",))
+    e.node("y", "g5.12xlarge", gpus=4, pods=("default/b",))
+    found, _ = get_candidates(
+        e.cluster, e.provider, e.clock.now(), disruption_class=GRACEFUL, in_flight={"y"}
+    )
+    assert [c.name for c in found] == ["x"]
+    e.cluster.mark_for_deletion("x")
+    assert [c.name for c in _candidates(e, e.clock.now())] == ["y"]

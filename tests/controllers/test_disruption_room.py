@@ -148,6 +148,60 @@ def test_a_candidate_set_the_pre_check_rules_out_would_get_no_command_from_its_s
         assert single.compute_consolidation(batch) is None, [c.name for c in batch]
 
 
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    fleets,
+    st.sampled_from([("on-demand",), ("spot", "on-demand"), ("spot",)]),
+    st.frozensets(st.sampled_from(sorted(GPUS))),
+    st.booleans(),
+    st.booleans(),
+    st.sampled_from([ZONES, ("us-east-1a",)]),
+)
+def test_the_pre_check_of_one_candidate_answers_as_the_pre_check_of_a_set_of_one(  # noqa: PLR0917
+    fleet: list[tuple[str, str, int]],
+    capacity_types: tuple[str, ...],
+    spot_gone: frozenset[str],
+    spot_to_spot: bool,
+    zoned: bool,
+    gone_in: tuple[str, ...],
+) -> None:
+    e = _fleet(
+        fleet,
+        capacity_types=capacity_types,
+        spot_gone=spot_gone,
+        spot_to_spot=spot_to_spot,
+        zoned=zoned,
+        gone_in=gone_in,
+    )
+    single = e.disruption.methods[4]
+    assert isinstance(single, SingleNodeConsolidation)
+    room = _room(e, single)
+    for c in _candidates(e, single):
+        assert room.may_move([c]) == room._may_move_many([c]), c.name
+
+
+def test_a_candidates_own_room_does_not_count_for_whole_pods_of_its_kind() -> None:
+    # Pods of 15 CPUs and a GPU. n0 runs two: its own room holds one more, which must not
+    # count. n1 holds one; the cheaper types (up to 8 CPUs) none. The sums allow the two
+    # (CPUs 30 of n1's ~30 and the 8 of a g5.2xlarge, GPUs 1 + 1), whole pods only one.
+    big = {"cpu": "15"}
+    e = env(
+        pool(),
+        *(gpu_pod(f"k{i}", **big) for i in range(3)),
+        gpu_pod("a"),
+        gpu_pod("b"),
+    )
+    e.node("n0", "g5.12xlarge", gpus=4, pods=("default/k0", "default/k1"))
+    e.node("n1", "g5.12xlarge", gpus=4, pods=("default/k2", "default/a", "default/b"))
+    single = e.disruption.methods[4]
+    assert isinstance(single, SingleNodeConsolidation)
+    n0 = next(c for c in _candidates(e, single) if c.name == "n0")
+    room = _room(e, single)
+    assert not room.may_move([n0])
+    assert not room._may_move_many([n0])
+    assert single.compute_consolidation([n0]) is None
+
+
 def test_a_spot_node_whose_pod_needs_a_new_node_is_ruled_out_while_every_type_offers_spot() -> None:
     # n0: a spot g5.12xlarge with one pod; n1 is full. Moving the pod needs a new node, which
     # may launch as spot: with spot-to-spot off that is no command, so no simulation either.

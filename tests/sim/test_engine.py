@@ -477,3 +477,55 @@ def test_an_idle_reconciler_does_not_run_until_woken() -> None:
     e.run(200)
     assert log == [("acted", 100.0, 1)]  # the 10-s grid from 0: the first run after 95
     assert w.runs == 3  # at 0 (idles), 100 (acts), 110 (idles); none at 10..90 or after 110
+
+
+class Resuming:
+    """A reconciler that idles until `resume_at` (its own requeues would reach it)."""
+
+    name = "resuming"
+
+    def __init__(self, engine: Engine, resume_at: float) -> None:
+        self.engine = engine
+        self.resume_at = resume_at
+        self.runs: list[float] = []
+
+    def reconcile(self) -> float | None:
+        self.runs.append(self.engine.now)
+        if self.engine.now < self.resume_at:
+            self.engine.idle(self, 10.0, resume_at=self.resume_at)
+        return None
+
+
+def test_an_idle_reconciler_with_a_resume_time_runs_then_when_nothing_wakes_it() -> None:
+    e = make()
+    r = Resuming(e, 25.0)
+    e.every(r, priority=1)
+    e.run(100)
+    assert r.runs == [0.0, 25.0]
+
+
+def test_a_wake_whose_grid_run_comes_after_the_resume_time_keeps_the_resume_run() -> None:
+    e = make()
+    r = Resuming(e, 25.0)
+    e.every(r, priority=1)
+    e.at(21, lambda: e.wake(r))  # the grid's next run is at 30
+    e.run(100)
+    assert r.runs == [0.0, 25.0]
+
+
+def test_a_wake_whose_grid_run_comes_first_runs_then_and_not_again_at_the_resume_time() -> None:
+    e = make()
+    r = Resuming(e, 25.0)
+    e.every(r, priority=1)
+    e.at(5, lambda: e.wake(r))  # the grid's next run is at 10, which idles to 25 again
+    e.run(100)
+    assert r.runs == [0.0, 10.0, 25.0]
+
+
+def test_a_trigger_of_a_reconciler_idle_until_a_resume_time_runs_it_at_once() -> None:
+    e = make()
+    r = Resuming(e, 25.0)
+    e.every(r, priority=1)
+    e.at(7, lambda: e.trigger(r))
+    e.run(100)
+    assert r.runs == [0.0, 7.0, 25.0]

@@ -117,6 +117,21 @@ def test_a_nomination_ends_at_its_time_and_the_pod_pends_again() -> None:
     assert cluster.snapshot().nodes[0].pods == ()
 
 
+def test_a_cluster_whose_pending_pods_are_all_nominated_has_none_pending_until_one_ends() -> None:
+    clock = FakeClock()
+    cluster = gpu_cluster(clock)
+    assert cluster.has_pending()
+    cluster.nominate("default/vllm-0", "gpu-1")
+    cluster.nominate("default/vllm-1", "gpu-1")
+    assert cluster.has_pending()
+    cluster.nominate("default/vllm-2", "gpu-1", until=NOMINATION_WINDOW)
+    assert not cluster.has_pending()
+    assert cluster.snapshot().pending == ()
+    clock.advance(NOMINATION_WINDOW)
+    assert cluster.has_pending()
+    assert [p.key for p in cluster.snapshot().pending] == ["default/vllm-2"]
+
+
 def test_deleting_a_claim_returns_its_nominated_pods_to_pending() -> None:
     cluster = gpu_cluster()
     cluster.nominate("default/vllm-0", "gpu-1")

@@ -10,8 +10,9 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpucap.apis.core import Pod
+from gpucap.apis.core import Node, Pod
 from gpucap.apis.labels import INITIALIZED
+from gpucap.apis.nodepool import NodeClaim
 from gpucap.apis.serde import Manifests
 from gpucap.runtime.clock import FakeClock
 from gpucap.state.cluster import Cluster
@@ -185,6 +186,46 @@ changes = st.one_of(
 )
 
 
+def change(
+    cluster: Cluster,
+    clock: FakeClock,
+    claims: dict[str, NodeClaim],
+    nodes: dict[str, Node],
+    op: tuple[object, ...],
+    *,
+    serial: int,
+) -> None:
+    """Apply one of `changes` (`serial` goes into a relabel's value)."""
+    if op[0] == "readd_node":
+        # A deleted Node registers again: it comes back at the end of the order.
+        if cluster.node(str(op[1])) is None:
+            cluster.add_node(nodes[str(op[1])])
+    elif op[0] == "mark":
+        cluster.mark_for_deletion(str(op[1]))
+    elif op[0] == "unmark":
+        cluster.unmark_for_deletion(str(op[1]))
+    elif op[0] == "initialize" and (n := cluster.node(str(op[1]))) is not None:
+        labels = {**n.metadata.labels, INITIALIZED: "true"}
+        meta = n.metadata.model_copy(update={"labels": labels})
+        cluster.update_node(n.model_copy(update={"metadata": meta}))
+    elif op[0] == "relabel_claim" and (c := cluster.node_claim(str(op[1]))) is not None:
+        labels = {**c.metadata.labels, "example.com/seen": str(serial)}
+        meta = c.metadata.model_copy(update={"labels": labels})
+        cluster.update_node_claim(c.model_copy(update={"metadata": meta}))
+    elif op[0] == "repoint" and (c := cluster.node_claim(str(op[1]))) is not None:
+        # The NodeClaim now names the Node (a registration), or a removed one's NodeClaim
+        # comes back at the end of the order.
+        n = cluster.node(str(op[2]))
+        update = {"node_name": str(op[2]), "provider_id": n.spec.provider_id if n else None}
+        cluster.update_node_claim(
+            c.model_copy(update={"status": c.status.model_copy(update=update)})
+        )
+    elif op[0] == "repoint" and (c := claims.get(str(op[1]))) is not None:
+        cluster.add_node_claim(c)
+    elif op[0] not in ("snapshot", "repoint", "readd_node"):
+        do(cluster, clock, op)
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.lists(changes, max_size=30))
 def test_the_incremental_snapshot_and_indexes_are_the_scans_after_every_change(
@@ -198,34 +239,8 @@ def test_the_incremental_snapshot_and_indexes_are_the_scans_after_every_change(
     claims = {c.name: c for c in cluster.node_claims()}
     nodes = {n.metadata.name: n for n in cluster.nodes()}
     for op in ops:
-        if op[0] == "readd_node":
-            # A deleted Node registers again: it comes back at the end of the order.
-            if cluster.node(str(op[1])) is None:
-                cluster.add_node(nodes[str(op[1])])
-        elif op[0] == "mark":
-            cluster.mark_for_deletion(str(op[1]))
-        elif op[0] == "unmark":
-            cluster.unmark_for_deletion(str(op[1]))
-        elif op[0] == "initialize" and (n := cluster.node(str(op[1]))) is not None:
-            labels = {**n.metadata.labels, INITIALIZED: "true"}
-            meta = n.metadata.model_copy(update={"labels": labels})
-            cluster.update_node(n.model_copy(update={"metadata": meta}))
-        elif op[0] == "relabel_claim" and (c := cluster.node_claim(str(op[1]))) is not None:
-            labels = {**c.metadata.labels, "example.com/seen": str(len(ops))}
-            meta = c.metadata.model_copy(update={"labels": labels})
-            cluster.update_node_claim(c.model_copy(update={"metadata": meta}))
-        elif op[0] == "repoint" and (c := cluster.node_claim(str(op[1]))) is not None:
-            # The NodeClaim now names the Node (a registration), or a removed one's NodeClaim
-            # comes back at the end of the order.
-            n = cluster.node(str(op[2]))
-            update = {"node_name": str(op[2]), "provider_id": n.spec.provider_id if n else None}
-            cluster.update_node_claim(
-                c.model_copy(update={"status": c.status.model_copy(update=update)})
-            )
-        elif op[0] == "repoint" and (c := claims.get(str(op[1]))) is not None:
-            cluster.add_node_claim(c)
-        elif op[0] not in ("snapshot", "repoint", "readd_node"):
-            do(cluster, clock, op)
+        change(cluster, clock, claims, nodes, op, serial=len(ops))
+        assert cluster.has_pending() == bool(rebuilt(cluster).pending)
         assert cluster.snapshot() == rebuilt(cluster)
         assert cluster.synced() == all(c.status.provider_id for c in cluster.node_claims())
         for pool in [*(np.metadata.name for np in BASE.nodepools), "nowhere"]:
@@ -243,3 +258,21 @@ def test_the_incremental_snapshot_and_indexes_are_the_scans_after_every_change(
             pid = c.status.provider_id
             scanned = [n for n in cluster.nodes() if pid and n.spec.provider_id == pid]
             assert cluster.nodes_for_claim(c) == scanned
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(changes, max_size=40))
+def test_the_snapshot_after_many_changes_is_the_rebuilt_one(ops: list[tuple[object, ...]]) -> None:
+    # Snapshots only where the ops say and at the end: several changes between two builds,
+    # a new layout among them (a Node re-added, a NodeClaim repointed) together with writes
+    # of the state nodes that keep their place, as the simulator's passes see them.
+    clock = FakeClock()
+    cluster = Cluster.from_manifests(BASE, clock=clock)
+    claims = {c.name: c for c in cluster.node_claims()}
+    nodes = {n.metadata.name: n for n in cluster.nodes()}
+    cluster.snapshot()
+    for i, op in enumerate(ops):
+        change(cluster, clock, claims, nodes, op, serial=i)
+        if op[0] == "snapshot":
+            assert cluster.snapshot() == rebuilt(cluster)
+    assert cluster.snapshot() == rebuilt(cluster)

@@ -160,6 +160,9 @@ class InstanceTypeTable:
         self._largest_capacity: list[int] = (
             self.capacity.max(axis=0).tolist() if len(self.types) else []
         )
+        self._within: dict[
+            tuple[tuple[int, int], ...], tuple[np.ndarray[Any, np.dtype[np.bool_]], bool]
+        ] = {}
 
     def fits(self, requests: Mapping[str, int]) -> np.ndarray[Any, np.dtype[np.bool_]]:
         """Per type (table order): whether `requests` fit its allocatable (Karpenter's Fits).
@@ -228,21 +231,37 @@ class InstanceTypeTable:
             self._offered[key] = mask
         return mask
 
-    def within(self, limits: Mapping[str, int]) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    def within(self, limits: Mapping[str, int]) -> tuple[np.ndarray[Any, np.dtype[np.bool_]], bool]:
         """Per type: its capacity is at most `limits` for every limited resource (Karpenter's
-        `filterByRemainingResources`; a resource the type lacks counts as 0)."""
-        mask = np.ones(len(self.types), dtype=np.bool_)
+        `filterByRemainingResources`; a resource the type lacks counts as 0), and whether any
+        type is. Memoised per binding limit (a NodePool's remaining limits are rebuilt by
+        every scheduler, mostly to the same values): the mask is shared, only read."""
         largest = self._largest_capacity
+        binding: list[tuple[int, int]] = []
         for k, v in limits.items():
             j = self.capacity_column.get(k)
             if j is None:
                 if v < 0:
-                    return np.zeros(len(self.types), dtype=np.bool_)
+                    binding = [(-1, -1)]  # nothing is within a negative limit it lacks
+                    break
                 continue
             if largest[j] <= v:
                 continue  # every type is within this limit (the common case: limits far away)
-            mask &= self.capacity[:, j] <= v
-        return mask
+            binding.append((j, v))
+        key = tuple(binding)
+        hit = self._within.get(key)
+        if hit is not None:
+            return hit
+        if key == ((-1, -1),):
+            mask = np.zeros(len(self.types), dtype=np.bool_)
+        else:
+            mask = np.ones(len(self.types), dtype=np.bool_)
+            for j, v in binding:
+                mask &= self.capacity[:, j] <= v
+        if len(self._within) >= _MEMO_MAX:
+            self._within.clear()
+        out = self._within[key] = (mask, bool(mask.any()))
+        return out
 
     def max_capacity(
         self, mask: np.ndarray[Any, np.dtype[np.bool_]], resources: Iterable[str]

@@ -210,20 +210,28 @@ class Refusals:
             return True
         return False
 
-    def _lasting_or_full(self, target: Target, full: Callable[[Target], bool]) -> bool:
-        # A target the class has not tried (the scheduler skipped a whole bucket of full
-        # NodeClaims) is asked `full`: requests that cannot fit it never will.
-        if self._lasting(target):
-            return True
-        if full(target):
-            self.held[id(target)] = (PERMANENT, 0)
-            return True
-        return False
-
     def extend(self, existing: Sequence[Target], full: Callable[[Target], bool]) -> None:
         """Grow the existing-node prefix over the nodes whose refusals last."""
         n = self.existing_prefix
-        while n < len(existing) and self._lasting_or_full(existing[n], full):
+        size = len(existing)
+        held, shared = self.held, self.shared
+        # A node whose refusal does not last (or that the class has not tried) is asked
+        # `full`: requests that cannot fit it never will. Inlined (the scheduler extends
+        # after every pod): a PERMANENT refusal lasts without more ado, and a node the class
+        # has no refusal from is asked `full` alone.
+        while n < size:
+            target = existing[n]
+            key = id(target)
+            hit = held.get(key)
+            if hit is not None and hit[0] is PERMANENT:
+                n += 1
+                continue
+            if (hit is not None or key in shared) and self._lasting(target):
+                n += 1
+                continue
+            if not full(target):
+                break
+            held[key] = (PERMANENT, 0)
             n += 1
         self.existing_prefix = n
 

@@ -79,6 +79,7 @@ __all__ = [
     "NodeClaimTemplate",
     "PassCache",
     "PoolInput",
+    "Refusal",
     "Results",
     "SchedulingOptions",
     "StateNode",
@@ -120,6 +121,29 @@ class SchedulingError(Exception):
         if isinstance(m, Exception):
             return str(m)
         return m()
+
+
+class Refusal:
+    """Why a target refused a pod, returned rather than raised where the scheduler tries
+    every pod on many targets (`ExistingNode.try_add`): most tries fail, and their messages
+    are never shown, so no exception is built and unwound per try. `why` and `hold` are
+    `SchedulingError`'s; `error()` is the exception the raising API (`can_add`) raises."""
+
+    __slots__ = ("hold", "why")
+
+    def __init__(self, why: str | Exception | Callable[[], str], hold: Hold = None) -> None:
+        self.why = why
+        self.hold = hold
+
+    def error(self) -> SchedulingError:
+        return SchedulingError(self.why, self.hold)
+
+    def __str__(self) -> str:
+        return str(self.error())
+
+
+# What is left on a node only shrinks (pods with a class request nothing negative).
+_EXCEEDS_NODE = Refusal("exceeds node resources", PERMANENT)
 
 
 # ---- inputs -----------------------------------------------------------------------------------
@@ -187,6 +211,8 @@ class SchedulingOptions:
 _CACHE_MAX = 64
 # Existing-node entries: one per label mapping (node) seen; cleared past this many.
 _NODE_CACHE_MAX = 4096
+# Bound pods' entries: one per pod object seen; cleared past this many.
+_POD_CACHE_MAX = 16384
 
 _DaemonKey = tuple[int, ...]
 # A DaemonSet tuple's serial number in its `PassCache` (never reused; 0 without a cache).
@@ -217,6 +243,9 @@ class PassCache:
       a few (a consolidation simulation), builds its existing nodes from these;
     - per node name while the `StateNode` is the same object (the cluster keeps unchanged
       ones) and the DaemonSets the same: all of the above for that node (`_NodeEntry`);
+    - per bound pod object: what it requests (plus `pods: 1`), whether a DaemonSet owns it,
+      its key and host ports (`_BoundPod`), so a node whose pods changed reads only its new
+      pods again (a node gains or loses a pod at a time, and the rest are the same objects);
     - each NodePool's filtered type list per (table, pool requirements, minValues policy);
     - a new type tuple whose requirements are the same objects as a kept list's shares that
       list (so the domains through it and the domain groups are not rebuilt).
@@ -252,6 +281,7 @@ class PassCache:
     )
     node_pods: dict[str, _NodePods] = field(default_factory=dict)
     node_entries: dict[str, _NodeEntry] = field(default_factory=dict)
+    bound_pods: dict[int, _BoundPod] = field(default_factory=dict)
     pool_types: dict[
         tuple[int, Requirements, bool],
         tuple[InstanceTypeTable, tuple[bytes, tuple[InstanceType, ...]] | str],
@@ -366,6 +396,27 @@ class _PoolParts:
 
 
 @dataclass(frozen=True, slots=True)
+class _BoundPod:
+    """What a `Scheduler` reads of one bound pod (see `PassCache`); only read."""
+
+    pod: Pod
+    requests: Resources  # plus `pods: 1`
+    daemon: bool  # owned by a DaemonSet
+    key: str
+    ports: tuple[HostPort, ...]
+
+    @classmethod
+    def of(cls, pod: Pod) -> _BoundPod:
+        return cls(
+            pod,
+            add(pod_requests(pod.spec), {"pods": 1}),
+            any(o.kind == "DaemonSet" for o in pod.metadata.owner_references),
+            pod.key,
+            host_ports(pod),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class _NodePods:
     """What a `Scheduler` derives from a node's bound pods (see `PassCache`)."""
 
@@ -382,8 +433,9 @@ class _NodePods:
 class _NodeEntry:
     """An existing node as a `Scheduler` starts from it: its bound pods' data, those pods as
     the topology counts them, what is left on it (less the DaemonSets that would still come),
-    its requirements and effective taints. Only read (each `ExistingNode` copies `remaining`
-    and the host ports)."""
+    its requirements and effective taints, and what every scheduler reads of the node: its
+    hostname, NodePool, place in the existing-node order and host ports. Only read (each
+    `ExistingNode` replaces `remaining` and copies the host ports before adding to them)."""
 
     state: StateNode
     daemon_serial: int
@@ -394,6 +446,10 @@ class _NodeEntry:
     remaining: Resources
     requirements: Requirements
     taints: tuple[Taint, ...]
+    hostname: str
+    nodepool: str  # "" for a node of no NodePool
+    order: tuple[bool, str]  # initialized nodes first, then by name
+    host_ports: HostPortUsage
 
 
 # ---- per-pod data -------------------------------------------------------------------------------
@@ -912,28 +968,39 @@ class ExistingNode:
         return self.state.name
 
     def can_add(self, pod: Pod, data: PodData, topology: Topology) -> Requirements:
-        taint = untolerated(self.taints, pod.spec.tolerations)
-        if taint is not None:
-            raise SchedulingError(f"did not tolerate taint {format_taint(taint)}", PERMANENT)
-        conflict = self.host_ports.conflict(pod, data.ports)
-        if conflict:
-            raise SchedulingError(f"checking host port usage, {conflict}")
+        """The node's requirements with `pod` added, or raises why it refuses (`try_add`)."""
+        out = self.try_add(pod, data, topology)
+        if isinstance(out, Refusal):
+            raise out.error()
+        return out
+
+    def try_add(self, pod: Pod, data: PodData, topology: Topology) -> Requirements | Refusal:
+        """`can_add` returning its refusal (with the reason's `Hold` for the pod classes, see
+        `podclasses.py`): what the scheduler's loop over existing nodes calls."""
+        taints = self.taints
+        if taints:
+            taint = untolerated(taints, pod.spec.tolerations)
+            if taint is not None:
+                return Refusal(lambda: f"did not tolerate taint {format_taint(taint)}", PERMANENT)
+        if data.ports:
+            conflict = self.host_ports.conflict(pod, data.ports)
+            if conflict:
+                return Refusal(f"checking host port usage, {conflict}")
         if not fits(data.requests, self.remaining):
-            # What is left only shrinks (pods with a class request nothing negative).
-            raise SchedulingError("exceeds node resources", PERMANENT)
+            return _EXCEEDS_NODE
         err = self.requirements.compatible(data.requirements)
         if err is not None:
-            raise SchedulingError(err, TARGET)
+            return Refusal(err, TARGET)
         reqs = self.requirements.merge(data.requirements)
         try:
-            topo = topology.add_requirements(pod, self.taints, data.strict_requirements, reqs)
+            topo = topology.add_requirements(pod, taints, data.strict_requirements, reqs)
         except TopologyError as terr:
-            raise SchedulingError(terr, terr.group) from terr
+            return Refusal(terr, terr.group)
         if topo is reqs:
             return reqs  # no topology group applies (see `NodeClaim.can_add`)
         err = reqs.compatible(topo)
         if err is not None:
-            raise SchedulingError(err)
+            return Refusal(err)
         return reqs.merge(topo)
 
     def add(self, pod: Pod, data: PodData, reqs: Requirements, topology: Topology) -> None:
@@ -971,6 +1038,9 @@ class Results:
     pod_errors: dict[str, str]  # pod key -> reason, for pods that did not schedule
     pool_notes: dict[str, str]  # NodePool -> why it took no part (no compatible instance type)
     pods: dict[str, Pod]  # pod key -> pod, every pod considered
+    # The solve stopped once it planned more NodeClaims than its caller allowed (`solve`'s
+    # `stop_past`): the claims are not finalized and the pod errors are not complete.
+    stopped: bool = False
 
     def pods_on_existing_nodes(self) -> dict[str, list[str]]:
         return {n.name: [p.key for p in n.pods] for n in self.existing_nodes if n.pods}
@@ -1169,32 +1239,29 @@ class Scheduler:
             ignore_preferences=self.options.preference_policy == "Ignore",
             inverse_pods=inverse,
         )
-        self.existing: list[ExistingNode] = []
+        self.topology.register_all(HOSTNAME, [e.hostname for e in entries])
         # Per pool with limits, the capacities of its live nodes: subtracted once below (the
         # same integers as one subtraction per node, and `subtract` keeps the limit's keys).
         used: dict[str, list[Mapping[str, int]]] = {}
-        for n, e in zip(live, entries, strict=True):
-            self.topology.register(HOSTNAME, n.hostname)
-            # `remaining` is replaced, never changed in place, and the host ports are copied
-            # before a pod adds to them (`ExistingNode.add`): both are shared with the entry.
-            self.existing.append(
-                ExistingNode(
-                    n,
-                    e.remaining,
-                    e.requirements,
-                    e.taints,
-                    HostPortUsage(e.pods.ports),
-                )
-            )
-            name = n.nodepool or ""
-            if name in self.remaining_resources:
-                used.setdefault(name, []).append(n.capacity)
+        if self.remaining_resources:
+            for n, e in zip(live, entries, strict=True):
+                if e.nodepool in self.remaining_resources:
+                    used.setdefault(e.nodepool, []).append(n.capacity)
         for name, capacities in used.items():
             self.remaining_resources[name] = {
-                k: v - (len(capacities) if k == "nodes" else sum(c.get(k, 0) for c in capacities))
+                k: v - (len(capacities) if k == "nodes" else sum([c.get(k, 0) for c in capacities]))
                 for k, v in self.remaining_resources[name].items()
             }
-        self.existing.sort(key=lambda e: (not e.state.initialized, e.name))
+        # Initialized nodes first, then by name (a stable sort of the entries' kept keys).
+        orders = [e.order for e in entries]
+        # `remaining` is replaced, never changed in place, and the host ports are copied
+        # before a pod adds to them (`ExistingNode.add`): both are shared with the entry.
+        self.existing: list[ExistingNode] = []
+        for i in sorted(range(len(entries)), key=orders.__getitem__):
+            e = entries[i]
+            self.existing.append(
+                ExistingNode(e.state, e.remaining, e.requirements, e.taints, e.host_ports)
+            )
         self.new_node_claims: list[NodeClaim] = []
         # Planned NodeClaims by pod count, each bucket in creation order (see `_add`).
         self._by_count: dict[int, list[NodeClaim]] = {}
@@ -1270,6 +1337,10 @@ class Scheduler:
             subtract(available, missing_daemons),
             reqs,
             taints,
+            n.hostname,
+            n.nodepool or "",
+            (not n.initialized, n.name),
+            HostPortUsage(pods.ports),
         )
         # Without a serial (no cache, or DaemonSets not kept) nothing is shared.
         if cache is not None and self._daemon_serial:
@@ -1291,24 +1362,34 @@ class Scheduler:
                 and all(a is b for a, b in zip(hit.pods, n.pods, strict=True))
             ):
                 return hit
-        bound = add(*(add(pod_requests(p.spec), {"pods": 1}) for p in n.pods))
-        already = add(
-            *(
-                add(pod_requests(p.spec), {"pods": 1})
-                for p in n.pods
-                if any(o.kind == "DaemonSet" for o in p.metadata.owner_references)
-            )
-        )
+        facts = [self._bound_pod(p) for p in n.pods]
+        bound = add(*(f.requests for f in facts))
+        already = add(*(f.requests for f in facts if f.daemon))
         usage = HostPortUsage()
-        for p in n.pods:
-            usage.add(p, host_ports(p))
+        for f in facts:
+            usage.add(f.pod, f.ports)
         out = _NodePods(
-            tuple(n.pods), bound, already, tuple(p.key for p in n.pods), usage.reserved, []
+            tuple(n.pods), bound, already, tuple(f.key for f in facts), usage.reserved, []
         )
         if cache is not None:
             if len(cache.node_pods) >= _NODE_CACHE_MAX:
                 cache.node_pods.clear()
             cache.node_pods[n.name] = out
+        return out
+
+    def _bound_pod(self, pod: Pod) -> _BoundPod:
+        """`_BoundPod.of(pod)`, kept per pod object with a `PassCache` (frozen models: the
+        same object, the same answers)."""
+        cache = self._cache
+        if cache is None:
+            return _BoundPod.of(pod)
+        hit = cache.bound_pods.get(id(pod))
+        if hit is not None and hit.pod is pod:
+            return hit
+        out = _BoundPod.of(pod)
+        if len(cache.bound_pods) >= _POD_CACHE_MAX:
+            cache.bound_pods.clear()
+        cache.bound_pods[id(pod)] = out
         return out
 
     def _counted(self, n: StateNode, pods: _NodePods) -> tuple[CountedPod, ...]:
@@ -1367,7 +1448,19 @@ class Scheduler:
         return daemon_requests
 
     # ---- the main loop -----------------------------------------------------------------------
-    def solve(self, pods: Sequence[Pod]) -> Results:
+    def solve(self, pods: Sequence[Pod], *, stop_past: int | None = None) -> Results:
+        """Schedule `pods` (Karpenter's `Solve`). `stop_past`: stop as soon as more than this
+        many new NodeClaims are planned (`Results.stopped`), for a caller that acts on no
+        such plan (consolidation). Claims are only added while solving and, when no NodePool
+        has minValues (or the policy relaxes them), finalizing keeps them all: so a stopped
+        solve is one whose full plan has more than `stop_past` claims. Where finalizing may
+        drop a claim (minValues), the solve runs to the end."""
+        if (
+            stop_past is not None
+            and not self.relax_min_values
+            and any(t.requirements.has_min_values() for t in self.templates)
+        ):
+            stop_past = None
         errors: dict[str, str] = {}
         considered: dict[str, Pod] = {}
         # Each pod with its key, computed once (a relaxed copy keeps the pod's metadata, so
@@ -1401,6 +1494,15 @@ class Scheduler:
             reason = self._try_schedule(pod, key)
             if reason is None:
                 errors.pop(key, None)
+                if stop_past is not None and len(self.new_node_claims) > stop_past:
+                    return Results(
+                        self.new_node_claims,
+                        self.existing,
+                        errors,
+                        self.pool_notes,
+                        considered,
+                        stopped=True,
+                    )
                 continue
             errors[key] = reason
             self._update(pod, key)
@@ -1482,11 +1584,10 @@ class Scheduler:
             node = existing[i]
             if refusals is not None and refusals.refused(node):
                 continue
-            try:
-                reqs = node.can_add(pod, data, self.topology)
-            except SchedulingError as err:
+            reqs = node.try_add(pod, data, self.topology)
+            if isinstance(reqs, Refusal):
                 if refusals is not None:
-                    refusals.note(node, err.hold)
+                    refusals.note(node, reqs.hold)
                 continue
             node.add(pod, data, reqs, self.topology)
             if refusals is not None:
@@ -1583,8 +1684,8 @@ class Scheduler:
         cached = self._within.get(template.name)
         if cached is None or cached[0] is not remaining:
             assert template.table is not None
-            within = template.table.within(remaining)
-            cached = self._within[template.name] = (remaining, within, bool(within.any()))
+            within, some = template.table.within(remaining)
+            cached = self._within[template.name] = (remaining, within, some)
         return cached[1], cached[2]
 
     def _limits_exhausted(self, template: NodeClaimTemplate) -> str | None:

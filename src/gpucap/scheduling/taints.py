@@ -45,7 +45,12 @@ def is_known_ephemeral(taint: Taint) -> bool:
 def untolerated(taints: Iterable[Taint], tolerations: Sequence[Toleration]) -> Taint | None:
     """The first taint no toleration tolerates, or None when the pod tolerates them all."""
     for taint in taints:
-        if not any(t.tolerates(taint) for t in tolerations):
+        # (A loop rather than `any` over a generator: the scheduler asks this for every pod
+        # it tries on a tainted node.)
+        for toleration in tolerations:
+            if toleration.tolerates(taint):
+                break
+        else:
             return taint
     return None
 

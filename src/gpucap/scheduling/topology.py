@@ -646,6 +646,20 @@ class Topology:
             tg.register(domain)
         hit[2].add(domain)
 
+    def register_all(self, key: str, domains: Sequence[str]) -> None:
+        """`register(key, d)` for each of `domains` in order (a scheduler registers every
+        existing node's hostname: the groups on the key are looked up once)."""
+        if not domains:
+            return
+        self.register(key, domains[0])
+        _, on_key, seen = self._on_key[key]
+        for domain in domains[1:]:
+            if domain in seen:
+                continue
+            for tg in on_key:
+                tg.register(domain)
+            seen.add(domain)
+
     def _matching(
         self, pod: Pod, taints: Sequence[Taint], reqs: Requirements
     ) -> list[TopologyGroup]:

@@ -152,26 +152,53 @@ class Engine:
             raise ValueError(f"cannot trigger {reconciler.name} {after}s from now")
         self._request(reconciler, self._t + after)
 
-    def idle(self, reconciler: Reconciler, period: float) -> None:
+    def idle(
+        self, reconciler: Reconciler, period: float, *, resume_at: float | None = None
+    ) -> None:
         """Called by `reconciler` from its `reconcile()`, which then returns None: it would
         run again every `period` seconds, and each of those runs would do nothing until
         `wake` is called (something it reads changed). Instead of firing those runs, the
         engine schedules the first one due at or after the wake (or a trigger), on the same
         grid of times (each `period` after the last, added one at a time as requeues are)
-        and in the same place among the events of its instant."""
+        and in the same place among the events of its instant. With `resume_at` (a time the
+        reconciler's own requeues would reach, after which its runs may act by themselves)
+        it runs then unless woken or triggered before; a wake before it whose grid run would
+        come later keeps that run (the one its requeues would have made first)."""
         if not period > 0 or math.isinf(period):
             raise ValueError(f"{reconciler.name} cannot idle with a period of {period}s")
         reg = self._registered.get(id(reconciler))
         if reg is None:
             raise ValueError(f"{reconciler.name} is not registered (`every`)")
         reg.idle = (self._t, period)
+        if resume_at is not None:
+            reg.pending = self.at(
+                resume_at,
+                lambda: self._resume(reg),
+                priority=reg.priority,
+                label=reg.reconciler.name,
+            )
 
     def wake(self, reconciler: Reconciler) -> None:
         """Something an idle reconciler reads changed: schedule its next run (see `idle`);
         nothing when it is not idle."""
         reg = self._registered.get(id(reconciler))
         if reg is not None and reg.idle is not None:
-            self._schedule(reg, self._next_run_of_idle(reg.idle, reg.priority))
+            self._wake(reg)
+
+    def clock_at(self, t: float) -> dt.datetime:
+        """What the clock reads when the engine is at `t` seconds (as `_move_to` sets it)."""
+        return self._start + dt.timedelta(seconds=t)
+
+    def _wake(self, reg: _Registration) -> None:
+        assert reg.idle is not None
+        t = self._next_run_of_idle(reg.idle, reg.priority)
+        if reg.pending is not None and reg.pending.pending and reg.pending.t <= t:
+            return  # the run at `resume_at` comes first (see `idle`)
+        self._schedule(reg, t)
+
+    def _resume(self, reg: _Registration) -> None:
+        reg.idle = None
+        self._reconcile(reg)
 
     def _next_run_of_idle(self, idle: tuple[float, float], priority: int) -> float:
         """The first run of the grid `idle` (last run, period) that has not happened yet: the
@@ -192,7 +219,7 @@ class Engine:
             reg = self._registered[id(reconciler)] = _Registration(reconciler, 0)
         if reg.idle is not None:
             # A trigger of an idle reconciler: its next run on the grid is pending.
-            self._schedule(reg, self._next_run_of_idle(reg.idle, reg.priority))
+            self._wake(reg)
         if reg.pending is not None and reg.pending.pending:
             if reg.pending.t <= t:
                 return
@@ -200,6 +227,8 @@ class Engine:
         self._schedule(reg, t)
 
     def _schedule(self, reg: _Registration, t: float) -> None:
+        if reg.pending is not None:
+            self.cancel(reg.pending)  # an idle reconciler's run at `resume_at`
         reg.idle = None
         reg.pending = self.at(
             t, lambda: self._reconcile(reg), priority=reg.priority, label=reg.reconciler.name

@@ -89,6 +89,9 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "SpotInterruptionWarning": ("nodeClaim",),
 }
 
+# The same as sets, for the check on every emit.
+_REQUIRED = {kind: frozenset(names) for kind, names in EVENT_FIELDS.items()}
+
 # The escapes of characters a terminal would act on or not show (runtime/terminal.py's rule:
 # whatever str.isprintable() rejects). Built lazily per character and memoised.
 _JSON_ESCAPES: dict[str, str] = {}
@@ -160,6 +163,22 @@ def _order(key: str) -> tuple[int, int, str]:
     return (1, 0, key)
 
 
+def _canonical_event(t: float, fields: Mapping[str, Any]) -> tuple[float, Mapping[str, Any]]:
+    """An event's time and fields as it stores them (see the module docstring); raises for a
+    time that is no finite number and for fields named `t` or `type`."""
+    if not isinstance(t, int | float) or isinstance(t, bool):
+        raise TypeError(f"event time must be a number, not {t!r}")
+    if not math.isfinite(t):
+        raise ValueError(f"event time is {t}: events happen at finite times")
+    if "t" in fields or "type" in fields:
+        raise ValueError("an event's fields cannot be named 't' or 'type'")
+    canonical = {k: _canonical(fields[k], k) for k in _ordered(tuple(fields))}
+    return round(float(t), 3) + 0.0, MappingProxyType(canonical)
+
+
+_set = object.__setattr__  # how a frozen dataclass sets its own attributes
+
+
 @dataclass(frozen=True, slots=True)
 class Event:
     """One thing that happened at `t` seconds after the scenario start; `fields` are the objects
@@ -170,15 +189,21 @@ class Event:
     fields: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.t, int | float) or isinstance(self.t, bool):
-            raise TypeError(f"event time must be a number, not {self.t!r}")
-        if not math.isfinite(self.t):
-            raise ValueError(f"event time is {self.t}: events happen at finite times")
-        if "t" in self.fields or "type" in self.fields:
-            raise ValueError("an event's fields cannot be named 't' or 'type'")
-        fields = {k: _canonical(self.fields[k], k) for k in _ordered(tuple(self.fields))}
-        object.__setattr__(self, "t", round(float(self.t), 3) + 0.0)
-        object.__setattr__(self, "fields", MappingProxyType(fields))
+        t, fields = _canonical_event(self.t, self.fields)
+        object.__setattr__(self, "t", t)
+        object.__setattr__(self, "fields", fields)
+
+    @classmethod
+    def made(cls, t: float, type_: str, fields: Mapping[str, Any]) -> Event:
+        """`Event(t, type_, fields)`, each attribute set once with its canonical value (the
+        dataclass's `__init__` sets the given values and `__post_init__` then replaces two of
+        them). The recorder makes every event of a run this way."""
+        event = object.__new__(cls)
+        t, canonical = _canonical_event(t, fields)
+        _set(event, "t", t)
+        _set(event, "type", type_)
+        _set(event, "fields", canonical)
+        return event
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.fields.get(key, default)
@@ -237,10 +262,11 @@ class Recorder:
         """Record that `type` happened at `t` (seconds since start) to the objects in `fields`.
         Raises ValueError when a known type lacks a field it must carry (EVENT_FIELDS) or when
         time goes backwards: both are bugs in the emitter, caught where they happen."""
-        missing = [k for k in EVENT_FIELDS.get(type, ()) if k not in fields]
-        if missing:
+        required = _REQUIRED.get(type)
+        if required is not None and not required <= fields.keys():
+            missing = [k for k in EVENT_FIELDS[type] if k not in fields]
             raise ValueError(f"{type} event needs field(s) {', '.join(missing)}")
-        event = Event(t, type, fields)
+        event = Event.made(t, type, fields)
         if self.events and event.t < self.events[-1].t:
             raise ValueError(
                 f"{type} event at t={event.t} after one at t={self.events[-1].t}: "

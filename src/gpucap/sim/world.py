@@ -31,6 +31,7 @@ Called by `gpucap simulate` and `gpucap demo`.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -89,7 +90,14 @@ from gpucap.sim.scenario import LoadedScenario, ScenarioAction, ScenarioError
 from gpucap.sim.summary import summarize
 from gpucap.state.cluster import Cluster
 
-__all__ = ["POD_RETRY_SECONDS", "SimulationResult", "World", "simulate"]
+__all__ = [
+    "POD_RETRY_SECONDS",
+    "SimulationResult",
+    "World",
+    "due_inputs",
+    "next_disruption_time",
+    "simulate",
+]
 
 # Priorities at one instant (lower runs first): the scenario's own actions, then what nodes do
 # by themselves, then kube-scheduler's binding, then Karpenter's controllers.
@@ -106,6 +114,8 @@ _GPU_KEYS = (*GPU_RESOURCES, NVIDIA_GPU_SHARED)
 # How often a skipped garbage-collection pass looks again whether anything it reads changed
 # (the instance collector's own period, garbagecollection.go).
 GC_IDLE_RECHECK_S = 10.0
+# At most this many runs of an idle disruption loop's chain are skipped at once (`_resume_at`).
+_CHAIN_STEPS = 10_000
 # One NodePool's part of a pending reason (scheduling/solver.py: `nodepool "NAME": ...`).
 _POOL_REASON = re.compile(r'nodepool "((?:[^"\\]|\\.)*)": ([^;]*)')
 
@@ -215,6 +225,9 @@ class World:
         self._last_pass: tuple[int, tuple[str, ...]] | None = None
         self._idle_key: tuple[int, tuple[str, ...]] | None = None  # see `_disrupt`
         self._idle_until = 0.0
+        # Whether an idle disruption loop's runs are held by the engine (`_resume_at`); off:
+        # each runs and requeues (the reference the laws compare with).
+        self.idle_chains = True
         self._gc_idle: tuple[int, int] | None = None  # see `_collect`
         self._claims_touched = 0  # bumped by every change to NodeClaims, Nodes or instances
         self._could: tuple[int, bool] = (-1, False)  # see `_could_disrupt`
@@ -228,6 +241,18 @@ class World:
         self._unbindable: dict[str, tuple[Node, Pod, Resources | None]] = {}
         # NodeClaim -> (the object, whether it is Drifted=True) (`_could_now`).
         self._drifted: dict[str, tuple[NodeClaim, bool]] = {}
+        # What `_next_disruption_time` keeps: the NodePool objects, by name, whether one has a
+        # scheduled budget, and per NodeClaim object (by id; the entry holds it) where its
+        # consolidateAfter counts from and its length (None: not counting, or run out).
+        self._due: (
+            tuple[
+                tuple[NodePool, ...],
+                dict[str, NodePool],
+                bool,
+                dict[int, tuple[NodeClaim, dt.datetime | None, int]],
+            ]
+            | None
+        ) = None
 
     # ---- running --------------------------------------------------------------------------------
     def run(self, on_step: Callable[[float], None] | None = None) -> SimulationResult:
@@ -474,6 +499,7 @@ class World:
         """Pod `key` is pending (created, evicted, or its NodeClaim went): open or extend the
         batch window and run the provisioner when it closes."""
         self._maybe_pending.add(key)
+        self.engine.wake(self._pod_trigger)  # see `_retrigger`
         self.batcher.add(self.now, key)
         self._trigger_provisioning()
 
@@ -489,9 +515,12 @@ class World:
         """Karpenter's pod controller: a provisionable pod triggers the provisioner every 10 s.
         Nothing the scheduler sees changed since the last pass (the same cluster state and
         insufficient-capacity marks): that pass's answer stands, so no trigger. No pod
-        became pending since the last look: nothing to trigger for either (most runs)."""
+        became pending since the last look: nothing to trigger for either (most runs), and
+        every run every 10 s would come here again until `_pending` adds a pod: the engine
+        holds them until it wakes this one (`Engine.idle`: the same grid of times)."""
         if not self._maybe_pending:
-            return POD_RETRY_SECONDS
+            self.engine.idle(self._pod_trigger, POD_RETRY_SECONDS)
+            return None
         self.aws.unavailable.expire()
         if (self._version, tuple(self.aws.unavailable.active())) == self._last_pass:
             return POD_RETRY_SECONDS
@@ -520,11 +549,12 @@ class World:
         fingerprint = (self._version, marks)
         if fingerprint == self._last_pass:
             return None
-        snap = self.cluster.snapshot()
-        pending = list(snap.pending)
-        if not pending:
+        if not self.cluster.has_pending():
+            # No pod to schedule: the pass would stop here, without the snapshot.
             self._last_pass = fingerprint
             return None
+        snap = self.cluster.snapshot()
+        pending = list(snap.pending)
         pools = self._ready_nodepools()
         results = self.provisioner.schedule(
             pools,
@@ -890,15 +920,10 @@ class World:
         return fits(_requests(pod), free)
 
     def _bind(self, key: str, node_name: str) -> None:
-        pod = self.cluster.bind(key, node_name)
-        pod = pod.model_copy(
-            update={
-                "status": pod.status.model_copy(
-                    update={"phase": "Running", "start_time": self.clock.now().isoformat()}
-                )
-            }
+        status = self.cluster.pod(key).status.model_copy(
+            update={"phase": "Running", "start_time": self.clock.now().isoformat()}
         )
-        self.cluster.add_pod(pod)
+        pod = self.cluster.bind(key, node_name, status=status)
         self._place(pod, node_name)
         self.pod_events.pod_changed(pod, node_name)
         claim = self._claim_of_node(node_name)
@@ -975,7 +1000,14 @@ class World:
         functions of those, so the skipped passes would have found nothing too."""
         key = (self._version, tuple(self.aws.unavailable.active()))
         if key == self._idle_key and self.now < self._idle_until:
-            return min(POLLING_PERIOD_S, self._idle_until - self.now)
+            if not self.idle_chains:
+                return min(POLLING_PERIOD_S, self._idle_until - self.now)
+            # Every run of the chain of requeues below (10 s, then what is left to the idle
+            # time) would come here again until the cluster changes (`_changed` wakes it), a
+            # mark expires or the idle time is reached: the engine holds them and runs the
+            # one at which the first of those two clocks runs out (`_resume_at`).
+            self.engine.idle(self._disruption, POLLING_PERIOD_S, resume_at=self._resume_at())
+            return None
         if (
             not self.disruption.commands()
             and self.disruption.waiting() is None
@@ -1008,6 +1040,25 @@ class World:
             self._idle_key = None
         return result.requeue_after if result.requeue_after is not None else POLLING_PERIOD_S
 
+    def _resume_at(self) -> float | None:
+        """The first run of an idle disruption loop's chain of requeues (`_disrupt`: 10 s
+        while more is left to `_idle_until`, then what is left, each added to the engine's
+        time as the engine adds a requeue) at which the run may not return at once: the idle
+        time reached, or the clock at or past the soonest insufficient-capacity mark's end
+        (the marks are part of the pass's key; new marks come with a change, which wakes the
+        loop). None: neither ever (the plain 10-s grid of `Engine.idle`). A long chain is
+        cut at `_CHAIN_STEPS` runs: that run then finds the same and idles again."""
+        until = self._idle_until
+        expiry = self.aws.unavailable.next_expiry()
+        if expiry is None and math.isinf(until):
+            return None
+        t = self.now
+        for _ in range(_CHAIN_STEPS):
+            t = t + min(POLLING_PERIOD_S, until - t)
+            if t >= until or (expiry is not None and self.engine.clock_at(t) >= expiry):
+                break
+        return t
+
     def _could_disrupt(self) -> bool:
         """Whether some method could have a candidate: a NodePool whose consolidateAfter is
         not Never (emptiness, consolidation), or a drifted NodeClaim (drift). Memoised per
@@ -1036,30 +1087,53 @@ class World:
 
     def _next_disruption_time(self) -> float:
         """The next time an idle disruption pass could find something without the cluster
-        changing (see `_disrupt`)."""
-        now = self.clock.now()
-        soonest = float("inf")
+        changing (see `_disrupt`): the soonest of `_due_time` and, when the last pass skipped
+        a method as consolidated, the consolidation state's reset (`Disruption.revisit_at`):
+        that method runs again then, and what turned consolidatable meanwhile (the clock
+        alone) is looked at."""
+        soonest = self._due_time()
         revisit = self.disruption.revisit_at()
         if revisit is not None:
-            # A method skipped as consolidated runs again at the state's reset; what turned
-            # consolidatable meanwhile (the clock alone) is looked at then.
-            soonest = self.now + max(0.0, revisit - self.clock.monotonic())
-        pools = {np.name: np for np in self.cluster.nodepools()}
-        if any(b.schedule for np in pools.values() for b in (np.spec.disruption.budgets or [])):
-            soonest = (self.now // 60 + 1) * 60
-        for claim in self.cluster.node_claims():
-            np = pools.get(claim.metadata.labels.get(NODEPOOL, ""))
-            if np is None:
-                continue
-            after = consolidate_after(np)
-            if not after:
-                continue
-            start = consolidate_after_start(claim)
+            soonest = min(soonest, self.now + max(0.0, revisit - self.clock.monotonic()))
+        return soonest
+
+    def _due_time(self) -> float:
+        """The next time the clock alone changes what a disruption pass reads of the cluster:
+        `next_disruption_time` of `due_inputs`, from what is kept.
+        Per NodeClaim object (frozen) where its consolidateAfter counts from, while the
+        NodePool objects are the same; a NodeClaim whose consolidateAfter has run out is not
+        looked at again until it changes (the clock only moves on, and the due time is
+        non-increasing in it: the difference of datetimes is exact and `total_seconds` and
+        the additions are monotone), so an idle pass walks the NodeClaims by identity only.
+        The arithmetic for the others is `next_disruption_time`'s, on every call."""
+        now = self.clock.now()
+        seconds = self.now
+        pools = tuple(self.cluster.nodepools())
+        kept = self._due
+        if (
+            kept is None
+            or len(kept[0]) != len(pools)
+            or any(a is not b for a, b in zip(kept[0], pools, strict=True))
+        ):
+            by_name = {np.name: np for np in pools}
+            kept = self._due = (pools, by_name, _scheduled(by_name.values()), {})
+        _, by_name, scheduled, starts = kept
+        claims = self.cluster.node_claims()
+        if len(starts) > 4 * len(claims) + 64:
+            starts.clear()  # entries of NodeClaims gone (each holds its object)
+        soonest = (seconds // 60 + 1) * 60 if scheduled else float("inf")
+        for claim in claims:
+            entry = starts.get(id(claim))
+            if entry is None or entry[0] is not claim:
+                entry = starts[id(claim)] = (claim, *_due_of(claim, by_name))
+            start = entry[1]
             if start is None:
                 continue
-            due = (start - now).total_seconds() + after
+            due = (start - now).total_seconds() + entry[2]
             if due > 0:
-                soonest = min(soonest, self.now + due)
+                soonest = min(soonest, seconds + due)
+            else:
+                starts[id(claim)] = (claim, None, 0)  # run out, and stays so
         return soonest
 
     def _disruption_result(self, result: DisruptionResult) -> None:
@@ -1208,6 +1282,57 @@ def simulate(
 
 
 # ---- helpers ------------------------------------------------------------------------------------
+def due_inputs(
+    claims: Iterable[NodeClaim], nodepools: Iterable[NodePool]
+) -> tuple[bool, tuple[tuple[dt.datetime, int], ...]]:
+    """What `next_disruption_time` reads of the cluster: whether a NodePool has a scheduled
+    budget, and per NodeClaim of a NodePool with a non-zero consolidateAfter, where that counts
+    from and its length in seconds (in the NodeClaims' order; NodeClaims not Initialized and
+    of unknown NodePools left out). The reference `World._next_disruption_time` keeps."""
+    pools = {np.name: np for np in nodepools}
+    starts: list[tuple[dt.datetime, int]] = []
+    for claim in claims:
+        start, after = _due_of(claim, pools)
+        if start is not None:
+            starts.append((start, after))
+    return _scheduled(pools.values()), tuple(starts)
+
+
+def _scheduled(nodepools: Iterable[NodePool]) -> bool:
+    return any(b.schedule for np in nodepools for b in (np.spec.disruption.budgets or []))
+
+
+def _due_of(claim: NodeClaim, pools: Mapping[str, NodePool]) -> tuple[dt.datetime | None, int]:
+    """Where the NodeClaim's consolidateAfter counts from and its length (None, 0: it does
+    not count: unknown NodePool, Never or zero, not Initialized)."""
+    np = pools.get(claim.metadata.labels.get(NODEPOOL, ""))
+    if np is None:
+        return None, 0
+    after = consolidate_after(np)
+    if not after:
+        return None, 0
+    start = consolidate_after_start(claim)
+    return (start, after) if start is not None else (None, 0)
+
+
+def next_disruption_time(
+    now: dt.datetime,
+    seconds: float,
+    scheduled: bool,
+    starts: Iterable[tuple[dt.datetime, int]],
+) -> float:
+    """The next time (seconds since the start; `seconds` is now) at which an idle disruption
+    pass could find something the cluster did not change: the next minute boundary while a
+    NodePool has a scheduled budget, the soonest consolidateAfter still running
+    (`due_inputs`); infinity when none."""
+    soonest = (seconds // 60 + 1) * 60 if scheduled else float("inf")
+    for start, after in starts:
+        due = (start - now).total_seconds() + after
+        if due > 0:
+            soonest = min(soonest, seconds + due)
+    return soonest
+
+
 def _ns_name(namespace: str, name: str) -> str:
     return f"{namespace}/{name}" if namespace else name
 

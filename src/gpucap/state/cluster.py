@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
-from gpucap.apis.core import ConfigMap, Node, Pod
+from gpucap.apis.core import ConfigMap, Node, Pod, PodStatus
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.expansion import POD_CREATORS, PodCreator, expand_keys
 from gpucap.apis.gpuoperator import ClusterPolicy
@@ -246,17 +246,34 @@ class Cluster:
             # changed since are looked at (a Node, NodeClaim or bound pod written, nominated
             # pods or a mark that differ); the others are the last build's.
             out = list(built[1])
-            touched = set(self._dirty)
-            last_nominees = built[2]
-            for name in nominees.keys() | last_nominees.keys():
-                a, b = nominees.get(name, ()), last_nominees.get(name, ())
-                if len(a) != len(b) or any(x is not y for x, y in zip(a, b, strict=True)):
-                    touched.add(name)
-            touched |= marked ^ built[3]
+            touched = self._touched(built, nominees, marked)
             for i in sorted({i for name in touched for i in where.get(name, ())}):
                 out[i] = self._slot_state(self._states, slots[i], nominees, marked)
-        else:
+        elif built is not None:
+            # A new layout (a Node or NodeClaim added or removed, a match changed): a slot the
+            # last build had, the same (key, Node, NodeClaim), none of whose names was touched
+            # since, has the same inputs, so the last build's state node; the others are
+            # looked at as on the first build.
+            touched = self._touched(built, nominees, marked)
+            last = {slot: i for i, slot in enumerate(built[0])}
             states: dict[tuple[bool, str], tuple[_StateInputs, StateNode]] = {}
+            out = []
+            for slot in slots:
+                was = last.get(slot)
+                slot_key, node_of, claim_of_slot = slot
+                if (
+                    was is None
+                    or slot_key[1] in touched
+                    or node_of in touched
+                    or claim_of_slot in touched
+                ):
+                    out.append(self._slot_state(states, slot, nominees, marked))
+                else:
+                    states[slot_key] = self._states[slot_key]
+                    out.append(built[1][was])
+            self._states = states
+        else:
+            states = {}
             out = [self._slot_state(states, slot, nominees, marked) for slot in slots]
             self._states = states
         self._dirty.clear()
@@ -274,6 +291,31 @@ class Cluster:
         )
         self._snap = (key, snap)
         return snap
+
+    def _touched(
+        self,
+        built: tuple[list[_Slot], list[StateNode], dict[str, tuple[Pod, ...]], set[str]],
+        nominees: dict[str, tuple[Pod, ...]],
+        marked: set[str],
+    ) -> set[str]:
+        """The names whose state nodes' inputs may differ from the last build's: written since
+        (`_dirty`), other nominated pods (by identity), or marked or unmarked."""
+        touched = set(self._dirty)
+        last_nominees = built[2]
+        for name in nominees.keys() | last_nominees.keys():
+            a, b = nominees.get(name, ()), last_nominees.get(name, ())
+            if len(a) != len(b) or any(x is not y for x, y in zip(a, b, strict=True)):
+                touched.add(name)
+        touched |= marked ^ built[3]
+        return touched
+
+    def has_pending(self) -> bool:
+        """Whether `snapshot().pending` has a pod, without building the snapshot: an unbound
+        pod that is pending (`is_pending`) and not nominated now. The world asks it before a
+        provisioning pass, which needs the snapshot only when a pod is pending."""
+        nominated = self._active_nominations()
+        pods = self._pods
+        return any(k not in nominated and is_pending(pods[k]) for k in self._unbound)
 
     def _slot_state(
         self,
@@ -411,14 +453,16 @@ class Cluster:
             self._version += 1
         return self._drop(key)
 
-    def bind(self, pod_key: str, node_name: str) -> Pod:
-        """Bind a pod to a Node (kube-scheduler's binding); its nomination ends."""
+    def bind(self, pod_key: str, node_name: str, *, status: PodStatus | None = None) -> Pod:
+        """Bind a pod to a Node (kube-scheduler's binding); its nomination ends. With `status`
+        the bound pod has it too (the kubelet's view once it runs), in the same write."""
         if node_name not in self._nodes:
             raise KeyError(f"no node {node_name!r} to bind {pod_key} to")
         pod = self._pods[pod_key]
-        bound = pod.model_copy(
-            update={"spec": pod.spec.model_copy(update={"node_name": node_name})}
-        )
+        update: dict[str, object] = {"spec": pod.spec.model_copy(update={"node_name": node_name})}
+        if status is not None:
+            update["status"] = status
+        bound = pod.model_copy(update=update)
         self._put(bound)
         self._nominations.pop(pod_key, None)
         return bound

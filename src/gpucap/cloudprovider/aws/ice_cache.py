@@ -77,6 +77,13 @@ class UnavailableOfferings:
         keys += [f"{ct}:*:*" for ct, until in self._capacity_types.items() if now < until]
         return sorted(keys)
 
+    def next_expiry(self) -> dt.datetime | None:
+        """When the first mark still in force now ends (None: none is): `active()` is the
+        same until then unless a mark is made."""
+        now = self.clock.now()
+        ends = [u for u in (*self._until.values(), *self._capacity_types.values()) if now < u]
+        return min(ends) if ends else None
+
     def expire(self) -> None:
         """Drop expired marks (Karpenter cleans up every 10 s; lookups already ignore them)."""
         now = self.clock.now()

@@ -153,23 +153,53 @@ _CLAIM: IdentityMemo[NodeClaim, tuple[bool, bool]] = IdentityMemo(_claim_facts, 
 
 def pool_counts(cluster: Cluster, snap: Snapshot | None = None) -> PoolCounts:
     """What `budget_mapping` counts per NodePool (see `PoolCounts` and the module
-    docstring), over `snap` (the cluster's snapshot when the caller has it)."""
+    docstring), over `snap` (the cluster's snapshot when the caller has it). The last count
+    is handed out again while the snapshot is the same object and still the cluster's: it
+    reads nothing else (the same snapshot means the same Nodes, NodeClaims and marks) and no
+    clock. Read-only to callers."""
+    current = cluster.snapshot() if snap is None else None
+    snap = snap if snap is not None else current
+    assert snap is not None
+    last = _LAST_COUNT.get(id(cluster))
+    if (
+        last is not None
+        and last[0] is cluster
+        and last[1] is snap
+        and (current is not None or cluster.snapshot() is snap)
+    ):
+        return last[2]
+    counts = _count(cluster, snap)
+    if len(_LAST_COUNT) >= _LAST_COUNT_SIZE:
+        _LAST_COUNT.clear()
+    _LAST_COUNT[id(cluster)] = (cluster, snap, counts)
+    return counts
+
+
+# Per cluster (by id; each entry holds its cluster, so the id is not reused while it lives):
+# its last snapshot and that snapshot's count. A disruption pass whose cluster did not change
+# since the last one, and validation 15 s later, count the same nodes again.
+_LAST_COUNT: dict[int, tuple[Cluster, Snapshot, PoolCounts]] = {}
+_LAST_COUNT_SIZE = 16
+
+
+def _count(cluster: Cluster, snap: Snapshot) -> PoolCounts:
+    """`pool_counts` walking the snapshot's nodes."""
     totals: dict[str, int] = {}
     disrupting: dict[str, int] = {}
     marked = cluster.marked_for_deletion()
-    for sn in (snap if snap is not None else cluster.snapshot()).nodes:
+    for sn in snap.nodes:
         if not sn.managed or not sn.initialized:
             continue
         node = cluster.node(sn.name)
         claim: NodeClaim | None = (
             cluster.node_claim_for_node(node) if node is not None else cluster.node_claim(sn.name)
         )
-        terminating, claim_deleted = _CLAIM(claim) if claim is not None else (False, False)
+        terminating, claim_deleted = _CLAIM.lookup(claim) if claim is not None else (False, False)
         if terminating:
             continue
         pool = sn.labels.get(NODEPOOL, "")
         totals[pool] = totals.get(pool, 0) + 1
-        ready = node is not None and _READY(node)
+        ready = node is not None and _READY.lookup(node)
         deleting = (
             sn.marked_for_deletion
             or sn.name in marked

@@ -15,7 +15,8 @@ A NodeClaim is a candidate when, in this order:
   this is waived when the NodeClaim has a terminationGracePeriod).
 Its price is the first offering of its instance type in its zone and capacity type (0 when
 unknown, as `resolveNodePrice`); its reschedulable pods are `pods.is_reschedulable`; its
-disruption cost is the eviction cost of all its pods times the lifetime remaining.
+disruption cost (`disruption_cost`, asked with the time) is the eviction cost of all its pods
+times the lifetime remaining.
 
 `consolidatable` is Karpenter's `Consolidatable` condition, derived instead of stored: the
 NodePool's consolidateAfter is not `Never`, the NodeClaim is Initialized, and consolidateAfter
@@ -25,7 +26,8 @@ Not modelled: PodDisruptionBudgets in candidate selection (`CanEvictPods`; the d
 them, `controllers/termination.py`), CapacityBuffer pods. Called by the controller
 (`controller.py`) once per disruption class per pass, and again by validation. What does not
 read the clock, the queue, the marks or the nominations is kept per NodeClaim from pass to pass
-(`_Row`).
+(`_Row`, with its Candidate object); the last answer per disruption class is handed out again
+while every input but the clock is the same objects (`_Selection`).
 """
 
 from __future__ import annotations
@@ -63,10 +65,14 @@ from gpucap.state.snapshot import Snapshot
 
 __all__ = [
     "DRIFTED",
+    "Gate",
     "consolidatable",
+    "consolidatable_gate",
     "consolidate_after",
     "consolidate_after_start",
+    "disruption_cost",
     "drifted_reason",
+    "gate_passed",
     "get_candidates",
     "node_price",
     "under_consolidate_after",
@@ -85,7 +91,7 @@ def consolidate_after_start(claim: NodeClaim) -> dt.datetime | None:
     """Where consolidateAfter counts from: the NodeClaim's last pod event, else when it became
     Initialized; None while it is not Initialized. Memoised per NodeClaim object (frozen):
     every pass asks for every candidate, and again per held-back node."""
-    return _FACTS(claim)[1]
+    return _FACTS.lookup(claim)[1]
 
 
 def _consolidation_facts(claim: NodeClaim) -> tuple[bool, dt.datetime | None]:
@@ -106,7 +112,7 @@ def under_consolidate_after(claim: NodeClaim, nodepool: NodePool | None, now: dt
     after = consolidate_after(nodepool)
     if not after:
         return False
-    start = _FACTS(claim)[1]
+    start = _FACTS.lookup(claim)[1]
     if start is None:
         return False
     return (now - start).total_seconds() < after
@@ -115,21 +121,42 @@ def under_consolidate_after(claim: NodeClaim, nodepool: NodePool | None, now: dt
 def consolidatable(claim: NodeClaim, nodepool: NodePool, now: dt.datetime) -> bool:
     """Karpenter's `Consolidatable=True` (see the module docstring): consolidateAfter not
     Never, Initialized, and not `under_consolidate_after`."""
+    return gate_passed(consolidatable_gate(claim, nodepool), now)
+
+
+# `consolidatable` without the clock: None (never), or (start, after): consolidatable once
+# `after` seconds have passed since `start` (start None: at once).
+Gate = tuple[dt.datetime | None, int] | None
+
+
+def consolidatable_gate(claim: NodeClaim, nodepool: NodePool) -> Gate:
+    """What `consolidatable` reads of the NodeClaim and NodePool, none of it the clock: the
+    methods keep it per candidate (`Consolidation.should_disrupt`, `Emptiness`) and ask
+    `gate_passed` each pass."""
     after = consolidate_after(nodepool)
     if after is None:
-        return False
-    initialized, start = _FACTS(claim)
+        return None
+    initialized, start = _FACTS.lookup(claim)
     if not initialized:
-        return False
+        return None
     if not after or start is None:
-        return True
-    return not (now - start).total_seconds() < after
+        return (None, 0)
+    return (start, after)
+
+
+def gate_passed(gate: Gate, now: dt.datetime) -> bool:
+    """`consolidatable` at `now` from its `consolidatable_gate` (the same comparison)."""
+    if gate is None:
+        return False
+    start, after = gate
+    return start is None or not (now - start).total_seconds() < after
 
 
 def drifted_reason(claim: NodeClaim) -> str:
     """The Drifted condition's reason when it is True, else "" (memoised per NodeClaim
-    object, as `consolidate_after_start`)."""
-    return _DRIFTED(claim)
+    object, as `consolidate_after_start`; the controller asks it of every NodeClaim of every
+    pass)."""
+    return _DRIFTED.lookup(claim)
 
 
 def _drifted_reason(claim: NodeClaim) -> str:
@@ -154,13 +181,6 @@ def node_price(instance_type: InstanceType | None, zone: str, capacity_type: str
         if o.zone == zone and o.capacity_type == capacity_type:
             return 0.0 if o.price != o.price else o.price
     return 0.0
-
-
-def _node_of(cluster: Cluster, claim: NodeClaim, by_provider_id: Mapping[str, Node]) -> Node | None:
-    node = by_provider_id.get(claim.status.provider_id or "")
-    if node is not None:
-        return node
-    return cluster.node(claim.status.node_name) if claim.status.node_name else None
 
 
 @functools.lru_cache(maxsize=256)
@@ -196,12 +216,16 @@ class _OnNode:
 
 
 def _on_node(state: StateNode) -> _OnNode:
-    pods = tuple(p for p in state.pods if p.spec.node_name == state.name)
+    name = state.name
+    pods = tuple(p for p in state.pods if p.spec.node_name == name)
+    costs = [eviction_cost(p) for p in pods]
+    reschedulable = [is_reschedulable(p) for p in pods]
     return _OnNode(
         pods,
-        tuple(p for p in pods if is_reschedulable(p)),
-        sum(eviction_cost(p) for p in pods),
-        sum(max(0.0, eviction_cost(p)) for p in pods if is_reschedulable(p)),
+        tuple(p for p, r in zip(pods, reschedulable, strict=True) if r),
+        # The same sums, in the same order, as one generator over the pods each.
+        sum(costs),
+        sum(max(0.0, c) for c, r in zip(costs, reschedulable, strict=True) if r),
         tuple(p for p in pods if DO_NOT_DISRUPT in p.metadata.annotations),
     )
 
@@ -238,7 +262,6 @@ class _Row:
     instance_type: InstanceType | None
     price: float
     fixed: bool
-    expiry: tuple[int, dt.datetime] | None  # `pods.expiry` of the NodeClaim
     drifted: str  # `drifted_reason` of the NodeClaim
     last: Candidate | None = None
 
@@ -270,7 +293,7 @@ def _row(
         state.initialized
         and claim.metadata.deletion_timestamp is None
         and node.metadata.deletion_timestamp is None
-        and not _TERMINATING(claim)
+        and not _TERMINATING.lookup(claim)
         and node.metadata.annotations.get(DO_NOT_DISRUPT) != "true"
         and nodepool is not None
         and by_name is not None
@@ -282,11 +305,10 @@ def _row(
         nodepool,
         by_name,
         pool_name,
-        _ON_NODE(state),
+        _ON_NODE.lookup(state),
         it,
         node_price(it, labels.get(ZONE, ""), labels.get(CAPACITY_TYPE, "")),
         fixed,
-        expiry(claim),
         drifted_reason(claim),
     )
     if len(_ROWS) >= _ROWS_SIZE:
@@ -301,6 +323,78 @@ _ROWS: dict[str, _Row] = {}
 _ROWS_SIZE = 4096
 
 
+@dataclass(slots=True, eq=False)
+class _Selection:
+    """One `get_candidates` answer and every input it read but the clock: the cluster and its
+    snapshot (the same snapshot object means the same pods, Nodes, NodeClaims, nominations and
+    marks: `Cluster.snapshot`), the NodePool objects, each one's instance-type index (`None`:
+    no types), the queue's NodeClaims and the disruption class. `rows`: the rows past the
+    fixed, queue, mark and nomination checks, in NodeClaim order; of them only those with
+    annotated pods (`clocked`) can answer differently at another time. `cost` and
+    `disruption`: the NodePool sums over all managed rows."""
+
+    cluster: Cluster
+    snap: Snapshot
+    pools: tuple[NodePool, ...]
+    types: tuple[Mapping[str, InstanceType] | None, ...]
+    in_flight: frozenset[str]
+    disruption_class: str
+    rows: list[_Row]
+    clocked: bool
+    cost: dict[str, float]
+    disruption: dict[str, float]
+    found: list[Candidate]  # the answer when nothing is `clocked` (every row's candidate)
+    totals: dict[str, PoolTotals]
+
+    def holds_for(
+        self,
+        cluster: Cluster,
+        snap: Snapshot,
+        *,
+        pools: Sequence[NodePool],
+        types: Sequence[Mapping[str, InstanceType] | None],
+        in_flight: frozenset[str],
+        disruption_class: str,
+    ) -> bool:
+        """Whether the answer was made from these inputs (all but the clock)."""
+        return (
+            self.snap is snap
+            and self.cluster is cluster
+            and self.disruption_class == disruption_class
+            and len(self.pools) == len(pools)
+            and all(a is b for a, b in zip(self.pools, pools, strict=True))
+            and all(a is b for a, b in zip(self.types, types, strict=True))
+            and self.in_flight == in_flight
+        )
+
+    def answer(self, now: dt.datetime) -> tuple[list[Candidate], dict[str, PoolTotals]]:
+        """The answer at `now`: the rows' candidates again, the do-not-disrupt durations of
+        the clocked ones asked anew."""
+        if not self.clocked:
+            return list(self.found), dict(self.totals)
+        out = [
+            c
+            for c in (_candidate(row, now, self.disruption_class) for row in self.rows)
+            if c is not None
+        ]
+        return out, _totals(out, self.cost, self.disruption)
+
+
+def _totals(
+    out: Sequence[Candidate], cost: Mapping[str, float], disruption: Mapping[str, float]
+) -> dict[str, PoolTotals]:
+    return {
+        name: PoolTotals(cost.get(name, 0.0), disruption.get(name, 0.0))
+        for name in sorted({c.nodepool.name for c in out})
+    }
+
+
+# Disruption class -> the last `get_candidates` answer for it (see `_Selection`): a pass whose
+# cluster did not change since the last one (the clock only, or a command's queue waiting)
+# asks the same question again.
+_LAST: dict[str, _Selection] = {}
+
+
 def get_candidates(
     cluster: Cluster,
     cloud_provider: CloudProvider,
@@ -313,32 +407,84 @@ def get_candidates(
 ) -> tuple[list[Candidate], dict[str, PoolTotals]]:
     """Every candidate (before a method's own filter), in NodeClaim order, and the NodePool
     totals over all managed nodes. `in_flight`: NodeClaim names the queue is carrying out;
-    `instance_types`: per NodePool, when the caller already asked the cloud provider."""
-    snap = snap if snap is not None else cluster.snapshot()
-    by_name = {n.name: n for n in snap.nodes}
-    pools = {np.name: np for np in cluster.nodepools()}
-    types: dict[str, Mapping[str, InstanceType]] = {}
-    for name, np in pools.items():
+    `instance_types`: per NodePool, when the caller already asked the cloud provider. The
+    last answer per disruption class is handed out again (its clocked rows asked anew) while
+    every other input is the same (`_Selection`)."""
+    current = cluster.snapshot() if snap is None else None
+    snap = snap if snap is not None else current
+    assert snap is not None
+    nodepools = cluster.nodepools()
+    by_pool: list[Mapping[str, InstanceType] | None] = []
+    for np in nodepools:
         offered = (
-            instance_types[name]
-            if instance_types is not None and name in instance_types
+            instance_types[np.name]
+            if instance_types is not None and np.name in instance_types
             else cloud_provider.get_instance_types(np)
         )
-        if offered:
-            types[name] = _BY_NAME(offered)
+        by_pool.append(_BY_NAME.lookup(offered) if offered else None)
+    flight = frozenset(in_flight)
+    last = _LAST.get(disruption_class)
+    if (
+        last is not None
+        and last.holds_for(
+            cluster,
+            snap,
+            pools=nodepools,
+            types=by_pool,
+            in_flight=flight,
+            disruption_class=disruption_class,
+        )
+        # A snapshot handed in is the cluster's current one only while nothing changed.
+        and (current is not None or cluster.snapshot() is snap)
+    ):
+        return last.answer(now)
+    selection = _select(
+        cluster,
+        snap,
+        nodepools=nodepools,
+        by_pool=by_pool,
+        in_flight=flight,
+        now=now,
+        disruption_class=disruption_class,
+    )
+    _LAST[disruption_class] = selection
+    return list(selection.found), dict(selection.totals)
+
+
+def _select(
+    cluster: Cluster,
+    snap: Snapshot,
+    *,
+    nodepools: Sequence[NodePool],
+    by_pool: Sequence[Mapping[str, InstanceType] | None],
+    in_flight: frozenset[str],
+    now: dt.datetime,
+    disruption_class: str,
+) -> _Selection:
+    """`get_candidates` from the rows (see `_Row`), with what it read (`_Selection`)."""
+    by_name = {n.name: n for n in snap.nodes}
+    pools = {np.name: np for np in nodepools}
+    types = {np.name: t for np, t in zip(nodepools, by_pool, strict=True) if t is not None}
     marked = cluster.marked_for_deletion()
     by_provider_id: dict[str, Node] = {}
     for n in cluster.nodes():
         if n.spec.provider_id:
             by_provider_id.setdefault(n.spec.provider_id, n)
-    nominated = set(cluster.nominations().values())
+    # NodeClaims no candidate may come from: the queue's, the marked, those with a pod
+    # nominated to them (a marked Node's name is checked on its own).
+    held = in_flight | marked | set(cluster.nominations().values())
     out: list[Candidate] = []
+    rows: list[_Row] = []
+    clocked = False
     cost: dict[str, float] = {}
     disruption: dict[str, float] = {}
     for claim in cluster.node_claims():
-        node = _node_of(cluster, claim, by_provider_id)
+        status = claim.status
+        node = by_provider_id.get(status.provider_id or "")
         if node is None:
-            continue
+            node = cluster.node(status.node_name) if status.node_name else None
+            if node is None:
+                continue
         node_name = node.metadata.name
         state = by_name.get(node_name)
         if state is None:
@@ -360,40 +506,48 @@ def get_candidates(
             disruption[pool_name] = disruption.get(pool_name, 0.0) + (
                 PER_NODE_BASE_DISRUPTION_COST + row.on.reschedule
             )
-        if (
-            not row.fixed
-            or claim_name in in_flight
-            or claim_name in marked
-            or node_name in marked
-            or claim_name in nominated
-        ):
+        if not row.fixed or claim_name in held or node_name in marked:
+            continue
+        rows.append(row)
+        if row.on.annotated:
+            clocked = True
+        elif row.last is not None:
+            out.append(row.last)  # `_candidate` would hand it out again
             continue
         candidate = _candidate(row, now, disruption_class)
         if candidate is not None:
             out.append(candidate)
-    totals = {
-        name: PoolTotals(cost.get(name, 0.0), disruption.get(name, 0.0))
-        for name in sorted({c.nodepool.name for c in out})
-    }
-    return out, totals
+    return _Selection(
+        cluster,
+        snap,
+        tuple(nodepools),
+        tuple(by_pool),
+        in_flight,
+        disruption_class,
+        rows,
+        clocked,
+        cost,
+        disruption,
+        out,
+        _totals(out, cost, disruption),
+    )
 
 
 def _candidate(row: _Row, now: dt.datetime, disruption_class: str) -> Candidate | None:
     """`NewCandidate` for a row whose fixed checks hold: the do-not-disrupt pods (the clock
-    decides for duration annotations), then the candidate, the last one again while its
-    clock-dependent disruption cost is the same value."""
+    decides for duration annotations), then the candidate: the row's last one again (every
+    field comes from the row's objects, none from the clock)."""
     claim, on = row.claim, row.on
     if on.annotated:
         blocked = any(do_not_disrupt_active(p, now) for p in on.annotated)
         waived = disruption_class == EVENTUAL and claim.spec.termination_grace_period is not None
         if blocked and not waived:
             return None
+    last = row.last
+    if last is not None:
+        return last
     nodepool = row.nodepool
     assert nodepool is not None  # `fixed` holds
-    disruption_cost = on.eviction * lifetime_at(row.expiry, now)
-    last = row.last
-    if last is not None and last.disruption_cost == disruption_cost:
-        return last  # every other field comes from the row's objects
     labels = row.state.labels
     out = Candidate(
         node_claim=claim,
@@ -405,8 +559,16 @@ def _candidate(row: _Row, now: dt.datetime, disruption_class: str) -> Candidate 
         zone=labels.get(ZONE, ""),
         price=row.price,
         reschedulable_pods=on.reschedulable,
-        disruption_cost=disruption_cost,
         drifted=row.drifted,
     )
     row.last = out
     return out
+
+
+def disruption_cost(candidate: Candidate, now: dt.datetime) -> float:
+    """`NewCandidate`'s disruption cost at `now`: the eviction cost of all the node's pods
+    times the NodeClaim's lifetime remaining (karpenter-disruption.md §1.4). A function of the
+    clock rather than a field, so that the candidate object stays the same from pass to pass;
+    no v1.14 method reads it (they sort by savings ratio), tests do."""
+    on = _ON_NODE.lookup(candidate.state_node)
+    return on.eviction * lifetime_at(expiry(candidate.node_claim), now)

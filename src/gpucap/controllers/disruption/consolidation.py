@@ -44,8 +44,10 @@ from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE
 from gpucap.apis.nodepool import NodePool
 from gpucap.cloudprovider.types import CloudProvider
 from gpucap.controllers.disruption.candidates import (
-    consolidatable,
+    Gate,
+    consolidatable_gate,
     consolidate_after,
+    gate_passed,
     get_candidates,
 )
 from gpucap.controllers.disruption.constants import (
@@ -62,6 +64,7 @@ from gpucap.controllers.disruption.simulation import (
 from gpucap.controllers.disruption.types import GRACEFUL, Candidate, PoolTotals, Proposal
 from gpucap.controllers.provisioning.provisioner import Provisioner
 from gpucap.runtime.clock import Clock
+from gpucap.runtime.memo import IdentityMemo
 from gpucap.scheduling.instancetypes import (
     InstanceType,
     order_by_price,
@@ -249,6 +252,31 @@ def _can_pass_threshold(c: Candidate, totals: Mapping[str, PoolTotals]) -> bool:
 
 
 # ---- the shared part ---------------------------------------------------------------------------
+def _wants(c: Candidate) -> Gate:
+    """`ShouldDisrupt` without the clock: not static, a known instance type, capacity type and
+    zone labels, consolidateAfter not Never, not empty, a policy other than WhenEmpty; then
+    when the candidate is consolidatable (`consolidatable_gate`). None: never."""
+    if c.static or c.instance_type is None:
+        return None
+    labels = c.state_node.labels
+    if CAPACITY_TYPE not in labels or "topology.kubernetes.io/zone" not in labels:
+        return None
+    if consolidate_after(c.nodepool) is None or c.is_empty:
+        return None
+    if c.nodepool.spec.disruption.consolidation_policy == "WhenEmpty":
+        return None
+    return consolidatable_gate(c.node_claim, c.nodepool)
+
+
+# Per candidate object (frozen; candidate selection hands the same one out pass after pass):
+# every pass filters every candidate, multi- and single-node consolidation alike.
+_WANTS: IdentityMemo[Candidate, Gate] = IdentityMemo(_wants, size=4096)
+# Consolidation's sort key per candidate object (`Consolidation.sort`).
+_SORT_KEY: IdentityMemo[Candidate, tuple[float, str]] = IdentityMemo(
+    lambda c: (-c.savings_ratio, c.name), size=4096
+)
+
+
 class Consolidation:
     """What emptiness, multi-node and single-node consolidation share (`consolidation` in
     consolidation.go): the cluster, the scheduler, the consolidated-state memo, the budget
@@ -295,22 +323,15 @@ class Consolidation:
         return self.clock.now()
 
     def should_disrupt(self, c: Candidate) -> bool:
-        """consolidation.go `ShouldDisrupt`, shared by multi- and single-node."""
-        if c.static or c.instance_type is None:
-            return False
-        labels = c.state_node.labels
-        if CAPACITY_TYPE not in labels or "topology.kubernetes.io/zone" not in labels:
-            return False
-        if consolidate_after(c.nodepool) is None or c.is_empty:
-            return False
-        if c.nodepool.spec.disruption.consolidation_policy == "WhenEmpty":
-            return False
-        return consolidatable(c.node_claim, c.nodepool, self.now())
+        """consolidation.go `ShouldDisrupt`, shared by multi- and single-node: what does not
+        read the clock kept per candidate object (`_wants`), the clock compared each time."""
+        return gate_passed(_WANTS.lookup(c), self.clock.now())
 
     @staticmethod
     def sort(candidates: Sequence[Candidate]) -> list[Candidate]:
-        """Price per unit of disruption, highest first (ties by name: Go's sort is unstable)."""
-        return sorted(candidates, key=lambda c: (-c.savings_ratio, c.name))
+        """Price per unit of disruption, highest first (ties by name: Go's sort is unstable);
+        the key kept per candidate object (every pass sorts the same ones)."""
+        return sorted(candidates, key=_SORT_KEY.lookup)
 
     @staticmethod
     def within_budgets(
@@ -356,28 +377,42 @@ class Consolidation:
         """`computeConsolidation` (see the module docstring); None: no action. Inside a
         `compute` (after `begin`), candidates the pre-check rules out are not simulated: the
         simulation would end in None too (`room.py`)."""
-        inputs: PassInputs | None = None
+        room = self._pass_room()
+        if room is not None and not room.may_move(candidates):
+            return None
+        return self._decide(candidates)
+
+    def _pass_room(self) -> Room | None:
+        """The pre-check of the running `compute` (built when first asked, with the pass's
+        simulation inputs); None outside one."""
         shared = self._shared
-        if shared is not None:
-            if shared.inputs is None:
-                shared.inputs = pass_inputs(
-                    self.cluster,
-                    self.provisioner,
-                    nodepools=self.nodepools,
-                    now=self.now(),
-                    snap=self.state.snapshot(self.cluster),
-                )
-            inputs = shared.inputs
-            if shared.room is None:
-                shared.room = Room(
-                    inputs,
-                    self.now(),
-                    spot_to_spot=self.spot_to_spot,
-                    offers=self.state.offers,
-                    cache=self.state.rooms,
-                )
-            if not shared.room.may_move(candidates):
-                return None
+        if shared is None:
+            return None
+        if shared.room is None:
+            shared.room = Room(
+                self._pass_inputs(shared),
+                self.now(),
+                spot_to_spot=self.spot_to_spot,
+                offers=self.state.offers,
+                cache=self.state.rooms,
+            )
+        return shared.room
+
+    def _pass_inputs(self, shared: PassShared) -> PassInputs:
+        if shared.inputs is None:
+            shared.inputs = pass_inputs(
+                self.cluster,
+                self.provisioner,
+                nodepools=self.nodepools,
+                now=self.now(),
+                snap=self.state.snapshot(self.cluster),
+            )
+        return shared.inputs
+
+    def _decide(self, candidates: Sequence[Candidate]) -> Proposal | None:
+        """`compute_consolidation` past the pre-check: the simulation and the prices."""
+        shared = self._shared
+        inputs = self._pass_inputs(shared) if shared is not None else None
         sim = self.simulate(candidates, inputs)
         if sim is None or not sim.all_non_pending_scheduled:
             return None
@@ -583,13 +618,20 @@ class SingleNodeConsolidation(Consolidation):
             return []
         constrained = False
         with self.computing():
+            room: Room | None = None
             for c in self.order(candidates):
                 if budgets.get(c.nodepool.name, 0) <= 0:
                     constrained = True
                     continue
                 if not _can_pass_threshold(c, totals):
                     continue
-                found = self.compute_consolidation([c])
+                # `compute_consolidation([c])` with its pre-check asked here: most candidates
+                # of a pass stop at it.
+                if room is None:
+                    room = self._pass_room()
+                if room is not None and not room.may_move_one(c):
+                    continue
+                found = self._decide([c])
                 if found is None or not approve_balanced(found, totals):
                     continue
                 return [found]

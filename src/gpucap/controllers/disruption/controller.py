@@ -335,7 +335,8 @@ class Disruption:
             wants = (method.disruption_class, getattr(type(method), "should_disrupt", method))
             candidates = wanted.get(wants)
             if candidates is None:
-                candidates = wanted[wants] = [c for c in found if method.should_disrupt(c)]
+                keep = method.should_disrupt
+                candidates = wanted[wants] = [c for c in found if keep(c)]
             candidates = list(candidates)
             if not candidates:
                 continue

@@ -15,11 +15,29 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from gpucap.controllers.disruption.candidates import consolidatable, consolidate_after
+from gpucap.controllers.disruption.candidates import (
+    Gate,
+    consolidatable_gate,
+    consolidate_after,
+    gate_passed,
+)
 from gpucap.controllers.disruption.consolidation import Consolidation
 from gpucap.controllers.disruption.types import EMPTY, Candidate, PoolTotals, Proposal
+from gpucap.runtime.memo import IdentityMemo
 
 __all__ = ["Emptiness"]
+
+
+def _wants(c: Candidate) -> Gate:
+    """`Emptiness.should_disrupt` without the clock: not static, consolidateAfter not Never,
+    empty; then when it is consolidatable. None: never."""
+    if c.static or consolidate_after(c.nodepool) is None or not c.is_empty:
+        return None
+    return consolidatable_gate(c.node_claim, c.nodepool)
+
+
+# Per candidate object, as consolidation's.
+_WANTS: IdentityMemo[Candidate, Gate] = IdentityMemo(_wants, size=4096)
 
 
 class Emptiness(Consolidation):
@@ -29,9 +47,9 @@ class Emptiness(Consolidation):
     reason = EMPTY
 
     def should_disrupt(self, c: Candidate) -> bool:
-        if c.static or consolidate_after(c.nodepool) is None:
-            return False
-        return c.is_empty and consolidatable(c.node_claim, c.nodepool, self.now())
+        """Empty and consolidatable (see the module docstring): what does not read the clock
+        kept per candidate object, the clock compared each time."""
+        return gate_passed(_WANTS.lookup(c), self.clock.now())
 
     def compute(
         self,

@@ -55,7 +55,7 @@ def is_active(pod: Pod) -> bool:
 def is_reschedulable(pod: Pod) -> bool:
     """Whether the pod moves when its node goes (see the module docstring); memoised per pod
     object (pods are frozen models: an update is a new object)."""
-    return _RESCHEDULABLE(pod)
+    return _RESCHEDULABLE.lookup(pod)
 
 
 def _is_reschedulable(pod: Pod) -> bool:
@@ -92,7 +92,7 @@ def do_not_disrupt_active(pod: Pod, now: dt.datetime) -> bool:
 def eviction_cost(pod: Pod) -> float:
     """`EvictionCost` (see the module docstring); memoised per pod object, as
     `is_reschedulable` (candidate selection asks for every pod on every pass)."""
-    return _EVICTION_COST(pod)
+    return _EVICTION_COST.lookup(pod)
 
 
 def _eviction_cost(pod: Pod) -> float:

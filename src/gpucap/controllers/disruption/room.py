@@ -29,7 +29,8 @@ floor(room / request) of a kind (`_NodeRoom.holds`), the new NodeClaim at most w
 allocatable of the types that count allows.
 Built once per pass from the pass's `PassInputs`; the per-kind answers (which nodes take a
 kind, their room, how many pods of a kind they hold) are carried to the next pass's `Room`
-and corrected for the nodes that changed (`RoomCache`).
+and corrected for the nodes that changed (`RoomCache`); a candidate's movers are kept per
+candidate object while none carries do-not-disrupt (`_STEADY`).
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def offering_neutral(pod: Pod) -> bool:
     """Whether `pod` can never narrow a NodeClaim's zone or capacity type: no nodeSelector or
     node-affinity term (required or preferred) names them, and it has no pod affinity,
     anti-affinity or topology spread (which narrow domains, its own or other pods')."""
-    return _NEUTRAL(pod.spec)
+    return _NEUTRAL.lookup(pod.spec)
 
 
 def _offering_neutral(spec: PodSpec) -> bool:
@@ -148,7 +149,7 @@ class OfferCache:
 
 def _requests(pod: Pod) -> Mapping[str, int]:
     """What the scheduler charges for the pod (its requests plus `pods: 1`); read-only."""
-    return _REQUESTS(pod.spec)
+    return _REQUESTS.lookup(pod.spec)
 
 
 def _left(node: StateNode) -> dict[str, int] | None:
@@ -182,7 +183,7 @@ _Kind = tuple[tuple[tuple[str, int], ...], tuple[Toleration, ...]]
 def _kind(spec: PodSpec) -> tuple[int, _Kind]:
     """The spec's kind and a number standing for it (cheap to hash; numbers are never reused,
     so caches keyed on them stay right when the table is cleared)."""
-    kind = (tuple(sorted(_REQUESTS(spec).items())), tuple(spec.tolerations))
+    kind = (tuple(sorted(_REQUESTS.lookup(spec).items())), tuple(spec.tolerations))
     number = _NUMBERS.get(kind)
     if number is None:
         if len(_NUMBERS) >= _KINDS_SIZE:
@@ -209,7 +210,7 @@ def _movers_of(movers: Sequence[Pod]) -> _Movers:
     kinds: dict[int, _Kind] = {}
     counts: dict[int, int] = {}
     for p in movers:
-        number, kind = _KIND(p.spec)
+        number, kind = _KIND.lookup(p.spec)
         kinds[number] = kind
         counts[number] = counts.get(number, 0) + 1
     return add(*(_requests(p) for p in movers)), kinds, frozenset(kinds), counts
@@ -244,7 +245,7 @@ class _NodeRoom:
     __slots__ = ("_holds", "_takes", "left", "neutral", "taints")
 
     def __init__(self, node: StateNode) -> None:
-        self.neutral = all(_NEUTRAL(p.spec) for p in node.pods)
+        self.neutral = all(_NEUTRAL.lookup(p.spec) for p in node.pods)
         self.left = _left(node)
         self.taints = tuple(node.taints)
         self._takes: dict[int, bool] = {}
@@ -285,6 +286,11 @@ class _NodeRoom:
 
 
 _NODE_ROOM: IdentityMemo[StateNode, _NodeRoom] = IdentityMemo(_NodeRoom, size=4096)
+# Per pending-pods tuple of a snapshot (the same tuple while the snapshot is the same object):
+# whether every pending pod is offering-neutral.
+_PENDING_NEUTRAL: IdentityMemo[tuple[Pod, ...], bool] = IdentityMemo(
+    lambda pending: all(_NEUTRAL.lookup(p.spec) for p in pending), size=64
+)
 
 
 def _lacks_spot(it: InstanceType, reqs: Requirements) -> bool:
@@ -326,21 +332,25 @@ class Room:
         self.spot_to_spot = spot_to_spot
         # What each node a mover may go to has left, with its taints (`_NodeRoom`).
         self.free: dict[str, _NodeRoom] = {}
-        neutral = all(_NEUTRAL(p.spec) for p in inputs.snap.pending)
+        free = self.free
+        held = inputs.held_back
+        node_room = _NODE_ROOM.lookup
+        neutral = _PENDING_NEUTRAL.lookup(inputs.snap.pending)
         for n in inputs.snap.nodes:
-            node = _NODE_ROOM(n)
-            neutral = neutral and node.neutral
-            if n.marked_for_deletion or not n.initialized or n.name in inputs.held_back:
+            node = node_room(n)
+            if neutral and not node.neutral:
+                neutral = False
+            # `fits` refuses every pod on a node short of something (`left` None).
+            if n.marked_for_deletion or not n.initialized or node.left is None or n.name in held:
                 continue
-            if node.left is None:
-                continue  # `fits` refuses every pod on a node short of something
-            self.free[n.name] = node
+            free[n.name] = node
         self.any_type, self.non_spot = (offers or OfferCache()).get(inputs.pools, neutral=neutral)
         # Per set of mover kinds: the nodes taking at least one of them, and their room summed.
         self._rooms: dict[frozenset[int], _Taken] = {}
         # Per mover kind (number): how many such pods the free nodes hold together.
         self._holds: dict[int, int] = {}
-        # Candidate name -> (the candidate, its movers' summed requests, kinds and their key).
+        # Candidate name -> (the candidate, its movers), for candidates with do-not-disrupt pods
+        # (the others: `_STEADY`).
         self._of: dict[str, tuple[Candidate, _Movers]] = {}
         # The previous pass's answers, valid for its `free`, and the names whose node changed
         # since (added, gone or another `_NodeRoom`).
@@ -414,17 +424,17 @@ class Room:
 
     def _movers(self, c: Candidate) -> _Movers:
         """What the candidate's movers (reschedulable pods without an active do-not-disrupt)
-        request together, their kinds and the kinds' key; once per candidate and pass
-        (multi-node asks again for every prefix)."""
+        request together, their kinds and the kinds' key: kept per candidate object when no
+        mover carries a do-not-disrupt annotation (`_STEADY`), else once per candidate and
+        pass (the clock decides; multi-node asks again for every prefix)."""
+        steady = _STEADY.lookup(c)
+        if steady is not None:
+            return steady
         hit = self._of.get(c.name)
         if hit is None or hit[0] is not c:
-            pods = c.reschedulable_pods
-            if _ANNOTATED(pods):
-                movers = _movers_of(
-                    tuple(p for p in pods if not do_not_disrupt_active(p, self.now))
-                )
-            else:  # nothing the clock can keep back: all move, the same answer every pass
-                movers = _ALL_MOVE(pods)
+            movers = _movers_of(
+                tuple(p for p in c.reschedulable_pods if not do_not_disrupt_active(p, self.now))
+            )
             hit = self._of[c.name] = (c, movers)
         return hit[1]
 
@@ -432,16 +442,19 @@ class Room:
         """False only when the candidates' pods provably cannot all move to the other nodes
         plus one cheaper NodeClaim (see the module docstring)."""
         if len(candidates) == 1:
-            need, kinds, key, counts = self._movers(candidates[0])
-        else:
-            movers = [self._movers(c) for c in candidates]
-            need = add(*(m[0] for m in movers))
-            kinds = {k: v for m in movers for k, v in m[1].items()}
-            key = frozenset(kinds)
-            counts = {}
-            for m in movers:
-                for number, n in m[3].items():
-                    counts[number] = counts.get(number, 0) + n
+            return self.may_move_one(candidates[0])
+        return self._may_move_many(candidates)
+
+    def _may_move_many(self, candidates: Sequence[Candidate]) -> bool:
+        """`may_move` of any number of candidates (see the module docstring)."""
+        movers = [self._movers(c) for c in candidates]
+        need = add(*(m[0] for m in movers))
+        kinds = {k: v for m in movers for k, v in m[1].items()}
+        key = frozenset(kinds)
+        counts: dict[int, int] = {}
+        for m in movers:
+            for number, n in m[3].items():
+                counts[number] = counts.get(number, 0) + n
         takers, room = self._room(key, kinds)
         for c in candidates:
             if c.name in takers:
@@ -465,3 +478,46 @@ class Room:
             if n > held + (_how_many(kind[0], best) if best else 0):
                 return False
         return True
+
+    def may_move_one(self, c: Candidate) -> bool:
+        """`_may_move_many([c])`, the same comparisons written for one (single-node
+        consolidation asks it of every candidate of every pass): the room of the nodes
+        taking its kinds less its own, plus the cheaper types' most."""
+        need, kinds, key, counts = self._movers(c)
+        takers, room = self._room(key, kinds)
+        name = c.state_node.name
+        node = self.free.get(name)
+        offers = (
+            self.non_spot if c.capacity_type == _SPOT and not self.spot_to_spot else self.any_type
+        )
+        best = offers.below(c.price)
+        if name in takers:
+            assert node is not None  # the takers are free nodes
+            own = node.room
+            for k, v in need.items():
+                if v > 0 and v > (room[k] - own.get(k, 0) if k in room else 0) + best.get(k, 0):
+                    return False
+        else:
+            for k, v in need.items():
+                if v > 0 and v > room.get(k, 0) + best.get(k, 0):
+                    return False
+        for number, n in counts.items():
+            kind = kinds[number]
+            held = self._held(number, kind)
+            if node is not None:
+                held -= node.holds(number, kind)
+            if n > held + (_how_many(kind[0], best) if best else 0):
+                return False
+        return True
+
+
+def _steady(c: Candidate) -> _Movers | None:
+    """The candidate's movers when none of its reschedulable pods carries a do-not-disrupt
+    annotation (then all move, whatever the time); None otherwise."""
+    pods = c.reschedulable_pods
+    return None if _ANNOTATED(pods) else _ALL_MOVE(pods)
+
+
+# Per candidate object (candidate selection hands the same one out pass after pass while its
+# node is the same): single-node consolidation asks for every candidate of every pass.
+_STEADY: IdentityMemo[Candidate, _Movers | None] = IdentityMemo(_steady, size=4096)

@@ -11,6 +11,11 @@ without the candidates.
 - For consolidation (`IsConsolidationSimulation`): a node still inside its NodePool's
   consolidateAfter takes no pod that is moving off a candidate (pending pods and pods of
   deleting nodes still may); new NodeClaims are never held back.
+- A consolidation simulation stops solving once it plans a second new NodeClaim and answers
+  None: consolidation acts on no plan with more than one (`computeConsolidation` and the
+  validator both give up on `len(NewNodeClaims) > 1`, consolidation.go and validation.go
+  @ 2266468104f3), and a solve only adds claims (see `Scheduler.solve`'s `stop_past`). Drift
+  may replace a node with several NodeClaims: it always runs the whole solve.
 - A pod placed on an existing node that is not initialized is an error, unless it comes from a
   deleting node (`UninitializedNodeError`): a decision must not rest on a node still coming up.
 `errors` are the scheduling errors of the pods that are not pending (candidates' and deleting
@@ -25,9 +30,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 
 from gpucap.apis.core import Pod
+from gpucap.apis.labels import NODEPOOL
 from gpucap.apis.nodepool import NodePool
 from gpucap.apis.workloads import DaemonSet
-from gpucap.controllers.disruption.candidates import under_consolidate_after
+from gpucap.controllers.disruption.candidates import (
+    consolidate_after,
+    consolidate_after_start,
+    under_consolidate_after,
+)
 from gpucap.controllers.disruption.pods import do_not_disrupt_active, is_reschedulable
 from gpucap.controllers.disruption.types import Candidate
 from gpucap.controllers.provisioning.provisioner import Provisioner
@@ -36,8 +46,8 @@ from gpucap.scheduling.solver import (
     ExistingNode,
     PodData,
     PoolInput,
+    Refusal,
     Results,
-    SchedulingError,
     StateNode,
 )
 from gpucap.scheduling.topology import Topology
@@ -65,10 +75,14 @@ class _UnderConsolidateAfter(ExistingNode):
 
     movers: frozenset[str] = frozenset()
 
-    def can_add(self, pod: Pod, data: PodData, topology: Topology) -> Requirements:
+    def try_add(self, pod: Pod, data: PodData, topology: Topology) -> Requirements | Refusal:
         if pod.key in self.movers:
-            raise SchedulingError("node is under its NodePool's consolidateAfter")
-        return ExistingNode.can_add(self, pod, data, topology)
+            # Not kept by the pod classes (no `Hold`): the refusal is the pod's own, by key.
+            return _HELD_BACK
+        return ExistingNode.try_add(self, pod, data, topology)
+
+
+_HELD_BACK = Refusal("node is under its NodePool's consolidateAfter")
 
 
 def _unbound(pod: Pod) -> Pod:
@@ -98,14 +112,67 @@ def pass_inputs(
 ) -> PassInputs:
     """The inputs `simulate_scheduling` would gather itself, gathered once (see `PassInputs`);
     `snap`: the cluster's snapshot when the caller has it."""
-    snap = snap if snap is not None else cluster.snapshot()
-    live = [n for n in snap.nodes if not n.marked_for_deletion]
+    current = cluster.snapshot()
+    snap = snap if snap is not None else current
+    if snap is current:
+        held = frozenset(
+            name
+            for name, start, after in _watched(cluster, snap)
+            if (now - start).total_seconds() < after
+        )
+    else:
+        held = held_back(cluster, [n for n in snap.nodes if not n.marked_for_deletion], now)
     return PassInputs(
         snap,
         provisioner.pools([np for np in nodepools() if np.spec.replicas is None]),
         cluster.daemonsets(),
-        held_back(cluster, live, now),
+        held,
     )
+
+
+# Per snapshot object, the nodes `_watched` found (the last few snapshots).
+_WATCHED: dict[int, tuple[Snapshot, tuple[tuple[str, dt.datetime, int], ...]]] = {}
+_WATCHED_MAX = 8
+
+
+def _watched(cluster: Cluster, snap: Snapshot) -> tuple[tuple[str, dt.datetime, int], ...]:
+    """The snapshot's live nodes that `held_back` may hold back, none of it the clock's: each
+    with where its consolidateAfter counts from and how long it is (a node is held back while
+    less than that has passed). `snap` is the cluster's current snapshot: the cluster hands
+    out a new snapshot object whenever anything changes (its version moves with every
+    NodeClaim, NodePool and pod), so the same object means the same NodeClaims and NodePools,
+    and the answer is kept per snapshot object; only the clock part is left to each pass."""
+    hit = _WATCHED.get(id(snap))
+    if hit is not None and hit[0] is snap:
+        return hit[1]
+    claims = {c.status.node_name or c.name: c for c in cluster.node_claims()}
+    # Each NodePool's consolidateAfter, looked up once per name (a fleet has few pools).
+    afters: dict[str, int | None] = {}
+    out: list[tuple[str, dt.datetime, int]] = []
+    for node in snap.nodes:
+        if node.marked_for_deletion:
+            continue
+        claim = claims.get(node.name)
+        if claim is None:
+            continue
+        name = node.labels.get(NODEPOOL)
+        if name is None:
+            continue  # not managed
+        if name in afters:
+            after = afters[name]
+        else:
+            nodepool = cluster.nodepool(name)
+            after = afters[name] = consolidate_after(nodepool) if nodepool is not None else None
+        if not after:
+            continue  # `under_consolidate_after` is False at any time
+        start = consolidate_after_start(claim)
+        if start is None:
+            continue
+        out.append((node.name, start, after))
+    if len(_WATCHED) >= _WATCHED_MAX:
+        _WATCHED.clear()
+    _WATCHED[id(snap)] = (snap, tuple(out))
+    return tuple(out)
 
 
 def simulate_scheduling(
@@ -119,7 +186,8 @@ def simulate_scheduling(
     inputs: PassInputs | None = None,
 ) -> Simulation | None:
     """Simulate the candidates gone (see the module docstring); None when one of them is
-    being deleted already. `inputs`: the pass's shared inputs (else gathered here)."""
+    being deleted already, or (`consolidation`) when more than one new NodeClaim would be
+    needed. `inputs`: the pass's shared inputs (else gathered here)."""
     snap = inputs.snap if inputs is not None else cluster.snapshot()
     names = {c.name for c in candidates}
     deleting = [n for n in snap.nodes if n.marked_for_deletion]
@@ -154,7 +222,9 @@ def simulate_scheduling(
     if consolidation:
         held = inputs.held_back if inputs is not None else held_back(cluster, active, now)
         _hold_back(scheduler.existing, held, frozenset(p.key for p in movers))
-    results = scheduler.solve(pods)
+    results = scheduler.solve(pods, stop_past=1 if consolidation else None)
+    if results.stopped:
+        return None
     must_move = {p.key for p in movers} | {p.key for p in from_deleting}
     from_deleting_keys = {p.key for p in from_deleting}
     errors = {k: v for k, v in results.pod_errors.items() if k in must_move}

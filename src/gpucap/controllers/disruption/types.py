@@ -45,7 +45,10 @@ Reason = Literal["Empty", "Drifted", "Underutilized"]
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    """A node a disruption method may act on (`NewCandidate`)."""
+    """A node a disruption method may act on (`NewCandidate`). Nothing in it reads the clock:
+    its disruption cost, which follows the clock through expireAfter, is
+    `candidates.disruption_cost(candidate, now)`, so candidate selection hands out the same
+    object pass after pass while its node is the same."""
 
     node_claim: NodeClaim
     node: Node | None
@@ -56,7 +59,6 @@ class Candidate:
     zone: str
     price: float  # the launched offering's price (0 when unknown)
     reschedulable_pods: tuple[Pod, ...]
-    disruption_cost: float  # eviction cost sum x lifetime remaining (karpenter-disruption.md §1.4)
     drifted: str  # "" or the Drifted condition's reason (set by drift detection)
     # 1 plus the positive eviction costs of the pods that would move (computed once: the
     # methods sort and filter by it many times a pass).
@@ -65,7 +67,7 @@ class Candidate:
     def __post_init__(self) -> None:
         """`RescheduleDisruptionCost`: 1 plus the positive eviction costs of the pods that
         would move."""
-        cost = _RESCHEDULE_COST(self.reschedulable_pods)
+        cost = _RESCHEDULE_COST.lookup(self.reschedulable_pods)
         object.__setattr__(self, "reschedule_disruption_cost", cost)
 
     @property

@@ -1,0 +1,151 @@
+"""An idle disruption loop's chain of requeues is held by the engine (`World._disrupt` calls
+`Engine.idle` with `resume_at` from `World._resume_at`; `_changed` wakes it): a run gives the
+same event log as one whose loop runs every link of the chain (`idle_chains` off), on random
+scenarios (`test_laws.stories`: consolidateAfter values that run out between polls, scheduled
+and default budgets, capacity windows whose insufficient-capacity marks expire while the loop
+idles) and on the stories with consolidation, budgets and capacity windows. Hand-made
+mutations are caught: the marks' end or the idle time left out of the resume time."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, example, given, note, settings
+
+import tests.sim.test_laws as laws
+from gpucap.cloudprovider.aws.catalog import load_catalog
+from gpucap.sim.scenario import load_scenario
+from gpucap.sim.world import World
+from tests.sim.test_laws import EXAMPLES, ROLLING, Story, stories
+from tests.sim.test_world_pod_trigger import WAITING
+
+STORIES = Path(__file__).parent / "stories"
+
+
+class _Chained(World):
+    """The reference: every run of the idle chain happens and requeues."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.idle_chains = False
+
+
+class _MarksIgnored(World):
+    """A mutation: the resume time ignores the insufficient-capacity marks."""
+
+    def _resume_at(self) -> float | None:
+        until = self._idle_until
+        if math.isinf(until):
+            return None
+        t = self.now
+        while t < until:
+            t = t + min(10.0, until - t)
+        return t
+
+
+class _UntilIgnored(World):
+    """A mutation: the resume time ignores when a consolidateAfter runs out."""
+
+    def _resume_at(self) -> float | None:
+        until = self._idle_until
+        self._idle_until = float("inf")
+        try:
+            return super()._resume_at()
+        finally:
+            self._idle_until = until
+
+
+def _story_events(story: Story, world_type: type[World]) -> list[dict[str, object]]:
+    """The story's events as JSON, without the scenario file's path (a new temporary folder
+    each run)."""
+    saved = laws.World
+    laws.World = world_type  # Story.run builds its world from the module's name
+    try:
+        events = story.run()[1].events
+    finally:
+        laws.World = saved
+    return [{k: v for k, v in e.to_json().items() if k != "source"} for e in events]
+
+
+def _file_events(name: str, world_type: type[World]) -> list[dict[str, object]]:
+    scenario = load_scenario(str(STORIES / f"{name}.yaml"), load_catalog)
+    events = world_type(scenario, load_catalog(scenario.region)).run().events
+    return [e.to_json() for e in events]
+
+
+def _marks_story() -> Story:
+    """g5.xlarge cannot be launched from 1m to 11m; the pod scaled up at 2m lands on a
+    g5.2xlarge; consolidation's cheaper replacement fails on the window twice, and each time
+    only the insufficient-capacity marks' end (3 minutes on) changes what the idle loop reads,
+    until the replacement succeeds after the window."""
+    pool = laws._nodepool(
+        "gpu",
+        True,
+        types=["g5.xlarge", "g5.2xlarge"],
+        capacity=["on-demand"],
+        tainted=False,
+        policy="WhenEmptyOrUnderutilized",
+        after="30s",
+        budgets=None,
+        limit=None,
+        expire="720h",
+    )
+    scale = {"kind": "Deployment", "name": "d0", "namespace": "default", "replicas": 1}
+    window = {"instanceType": "g5.xlarge", "available": False, "for": "10m"}
+    scenario = {
+        "apiVersion": "gpucap.dev/v1alpha1",
+        "kind": "Scenario",
+        "metadata": {"name": "marks"},
+        "spec": {
+            "duration": "1h",
+            "addons": [{"name": "nvidia-device-plugin"}],
+            "events": [{"at": "1m", "capacity": window}, {"at": "2m", "scale": scale}],
+        },
+    }
+    pods = laws._deployment("d0", gpu=True, cpu="1", replicas=0, tolerations=[], pinned=False)
+    return Story(scenario, (laws._nodeclass("al2023@v20260827"), pool, pods))
+
+
+MARKS = _marks_story()
+
+CONSOLIDATING = ["underutilized", "when-empty", "budget-1", "drift-window", "spot-ice"]
+
+
+@pytest.mark.parametrize("name", CONSOLIDATING)
+def test_stories_are_the_same_with_the_idle_chain_held(name: str) -> None:
+    assert _file_events(name, World) == _file_events(name, _Chained)
+
+
+def test_the_marks_story_replaces_after_the_window_the_same_with_the_chain_held() -> None:
+    held = _story_events(MARKS, World)
+    assert held == _story_events(MARKS, _Chained)
+    decided = [e for e in held if e["type"] == "DisruptionDecision"]
+    assert [(e["reason"], e["instanceType"]) for e in decided] == [("Underutilized", "g5.2xlarge")]
+    assert float(decided[0]["t"]) > 11 * 60
+
+
+def test_the_law_catches_a_resume_time_that_ignores_the_marks() -> None:
+    assert _story_events(MARKS, _MarksIgnored) != _story_events(MARKS, _Chained)
+
+
+def test_the_law_catches_a_resume_time_that_ignores_the_idle_time() -> None:
+    assert any(
+        _file_events(name, _UntilIgnored) != _file_events(name, _Chained) for name in CONSOLIDATING
+    )
+
+
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(stories())
+@example(ROLLING)
+@example(WAITING)
+@example(MARKS)
+def test_a_held_idle_chain_gives_the_chained_loops_events(story: Story) -> None:
+    note(story.to_yaml())
+    assert _story_events(story, World) == _story_events(story, _Chained)
