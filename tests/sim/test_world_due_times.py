@@ -1,5 +1,5 @@
 """The world's kept due times are the plain computation's: on every call of an idle
-disruption pass, `World._next_disruption_time` (per-NodeClaim entries kept by object identity,
+disruption pass, `World._due_time` (per-NodeClaim entries kept by object identity,
 entries whose consolidateAfter ran out skipped) equals `next_disruption_time` of `due_inputs`
 computed from scratch over the cluster's NodeClaims and NodePools, on random scenarios
 (`test_laws.stories`: scale-downs that empty nodes, drift, AMI releases, interruptions,
@@ -24,8 +24,8 @@ class _Checked(World):
 
     pairs: list[tuple[float, float]]
 
-    def _next_disruption_time(self) -> float:
-        kept = super()._next_disruption_time()
+    def _due_time(self) -> float:
+        kept = super()._due_time()
         plain = next_disruption_time(
             self.clock.now(),
             self.now,
@@ -42,7 +42,7 @@ class _ByName(_Checked):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self._by_name: dict[str, tuple[dt.datetime | None, int]] = {}
 
-    def _next_disruption_time(self) -> float:
+    def _due_time(self) -> float:
         pools = {np.name: np for np in self.cluster.nodepools()}
         now, seconds = self.clock.now(), self.now
         soonest = float("inf")

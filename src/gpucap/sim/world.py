@@ -1087,7 +1087,19 @@ class World:
 
     def _next_disruption_time(self) -> float:
         """The next time an idle disruption pass could find something without the cluster
-        changing (see `_disrupt`): `next_disruption_time` of `due_inputs`, from what is kept.
+        changing (see `_disrupt`): the soonest of `_due_time` and, when the last pass skipped
+        a method as consolidated, the consolidation state's reset (`Disruption.revisit_at`):
+        that method runs again then, and what turned consolidatable meanwhile (the clock
+        alone) is looked at."""
+        soonest = self._due_time()
+        revisit = self.disruption.revisit_at()
+        if revisit is not None:
+            soonest = min(soonest, self.now + max(0.0, revisit - self.clock.monotonic()))
+        return soonest
+
+    def _due_time(self) -> float:
+        """The next time the clock alone changes what a disruption pass reads of the cluster:
+        `next_disruption_time` of `due_inputs`, from what is kept.
         Per NodeClaim object (frozen) where its consolidateAfter counts from, while the
         NodePool objects are the same; a NodeClaim whose consolidateAfter has run out is not
         looked at again until it changes (the clock only moves on, and the due time is

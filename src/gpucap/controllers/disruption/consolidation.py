@@ -54,6 +54,7 @@ from gpucap.controllers.disruption.constants import (
     MULTI_NODE_CONSOLIDATION_MAX_CANDIDATES,
     SPOT_TO_SPOT_THRESHOLD,
 )
+from gpucap.controllers.disruption.pending_room import PendingRoom
 from gpucap.controllers.disruption.room import OfferCache, Room, RoomCache
 from gpucap.controllers.disruption.simulation import (
     PassInputs,
@@ -108,6 +109,7 @@ class PassShared:
 
     inputs: PassInputs | None = None
     room: Room | None = None
+    pending: PendingRoom | None = None
     # The default budget mapping's node counts (`budgets.pool_counts`) and, per reason, the
     # mapping (read by the controller: every method of the pass sees the same cluster).
     counts: object | None = None
@@ -145,6 +147,12 @@ class ConsolidationState:
         if self.shared.snap is None:
             self.shared.snap = cluster.snapshot()
         return self.shared.snap
+
+    def resets_at(self) -> float:
+        """When (clock seconds) the state moves by itself, the cluster unchanged: 5 minutes
+        after it last moved (`ConsolidationState` marks the cluster unconsolidated when asked
+        that late). Read by the simulator to wake a pass whose skipped methods run then."""
+        return self._changed_at + CONSOLIDATION_STATE_RESET_S
 
     def current(self) -> float:
         if self._pass == self._passes:
@@ -407,6 +415,13 @@ class Consolidation:
         """`compute_consolidation` past the pre-check: the simulation and the prices."""
         shared = self._shared
         inputs = self._pass_inputs(shared) if shared is not None else None
+        if shared is not None and inputs is not None and shared.room is not None:
+            # The pending pods' share of the existing nodes (`pending_room.py`), asked only
+            # of candidates the room let through.
+            if shared.pending is None:
+                shared.pending = PendingRoom(inputs, self.provisioner, shared.room)
+            if shared.pending.rules_out(candidates):
+                return None
         sim = self.simulate(candidates, inputs)
         if sim is None or not sim.all_non_pending_scheduled:
             return None

@@ -213,6 +213,9 @@ class Disruption:
         self._queue: list[_Queued] = []
         self._waiting: _Waiting | None = None
         self._next_loop = 0.0
+        # Whether the last pass skipped a consolidation method as consolidated (see
+        # `revisit_at`).
+        self._skipped = False
 
     # ---- seams ------------------------------------------------------------------------------
     def budgets(self, cluster: Cluster, reason: str, **kw: object) -> dict[str, int]:
@@ -244,6 +247,15 @@ class Disruption:
         """When (clock seconds) the loop looks for new commands again; a `reconcile` before
         then only runs the queue and a pending validation."""
         return self._next_loop
+
+    def revisit_at(self) -> float | None:
+        """When (clock seconds) a method the last pass skipped as consolidated runs again
+        though the cluster does not change: the consolidation state's 5-minute reset; None
+        when the last pass skipped none. Karpenter polls every 10 s, so a NodeClaim that
+        turned consolidatable in a cluster that stood still since a method last found
+        nothing is looked at then; the simulator, which skips the idle polls, wakes for it
+        (`World._next_disruption_time`)."""
+        return self.state.resets_at() if self._skipped else None
 
     def in_flight(self) -> set[str]:
         """NodeClaims (candidates) of the commands in the queue."""
@@ -300,11 +312,13 @@ class Disruption:
         """The methods from `start` on, in order, until one proposes (see `reconcile`)."""
         seen: dict[str, tuple[list[Candidate], dict[str, PoolTotals]]] = {}
         wanted: dict[tuple[str, object], list[Candidate]] = {}
+        self._skipped = False
         if not any(drifted_reason(c) for c in self.cluster.node_claims()):
             seen[EVENTUAL] = ([], {})
         for i in range(start, len(self.methods)):
             method = self.methods[i]
             if method.is_consolidated():
+                self._skipped = True
                 continue  # its compute would return nothing (IsConsolidated), candidates aside
             if method.disruption_class not in seen:
                 seen[method.disruption_class] = get_candidates(
