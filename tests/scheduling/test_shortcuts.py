@@ -15,7 +15,9 @@ of their plain definitions (hypothesis laws):
   next;
 - a build over a warm cache from a rebuilt snapshot (new node objects with the same pods, as a
   tuple or a list, or with one pod swapped for another at the same place) plans as a fresh one
-  (session 6 round 2: the node entries' hits read inline, the pods compared by identity).
+  (session 6 round 2: the node entries' hits read inline, the pods compared by identity);
+- the existing nodes come in Karpenter's order, initialized first and then by name, as the
+  kept string key sorts them.
 """
 
 from __future__ import annotations
@@ -379,6 +381,27 @@ def test_a_rebuilt_snapshot_over_a_warm_cache_plans_as_a_fresh_one(
         return _shape(Scheduler(pools, state_nodes=again, pending_pods=pods, cache=c).solve(pods))
 
     assert plan(cache) == plan(None)
+
+
+@given(
+    st.lists(
+        st.tuples(st.text("ab-.019z", min_size=1, max_size=6), st.booleans()),
+        max_size=8,
+        unique_by=lambda t: t[0],
+    ),
+    st.booleans(),
+)
+def test_the_existing_nodes_are_initialized_first_then_by_name(
+    specs: list[tuple[str, bool]], cached: bool
+) -> None:
+    nodes = [
+        StateNode(name=name, labels={HOST: name}, allocatable={"cpu": 1000}, initialized=ready)
+        for name, ready in specs
+    ]
+    cache = PassCache() if cached else None
+    built = Scheduler(_pools(None, None), state_nodes=nodes, cache=cache)
+    expected = sorted(specs, key=lambda s: (not s[1], s[0]))
+    assert [n.name for n in built.existing] == [name for name, _ in expected]
 
 
 def _port_pod(name: str) -> Pod:

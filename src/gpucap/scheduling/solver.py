@@ -452,7 +452,10 @@ class _NodeEntry:
     taints: tuple[Taint, ...]
     hostname: str
     nodepool: str  # "" for a node of no NodePool
-    order: tuple[bool, str]  # initialized nodes first, then by name
+    # Initialized nodes first, then by name: "0" or "1" and the name, a string that sorts
+    # as `(not initialized, name)` does (the same first character compares the names) and
+    # compares faster than the tuple.
+    order: str
     host_ports: HostPortUsage
 
 
@@ -1357,7 +1360,7 @@ class Scheduler:
             taints,
             n.hostname,
             n.nodepool or "",
-            (not n.initialized, n.name),
+            ("1" if not n.initialized else "0") + n.name,
             HostPortUsage(pods.ports),
         )
         # Without a serial (no cache, or DaemonSets not kept) nothing is shared.
