@@ -12,7 +12,12 @@ of their plain definitions (hypothesis laws):
 - a `Scheduler` built over a warm `PassCache` (node entries, their anti-affinity pods, the
   NodePool parts, shared room and host ports) plans as a fresh one, also for the same nodes
   less one (a consolidation simulation), and a host port taken in one pass is not seen by the
-  next.
+  next;
+- a build over a warm cache from a rebuilt snapshot (new node objects with the same pods, as a
+  tuple or a list, or with one pod swapped for another at the same place) plans as a fresh one
+  (session 6 round 2: the node entries' hits read inline, the pods compared by identity);
+- the existing nodes come in Karpenter's order, initialized first and then by name, as the
+  kept string key sorts them.
 """
 
 from __future__ import annotations
@@ -341,6 +346,62 @@ def test_a_scheduler_over_a_warm_cache_plans_as_a_fresh_one(
     assert plan(nodes, cache) == fresh  # every node entry and pool part kept
     less = nodes[1:]  # a consolidation simulation: the same nodes less a candidate
     assert plan(less, cache) == plan(less, None)
+
+
+# A bound pod no drawn shape requests as much CPU as (so a node kept with the pod it replaced
+# would be left with another amount).
+_SWAPPED = {"cpu": "1500m", "memory": "512Mi", "gpu": 0, "tolerate": True, "zone": None}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(workloads, existing, st.sampled_from(["tuple", "list", "swap"]))
+def test_a_rebuilt_snapshot_over_a_warm_cache_plans_as_a_fresh_one(
+    loads: list[tuple[str, dict[str, Any], int]],
+    node_specs: list[tuple[str, int, bool, list[tuple[str, dict[str, Any]]]]],
+    how: str,
+) -> None:
+    pods = _pods(loads)
+    pools, nodes = _pools(None, "40"), _nodes(node_specs)
+    cache = PassCache()
+    Scheduler(pools, state_nodes=nodes, pending_pods=pods, cache=cache).solve(pods)
+
+    def rebuilt(n: StateNode) -> StateNode:
+        # A snapshot's new node: a new label mapping with the same values, and its pods.
+        bound: Any = n.pods
+        if how == "list":
+            bound = list(n.pods)
+        elif how == "swap" and n.pods:
+            shape = {**_SWAPPED, "spreads": [], "affinities": []}
+            bound = (*n.pods[:-1], _pod(f"{n.name}-swapped", "web", shape))
+        return dataclasses.replace(n, labels=dict(n.labels), pods=bound)
+
+    again = [rebuilt(n) for n in nodes]
+
+    def plan(c: PassCache | None) -> tuple[object, ...]:
+        return _shape(Scheduler(pools, state_nodes=again, pending_pods=pods, cache=c).solve(pods))
+
+    assert plan(cache) == plan(None)
+
+
+@given(
+    st.lists(
+        st.tuples(st.text("ab-.019z", min_size=1, max_size=6), st.booleans()),
+        max_size=8,
+        unique_by=lambda t: t[0],
+    ),
+    st.booleans(),
+)
+def test_the_existing_nodes_are_initialized_first_then_by_name(
+    specs: list[tuple[str, bool]], cached: bool
+) -> None:
+    nodes = [
+        StateNode(name=name, labels={HOST: name}, allocatable={"cpu": 1000}, initialized=ready)
+        for name, ready in specs
+    ]
+    cache = PassCache() if cached else None
+    built = Scheduler(_pools(None, None), state_nodes=nodes, cache=cache)
+    expected = sorted(specs, key=lambda s: (not s[1], s[0]))
+    assert [n.name for n in built.existing] == [name for name, _ in expected]
 
 
 def _port_pod(name: str) -> Pod:

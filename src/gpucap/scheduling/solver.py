@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
+import operator
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -425,8 +426,11 @@ class _NodePods:
     daemons: Resources  # the same for the DaemonSet-owned ones
     keys: tuple[str, ...]
     ports: dict[str, tuple[HostPort, ...]]  # the non-empty host ports, by pod key
-    # The pods as the topology counts them, for the labels and taints they were built with.
-    counted: list[tuple[Mapping[str, str], tuple[Taint, ...], tuple[CountedPod, ...]]]
+    # The pods as the topology counts them, for the labels and taints they were built with,
+    # and those of them whose pod has an anti-affinity (the topology's inverse groups).
+    counted: list[
+        tuple[Mapping[str, str], tuple[Taint, ...], tuple[CountedPod, ...], tuple[CountedPod, ...]]
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -448,8 +452,14 @@ class _NodeEntry:
     taints: tuple[Taint, ...]
     hostname: str
     nodepool: str  # "" for a node of no NodePool
-    order: tuple[bool, str]  # initialized nodes first, then by name
+    # Initialized nodes first, then by name: "0" or "1" and the name, a string that sorts
+    # as `(not initialized, name)` does (the same first character compares the names) and
+    # compares faster than the tuple.
+    order: str
     host_ports: HostPortUsage
+
+
+_ENTRY_ORDER = operator.attrgetter("order")
 
 
 # ---- per-pod data -------------------------------------------------------------------------------
@@ -1217,29 +1227,43 @@ class Scheduler:
             else build_domain_groups(domain_inputs)
         )
         pending_keys = {p.key for p in pending_pods}
-        entries = [self._node_entry(n) for n in live]
+        # One walk over the live nodes: each node's entry (the kept entries' hits read inline,
+        # `_node_entry` for the rest: a build per simulation asks for every live node), its
+        # bound pods as the topology counts them (less any pod pending again), its domains and
+        # hostname. The same lists, in the same order, as one walk per list.
+        entries: list[_NodeEntry] = []
         counted: list[CountedPod] = []
         inverse: list[CountedPod] = []
-        for e in entries:
-            if pending_keys.isdisjoint(e.pods.keys):
-                counted.extend(e.counted)
-                inverse.extend(e.inverse)
+        node_domains: list[tuple[Mapping[str, str], tuple[Taint, ...]]] = []
+        hostnames: list[str] = []
+        kept_get = cache.node_entries.get if cache is not None and self._daemon_serial else None
+        serial, entry_of = self._daemon_serial, self._node_entry
+        for n in live:
+            entry = kept_get(n.name) if kept_get is not None else None
+            if entry is None or entry.state is not n or entry.daemon_serial != serial:
+                entry = entry_of(n)
+            entries.append(entry)
+            if pending_keys.isdisjoint(entry.pods.keys):
+                counted.extend(entry.counted)
+                inverse.extend(entry.inverse)
             else:
                 kept = [
                     c
-                    for c, key in zip(e.counted, e.pods.keys, strict=True)
+                    for c, key in zip(entry.counted, entry.pods.keys, strict=True)
                     if key not in pending_keys
                 ]
                 counted.extend(kept)
                 inverse.extend(c for c in kept if has_anti_affinity(c.pod))
+            node_domains.append((n.labels, n.taints))
+            hostnames.append(entry.hostname)
         self.topology = Topology(
             domain_groups,
             existing_pods=counted,
-            existing_node_domains=[(n.labels, n.taints) for n in live],
+            existing_node_domains=node_domains,
             ignore_preferences=self.options.preference_policy == "Ignore",
             inverse_pods=inverse,
         )
-        self.topology.register_all(HOSTNAME, [e.hostname for e in entries])
+        self.topology.register_all(HOSTNAME, hostnames)
         # Per pool with limits, the capacities of its live nodes: subtracted once below (the
         # same integers as one subtraction per node, and `subtract` keeps the limit's keys).
         used: dict[str, list[Mapping[str, int]]] = {}
@@ -1253,15 +1277,12 @@ class Scheduler:
                 for k, v in self.remaining_resources[name].items()
             }
         # Initialized nodes first, then by name (a stable sort of the entries' kept keys).
-        orders = [e.order for e in entries]
         # `remaining` is replaced, never changed in place, and the host ports are copied
         # before a pod adds to them (`ExistingNode.add`): both are shared with the entry.
-        self.existing: list[ExistingNode] = []
-        for i in sorted(range(len(entries)), key=orders.__getitem__):
-            e = entries[i]
-            self.existing.append(
-                ExistingNode(e.state, e.remaining, e.requirements, e.taints, e.host_ports)
-            )
+        self.existing: list[ExistingNode] = [
+            ExistingNode(e.state, e.remaining, e.requirements, e.taints, e.host_ports)
+            for e in sorted(entries, key=_ENTRY_ORDER)
+        ]
         self.new_node_claims: list[NodeClaim] = []
         # Planned NodeClaims by pod count, each bucket in creation order (see `_add`).
         self._by_count: dict[int, list[NodeClaim]] = {}
@@ -1327,19 +1348,19 @@ class Scheduler:
         daemon_requests = self._node_daemon_requests(n, taints, labels_reqs)
         missing_daemons = {k: max(v, 0) for k, v in subtract(daemon_requests, pods.daemons).items()}
         available = subtract(dict(n.allocatable), pods.bound)
-        counted = self._counted(n, pods)
+        counted, inverse = self._counted(n, pods)
         out = _NodeEntry(
             n,
             self._daemon_serial,
             pods,
             counted,
-            tuple(c for c in counted if has_anti_affinity(c.pod)),
+            inverse,
             subtract(available, missing_daemons),
             reqs,
             taints,
             n.hostname,
             n.nodepool or "",
-            (not n.initialized, n.name),
+            ("1" if not n.initialized else "0") + n.name,
             HostPortUsage(pods.ports),
         )
         # Without a serial (no cache, or DaemonSets not kept) nothing is shared.
@@ -1356,10 +1377,12 @@ class Scheduler:
         cache = self._cache
         if cache is not None:
             hit = cache.node_pods.get(n.name)
-            if (
-                hit is not None
-                and len(hit.pods) == len(n.pods)
-                and all(a is b for a, b in zip(hit.pods, n.pods, strict=True))
+            # `hit.pods` is `tuple(n.pods)`: the very tuple when the node's pods were one, and
+            # a snapshot that rebuilds the node mostly hands the same tuple on; else the pods
+            # are compared one by one (`map` over `is_`: no generator frame per pod).
+            if hit is not None and (
+                hit.pods is n.pods
+                or (len(hit.pods) == len(n.pods) and all(map(operator.is_, hit.pods, n.pods)))
             ):
                 return hit
         facts = [self._bound_pod(p) for p in n.pods]
@@ -1392,19 +1415,22 @@ class Scheduler:
         cache.bound_pods[id(pod)] = out
         return out
 
-    def _counted(self, n: StateNode, pods: _NodePods) -> tuple[CountedPod, ...]:
-        """The node's bound pods as the topology counts them (kept with `pods` for the node's
-        labels and taints: the last few seen)."""
-        for labels, taints, counted in pods.counted:
+    def _counted(
+        self, n: StateNode, pods: _NodePods
+    ) -> tuple[tuple[CountedPod, ...], tuple[CountedPod, ...]]:
+        """The node's bound pods as the topology counts them, and those of them with an
+        anti-affinity (kept with `pods` for the node's labels and taints: the last few seen)."""
+        for labels, taints, counted, inverse in pods.counted:
             # A snapshot rebuilds its nodes (new label mappings, equal values): the topology
             # reads labels by value, so equal ones share the counted pods.
             if (labels is n.labels or labels == n.labels) and taints == n.taints:
-                return counted
+                return counted, inverse
         counted = tuple(CountedPod(pod, n.labels, n.taints, n.name) for pod in n.pods)
+        inverse = tuple(c for c in counted if has_anti_affinity(c.pod))
         if len(pods.counted) >= 4:
             pods.counted.clear()
-        pods.counted.append((n.labels, n.taints, counted))
-        return counted
+        pods.counted.append((n.labels, n.taints, counted, inverse))
+        return counted, inverse
 
     def _node_requirements(self, n: StateNode) -> tuple[Requirements, Requirements]:
         """A node's labels as requirements, and those plus its hostname (shared per label
