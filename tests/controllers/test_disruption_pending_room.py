@@ -16,33 +16,8 @@ from gpucap.controllers.disruption.candidates import get_candidates
 from gpucap.controllers.disruption.consolidation import Consolidation
 from gpucap.controllers.disruption.pending_room import PendingRoom
 from gpucap.controllers.disruption.types import GRACEFUL, Candidate
-from tests.builders import edit
-from tests.controllers.disruption_builders import Env, env, gpu_pod, pool
-from tests.controllers.test_disruption_simulation_laws import TYPES, fleets, pendings
-
-
-def _fleet(
-    fleet: list[tuple[str, str, int]],
-    pending: list[int],
-    capacity_types: tuple[str, ...],
-    *,
-    spot_to_spot: bool = False,
-    gpu_limit: int | None = None,
-) -> Env:
-    pods = []
-    placed: list[tuple[str, str, tuple[str, ...]]] = []
-    for i, (it, ct, n) in enumerate(fleet):
-        keys = tuple(f"default/p{i}-{j}" for j in range(min(n, TYPES[it])))
-        pods.extend(gpu_pod(k.split("/")[1]) for k in keys)
-        placed.append((it, ct, keys))
-    pods.extend(gpu_pod(f"pending-{i}", gpus) for i, gpus in enumerate(pending))
-    doc = pool(capacity_types=capacity_types)
-    if gpu_limit is not None:
-        doc = edit(doc, "spec.limits", {"nvidia.com/gpu": str(gpu_limit)})
-    e = env(doc, *pods, spot_to_spot=spot_to_spot)
-    for i, (it, ct, keys) in enumerate(placed):
-        e.node(f"n{i}", it, capacity_type=ct, gpus=TYPES[it], pods=keys)
-    return e
+from tests.controllers.disruption_builders import Env
+from tests.controllers.test_disruption_simulation_laws import fleet_env, fleets, pendings
 
 
 def _method_and_candidates(e: Env) -> tuple[Consolidation, list[Candidate]]:
@@ -78,7 +53,7 @@ def test_what_the_pending_pre_check_rules_out_gets_no_command(
     spot_to_spot: bool,
     gpu_limit: int | None,
 ) -> None:
-    e = _fleet(fleet, pending, capacity_types, spot_to_spot=spot_to_spot, gpu_limit=gpu_limit)
+    e = fleet_env(fleet, pending, capacity_types, spot_to_spot=spot_to_spot, gpu_limit=gpu_limit)
     method, found = _method_and_candidates(e)
     batches = [[c] for c in found] + [found[: n + 1] for n in range(1, len(found))]
     for batch, ruled in zip(batches, _ruled_out(method, batches), strict=True):
@@ -89,14 +64,14 @@ def test_what_the_pending_pre_check_rules_out_gets_no_command(
 
 def test_a_spot_node_is_kept_when_its_pod_would_take_the_gpu_a_pending_pod_needs() -> None:
     fleet = [("g5.xlarge", "spot", 1), ("g5.12xlarge", "on-demand", 3)]
-    e = _fleet(fleet, [1], ("spot", "on-demand"))
+    e = fleet_env(fleet, [1], ("spot", "on-demand"))
     method, found = _method_and_candidates(e)
     n0 = [c for c in found if c.name == "n0"]
     assert len(n0) == 1
     assert _ruled_out(method, [n0]) == [True]
     assert method.compute_consolidation(n0) is None
     # No pod pending: its pod takes the free GPU of n1 and n0 goes.
-    e = _fleet(fleet, [], ("spot", "on-demand"))
+    e = fleet_env(fleet, [], ("spot", "on-demand"))
     method, found = _method_and_candidates(e)
     n0 = [c for c in found if c.name == "n0"]
     assert _ruled_out(method, [n0]) == [False]
@@ -107,7 +82,7 @@ def test_a_spot_node_is_kept_when_its_pod_would_take_the_gpu_a_pending_pod_needs
 
 def test_a_candidate_a_cheaper_replacement_could_take_is_not_ruled_out() -> None:
     # On-demand g5.12xlarge with one pod: a g5.xlarge could replace it, pending pod or not.
-    e = _fleet([("g5.12xlarge", "on-demand", 1)], [4], ("on-demand",))
+    e = fleet_env([("g5.12xlarge", "on-demand", 1)], [4], ("on-demand",))
     method, found = _method_and_candidates(e)
     assert [c.name for c in found] == ["n0"]
     assert _ruled_out(method, [found]) == [False]
@@ -118,7 +93,7 @@ def test_a_pending_pod_the_limits_leave_no_node_claim_for_does_not_count() -> No
     # node and cannot get a NodeClaim (in the simulation either: without n0 the g5.12xlarge
     # still uses them all), so it stays pending, n0's pod takes the free GPU and n0 goes.
     fleet = [("g5.xlarge", "spot", 1), ("g5.12xlarge", "on-demand", 3)]
-    e = _fleet(fleet, [4], ("spot", "on-demand"), gpu_limit=4)
+    e = fleet_env(fleet, [4], ("spot", "on-demand"), gpu_limit=4)
     method, found = _method_and_candidates(e)
     n0 = [c for c in found if c.name == "n0"]
     assert _ruled_out(method, [n0]) == [False]

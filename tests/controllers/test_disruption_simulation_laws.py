@@ -26,6 +26,7 @@ from gpucap.controllers.disruption.consolidation import Consolidation
 from gpucap.controllers.disruption.simulation import held_back, pass_inputs, simulate_scheduling
 from gpucap.controllers.disruption.types import GRACEFUL, Candidate, Proposal
 from gpucap.scheduling.solver import Results, Scheduler
+from tests.builders import edit
 from tests.controllers.disruption_builders import Env, env, gpu_pod, pool
 
 TYPES = {"g5.xlarge": 1, "g5.2xlarge": 1, "g5.12xlarge": 4}
@@ -43,13 +44,16 @@ fleets = st.lists(
 pendings = st.lists(st.sampled_from([1, 1, 4]), max_size=4)
 
 
-def _fleet(
+def fleet_env(
     fleet: list[tuple[str, str, int]],
     pending: list[int],
     capacity_types: tuple[str, ...],
     *,
     spot_to_spot: bool = False,
+    gpu_limit: int | None = None,
 ) -> Env:
+    """GPU nodes `fleet` ((type, capacity type, pods on it)), pending pods of `pending` GPUs,
+    one NodePool of `capacity_types` (with a GPU limit when given)."""
     pods = []
     placed: list[tuple[str, str, tuple[str, ...]]] = []
     for i, (it, ct, n) in enumerate(fleet):
@@ -57,7 +61,10 @@ def _fleet(
         pods.extend(gpu_pod(k.split("/")[1]) for k in keys)
         placed.append((it, ct, keys))
     pods.extend(gpu_pod(f"pending-{i}", gpus) for i, gpus in enumerate(pending))
-    e = env(pool(capacity_types=capacity_types), *pods, spot_to_spot=spot_to_spot)
+    doc = pool(capacity_types=capacity_types)
+    if gpu_limit is not None:
+        doc = edit(doc, "spec.limits", {"nvidia.com/gpu": str(gpu_limit)})
+    e = env(doc, *pods, spot_to_spot=spot_to_spot)
     for i, (it, ct, keys) in enumerate(placed):
         e.node(f"n{i}", it, capacity_type=ct, gpus=TYPES[it], pods=keys)
     return e
@@ -113,7 +120,7 @@ def test_a_stopped_consolidation_simulation_decides_as_the_whole_one(
     capacity_types: tuple[str, ...],
     spot_to_spot: bool,
 ) -> None:
-    e = _fleet(fleet, pending, capacity_types, spot_to_spot=spot_to_spot)
+    e = fleet_env(fleet, pending, capacity_types, spot_to_spot=spot_to_spot)
     method = e.disruption.methods[4]
     assert isinstance(method, Consolidation)
     found, _ = get_candidates(e.cluster, e.provider, e.clock.now(), disruption_class=GRACEFUL)
@@ -150,18 +157,18 @@ def _simulate(e: Env, *, consolidation: bool) -> tuple[bool, int | None]:
 
 def test_a_consolidation_simulation_stops_at_its_second_new_node_claim() -> None:
     # Two pending 4-GPU pods each need their own g5.12xlarge: no consolidation can act.
-    e = _fleet([("g5.xlarge", "on-demand", 1)], [4, 4], ("on-demand",))
+    e = fleet_env([("g5.xlarge", "on-demand", 1)], [4, 4], ("on-demand",))
     assert _simulate(e, consolidation=True) == (True, None)
 
 
 def test_drift_simulations_see_every_new_node_claim() -> None:
     # Drift replaces a node with as many NodeClaims as its pods need: never stopped.
-    e = _fleet([("g5.xlarge", "on-demand", 1)], [4, 4], ("on-demand",))
+    e = fleet_env([("g5.xlarge", "on-demand", 1)], [4, 4], ("on-demand",))
     assert _simulate(e, consolidation=False) == (False, 3)
 
 
 def test_a_consolidation_simulation_with_one_new_node_claim_runs_to_the_end() -> None:
-    e = _fleet([("g5.12xlarge", "on-demand", 2)], [], ("on-demand",))
+    e = fleet_env([("g5.12xlarge", "on-demand", 2)], [], ("on-demand",))
     assert _simulate(e, consolidation=True) == (False, 1)
 
 

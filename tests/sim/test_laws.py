@@ -663,6 +663,62 @@ def _rolling_story() -> Story:
 ROLLING = _rolling_story()
 
 
+def window_story(
+    name: str,
+    *,
+    types: list[str],
+    policy: str,
+    after: str,
+    replicas: int,
+    window_at: str,
+    scale_at: str,
+    scale_to: int,
+) -> Story:
+    """One untainted on-demand GPU NodePool of `types` and a Deployment of 1-GPU pods
+    (`replicas`); from `window_at` no g5.xlarge can be launched for 10 minutes, and at
+    `scale_at` the Deployment scales to `scale_to`: what the world's idle shortcuts must see
+    through (the insufficient-capacity marks ending change what a waiting controller reads)."""
+    pool = _nodepool(
+        "gpu",
+        True,
+        types=types,
+        capacity=["on-demand"],
+        tainted=False,
+        policy=policy,
+        after=after,
+        budgets=None,
+        limit=None,
+        expire="720h",
+    )
+    scale = {"kind": "Deployment", "name": "d0", "namespace": "default", "replicas": scale_to}
+    window = {"instanceType": "g5.xlarge", "available": False, "for": "10m"}
+    scenario = {
+        "apiVersion": "gpucap.dev/v1alpha1",
+        "kind": "Scenario",
+        "metadata": {"name": name},
+        "spec": {
+            "duration": "1h",
+            "addons": [{"name": "nvidia-device-plugin"}],
+            "events": [{"at": window_at, "capacity": window}, {"at": scale_at, "scale": scale}],
+        },
+    }
+    pods = _deployment("d0", gpu=True, cpu="1", replicas=replicas, tolerations=[], pinned=False)
+    return Story(scenario, (_nodeclass("al2023@v20260827"), pool, pods))
+
+
+def story_events(story: Story, world_type: type[World]) -> list[dict[str, object]]:
+    """The story's events as JSON when run in `world_type`, without the scenario file's path
+    (a new temporary folder each run): what the shortcut-vs-reference laws compare."""
+    global World  # noqa: PLW0603 - Story.run builds its world from this module's name
+    saved = World
+    World = world_type  # type: ignore[misc]
+    try:
+        events = story.run()[1].events
+    finally:
+        World = saved  # type: ignore[misc]
+    return [{k: v for k, v in e.to_json().items() if k != "source"} for e in events]
+
+
 @settings(
     max_examples=EXAMPLES,
     deadline=None,

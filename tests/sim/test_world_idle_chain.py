@@ -57,58 +57,26 @@ class _UntilIgnored(World):
             self._idle_until = until
 
 
-def _story_events(story: Story, world_type: type[World]) -> list[dict[str, object]]:
-    """The story's events as JSON, without the scenario file's path (a new temporary folder
-    each run)."""
-    saved = laws.World
-    laws.World = world_type  # Story.run builds its world from the module's name
-    try:
-        events = story.run()[1].events
-    finally:
-        laws.World = saved
-    return [{k: v for k, v in e.to_json().items() if k != "source"} for e in events]
-
-
 def _file_events(name: str, world_type: type[World]) -> list[dict[str, object]]:
     scenario = load_scenario(str(STORIES / f"{name}.yaml"), load_catalog)
     events = world_type(scenario, load_catalog(scenario.region)).run().events
     return [e.to_json() for e in events]
 
 
-def _marks_story() -> Story:
-    """g5.xlarge cannot be launched from 1m to 11m; the pod scaled up at 2m lands on a
-    g5.2xlarge; consolidation's cheaper replacement fails on the window twice, and each time
-    only the insufficient-capacity marks' end (3 minutes on) changes what the idle loop reads,
-    until the replacement succeeds after the window."""
-    pool = laws._nodepool(
-        "gpu",
-        True,
-        types=["g5.xlarge", "g5.2xlarge"],
-        capacity=["on-demand"],
-        tainted=False,
-        policy="WhenEmptyOrUnderutilized",
-        after="30s",
-        budgets=None,
-        limit=None,
-        expire="720h",
-    )
-    scale = {"kind": "Deployment", "name": "d0", "namespace": "default", "replicas": 1}
-    window = {"instanceType": "g5.xlarge", "available": False, "for": "10m"}
-    scenario = {
-        "apiVersion": "gpucap.dev/v1alpha1",
-        "kind": "Scenario",
-        "metadata": {"name": "marks"},
-        "spec": {
-            "duration": "1h",
-            "addons": [{"name": "nvidia-device-plugin"}],
-            "events": [{"at": "1m", "capacity": window}, {"at": "2m", "scale": scale}],
-        },
-    }
-    pods = laws._deployment("d0", gpu=True, cpu="1", replicas=0, tolerations=[], pinned=False)
-    return Story(scenario, (laws._nodeclass("al2023@v20260827"), pool, pods))
-
-
-MARKS = _marks_story()
+# g5.xlarge cannot be launched from 1m to 11m; the pod scaled up at 2m lands on a g5.2xlarge;
+# consolidation's cheaper replacement fails on the window twice, and each time only the
+# insufficient-capacity marks' end (3 minutes on) changes what the idle loop reads, until the
+# replacement succeeds after the window.
+MARKS = laws.window_story(
+    "marks",
+    types=["g5.xlarge", "g5.2xlarge"],
+    policy="WhenEmptyOrUnderutilized",
+    after="30s",
+    replicas=0,
+    window_at="1m",
+    scale_at="2m",
+    scale_to=1,
+)
 
 CONSOLIDATING = ["underutilized", "when-empty", "budget-1", "drift-window", "spot-ice"]
 
@@ -119,15 +87,15 @@ def test_stories_are_the_same_with_the_idle_chain_held(name: str) -> None:
 
 
 def test_the_marks_story_replaces_after_the_window_the_same_with_the_chain_held() -> None:
-    held = _story_events(MARKS, World)
-    assert held == _story_events(MARKS, _Chained)
+    held = laws.story_events(MARKS, World)
+    assert held == laws.story_events(MARKS, _Chained)
     decided = [e for e in held if e["type"] == "DisruptionDecision"]
     assert [(e["reason"], e["instanceType"]) for e in decided] == [("Underutilized", "g5.2xlarge")]
     assert float(decided[0]["t"]) > 11 * 60
 
 
 def test_the_law_catches_a_resume_time_that_ignores_the_marks() -> None:
-    assert _story_events(MARKS, _MarksIgnored) != _story_events(MARKS, _Chained)
+    assert laws.story_events(MARKS, _MarksIgnored) != laws.story_events(MARKS, _Chained)
 
 
 def test_the_law_catches_a_resume_time_that_ignores_the_idle_time() -> None:
@@ -148,4 +116,4 @@ def test_the_law_catches_a_resume_time_that_ignores_the_idle_time() -> None:
 @example(MARKS)
 def test_a_held_idle_chain_gives_the_chained_loops_events(story: Story) -> None:
     note(story.to_yaml())
-    assert _story_events(story, World) == _story_events(story, _Chained)
+    assert laws.story_events(story, World) == laws.story_events(story, _Chained)

@@ -42,18 +42,6 @@ class _Unwoken(World):
             self.engine.wake = wake  # type: ignore[method-assign]
 
 
-def _story_events(story: Story, world_type: type[World]) -> list[dict[str, object]]:
-    """The story's events as JSON, without the scenario file's path (a new temporary folder
-    each run)."""
-    saved = laws.World
-    laws.World = world_type  # Story.run builds its world from the module's name
-    try:
-        events = story.run()[1].events
-    finally:
-        laws.World = saved
-    return [{k: v for k, v in e.to_json().items() if k != "source"} for e in events]
-
-
 def _file_events(name: str, world_type: type[World]) -> list[Event]:
     scenario = load_scenario(str(STORIES / f"{name}.yaml"), load_catalog)
     return world_type(scenario, load_catalog(scenario.region)).run().events
@@ -64,51 +52,31 @@ def test_stories_with_waiting_pods_are_the_same_with_the_idle_retrigger(name: st
     assert _file_events(name, World) == _file_events(name, _Polling)
 
 
-def _waiting_story() -> Story:
-    """One on-demand g5.xlarge runs a pod; from 20m to 30m no g5.xlarge can be launched and at
-    25m the Deployment scales to 2: the new pod waits, and after the window only the
-    retrigger notices that the insufficient-capacity marks have expired."""
-    pool = laws._nodepool(
-        "gpu",
-        True,
-        types=["g5.xlarge"],
-        capacity=["on-demand"],
-        tainted=False,
-        policy="WhenEmpty",
-        after="Never",
-        budgets=None,
-        limit=None,
-        expire="720h",
-    )
-    scale = {"kind": "Deployment", "name": "d0", "namespace": "default", "replicas": 2}
-    window = {"instanceType": "g5.xlarge", "available": False, "for": "10m"}
-    scenario = {
-        "apiVersion": "gpucap.dev/v1alpha1",
-        "kind": "Scenario",
-        "metadata": {"name": "waiting"},
-        "spec": {
-            "duration": "1h",
-            "addons": [{"name": "nvidia-device-plugin"}],
-            "events": [{"at": "20m", "capacity": window}, {"at": "25m", "scale": scale}],
-        },
-    }
-    pods = laws._deployment("d0", gpu=True, cpu="1", replicas=1, tolerations=[], pinned=False)
-    return Story(scenario, (laws._nodeclass("al2023@v20260827"), pool, pods))
-
-
-WAITING = _waiting_story()
+# One on-demand g5.xlarge runs a pod; from 20m to 30m no g5.xlarge can be launched and at 25m
+# the Deployment scales to 2: the new pod waits, and after the window only the retrigger
+# notices that the insufficient-capacity marks have expired.
+WAITING = laws.window_story(
+    "waiting",
+    types=["g5.xlarge"],
+    policy="WhenEmpty",
+    after="Never",
+    replicas=1,
+    window_at="20m",
+    scale_at="25m",
+    scale_to=2,
+)
 
 
 def test_the_waiting_story_needs_the_retrigger_and_is_the_same_with_it_idle() -> None:
-    idle = _story_events(WAITING, World)
-    assert idle == _story_events(WAITING, _Polling)
+    idle = laws.story_events(WAITING, World)
+    assert idle == laws.story_events(WAITING, _Polling)
     bound = [e for e in idle if e["type"] == "PodBound"]
     assert len(bound) == 2
     assert float(bound[1]["t"]) > 30 * 60  # after the window
 
 
 def test_the_law_catches_a_pending_pod_that_does_not_wake_the_retrigger() -> None:
-    assert _story_events(WAITING, _Unwoken) != _story_events(WAITING, _Polling)
+    assert laws.story_events(WAITING, _Unwoken) != laws.story_events(WAITING, _Polling)
 
 
 @settings(
@@ -122,4 +90,4 @@ def test_the_law_catches_a_pending_pod_that_does_not_wake_the_retrigger() -> Non
 @example(WAITING)
 def test_an_idle_retrigger_gives_the_polling_retriggers_events(story: Story) -> None:
     note(story.to_yaml())
-    assert _story_events(story, World) == _story_events(story, _Polling)
+    assert laws.story_events(story, World) == laws.story_events(story, _Polling)
