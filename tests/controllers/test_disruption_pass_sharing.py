@@ -113,7 +113,7 @@ def test_the_room_carried_from_the_last_pass_answers_as_a_fresh_one(
         carried = _fresh_room(e, cache)
         fresh = _fresh_room(e, None)
         for batch in _batches(e):
-            movers = [fresh._movers(c) for c in batch]
+            movers = [fresh.movers(c) for c in batch]
             kinds = {k: v for m in movers for k, v in m[1].items()}
             names, room = carried._room(frozenset(kinds), kinds)
             fresh_names, fresh_room = fresh._room(frozenset(kinds), kinds)

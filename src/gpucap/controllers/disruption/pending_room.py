@@ -17,7 +17,7 @@ DaemonSets; gpucap asks the scheduler once per pod and pass inputs: `_gets_a_nod
 a pending pod that can get one must then sit on an existing node. Every such pod and every
 mover lands on an existing node that is not a candidate, is not being deleted and takes a pod
 of its kind (its requests within what the node has left, its taints tolerated: `Room`'s
-`_NodeRoom.takes`); so, per resource, their requests together must fit in what those nodes have
+`NodeRoom.takes`); so, per resource, their requests together must fit in what those nodes have
 left together. When they do not, the simulation would end in no command and is skipped.
 Pending pods may go to uninitialized nodes and to nodes inside their consolidateAfter: those
 count for them (and, as a bound, for the movers too). Built once per disruption pass.
@@ -29,13 +29,13 @@ from collections.abc import Mapping, Sequence
 
 from gpucap.apis.core import Pod
 from gpucap.controllers.disruption.room import (
-    _KIND,
-    _NODE_ROOM,
-    _PENDING_NEUTRAL,
+    NodeRoom,
+    PodKind,
     Room,
-    _Kind,
-    _NodeRoom,
-    _requests,
+    all_offering_neutral,
+    charged_requests,
+    node_room,
+    pod_kind,
 )
 from gpucap.controllers.disruption.simulation import PassInputs
 from gpucap.controllers.disruption.types import Candidate
@@ -56,9 +56,9 @@ class PendingRoom:
         self._room = room
         # The pending pods that can get a NodeClaim: their requests summed and their kinds
         # (None until first asked; empty when there is none or a NodePool has limits).
-        self._demand: tuple[dict[str, int], dict[int, _Kind]] | None = None
+        self._demand: tuple[dict[str, int], dict[int, PodKind]] | None = None
         # The nodes a pod may stay on (not being deleted, not short of anything), by name.
-        self._live: dict[str, _NodeRoom] | None = None
+        self._live: dict[str, NodeRoom] | None = None
         # Per kind (by number): the live nodes taking a pod of it, and what each has left.
         self._takers: dict[int, dict[str, Mapping[str, int]]] = {}
 
@@ -74,7 +74,7 @@ class PendingRoom:
         pending_need, pending_kinds = self._pending()
         if not pending_kinds:
             return False  # `Room` already asked the movers alone
-        movers = [room._movers(c) for c in candidates]
+        movers = [room.movers(c) for c in candidates]
         need = add(pending_need, *(m[0] for m in movers))
         kinds = dict(pending_kinds)
         for m in movers:
@@ -86,15 +86,15 @@ class PendingRoom:
         left = add(*(r for name, r in taking.items() if name not in gone))
         return any(v > 0 and v > left.get(k, 0) for k, v in need.items())
 
-    def _pending(self) -> tuple[dict[str, int], dict[int, _Kind]]:
+    def _pending(self) -> tuple[dict[str, int], dict[int, PodKind]]:
         if self._demand is None:
             self._demand = ({}, {})
             pending = self._inputs.snap.pending
             headroom = self._headroom() if pending else None
             if headroom is not None:
                 placed = [p for p in pending if self._gets_a_node_claim(p, headroom)]
-                kinds = dict(_KIND.lookup(p.spec) for p in placed)
-                self._demand = (add(*(_requests(p) for p in placed)), kinds)
+                kinds = dict(pod_kind(p.spec) for p in placed)
+                self._demand = (add(*(charged_requests(p) for p in placed)), kinds)
         return self._demand
 
     def _headroom(self) -> dict[str, dict[str, int]] | None:
@@ -104,10 +104,10 @@ class PendingRoom:
         (topology or affinity could place a pod differently once nodes go), or minValues
         that finalizing a plan may drop a NodeClaim for (as `Scheduler.solve`'s stop)."""
         snap = self._inputs.snap
-        if not _PENDING_NEUTRAL.lookup(snap.pending):
+        if not all_offering_neutral(snap.pending):
             return None
         live = []
-        lookup = _NODE_ROOM.lookup
+        lookup = node_room
         for n in snap.nodes:
             if not lookup(n).neutral:
                 return None
@@ -148,11 +148,11 @@ class PendingRoom:
         _FEASIBLE[key] = (pod, answer, self._inputs.pools, self._inputs.daemonsets)
         return answer
 
-    def _takers_of(self, number: int, kind: _Kind) -> Mapping[str, Mapping[str, int]]:
+    def _takers_of(self, number: int, kind: PodKind) -> Mapping[str, Mapping[str, int]]:
         hit = self._takers.get(number)
         if hit is None:
             if self._live is None:
-                lookup = _NODE_ROOM.lookup
+                lookup = node_room
                 self._live = {}
                 for n in self._inputs.snap.nodes:
                     if n.marked_for_deletion:

@@ -25,7 +25,7 @@ topology spread, a new NodeClaim's zone and capacity-type requirements are its N
 the scheduler drops spot from them only when none of its instance types has an available spot
 offering the NodePool allows: only such types count. Otherwise every type counts, priced by its
 cheapest offering. The same holds per mover kind, counted in whole pods: a node holds at most
-floor(room / request) of a kind (`_NodeRoom.holds`), the new NodeClaim at most what the most
+floor(room / request) of a kind (`NodeRoom.holds`), the new NodeClaim at most what the most
 allocatable of the types that count allows.
 Built once per pass from the pass's `PassInputs`; the per-kind answers (which nodes take a
 kind, their room, how many pods of a kind they hold) are carried to the next pass's `Room`
@@ -52,7 +52,18 @@ from gpucap.scheduling.resources import add, pod_requests, subtract
 from gpucap.scheduling.solver import NodeClaimTemplate, PoolInput, StateNode
 from gpucap.scheduling.taints import untolerated
 
-__all__ = ["OfferCache", "Room", "RoomCache", "offering_neutral"]
+__all__ = [
+    "NodeRoom",
+    "OfferCache",
+    "PodKind",
+    "Room",
+    "RoomCache",
+    "all_offering_neutral",
+    "charged_requests",
+    "node_room",
+    "offering_neutral",
+    "pod_kind",
+]
 
 _OFFERING_KEYS = frozenset({ZONE, CAPACITY_TYPE})
 _SPOT = "spot"
@@ -147,7 +158,7 @@ class OfferCache:
         return entry[1], entry[2]
 
 
-def _requests(pod: Pod) -> Mapping[str, int]:
+def charged_requests(pod: Pod) -> Mapping[str, int]:
     """What the scheduler charges for the pod (its requests plus `pods: 1`); read-only."""
     return _REQUESTS.lookup(pod.spec)
 
@@ -165,7 +176,7 @@ def _left(node: StateNode) -> dict[str, int] | None:
     ):
         return hit[2]
     left: dict[str, int] | None = subtract(
-        dict(node.allocatable), add(*(_requests(p) for p in node.pods))
+        dict(node.allocatable), add(*(charged_requests(p) for p in node.pods))
     )
     if left is not None and any(v < 0 for v in left.values()):
         left = None
@@ -177,10 +188,10 @@ def _left(node: StateNode) -> dict[str, int] | None:
 
 # What the pre-check asks of a mover: its requests (with `pods: 1`) and its tolerations. Bound
 # pods each have their own spec (with their node's name) but few kinds among them.
-_Kind = tuple[tuple[tuple[str, int], ...], tuple[Toleration, ...]]
+PodKind = tuple[tuple[tuple[str, int], ...], tuple[Toleration, ...]]
 
 
-def _kind(spec: PodSpec) -> tuple[int, _Kind]:
+def _kind(spec: PodSpec) -> tuple[int, PodKind]:
     """The spec's kind and a number standing for it (cheap to hash; numbers are never reused,
     so caches keyed on them stay right when the table is cleared)."""
     kind = (tuple(sorted(_REQUESTS.lookup(spec).items())), tuple(spec.tolerations))
@@ -193,27 +204,27 @@ def _kind(spec: PodSpec) -> tuple[int, _Kind]:
 
 
 _KINDS_SIZE = 4096
-_NUMBERS: dict[_Kind, int] = {}
+_NUMBERS: dict[PodKind, int] = {}
 _COUNTER = itertools.count()
-_KIND: IdentityMemo[PodSpec, tuple[int, _Kind]] = IdentityMemo(_kind, size=8192)
+_KIND: IdentityMemo[PodSpec, tuple[int, PodKind]] = IdentityMemo(_kind, size=8192)
 _NEUTRAL: IdentityMemo[PodSpec, bool] = IdentityMemo(_offering_neutral, size=8192)
 
 
 # What the pre-check asks of a candidate's movers: their summed requests, their kinds by
 # number, the set of those numbers (the key of `Room._room`) and how many movers are of each
 # kind; all read-only to callers.
-_Movers = tuple[dict[str, int], dict[int, _Kind], frozenset[int], dict[int, int]]
+_Movers = tuple[dict[str, int], dict[int, PodKind], frozenset[int], dict[int, int]]
 
 
 def _movers_of(movers: Sequence[Pod]) -> _Movers:
     """The movers' summed requests and their kinds (see `_Movers`)."""
-    kinds: dict[int, _Kind] = {}
+    kinds: dict[int, PodKind] = {}
     counts: dict[int, int] = {}
     for p in movers:
         number, kind = _KIND.lookup(p.spec)
         kinds[number] = kind
         counts[number] = counts.get(number, 0) + 1
-    return add(*(_requests(p) for p in movers)), kinds, frozenset(kinds), counts
+    return add(*(charged_requests(p) for p in movers)), kinds, frozenset(kinds), counts
 
 
 def _how_many(requests: Iterable[tuple[str, int]], room: Mapping[str, int]) -> int:
@@ -236,7 +247,7 @@ _LEFT: dict[str, tuple[Mapping[str, int], tuple[Pod, ...], dict[str, int] | None
 _LEFT_SIZE = 4096
 
 
-class _NodeRoom:
+class NodeRoom:
     """What the pre-check reads of one `StateNode` object, kept while the snapshot hands out
     that object (the same Node, pods and mark): whether its pods are offering-neutral, what it
     has left (`_left`), its taints, and per mover kind (by number) whether the kind fits.
@@ -251,7 +262,7 @@ class _NodeRoom:
         self._takes: dict[int, bool] = {}
         self._holds: dict[int, int] = {}
 
-    def holds(self, number: int, kind: _Kind) -> int:
+    def holds(self, number: int, kind: PodKind) -> int:
         """How many pods of `kind` the node could take, were they the only ones to come
         (0 when one does not fit or its taints are not tolerated): an upper bound on how
         many of them any schedule places here."""
@@ -269,7 +280,7 @@ class _NodeRoom:
         assert self.left is not None
         return self.left
 
-    def takes(self, number: int, kind: _Kind) -> bool:
+    def takes(self, number: int, kind: PodKind) -> bool:
         """Whether a pod of `kind` fits whole right now: its requests within what is left,
         its taints tolerated (numbers are never reused, so the answer per number holds)."""
         hit = self._takes.get(number)
@@ -285,12 +296,29 @@ class _NodeRoom:
         return hit
 
 
-_NODE_ROOM: IdentityMemo[StateNode, _NodeRoom] = IdentityMemo(_NodeRoom, size=4096)
+_NODE_ROOM: IdentityMemo[StateNode, NodeRoom] = IdentityMemo(NodeRoom, size=4096)
 # Per pending-pods tuple of a snapshot (the same tuple while the snapshot is the same object):
 # whether every pending pod is offering-neutral.
 _PENDING_NEUTRAL: IdentityMemo[tuple[Pod, ...], bool] = IdentityMemo(
     lambda pending: all(_NEUTRAL.lookup(p.spec) for p in pending), size=64
 )
+
+
+def node_room(node: StateNode) -> NodeRoom:
+    """What the pre-check reads of `node` (`NodeRoom`), kept per state node object."""
+    return _NODE_ROOM.lookup(node)
+
+
+def pod_kind(spec: PodSpec) -> tuple[int, PodKind]:
+    """The pre-check's kind of a pod spec (its charged requests and tolerations) and the
+    number standing for it (`NodeRoom.takes`, `NodeRoom.holds` are asked by number)."""
+    return _KIND.lookup(spec)
+
+
+def all_offering_neutral(pods: tuple[Pod, ...]) -> bool:
+    """Whether every pod of `pods` is `offering_neutral`, kept per tuple object (a
+    snapshot's pending pods)."""
+    return _PENDING_NEUTRAL.lookup(pods)
 
 
 def _lacks_spot(it: InstanceType, reqs: Requirements) -> bool:
@@ -307,7 +335,7 @@ _Taken = tuple[frozenset[str], dict[str, int]]
 
 class RoomCache:
     """The last `Room` a consolidation state built, so that the next pass's `Room` starts from
-    its per-kinds answers and corrects them for the nodes whose `_NodeRoom` changed (a node's
+    its per-kinds answers and corrects them for the nodes whose `NodeRoom` changed (a node's
     answer depends on nothing else: see `Room._room`). Kept by `ConsolidationState`."""
 
     __slots__ = ("last",)
@@ -330,8 +358,8 @@ class Room:
     ) -> None:
         self.now = now
         self.spot_to_spot = spot_to_spot
-        # What each node a mover may go to has left, with its taints (`_NodeRoom`).
-        self.free: dict[str, _NodeRoom] = {}
+        # What each node a mover may go to has left, with its taints (`NodeRoom`).
+        self.free: dict[str, NodeRoom] = {}
         free = self.free
         held = inputs.held_back
         node_room = _NODE_ROOM.lookup
@@ -353,10 +381,10 @@ class Room:
         # (the others: `_STEADY`).
         self._of: dict[str, tuple[Candidate, _Movers]] = {}
         # The previous pass's answers, valid for its `free`, and the names whose node changed
-        # since (added, gone or another `_NodeRoom`).
+        # since (added, gone or another `NodeRoom`).
         self._carried: dict[frozenset[int], _Taken] = {}
         self._carried_holds: dict[int, int] = {}
-        self._before: dict[str, _NodeRoom] = {}
+        self._before: dict[str, NodeRoom] = {}
         self._changed: tuple[str, ...] = ()
         if cache is not None:
             last = cache.last
@@ -370,13 +398,13 @@ class Room:
                 self._changed = tuple(changed)
             cache.last = self
 
-    def _takes(self, node: _NodeRoom, kinds: Mapping[int, _Kind]) -> bool:
+    def _takes(self, node: NodeRoom, kinds: Mapping[int, PodKind]) -> bool:
         return any(node.takes(number, kind) for number, kind in kinds.items())
 
-    def _room(self, key: frozenset[int], kinds: Mapping[int, _Kind]) -> _Taken:
+    def _room(self, key: frozenset[int], kinds: Mapping[int, PodKind]) -> _Taken:
         """The nodes that can take a pod of one of `kinds` (each: its requests within what the
         node has left, its taints tolerated), and what they have left together. A node's
-        part depends only on its `_NodeRoom`: an answer carried from the last pass is
+        part depends only on its `NodeRoom`: an answer carried from the last pass is
         corrected for the changed nodes alone (integer sums: the same values)."""
         hit = self._rooms.get(key)
         if hit is not None:
@@ -401,8 +429,8 @@ class Room:
         self._rooms[key] = hit
         return hit
 
-    def _held(self, number: int, kind: _Kind) -> int:
-        """How many pods of `kind` the free nodes hold together (`_NodeRoom.holds` summed;
+    def _held(self, number: int, kind: PodKind) -> int:
+        """How many pods of `kind` the free nodes hold together (`NodeRoom.holds` summed;
         carried from the last pass and corrected for the changed nodes, as `_room`)."""
         hit = self._holds.get(number)
         if hit is not None:
@@ -422,7 +450,7 @@ class Room:
         self._holds[number] = hit
         return hit
 
-    def _movers(self, c: Candidate) -> _Movers:
+    def movers(self, c: Candidate) -> _Movers:
         """What the candidate's movers (reschedulable pods without an active do-not-disrupt)
         request together, their kinds and the kinds' key: kept per candidate object when no
         mover carries a do-not-disrupt annotation (`_STEADY`), else once per candidate and
@@ -447,7 +475,7 @@ class Room:
 
     def _may_move_many(self, candidates: Sequence[Candidate]) -> bool:
         """`may_move` of any number of candidates (see the module docstring)."""
-        movers = [self._movers(c) for c in candidates]
+        movers = [self.movers(c) for c in candidates]
         need = add(*(m[0] for m in movers))
         kinds = {k: v for m in movers for k, v in m[1].items()}
         key = frozenset(kinds)
@@ -483,7 +511,7 @@ class Room:
         """`_may_move_many([c])`, the same comparisons written for one (single-node
         consolidation asks it of every candidate of every pass): the room of the nodes
         taking its kinds less its own, plus the cheaper types' most."""
-        need, kinds, key, counts = self._movers(c)
+        need, kinds, key, counts = self.movers(c)
         takers, room = self._room(key, kinds)
         name = c.state_node.name
         node = self.free.get(name)
