@@ -178,6 +178,9 @@ class World:
                 self.ec2.publish_release(k8s, version)
         self.nodeclasses: dict[str, EC2NodeClass] = {}
         self._version = 0  # bumped on every change the scheduler sees
+        # Karpenter's consolidation state (`MarkUnconsolidated`): bumped only where Karpenter's
+        # cluster state marks the cluster unconsolidated (see `_unconsolidated`).
+        self._consolidation = 0
         self.cluster = Cluster(self.clock)
         self.aws = AWSCloudProvider(
             self.ec2,
@@ -208,7 +211,7 @@ class World:
             on_create=self._create_replacement,
             names=self._next_name,
             nodepools=self._ready_nodepools,
-            state_version=lambda: (self._version, tuple(self.aws.unavailable.active())),
+            state_version=lambda: self._consolidation,
         )
         self._disruption = _Reconciler("disruption", self._disrupt)
         self._drifting = _Reconciler("drift", self._detect_drift)
@@ -286,6 +289,17 @@ class World:
 
     def emit(self, type_: str, **fields: Any) -> Event:
         return self.recorder.emit(self.engine.now, type_, **fields)
+
+    def _unconsolidated(self) -> None:
+        """Karpenter's `Cluster.MarkUnconsolidated` (kubernetes-sigs/karpenter
+        `pkg/controllers/state/cluster.go` @ 2266468104f3): a pod bound or deleted, a state node
+        appearing (an instance launched) or going, Initialized turning true, a NodeClaim or
+        Node given a deletion timestamp while not marked for deletion already (expiration,
+        interruption, garbage collection; a disruption command marks its candidates first,
+        which does not count), a NodePool or NodeOverlay applied or deleted. Not: a pod
+        created or Ready, a Node registering, taints, disruption marks, insufficient-capacity
+        marks (the consolidation state's 5-minute reset covers those)."""
+        self._consolidation += 1
 
     def _changed(self) -> None:
         self._version += 1
@@ -382,6 +396,8 @@ class World:
 
     def _objects_changed(self, kind: str) -> None:
         """Re-wire what depends on the applied objects of `kind`."""
+        if kind in ("NodePool", "NodeOverlay"):
+            self._unconsolidated()
         if kind == "NodeOverlay":
             self.cloud = decorate(self.aws, self.cluster.nodeoverlays())
             self.provisioner.cloud_provider = self.cloud
@@ -402,6 +418,7 @@ class World:
 
     def _pods_deleted(self, keys: Iterable[str]) -> None:
         for key in keys:
+            self._unconsolidated()
             self.emit("PodDeleted", pod=key)
             self._reasons.pop(key, None)
             self._unbindable.pop(key, None)
@@ -410,6 +427,7 @@ class World:
 
     # ---- which pods are on which node (kube-scheduler's cache) -------------------------------
     def _place(self, pod: Pod, node: str) -> None:
+        self._unconsolidated()  # a new binding
         self._on_node.setdefault(node, {})[pod.key] = pod
         self._where[pod.key] = node
         self._used[node] = add(self._used.get(node, {}), _requests(pod))
@@ -491,6 +509,7 @@ class World:
         self._offerings_marked(before, reason="SpotInterruption")
         if result is not None:
             self.emit("DisruptionDecision", nodeClaim=name, reason="Interrupted")
+            self._unconsolidated()  # its deletion timestamp
             if result.termination is not None:
                 self._terminated(name, result.termination)
 
@@ -673,6 +692,8 @@ class World:
                 reason="LaunchFailed",
                 message=result.error,
             )
+        if result.gone and name in self._nodes:
+            self._unconsolidated()  # a launched NodeClaim's state node goes
         if result.deleted is not None and result.termination is None and result.gone:
             if not result.launched and claim is None and nodepool is not None:
                 self.emit(
@@ -711,6 +732,7 @@ class World:
         self._lifecycle_result(self.lifecycle.reconcile(name))
 
     def _launched(self, claim: NodeClaim) -> None:
+        self._unconsolidated()  # a state node appears (the NodeClaim has its provider ID)
         labels = claim.metadata.labels
         instance_type = labels.get(INSTANCE_TYPE, "")
         zone = labels.get(ZONE, "")
@@ -858,6 +880,7 @@ class World:
         if sim is None or sim.initialized or sim.node is None:
             return
         sim.initialized = True
+        self._unconsolidated()
         node = self.cluster.node(sim.node)
         advertised = {}
         if node is not None:
@@ -1212,6 +1235,8 @@ class World:
         for key in collected.released:
             self._unplace(key)
             self._pending(key)
+        if collected.node_claims or collected.nodes or collected.released:
+            self._unconsolidated()  # deletion timestamps, Nodes and their pods gone
         for name in collected.node_claims:
             self.emit("DisruptionDecision", nodeClaim=name, reason="GarbageCollected")
             self._reconcile_claim(name)
@@ -1236,12 +1261,18 @@ class World:
         self._claims_changed()
         for name in self.expiration.reconcile():
             self.emit("DisruptionDecision", nodeClaim=name, reason="Expired", method="expiration")
+            if name not in self.cluster.marked_for_deletion():
+                self._unconsolidated()  # its deletion timestamp: MarkedForDeletion turns true
             self._changed()
             self._reconcile_claim(name)
 
     # ---- termination ----------------------------------------------------------------------------
     def _terminated(self, name: str, result: TerminationResult) -> None:
         self._claims_changed()
+        if result.evicted or result.released or result.deleted_pods or result.node_removed:
+            self._unconsolidated()  # pods deleted (evicted, or gone with their Node)
+        if result.removed:
+            self._unconsolidated()
         for key in result.evicted:
             self.emit("PodEvicted", pod=key, node=result.node, reason=result.reason or "")
             self._unplace(key)

@@ -1,0 +1,68 @@
+"""What moves the simulator's consolidation state: only what moves Karpenter's
+(`Cluster.MarkUnconsolidated` callers in kubernetes-sigs/karpenter
+`pkg/controllers/state/cluster.go` @ 2266468104f3: pod bindings and deletions, state nodes
+appearing and going, Initialized, a deletion timestamp on a node not marked for deletion,
+NodePool and NodeOverlay changes). Rules over stories: every move happens at an instant with
+such an event, and an instant whose only events are pods created, nominated or Ready, Nodes
+registering or offerings marked unavailable moves nothing."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+
+from gpucap.cloudprovider.aws.catalog import load_catalog
+from gpucap.sim.scenario import load_scenario
+from gpucap.sim.world import World
+from tests.sim.test_disruption_stories import STORIES
+
+# Events at whose instant Karpenter's cluster state may be marked unconsolidated.
+MARKING = {
+    "PodBound",
+    "PodDeleted",
+    "PodEvicted",
+    "NodeClaimLaunched",
+    "NodeInitialized",
+    "NodeClaimDeleted",
+    "NodeTerminated",
+    "DisruptionDecision",  # expiration, interruption, garbage collection mark deletion
+    "ScenarioEvent",  # an applied NodePool
+    "LaunchFailed",
+}
+# Events that never mark it.
+QUIET = {"PodCreated", "PodNominated", "PodReady", "NodeRegistered", "OfferingUnavailable"}
+
+
+class _Recording(World):
+    moves: list[float]
+
+    def _unconsolidated(self) -> None:
+        self.moves.append(self.now)
+        super()._unconsolidated()
+
+
+def _run(name: str) -> tuple[list[float], dict[float, set[str]]]:
+    scenario = load_scenario(str(STORIES / f"{name}.yaml"), load_catalog)
+    world = _Recording(scenario, load_catalog(scenario.region))
+    world.moves = []
+    events = world.run().events
+    at: dict[float, set[str]] = defaultdict(set)
+    for e in events:
+        at[e.t].add(e.type)
+    return world.moves, at
+
+
+@pytest.mark.parametrize(
+    "name", ["underutilized", "when-empty", "budget-1", "expire-zero-budget", "interrupt"]
+)
+def test_the_consolidation_state_moves_only_at_karpenters_marking_events(name: str) -> None:
+    moves, at = _run(name)
+    assert moves
+    for t in moves:
+        if t == 0:
+            continue  # the scenario's manifests applied: its NodePools among them
+        assert at[t] & MARKING, (t, sorted(at[t]))
+    quiet = [t for t, types in at.items() if types and types <= QUIET]
+    assert quiet  # the stories have such instants (pods created, Nodes registering)
+    assert not (set(quiet) - {0.0}) & set(moves)
