@@ -47,6 +47,7 @@ from gpucap.apis.labels import (
 from gpucap.apis.nodepool import NodePool
 from gpucap.apis.quantity import format_base_units
 from gpucap.apis.workloads import DaemonSet
+from gpucap.runtime.memo import IdentityMemo
 from gpucap.scheduling import explanation, preferences
 from gpucap.scheduling.hostports import HostPort, HostPortUsage, host_ports
 from gpucap.scheduling.instancetypes import (
@@ -282,7 +283,10 @@ class PassCache:
     )
     node_pods: dict[str, _NodePods] = field(default_factory=dict)
     node_entries: dict[str, _NodeEntry] = field(default_factory=dict)
-    bound_pods: dict[int, _BoundPod] = field(default_factory=dict)
+    # Per bound pod object (frozen: the same object, the same answers; `Scheduler._bound_pod`).
+    bound_pods: IdentityMemo[Pod, _BoundPod] = field(
+        default_factory=lambda: IdentityMemo(_BoundPod.of, size=_POD_CACHE_MAX)
+    )
     pool_types: dict[
         tuple[int, Requirements, bool],
         tuple[InstanceTypeTable, tuple[bytes, tuple[InstanceType, ...]] | str],
@@ -291,19 +295,14 @@ class PassCache:
         tuple[tuple[Requirements, tuple[Taint, ...], int], ...],
         tuple[tuple[Sequence[Requirements], ...], DomainGroups],
     ] = field(default_factory=dict)
-    pool_parts: dict[int, _PoolParts] = field(default_factory=dict)
+    pool_parts: IdentityMemo[NodePool, _PoolParts] = field(
+        default_factory=lambda: IdentityMemo(_PoolParts.of, size=_CACHE_MAX)
+    )
 
     def parts_of(self, nodepool: NodePool) -> _PoolParts:
         """`_PoolParts.of(nodepool)`, kept per NodePool object (applied objects are replaced,
         never edited, so the same object gives the same parts)."""
-        hit = self.pool_parts.get(id(nodepool))
-        if hit is not None and hit.nodepool is nodepool:
-            return hit
-        parts = _PoolParts.of(nodepool)
-        if len(self.pool_parts) >= _CACHE_MAX:
-            self.pool_parts.clear()
-        self.pool_parts[id(nodepool)] = parts
-        return parts
+        return self.pool_parts.lookup(nodepool)
 
     def domain_groups_of(
         self, pools: Sequence[tuple[Requirements, tuple[Taint, ...], Sequence[Requirements]]]
@@ -1406,14 +1405,7 @@ class Scheduler:
         cache = self._cache
         if cache is None:
             return _BoundPod.of(pod)
-        hit = cache.bound_pods.get(id(pod))
-        if hit is not None and hit.pod is pod:
-            return hit
-        out = _BoundPod.of(pod)
-        if len(cache.bound_pods) >= _POD_CACHE_MAX:
-            cache.bound_pods.clear()
-        cache.bound_pods[id(pod)] = out
-        return out
+        return cache.bound_pods.lookup(pod)
 
     def _counted(
         self, n: StateNode, pods: _NodePods
