@@ -706,6 +706,12 @@ def window_story(
     return Story(scenario, (_nodeclass("al2023@v20260827"), pool, pods))
 
 
+def file_events(name: str, world_type: type[World]) -> list[dict[str, object]]:
+    """The events, as JSON, of story file `tests/sim/stories/<name>.yaml` run in `world_type`."""
+    scenario = load_scenario(str(Path(__file__).parent / "stories" / f"{name}.yaml"), load_catalog)
+    return [e.to_json() for e in world_type(scenario, load_catalog(scenario.region)).run().events]
+
+
 def story_events(story: Story, world_type: type[World]) -> list[dict[str, object]]:
     """The story's events as JSON when run in `world_type`, without the scenario file's path
     (a new temporary folder each run): what the shortcut-vs-reference laws compare."""

@@ -9,19 +9,14 @@ mutations are caught: the marks' end or the idle time left out of the resume tim
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, example, given, note, settings
 
 import tests.sim.test_laws as laws
-from gpucap.cloudprovider.aws.catalog import load_catalog
-from gpucap.sim.scenario import load_scenario
 from gpucap.sim.world import World
 from tests.sim.test_laws import EXAMPLES, ROLLING, Story, stories
 from tests.sim.test_world_pod_trigger import WAITING
-
-STORIES = Path(__file__).parent / "stories"
 
 
 class _Chained(World):
@@ -57,12 +52,6 @@ class _UntilIgnored(World):
             self._idle_until = until
 
 
-def _file_events(name: str, world_type: type[World]) -> list[dict[str, object]]:
-    scenario = load_scenario(str(STORIES / f"{name}.yaml"), load_catalog)
-    events = world_type(scenario, load_catalog(scenario.region)).run().events
-    return [e.to_json() for e in events]
-
-
 # g5.xlarge cannot be launched from 1m to 11m; the pod scaled up at 2m lands on a g5.2xlarge;
 # consolidation's cheaper replacement fails on the window twice, and each time only the
 # insufficient-capacity marks' end (3 minutes on) changes what the idle loop reads, until the
@@ -83,7 +72,7 @@ CONSOLIDATING = ["underutilized", "when-empty", "budget-1", "drift-window", "spo
 
 @pytest.mark.parametrize("name", CONSOLIDATING)
 def test_stories_are_the_same_with_the_idle_chain_held(name: str) -> None:
-    assert _file_events(name, World) == _file_events(name, _Chained)
+    assert laws.file_events(name, World) == laws.file_events(name, _Chained)
 
 
 def test_the_marks_story_replaces_after_the_window_the_same_with_the_chain_held() -> None:
@@ -100,7 +89,8 @@ def test_the_law_catches_a_resume_time_that_ignores_the_marks() -> None:
 
 def test_the_law_catches_a_resume_time_that_ignores_the_idle_time() -> None:
     assert any(
-        _file_events(name, _UntilIgnored) != _file_events(name, _Chained) for name in CONSOLIDATING
+        laws.file_events(name, _UntilIgnored) != laws.file_events(name, _Chained)
+        for name in CONSOLIDATING
     )
 
 

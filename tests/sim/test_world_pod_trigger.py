@@ -6,19 +6,12 @@ caught."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from hypothesis import HealthCheck, example, given, note, settings
 
 import tests.sim.test_laws as laws
-from gpucap.cloudprovider.aws.catalog import load_catalog
-from gpucap.sim.recorder import Event
-from gpucap.sim.scenario import load_scenario
 from gpucap.sim.world import POD_RETRY_SECONDS, World
 from tests.sim.test_laws import EXAMPLES, ROLLING, Story, stories
-
-STORIES = Path(__file__).parent / "stories"
 
 
 class _Polling(World):
@@ -42,14 +35,9 @@ class _Unwoken(World):
             self.engine.wake = wake  # type: ignore[method-assign]
 
 
-def _file_events(name: str, world_type: type[World]) -> list[Event]:
-    scenario = load_scenario(str(STORIES / f"{name}.yaml"), load_catalog)
-    return world_type(scenario, load_catalog(scenario.region)).run().events
-
-
 @pytest.mark.parametrize("name", ["spot-ice", "limits", "pending-only", "interrupt"])
 def test_stories_with_waiting_pods_are_the_same_with_the_idle_retrigger(name: str) -> None:
-    assert _file_events(name, World) == _file_events(name, _Polling)
+    assert laws.file_events(name, World) == laws.file_events(name, _Polling)
 
 
 # One on-demand g5.xlarge runs a pod; from 20m to 30m no g5.xlarge can be launched and at 25m
