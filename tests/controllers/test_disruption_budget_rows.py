@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 
 from gpucap.apis.labels import INITIALIZED, INSTANCE_TYPE, NODEPOOL
 from gpucap.cloudprovider.types import node_claim_for
-from gpucap.controllers.disruption import budgets as budgets_module
 from gpucap.controllers.disruption.budgets import pool_counts
 from gpucap.controllers.nodeclaim.conditions import INSTANCE_TERMINATING, is_true, with_condition
 from gpucap.controllers.nodeclaim.registering import advertise, registering_node
@@ -22,6 +21,7 @@ from gpucap.runtime.clock import EPOCH
 from gpucap.scheduling.requirements import Requirement, Requirements
 from gpucap.state.snapshot import Snapshot
 from tests.controllers.disruption_builders import Env, env, gpu_pod, pool
+from tests.controllers.test_disruption_pass_memos import counted_from_scratch
 from tests.controllers.test_disruption_room import GPUS
 
 ACTIONS = [
@@ -134,17 +134,6 @@ def _step(e: Env, action: str, i: int, serial: int) -> None:
         e.node(f"node{serial}", it, gpus=GPUS[it])
 
 
-def _from_scratch(e: Env, snap: Snapshot | None) -> tuple[dict[str, int], dict[str, int]]:
-    last = dict(budgets_module._LAST_COUNT)
-    budgets_module._LAST_COUNT.clear()
-    try:
-        counts = pool_counts(e.cluster, snap)
-    finally:
-        budgets_module._LAST_COUNT.clear()
-        budgets_module._LAST_COUNT.update(last)
-    return dict(counts.totals), dict(counts.disrupting)
-
-
 def _reference(e: Env, snap: Snapshot | None) -> tuple[dict[str, int], dict[str, int]]:
     """The count as `budget_mapping` defines it, read straight from the objects (the walk
     `budgets._count` did before it kept rows)."""
@@ -187,5 +176,5 @@ def test_a_count_from_the_last_counts_rows_equals_the_count_from_scratch(
         for snap in (None, e.cluster.snapshot(), stale):
             kept = pool_counts(e.cluster, snap)
             counted = (dict(kept.totals), dict(kept.disrupting))
-            assert counted == _from_scratch(e, snap) == _reference(e, snap), action
+            assert counted == counted_from_scratch(e, snap) == _reference(e, snap), action
         stale = e.cluster.snapshot()

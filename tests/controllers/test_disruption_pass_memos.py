@@ -219,7 +219,8 @@ def test_the_methods_filter_kept_per_candidate_answers_as_read_from_the_objects(
         _step(e, action, serial, serial, set())
 
 
-def _counted_from_scratch(e: Env, snap: Snapshot | None) -> tuple[dict[str, int], dict[str, int]]:
+def counted_from_scratch(e: Env, snap: Snapshot | None) -> tuple[dict[str, int], dict[str, int]]:
+    """`pool_counts` with nothing kept from an earlier count (the kept count restored after)."""
     last = dict(budgets_module._LAST_COUNT)
     budgets_module._LAST_COUNT.clear()
     try:
@@ -240,6 +241,6 @@ def test_budget_counts_handed_out_again_equal_those_counted_from_scratch(
     for serial, (action, i) in enumerate(changes):
         for snap in (stale, e.cluster.snapshot(), None):
             kept = pool_counts(e.cluster, snap)
-            assert (dict(kept.totals), dict(kept.disrupting)) == _counted_from_scratch(e, snap)
+            assert (dict(kept.totals), dict(kept.disrupting)) == counted_from_scratch(e, snap)
         stale = e.cluster.snapshot()
         _step(e, action, i, serial, set())
