@@ -8,6 +8,7 @@ registering or offerings marked unavailable moves nothing."""
 
 from __future__ import annotations
 
+import inspect
 from collections import defaultdict
 
 import pytest
@@ -36,16 +37,24 @@ QUIET = {"PodCreated", "PodNominated", "PodReady", "NodeRegistered", "OfferingUn
 
 class _Recording(World):
     moves: list[float]
+    callers: set[str]
 
     def _unconsolidated(self) -> None:
         self.moves.append(self.now)
+        # Who moved it, and who called that: "_deletion_started/_expire".
+        self.callers.add("/".join(f.function for f in inspect.stack()[1:3]))
         super()._unconsolidated()
 
 
-def _run(name: str) -> tuple[list[float], dict[float, set[str]]]:
+def _world(name: str) -> _Recording:
     scenario = load_scenario(str(STORIES / f"{name}.yaml"), load_catalog)
     world = _Recording(scenario, load_catalog(scenario.region))
-    world.moves = []
+    world.moves, world.callers = [], set()
+    return world
+
+
+def _run(name: str) -> tuple[list[float], dict[float, set[str]]]:
+    world = _world(name)
     events = world.run().events
     at: dict[float, set[str]] = defaultdict(set)
     for e in events:
@@ -66,3 +75,16 @@ def test_the_consolidation_state_moves_only_at_karpenters_marking_events(name: s
     quiet = [t for t, types in at.items() if types and types <= QUIET]
     assert quiet  # the stories have such instants (pods created, Nodes registering)
     assert not (set(quiet) - {0.0}) & set(moves)
+
+
+@pytest.mark.parametrize(
+    ("name", "caller"), [("expire-zero-budget", "_expire"), ("interrupt", "_interrupt")]
+)
+def test_expiration_and_interruption_move_the_state_with_the_deletion_timestamp(
+    name: str, caller: str
+) -> None:
+    # The NodeClaim was not marked for deletion by a disruption command: its deletion
+    # timestamp turns MarkedForDeletion true, itself a move (not only the drain after it).
+    world = _world(name)
+    world.run()
+    assert f"_deletion_started/{caller}" in world.callers

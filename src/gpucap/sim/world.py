@@ -301,6 +301,14 @@ class World:
         marks (the consolidation state's 5-minute reset covers those)."""
         self._consolidation += 1
 
+    def _deletion_started(self, name: str, marked: set[str]) -> None:
+        """NodeClaim `name` was just given a deletion timestamp (expiration, interruption,
+        garbage collection); `marked`: the names marked for deletion before. Karpenter's
+        `MarkedForDeletion` turns true, which marks the cluster unconsolidated, unless a
+        disruption command had marked it already (`triggerConsolidationOnChange`)."""
+        if name not in marked:
+            self._unconsolidated()
+
     def _changed(self) -> None:
         self._version += 1
         self.engine.wake(self._disruption)  # see `_disrupt`
@@ -505,11 +513,12 @@ class World:
         sim = self._nodes.get(name)
         self.emit("SpotInterruptionWarning", nodeClaim=name, node=sim.node if sim else None)
         before = set(self.aws.unavailable.active())
+        marked = set(self.cluster.marked_for_deletion())
         result = self.interruption.spot_interruption(name)
         self._offerings_marked(before, reason="SpotInterruption")
         if result is not None:
             self.emit("DisruptionDecision", nodeClaim=name, reason="Interrupted")
-            self._unconsolidated()  # its deletion timestamp
+            self._deletion_started(name, marked)
             if result.termination is not None:
                 self._terminated(name, result.termination)
 
@@ -1226,6 +1235,7 @@ class World:
             # only created by launches, which it follows): the engine holds them until then.
             self.engine.idle(self._collecting, GC_IDLE_RECHECK_S)
             return None
+        marked = set(self.cluster.marked_for_deletion())
         collected = self.garbage.collect()
         self._gc_idle = (
             seen
@@ -1235,10 +1245,11 @@ class World:
         for key in collected.released:
             self._unplace(key)
             self._pending(key)
-        if collected.node_claims or collected.nodes or collected.released:
-            self._unconsolidated()  # deletion timestamps, Nodes and their pods gone
+        if collected.nodes or collected.released:
+            self._unconsolidated()  # Nodes and their pods gone
         for name in collected.node_claims:
             self.emit("DisruptionDecision", nodeClaim=name, reason="GarbageCollected")
+            self._deletion_started(name, marked)
             self._reconcile_claim(name)
         if collected.instances or collected.node_claims:
             self._changed()
@@ -1259,20 +1270,24 @@ class World:
 
     def _expire(self) -> None:
         self._claims_changed()
+        marked = set(self.cluster.marked_for_deletion())
         for name in self.expiration.reconcile():
             self.emit("DisruptionDecision", nodeClaim=name, reason="Expired", method="expiration")
-            if name not in self.cluster.marked_for_deletion():
-                self._unconsolidated()  # its deletion timestamp: MarkedForDeletion turns true
+            self._deletion_started(name, marked)
             self._changed()
             self._reconcile_claim(name)
 
     # ---- termination ----------------------------------------------------------------------------
     def _terminated(self, name: str, result: TerminationResult) -> None:
         self._claims_changed()
-        if result.evicted or result.released or result.deleted_pods or result.node_removed:
-            self._unconsolidated()  # pods deleted (evicted, or gone with their Node)
-        if result.removed:
-            self._unconsolidated()
+        if (
+            result.evicted
+            or result.released
+            or result.deleted_pods
+            or result.node_removed
+            or result.removed
+        ):
+            self._unconsolidated()  # pods deleted (evicted, or gone with their Node), or it went
         for key in result.evicted:
             self.emit("PodEvicted", pod=key, node=result.node, reason=result.reason or "")
             self._unplace(key)
