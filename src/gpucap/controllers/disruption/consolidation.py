@@ -414,14 +414,16 @@ class Consolidation:
     def _decide(self, candidates: Sequence[Candidate]) -> Proposal | None:
         """`compute_consolidation` past the pre-check: the simulation and the prices."""
         shared = self._shared
-        inputs = self._pass_inputs(shared) if shared is not None else None
-        if shared is not None and inputs is not None and shared.room is not None:
-            # The pending pods' share of the existing nodes (`pending_room.py`), asked only
-            # of candidates the room let through.
-            if shared.pending is None:
-                shared.pending = PendingRoom(inputs, self.provisioner, shared.room)
-            if shared.pending.rules_out(candidates):
-                return None
+        inputs: PassInputs | None = None
+        if shared is not None:
+            inputs = self._pass_inputs(shared)
+            if shared.room is not None:
+                # The pending pods' share of the existing nodes (`pending_room.py`), asked
+                # only of candidates the room let through.
+                if shared.pending is None:
+                    shared.pending = PendingRoom(inputs, self.provisioner, shared.room)
+                if shared.pending.rules_out(candidates):
+                    return None
         sim = self.simulate(candidates, inputs)
         if sim is None or not sim.all_non_pending_scheduled:
             return None

@@ -27,15 +27,14 @@ Called by the simulator's world every `POLLING_PERIOD_S` and when `requeue_after
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import cast
 
 from gpucap.apis.core import Node
 from gpucap.apis.labels import INITIALIZED as INITIALIZED_LABEL
 from gpucap.apis.nodepool import NodeClaim, NodePool
 from gpucap.cloudprovider.types import CloudProvider, CloudProviderError
+from gpucap.controllers.disruption.budgets import budget_mapping, pool_counts
 from gpucap.controllers.disruption.candidates import drifted_reason, get_candidates
 from gpucap.controllers.disruption.consolidation import (
     Budgets,
@@ -121,17 +120,6 @@ class _Pass:
     abandoned: list[str] = field(default_factory=list)
 
 
-def _default_budgets() -> Budgets:
-    """budgets.py's `budget_mapping`, imported when first needed (another module's)."""
-    if not _DEFAULT_BUDGETS:
-        module = importlib.import_module("gpucap.controllers.disruption.budgets")
-        _DEFAULT_BUDGETS.append(cast(Budgets, module.budget_mapping))
-    return _DEFAULT_BUDGETS[0]
-
-
-_DEFAULT_BUDGETS: list[Budgets] = []
-
-
 def fingerprint(cluster: Cluster) -> object:
     """What the cluster looks like to consolidation (Karpenter marks it unconsolidated on pod
     binds and deletions, node and NodeClaim changes, initialization, deletion marks and
@@ -183,7 +171,7 @@ class Disruption:
         self.cloud_provider = cloud_provider
         self.termination = termination
         self.clock = clock
-        self._budgets = budgets
+        self._budgets: Budgets = budgets if budgets is not None else budget_mapping
         self._on_create = on_create
         self._names = names or self._default_name
         self._counter: dict[str, int] = {}
@@ -219,24 +207,19 @@ class Disruption:
 
     # ---- seams ------------------------------------------------------------------------------
     def budgets(self, cluster: Cluster, reason: str, **kw: object) -> dict[str, int]:
-        if self._budgets is None:
-            self._budgets = _default_budgets()
         return dict(self._budgets(cluster, reason, **kw))
 
     def _pass_budgets(self, reason: str) -> dict[str, int]:
         """`budgets` inside a pass: the default mapping reads the pass's snapshot."""
-        if self._budgets is None:
-            self._budgets = _default_budgets()
         shared = self.state.shared
-        if not (_DEFAULT_BUDGETS and self._budgets is _DEFAULT_BUDGETS[0]) or shared is None:
+        if self._budgets is not budget_mapping or shared is None:
             return self.budgets(self.cluster, reason, now=self.clock.now())
         # Nothing changes within a pass: the nodes are counted once for every reason, and a
         # reason's mapping (multi- and single-node both ask for Underutilized) computed once.
         hit = shared.budgets.get(reason)
         if hit is None:
             if shared.counts is None:
-                counts = importlib.import_module("gpucap.controllers.disruption.budgets")
-                shared.counts = counts.pool_counts(self.cluster, self.state.snapshot(self.cluster))
+                shared.counts = pool_counts(self.cluster, self.state.snapshot(self.cluster))
             hit = shared.budgets[reason] = dict(
                 self._budgets(self.cluster, reason, now=self.clock.now(), counts=shared.counts)
             )
