@@ -1,0 +1,239 @@
+"""Record every output users and scripts rely on, and compare two recordings byte for byte.
+
+Who calls it: developers before and after a change that must keep behaviour (a restructuring,
+a speed-up), or that changes it on purpose (then the differing files are the change, named in
+the note). Not a test: it runs the installed `gpucap` command on the repository's own inputs,
+which takes a few minutes on two cores.
+
+    python scripts/golden.py record DIR [--jobs 2] [--only SUBSTRING]
+    python scripts/golden.py compare BASE NEW      # exit 1 when any file differs
+    python scripts/golden.py check BASE [--jobs 2] # record into a temporary dir, then compare
+
+What is recorded (one file per command: its exit code, stdout and stderr; plus the event log of
+each simulation):
+- `simulate -o json` and `--events` of every story (tests/sim/stories), every good scenario
+  (tests/sim/scenarios/good), the bundled example stories and both 24-hour bench days
+  (bench/simulate.py's generator, disruption off and on);
+- `plan -o json|yaml|table`, `plan --explain` of every unschedulable pod and of the first
+  placed pod (at most 4 a input), `validate -o json` and `lint -o json` of the workshop, every
+  realworld group and file (tests/realworld/PROVENANCE.yaml) and the bench's 1,000- and
+  10,000-pod files (bench/plan.py's generator).
+"""
+
+from __future__ import annotations
+
+import argparse
+import filecmp
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "src"))
+
+
+@dataclass(frozen=True)
+class Run:
+    """One command to record: `name` is the file it is recorded in (and `name.events`)."""
+
+    name: str
+    args: tuple[str, ...]
+    events: bool = False
+
+
+def gpucap() -> str:
+    found = shutil.which("gpucap", path=str(Path(sys.executable).parent)) or shutil.which("gpucap")
+    if found is None:
+        sys.exit("golden: no installed gpucap command (make .venv/bin/.installed)")
+    return found
+
+
+def _slug(text: str) -> str:
+    keep = "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
+    if len(keep) > 120:
+        keep = keep[:100] + "-" + hashlib.sha1(text.encode()).hexdigest()[:10]
+    return keep
+
+
+def _realworld() -> Iterator[tuple[str, tuple[str, ...]]]:
+    """(name, paths) of every realworld group and every realworld file."""
+    import yaml  # noqa: PLC0415
+
+    rw = ROOT / "tests" / "realworld"
+    files = yaml.safe_load((rw / "PROVENANCE.yaml").read_text())["files"]
+    groups: dict[str, list[str]] = {}
+    for f in files:
+        groups.setdefault(f["group"], []).append(f["file"])
+    for name, members in sorted(groups.items()):
+        yield f"rw-group-{name}", tuple(_rel(rw / m) for m in sorted(members))
+    for f in sorted(x["file"] for x in files):
+        yield f"rw-file-{f}", (_rel(rw / f),)
+
+
+def plan_inputs(work: Path) -> list[tuple[str, tuple[str, ...]]]:
+    """The manifest sets `plan`, `validate` and `lint` are recorded on."""
+    import plan as bench_plan  # noqa: PLC0415 - bench/plan.py
+
+    bench_plan.write_workload(work, [1000, 10000], ["json", "yaml"])
+    inputs = [("workshop", ("src/gpucap/data/examples/workshop",))]
+    inputs += list(_realworld())
+    inputs += [
+        (f"bench-{fmt}-{n}", (_rel(work / f"pods-{n}.{fmt}"),))
+        for n in (1000, 10000)
+        for fmt in ("json", "yaml")
+    ]
+    return inputs
+
+
+def scenarios(work: Path) -> list[tuple[str, Path]]:
+    """The scenarios `simulate` is recorded on."""
+    import simulate as bench_sim  # noqa: PLC0415 - bench/simulate.py
+
+    found = [(f"story-{p.stem}", p) for p in sorted((ROOT / "tests/sim/stories").glob("*.yaml"))]
+    found += [
+        (f"scenario-{p.stem}", p) for p in sorted((ROOT / "tests/sim/scenarios/good").glob("*.yaml"))
+    ]
+    examples = ROOT / "src/gpucap/data/examples/story"
+    found += [(f"example-{p.stem}", p) for p in sorted(examples.glob("*.yaml"))]
+    for disruption in (False, True):
+        tag = "on" if disruption else "off"
+        out = work / f"bench-{tag}"
+        out.mkdir()
+        found.append((f"bench-day-{tag}", bench_sim.generate(out, disruption=disruption)))
+    return [(n, p) for n, p in found if _is_scenario(p)]
+
+
+def _rel(path: Path) -> str:
+    """Paths relative to the checkout, so that recordings of two checkouts compare equal."""
+    return str(path.resolve().relative_to(ROOT))
+
+
+def _is_scenario(path: Path) -> bool:
+    return "kind: Scenario" in path.read_text()
+
+
+def _execute(exe: str, out: Path, run: Run) -> None:
+    args = list(run.args)
+    if run.events:
+        args += ["--events", str(out / f"{run.name}.events")]
+    proc = subprocess.run([exe, *args], capture_output=True, text=True, check=False, cwd=ROOT)
+    text = f"exit: {proc.returncode}\n--- stdout\n{proc.stdout}--- stderr\n{proc.stderr}"
+    (out / f"{run.name}.out").write_text(text)
+
+
+def _plan_runs(name: str, paths: tuple[str, ...]) -> list[Run]:
+    slug = _slug(name)
+    return [
+        Run(f"plan-{fmt}-{slug}", ("plan", *paths, "-o", fmt)) for fmt in ("json", "yaml", "table")
+    ] + [
+        Run(f"validate-{slug}", ("validate", *paths, "-o", "json")),
+        Run(f"lint-{slug}", ("lint", *paths, "-o", "json")),
+    ]
+
+
+def _explain_runs(exe: str, out: Path, name: str, paths: tuple[str, ...]) -> list[Run]:
+    """`plan --explain` of the unschedulable pods and the first placed one (at most 4)."""
+    recorded = (out / f"plan-json-{_slug(name)}.out").read_text()
+    stdout = recorded.split("--- stdout\n", 1)[1].split("--- stderr\n", 1)[0]
+    try:
+        plan = json.loads(stdout)
+    except json.JSONDecodeError:
+        return []
+    pods = [u["pod"] for u in plan.get("unschedulable", []) if "pod" in u]
+    pods += [p for c in plan.get("nodeClaims", [])[:1] for p in c.get("pods", [])[:1]]
+    del exe
+    return [
+        Run(f"explain-{_slug(name)}-{_slug(pod)}", ("plan", *paths, "--explain", pod))
+        for pod in pods[:4]
+    ]
+
+
+def record(out: Path, jobs: int, only: str | None) -> None:
+    exe = gpucap()
+    out.mkdir(parents=True, exist_ok=True)
+    # Generated inputs live in the checkout, named relative to it, so that the outputs that
+    # name them are the same in every checkout (one recording at a time per checkout).
+    work = ROOT / ".golden-inputs"
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir()
+    work_out = out
+    inputs = [(n, p) for n, p in plan_inputs(work) if only is None or only in n]
+    sims = [(n, p) for n, p in scenarios(work) if only is None or only in n]
+    runs = [r for n, p in inputs for r in _plan_runs(n, p)]
+    runs += [
+        Run(f"simulate-{n}", ("simulate", _rel(p), "-o", "json"), events=True) for n, p in sims
+    ]
+    with ThreadPoolExecutor(jobs) as pool:
+        list(pool.map(lambda r: _execute(exe, work_out, r), runs))
+        explains = [r for n, p in inputs for r in _explain_runs(exe, work_out, n, p)]
+        list(pool.map(lambda r: _execute(exe, work_out, r), explains))
+    shutil.rmtree(work)
+    print(f"golden: recorded {len(list(out.iterdir()))} files in {out}")
+
+
+def compare(base: Path, new: Path) -> int:
+    a = {p.name for p in base.iterdir()}
+    b = {p.name for p in new.iterdir()}
+    differ = sorted(n for n in a & b if not filecmp.cmp(base / n, new / n, shallow=False))
+    for n in sorted(a - b):
+        print(f"only in {base}: {n}")
+    for n in sorted(b - a):
+        print(f"only in {new}: {n}")
+    for n in differ:
+        print(f"differs: {n}")
+    same = len(a & b) - len(differ)
+    print(f"golden: {same} identical, {len(differ)} differ, {len(a ^ b)} in one recording only")
+    return 1 if differ or a ^ b else 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    rec = sub.add_parser("record")
+    rec.add_argument("dir", type=Path)
+    chk = sub.add_parser("check")
+    chk.add_argument("base", type=Path)
+    for p in (rec, chk):
+        p.add_argument("--jobs", type=int, default=2)
+        p.add_argument("--only", help="only the inputs whose name holds this text")
+    cmp_ = sub.add_parser("compare")
+    cmp_.add_argument("base", type=Path)
+    cmp_.add_argument("new", type=Path)
+    args = parser.parse_args()
+    if args.cmd == "record":
+        record(args.dir.resolve(), args.jobs, args.only)
+        return 0
+    if args.cmd == "compare":
+        return compare(args.base, args.new)
+    with tempfile.TemporaryDirectory() as tmp:
+        new = Path(tmp) / "new"
+        record(new, args.jobs, args.only)
+        base = args.base
+        if args.only:
+            # Compare only what was recorded.
+            return compare_subset(base, new)
+        return compare(base, new)
+
+
+def compare_subset(base: Path, new: Path) -> int:
+    names = {p.name for p in new.iterdir()}
+    differ = sorted(
+        n for n in names if not (base / n).exists() or not filecmp.cmp(base / n, new / n, False)
+    )
+    for n in differ:
+        print(f"differs: {n}")
+    print(f"golden: {len(names) - len(differ)} identical, {len(differ)} differ")
+    return 1 if differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
