@@ -98,9 +98,8 @@ def scenarios(work: Path) -> list[tuple[str, Path]]:
     import simulate as bench_sim  # noqa: PLC0415 - bench/simulate.py
 
     found = [(f"story-{p.stem}", p) for p in sorted((ROOT / "tests/sim/stories").glob("*.yaml"))]
-    found += [
-        (f"scenario-{p.stem}", p) for p in sorted((ROOT / "tests/sim/scenarios/good").glob("*.yaml"))
-    ]
+    good = ROOT / "tests/sim/scenarios/good"
+    found += [(f"scenario-{p.stem}", p) for p in sorted(good.glob("*.yaml"))]
     examples = ROOT / "src/gpucap/data/examples/story"
     found += [(f"example-{p.stem}", p) for p in sorted(examples.glob("*.yaml"))]
     for disruption in (False, True):
