@@ -165,8 +165,13 @@ def record(out: Path, jobs: int, only: str | None) -> None:
         shutil.rmtree(work)
     work.mkdir()
     work_out = out
-    inputs = [(n, p) for n, p in plan_inputs(work) if only is None or only in n]
-    sims = [(n, p) for n, p in scenarios(work) if only is None or only in n]
+    wanted = None if only is None else only.split(",")
+
+    def chosen(name: str) -> bool:
+        return wanted is None or any(w in name for w in wanted)
+
+    inputs = [(n, p) for n, p in plan_inputs(work) if chosen(n)]
+    sims = [(n, p) for n, p in scenarios(work) if chosen(n)]
     runs = [r for n, p in inputs for r in _plan_runs(n, p)]
     runs += [
         Run(f"simulate-{n}", ("simulate", _rel(p), "-o", "json"), events=True) for n, p in sims
@@ -203,7 +208,7 @@ def main() -> int:
     chk.add_argument("base", type=Path)
     for p in (rec, chk):
         p.add_argument("--jobs", type=int, default=2)
-        p.add_argument("--only", help="only the inputs whose name holds this text")
+        p.add_argument("--only", help="only the inputs whose name holds one of these (a,b,...)")
     cmp_ = sub.add_parser("compare")
     cmp_.add_argument("base", type=Path)
     cmp_.add_argument("new", type=Path)

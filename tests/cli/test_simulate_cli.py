@@ -327,11 +327,13 @@ def test_the_watch_pane_at_a_time_shows_only_what_happened_by_then() -> None:
     watch = Watch(log, name="s", speed=1, clock=wall, sleep=wall.sleep, console=console)
     at_10m = "\n".join(watch.frame(600))
     assert "gpu-1" in at_10m
-    assert "gpu-3" not in at_10m  # launched at 15:02
+    assert "gpu-3" not in at_10m  # launched at 15:11
     assert at_10m.endswith("scenario: spot g5.xlarge in every zone: no capacity")
     at_15m01 = watch.frame(15 * 60 + 1)  # the ICE, before the fallback
     assert at_15m01[-1].endswith("unavailable: gpu-2 not launched, its pods wait")
-    assert "gpu-3" in "\n".join(watch.frame(15 * 60 + 2))
+    # The pod controller's requeue at 15:10 and one batch later the on-demand fallback.
+    assert "gpu-3" not in "\n".join(watch.frame(15 * 60 + 10))
+    assert "gpu-3" in "\n".join(watch.frame(15 * 60 + 11))
 
 
 def _json(path: str) -> str:

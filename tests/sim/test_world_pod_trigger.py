@@ -6,6 +6,8 @@ caught."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from hypothesis import HealthCheck, example, given, note, settings
 
@@ -24,15 +26,22 @@ class _Polling(World):
 
 
 class _Unwoken(World):
-    """The mutation: a pod that becomes pending does not wake the idle retrigger."""
+    """The mutation: a pod that becomes pending (or is left to the retrigger after a failed
+    launch) does not wake the idle retrigger."""
 
-    def _pending(self, key: str) -> None:
+    def _unwoken(self, method: Callable[[str], None], key: str) -> None:
         wake = self.engine.wake
         self.engine.wake = lambda r: None if r is self._pod_trigger else wake(r)  # type: ignore[method-assign]
         try:
-            super()._pending(key)
+            method(key)
         finally:
             self.engine.wake = wake  # type: ignore[method-assign]
+
+    def _pending(self, key: str) -> None:
+        self._unwoken(super()._pending, key)
+
+    def _requeued(self, key: str) -> None:
+        self._unwoken(super()._requeued, key)
 
 
 @pytest.mark.parametrize("name", ["spot-ice", "limits", "pending-only", "interrupt"])

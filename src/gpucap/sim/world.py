@@ -531,6 +531,12 @@ class World:
         self.batcher.add(self.now, key)
         self._trigger_provisioning()
 
+    def _requeued(self, key: str) -> None:
+        """Pod `key` is pending again but nothing about it changed: Karpenter's pod controller
+        brings it to the provisioner at its next requeue (`_retrigger`), not at once."""
+        self._maybe_pending.add(key)
+        self.engine.wake(self._pod_trigger)
+
     def _trigger_provisioning(self) -> None:
         ready = self.batcher.ready_at()
         if ready is None:
@@ -590,9 +596,11 @@ class World:
             daemonsets=self.cluster.daemonsets(),
             pending=pending,
         )
+        acted = False
         for existing in results.existing_nodes:
             for pod in existing.pods:
                 self._nominate(pod.key, existing.name)
+                acted = True
         claims = self.provisioner.node_claims(results, names=self._next_name)
         for planned, unstamped in zip(results.new_node_claims, claims, strict=True):
             claim = _created_now(unstamped, self.clock.now())
@@ -606,9 +614,17 @@ class World:
             for pod in planned.pods:
                 self._nominate(pod.key, claim.name)
             self._launch(claim.name, planned.nodepool)
+            acted = True
         self._unschedulable(results.pod_errors)
-        self._changed()
-        self._last_pass = (self._version, tuple(self.aws.unavailable.active()))
+        # A later pass is skipped only when its inputs equal this pass's inputs *before* it
+        # ran: what the pass itself did (nominations, NodeClaims, a launch that failed and
+        # marked offerings unavailable and put its pods back) is new input for the next one,
+        # as for Karpenter, whose next batch schedules with those marks (the on-demand
+        # fallback after an insufficient-capacity error). A pass that did nothing changes
+        # nothing, so the next one, with the same inputs, is skipped.
+        self._last_pass = fingerprint
+        if acted:
+            self._changed()
         self._trigger_bind()
         return None
 
@@ -717,10 +733,18 @@ class World:
             self._initialized(name)  # once: it returns for a node already initialized
         if result.termination is not None:
             self._terminated(name, result.termination)
+        # Pods of a NodeClaim that never had a Node (its launch failed, or it never
+        # registered) are not changed by its deletion: nothing but the pod controller's
+        # requeue brings them back to the provisioner (Karpenter's provisioning node
+        # controller triggers on a deleting Node only). Pods of a node that had one pend now.
+        had_node = name in self._nodes and self._nodes[name].node is not None
         for key in result.released:
             self._unplace(key)
             if self._pod_exists(key) and self.cluster.pod(key).spec.node_name is None:
-                self._pending(key)
+                if had_node:
+                    self._pending(key)
+                else:
+                    self._requeued(key)
         if result.requeue_after is not None and not result.gone:
             self._requeue_claim(name, result.requeue_after)
         self._changed()
