@@ -6,7 +6,8 @@ are ignored: `summarize(events, end=t)` is the run as it stood at `t` (the watch
 far"). Called by the simulate command and `cli/simulate_render.py`.
 
 What it counts, and how:
-- Billing: a node is billed from its `NodeClaimLaunched` to its `NodeTerminated` (or `end`) at the
+- Billing: a node is billed from its `NodeClaimLaunched` to its `NodeTerminated` (or its
+  instance's `InstanceTerminated`, when EC2 took it back first; or `end`) at the
   launch event's `pricePerHour`, prorated to the millisecond. EC2 bills Linux instances per second
   from the `running` state until `shutting-down`, with a 60-second minimum; gpucap starts at
   Launched (the instance is `pending` then, ~20 s early), stops at termination, and does not apply
@@ -78,6 +79,13 @@ class _Claim:
     advertised: Mapping[str, int] = field(default_factory=dict)
     deleted: float | None = None
     terminated: float | None = None
+    instance_gone: float | None = None  # EC2 terminated the instance (`InstanceTerminated`)
+
+    @property
+    def billed_until(self) -> float | None:
+        """When EC2 stopped billing: the instance's end, or the node's, whichever came first."""
+        ends = [t for t in (self.terminated, self.instance_gone) if t is not None]
+        return min(ends) if ends else None
 
 
 @dataclass(slots=True)
@@ -240,6 +248,10 @@ def summarize(events: Sequence[Event], *, end: float) -> dict[str, Any]:
                 if c.terminated is None:
                     c.terminated = t
                     counts["terminated"] += 1
+            case "InstanceTerminated":
+                c = claim(f["nodeClaim"])
+                if c.instance_gone is None:
+                    c.instance_gone = t
             case "DisruptionDecision":
                 disrupted.setdefault(f["reason"], set()).add(f["nodeClaim"])
             case "SpotInterruptionWarning":
@@ -273,7 +285,7 @@ def summarize(events: Sequence[Event], *, end: float) -> dict[str, Any]:
     cost = 0.0
     for c in claims.values():
         if c.launch is not None and c.launched is not None:
-            seconds = billed_seconds(c.launched, c.terminated, end)
+            seconds = billed_seconds(c.launched, c.billed_until, end)
             it, cap = c.launch["instanceType"], c.launch["capacityType"]
             dollars = seconds / 3600 * c.launch["pricePerHour"]
             cost += dollars

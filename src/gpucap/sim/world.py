@@ -65,9 +65,9 @@ from gpucap.controllers.interruption import Interruption
 from gpucap.controllers.nodeclaim.conditions import INITIALIZED, is_true
 from gpucap.controllers.nodeclaim.lifecycle import Lifecycle, LifecycleResult
 from gpucap.controllers.nodeclaim.podevents import PodEvents
-from gpucap.controllers.nodeclaim.registering import advertise, registering_node
+from gpucap.controllers.nodeclaim.registering import advertise, registering_node, with_ready
 from gpucap.controllers.provisioning.batcher import Batcher
-from gpucap.controllers.provisioning.provisioner import Provisioner
+from gpucap.controllers.provisioning.provisioner import Provisioner, deleting_node_pods
 from gpucap.controllers.termination import Termination, TerminationResult
 from gpucap.runtime.clock import EPOCH, FakeClock
 from gpucap.runtime.collector import collector_paused
@@ -114,6 +114,9 @@ _GPU_KEYS = (*GPU_RESOURCES, NVIDIA_GPU_SHARED)
 # How often a skipped garbage-collection pass looks again whether anything it reads changed
 # (the instance collector's own period, garbagecollection.go).
 GC_IDLE_RECHECK_S = 10.0
+# kube-controller-manager `--node-monitor-grace-period` (50 s since Kubernetes 1.32, 40 s
+# before): how long after a kubelet's last heartbeat its Node stops being Ready.
+NODE_MONITOR_GRACE_S = 50.0
 # At most this many runs of an idle disruption loop's chain are skipped at once (`_resume_at`).
 _CHAIN_STEPS = 10_000
 # One NodePool's part of a pending reason (scheduling/solver.py: `nodepool "NAME": ...`).
@@ -509,7 +512,13 @@ class World:
             )
             return
         self.emit("ScenarioEvent", index=index, kind="interrupt", detail=name)
-        self.ec2.interrupt(claim.status.provider_id.rsplit("/", 1)[-1])
+        reclaim_at = self.ec2.interrupt(claim.status.provider_id.rsplit("/", 1)[-1])
+        self.engine.after(
+            (reclaim_at - self.clock.now()).total_seconds(),
+            lambda: self._reclaimed(name, "SpotInterruption"),
+            priority=PRIORITY_KUBELET,
+            label=f"EC2 reclaims {name}",
+        )
         sim = self._nodes.get(name)
         self.emit("SpotInterruptionWarning", nodeClaim=name, node=sim.node if sim else None)
         before = set(self.aws.unavailable.active())
@@ -521,6 +530,40 @@ class World:
             self._deletion_started(name, marked)
             if result.termination is not None:
                 self._terminated(name, result.termination)
+
+    def _reclaimed(self, name: str, reason: str) -> None:
+        """EC2 terminated NodeClaim `name`'s instance behind Karpenter's back (a spot instance
+        at the end of its two-minute warning): billing stops and the kubelet stops with it,
+        so its Node turns NotReady once the node lifecycle controller's grace period has
+        passed without a heartbeat. A drain that a PodDisruptionBudget or do-not-disrupt
+        holds does not keep the node: Karpenter's termination finishes a NotReady node whose
+        instance is gone without draining (`node/termination/controller.go`; its suite:
+        "should delete nodes with no underlying instance even if not fully drained"), and
+        its pods pend again. Nothing happens for a NodeClaim already gone."""
+        sim = self._nodes.get(name)
+        if sim is None:
+            return
+        self._claims_changed()
+        self.emit("InstanceTerminated", nodeClaim=name, node=sim.node, reason=reason)
+        self.engine.after(
+            NODE_MONITOR_GRACE_S,
+            lambda: self._node_lost(name),
+            priority=PRIORITY_KUBELET,
+            label=f"node of {name} stops reporting",
+        )
+
+    def _node_lost(self, name: str) -> None:
+        """The Node of NodeClaim `name` stopped reporting: NotReady (see `_reclaimed`)."""
+        sim = self._nodes.get(name)
+        node = self.cluster.node(sim.node) if sim is not None and sim.node else None
+        if sim is None or node is None or not node.is_ready:
+            return
+        self._claims_changed()
+        self.emit("NodeNotReady", nodeClaim=name, node=sim.node, reason="InstanceTerminated")
+        result = self.lifecycle.node_changed(with_ready(node, False))
+        if result is not None:
+            self._lifecycle_result(result)
+        self._changed()
 
     # ---- provisioning -------------------------------------------------------------------------
     def _pending(self, key: str) -> None:
@@ -583,12 +626,19 @@ class World:
         fingerprint = (self._version, marks)
         if fingerprint == self._last_pass:
             return None
-        if not self.cluster.has_pending():
+        deleting = bool(self.cluster.marked_for_deletion())
+        if not deleting and not self.cluster.has_pending():
             # No pod to schedule: the pass would stop here, without the snapshot.
             self._last_pass = fingerprint
             return None
         snap = self.cluster.snapshot()
         pending = list(snap.pending)
+        if deleting:
+            nominated = self.cluster.nominations()
+            pending += deleting_node_pods(snap.nodes, self.clock.now(), skip=nominated)
+        if not pending:
+            self._last_pass = fingerprint
+            return None
         pools = self._ready_nodepools()
         results = self.provisioner.schedule(
             pools,
@@ -647,8 +697,10 @@ class World:
     def _nominate(self, pod_key: str, target: str) -> None:
         claim = self.cluster.node_claim(target)
         if claim is None:
-            # An existing node Karpenter does not manage: kube-scheduler binds there at once.
-            self._bind(pod_key, target)
+            # An existing node Karpenter does not manage: kube-scheduler binds there at once
+            # (a pod still on a node being deleted binds once evicted, wherever there is room).
+            if not self.cluster.pod(pod_key).spec.node_name:
+                self._bind(pod_key, target)
             return
         self.cluster.nominate(pod_key, target)
         self._reasons.pop(pod_key, None)
@@ -955,6 +1007,8 @@ class World:
         if node is None or node.metadata.deletion_timestamp is not None:
             return
         pod = self.cluster.pod(key)
+        if pod.spec.node_name:
+            return  # still on the node being deleted it was nominated away from
         used = self._used.get(node_name)
         failed = self._unbindable.get(key)
         if failed is not None and failed[0] is node and failed[1] is pod and failed[2] is used:
@@ -1317,6 +1371,8 @@ class World:
             self._unplace(key)
             if self._pod_exists(key):
                 self._pending(key)
+        if result.evicted:
+            self._trigger_bind()  # evicted pods already nominated elsewhere bind there
         for key in result.released:
             if key not in result.evicted:
                 self._unplace(key)

@@ -468,10 +468,11 @@ class Cluster:
         return bound
 
     def unbind(self, pod_key: str) -> Pod:
-        """The pod evicted and recreated by its controller: unbound and pending, in its place."""
+        """The pod evicted and recreated by its controller: unbound and pending, in its place.
+        A nomination it got while its node was being deleted (the provisioner schedules the
+        pods of deleting nodes) stays: kube-scheduler places it there."""
         pod = _unbound(self._pods[pod_key])
         self._put(pod)
-        self._nominations.pop(pod_key, None)
         return pod
 
     def nominate(self, pod_key: str, claim_name: str, until: float | None = None) -> None:
@@ -835,13 +836,15 @@ class Cluster:
         return self._clock.monotonic() if self._clock is not None else None
 
     def _active_nominations(self) -> dict[str, str]:
+        """The nominations in force. A pod still bound has one only while its node is being
+        deleted (the provisioner placed it ahead of its eviction: `unbind` keeps it), and
+        counts on the NodeClaim it is nominated to as a pending one does."""
         now = self._now()
         return {
             key: n.claim
             for key, n in self._nominations.items()
             if n.claim in self._claims
             and key in self._pods
-            and not self._pods[key].spec.node_name
             and (n.until is None or now is None or n.until > now)
         }
 

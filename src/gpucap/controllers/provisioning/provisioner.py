@@ -29,7 +29,8 @@ Called by `plan`'s provisioning loop (`loop.py`) and by the simulator.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import datetime as dt
+from collections.abc import Callable, Container, Sequence
 from typing import Any
 
 from gpucap.apis.core import Pod
@@ -45,6 +46,7 @@ from gpucap.apis.nodepool import NodeClaim, NodePool
 from gpucap.apis.quantity import format_base_units
 from gpucap.apis.workloads import DaemonSet
 from gpucap.cloudprovider.types import CloudProvider
+from gpucap.controllers.disruption.pods import do_not_disrupt_active, is_reschedulable
 from gpucap.scheduling import solver
 from gpucap.scheduling.requirements import Requirements
 from gpucap.scheduling.solver import (
@@ -59,6 +61,7 @@ from gpucap.scheduling.solver import (
 __all__ = [
     "SCHEDULING_SIMULATION_KEYS",
     "Provisioner",
+    "deleting_node_pods",
     "new_scheduler",
     "node_selector",
     "to_node_claim",
@@ -129,6 +132,25 @@ class Provisioner:
             to_node_claim(claim, name=names(claim.nodepool) if names is not None else None)
             for claim in results.new_node_claims
         ]
+
+
+def deleting_node_pods(
+    nodes: Sequence[StateNode], now: dt.datetime, *, skip: Container[str] = ()
+) -> list[Pod]:
+    """The pods a provisioning pass schedules besides the pending ones: the currently
+    reschedulable pods of the state nodes being deleted (kubernetes-sigs/karpenter
+    `provisioner.go` `Schedule`: `nodes.Deleting().CurrentlyReschedulablePods`), as the
+    scheduler takes them (unbound), in node then pod order. Reschedulable: active, not a
+    DaemonSet's or mirror pod (`disruption/pods.is_reschedulable`), and no do-not-disrupt in
+    force. `skip`: keys of pods already placed (nominated to a NodeClaim). So the capacity for
+    every pod of a node being drained is asked for in one pass, not one eviction at a time."""
+    return [
+        p.model_copy(update={"spec": p.spec.model_copy(update={"node_name": None})})
+        for n in nodes
+        if n.marked_for_deletion
+        for p in n.pods
+        if p.key not in skip and is_reschedulable(p) and not do_not_disrupt_active(p, now)
+    ]
 
 
 def new_scheduler(
