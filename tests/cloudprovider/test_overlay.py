@@ -4,6 +4,7 @@ every NodePool; the wrapped provider's later answers (ICE marks) show through.""
 
 from __future__ import annotations
 
+from gpucap.apis.nodeoverlay import NodeOverlay
 from gpucap.apis.nodepool import NodePool
 from gpucap.cloudprovider.overlay import decorate
 from gpucap.cloudprovider.types import CloudProvider, FakeCloudProvider, node_claim_for
@@ -74,3 +75,33 @@ def test_the_wrapped_providers_new_answer_shows_through() -> None:
     g5 = by_name(cp.get_instance_types(POOLS[0]))["g5.xlarge"]
     assert not any(o.available for o in g5.offerings)
     assert {o.price for o in g5.offerings} == {0.01}
+
+
+# Two same-weight overlays aimed only at pool "b" both set g5.xlarge's price: "z" comes first
+# (equal weights: names descending), so "y", which also time-slices the GPU, is a conflict, but
+# only pool "b" shows it.
+ONLY_B = {"key": "karpenter.sh/nodepool", "operator": "In", "values": ["b"]}
+G5_XLARGE = {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["g5.xlarge"]}
+
+
+def conflicting_overlays() -> list[NodeOverlay]:
+    return [
+        overlay("z", G5_XLARGE, ONLY_B, price="0.01"),
+        overlay("y", G5_XLARGE, ONLY_B, price="0.02", capacity={"nvidia.com/gpu": "4"}),
+    ]
+
+
+def gpus(types: object, name: str = "g5.xlarge") -> int:
+    return by_name(types)[name].capacity["nvidia.com/gpu"]
+
+
+def test_an_overlay_conflict_is_judged_against_every_nodepool_whatever_pool_is_asked_first() -> (
+    None
+):
+    a, b = load(nodepool("a"), nodepool("b")).objects.nodepools
+    as_plan = decorate(FakeCloudProvider(GPU_TYPES), conflicting_overlays())
+    as_plan.evaluate([a, b])
+    as_sim = decorate(FakeCloudProvider(GPU_TYPES), conflicting_overlays())
+    as_sim.get_instance_types(a)  # the simulator asks for pool "a" first
+    assert gpus(as_plan.get_instance_types(b)) == 1  # "y" rejected as a conflict
+    assert gpus(as_sim.get_instance_types(b)) == gpus(as_plan.get_instance_types(b))
