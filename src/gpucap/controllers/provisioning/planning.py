@@ -57,7 +57,7 @@ def plan_provider(
         default_nodeclass=DEFAULT_EC2NODECLASS,
         min_values_policy=(options or SchedulingOptions()).min_values_policy,
     )
-    return decorate(aws, manifests.nodeoverlays)
+    return decorate(aws, manifests.nodeoverlays, manifests.nodepools)
 
 
 def ready_nodepools(manifests: Manifests, notes: list[str]) -> list[NodePool]:
