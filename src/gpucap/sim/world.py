@@ -192,7 +192,11 @@ class World:
             self.nodeclasses,
             kubernetes_version=scenario.kubernetes_version,
         )
-        self.cloud: CloudProvider = self.aws
+        # NodeOverlays judged against every NodePool, again whenever either set changes
+        # (Karpenter's NodeOverlay controller; `cloudprovider/overlay.py`).
+        self.cloud: CloudProvider = decorate(
+            self.aws, self.cluster.nodeoverlays, self.cluster.nodepools
+        )
         self.provisioner = Provisioner(self.cloud)
         self.termination = Termination(self.cluster, self.cloud, self.clock)
         self.lifecycle = Lifecycle(
@@ -409,14 +413,6 @@ class World:
         """Re-wire what depends on the applied objects of `kind`."""
         if kind in ("NodePool", "NodeOverlay"):
             self._unconsolidated()
-        if kind == "NodeOverlay":
-            self.cloud = decorate(self.aws, self.cluster.nodeoverlays())
-            self.provisioner.cloud_provider = self.cloud
-            self.lifecycle.cloud_provider = self.cloud
-            self.termination.cloud_provider = self.cloud
-            self.disruption.cloud_provider = self.cloud
-            self.drift.cloud_provider = self.cloud
-            self.garbage.cloud_provider = self.cloud
         if kind in ("DaemonSet", "ClusterPolicy", "ConfigMap"):
             # A device plugin applied after nodes registered starts on them now.
             for sim in self._nodes.values():
