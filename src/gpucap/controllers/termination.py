@@ -79,6 +79,7 @@ __all__ = [
     "Termination",
     "TerminationResult",
     "do_not_disrupt_active",
+    "do_not_disrupt_ends",
 ]
 
 # k8s.io/api `LabelNodeExcludeBalancers`; terminator.go `Taint` sets it to "karpenter".
@@ -165,8 +166,9 @@ def _tier(pod: Pod) -> int:
     return 2 * critical + _is_daemon(pod)
 
 
-def _do_not_disrupt_ends(pod: Pod) -> dt.datetime | None:
-    """When a duration do-not-disrupt stops protecting `pod` (None: never, or not at all)."""
+def do_not_disrupt_ends(pod: Pod) -> dt.datetime | None:
+    """When a duration do-not-disrupt stops protecting `pod` (None: never, or not at all).
+    Read by the drain and by the simulator's disruption loop, which wakes then."""
     value = pod.metadata.annotations.get(DO_NOT_DISRUPT)
     if not value or value == "true" or not pod.status.start_time:
         return None
@@ -378,7 +380,7 @@ class Termination:
                 self._backoff[pod.key] = (failures + 1, mono + delay)
             wakeups.append(self._backoff[pod.key][1] - mono)
             if why == "do-not-disrupt":
-                ends = _do_not_disrupt_ends(pod)
+                ends = do_not_disrupt_ends(pod)
                 if ends is not None and ends > now:
                     wakeups.append((ends - now).total_seconds())
             if deadline is not None:

@@ -68,7 +68,7 @@ from gpucap.controllers.nodeclaim.podevents import PodEvents
 from gpucap.controllers.nodeclaim.registering import advertise, registering_node, with_ready
 from gpucap.controllers.provisioning.batcher import Batcher
 from gpucap.controllers.provisioning.provisioner import Provisioner, deleting_node_pods
-from gpucap.controllers.termination import Termination, TerminationResult
+from gpucap.controllers.termination import Termination, TerminationResult, do_not_disrupt_ends
 from gpucap.runtime.clock import EPOCH, FakeClock
 from gpucap.runtime.collector import collector_paused
 from gpucap.runtime.memo import IdentityMemo
@@ -246,6 +246,8 @@ class World:
         self._maybe_pending: set[str] = set()
         self._on_node: dict[str, dict[str, Pod]] = {}  # node -> pods bound there
         self._where: dict[str, str] = {}  # pod -> its node
+        # Bound pod -> when its do-not-disrupt with a duration stops holding its node.
+        self._holds: dict[str, dt.datetime] = {}
         self._used: dict[str, Resources] = {}  # node -> requests of its pods
         # Pod -> the (Node, pod, used requests) objects of its last failed bind (`_try_bind`).
         self._unbindable: dict[str, tuple[Node, Pod, Resources | None]] = {}
@@ -438,10 +440,14 @@ class World:
         self._on_node.setdefault(node, {})[pod.key] = pod
         self._where[pod.key] = node
         self._used[node] = add(self._used.get(node, {}), _requests(pod))
+        ends = do_not_disrupt_ends(pod)
+        if ends is not None:
+            self._holds[pod.key] = ends
 
     def _unplace(self, key: str) -> None:
         """Pod `key` left its node (deleted, evicted, its node gone): free its requests and
         record the pod event on the node's NodeClaim (consolidateAfter counts from it)."""
+        self._holds.pop(key, None)
         node = self._where.pop(key, None)
         if node is None:
             return
@@ -1198,6 +1204,12 @@ class World:
         that method runs again then, and what turned consolidatable meanwhile (the clock
         alone) is looked at."""
         soonest = self._due_time()
+        now = self.clock.now()
+        for ends in self._holds.values():
+            # A pod's do-not-disrupt with a duration running out makes its node a candidate
+            # (`IsDoNotDisruptActive`): the clock alone changes what the pass finds.
+            if ends > now:
+                soonest = min(soonest, self.now + (ends - now).total_seconds())
         revisit = self.disruption.revisit_at()
         if revisit is not None:
             soonest = min(soonest, self.now + max(0.0, revisit - self.clock.monotonic()))
