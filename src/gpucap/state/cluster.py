@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
-from gpucap.apis.core import ConfigMap, Node, Pod, PodStatus
+from gpucap.apis.core import ConfigMap, Node, Pod, PodDisruptionBudget, PodStatus
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.expansion import POD_CREATORS, PodCreator, expand_keys
 from gpucap.apis.gpuoperator import ClusterPolicy
@@ -694,6 +694,11 @@ class Cluster:
 
     def daemonsets(self) -> list[DaemonSet]:
         return self._of_kind("DaemonSet")
+
+    def pdbs(self) -> list[PodDisruptionBudget]:
+        """The applied PodDisruptionBudgets, in the order applied (read by the PDB limits of
+        disruption and termination, `controllers/disruption/pdb.py`)."""
+        return self._of_kind("PodDisruptionBudget")
 
     def nodeoverlays(self) -> list[NodeOverlay]:
         return self._of_kind("NodeOverlay")

@@ -2,7 +2,8 @@
 (kubernetes-sigs/karpenter @ 2266468104f3: `pkg/controllers/disruption/helpers.go:
 GetCandidatesWithTotals`, `types.go: NewCandidate`, `pkg/controllers/state/statenode.go:
 ValidateNodeDisruptable` / `ValidatePodsDisruptable`, `pkg/utils/disruption/disruption.go:
-IsUnderConsolidateAfter`, `balanced.go: computeNodePoolTotals`).
+IsUnderConsolidateAfter`, `balanced.go: computeNodePoolTotals`, `pkg/utils/pdb/pdb.go:
+CanEvictPods`).
 
 A NodeClaim is a candidate when, in this order:
 - it is not in a command the orchestration queue is carrying out;
@@ -11,8 +12,14 @@ A NodeClaim is a candidate when, in this order:
   nominated to it, the Node is not annotated `karpenter.sh/do-not-disrupt: "true"`, and it
   carries `karpenter.sh/nodepool`;
 - its NodePool exists and the cloud provider offers it instance types;
-- no active pod on it has an active do-not-disrupt annotation (for the eventual class, drift,
-  this is waived when the NodeClaim has a terminationGracePeriod).
+- its pods let it go (`ValidatePodsDisruptable`, over every pod bound to the node, DaemonSet and
+  mirror pods included): none has an active do-not-disrupt annotation, and every evictable one
+  may be evicted as far as its PodDisruptionBudget goes (`pdb.Limits.can_evict_pods`: no pod
+  two PDBs select, none whose PDB allows no disruption now). For the eventual class, drift,
+  both are waived when the NodeClaim has a terminationGracePeriod (its drain is bounded by
+  it). A node its pods hold is recorded with Karpenter's reason (`Blocked`: `pod has
+  "karpenter.sh/do-not-disrupt" annotation`, `pdb prevents pod evictions`, `eviction does not
+  support multiple PDBs`; `select_candidates`).
 Its price is the first offering of its instance type in its zone and capacity type (0 when
 unknown, as `resolveNodePrice`); its reschedulable pods are `pods.is_reschedulable`; its
 disruption cost (`disruption_cost`, asked with the time) is the eviction cost of all its pods
@@ -22,12 +29,12 @@ times the lifetime remaining.
 NodePool's consolidateAfter is not `Never`, the NodeClaim is Initialized, and consolidateAfter
 has passed since `status.lastPodEventTime` (or, without one, since Initialized turned True).
 
-Not modelled: PodDisruptionBudgets in candidate selection (`CanEvictPods`; the drain honours
-them, `controllers/termination.py`), CapacityBuffer pods. Called by the controller
-(`controller.py`) once per disruption class per pass, and again by validation. What does not
-read the clock, the queue, the marks or the nominations is kept per NodeClaim from pass to pass
-(`_Row`, with its Candidate object); the last answer per disruption class is handed out again
-while every input but the clock is the same objects (`_Selection`).
+`next_do_not_disrupt_expiry` is when a do-not-disrupt duration on a node's pod runs out next
+(the simulator wakes its disruption loop then). Not modelled: CapacityBuffer pods. Called by the
+controller (`controller.py`) once per disruption class per pass, and again by validation. What
+does not read the clock, the queue, the marks, the nominations or the PDBs is kept per NodeClaim
+from pass to pass (`_Row`, with its Candidate object); the last answer per disruption class is
+handed out again while every input but the clock is the same objects (`_Selection`).
 """
 
 from __future__ import annotations
@@ -37,14 +44,16 @@ import functools
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from gpucap.apis.core import Node, Pod
+from gpucap.apis.core import Node, Pod, PodDisruptionBudget
 from gpucap.apis.duration import parse_karpenter_duration
 from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, NODEPOOL, ZONE
 from gpucap.apis.nodepool import NodeClaim, NodePool
 from gpucap.cloudprovider.types import CloudProvider
+from gpucap.controllers.disruption.pdb import MULTIPLE_PDBS, Limits
 from gpucap.controllers.disruption.pods import (
     DO_NOT_DISRUPT,
     do_not_disrupt_active,
+    do_not_disrupt_until,
     eviction_cost,
     expiry,
     is_reschedulable,
@@ -53,6 +62,7 @@ from gpucap.controllers.disruption.pods import (
 from gpucap.controllers.disruption.types import (
     EVENTUAL,
     PER_NODE_BASE_DISRUPTION_COST,
+    Blocked,
     Candidate,
     PoolTotals,
 )
@@ -64,8 +74,10 @@ from gpucap.state.cluster import Cluster
 from gpucap.state.snapshot import Snapshot
 
 __all__ = [
+    "DO_NOT_DISRUPT_BLOCKS",
     "DRIFTED",
     "Gate",
+    "Selected",
     "consolidatable",
     "consolidatable_gate",
     "consolidate_after",
@@ -74,11 +86,15 @@ __all__ = [
     "drifted_reason",
     "gate_passed",
     "get_candidates",
+    "next_do_not_disrupt_expiry",
     "node_price",
+    "select_candidates",
     "under_consolidate_after",
 ]
 
 DRIFTED = "Drifted"
+# statenode.go `ValidatePodsDisruptable`: the error of a pod whose do-not-disrupt is active.
+DO_NOT_DISRUPT_BLOCKS = f'pod has "{DO_NOT_DISRUPT}" annotation'
 
 
 def _when(text: str | None) -> dt.datetime | None:
@@ -327,14 +343,17 @@ _ROWS_SIZE = 4096
 class _Selection:
     """One `get_candidates` answer and every input it read but the clock: the cluster and its
     snapshot (the same snapshot object means the same pods, Nodes, NodeClaims, nominations and
-    marks: `Cluster.snapshot`), the NodePool objects, each one's instance-type index (`None`:
-    no types), the queue's NodeClaims and the disruption class. `rows`: the rows past the
-    fixed, queue, mark and nomination checks, in NodeClaim order; of them only those with
-    annotated pods (`clocked`) can answer differently at another time. `cost` and
-    `disruption`: the NodePool sums over all managed rows."""
+    marks: `Cluster.snapshot`), the PDB objects (applying one does not change the snapshot),
+    the NodePool objects, each one's instance-type index (`None`: no types), the queue's
+    NodeClaims and the disruption class. `rows`: the rows past the fixed, queue, mark and
+    nomination checks, in NodeClaim order; of them only those with annotated pods (`clocked`)
+    can answer differently at another time. `cost` and `disruption`: the NodePool sums over
+    all managed rows. `limits`: the PDBs over the snapshot's pods."""
 
     cluster: Cluster
     snap: Snapshot
+    pdbs: tuple[PodDisruptionBudget, ...]
+    limits: Limits
     pools: tuple[NodePool, ...]
     types: tuple[Mapping[str, InstanceType] | None, ...]
     in_flight: frozenset[str]
@@ -345,12 +364,14 @@ class _Selection:
     disruption: dict[str, float]
     found: list[Candidate]  # the answer when nothing is `clocked` (every row's candidate)
     totals: dict[str, PoolTotals]
+    blocked: dict[str, Blocked]  # NodeClaim name -> why its pods hold it (when not `clocked`)
 
     def holds_for(
         self,
         cluster: Cluster,
         snap: Snapshot,
         *,
+        pdbs: Sequence[PodDisruptionBudget],
         pools: Sequence[NodePool],
         types: Sequence[Mapping[str, InstanceType] | None],
         in_flight: frozenset[str],
@@ -361,23 +382,40 @@ class _Selection:
             self.snap is snap
             and self.cluster is cluster
             and self.disruption_class == disruption_class
+            and len(self.pdbs) == len(pdbs)
+            and all(a is b for a, b in zip(self.pdbs, pdbs, strict=True))
             and len(self.pools) == len(pools)
             and all(a is b for a, b in zip(self.pools, pools, strict=True))
             and all(a is b for a, b in zip(self.types, types, strict=True))
             and self.in_flight == in_flight
         )
 
-    def answer(self, now: dt.datetime) -> tuple[list[Candidate], dict[str, PoolTotals]]:
+    def answer(self, now: dt.datetime) -> Selected:
         """The answer at `now`: the rows' candidates again, the do-not-disrupt durations of
         the clocked ones asked anew."""
         if not self.clocked:
-            return list(self.found), dict(self.totals)
-        out = [
-            c
-            for c in (_candidate(row, now, self.disruption_class) for row in self.rows)
-            if c is not None
-        ]
-        return out, _totals(out, self.cost, self.disruption)
+            return Selected(list(self.found), dict(self.totals), dict(self.blocked))
+        out: list[Candidate] = []
+        blocked: dict[str, Blocked] = {}
+        for row in self.rows:
+            c = _candidate(row, now, self.disruption_class, self.limits)
+            if isinstance(c, Blocked):
+                blocked[row.claim.name] = c
+            else:
+                out.append(c)
+        return Selected(out, _totals(out, self.cost, self.disruption), blocked)
+
+
+@dataclass(frozen=True, slots=True)
+class Selected:
+    """`select_candidates`' answer (`GetCandidatesWithTotals`): the candidates in NodeClaim
+    order (before a method's own filter), the NodePool totals over all managed nodes, and, per
+    NodeClaim that passed every check of its own but is held by its pods, Karpenter's reason
+    (the DisruptionBlocked event's; drift's waiver aside)."""
+
+    found: list[Candidate]
+    totals: dict[str, PoolTotals]
+    blocked: dict[str, Blocked]
 
 
 def _totals(
@@ -406,10 +444,35 @@ def get_candidates(
     instance_types: Mapping[str, Sequence[InstanceType]] | None = None,
 ) -> tuple[list[Candidate], dict[str, PoolTotals]]:
     """Every candidate (before a method's own filter), in NodeClaim order, and the NodePool
-    totals over all managed nodes. `in_flight`: NodeClaim names the queue is carrying out;
-    `instance_types`: per NodePool, when the caller already asked the cloud provider. The
-    last answer per disruption class is handed out again (its clocked rows asked anew) while
-    every other input is the same (`_Selection`)."""
+    totals over all managed nodes: `select_candidates` without the reasons."""
+    selected = select_candidates(
+        cluster,
+        cloud_provider,
+        now,
+        disruption_class=disruption_class,
+        in_flight=in_flight,
+        snap=snap,
+        instance_types=instance_types,
+    )
+    return selected.found, selected.totals
+
+
+def select_candidates(
+    cluster: Cluster,
+    cloud_provider: CloudProvider,
+    now: dt.datetime,
+    *,
+    disruption_class: str,
+    in_flight: Collection[str] = (),
+    snap: Snapshot | None = None,
+    instance_types: Mapping[str, Sequence[InstanceType]] | None = None,
+) -> Selected:
+    """Every candidate (before a method's own filter), in NodeClaim order, the NodePool totals
+    over all managed nodes, and why the nodes their pods hold are held (`Selected`).
+    `in_flight`: NodeClaim names the queue is carrying out; `instance_types`: per NodePool,
+    when the caller already asked the cloud provider. The last answer per disruption class is
+    handed out again (its clocked rows asked anew) while every other input is the same
+    (`_Selection`)."""
     current = cluster.snapshot() if snap is None else None
     snap = snap if snap is not None else current
     assert snap is not None
@@ -423,12 +486,14 @@ def get_candidates(
         )
         by_pool.append(_BY_NAME.lookup(offered) if offered else None)
     flight = frozenset(in_flight)
+    pdbs = cluster.pdbs()
     last = _LAST.get(disruption_class)
     if (
         last is not None
         and last.holds_for(
             cluster,
             snap,
+            pdbs=pdbs,
             pools=nodepools,
             types=by_pool,
             in_flight=flight,
@@ -441,6 +506,7 @@ def get_candidates(
     selection = _select(
         cluster,
         snap,
+        pdbs=pdbs,
         nodepools=nodepools,
         by_pool=by_pool,
         in_flight=flight,
@@ -448,13 +514,14 @@ def get_candidates(
         disruption_class=disruption_class,
     )
     _LAST[disruption_class] = selection
-    return list(selection.found), dict(selection.totals)
+    return Selected(list(selection.found), dict(selection.totals), dict(selection.blocked))
 
 
 def _select(
     cluster: Cluster,
     snap: Snapshot,
     *,
+    pdbs: Sequence[PodDisruptionBudget],
     nodepools: Sequence[NodePool],
     by_pool: Sequence[Mapping[str, InstanceType] | None],
     in_flight: frozenset[str],
@@ -473,7 +540,11 @@ def _select(
     # NodeClaims no candidate may come from: the queue's, the marked, those with a pod
     # nominated to them (a marked Node's name is checked on its own).
     held = in_flight | marked | set(cluster.nominations().values())
+    # The PDBs over the pods of this snapshot (`NewLimits`, once per selection as Karpenter's
+    # `GetCandidatesWithTotals`); every row is asked anew while there is a PDB.
+    limits = Limits(pdbs, cluster.pods() if pdbs else ())
     out: list[Candidate] = []
+    blocked: dict[str, Blocked] = {}
     rows: list[_Row] = []
     clocked = False
     cost: dict[str, float] = {}
@@ -511,15 +582,19 @@ def _select(
         rows.append(row)
         if row.on.annotated:
             clocked = True
-        elif row.last is not None:
+        elif row.last is not None and not limits:
             out.append(row.last)  # `_candidate` would hand it out again
             continue
-        candidate = _candidate(row, now, disruption_class)
-        if candidate is not None:
+        candidate = _candidate(row, now, disruption_class, limits)
+        if isinstance(candidate, Blocked):
+            blocked[claim_name] = candidate
+        else:
             out.append(candidate)
     return _Selection(
         cluster,
         snap,
+        tuple(pdbs),
+        limits,
         tuple(nodepools),
         tuple(by_pool),
         in_flight,
@@ -530,19 +605,24 @@ def _select(
         disruption,
         out,
         _totals(out, cost, disruption),
+        blocked,
     )
 
 
-def _candidate(row: _Row, now: dt.datetime, disruption_class: str) -> Candidate | None:
-    """`NewCandidate` for a row whose fixed checks hold: the do-not-disrupt pods (the clock
-    decides for duration annotations), then the candidate: the row's last one again (every
-    field comes from the row's objects, none from the clock)."""
+def _candidate(
+    row: _Row, now: dt.datetime, disruption_class: str, limits: Limits
+) -> Candidate | Blocked:
+    """`NewCandidate` for a row whose fixed checks hold: its pods (`_pods_hold`: the clock
+    decides for do-not-disrupt durations, the PDBs over the selection's pods), then the
+    candidate: the row's last one again (every field comes from the row's objects, none from
+    the clock)."""
     claim, on = row.claim, row.on
-    if on.annotated:
-        blocked = any(do_not_disrupt_active(p, now) for p in on.annotated)
-        waived = disruption_class == EVENTUAL and claim.spec.termination_grace_period is not None
-        if blocked and not waived:
-            return None
+    if on.annotated or limits:
+        held = _pods_hold(on, now, limits)
+        if held is not None and not (
+            disruption_class == EVENTUAL and claim.spec.termination_grace_period is not None
+        ):
+            return held
     last = row.last
     if last is not None:
         return last
@@ -563,6 +643,30 @@ def _candidate(row: _Row, now: dt.datetime, disruption_class: str) -> Candidate 
     )
     row.last = out
     return out
+
+
+def _pods_hold(on: _OnNode, now: dt.datetime, limits: Limits) -> Blocked | None:
+    """`ValidatePodsDisruptable`: the first of the node's pods with an active do-not-disrupt
+    (only annotated pods can have one), else the first evictable pod its PDB keeps."""
+    for p in on.annotated:
+        if do_not_disrupt_active(p, now):
+            return Blocked(DO_NOT_DISRUPT_BLOCKS, (("Pod", p.key),))
+    verdict = limits.can_evict_pods(on.pods, now)
+    if verdict is None:
+        return None
+    kind = "PodDisruptionBudget(s)" if verdict.message == MULTIPLE_PDBS else "PodDisruptionBudget"
+    return Blocked(verdict.message, ((kind, ", ".join(verdict.pdbs)),))
+
+
+def next_do_not_disrupt_expiry(cluster: Cluster, now: dt.datetime) -> dt.datetime | None:
+    """The first instant after `now` at which a do-not-disrupt duration on a pod bound to one
+    of the cluster's nodes runs out (`pods.do_not_disrupt_until`), None when none is running.
+    A node its pods held may be a candidate from then on; the disruption loop, which the
+    simulator does not poll while nothing changes, must look again then. Reads the annotated
+    pods kept per state node object (`_OnNode`)."""
+    nodes = cluster.snapshot().nodes
+    ends = (do_not_disrupt_until(_ON_NODE.lookup(n).annotated, now) for n in nodes)
+    return min((e for e in ends if e is not None), default=None)
 
 
 def disruption_cost(candidate: Candidate, now: dt.datetime) -> float:

@@ -5,9 +5,11 @@ without the candidates.
 
 - Nodes: every state node not being deleted, minus the candidates. If a candidate is being
   deleted meanwhile, there is nothing to simulate (`errCandidateDeleting`): None.
-- Pods: the pending pods, the candidates' reschedulable pods (minus those with an active
-  do-not-disrupt annotation, which will not be evicted: no capacity is made for them), and the
-  reschedulable pods of nodes already being deleted, unbound.
+- Pods: the pending pods, and the currently reschedulable pods (`IsCurrentlyReschedulable`,
+  `pdb.Limits.is_currently_reschedulable`) of the candidates and of the nodes already being
+  deleted, unbound. A pod with an active do-not-disrupt annotation, or one a fully blocking
+  PodDisruptionBudget keeps (`maxUnavailable: 0`, ...), will not be evicted, or not before the
+  node's terminationGracePeriod runs out: no capacity is made for it ahead of time.
 - For consolidation (`IsConsolidationSimulation`): a node still inside its NodePool's
   consolidateAfter takes no pod that is moving off a candidate (pending pods and pods of
   deleting nodes still may); new NodeClaims are never held back.
@@ -38,6 +40,7 @@ from gpucap.controllers.disruption.candidates import (
     consolidate_after_start,
     under_consolidate_after,
 )
+from gpucap.controllers.disruption.pdb import Limits
 from gpucap.controllers.disruption.pods import do_not_disrupt_active, is_reschedulable
 from gpucap.controllers.disruption.types import Candidate
 from gpucap.controllers.provisioning.provisioner import Provisioner
@@ -93,13 +96,14 @@ def _unbound(pod: Pod) -> Pod:
 class PassInputs:
     """What every simulation of one disruption pass shares (the cluster does not change while a
     method computes: simulations only read it): the snapshot, the dynamic NodePools with their
-    instance types, the DaemonSets and the nodes inside their consolidateAfter. Built once by
-    `pass_inputs` and handed to each `simulate_scheduling` of the pass."""
+    instance types, the DaemonSets, the nodes inside their consolidateAfter and the PDBs.
+    Built once by `pass_inputs` and handed to each `simulate_scheduling` of the pass."""
 
     snap: Snapshot
     pools: list[PoolInput]
     daemonsets: list[DaemonSet]
     held_back: frozenset[str]
+    limits: Limits
 
 
 def pass_inputs(
@@ -127,6 +131,7 @@ def pass_inputs(
         provisioner.pools([np for np in nodepools() if np.spec.replicas is None]),
         cluster.daemonsets(),
         held,
+        Limits.of(cluster),
     )
 
 
@@ -194,17 +199,20 @@ def simulate_scheduling(
     if any(n.name in names for n in deleting):
         return None
     active = [n for n in snap.nodes if not n.marked_for_deletion and n.name not in names]
+    limits = inputs.limits if inputs is not None else Limits.of(cluster)
     movers = [
         _unbound(p)
         for c in candidates
         for p in c.reschedulable_pods
-        if not do_not_disrupt_active(p, now)
+        if not do_not_disrupt_active(p, now) and not (limits and limits.fully_blocked(p, now))
     ]
     from_deleting = [
         _unbound(p)
         for n in deleting
         for p in n.pods
-        if is_reschedulable(p) and not do_not_disrupt_active(p, now)
+        if is_reschedulable(p)
+        and not do_not_disrupt_active(p, now)
+        and not (limits and limits.fully_blocked(p, now))
     ]
     pending = list(snap.pending)
     pods = [*pending, *movers, *from_deleting]

@@ -25,6 +25,7 @@ __all__ = [
     "EVENTUAL",
     "GRACEFUL",
     "PER_NODE_BASE_DISRUPTION_COST",
+    "Blocked",
     "Candidate",
     "Command",
     "Method",
@@ -97,6 +98,27 @@ def _reschedule_cost(pods: tuple[Pod, ...]) -> float:
 # Per reschedulable-pods tuple (candidate selection hands the same tuple out for the same
 # state node object, pass after pass).
 _RESCHEDULE_COST: IdentityMemo[tuple[Pod, ...], float] = IdentityMemo(_reschedule_cost, size=4096)
+
+
+@dataclass(frozen=True, slots=True)
+class Blocked:
+    """Why a node is not a candidate, as Karpenter says it in the DisruptionBlocked event it
+    publishes on the Node and NodeClaim (`NewCandidate`, `disruptionevents.Blocked`): its error
+    (`error`, e.g. "pdb prevents pod evictions") and the objects its structured error names
+    (`values`: ("Pod", "ns/name"), ("PodDisruptionBudget", "ns/name"), ...). Recorded by
+    candidate selection for a node its pods hold (`candidates.select_candidates`)."""
+
+    error: str
+    values: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def message(self) -> str:
+        """The event's message: the error as a sentence (`pretty.Sentence`: first letter up)."""
+        return self.error[:1].upper() + self.error[1:]
+
+    def __str__(self) -> str:
+        named = ", ".join(f"{k}={v}" for k, v in self.values)
+        return f"{self.message} ({named})" if named else self.message
 
 
 @dataclass(frozen=True, slots=True)
