@@ -121,6 +121,16 @@ def test_a_do_not_disrupt_pod_is_not_provisioned_for_before_its_node_goes() -> N
     assert created[0].t >= gone
 
 
+def test_a_pod_a_fully_blocking_pdb_keeps_is_not_provisioned_for_before_its_node_goes() -> None:
+    events = list(_cpu_story(replicas=2, pdb="100%").run()[1].events)
+    warning = _of(events, "SpotInterruptionWarning")[0].t
+    gone = _of(events, "NodeTerminated", nodeClaim="cpu-1")[0].t
+    assert gone > warning + WARNING_S  # the drain never finished: the instance went first
+    created = [e for e in _of(events, "NodeClaimCreated") if e.t >= warning]
+    assert created
+    assert created[0].t >= gone
+
+
 def test_a_reclaimed_instance_ends_a_drain_that_do_not_disrupt_holds() -> None:
     events = list(_cpu_story(replicas=1, pinned=True).run()[1].events)
     warning = _of(events, "SpotInterruptionWarning")[0].t

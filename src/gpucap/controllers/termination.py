@@ -34,12 +34,10 @@ finalize` for the NodeClaim).
    removed (pods nominated to it pend again).
 A Node that is not Ready and whose instance the provider no longer has skips the drain.
 
-PodDisruptionBudgets are the applied `policy/v1` objects (`Cluster.objects()`); gpucap has no
+PodDisruptionBudgets are the applied `policy/v1` objects (`Cluster.pdbs()`); gpucap has no
 disruption controller writing their status, so the Eviction API's `disruptionsAllowed` is
-computed live from the pods: expected = the selected pods that exist (evicted pods pend again,
-so this is the workload's replicas), healthy = those bound and not finished (and Ready when the
-pod carries a Ready condition), desired from `minAvailable` / `maxUnavailable` (percentages
-rounded up), allowed = healthy - desired. Not modelled: pod shutdown time (an evicted or deleted
+computed live from the pods, as candidate selection computes it (`disruption/pdb.py`, one
+module for both: `Limits.eviction_refusal`). Not modelled: pod shutdown time (an evicted or deleted
 pod is gone at once), pods stuck terminating, volume detachment (no volumes), the eviction
 queue's global rate limit. Called by the lifecycle controller (its own deletions), the
 interruption and expiration controllers, disruption, and the simulator's world, which requeues
@@ -51,12 +49,12 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field, replace
 
-from gpucap.apis.core import Node, Pod, PodDisruptionBudget, Taint, Toleration
-from gpucap.apis.duration import DurationError, parse_go_duration, parse_karpenter_duration
-from gpucap.apis.meta import matches_selector
+from gpucap.apis.core import Node, Pod, Taint, Toleration
+from gpucap.apis.duration import DurationError, parse_karpenter_duration
 from gpucap.apis.nodepool import NodeClaim
 from gpucap.cloudprovider.types import CloudProvider, CloudProviderError, NodeClaimNotFoundError
-from gpucap.controllers.disruption.pods import do_not_disrupt_active
+from gpucap.controllers.disruption.pdb import Limits
+from gpucap.controllers.disruption.pods import do_not_disrupt_active, do_not_disrupt_ends
 from gpucap.controllers.nodeclaim.conditions import (
     DRAINED,
     INSTANCE_TERMINATING,
@@ -166,49 +164,9 @@ def _tier(pod: Pod) -> int:
     return 2 * critical + _is_daemon(pod)
 
 
-def do_not_disrupt_ends(pod: Pod) -> dt.datetime | None:
-    """When a duration do-not-disrupt stops protecting `pod` (None: never, or not at all).
-    Read by the drain and by the simulator's disruption loop, which wakes then."""
-    value = pod.metadata.annotations.get(DO_NOT_DISRUPT)
-    if not value or value == "true" or not pod.status.start_time:
-        return None
-    try:
-        seconds = parse_go_duration(value)
-    except (DurationError, ValueError):
-        return None
-    started = dt.datetime.fromisoformat(pod.status.start_time.replace("Z", "+00:00"))
-    return started + dt.timedelta(seconds=seconds)
-
-
 def _grace_seconds(pod: Pod) -> int:
     grace = pod.spec.termination_grace_period_seconds
     return DEFAULT_POD_GRACE_SECONDS if grace is None else grace
-
-
-def _pod_ready(pod: Pod) -> bool:
-    """Healthy for a PDB: bound, not finished, and Ready when the pod says (gpucap's pods
-    carry no Ready condition until something sets one; then bound counts as healthy)."""
-    if not pod.spec.node_name or pod.status.phase in ("Succeeded", "Failed"):
-        return False
-    ready = next((c for c in pod.status.conditions if c.type == "Ready"), None)
-    return ready is None or ready.status == "True"
-
-
-def _scaled(value: int | str, total: int) -> int:
-    """intstr.GetScaledValueFromIntOrPercent with roundUp (the disruption controller's)."""
-    if isinstance(value, int):
-        return value
-    text = value.strip()
-    if text.endswith("%"):
-        try:
-            pct = int(text[:-1])
-        except ValueError:
-            return 0
-        return -(-pct * total // 100)
-    try:
-        return int(text)
-    except ValueError:
-        return 0
 
 
 class Termination:
@@ -423,44 +381,8 @@ class Termination:
         return self._pdb_refusal(pod)
 
     def _pdb_refusal(self, pod: Pod) -> str | None:
-        """The Eviction API's PodDisruptionBudget check for `pod` (see the module docstring)."""
-        namespace = pod.metadata.namespace or "default"
-        pdbs: list[PodDisruptionBudget] = [
-            b
-            for b in self.cluster.objects().pdbs
-            if (b.metadata.namespace or "default") == namespace
-            and matches_selector(b.spec.selector, pod.metadata.labels)
-        ]
-        if not pdbs:
-            return None
-        if len(pdbs) > 1:
-            return "multiple pdbs"
-        pdb = pdbs[0]
-        selected = [
-            p
-            for p in self.cluster.pods()
-            if (p.metadata.namespace or "default") == namespace
-            and p.status.phase not in ("Succeeded", "Failed")
-            and matches_selector(pdb.spec.selector, p.metadata.labels)
-        ]
-        expected = len(selected)
-        healthy = sum(1 for p in selected if _pod_ready(p))
-        spec = pdb.spec
-        if spec.max_unavailable is not None:
-            desired = max(expected - _scaled(spec.max_unavailable, expected), 0)
-        elif spec.min_available is not None:
-            desired = _scaled(spec.min_available, expected)
-        else:
-            desired = 0
-        name = f"pdb {namespace}/{pdb.metadata.name}"
-        if not _pod_ready(pod):
-            # registry/core/pod/storage/eviction.go: an unready pod may go when the policy
-            # says AlwaysAllow, or (IfHealthyBudget) while the PDB has its healthy pods.
-            always = spec.unhealthy_pod_eviction_policy == "AlwaysAllow"
-            if always or (desired > 0 and healthy >= desired):
-                return None
-            return name
-        return None if healthy - desired > 0 else name
+        """The Eviction API's PodDisruptionBudget check for `pod` (`Limits.eviction_refusal`)."""
+        return Limits.of(self.cluster).eviction_refusal(pod)
 
     def _remove_node(
         self, claim: NodeClaim, node_name: str, result: TerminationResult

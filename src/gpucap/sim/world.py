@@ -59,6 +59,8 @@ from gpucap.controllers.disruption.constants import POLLING_PERIOD_S
 from gpucap.controllers.disruption.controller import Disruption, DisruptionResult
 from gpucap.controllers.disruption.drift import REQUEUE_AFTER as DRIFT_REQUEUE_S
 from gpucap.controllers.disruption.drift import DriftDetection
+from gpucap.controllers.disruption.pdb import Limits
+from gpucap.controllers.disruption.pods import do_not_disrupt_ends
 from gpucap.controllers.expiration import Expiration
 from gpucap.controllers.garbagecollection import GarbageCollection
 from gpucap.controllers.interruption import Interruption
@@ -68,7 +70,7 @@ from gpucap.controllers.nodeclaim.podevents import PodEvents
 from gpucap.controllers.nodeclaim.registering import advertise, registering_node, with_ready
 from gpucap.controllers.provisioning.batcher import Batcher
 from gpucap.controllers.provisioning.provisioner import Provisioner, deleting_node_pods
-from gpucap.controllers.termination import Termination, TerminationResult, do_not_disrupt_ends
+from gpucap.controllers.termination import Termination, TerminationResult
 from gpucap.runtime.clock import EPOCH, FakeClock
 from gpucap.runtime.collector import collector_paused
 from gpucap.runtime.memo import IdentityMemo
@@ -637,7 +639,8 @@ class World:
         pending = list(snap.pending)
         if deleting:
             nominated = self.cluster.nominations()
-            pending += deleting_node_pods(snap.nodes, self.clock.now(), skip=nominated)
+            limits = Limits.of(self.cluster)
+            pending += deleting_node_pods(snap.nodes, self.clock.now(), limits, skip=nominated)
         if not pending:
             self._last_pass = fingerprint
             return None

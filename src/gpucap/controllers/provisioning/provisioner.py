@@ -46,7 +46,7 @@ from gpucap.apis.nodepool import NodeClaim, NodePool
 from gpucap.apis.quantity import format_base_units
 from gpucap.apis.workloads import DaemonSet
 from gpucap.cloudprovider.types import CloudProvider
-from gpucap.controllers.disruption.pods import do_not_disrupt_active, is_reschedulable
+from gpucap.controllers.disruption.pdb import Limits
 from gpucap.scheduling import solver
 from gpucap.scheduling.requirements import Requirements
 from gpucap.scheduling.solver import (
@@ -135,21 +135,22 @@ class Provisioner:
 
 
 def deleting_node_pods(
-    nodes: Sequence[StateNode], now: dt.datetime, *, skip: Container[str] = ()
+    nodes: Sequence[StateNode], now: dt.datetime, limits: Limits, *, skip: Container[str] = ()
 ) -> list[Pod]:
     """The pods a provisioning pass schedules besides the pending ones: the currently
     reschedulable pods of the state nodes being deleted (kubernetes-sigs/karpenter
     `provisioner.go` `Schedule`: `nodes.Deleting().CurrentlyReschedulablePods`), as the
-    scheduler takes them (unbound), in node then pod order. Reschedulable: active, not a
-    DaemonSet's or mirror pod (`disruption/pods.is_reschedulable`), and no do-not-disrupt in
-    force. `skip`: keys of pods already placed (nominated to a NodeClaim). So the capacity for
-    every pod of a node being drained is asked for in one pass, not one eviction at a time."""
+    scheduler takes them (unbound), in node then pod order. Currently reschedulable
+    (`limits.is_currently_reschedulable`): active, not a DaemonSet's or mirror pod, no
+    do-not-disrupt in force, not kept by a fully blocking PodDisruptionBudget. `skip`: keys of
+    pods already placed (nominated to a NodeClaim). So the capacity for every pod of a node
+    being drained is asked for in one pass, not one eviction at a time."""
     return [
         p.model_copy(update={"spec": p.spec.model_copy(update={"node_name": None})})
         for n in nodes
         if n.marked_for_deletion
         for p in n.pods
-        if p.key not in skip and is_reschedulable(p) and not do_not_disrupt_active(p, now)
+        if p.key not in skip and limits.is_currently_reschedulable(p, now)
     ]
 
 
