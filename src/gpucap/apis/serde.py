@@ -641,7 +641,11 @@ def _load_document(  # noqa: PLR0917 - one document's context, passed down
         error(("apiVersion",), retired_api, ref)
         return
     if kind not in KINDS:
-        ignored[kind] += 1
+        unknown = retired.unknown_karpenter_kind(api_version, kind)
+        if unknown is not None:
+            error(("kind",), unknown, ref)  # "no matches for kind": not a kind to ignore
+        else:
+            ignored[kind] += 1
         return
     want_version, model, namespaced = KINDS[kind]
     if api_version != want_version:
