@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from gpucap.apis.references import missing_node_classes
 from gpucap.apis.serde import load_paths
 from gpucap.cli import main as cli_main
 from tests.builders import edit, nodeclass, nodepool, pod, to_yaml
+from tests.fuzz.driver import remove_tree
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 STORIES = Path(__file__).resolve().parents[1] / "sim" / "stories"
@@ -71,14 +73,25 @@ def story_copy(tmp_path: Path) -> Path:
     return tmp_path / "spot-ice.yaml"
 
 
-def deep_tree(root: Path, depth: int) -> Path:
-    """`root/d/d/.../d` `depth` levels down (made one level at a time: `os.makedirs` recurses)."""
-    folder = root
-    folder.mkdir()
-    for _ in range(depth):
-        folder /= "d"
+@pytest.fixture
+def deep_tree(tmp_path: Path) -> Iterator[Callable[[Path, int], Path]]:
+    """Make `root/d/d/.../d` `depth` levels down (a level at a time: `os.makedirs` recurses),
+    and remove it afterwards without recursion: pytest's own clean-up of old temporary
+    directories would otherwise meet it later and fail (Python 3.11's `shutil.rmtree`)."""
+    made: list[Path] = []
+
+    def make(root: Path, depth: int) -> Path:
+        made.append(root)
+        folder = root
         folder.mkdir()
-    return folder
+        for _ in range(depth):
+            folder /= "d"
+            folder.mkdir()
+        return folder
+
+    yield make
+    for root in made:
+        remove_tree(root)
 
 
 # ---- outputs that cannot be written --------------------------------------------------------------
@@ -209,7 +222,7 @@ def test_an_output_that_is_not_an_input_is_written(
 
 # ---- directory walks -----------------------------------------------------------------------------
 def test_a_directory_a_thousand_levels_deep_is_walked(
-    tmp_path: Path, capsys: Any, monkeypatch: Any
+    tmp_path: Path, deep_tree: Callable[[Path, int], Path], capsys: Any, monkeypatch: Any
 ) -> None:
     bottom = deep_tree(tmp_path / "deep", 1000)
     (bottom / "pod.yaml").write_text(to_yaml(pod()), encoding="utf-8")
@@ -219,7 +232,7 @@ def test_a_directory_a_thousand_levels_deep_is_walked(
 
 
 def test_a_scenario_naming_a_directory_a_thousand_levels_deep_loads_it(
-    tmp_path: Path, capsys: Any, monkeypatch: Any
+    tmp_path: Path, deep_tree: Callable[[Path, int], Path], capsys: Any, monkeypatch: Any
 ) -> None:
     scenario = story_copy(tmp_path)
     bottom = deep_tree(tmp_path / "deep", 1000)
