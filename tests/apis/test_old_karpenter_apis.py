@@ -1,4 +1,5 @@
-"""Karpenter APIs that Karpenter v1 does not serve are errors that name what replaces them.
+"""Karpenter APIs that Karpenter v1 does not serve, and kinds its API groups do not have, are
+errors that name what replaces them or what was meant.
 
 `kubectl apply` of a v1alpha5 Provisioner to a Karpenter v1 cluster fails (no such kind), so
 gpucap rejects it with exit 2 rather than ignoring it as a kind it does not use.
@@ -6,11 +7,14 @@ gpucap rejects it with exit 2 rather than ignoring it as a kind it does not use.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
-from tests.builders import load, nodeclass, nodepool
+from gpucap.cli.main import app
+from tests.builders import load, nodeclass, nodepool, to_yaml
 
 
 def doc(api_version: str, kind: str) -> dict[str, Any]:
@@ -70,3 +74,44 @@ def test_an_unknown_version_of_a_kind_gpucap_reads_still_names_the_version_it_re
         "test.yaml[0] NodePool/gpu: apiVersion: 'karpenter.sh/v2' is not supported for NodePool; "
         "gpucap reads karpenter.sh/v1"
     ]
+
+
+@pytest.mark.parametrize(
+    ("api_version", "kind", "hint"),
+    [
+        ("karpenter.sh/v1", "Nodepool", "; did you mean NodePool?"),
+        ("karpenter.sh/v1", "nodeclaim", "; did you mean NodeClaim?"),
+        ("karpenter.k8s.aws/v1", "EC2NodeClas", "; did you mean EC2NodeClass?"),
+        ("karpenter.k8s.aws/v1", "Ec2NodeClass", "; did you mean EC2NodeClass?"),
+        ("karpenter.sh/v1", "Disruption", ""),
+    ],
+)
+def test_a_kind_no_karpenter_crd_defines_is_an_error_naming_the_closest_kind(
+    api_version: str, kind: str, hint: str
+) -> None:
+    group = api_version.partition("/")[0]
+    served = "NodePool, NodeClaim, NodeOverlay" if group == "karpenter.sh" else "EC2NodeClass"
+    result = load(doc(api_version, kind))
+    assert [str(e) for e in result.errors] == [
+        f"test.yaml[0] {kind}/x: kind: the API server has no kind {kind!r} in {group}: "
+        f"Karpenter's CRDs serve {served}{hint}"
+    ]
+    assert result.warnings == []
+
+
+def test_a_kind_of_another_group_is_still_ignored_with_a_warning() -> None:
+    result = load(doc("eks.amazonaws.com/v1", "NodeClass"))
+    assert result.errors == []
+    assert [str(w) for w in result.warnings] == ["ignored kinds gpucap does not use: NodeClass"]
+
+
+def test_validate_exits_2_on_a_misspelt_karpenter_kind(tmp_path: Path) -> None:
+    f = tmp_path / "np.yaml"
+    f.write_text(to_yaml({**nodepool(), "kind": "Nodepool"}), encoding="utf-8")
+    result = CliRunner().invoke(app, ["validate", str(f)])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[0] == (
+        f"error: {f}[0] Nodepool/gpu: kind: the API server has no kind 'Nodepool' in "
+        "karpenter.sh: Karpenter's CRDs serve NodePool, NodeClaim, NodeOverlay; did you mean "
+        "NodePool?"
+    )

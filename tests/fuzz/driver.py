@@ -560,7 +560,7 @@ class Fuzzer:
             (root / "in").mkdir()
             yield root / "in"
         finally:
-            shutil.rmtree(root, ignore_errors=True)
+            remove_tree(root)
 
     def execute(
         self, case: Case, only: str | None = None
@@ -725,7 +725,7 @@ def write_reproducer(finding: Finding, case: Case, root: Path) -> Path:
     """The case's files and a README (command, steps, what gpucap said) under `root`."""
     slug = re.sub(r"[^\w.-]+", "-", finding.failure.signature)[:80].strip("-")
     where = root / slug
-    shutil.rmtree(where, ignore_errors=True)
+    remove_tree(where)
     where.mkdir(parents=True)
     m = materialize(case, where)
     cmd = next(c for c in commands_for(case, m) if c.name == finding.command)
@@ -744,8 +744,8 @@ def write_reproducer(finding: Finding, case: Case, root: Path) -> Path:
 
 def reproducer_text(case: Case, command: str, limit: int = 600) -> str:
     """The minimal reproducer as text for a report: each file (shortened) and the command."""
-    with tempfile.TemporaryDirectory(prefix="gpucap-fuzz-show-") as tmp:
-        where = Path(tmp)
+    where = Path(tempfile.mkdtemp(prefix="gpucap-fuzz-show-"))
+    try:
         m = materialize(case, where)
         cmd = next(c for c in commands_for(case, m) if c.name == command)
         names = [p for p in m.files if not p.startswith("w/")]
@@ -754,6 +754,32 @@ def reproducer_text(case: Case, command: str, limit: int = 600) -> str:
         return (
             "\n".join(f"--- {n}\n{_show(where / n, limit)}" for n in names) + f"\n$ {cmd.shell()}"
         )
+    finally:
+        remove_tree(where)
+
+
+def remove_tree(top: Path) -> None:
+    """`shutil.rmtree` without its recursion (Python 3.11's fails on the 1,000-level directories
+    of the "deep-dir" file step): files first, then each directory deepest first. Errors are
+    ignored, as the scratch space is the fuzzer's own."""
+    folders: list[Path] = []
+    stack = [top]
+    while stack:
+        folder = stack.pop()
+        folders.append(folder)
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(Path(entry.path))
+                    else:
+                        with contextlib.suppress(OSError):
+                            os.unlink(entry.path)
+        except OSError:
+            continue
+    for folder in reversed(folders):
+        with contextlib.suppress(OSError):
+            folder.rmdir()
 
 
 def _show(path: Path, limit: int) -> str:

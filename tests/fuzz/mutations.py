@@ -12,7 +12,7 @@ driver removes one by one. Steps work at three levels:
 - the serialized bytes (`ByteStep`): truncate, insert bytes that are not UTF-8, re-encode, repeat
   a line (a duplicate key);
 - the whole file (`FileStep`): empty, binary, a symlink to `/dev/zero`, a name too long for the
-  OS, 2,000 copies in a directory.
+  OS, 2,000 copies in a directory, the file at the bottom of a directory 1,000 levels deep.
 
 Oracle mutations (`ORACLES`) are separate: each makes a valid object into one the Kubernetes API
 server, Karpenter's CRDs or the GPU Operator would refuse, so `gpucap validate` must exit 2.
@@ -316,8 +316,9 @@ class ByteStep(Step):
 @dataclass(frozen=True, slots=True)
 class FileStep(Step):
     """The file replaced as a whole: "empty", "binary" (`size` seeded random bytes), "dev-zero"
-    (a symlink to the endless `/dev/zero`), "long-name" (a name the OS refuses; not written) or
-    "many-files" (2,000 copies in a directory, which is what gpucap is given)."""
+    (a symlink to the endless `/dev/zero`), "long-name" (a name the OS refuses; not written),
+    "many-files" (2,000 copies in a directory, which is what gpucap is given) or "deep-dir"
+    (the file at the bottom of a directory 1,000 levels deep, given as the top directory)."""
 
     op: str = "empty"
     size: int = 0
@@ -339,6 +340,14 @@ class FileStep(Step):
             for i in range(2000):
                 (many / f"f{i:04d}{path.suffix}").write_bytes(content)
             return many
+        elif self.op == "deep-dir":  # made a level at a time: os.makedirs recurses
+            top = folder = path.with_name("deep")
+            top.mkdir()
+            for _ in range(1000):
+                folder /= "d"
+                folder.mkdir()
+            (folder / path.name).write_bytes(content)
+            return top
         else:
             path.write_bytes(content)
         return path
@@ -350,6 +359,7 @@ class FileStep(Step):
             "dev-zero": "the file is a symlink to /dev/zero",
             "long-name": "the file's name is 300 characters long",
             "many-files": "the file 2,000 times in one directory, given as the directory",
+            "deep-dir": "the file 1,000 directories deep, given as the top directory",
         }[self.op]
 
 
@@ -602,7 +612,7 @@ def _duration_cron(rng: random.Random, docs: list[Any], fmt: Format) -> Step | N
 
 
 def _file(rng: random.Random, docs: list[Any], fmt: Format) -> Step | None:
-    op = rng.choice(("empty", "binary", "dev-zero", "long-name", "many-files"))
+    op = rng.choice(("empty", "binary", "dev-zero", "long-name", "many-files", "deep-dir"))
     return FileStep("file", op, rng.choice((1, 4096, 1 << 20)), rng.randrange(1 << 30))
 
 
@@ -759,6 +769,48 @@ def _pdb(body: dict[str, Any]) -> Callable[[Any], Any]:
     return lambda doc: [("set", (), pdb)]
 
 
+def _configmap_key(key: str) -> Callable[[Any], Any]:
+    """A ConfigMap data key the API server refuses (`IsConfigMapKey`)."""
+
+    def make(doc: Any) -> Any:
+        data = doc.get("data")
+        if isinstance(data, dict):
+            return [("set", ("data", key), "x")]
+        return [("set", ("data",), {key: "x"})]
+
+    return make
+
+
+def _merged_label_key(doc: Any) -> Any:
+    """A topology spread constraint whose matchLabelKeys repeat a key of its labelSelector that
+    the pod has as a label: the API server's merge (1.33+) names the key twice, which it refuses."""
+    path = pod_spec_path(doc)
+    if path is None:
+        return None
+    labels_path = (
+        ("metadata", "labels") if doc.get("kind") == "Pod" else (*path[:-1], "metadata", "labels")
+    )
+    try:
+        labels = get([doc], (0, *labels_path))
+    except (KeyError, IndexError, TypeError):
+        labels = {}
+    if not isinstance(labels, dict):
+        return None
+    spread = {
+        "maxSkew": 1,
+        "topologyKey": "topology.kubernetes.io/zone",
+        "whenUnsatisfiable": "ScheduleAnyway",
+        "labelSelector": {"matchLabels": {"oracle-key": "v"}},
+        "matchLabelKeys": ["oracle-key"],
+    }
+    return [
+        ("set", labels_path, {**labels, "oracle-key": "v"}),
+        ("set", (*path, "topologySpreadConstraints"), [spread]),
+    ]
+
+
+REPLICATED_KINDS = ("Deployment", "StatefulSet", "ReplicaSet", "DaemonSet")
+
 ORACLES: tuple[Oracle, ...] = (
     Oracle("name-dots", "object names are DNS subdomains: '../x' is not", _name("../x")),
     Oracle("name-non-ascii", "object names are DNS subdomains: 'é' is not", _name("é")),
@@ -796,4 +848,20 @@ ORACLES: tuple[Oracle, ...] = (
     Oracle("pdb-both", "a PDB has minAvailable or maxUnavailable, not both", _pdb({"minAvailable": 1, "maxUnavailable": 1})),
     Oracle("pdb-over-100", "a PDB percentage is at most 100%", _pdb({"minAvailable": "150%"})),
     Oracle("scenario-duration-1e39", "a Go duration fits in an int64 of nanoseconds", _spec_field(("spec", "duration"), "1000000000000000000000000000000000000000s"), ("Scenario",)),
+    # issue 20: what the API server refuses and validate used to accept
+    Oracle("karpenter-kind-typo", "the karpenter.sh group has no kind Nodepool", lambda d: [("set", ("kind",), "Nodepool")], ("NodePool",)),
+    Oracle("init-restart-policy-lowercase", "an init container restarts 'Always' or not at all", _pod(lambda s, p: [("set", (*p, "initContainers"), [{"name": "oracle-init", "image": "busybox", "restartPolicy": "always"}])])),
+    Oracle("priority-class-bad", "a priorityClassName is a DNS subdomain", _pod(lambda s, p: [("set", (*p, "priorityClassName"), "High_Priority")])),
+    Oracle("volume-mount-missing", "a volume mount names a volume of the pod", _container("volumeMounts", [{"name": "no-such-volume", "mountPath": "/oracle"}])),
+    Oracle("volume-duplicate", "two volumes of a pod have two names", _pod(lambda s, p: [("set", (*p, "volumes"), [{"name": "v", "emptyDir": {}}, {"name": "v", "emptyDir": {}}])])),
+    Oracle("mount-path-duplicate", "a container mounts at a path once", _pod(lambda s, p: [("set", (*p, "volumes"), [{"name": "a", "emptyDir": {}}, {"name": "b", "emptyDir": {}}]), ("set", (*p, "containers", 0, "volumeMounts"), [{"name": "a", "mountPath": "/d"}, {"name": "b", "mountPath": "/d"}])])),
+    Oracle("env-empty-name", "an environment variable has a name", _container("env", [{"name": "", "value": "1"}])),
+    Oracle("configmap-key-space", "a ConfigMap key has no space", _configmap_key("a b"), ("ConfigMap",)),
+    Oracle("configmap-key-dotdot", "a ConfigMap key does not start with '..'", _configmap_key("..x"), ("ConfigMap",)),
+    Oracle("deployment-surge-zero", "maxSurge and maxUnavailable are not both 0", _spec_field(("spec", "strategy"), {"rollingUpdate": {"maxSurge": 0, "maxUnavailable": 0}}), ("Deployment",)),
+    Oracle("deployment-recreate-rolling", "a Recreate strategy has no rollingUpdate", _spec_field(("spec", "strategy"), {"type": "Recreate", "rollingUpdate": {}}), ("Deployment",)),
+    Oracle("template-restart-never", "a controller's pods restart Always", _spec_field(("spec", "template", "spec", "restartPolicy"), "Never"), REPLICATED_KINDS),
+    Oracle("template-deadline", "a controller's pods have no activeDeadlineSeconds", _spec_field(("spec", "template", "spec", "activeDeadlineSeconds"), 60), REPLICATED_KINDS),
+    Oracle("image-whitespace", "a pod's image has no surrounding whitespace", _container("image", " busybox")),
+    Oracle("match-label-keys-merged", "a matchLabelKeys key is not in the merged selector twice", _merged_label_key),
 )  # fmt: skip

@@ -3,9 +3,12 @@ the file, the event and the field."""
 
 from __future__ import annotations
 
+import calendar
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpucap.apis.reading import InputError
 from gpucap.cloudprovider.aws.catalog import Catalog, load_catalog
@@ -14,6 +17,7 @@ from gpucap.sim.scenario import (
     Addon,
     CapacityAction,
     ScenarioError,
+    ami_release_problem,
     load_scenario,
 )
 
@@ -178,6 +182,10 @@ BAD_CASES = {
     '(e.g. "1.36")',
     "bad-ami-releases": "amiReleases[1.36][1]: '2026-08-27' is not an EKS AMI release version "
     "(e.g. v20261001)",
+    "ami-release-not-a-date": "events[0].amiRelease.version: 'v20260230' is not an EKS AMI "
+    "release version: 2026-02-30 is not a date",
+    "ami-releases-not-a-date": "amiReleases[1.36][1]: 'v20261301' is not an EKS AMI release "
+    "version: 2026-13-01 is not a date",
     "region-mismatch": "region: 'eu-west-1', but the catalog is for us-east-1",
     "not-a-scenario": "a scenario file holds one document of kind Scenario (apiVersion "
     "gpucap.dev/v1alpha1); found Deployment",
@@ -266,3 +274,13 @@ def test_the_loaders_warnings_are_kept_for_the_cli_as_plan_prints_them(
     s = load_scenario(str(f), catalog)
     nc = tmp_path / "nc.yaml"
     assert s.warnings[0] == f"{nc}: ${{ROLE}} is not filled: [0] EC2NodeClass/gpu spec.role"
+
+
+@settings(max_examples=300, deadline=None)
+@given(digits=st.text("0123456789", min_size=8, max_size=8))
+def test_an_ami_release_version_is_accepted_exactly_when_its_digits_are_a_date(
+    digits: str,
+) -> None:
+    year, month, day = int(digits[:4]), int(digits[4:6]), int(digits[6:])
+    is_date = year >= 1 and 1 <= month <= 12 and 1 <= day <= calendar.monthrange(year, month)[1]
+    assert (ami_release_problem(f"v{digits}") is None) == is_date

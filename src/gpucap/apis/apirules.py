@@ -10,7 +10,13 @@ API rules"). They are written here once per API type (`core.v1.Container`, `meta
 so the schema walk applies each to every object of that type wherever it appears: in a Pod, a
 Deployment's template, a RayCluster's worker group. A rule reads the document as loaded (after
 the schema walk's normalization) and must tolerate values of the wrong type, which the walk has
-already reported.
+already reported. The walk judges an object after its fields, so a rule of a workload's spec
+runs after those of its pod template (the StatefulSet rule relies on it).
+
+Besides validation proper, the checks the API server makes when it *creates a pod* (image
+whitespace, matchLabelKeys after the label merge of `pkg/registry/core/pod/strategy.go`) are
+applied to pods and to pod templates alike: a template the API server accepts still makes no
+pod, which for a capacity plan is the same as being refused.
 
 Enum values are not here: they come from the Go types (`+enum`) through the bundled schema.
 
@@ -23,19 +29,24 @@ checks are cached, since a List of pods repeats the same few labels on every pod
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import Any, TypeAlias
 
-from gpucap.apis.errors import FieldPath
+from gpucap.apis.errors import FieldPath, closest_name
+from gpucap.apis.goparse import atoi
 from gpucap.apis.labels import label_value_problem, qualified_name_problem
 
 __all__ = [
     "Out",
+    "configmap_key_problem",
     "dns1123_label_problem",
     "dns1123_subdomain_problem",
+    "missing_volume",
     "object_meta_problems",
     "rule_for",
+    "volume_names",
 ]
 
 Out: TypeAlias = list[tuple[FieldPath, str]]
@@ -329,6 +340,13 @@ def _container(c: dict[str, Any], path: FieldPath, out: Out) -> None:
         problem = dns1123_label_problem(name) if name else "name is required"
         if problem:
             out.append(((*path, "name"), f"invalid container name: {problem}"))
+    env = c.get("env")
+    if type(env) is list:
+        # core `ValidateEnv`: a variable's name is required (its syntax depends on the
+        # RelaxedEnvironmentVariableValidation gate, so only emptiness is judged here).
+        for i, var in enumerate(env):
+            if type(var) is dict and var.get("name", "") == "":
+                out.append(((*path, "env", i, "name"), "an environment variable needs a name"))
     ports = c.get("ports")
     if type(ports) is list:
         seen: set[str] = set()
@@ -392,6 +410,14 @@ def _pod_spec(spec: dict[str, Any], path: FieldPath, out: Out) -> None:
                     out.append(((*path, field, i, "name"), f"duplicate container name {name!r}"))
                 seen.add(name)
     _host_ports(spec.get("containers"), (*path, "containers"), out)
+    _init_restart_policies(spec.get("initContainers"), (*path, "initContainers"), out)
+    _volumes(spec, path, out)
+    _volume_mounts(spec, path, out, volume_names(spec))
+    priority_class = spec.get("priorityClassName")
+    if type(priority_class) is str and priority_class:
+        problem = dns1123_subdomain_problem(priority_class)
+        if problem:
+            out.append(((*path, "priorityClassName"), f"invalid priorityClassName: {problem}"))
     selector = spec.get("nodeSelector")
     if type(selector) is dict:
         _labels(selector, (*path, "nodeSelector"), out)
@@ -426,6 +452,433 @@ def _pod_spec(spec: dict[str, Any], path: FieldPath, out: Out) -> None:
                         )
                     )
                 pairs.add(pair)
+
+
+def _init_restart_policies(containers: Any, path: FieldPath, out: Out) -> None:
+    """core `validateInitContainerRestartPolicy`: an init container's restartPolicy, when given,
+    is `Always` (a sidecar). Any other value, `always` included, is refused; `Never` and
+    `OnFailure` only with the alpha ContainerRestartRules gate (off by default, and not one EKS
+    turns on)."""
+    if type(containers) is not list:
+        return
+    for i, c in enumerate(containers):
+        policy = c.get("restartPolicy") if type(c) is dict else None
+        if type(policy) is str and policy != "Always":
+            out.append(
+                (
+                    (*path, i, "restartPolicy"),
+                    f"{_show(policy)} is not supported for an init container: only 'Always' "
+                    "(a sidecar); 'Never' and 'OnFailure' need the alpha ContainerRestartRules "
+                    "feature gate",
+                )
+            )
+
+
+# ---- volumes and their mounts (core ValidateVolumes, ValidateVolumeMounts) --------------------
+def _volume_name_problem(name: str, seen: set[str]) -> str | None:
+    if not name:
+        return "a volume needs a name"
+    problem = dns1123_label_problem(name)
+    if problem:
+        return f"invalid volume name: {problem}"
+    if name in seen:
+        return f"duplicate volume name {name!r}"
+    return None
+
+
+def _named_volumes(spec: dict[str, Any]) -> Iterator[tuple[int, str]]:
+    volumes = spec.get("volumes")
+    if type(volumes) is list:
+        for i, v in enumerate(volumes):
+            name = v.get("name", "") if type(v) is dict else None
+            if type(name) is str:
+                yield i, name
+
+
+def volume_names(spec: dict[str, Any]) -> set[str]:
+    """The names a volume mount of this pod spec may name: those of its volumes without a name
+    error (the API server keeps only those for the mounts' check)."""
+    names: set[str] = set()
+    for _, name in _named_volumes(spec):
+        if _volume_name_problem(name, names) is None:
+            names.add(name)
+    return names
+
+
+def _volumes(spec: dict[str, Any], path: FieldPath, out: Out) -> None:
+    """Each volume's name is a DNS label, and no two volumes of a pod share one."""
+    seen: set[str] = set()
+    for i, name in _named_volumes(spec):
+        problem = _volume_name_problem(name, seen)
+        if problem:
+            out.append(((*path, "volumes", i, "name"), problem))
+        else:
+            seen.add(name)
+
+
+def _mounts(spec: dict[str, Any]) -> Iterator[tuple[str, int, int, dict[str, Any]]]:
+    """(container list, container index, mount index, mount) of every volume mount."""
+    for field in _CONTAINER_LISTS:
+        containers = spec.get(field)
+        if type(containers) is not list:
+            continue
+        for i, c in enumerate(containers):
+            mounts = c.get("volumeMounts") if type(c) is dict else None
+            if type(mounts) is list:
+                for j, mount in enumerate(mounts):
+                    if type(mount) is dict:
+                        yield field, i, j, mount
+
+
+def missing_volume(path: FieldPath, name: str, known: set[str]) -> tuple[FieldPath, str]:
+    """The error of a mount at `path` naming `name`, which is not one of the `known` volumes."""
+    hint = closest_name(name, sorted(known))
+    return (
+        (*path, "name"),
+        f"no volume {_show(name)} in the pod's volumes"
+        + (f" (did you mean {hint!r}?)" if hint else ""),
+    )
+
+
+def _volume_mounts(spec: dict[str, Any], path: FieldPath, out: Out, known: set[str]) -> None:
+    """Each mount names a volume of the pod, and a container mounts at most once at a path."""
+    paths: dict[tuple[str, int], dict[str, int]] = {}
+    for field, i, j, mount in _mounts(spec):
+        mp: FieldPath = (*path, field, i, "volumeMounts", j)
+        name = mount.get("name", "")
+        if type(name) is str:
+            if not name:
+                out.append(((*mp, "name"), "a volume mount needs the name of a volume"))
+            elif name not in known:
+                out.append(missing_volume(mp, name, known))
+        mount_path = mount.get("mountPath", "")
+        if type(mount_path) is not str:
+            continue
+        if not mount_path:
+            out.append(((*mp, "mountPath"), "a volume mount needs a mountPath"))
+            continue
+        seen = paths.setdefault((field, i), {})
+        if mount_path in seen:
+            out.append(
+                (
+                    (*mp, "mountPath"),
+                    f"{_show(mount_path)} is mounted already by volumeMounts[{seen[mount_path]}] "
+                    "of this container (mount paths must be unique)",
+                )
+            )
+        else:
+            seen[mount_path] = j
+
+
+# ---- what the API server checks when it creates a pod ------------------------------------------
+# Go's `strings.TrimSpace` (`unicode.IsSpace`): Python's `str.strip()` also strips the
+# separators U+001C-U+001F, which Go keeps.
+_GO_SPACE = (
+    "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+
+
+def _pod(pod: dict[str, Any], path: FieldPath, out: Out) -> None:
+    _pod_creation(pod, path, out, template=False)
+
+
+def _pod_template(template: dict[str, Any], path: FieldPath, out: Out) -> None:
+    _pod_creation(template, path, out, template=True)
+
+
+def _pod_creation(obj: dict[str, Any], path: FieldPath, out: Out, *, template: bool) -> None:
+    """What core `ValidatePodCreate` checks of a pod beyond its spec: images without surrounding
+    whitespace (`validateContainersOnlyForPod`), and matchLabelKeys once the pod's labels are
+    merged into the selectors (`pkg/registry/core/pod/strategy.go` mutatePodAffinity and
+    mutateTopologySpreadConstraints, then `validateMatchLabelKeys*`). A workload's template is
+    not checked for these by the API server, but each pod made from it is, and refused: for
+    gpucap such a workload runs no pod, an error too."""
+    spec = obj.get("spec")
+    if type(spec) is not dict:
+        return
+    meta = obj.get("metadata")
+    labels = meta.get("labels") if type(meta) is dict else None
+    pod_labels = labels if type(labels) is dict else {}
+    spec_path: FieldPath = (*path, "spec")
+    why = "; the API server refuses each pod this template makes" if template else ""
+    for field in ("containers", "initContainers"):
+        containers = spec.get(field)
+        if type(containers) is not list:
+            continue
+        for i, c in enumerate(containers):
+            image = c.get("image") if type(c) is dict else None
+            if type(image) is str and image != image.strip(_GO_SPACE):
+                out.append(
+                    (
+                        (*spec_path, field, i, "image"),
+                        f"{_show(image)} has leading or trailing whitespace{why}",
+                    )
+                )
+    for term_path, term, affinity in _label_key_terms(spec, spec_path):
+        _merged_label_keys(term, term_path, pod_labels, out, affinity=affinity, why=why)
+
+
+def _label_key_terms(
+    spec: dict[str, Any], path: FieldPath
+) -> Iterator[tuple[FieldPath, dict[str, Any], bool]]:
+    """(path, term, is a pod (anti-)affinity term) of every topology spread constraint and pod
+    (anti-)affinity term of a pod spec."""
+    constraints = spec.get("topologySpreadConstraints")
+    if type(constraints) is list:
+        for i, tsc in enumerate(constraints):
+            if type(tsc) is dict:
+                yield (*path, "topologySpreadConstraints", i), tsc, False
+    affinity = spec.get("affinity")
+    if type(affinity) is not dict:
+        return
+    for kind in ("podAffinity", "podAntiAffinity"):
+        block = affinity.get(kind)
+        if type(block) is not dict:
+            continue
+        base: FieldPath = (*path, "affinity", kind)
+        required = block.get("requiredDuringSchedulingIgnoredDuringExecution")
+        if type(required) is list:
+            for i, term in enumerate(required):
+                if type(term) is dict:
+                    yield (*base, "requiredDuringSchedulingIgnoredDuringExecution", i), term, True
+        preferred = block.get("preferredDuringSchedulingIgnoredDuringExecution")
+        if type(preferred) is list:
+            for i, weighted in enumerate(preferred):
+                term = weighted.get("podAffinityTerm") if type(weighted) is dict else None
+                if type(term) is dict:
+                    tp: FieldPath = (
+                        *base,
+                        "preferredDuringSchedulingIgnoredDuringExecution",
+                        i,
+                        "podAffinityTerm",
+                    )
+                    yield tp, term, True
+
+
+def _merged_label_keys(
+    term: dict[str, Any],
+    path: FieldPath,
+    labels: dict[str, Any],
+    out: Out,
+    *,
+    affinity: bool,
+    why: str,
+) -> None:
+    """matchLabelKeys need a labelSelector; since Kubernetes 1.33 the API server appends
+    `key In (the pod's value)` to the selector for each of them the pod has as a label (for
+    (anti-)affinity terms also `key NotIn (value)` for mismatchLabelKeys), then refuses a
+    matchLabelKeys key the merged selector names twice: a key written in the selector as well."""
+    keys = term.get("matchLabelKeys")
+    mismatch = term.get("mismatchLabelKeys") if affinity else None
+    keys = [k for k in keys if type(k) is str] if type(keys) is list else []
+    mismatch = [k for k in mismatch if type(k) is str] if type(mismatch) is list else []
+    if not keys and not mismatch:
+        return
+    selector = term.get("labelSelector")
+    if type(selector) is not dict:
+        field = "matchLabelKeys" if keys else "mismatchLabelKeys"
+        out.append(((*path, field), f"must not be set without a labelSelector{why}"))
+        return
+    counts: Counter[Any] = Counter()
+    match_labels = selector.get("matchLabels")
+    if type(match_labels) is dict:
+        counts.update(list(match_labels))
+    expressions = selector.get("matchExpressions")
+    if type(expressions) is list:
+        counts.update(e.get("key") for e in expressions if type(e) is dict)
+    counts.update(k for k in keys if k in labels)
+    counts.update(k for k in mismatch if k in labels)
+    reported: set[str] = set()
+    for i, key in enumerate(keys):
+        if key in reported:
+            continue
+        if counts[key] >= 2:
+            reported.add(key)
+            out.append(
+                (
+                    (*path, "matchLabelKeys", i),
+                    f"{_show(key)} is in both matchLabelKeys and the labelSelector once the "
+                    f"pod's labels are merged in{why}",
+                )
+            )
+        if key in mismatch:
+            reported.add(key)
+            out.append(
+                (
+                    (*path, "matchLabelKeys", i),
+                    f"{_show(key)} is in both matchLabelKeys and mismatchLabelKeys{why}",
+                )
+            )
+
+
+# ---- workloads (apps and batch validation) ------------------------------------------------------
+def _template_spec(spec: dict[str, Any]) -> dict[str, Any] | None:
+    template = spec.get("template")
+    inner = template.get("spec") if type(template) is dict else None
+    return inner if type(inner) is dict else None
+
+
+def _replicated_template(kind: str) -> Rule:
+    """apps `ValidatePodTemplateSpecForReplicaSet`, `ValidateDaemonSetSpec`,
+    `ValidateStatefulSetSpec`: the pods of a controller that keeps them running restart
+    `Always` (an empty restartPolicy is defaulted to it) and have no activeDeadlineSeconds."""
+
+    def check(spec: dict[str, Any], path: FieldPath, out: Out) -> None:
+        inner = _template_spec(spec)
+        if inner is None:
+            return
+        tp: FieldPath = (*path, "template", "spec")
+        policy = inner.get("restartPolicy")
+        if type(policy) is str and policy not in ("", "Always"):
+            out.append(
+                (
+                    (*tp, "restartPolicy"),
+                    f"{_show(policy)} is not supported in a {kind}'s pod template: only 'Always'",
+                )
+            )
+        if inner.get("activeDeadlineSeconds") is not None:
+            out.append(
+                (
+                    (*tp, "activeDeadlineSeconds"),
+                    f"may not be set in a {kind}'s pod template (its pods run until replaced)",
+                )
+            )
+
+    return check
+
+
+def _statefulset_spec(spec: dict[str, Any], path: FieldPath, out: Out) -> None:
+    """The StatefulSet controller adds a volume per volumeClaimTemplate to each pod it makes, so
+    a template's mount may name a claim template: the pod spec's check (which ran first, the walk
+    judging a type after its fields) reported those mounts as naming no volume; they are taken
+    back here."""
+    inner = _template_spec(spec)
+    claims = spec.get("volumeClaimTemplates")
+    if inner is None or type(claims) is not list:
+        return
+    names = set()
+    for claim in claims:
+        meta = claim.get("metadata") if type(claim) is dict else None
+        name = meta.get("name") if type(meta) is dict else None
+        if type(name) is str:
+            names.add(name)
+    known = volume_names(inner)
+    tp: FieldPath = (*path, "template", "spec")
+    for field, i, j, mount in _mounts(inner):
+        name = mount.get("name")
+        if type(name) is str and name in names and name not in known:
+            finding = missing_volume((*tp, field, i, "volumeMounts", j), name, known)
+            if finding in out:
+                out.remove(finding)
+
+
+def _int_or_percent(value: Any, path: FieldPath, out: Out) -> int:
+    """apps `ValidatePositiveIntOrPercent` of an int-or-string, and its value as
+    `getIntOrPercentValue` reads it (a string that is no percentage reads as strconv.Atoi
+    does, 0 when it fails)."""
+    if type(value) is int:
+        if value < 0:
+            out.append((path, f"{value} must be greater than or equal to 0"))
+        return value
+    if type(value) is not str:
+        return 0
+    m = re.fullmatch(r"([0-9]+)%", value)
+    if m is None:
+        out.append((path, f"{_show(value)} must be an integer or a percentage (e.g. '25%')"))
+        return atoi(value) or 0
+    return int(m.group(1))
+
+
+def _deployment_strategy(strategy: dict[str, Any], path: FieldPath, out: Out) -> None:
+    """apps `ValidateDeploymentStrategy` after the defaults: an empty type is RollingUpdate,
+    whose unset maxUnavailable and maxSurge are 25%. Recreate takes no rollingUpdate; a rolling
+    update with both at 0 could never replace a pod."""
+    kind = strategy.get("type") or "RollingUpdate"
+    rolling = strategy.get("rollingUpdate")
+    rp: FieldPath = (*path, "rollingUpdate")
+    if kind == "Recreate":
+        if rolling is not None:
+            out.append((rp, "may not be set when the strategy type is 'Recreate'"))
+        return
+    if kind != "RollingUpdate" or (rolling is not None and type(rolling) is not dict):
+        return  # the enum and the type are the schema walk's
+    fields = rolling if type(rolling) is dict else {}
+    unavailable = _int_or_percent(fields.get("maxUnavailable", "25%"), (*rp, "maxUnavailable"), out)
+    surge = _int_or_percent(fields.get("maxSurge", "25%"), (*rp, "maxSurge"), out)
+    if unavailable == 0 and surge == 0:
+        out.append(
+            (
+                (*rp, "maxUnavailable"),
+                "may not be 0 when maxSurge is 0 (a rollout could never replace a pod)",
+            )
+        )
+    value = fields.get("maxUnavailable")
+    if type(value) is str and re.fullmatch(r"[0-9]+%", value) and unavailable > 100:
+        out.append(((*rp, "maxUnavailable"), f"{value} must not be greater than 100%"))
+
+
+_MAX_INDEXED_PARALLELISM = 100_000  # batch validation's maxParallelismForIndexedJob
+
+
+def _job(job: dict[str, Any], path: FieldPath, out: Out) -> None:
+    """batch `validateJobSpec` after `SetDefaults_Job` (completions and parallelism both unset
+    become 1; parallelism alone unset becomes 1): an Indexed Job needs completions, and at most
+    100,000 parallel pods."""
+    spec = job.get("spec")
+    if type(spec) is not dict or spec.get("completionMode") != "Indexed":
+        return
+    parallelism = spec.get("parallelism")
+    if spec.get("completions") is None and parallelism is not None:
+        out.append(
+            (
+                (*path, "spec", "completions"),
+                "an Indexed Job needs completions (only a Job without parallelism either is "
+                "defaulted to 1)",
+            )
+        )
+    if type(parallelism) is int and parallelism > _MAX_INDEXED_PARALLELISM:
+        out.append(
+            (
+                (*path, "spec", "parallelism"),
+                f"{parallelism} must be at most {_MAX_INDEXED_PARALLELISM:,} for an Indexed Job",
+            )
+        )
+
+
+# ---- ConfigMap (core ValidateConfigMap, apimachinery IsConfigMapKey) ---------------------------
+_CONFIG_KEY = re.compile(r"[-._a-zA-Z0-9]+")
+
+
+@lru_cache(maxsize=4096)
+def configmap_key_problem(key: str) -> str | None:
+    """Why `key` cannot be a ConfigMap (or Secret) key, or None: at most 253 characters of
+    letters, digits, '-', '_' and '.', and not '.', '..' or starting with '..' (a key is a file
+    name when the ConfigMap is mounted)."""
+    if len(key.encode("utf-8")) > 253:
+        return "must be no more than 253 characters"
+    if not _CONFIG_KEY.fullmatch(key):
+        return "must consist of letters, digits, '-', '_' or '.'"
+    if key in (".", ".."):
+        return f"must not be {key!r}"
+    if key.startswith(".."):
+        return "must not start with '..'"
+    return None
+
+
+def _configmap(cm: dict[str, Any], path: FieldPath, out: Out) -> None:
+    data, binary = cm.get("data"), cm.get("binaryData")
+    for field, entries in (("data", data), ("binaryData", binary)):
+        if type(entries) is not dict:
+            continue
+        for key in entries:
+            problem = configmap_key_problem(key) if type(key) is str else None
+            if problem:
+                out.append(((*path, field, key), f"invalid key {_show(key)}: {problem}"))
+    if type(data) is dict and type(binary) is dict:
+        for key in data:
+            if key in binary:
+                out.append(((*path, "data", key), f"{_show(key)} is a key of binaryData too"))
 
 
 def _pdb_spec(spec: dict[str, Any], path: FieldPath, out: Out) -> None:
@@ -503,6 +956,15 @@ _RULES: dict[str, tuple[Rule, ...]] = {
     "core.v1.EphemeralContainer": (_container,),
     "core.v1.ContainerPort": (_container_port,),
     "core.v1.PodSpec": (_pod_spec,),
+    "core.v1.Pod": (_pod,),
+    "core.v1.PodTemplateSpec": (_pod_template,),
+    "core.v1.ConfigMap": (_configmap,),
+    "apps.v1.DeploymentSpec": (_replicated_template("Deployment"),),
+    "apps.v1.ReplicaSetSpec": (_replicated_template("ReplicaSet"),),
+    "apps.v1.DaemonSetSpec": (_replicated_template("DaemonSet"),),
+    "apps.v1.StatefulSetSpec": (_replicated_template("StatefulSet"), _statefulset_spec),
+    "apps.v1.DeploymentStrategy": (_deployment_strategy,),
+    "batch.v1.Job": (_job,),
     "policy.v1.PodDisruptionBudgetSpec": (_pdb_spec,),
 }
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 __all__ = [
     "MAX_ALIAS_NODES",
     "MAX_DEPTH",
+    "MAX_DIRECTORY_ENTRIES",
     "MAX_FILE_BYTES",
     "MAX_INPUT_BYTES",
     "MAX_INT_DIGITS",
@@ -48,6 +49,10 @@ MAX_INT_DIGITS = 100
 MAX_ALIAS_NODES = 1_000_000
 # YAML documents and `kind: List` items one run reads (150,000 pods and what owns them).
 MAX_OBJECTS = 500_000
+# Files and directories a run looks through in the directories it is given (every entry counts,
+# manifest or not): a repository of manifests has thousands; `/` or a runaway tree is refused in
+# a few seconds instead of being walked for minutes.
+MAX_DIRECTORY_ENTRIES = MAX_OBJECTS
 # Pods one workload may make (replicas x group size...): Kubernetes' 150,000 pods per cluster.
 MAX_WORKLOAD_PODS = 150_000
 # Pods all of the input may make, Pods and workloads together.
@@ -77,6 +82,7 @@ class Budget:
     input_bytes: int = 0
     objects: int = 0
     pods: int = 0
+    entries: int = 0
     # Set once a run-wide limit is hit: the loader stops reading, so the error is said once.
     exhausted: bool = False
 
@@ -98,6 +104,16 @@ class Budget:
             raise InputLimitError(
                 f"more than {_count(MAX_OBJECTS)} documents and List items in all "
                 "(gpucap's limit for one run)"
+            )
+
+    def charge_entry(self) -> None:
+        """Count one more directory entry looked at; raises past MAX_DIRECTORY_ENTRIES."""
+        self.entries += 1
+        if self.entries > MAX_DIRECTORY_ENTRIES:
+            self.exhausted = True
+            raise InputLimitError(
+                f"more than {_count(MAX_DIRECTORY_ENTRIES)} files and directories to look "
+                "through in all (gpucap's limit for one run)"
             )
 
     def charge_pods(self, n: int) -> str | None:

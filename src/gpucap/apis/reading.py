@@ -9,6 +9,10 @@ fails is an `InputError` whose message is one line naming the file.
 
 FIFOs and process substitution (`gpucap validate <(helm template ...)`) are read like files; a
 named FIFO nobody writes to reads as empty rather than blocking forever.
+
+A directory is walked for its manifest files (`manifest_files`) with a stack, not recursion, so
+a tree 1,000 levels deep is no deeper for Python than a flat one, and within a count of entries
+(`MAX_DIRECTORY_ENTRIES`), so `gpucap validate /` ends with one line.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import json
 import os
 import stat
 from collections.abc import Callable
+from pathlib import Path
 from typing import BinaryIO, TextIO
 
 from gpucap.apis.limits import (
@@ -30,7 +35,19 @@ from gpucap.apis.limits import (
     size_text,
 )
 
-__all__ = ["CHUNK", "InputError", "decode", "load_json", "read_path", "read_stream"]
+__all__ = [
+    "CHUNK",
+    "MANIFEST_SUFFIXES",
+    "InputError",
+    "decode",
+    "load_json",
+    "manifest_files",
+    "read_path",
+    "read_stream",
+]
+
+# The files of a directory that are read as manifests.
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
 CHUNK = 1 << 20
 
@@ -73,6 +90,56 @@ def read_path(path: str, budget: Budget | None = None) -> str:
     finally:
         if fd >= 0:
             os.close(fd)
+
+
+def manifest_files(root: str, budget: Budget | None = None) -> list[Path]:
+    """Every `*.yaml`, `*.yml` and `*.json` file under the directory `root`, at any depth, in no
+    particular order (callers sort). As `Path.rglob` did before: a symlink to a file counts, a
+    symlink to a directory is not followed (no loops), a subdirectory that denies reading is
+    skipped. Any other failure (a directory removed during the walk, a path too long) is an
+    InputError naming the directory, and so is walking more than MAX_DIRECTORY_ENTRIES entries."""
+    budget = Budget() if budget is None else budget
+    base = Path(root)
+    found: list[Path] = []
+    folders = [base]
+    while folders:
+        folder = folders.pop()
+        where = "" if folder is base else f" {folder}"
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    budget.charge_entry()
+                    path = folder / entry.name
+                    if _is_directory(entry):
+                        folders.append(path)
+                    elif path.suffix.lower() in MANIFEST_SUFFIXES and _is_file(entry):
+                        found.append(path)
+        except InputLimitError as err:
+            raise InputError(f"{root}: {err}") from None
+        except PermissionError as err:
+            if folder is base:
+                raise InputError(f"{root}: cannot read the directory: {os_reason(err)}") from None
+        except OSError as err:
+            raise InputError(
+                f"{root}: cannot read the directory{where}: {os_reason(err)}"
+            ) from None
+    return found
+
+
+def _is_directory(entry: os.DirEntry[str]) -> bool:
+    """A directory to descend into: not a symlink to one."""
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
+
+
+def _is_file(entry: os.DirEntry[str]) -> bool:
+    """A regular file, or a symlink to one."""
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
 
 
 def read_stream(stream: BinaryIO | TextIO, name: str, budget: Budget | None = None) -> str:

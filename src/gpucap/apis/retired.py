@@ -4,12 +4,23 @@
 the loader rejects such an object with a message naming its replacement and Karpenter's
 migration guides, rather than ignoring it as a kind gpucap does not use. Read from
 aws/karpenter-provider-aws `website/content/en/preview/upgrading/upgrade-guide.md`
-@ 1d927085dd81. Called by `apis/serde.py`.
+@ 1d927085dd81. A kind of Karpenter's API groups that no CRD defines (`kind: Nodepool`) fails
+the same way ("no matches for kind"): `unknown_karpenter_kind` names the kind it most likely
+meant. Called by `apis/serde.py`.
 """
 
 from __future__ import annotations
 
-__all__ = ["retired_karpenter_api"]
+from gpucap.apis.errors import closest_name
+
+__all__ = ["retired_karpenter_api", "unknown_karpenter_kind"]
+
+# The kinds Karpenter v1.14's CRDs serve, per API group (kubernetes-sigs/karpenter
+# `pkg/apis/crds/`, aws/karpenter-provider-aws `pkg/apis/crds/`).
+KARPENTER_KINDS = {
+    "karpenter.sh": ("NodePool", "NodeClaim", "NodeOverlay"),
+    "karpenter.k8s.aws": ("EC2NodeClass",),
+}
 
 # Karpenter kinds and API versions that Karpenter v1 does not serve -> what replaces them.
 # Provisioner, Machine (karpenter.sh/v1alpha5) and AWSNodeTemplate (karpenter.k8s.aws/v1alpha1):
@@ -45,3 +56,18 @@ def retired_karpenter_api(api_version: str, kind: str) -> str | None:
             f"write it as {kind} {new_version}; see Karpenter's v1 migration guide {_V1_GUIDE}"
         )
     return None
+
+
+def unknown_karpenter_kind(api_version: str, kind: str) -> str | None:
+    """Why an object of a Karpenter API group whose kind no Karpenter CRD defines is refused,
+    with the served kind it most likely meant; None for a served kind or another group (those
+    are kinds gpucap does not use, a warning)."""
+    group = api_version.rpartition("/")[0]
+    served = KARPENTER_KINDS.get(group)
+    if served is None or kind in served:
+        return None
+    hint = closest_name(kind, served)
+    return (
+        f"the API server has no kind {kind!r} in {group}: Karpenter's CRDs serve "
+        f"{', '.join(served)}" + (f"; did you mean {hint}?" if hint else "")
+    )

@@ -30,7 +30,6 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 from typing import Any, Literal, TextIO, TypeAlias
 
 import yaml
@@ -64,8 +63,10 @@ from gpucap.apis.placeholders import (
     placeholders,
 )
 from gpucap.apis.reading import (
+    MANIFEST_SUFFIXES,
     InputError,
     load_json,
+    manifest_files,
     os_reason,
     read_path,
     read_stream,
@@ -95,6 +96,7 @@ from gpucap.runtime.collector import collector_paused
 __all__ = [
     "KINDS",
     "LIMIT",
+    "MANIFEST_SUFFIXES",
     "Issue",
     "LoadResult",
     "Manifest",
@@ -144,7 +146,6 @@ KINDS: dict[str, tuple[str, type[BaseModel], bool]] = {
     "Scenario": ("gpucap.dev/v1alpha1", Scenario, False),
 }
 
-MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 # The rule of an Issue that is an input limit (`apis/limits.py`) met inside a document: bad
 # input (exit 2) for every command, not a finding `lint` reports among others.
 LIMIT = "LIMIT"
@@ -423,13 +424,9 @@ def load_paths(paths: Sequence[str], stdin: TextIO | None = None) -> LoadResult:
             continue
         if is_dir:
             try:
-                files = sorted(
-                    f
-                    for f in Path(raw).rglob("*")
-                    if f.suffix.lower() in MANIFEST_SUFFIXES and f.is_file()
-                )
-            except OSError as err:
-                cannot(f"{raw}: cannot read the directory: {os_reason(err)}")
+                files = sorted(manifest_files(raw, budget))
+            except InputError as err:
+                cannot(str(err))
                 continue
             if not files:
                 cannot(f"{raw}: no *.yaml, *.yml or *.json files")
@@ -641,7 +638,11 @@ def _load_document(  # noqa: PLR0917 - one document's context, passed down
         error(("apiVersion",), retired_api, ref)
         return
     if kind not in KINDS:
-        ignored[kind] += 1
+        unknown = retired.unknown_karpenter_kind(api_version, kind)
+        if unknown is not None:
+            error(("kind",), unknown, ref)  # "no matches for kind": not a kind to ignore
+        else:
+            ignored[kind] += 1
         return
     want_version, model, namespaced = KINDS[kind]
     if api_version != want_version:

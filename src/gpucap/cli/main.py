@@ -8,13 +8,14 @@ gets one line on stderr, never a traceback.
 from __future__ import annotations
 
 import ast
+import errno
 import gc
 import json
 import os
 import re
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -46,6 +47,12 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_BAD_INPUT = 2
+# The status of a run whose reader closed the pipe (`gpucap plan | head`): click's own, which it
+# gives when the pipe closes while a command writes; the same when it closes at the last flush.
+EXIT_PIPE_CLOSED = 1
+# Errors of a write that the output's medium refused (a full disk, a quota, a file size limit,
+# a device error): the run was fine, its output could not be kept.
+_WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
 # Option defaults that live in modules only some commands load; tests/cli/test_startup.py
 # checks they equal controllers.provisioning.DEFAULT_MAX_PASSES and cli.simulate.DEFAULT_SPEED.
 DEFAULT_MAX_PASSES = 20
@@ -193,10 +200,14 @@ def validate(
     output: OutputOption = "table",
 ) -> None:
     """Load, default and validate manifests; print a one-line summary per object."""
+    from gpucap.apis.references import missing_node_classes  # noqa: PLC0415
     from gpucap.cli.render import format_list  # noqa: PLC0415
 
     _check_output(output, ("table", "json", "yaml"))
     result = load_paths(files)
+    if result.ok:
+        # What no single object shows: a NodePool naming an EC2NodeClass the input lacks.
+        result.issues.extend(missing_node_classes(result.objects.items))
     _report(result)
     if not result.ok:
         err.line(f"{len(result.errors)} error(s); nothing was validated")
@@ -406,13 +417,19 @@ def _plan(  # noqa: PLR0917 - the `plan` command's options, as given
 ) -> None:
     """The `plan` command's work, with the collector off (see `plan`)."""
     from gpucap.cli.render import format_explanation, plan_lines, write_plan  # noqa: PLC0415
-    from gpucap.cli.reporting import check_report_path, write_plan_report  # noqa: PLC0415
+    from gpucap.cli.reporting import (  # noqa: PLC0415
+        check_report_path,
+        refuse_overwriting_inputs,
+        write_plan_report,
+    )
     from gpucap.controllers.provisioning import explain_pod  # noqa: PLC0415
     from gpucap.controllers.provisioning import plan as make_plan  # noqa: PLC0415
 
     _check_output(output, ("table", "json", "yaml"))
     if report is not None:
         check_report_path(report, err)
+        inputs = [*files, *(f for f in (catalog, prices) if f is not None)]
+        refuse_overwriting_inputs("--report", report, inputs, err)
     result = load_paths(files)
     _report(result)
     if not result.ok:
@@ -914,11 +931,31 @@ def console() -> None:
         gc.freeze()
 
 
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null: what is still in its buffer would fail again when the
+    interpreter flushes it at exit (and print a warning there). In-process callers (the tests)
+    capture stdout in memory: nothing to do."""
+    try:
+        fd = sys.stdout.fileno()
+        null = os.open(os.devnull, os.O_WRONLY)
+    except (AttributeError, OSError, ValueError):
+        return
+    os.dup2(null, fd)
+    os.close(null)
+
+
+def _say_once(line: str) -> None:
+    """One line on stderr, unless stderr cannot take it either (then the status says it)."""
+    with suppress(OSError):
+        err.line(line)
+
+
 def main() -> None:
     """Entry point of the command line (the installed script reaches it through `console`):
-    run the app; turn a usage error into one line (exit 2) and any unexpected failure into
-    one line (exit 70). The one place click's own error output (a usage line, a hint and the
-    message, on several lines) is replaced."""
+    run the app; turn a usage error into one line (exit 2), an output that cannot be written (a
+    full disk) into one line (exit 2), a closed pipe into silence (exit 1, as click does), and
+    any unexpected failure into one line (exit 70). The one place click's own error output (a
+    usage line, a hint and the message, on several lines) is replaced."""
     # A command builds its world (imports, the bundled catalog, the input) before it makes any
     # garbage, and all of it survives: at the default threshold (a young collection every 700
     # allocations) the collector spent a seventh of `gpucap plan`'s start-up walking objects
@@ -927,6 +964,9 @@ def main() -> None:
     gc.set_threshold(_YOUNG_COLLECTION_EVERY, *previous[1:])
     try:
         code = app(standalone_mode=False)
+        # Written out here, where a failure is still this function's to report: left to the
+        # interpreter's exit, a full disk or a closed pipe would be a traceback-like warning.
+        sys.stdout.flush()
     except click_errors.NoArgsIsHelpError as e:
         e.show()  # `gpucap` or `gpucap ami` alone: the help, as asked for (exit 2, as click)
         sys.exit(EXIT_BAD_INPUT)
@@ -944,6 +984,16 @@ def main() -> None:
     except KeyboardInterrupt:
         err.line("interrupted")
         sys.exit(130)
+    except OSError as e:
+        if e.errno == errno.EPIPE:
+            _discard_stdout()  # the reader has gone (`gpucap plan | head`): nothing to say
+            sys.exit(EXIT_PIPE_CLOSED)
+        if e.errno in _WRITE_ERRNOS:
+            _discard_stdout()
+            _say_once(f"error: cannot write the output: {os_reason(e)}")
+            sys.exit(EXIT_BAD_INPUT)
+        _say_once(f"gpucap: internal error: {type(e).__name__}: {e} (please report this)")
+        sys.exit(70)
     except Exception as e:  # the promise is "never a traceback"; say what broke in one line
         err.line(f"gpucap: internal error: {type(e).__name__}: {e} (please report this)")
         sys.exit(70)

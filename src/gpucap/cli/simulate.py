@@ -11,11 +11,15 @@ whether it was watched, piped or written to a file.
 What goes where:
 - stdout: the table (a header, the timeline, the summary), or `-o json`/`-o yaml` (the document
   of `simulation_document`), or with `--events -` the JSON lines alone;
-- `--events FILE`: the JSON lines, written and flushed as the run goes (`tail -f` follows it);
+- `--events FILE`: the JSON lines, written and flushed as the run goes (`tail -f` follows it); a
+  write that fails (a full disk) ends the run with one line;
 - stderr: loader warnings, the one-line error, and the progress bar (a terminal only, table
   output only; transient: it leaves nothing behind);
 - `--report FILE`: the HTML report of the run (`report/`), in addition to whatever stdout
   carries; its path is checked before the run (`cli/reporting.py`).
+
+Neither `--events` nor `--report` may name one of the run's inputs (the scenario, the files it
+names): refused in one line before anything is written, rather than overwriting the input.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import TextIO
+from typing import TextIO, cast
 
 import typer
 import yaml
@@ -37,7 +41,11 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 from rich.text import Text
 
 from gpucap.apis.reading import InputError, os_reason
-from gpucap.cli.reporting import check_report_path, write_report_or_exit
+from gpucap.cli.reporting import (
+    check_report_path,
+    refuse_overwriting_inputs,
+    write_report_or_exit,
+)
 from gpucap.cli.simulate_render import (
     format_duration,
     format_summary,
@@ -118,6 +126,17 @@ def _check_usage(opts: SimulateOptions, err: Terminal) -> None:
             "SCENARIO: a scenario is read from a file (the manifests it names are relative to "
             "it), not from stdin",
         )
+    _check_outputs(opts, [opts.scenario], err)
+
+
+def _check_outputs(opts: SimulateOptions, inputs: Sequence[str], err: Terminal) -> None:
+    """`--events` and `--report` name neither an input nor each other."""
+    outputs = [("--events", opts.events), ("--report", opts.report)]
+    for option, path in outputs:
+        if path is not None:
+            refuse_overwriting_inputs(option, path, inputs, err)
+    if opts.events not in (None, "-") and opts.events == opts.report:
+        raise _fail(err, f"--events {opts.events}: --report names the same file")
 
 
 def _load(
@@ -153,15 +172,58 @@ def _load(
     return scenario, loaded[-1]
 
 
-def _open_events(path: str, err: Terminal) -> TextIO:
-    if path == "-":
-        return sys.stdout
+class EventsWriteError(Exception):
+    """The `--events` file refused a write (a full disk): the message is the one line."""
+
+
+class _EventsFile:
+    """The `--events` file as the recorder writes it (`write`, `flush`): a write that fails
+    becomes an `EventsWriteError` naming the option and the file, instead of an OSError from
+    inside the simulation."""
+
+    def __init__(self, path: str, stream: TextIO) -> None:
+        self.path = path
+        self.stream = stream
+        self.failed = False
+
+    def _failure(self, e: OSError) -> EventsWriteError:
+        self.failed = True
+        return EventsWriteError(f"--events {self.path}: cannot write: {os_reason(e)}")
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except OSError as e:
+            raise self._failure(e) from None
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except OSError as e:
+            raise self._failure(e) from None
+
+    def close(self) -> None:
+        try:
+            self.stream.close()
+        except OSError as e:
+            if not self.failed:  # the failure already said is not said twice
+                raise self._failure(e) from None
+
+
+def _open_events(path: str, err: Terminal) -> _EventsFile:
     try:
-        return open(path, "w", encoding="utf-8", newline="\n")
+        return _EventsFile(path, open(path, "w", encoding="utf-8", newline="\n"))
     except OSError as e:
         raise _fail(err, f"--events {path}: cannot write: {os_reason(e)}") from None
     except ValueError:  # a NUL in the name
         raise _fail(err, f"--events {path!r}: not a valid file name") from None
+
+
+def _close_events(events: _EventsFile, err: Terminal) -> None:
+    try:
+        events.close()
+    except EventsWriteError as e:
+        raise _fail(err, str(e)) from None
 
 
 def run(
@@ -181,13 +243,14 @@ def run(
     the terminal, injected by tests."""
     _check_usage(opts, err)
     scenario, catalog = _load(opts, catalog_for, err)
+    _check_outputs(opts, scenario.inputs, err)  # the files the scenario named are known now
     wall = clock or RealClock()
     with ExitStack() as stack:
-        sink = None
-        if opts.events is not None:
-            sink = _open_events(opts.events, err)
-            if sink is not sys.stdout:
-                stack.callback(sink.close)
+        sink: TextIO | None = sys.stdout if opts.events == "-" else None
+        if opts.events is not None and opts.events != "-":
+            events_file = _open_events(opts.events, err)
+            stack.callback(_close_events, events_file, err)
+            sink = cast("TextIO", events_file)  # the recorder writes and flushes, nothing else
         world = World(scenario, catalog, sink=sink)
         on_step: Callable[[float], None] | None = None
         watch: Watch | None = None
@@ -210,8 +273,8 @@ def run(
                 on_step = bar.step
         try:
             result = world.run(on_step=on_step)
-        except InputError as e:  # found at run time (a pod's gpucap.dev/startup-seconds)
-            raise _fail(err, str(e)) from None
+        except (InputError, EventsWriteError) as e:  # found at run time: a pod's
+            raise _fail(err, str(e)) from None  # gpucap.dev/startup-seconds, a full disk
         if watch is not None:
             watch.finish(result.end)
     if opts.report is not None:

@@ -17,6 +17,7 @@ write. Called by `sim/world.py` and the `simulate` command.
 
 from __future__ import annotations
 
+import datetime as dt
 import errno
 import json
 import os
@@ -31,11 +32,10 @@ from gpucap.apis.apirules import dns1123_subdomain_problem
 from gpucap.apis.duration import DurationError, format_seconds, parse_go_duration
 from gpucap.apis.errors import FieldPath, closest_name, format_path
 from gpucap.apis.limits import Budget, InputLimitError
-from gpucap.apis.reading import InputError, os_reason, read_path
+from gpucap.apis.reading import InputError, manifest_files, os_reason, read_path
 from gpucap.apis.scenario import EVENT_ACTIONS, EVENT_KINDS, Scenario, ScenarioEvent
 from gpucap.apis.serde import (
     KINDS,
-    MANIFEST_SUFFIXES,
     Issue,
     LoadResult,
     Manifest,
@@ -55,6 +55,7 @@ __all__ = [
     "LoadedScenario",
     "ScenarioAction",
     "ScenarioError",
+    "ami_release_problem",
     "load_scenario",
 ]
 
@@ -119,6 +120,9 @@ class LoadedScenario:
     # The loader's warnings (unfilled placeholders, ignored kinds, duplicates), one line each,
     # for the CLI to print as `plan` prints them. Not in SIM-INTERFACES.
     warnings: tuple[str, ...] = ()
+    # Every file the scenario read (itself first), so that the CLI can refuse to write an
+    # output over one of them (`--events`, `--report`). Not in SIM-INTERFACES.
+    inputs: tuple[str, ...] = ()
 
 
 CatalogSource = Catalog | Callable[[str], Catalog]
@@ -141,6 +145,7 @@ class _Loader:
         self.path = path
         self.first_apply: dict[_REF, ScenarioAction] = {}
         self.warnings: list[str] = []
+        self.inputs: list[str] = [path]
         self.base = Path(path).parent
         self.budget = Budget()  # one budget for the scenario and every file it names
 
@@ -188,6 +193,7 @@ class _Loader:
             ),
             timings=self.timings(sc),
             warnings=tuple(self.warnings),
+            inputs=tuple(self.inputs),
         )
 
     def document(self) -> Scenario:
@@ -241,16 +247,17 @@ class _Loader:
             raise self.fail(field, f"{name!r} is not a valid path") from None
         paths = [target]
         if is_dir:
-            paths = sorted(
-                str(f)
-                for f in Path(target).rglob("*")
-                if f.suffix.lower() in MANIFEST_SUFFIXES and f.is_file()
-            )
+            try:
+                found = manifest_files(target, self.budget)
+            except InputError as err:
+                raise self.fail(field, str(err)) from None
+            paths = sorted(str(f) for f in found)
             if not paths:
                 raise self.fail(field, f"{name!r}: no *.yaml, *.yml or *.json files")
         result = LoadResult()
         raw: list[dict[str, Any]] = []
         for p in paths:
+            self.inputs.append(p)
             try:
                 text = read_path(p, self.budget)
             except InputError as err:
@@ -335,11 +342,9 @@ class _Loader:
                 (*at, "amiRelease", "kubernetesVersion"),
                 f'{r.kubernetes_version!r} is not a Kubernetes minor version (e.g. "1.36")',
             )
-        if not _AMI_VERSION.fullmatch(r.version):
-            raise self.fail(
-                (*at, "amiRelease", "version"),
-                f"{r.version!r} is not an EKS AMI release version (e.g. v20261001)",
-            )
+        problem = ami_release_problem(r.version)
+        if problem is not None:
+            raise self.fail((*at, "amiRelease", "version"), problem)
         return ScenarioAction(i, t, kind, ami_release=(r.kubernetes_version, r.version))
 
     def ref(self, field: FieldPath, kind: str, namespace: str, name: str) -> _REF:
@@ -440,11 +445,9 @@ class _Loader:
                     f'{minor!r} is not a Kubernetes minor version (e.g. "1.36")',
                 )
             for j, version in enumerate(releases):
-                if not _AMI_VERSION.fullmatch(version):
-                    raise self.fail(
-                        ("amiReleases", minor, j),
-                        f"{version!r} is not an EKS AMI release version (e.g. v20261001)",
-                    )
+                problem = ami_release_problem(version)
+                if problem is not None:
+                    raise self.fail(("amiReleases", minor, j), problem)
 
     def timings(self, sc: Scenario) -> dict[str, float]:
         out: dict[str, float] = {}
@@ -487,6 +490,20 @@ class _Loader:
                 )
             out[image] = (compressed, uncompressed)
         return out
+
+
+def ami_release_problem(version: str) -> str | None:
+    """Why `version` is not an EKS AMI release version (`v` and the release date, YYYYMMDD), or
+    None. The date must be one (`v20260230` is not): found here, where the scenario gives it,
+    rather than by every launch that would look the release up."""
+    if not _AMI_VERSION.fullmatch(version):
+        return f"{version!r} is not an EKS AMI release version (e.g. v20261001)"
+    year, month, day = version[1:5], version[5:7], version[7:9]
+    try:
+        dt.date(int(year), int(month), int(day))
+    except ValueError:
+        return f"{version!r} is not an EKS AMI release version: {year}-{month}-{day} is not a date"
+    return None
 
 
 def _manifest_ref(m: Manifest) -> _REF:
