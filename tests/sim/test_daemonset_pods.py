@@ -7,8 +7,8 @@ blocks the node's disruption (kubernetes-sigs/karpenter `pkg/controllers/state/s
 `groupPodsByPriority`), and its requests take room on the node kube-scheduler binds to.
 
 Each rule on a minimal story (one NodePool, one or two Deployments, a DaemonSet); the law over
-the random stories of `test_laws.py` (with two DaemonSets added): at the end of every run, each
-registered node not being deleted has exactly the pods of the DaemonSets that land on it
+the random stories of `test_laws.py` (with two or three DaemonSets added): after every instant of
+every run, each registered node not being deleted has exactly the pods of the DaemonSets that land on it
 (`sim/kubelet.daemonsets_for`), and no DaemonSet pod is bound to a node that is gone.
 """
 
@@ -23,7 +23,10 @@ import yaml
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
-from gpucap.apis.core import Pod
+from gpucap.apis.core import Node, NodeSpec, Pod, Taint
+from gpucap.apis.meta import ObjectMeta
+from gpucap.apis.workloads import DaemonSet
+from gpucap.sim.daemonsets import daemon_pod_for, should_run
 from gpucap.sim.kubelet import daemonsets_for
 from gpucap.sim.recorder import Event
 from gpucap.sim.scenario import load_scenario
@@ -208,23 +211,21 @@ def test_daemonset_pods_leave_no_trace_in_the_event_log() -> None:
 
 
 def test_a_daemonset_applied_later_lands_on_the_running_nodes_and_goes_when_deleted() -> None:
-    world, _ = _story(
+    delete = {"kind": "DaemonSet", "name": "node-exporter", "namespace": "monitoring"}
+    story = _story(
         [_pool(after="Never"), _gpu_app()],
         [
             {"at": "10m", "apply": {"manifest": NODE_EXPORTER}},
-            {
-                "at": "30m",
-                "delete": {"kind": "DaemonSet", "name": "node-exporter", "namespace": "monitoring"},
-            },
+            {"at": "30m", "delete": delete},
         ],
-    ).run()
-    assert _daemon_pods(world) == set()
-
-    applied, _ = _story(
-        [_pool(after="Never"), _gpu_app()],
-        [{"at": "10m", "apply": {"manifest": NODE_EXPORTER}}],
-    ).run()
-    assert _daemon_pods(applied) == {("node-exporter", "gpu-1")}
+    )
+    world = _world(story)
+    seen: list[tuple[float, bool]] = []
+    world.run(on_step=lambda t: seen.append((t, _has(world, "monitoring/node-exporter-gpu-1"))))
+    assert world.cluster.node("gpu-1") is not None
+    assert {there for t, there in seen if t < 10 * 60} == {False}
+    assert {there for t, there in seen if 10 * 60 <= t < 30 * 60} == {True}
+    assert {there for t, there in seen if t >= 30 * 60} == {False}
 
 
 def test_a_daemonset_pod_that_does_not_tolerate_a_startup_taint_comes_once_it_is_removed() -> None:
@@ -235,10 +236,9 @@ def test_a_daemonset_pod_that_does_not_tolerate_a_startup_taint_comes_once_it_is
     seen: list[tuple[float, bool]] = []
     world = _world(story)
     world.run(on_step=lambda t: seen.append((t, _has(world, "monitoring/agent-gpu-1"))))
-    registered = world.recorder.events
-    (reg,) = [e for e in registered if e.type == "NodeRegistered"]
+    (registered,) = [e for e in world.recorder.events if e.type == "NodeRegistered"]
     first = min(t for t, there in seen if there)
-    assert first >= reg.t + world.timings.daemonset_start
+    assert first >= registered.t + world.timings.daemonset_start
 
 
 # ---- the drain ---------------------------------------------------------------------------------
@@ -367,8 +367,14 @@ def stories_with_daemonsets(draw: st.DrawFn) -> Story:
 @given(stories_with_daemonsets())
 def test_every_node_has_exactly_the_daemonset_pods_that_select_it(story: Story) -> None:
     note(story.to_yaml())
-    world, _ = story.run()
-    broken = daemon_law(world)
+    world = _world(story)
+    broken: list[str] = []
+
+    def step(t: float) -> None:
+        if not broken:  # the first instant that breaks it
+            broken.extend(f"t={t:.0f}s: {b}" for b in daemon_law(world))
+
+    world.run(on_step=step)
     assert not broken, "\n".join(broken)
 
 
@@ -385,3 +391,64 @@ def test_the_law_sees_a_missing_and_a_stray_daemonset_pod() -> None:
         "DaemonSet pod monitoring/node-exporter-gpu-1 is bound to 'gone', which is gone",
         "node gpu-1: DaemonSet pods [], selected ['node-exporter']",
     ]
+
+
+def test_a_daemonset_applied_again_with_another_template_replaces_its_pods() -> None:
+    bigger = _daemonset("node-exporter", tolerations=[{"operator": "Exists"}], cpu="200m")
+    story = _story(
+        [_pool(after="Never"), NODE_EXPORTER, _gpu_app()],
+        [
+            {"at": "10m", "apply": {"manifest": NODE_EXPORTER}},  # the same: the pod stays
+            {"at": "20m", "apply": {"manifest": bigger}},
+        ],
+        "30m",
+    )
+    world = _world(story)
+    created: dict[float, str] = {}
+
+    def step(t: float) -> None:
+        pod = world.cluster.pod("monitoring/node-exporter-gpu-1") if t > 60 else None
+        if pod is not None:
+            stamp = pod.metadata.creation_timestamp
+            created.setdefault(t, stamp.isoformat() if stamp else "")
+
+    world.run(on_step=step)
+    before = {c for t, c in created.items() if t < 20 * 60}
+    after = {c for t, c in created.items() if t >= 20 * 60}
+    assert len(before) == 1
+    assert len(after) == 1
+    assert before != after
+    pod = world.cluster.pod("monitoring/node-exporter-gpu-1")
+    assert pod.spec.containers[0].resources is not None
+    assert str(pod.spec.containers[0].resources.requests["cpu"]) == "200m"
+
+
+# ---- NodeShouldRunDaemonPod ----------------------------------------------------------------------
+def _node(taints: list[Taint], labels: dict[str, str] | None = None) -> Node:
+    meta = ObjectMeta(name="n", labels=labels or {})
+    return Node(metadata=meta, spec=NodeSpec(taints=taints))
+
+
+def _daemon(doc: dict[str, Any]) -> Pod:
+    return daemon_pod_for(DaemonSet.model_validate(doc))
+
+
+def test_a_noschedule_taint_keeps_a_new_daemon_off_but_not_a_running_one() -> None:
+    pod = _daemon(_daemonset("agent"))
+    disrupted = Taint(key="karpenter.sh/disrupted", effect="NoSchedule")
+    assert should_run(pod, _node([])) == (True, True)
+    assert should_run(pod, _node([disrupted])) == (False, True)
+    assert should_run(pod, _node([Taint(key="x", effect="NoExecute")])) == (False, False)
+    # The DaemonSet controller's own tolerations.
+    unreachable = Taint(key="node.kubernetes.io/unreachable", effect="NoExecute")
+    assert should_run(pod, _node([unreachable])) == (True, True)
+
+
+def test_runtime_gpu_labels_are_taken_as_met_on_gpu_nodes_only() -> None:
+    pod = _daemon(_daemonset("dcgm", node_selector={"nvidia.com/gpu.present": "true"}))
+    gpu = {"karpenter.k8s.aws/instance-gpu-count": "1"}
+    assert should_run(pod, _node([], gpu)) == (True, True)
+    assert should_run(pod, _node([], {"karpenter.k8s.aws/instance-gpu-count": "0"})) == (
+        False,
+        False,
+    )

@@ -45,7 +45,7 @@ from gpucap.runtime.clock import Clock
 from gpucap.scheduling.daemonsets import lands_on, without_runtime_labels
 from gpucap.state.cluster import Cluster
 
-__all__ = ["DAEMON_TOLERATIONS", "DaemonSetController", "should_run"]
+__all__ = ["DAEMON_TOLERATIONS", "DaemonSetController", "daemon_pod_for", "should_run"]
 
 # What `AddOrUpdateDaemonPodTolerations` gives every daemon pod (daemonset_util.go).
 DAEMON_TOLERATIONS = (
@@ -88,6 +88,12 @@ def _template(ds: DaemonSet) -> _Template:
     meta = ds.spec.template.metadata
     pod = build_pod(ds, ds.metadata.name, spec, meta.labels, meta.annotations)
     return _Template(ds, pod)
+
+
+def daemon_pod_for(ds: DaemonSet) -> Pod:
+    """The pod the DaemonSet controller makes from `ds` (unbound): the template's, named after
+    the DaemonSet, with the daemon tolerations added."""
+    return _template(ds).pod
 
 
 def _gpu_node(labels: Mapping[str, str]) -> bool:
@@ -177,12 +183,12 @@ class DaemonSetController:
         done = False
         for t in templates:
             run, keep = should_run(t.pod, node)
-            pod = have.get(_ds_key(t.ds))
-            if pod is None:
+            mine = have.get(_ds_key(t.ds))
+            if mine is None:
                 if run:
                     done = self._create(t, node_name) or done
-            elif not keep and pod.key in self._made:
-                done = self._delete(pod.key) or done
+            elif not keep and mine.key in self._made:
+                done = self._delete(mine.key) or done
         return done
 
     def _create(self, t: _Template, node_name: str) -> bool:
