@@ -17,6 +17,9 @@ What the world plays that is not Karpenter (the parts of Kubernetes around it):
   triggered again every 10 s, as Karpenter's pod controller requeues provisionable pods; a pass
   whose inputs (cluster state and the insufficient-capacity marks) are those of the last pass
   is skipped, since the solve is deterministic and would decide the same;
+- the DaemonSet controller (`sim/daemonsets.py`): one bound pod per DaemonSet on every node it
+  selects, made when a Node registers, loses its startup taints or is initialized and when a
+  DaemonSet is applied or deleted; no events;
 - kube-scheduler: binds a pod to the node it is nominated to once that node is registered,
   carries no taint the pod does not tolerate and has room for the pod's requests in what it
   advertises; a GPU pod nominated to a node whose GPU never appears stays Pending;
