@@ -321,7 +321,8 @@ class World:
 
     def _unconsolidated(self) -> None:
         """Karpenter's `Cluster.MarkUnconsolidated` (kubernetes-sigs/karpenter
-        `pkg/controllers/state/cluster.go` @ 2266468104f3): a pod bound or deleted, a state node
+        `pkg/controllers/state/cluster.go` @ 2266468104f3): a pod bound or deleted (DaemonSet pods
+        too: a Node registering with DaemonSets that land on it moves it), a state node
         appearing (an instance launched) or going, Initialized turning true, a NodeClaim or
         Node given a deletion timestamp while not marked for deletion already (expiration,
         interruption, garbage collection; a disruption command marks its candidates first,
