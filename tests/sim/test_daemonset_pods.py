@@ -8,8 +8,8 @@ blocks the node's disruption (kubernetes-sigs/karpenter `pkg/controllers/state/s
 
 Each rule on a minimal story (one NodePool, one or two Deployments, a DaemonSet); the law over
 the random stories of `test_laws.py` (with two or three DaemonSets added): after every instant of
-every run, each registered node not being deleted has exactly the pods of the DaemonSets that land on it
-(`sim/kubelet.daemonsets_for`), and no DaemonSet pod is bound to a node that is gone.
+every run, each registered node not being deleted has exactly the pods of the DaemonSets that
+land on it (`sim/kubelet.daemonsets_for`), and no DaemonSet pod is bound to a node that is gone.
 """
 
 from __future__ import annotations
