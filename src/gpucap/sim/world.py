@@ -17,6 +17,9 @@ What the world plays that is not Karpenter (the parts of Kubernetes around it):
   triggered again every 10 s, as Karpenter's pod controller requeues provisionable pods; a pass
   whose inputs (cluster state and the insufficient-capacity marks) are those of the last pass
   is skipped, since the solve is deterministic and would decide the same;
+- the DaemonSet controller (`sim/daemonsets.py`): one bound pod per DaemonSet on every node it
+  selects, made when a Node registers, loses its startup taints or is initialized and when a
+  DaemonSet is applied or deleted; no events;
 - kube-scheduler: binds a pod to the node it is nominated to once that node is registered,
   carries no taint the pod does not tolerate and has room for the pod's requests in what it
   advertises; a GPU pod nominated to a node whose GPU never appears stays Pending;
@@ -77,6 +80,7 @@ from gpucap.runtime.memo import IdentityMemo
 from gpucap.scheduling.resources import Resources, add, fits, pod_requests, subtract
 from gpucap.scheduling.solver import NODE_LIMITS_EXHAUSTED, TYPES_EXCEED_LIMITS
 from gpucap.scheduling.taints import untolerated
+from gpucap.sim.daemonsets import DaemonSetController
 from gpucap.sim.engine import Engine, Timer
 from gpucap.sim.kubelet import (
     DevicePlugin,
@@ -229,6 +233,20 @@ class World:
         self._provisioning = _Reconciler("provisioner", self._provision)
         self._pod_trigger = _Reconciler("provisioning.pods", self._retrigger)
         self._binder = _Reconciler("kube-scheduler", self._bind_all)
+
+        def daemon_pods_changed() -> None:
+            self._unconsolidated()  # a DaemonSet pod bound or deleted
+            self._changed()
+
+        # The DaemonSet controller: its pods are bound at once, without events (see
+        # `sim/daemonsets.py`).
+        self.daemonsets = DaemonSetController(
+            self.cluster,
+            self.clock,
+            place=self._place,
+            unplace=self._unplace,
+            changed=daemon_pods_changed,
+        )
         self._nodes: dict[str, _NodeSim] = {}  # NodeClaim name -> kubelet model
         self._claim_timers: dict[str, Timer] = {}
         self._names: dict[str, int] = {}
@@ -303,7 +321,8 @@ class World:
 
     def _unconsolidated(self) -> None:
         """Karpenter's `Cluster.MarkUnconsolidated` (kubernetes-sigs/karpenter
-        `pkg/controllers/state/cluster.go` @ 2266468104f3): a pod bound or deleted, a state node
+        `pkg/controllers/state/cluster.go` @ 2266468104f3): a pod bound or deleted (DaemonSet pods
+        too: a Node registering with DaemonSets that land on it moves it), a state node
         appearing (an instance launched) or going, Initialized turning true, a NodeClaim or
         Node given a deletion timestamp while not marked for deletion already (expiration,
         interruption, garbage collection; a disruption command marks its candidates first,
@@ -372,6 +391,8 @@ class World:
             applied = self.cluster.delete(kind, namespace or None, name)
             self._pods_deleted(applied.deleted)
             self._objects_changed(kind)
+            if kind == "DaemonSet":
+                self.daemonsets.daemonsets_changed()
         elif action.kind == "capacity" and action.capacity is not None:
             self._capacity(action)
         elif action.kind == "interrupt" and action.interrupt_node_claim is not None:
@@ -411,6 +432,10 @@ class World:
                 self._pending(key)
         self._pods_deleted(applied.deleted)
         self._objects_changed(kind)
+        if kind == "DaemonSet":
+            self.daemonsets.daemonsets_changed()
+        elif kind == "Node":
+            self.daemonsets.node_changed(obj.metadata.name)
         self._changed()
 
     def _objects_changed(self, kind: str) -> None:
@@ -882,6 +907,7 @@ class World:
         node = registering_node(claim)
         sim.node = node.metadata.name
         result = self.lifecycle.register(node)
+        self.daemonsets.node_changed(sim.node)
         self._start_plugin(sim)
         self.emit(
             "NodeRegistered",
@@ -961,6 +987,7 @@ class World:
         ]
         node = node.model_copy(update={"spec": node.spec.model_copy(update={"taints": taints})})
         result = self.lifecycle.node_changed(node)
+        self.daemonsets.node_changed(sim.node)
         if result is not None:
             self._lifecycle_result(result)
         self._trigger_bind()
@@ -971,6 +998,7 @@ class World:
             return
         sim.initialized = True
         self._unconsolidated()
+        self.daemonsets.node_changed(sim.node)  # labelled initialized
         node = self.cluster.node(sim.node)
         advertised = {}
         if node is not None:
