@@ -9,9 +9,13 @@ the NVIDIA driver supports, derived from NVIDIA's driver table); `None` means "n
 Coverage: AL2023 and AL2 only (Bottlerocket and Windows versions are not in those notes),
 newest first. One release (`v20260827`) is known only from an SSM answer
 (`.../1.36/amazon-linux-2023/x86_64/nvidia/recommended/release_version`): its
-`contents_known` is False, it has no images, and it counts as present only for what that
-answer showed (Kubernetes 1.36, al2023, x86_64, nvidia). `coverage_end()` is the date of the
-newest bundled release: a pin dated after it is "unknown, newer than the bundled list".
+`contents_known` is False and it has no images. EKS publishes all the variants of a release
+together (standard, NVIDIA and Neuron; x86_64 and arm64: the data's header `variants`), so it
+counts as present for every al2023 variant and arch of Kubernetes 1.36 (`seen_in`, expanded so
+by `scripts/build_ami_releases.py`), and only for that minor: `plan`, `lint` and `simulate`
+resolve a CPU NodePool's standard AMI from it as they do the NVIDIA one. `coverage_end()` is
+the date of the newest bundled release: a pin dated after it is "unknown, newer than the
+bundled list".
 
 Variants are Karpenter's (`standard`, `nvidia`, `neuron`). AL2 has one GPU AMI for both
 `nvidia` and `neuron` (`amazon-linux-2-gpu`); its images carry variant `gpu`, which may also be
