@@ -66,6 +66,11 @@ from gpucap.controllers.nodeclaim.conditions import INITIALIZED, is_true
 from gpucap.controllers.nodeclaim.lifecycle import Lifecycle, LifecycleResult
 from gpucap.controllers.nodeclaim.podevents import PodEvents
 from gpucap.controllers.nodeclaim.registering import advertise, registering_node
+from gpucap.controllers.nodepool.readiness import (
+    NodePoolReadiness,
+    NotReadyNodePool,
+    ready_nodepools,
+)
 from gpucap.controllers.provisioning.batcher import Batcher
 from gpucap.controllers.provisioning.provisioner import Provisioner
 from gpucap.controllers.termination import Termination, TerminationResult
@@ -613,13 +618,22 @@ class World:
         return None
 
     def _ready_nodepools(self) -> list[NodePool]:
-        """The NodePools Karpenter would use: their EC2NodeClass applied (else not Ready)."""
-        return [
-            np
-            for np in self.cluster.nodepools()
-            if np.spec.template.spec.node_class_ref.is_ec2nodeclass
-            and np.spec.template.spec.node_class_ref.name in self.nodeclasses
-        ]
+        """The NodePools Karpenter's provisioner uses: the Ready ones (`ready_nodepools`, with
+        Karpenter's policy for a missing EC2NodeClass and each class's readiness from the AMIs
+        it resolves now). A NodePool that turns not Ready is announced once
+        (`NodePoolNotReady`, with Karpenter's reason and why), and `NodePoolReady` when it is
+        Ready again; the provisioner ignores it meanwhile, so it gets no NodeClaim."""
+        readiness = ready_nodepools(
+            self.cluster.nodepools(),
+            {name: self.aws.nodeclass_readiness(nc) for name, nc in self.nodeclasses.items()},
+            missing_class="skip",
+        )
+        announced: _Announced | None = self.__dict__.get("_nodepool_readiness")
+        if announced is None:
+            # Kept on the world from the first call (World.__init__ is not this helper's).
+            announced = self.__dict__["_nodepool_readiness"] = _Announced()
+        announced.update(readiness, self.cluster.nodepool, self.emit)
+        return readiness.ready
 
     def _next_name(self, nodepool: str) -> str:
         while True:
@@ -1440,3 +1454,38 @@ def _instance_types_of(claim: NodeClaim) -> list[str]:
         if req.key == INSTANCE_TYPE and req.operator == "In":
             return list(req.values)
     return []
+
+
+@dataclass(slots=True)
+class _Announced:
+    """The not Ready NodePools the log has announced (`World._ready_nodepools`), by name, and
+    the current ones' entries (which pending pods' reasons name: `readiness.with_not_ready`)."""
+
+    said: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (reason, message)
+    not_ready: list[NotReadyNodePool] = field(default_factory=list)
+
+    def update(
+        self,
+        readiness: NodePoolReadiness,
+        nodepool_of: Callable[[str], NodePool | None],
+        emit: Callable[..., Event],
+    ) -> None:
+        """Emit `NodePoolNotReady` for each pool that became not Ready (or whose reason
+        changed) and `NodePoolReady` for each announced one that is Ready again."""
+        self.not_ready = list(readiness.not_ready)
+        now = {p.name: p for p in readiness.not_ready}
+        for name in [n for n in self.said if n not in now]:
+            del self.said[name]
+            if nodepool_of(name) is not None:
+                emit("NodePoolReady", nodePool=name)
+        for name, pool in now.items():
+            if self.said.get(name) == (pool.reason, pool.message):
+                continue
+            self.said[name] = (pool.reason, pool.message)
+            emit(
+                "NodePoolNotReady",
+                nodePool=name,
+                nodeClass=pool.nodeclass,
+                reason=pool.reason,
+                message=pool.message,
+            )

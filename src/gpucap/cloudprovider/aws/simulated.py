@@ -248,9 +248,10 @@ class SimulatedEC2:
 
     def publish_amis(self, kubernetes_version: str, *, recommended: str | None = None) -> None:
         """Publish the bundled EKS AL2023 and AL2 AMI releases for a Kubernetes version as AWS
-        does: an image and a pinned SSM parameter per release x arch x variant it has, and
-        `recommended` parameters (image id and release version) pointing at `recommended`
-        (default: the newest release with that image). Called when a simulation starts, on an
+        does: an image and a pinned SSM parameter per release x arch x variant it has (an
+        abandoned release too: a pin to it still resolves, lint warns), and `recommended`
+        parameters (image id and release version) pointing at `recommended` (default: the
+        newest release with that image that is not abandoned). Called when a simulation starts, on an
         `amiRelease` event, and by `plan` and `lint` (which resolve aliases the same way)."""
         k8s = kubernetes_version
         for family in RELEASE_FAMILIES:
@@ -266,7 +267,9 @@ class SimulatedEC2:
                         release.version,
                         created=release.date.isoformat(),
                     )
-                    if recommended is None or release.version == recommended:
+                    if (recommended is None and not release.abandoned) or (
+                        release.version == recommended
+                    ):
                         newest[(arch, variant)] = release
             for (arch, variant), release in newest.items():
                 name = _ami_name(family, k8s, arch, variant, release.version)
@@ -856,7 +859,9 @@ class SimulatedEC2:
 def _bundled(k8s: str, family: str) -> tuple[AMIRelease, ...]:
     """The bundled releases with an image of `family` for Kubernetes `k8s`, newest first."""
     by_version = {
-        r.version: r for arch in ("x86_64", "arm64") for r in releases_for(k8s, family, arch)
+        r.version: r
+        for arch in ("x86_64", "arm64")
+        for r in releases_for(k8s, family, arch, include_abandoned=True)
     }
     return tuple(sorted(by_version.values(), key=lambda r: r.date, reverse=True))
 
