@@ -70,6 +70,7 @@ from gpucap.controllers.nodepool.readiness import (
     NodePoolReadiness,
     NotReadyNodePool,
     ready_nodepools,
+    with_not_ready,
 )
 from gpucap.controllers.provisioning.batcher import Batcher
 from gpucap.controllers.provisioning.provisioner import Provisioner
@@ -1454,6 +1455,23 @@ def _instance_types_of(claim: NodeClaim) -> list[str]:
         if req.key == INSTANCE_TYPE and req.operator == "In":
             return list(req.values)
     return []
+
+
+def _not_ready_reasons(world: World, errors: Mapping[str, str]) -> dict[str, str]:
+    """A pass's pending reasons with a part naming each not Ready NodePool that could take the
+    pod (`readiness.with_not_ready`), for `_unschedulable`."""
+    announced: _Announced | None = world.__dict__.get("_nodepool_readiness")
+    if announced is None or not announced.not_ready:
+        return dict(errors)
+    cluster = world.cluster
+
+    def pod_of(key: str) -> Pod | None:
+        try:
+            return cluster.pod(key)
+        except KeyError:
+            return None
+
+    return with_not_ready(errors, pod_of, announced.not_ready)
 
 
 @dataclass(slots=True)

@@ -229,7 +229,10 @@ def ami_release_not_found(ctx: LintContext) -> Iterable[Finding]:
         try:
             alias_parameters(alias.text, k8s)
         except UnsupportedAliasError as err:
-            yield ctx.finding("AMI002", "error", alias.manifest, alias.path, f"{alias.text}: {err}")
+            ignored = _ignored(ctx, alias, pools, known=False)
+            yield ctx.finding(
+                "AMI002", "error", alias.manifest, alias.path, f"{alias.text}: {err}: {ignored}"
+            )
             continue
         except ValueError:
             continue  # malformed alias: the schema rules report it
@@ -292,11 +295,19 @@ def _not_ready(ctx: LintContext, alias: _Alias) -> bool:
 
 
 def _ignored(
-    ctx: LintContext, alias: _Alias, pools: list[PoolView], near: dt.date | None = None
+    ctx: LintContext,
+    alias: _Alias,
+    pools: list[PoolView],
+    near: dt.date | None = None,
+    *,
+    known: bool = True,
 ) -> str:
     """What an alias that resolves nothing does, and the releases gpucap knows instead."""
     readiness = ctx.nodeclass_readiness.get(alias.nodeclass.name)
-    state = f"{readiness.condition} {readiness.status}" if readiness is not None else "not Ready"
+    state = "not Ready"
+    if readiness is not None:
+        state = f"{readiness.condition} {readiness.status}"
+        state += f", {readiness.reason}" if readiness.reason else ""
     if pools:
         names = name_list(p.name for p in pools)
         what = (
@@ -305,6 +316,8 @@ def _ignored(
         )
     else:
         what = f"Karpenter resolves no AMI and the EC2NodeClass is not Ready ({state})"
+    if not known:
+        return what
     try:
         known = known_releases(ctx.kubernetes_version, alias.family, near=near)
     except ValueError:
