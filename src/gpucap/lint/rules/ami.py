@@ -319,10 +319,10 @@ def _ignored(
     if not known:
         return what
     try:
-        known = known_releases(ctx.kubernetes_version, alias.family, near=near)
+        releases = known_releases(ctx.kubernetes_version, alias.family, near=near)
     except ValueError:
         return what
-    return f"{what}; {known}"
+    return f"{what}; {releases}"
 
 
 def _check_bundled(ctx: LintContext, alias: _Alias, pools: list[PoolView]) -> Iterable[Finding]:
