@@ -251,8 +251,9 @@ class SimulatedEC2:
         does: an image and a pinned SSM parameter per release x arch x variant it has (an
         abandoned release too: a pin to it still resolves, lint warns), and `recommended`
         parameters (image id and release version) pointing at `recommended` (default: the
-        newest release with that image that is not abandoned). Called when a simulation starts, on an
-        `amiRelease` event, and by `plan` and `lint` (which resolve aliases the same way)."""
+        newest release with that image that is not abandoned). Called when a simulation
+        starts, on an `amiRelease` event, and by `plan` and `lint` (which resolve aliases the
+        same way)."""
         k8s = kubernetes_version
         for family in RELEASE_FAMILIES:
             newest: dict[tuple[str, str], AMIRelease] = {}
