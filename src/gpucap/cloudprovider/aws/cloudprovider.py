@@ -46,6 +46,7 @@ from gpucap.apis.hashing import structure_hash
 from gpucap.apis.labels import CAPACITY_TYPE, EC2NODECLASS, INSTANCE_TYPE, NODEPOOL, ZONE
 from gpucap.apis.meta import ObjectMeta
 from gpucap.apis.nodepool import NodeClaim, NodePool
+from gpucap.apis.placeholders import placeholders
 from gpucap.apis.quantity import Quantity, base_units
 from gpucap.cloudprovider.aws.amifamily import (
     AMIDiscoveryError,
@@ -183,12 +184,17 @@ def alias_readiness(
     """Each class's readiness as `plan` and `lint` see it, by name: a class that selects its
     AMI by alias is as `provider` resolves it (over a `SimulatedEC2` that published the bundled
     releases, as the simulator's does); one that selects its own AMIs (id, name, tags, an SSM
-    parameter) is taken as Ready, since gpucap cannot see a user's images."""
+    parameter) is taken as Ready, since gpucap cannot see a user's images, and so is an alias
+    with an unfilled `${VAR}` (a template such as the workshop's, planned before `gpucap
+    render` fills it; lint reports the placeholder)."""
     out: dict[str, NodeClassReadiness] = {}
     for nc in nodeclasses:
         term = nc.alias
-        alias = term is not None and term.alias is not None
-        out[nc.name] = provider.nodeclass_readiness(nc) if alias else NODECLASS_READY
+        alias = term.alias if term is not None else None
+        if alias is None or placeholders(alias, braced_only=True):
+            out[nc.name] = NODECLASS_READY
+        else:
+            out[nc.name] = provider.nodeclass_readiness(nc)
     return out
 
 
