@@ -111,3 +111,12 @@ def test_a_pending_pods_reason_names_a_not_ready_pool_only_if_the_pool_could_tak
         "(did you mean gpu?)"
     )
     assert out[web.key] == "no dynamic nodepools found"
+
+
+def test_plans_note_for_a_missing_class_asks_about_a_close_name() -> None:
+    notes: list[str] = []
+    ready_nodepools(pools(refers_to("gpus")), {"gpu": READY}, missing_class="default", notes=notes)
+    assert notes == [
+        "NodePool gpu: EC2NodeClass gpus is not in the input (did you mean gpu? Karpenter would "
+        "leave it not Ready); planned with a default one (AL2023, 20Gi root volume)"
+    ]

@@ -35,7 +35,7 @@ simulator (`World._ready_nodepools`).
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -155,8 +155,10 @@ def ready_nodepools(
             continue
         condition = nodeclasses.get(ref.name)
         if condition is None and missing_class == "default":
+            close = _closest(ref.name, nodeclasses)
+            typo = f" (did you mean {close}? Karpenter would leave it not Ready)" if close else ""
             say(
-                f"NodePool {np.name}: EC2NodeClass {ref.name} is not in the input; "
+                f"NodePool {np.name}: EC2NodeClass {ref.name} is not in the input{typo}; "
                 "planned with a default one (AL2023, 20Gi root volume)"
             )
             defaulted.append(np.name)
@@ -165,7 +167,7 @@ def ready_nodepools(
         if condition is not None and condition.status == "True":
             ready.append(np)
             continue
-        entry = _not_ready(np, ref.name, condition, sorted(nodeclasses))
+        entry = _not_ready(np, ref.name, condition, nodeclasses)
         not_ready.append(entry)
         say(f"NodePool {np.name}: not Ready ({entry.reason}), {entry.message}")
     return NodePoolReadiness(ready, not_ready, defaulted)
@@ -191,11 +193,10 @@ def with_not_ready(
 
 
 def _not_ready(
-    np: NodePool, name: str, condition: NodeClassCondition | None, present: Sequence[str]
+    np: NodePool, name: str, condition: NodeClassCondition | None, present: Iterable[str]
 ) -> NotReadyNodePool:
     if condition is None:
-        close = difflib.get_close_matches(name, present, n=1, cutoff=_CLOSE)
-        suggestion = close[0] if close else None
+        suggestion = _closest(name, present)
         hint = f" (did you mean {suggestion}?)" if suggestion else ""
         return NotReadyNodePool(
             np, name, NODECLASS_NOT_FOUND, f"EC2NodeClass {name} not found{hint}", suggestion
@@ -208,6 +209,12 @@ def _not_ready(
     if condition.status == "False":
         return NotReadyNodePool(np, name, condition.reason or "NodeClassNotReady", said)
     return NotReadyNodePool(np, name, NODECLASS_READINESS_UNKNOWN, said)
+
+
+def _closest(name: str, present: Iterable[str]) -> str | None:
+    """The present class name closest to a missing one, if close enough to be a typo."""
+    close = difflib.get_close_matches(name, sorted(present), n=1, cutoff=_CLOSE)
+    return close[0] if close else None
 
 
 def _silent(_: str) -> None:
