@@ -24,8 +24,12 @@ Dropped or changed on the way:
   (`sharedPackageColumn`) lose their kernel and kernel series: those notes say the GPU AMI's
   kernel was held back, so the column's kernel is not known to be the GPU AMI's;
 - a release the shared file knows only from an SSM answer (its `al2023` and `al2` are both
-  null) gets `"contentsKnown": false`, its `note`, and `seenIn`: the (minor, family, arch,
-  variant) of each EKS SSM parameter path named in its `source` text.
+  null) gets `"contentsKnown": false`, its `note`, and `seenIn`: for each (minor, family) of an
+  EKS SSM parameter path named in its `source` text, every variant key of that family
+  (`VARIANT_KEYS`), x86_64 and arm64. EKS publishes a release's standard, NVIDIA and Neuron
+  AMIs for both architectures together (one build, one `releaseVersion`; the release notes
+  list them in one table), so a release seen for one variant exists for all of them; the
+  header's `variants` says so (the provenance of the expansion).
 
 Output: header keys, then one release per line, newest first as in the input; keys sorted, so
 a rebuild from the same input is byte-identical.
@@ -73,6 +77,13 @@ VARIANT_KEYS = {
     "al2": ("x86_64/standard", "arm64/standard", "x86_64/gpu"),
 }
 STATUSES = ("released", "abandoned")
+# The provenance of `seenIn`'s expansion (written into the header as `variants`).
+VARIANTS_TOGETHER = (
+    "EKS publishes every variant of a release together: standard, NVIDIA and Neuron, x86_64 "
+    "and arm64 (one build and one releaseVersion per Kubernetes minor; the release notes list "
+    "them in one table). A release known only from an SSM answer for one variant (seenIn) is "
+    "therefore known for every variant of that family and Kubernetes minor."
+)
 # An EKS-optimized AL2023 SSM path quoted in a release's `source` text.
 SSM_PATH = re.compile(
     r"/aws/service/eks/optimized-ami/(?P<k8s>\d+\.\d+)/amazon-linux-2023/"
@@ -139,11 +150,19 @@ def compact_release(release: dict[str, Any]) -> dict[str, Any]:
         note = release.get("source") or ""
         out["contentsKnown"] = False
         out["note"] = note
-        out["seenIn"] = [
-            {"kubernetes": m["k8s"], "family": "al2023", "arch": m["arch"], "variant": m["variant"]}
-            for m in SSM_PATH.finditer(note)
-        ]
+        out["seenIn"] = seen_in(note)
     return out
+
+
+def seen_in(note: str) -> list[dict[str, str]]:
+    """Every image a release known only from SSM answers has: all the variants of each
+    (Kubernetes minor, family) an SSM path in `note` names (see the module docstring)."""
+    seen = dict.fromkeys((m["k8s"], "al2023") for m in SSM_PATH.finditer(note))
+    return [
+        {"kubernetes": k8s, "family": family, "arch": arch, "variant": variant}
+        for k8s, family in seen
+        for arch, variant in (key.split("/") for key in VARIANT_KEYS[family])
+    ]
 
 
 def build(source: Path) -> str:
@@ -169,6 +188,7 @@ def build(source: Path) -> str:
             "commitDate": src["commitDate"],
         },
         "fields": [name for name, _ in FIELDS],
+        "variants": VARIANTS_TOGETHER,
         "ssmParameterTemplates": doc["ssmParameterTemplates"],
     }
     head = ",\n".join(
@@ -198,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")
-    releases = text.count("\n") - 6  # 5 header lines and the closing one
+    releases = text.count("\n") - 7  # 6 header lines and the closing one
     print(f"wrote {target} ({len(text.encode())} bytes, {releases} releases)")
     return 0
 

@@ -414,6 +414,7 @@ def test_the_summary_tables() -> None:
         "NodePool limits reached: 1 time",
         "Pending at the end (1):",
         "  default/big-0 (since 00:01:40): no instance type has 16 GPUs",
+        "Never Ready: 1 of 2 pods created",
     ]
 
 

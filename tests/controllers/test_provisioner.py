@@ -22,7 +22,16 @@ from gpucap.runtime.clock import FakeClock
 from gpucap.scheduling.requirements import Requirement, Requirements
 from gpucap.state.cluster import Cluster
 from gpucap.state.snapshot import snapshot
-from tests.builders import GPU_TOLERATION, daemonset, deployment, edit, load, nodeclass, nodepool
+from tests.builders import (
+    GPU_TOLERATION,
+    daemonset,
+    deployment,
+    edit,
+    load,
+    nodeclass,
+    nodepool,
+    pod,
+)
 from tests.state.builders import node
 
 CATALOG = load_catalog("us-east-1")
@@ -228,3 +237,13 @@ def test_a_provisioners_later_passes_decide_what_a_fresh_provisioner_decides() -
     for objs, snap in passes:
         assert _decide(shared, objs, snap) == _decide(Provisioner(fake), objs, snap)
     assert any(_decide(Provisioner(fake), o, s)[1] for o, s in passes)  # a node took pods
+
+
+def test_plan_takes_an_alias_with_an_unfilled_placeholder_as_resolvable() -> None:
+    # The workshop's EC2NodeClass is a template (al2023@${AMI_VERSION}): plan plans it before
+    # `gpucap render` fills it, as it always has; lint reports the placeholder.
+    nc = edit(nodeclass("gpu"), "spec.amiSelectorTerms", [{"alias": "al2023@${AMI_VERSION}"}])
+    gpu_pod = pod("vllm-0", gpu=1, tolerations=[GPU_TOLERATION])
+    out = plan(load(nc, nodepool("gpu"), gpu_pod).objects, CATALOG)
+    assert len(out.node_claims) == 1
+    assert not any("not Ready" in n for n in out.notes)

@@ -110,21 +110,53 @@ def test_ami001_workshop_latest() -> None:
 # ==== AMI002 ===================================================================================
 
 
-def test_ami002_release_that_does_not_exist() -> None:
+def test_ami002_an_alias_that_resolves_nothing_names_its_not_ready_pools_and_known_releases() -> (
+    None
+):
     findings, text = lint(nodepool(), pinned("al2023@v20260701"), select="AMI002")
     f = only(findings, "AMI002")
     assert f.severity == "error"
     assert f.line == line_of(text, "alias: al2023@v20260701")
     assert "there is no EKS AMI release v20260701" in f.message
-    assert "nearest releases for Kubernetes 1.36: v20260625, v20260714" in f.message
+    assert "the EC2NodeClass is not Ready (AMIsReady Unknown) and neither is NodePool gpu" in (
+        f.message
+    )
+    assert f.message.endswith(
+        "al2023 releases gpucap knows for Kubernetes 1.36: v20260827, v20260714, v20260625, "
+        "v20260618, v20260610"
+    )
+
+
+def test_ami002_many_known_releases_are_summarised_with_the_nearest() -> None:
+    findings, _ = lint(nodepool(), pinned("al2023@v20250102"), select="AMI002", k8s="1.30")
+    f = only(findings, "AMI002")
+    assert "gpucap knows 81 al2023 releases for Kubernetes 1.30, v20240514 to v20260714" in (
+        f.message
+    )
+    assert "; the nearest: " in f.message
 
 
 def test_ami002_release_without_this_kubernetes_version() -> None:
     findings, _ = lint(nodepool(), pinned("al2023@v20260505"), select="AMI002")
     f = only(findings, "AMI002")
     assert f.severity == "error"
-    assert "release v20260505 has no x86_64/nvidia (NodePool gpu)" in f.message
-    assert "for Kubernetes 1.36 (it covers Kubernetes 1.35," in f.message
+    assert "release v20260505 has no AMI for Kubernetes 1.36" in f.message
+    assert "(gpucap knows it for Kubernetes 1.35," in f.message
+    assert "neither is NodePool gpu" in f.message
+
+
+def test_ami002_latest_with_no_release_for_the_kubernetes_version_is_an_error() -> None:
+    findings, _ = lint(nodepool(), pinned("al2023@latest"), select="AMI002", k8s="1.22")
+    f = only(findings, "AMI002")
+    assert f.severity == "error"
+    assert "al2023@latest: no release for Kubernetes 1.22" in f.message
+    assert "gpucap knows no al2023 release for Kubernetes 1.22" in f.message
+
+
+def test_ami002_quiet_for_a_cpu_pool_on_the_workshops_pinned_release() -> None:
+    # A release has all its variants: v20260827's standard AMIs are known, as its NVIDIA one.
+    cpu = edit(nodepool(), "spec.template.spec.requirements", [])
+    assert lint(cpu, pinned("al2023@v20260827"), select="AMI002")[0] == []
 
 
 def test_ami002_newer_than_bundled_list_is_info() -> None:

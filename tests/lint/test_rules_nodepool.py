@@ -1,4 +1,4 @@
-"""NP001-NP009 (lint/rules/nodepool.py), on builder manifests and on the workshop's files."""
+"""NP001-NP011 (lint/rules/nodepool.py), on builder manifests and on the workshop's files."""
 
 from __future__ import annotations
 
@@ -535,3 +535,30 @@ def test_np009_flags_exactly_the_instance_types_the_catalog_lacks(
         f.message.split(" In ", 1)[1].split(":", 1)[0] for f in findings if f.severity == "warning"
     )
     assert flagged == sorted(missing)
+
+
+# ==== NP011 ====================================================================================
+
+
+def test_np011_a_nodepool_naming_a_missing_class_beside_others_is_found_with_did_you_mean() -> None:
+    typo = edit(nodepool("gpu"), "spec.template.spec.nodeClassRef.name", "gpus")
+    findings, text = lint(nodeclass("gpu"), typo, select="NP011")
+    (f,) = findings
+    assert (f.rule, f.severity, f.object_ref) == ("NP011", "error", "NodePool/gpu")
+    assert f.line == line_of(text, "name: gpus")
+    assert "the input has no EC2NodeClass gpus (did you mean gpu?)" in f.message
+    assert "not Ready (NodeClassNotFound)" in f.message
+
+
+def test_np011_names_the_classes_there_are_when_none_is_close() -> None:
+    other = edit(nodepool("gpu"), "spec.template.spec.nodeClassRef.name", "zzzzzz")
+    (f,) = lint(nodeclass("gpu"), other, select="NP011")[0]
+    assert "(it has gpu)" in f.message
+
+
+def test_np011_quiet_for_a_nodepool_linted_without_any_ec2nodeclass() -> None:
+    assert lint(nodepool("gpu"), select="NP011")[0] == []
+
+
+def test_np011_quiet_when_the_class_is_there() -> None:
+    assert lint(nodeclass("gpu"), nodepool("gpu"), select="NP011")[0] == []

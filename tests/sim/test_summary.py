@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpucap.sim.recorder import Event, Recorder, read_events
-from gpucap.sim.summary import NO_DECISION, nearest_rank, summarize
+from gpucap.sim.summary import BOUND_NOT_READY, NO_DECISION, nearest_rank, summarize
 
 GPU1 = {"nvidia.com/gpu": 1}
 
@@ -247,7 +247,14 @@ def test_pods_pending_at_the_end_say_why() -> None:
             "devicePlugin": None,
         }
     ]
-    assert s["pods"] == {"created": 5, "bound": 1, "ready": 0, "evicted": 1, "deleted": 1}
+    assert s["pods"] == {
+        "created": 5,
+        "bound": 1,
+        "ready": 0,
+        "evicted": 1,
+        "deleted": 1,
+        "neverReady": 5,
+    }
 
 
 def test_the_summary_is_the_same_from_the_events_file() -> None:
@@ -359,3 +366,46 @@ def test_serving_lost_counts_an_evicted_ready_pod_until_it_is_ready_again() -> N
     s = summarize(events, end=2000.0)
     assert s["servingPodsEvicted"] == 2
     assert s["servingLostSeconds"] == 400.0 + 200.0
+
+
+# ---- pods that never became Ready ---------------------------------------------------------------
+def test_pods_deleted_before_they_were_ready_are_counted_and_say_why_they_waited() -> None:
+    why = 'nodepool "gpu": not ready, EC2NodeClass gpus not found (did you mean gpu?)'
+    s = summarize(
+        [
+            ev(0, "PodCreated", pod="default/vllm-0", gpus=GPU1),
+            ev(1, "PodUnschedulable", pod="default/vllm-0", reason=why),
+            ev(0, "PodCreated", pod="default/web", gpus={}),
+            ev(5, "PodBound", pod="default/web", node="n"),
+            ev(9, "PodReady", pod="default/web", node="n"),
+            ev(0, "PodCreated", pod="default/vllm-1", gpus=GPU1),
+            ev(40, "PodBound", pod="default/vllm-1", node="n"),
+            ev(1200, "PodDeleted", pod="default/vllm-0"),
+            ev(1200, "PodDeleted", pod="default/vllm-1"),
+            ev(1300, "PodDeleted", pod="default/web"),
+        ],
+        end=1800,
+    )
+    assert s["pendingAtEnd"] == []
+    assert s["pods"]["neverReady"] == 2
+    assert s["deletedBeforeReady"] == [
+        {"pod": "default/vllm-0", "created": 0, "deleted": 1200, "reason": why},
+        {"pod": "default/vllm-1", "created": 0, "deleted": 1200, "reason": BOUND_NOT_READY},
+    ]
+
+
+def test_a_pod_still_pending_at_the_end_counts_as_never_ready_but_not_as_deleted() -> None:
+    s = summarize([ev(0, "PodCreated", pod="default/p", gpus={})], end=60)
+    assert (s["pods"]["neverReady"], s["deletedBeforeReady"]) == (1, [])
+
+
+@settings(max_examples=200, deadline=None)
+@given(log=logs("a-"), end=MS)
+def test_never_ready_is_every_creation_without_a_ready_and_bounds_the_deleted_ones(
+    log: list[Event], end: float
+) -> None:
+    s = summarize(log, end=end)
+    pods = s["pods"]
+    assert pods["neverReady"] == pods["created"] - pods["ready"]
+    assert len(s["deletedBeforeReady"]) <= pods["neverReady"]
+    assert len(s["deletedBeforeReady"]) + len(s["pendingAtEnd"]) <= pods["neverReady"]

@@ -399,9 +399,19 @@ def plan(  # noqa: PLR0917 - typer maps parameters to options
     # (tests/controllers/provisioning/test_loop_collector.py): the cyclic collector would only
     # walk live objects, about a tenth of the workshop plan's time. Off for the command; on
     # again afterwards, for callers that run `plan` in-process (the tests).
-    del kubernetes_version  # AMI resolution (and its Kubernetes version) comes with `ami`
     with collector_paused():
-        _plan(files, output, region, zones, catalog, prices, explain, passes, report)
+        _plan(
+            files,
+            output,
+            region,
+            zones,
+            catalog,
+            prices,
+            explain,
+            passes,
+            report,
+            kubernetes_version,
+        )
 
 
 def _plan(  # noqa: PLR0917 - the `plan` command's options, as given
@@ -414,8 +424,10 @@ def _plan(  # noqa: PLR0917 - the `plan` command's options, as given
     explain: str | None,
     passes: int,
     report: str | None,
+    kubernetes_version: str,
 ) -> None:
-    """The `plan` command's work, with the collector off (see `plan`)."""
+    """The `plan` command's work, with the collector off (see `plan`); `kubernetes_version`
+    is what EC2NodeClass AMI aliases resolve for (which NodePools are Ready)."""
     from gpucap.cli.render import format_explanation, plan_lines, write_plan  # noqa: PLC0415
     from gpucap.cli.reporting import (  # noqa: PLC0415
         check_report_path,
@@ -436,13 +448,13 @@ def _plan(  # noqa: PLR0917 - the `plan` command's options, as given
         raise typer.Exit(EXIT_BAD_INPUT)
     result.release_texts()  # plan asks for no line from here on: the input text can go
     cat = _load_catalog(region, zones, catalog, prices)
-    made = make_plan(result.objects, cat, max_passes=passes)
+    made = make_plan(result.objects, cat, max_passes=passes, kubernetes_version=kubernetes_version)
     if report is not None:
         title = f"gpucap plan {' '.join(files)}"
         write_plan_report(report, made, result.objects, cat, title=title, err=err)
     if explain is not None:
         key = explain if "/" in explain else f"default/{explain}"
-        explanation = explain_pod(result.objects, cat, key)
+        explanation = explain_pod(result.objects, cat, key, kubernetes_version=kubernetes_version)
         if explanation is None:
             err.line(f"error: --explain {explain}: no such pod in the input")
             raise typer.Exit(EXIT_BAD_INPUT)

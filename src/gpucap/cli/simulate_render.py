@@ -143,6 +143,26 @@ def format_summary(summary: Mapping[str, Any], *, start: dt.datetime = EPOCH) ->
         ]
     else:
         lines.append("Pending at the end: none")
+    lines += _never_ready(s, start)
+    return lines
+
+
+def _never_ready(s: Mapping[str, Any], start: dt.datetime) -> list[str]:
+    """How many pods never became Ready, and those deleted before they were (a workload scaled
+    to 0 before its pods ran is not hidden by "Pending at the end: none")."""
+    never = s["pods"].get("neverReady", 0)
+    if not never:
+        return []
+    deleted = s.get("deletedBeforeReady") or []
+    lines = [
+        f"Never Ready: {never} of {plural(s['pods']['created'], 'pod')} created"
+        + (f" ({len(deleted)} deleted before they were Ready)" if deleted else "")
+    ]
+    lines += [
+        f"  {d['pod']} (created {clock_time(d['created'], start)}, deleted "
+        f"{clock_time(d['deleted'], start)}): {d['reason']}"
+        for d in deleted
+    ]
     return lines
 
 

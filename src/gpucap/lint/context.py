@@ -2,7 +2,9 @@
 
 Built from the loaded manifests (with their files and lines), the catalog and the options of
 `gpucap lint`: each NodePool resolved against the catalog through its EC2NodeClass (which
-instance types it can launch, which of them have NVIDIA GPUs, which AMI family and alias), the
+instance types it can launch, which of them have NVIDIA GPUs, which AMI family and alias),
+which NodePools are Ready (`nodepool_readiness`: the EC2NodeClasses resolved as `plan` and
+`simulate` resolve them, over the bundled AMI releases, and Karpenter's readiness rules), the
 pods with the manifest they come from (a Deployment's pods point at the Deployment's pod
 template), the DaemonSets, the GPU Operator's ClusterPolicy and device-plugin configs, and
 known image sizes. `finding()` turns a rule's verdict into a `Finding` at the right `file:line`.
@@ -31,9 +33,18 @@ from gpucap.apis.quantity import Quantity
 from gpucap.apis.serde import Manifest, Source
 from gpucap.apis.workloads import DaemonSet
 from gpucap.cloudprovider.aws.catalog import Catalog, NodeClassSettings, node_class_settings
+from gpucap.cloudprovider.aws.cloudprovider import (
+    NODECLASS_READY,
+    AWSCloudProvider,
+    NodeClassReadiness,
+    alias_readiness,
+)
 from gpucap.cloudprovider.aws.coldstart import KNOWN_IMAGE_SIZES, lookup_image_size
 from gpucap.cloudprovider.aws.ec2api import EC2API
+from gpucap.cloudprovider.aws.simulated import SimulatedEC2
+from gpucap.controllers.nodepool.readiness import NodePoolReadiness, ready_nodepools
 from gpucap.lint.model import Finding, Severity
+from gpucap.runtime.clock import FakeClock
 from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.nodeoverlay import PoolTypes, apply_overlays, evaluate_overlays
 from gpucap.scheduling.requirements import Requirements
@@ -219,6 +230,34 @@ class LintContext:
                 # One pod per template (a RayCluster's head and each worker group, ...).
                 out += [PodRef(p, m, g.path) for g, p in sample_pods(obj)]
         return out
+
+    # ---- readiness ---------------------------------------------------------------------------
+    @cached_property
+    def nodeclass_readiness(self) -> dict[str, NodeClassReadiness]:
+        """Each EC2NodeClass's readiness by name, as `plan` and `simulate` see it: its alias
+        resolved over a simulated EC2 that published the bundled releases of the cluster's
+        Kubernetes version (`alias_readiness`; a class with its own AMIs counts as Ready)."""
+        classes: dict[str, EC2NodeClass] = {
+            name: m.obj  # type: ignore[misc]
+            for name, m in self.nodeclasses.items()
+        }
+        clock = FakeClock()
+        api = SimulatedEC2(self.catalog, clock)
+        try:
+            api.publish_amis(self.kubernetes_version)
+        except ValueError:  # not a Kubernetes version the data can be asked about
+            return dict.fromkeys(classes, NODECLASS_READY)
+        provider = AWSCloudProvider(
+            api, self.catalog, clock, classes, kubernetes_version=self.kubernetes_version
+        )
+        return alias_readiness(provider, classes.values())
+
+    @cached_property
+    def nodepool_readiness(self) -> NodePoolReadiness:
+        """Which NodePools Karpenter would use, and why not the others (`ready_nodepools`,
+        Karpenter's policy: a missing EC2NodeClass makes its NodePools not Ready)."""
+        nodepools: list[NodePool] = [m.obj for m in self.of_kind("NodePool")]  # type: ignore[misc]
+        return ready_nodepools(nodepools, self.nodeclass_readiness, missing_class="skip")
 
     # ---- NodePools resolved -----------------------------------------------------------------
     def settings_for(self, nodeclass: Manifest | None) -> NodeClassSettings:

@@ -77,6 +77,8 @@ _CATEGORY = {
     "NodeClaimDeleted": "nodes",
     "NodeTerminated": "nodes",
     "AMIResolved": "nodes",
+    "NodePoolNotReady": "nodes",
+    "NodePoolReady": "nodes",
     "DisruptionDecision": "disruption",
     "DisruptionAbandoned": "disruption",
     "NodeClaimDrifted": "disruption",

@@ -25,6 +25,9 @@ What it counts, and how:
 - Pods pending at the end (created, not deleted, not bound) with why: the later of their last
   `PodUnschedulable` reason and their last `PodNominated` claim (with what became of that claim)
   since they last became pending; nodes registered but never initialized.
+- Pods that never became Ready (`pods.neverReady`: pod creations without a `PodReady`), and of
+  those the ones deleted first (`deletedBeforeReady`: when, and why they were still waiting), so
+  a workload scaled to 0 before its pods ever ran is not hidden by "Pending at the end: none".
 """
 
 from __future__ import annotations
@@ -36,9 +39,10 @@ from typing import Any
 
 from gpucap.sim.recorder import Event
 
-__all__ = ["NO_DECISION", "billed_seconds", "nearest_rank", "summarize"]
+__all__ = ["BOUND_NOT_READY", "NO_DECISION", "billed_seconds", "nearest_rank", "summarize"]
 
 NO_DECISION = "no scheduling decision yet"
+BOUND_NOT_READY = "bound to its node, not Ready yet (image pull or start-up)"
 _HOURS = 6  # decimals of hours and dollars in the summary
 _SECONDS = 3  # decimals of seconds (milliseconds, as events)
 
@@ -129,6 +133,13 @@ def _nomination_reason(claim: _Claim | None, name: str) -> str:
     return text
 
 
+def _waiting(p: _Pod, claims: Mapping[str, _Claim]) -> str:
+    """Why a pending pod waits: its NodeClaim and what became of it, else its last reason."""
+    if p.nominated is not None:
+        return _nomination_reason(claims.get(p.nominated), p.nominated)
+    return p.wait_reason or NO_DECISION
+
+
 def summarize(events: Sequence[Event], *, end: float) -> dict[str, Any]:
     """The run's summary at `end` seconds (keys in SIM-INTERFACES.md; the module docstring says
     how each is computed). Deterministic: equal logs give equal summaries, key order included."""
@@ -147,6 +158,7 @@ def summarize(events: Sequence[Event], *, end: float) -> dict[str, Any]:
     counts |= {"deleted": 0, "terminated": 0}
     pod_counts = {"created": 0, "bound": 0, "ready": 0, "evicted": 0, "deleted": 0}
     limit_reached = 0
+    never_ready: list[tuple[str, _Pod, float, str]] = []  # deleted before ever Ready
 
     def claim(name: str) -> _Claim:
         c = claims.get(name)
@@ -211,6 +223,9 @@ def summarize(events: Sequence[Event], *, end: float) -> dict[str, Any]:
                 pod_counts["evicted"] += 1
             case "PodDeleted":
                 p = pod(f["pod"])
+                if p.first_ready is None and p.created is not None and not p.deleted:
+                    why = BOUND_NOT_READY if p.bound_since is not None else _waiting(p, claims)
+                    never_ready.append((f["pod"], p, t, why))
                 if p.lost_since is not None:
                     serving_lost += t - p.lost_since
                     p.lost_since = None
@@ -266,12 +281,15 @@ def summarize(events: Sequence[Event], *, end: float) -> dict[str, Any]:
         if p.deleted or p.bound_since is not None:
             continue
         entry: dict[str, Any] = {"pod": key, "since": p.pending_since}
+        entry["reason"] = _waiting(p, claims)
         if p.nominated is not None:
-            entry["reason"] = _nomination_reason(claims.get(p.nominated), p.nominated)
             entry["nodeClaim"] = p.nominated
-        else:
-            entry["reason"] = p.wait_reason or NO_DECISION
         pending.append(entry)
+    deleted_before_ready = [
+        {"pod": key, "created": p.created, "deleted": t, "reason": why}
+        for key, p, t, why in sorted(never_ready, key=lambda x: (x[2], x[0]))
+    ]
+    pod_counts["neverReady"] = pod_counts["created"] - pod_counts["ready"]
     for p in pods.values():  # still bound at the end: requested until the end
         unbind(p, end)
 
@@ -346,6 +364,7 @@ def summarize(events: Sequence[Event], *, end: float) -> dict[str, Any]:
         ),
         "servingPodsEvicted": evicted_serving,
         "pendingAtEnd": pending,
+        "deletedBeforeReady": deleted_before_ready,
         "uninitializedAtEnd": uninitialized,
         "nodeClaims": counts,
         "limitReached": limit_reached,

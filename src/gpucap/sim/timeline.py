@@ -263,6 +263,17 @@ class _Timeline:
             f"{e.get('image')}{version}",
         )
 
+    def on_NodePoolNotReady(self, e: Event, batch: list[int]) -> None:  # noqa: N802
+        why = e.get("message") or e.get("reason")
+        self.say(
+            e.t,
+            f"NodePool {e.get('nodePool')} is not Ready ({e.get('reason')}): {why}; Karpenter "
+            "ignores it, so its pods get no NodeClaim",
+        )
+
+    def on_NodePoolReady(self, e: Event, batch: list[int]) -> None:  # noqa: N802
+        self.say(e.t, f"NodePool {e.get('nodePool')} is Ready again")
+
     def on_LimitReached(self, e: Event, batch: list[int]) -> None:  # noqa: N802
         resource = e.get("resource")
         what = f"its {resource} limit" if resource else "its limits"

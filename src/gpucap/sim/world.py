@@ -71,6 +71,12 @@ from gpucap.controllers.nodeclaim.conditions import INITIALIZED, is_true
 from gpucap.controllers.nodeclaim.lifecycle import Lifecycle, LifecycleResult
 from gpucap.controllers.nodeclaim.podevents import PodEvents
 from gpucap.controllers.nodeclaim.registering import advertise, registering_node, with_ready
+from gpucap.controllers.nodepool.readiness import (
+    NodePoolReadiness,
+    NotReadyNodePool,
+    ready_nodepools,
+    with_not_ready,
+)
 from gpucap.controllers.provisioning.batcher import Batcher
 from gpucap.controllers.provisioning.provisioner import Provisioner, deleting_node_pods
 from gpucap.controllers.termination import Termination, TerminationResult
@@ -251,6 +257,8 @@ class World:
         self._claim_timers: dict[str, Timer] = {}
         self._names: dict[str, int] = {}
         self._reasons: dict[str, str] = {}  # pod -> last PodUnschedulable reason
+        # The not Ready NodePools announced so far (`_ready_nodepools`).
+        self._nodepool_readiness = _Announced()
         self._limited: set[str] = set()  # NodePools whose limit stopped a pod
         self._last_pass: tuple[int, tuple[str, ...]] | None = None
         self._idle_key: tuple[int, tuple[str, ...]] | None = None  # see `_disrupt`
@@ -695,7 +703,7 @@ class World:
                 self._nominate(pod.key, claim.name)
             self._launch(claim.name, planned.nodepool)
             acted = True
-        self._unschedulable(results.pod_errors)
+        self._unschedulable(_not_ready_reasons(self, results.pod_errors))
         # A later pass is skipped only when its inputs equal this pass's inputs *before* it
         # ran: what the pass itself did (nominations, NodeClaims, a launch that failed and
         # marked offerings unavailable and put its pods back) is new input for the next one,
@@ -709,13 +717,18 @@ class World:
         return None
 
     def _ready_nodepools(self) -> list[NodePool]:
-        """The NodePools Karpenter would use: their EC2NodeClass applied (else not Ready)."""
-        return [
-            np
-            for np in self.cluster.nodepools()
-            if np.spec.template.spec.node_class_ref.is_ec2nodeclass
-            and np.spec.template.spec.node_class_ref.name in self.nodeclasses
-        ]
+        """The NodePools Karpenter's provisioner uses: the Ready ones (`ready_nodepools`, with
+        Karpenter's policy for a missing EC2NodeClass and each class's readiness from the AMIs
+        it resolves now). A NodePool that turns not Ready is announced once
+        (`NodePoolNotReady`, with Karpenter's reason and why), and `NodePoolReady` when it is
+        Ready again; the provisioner ignores it meanwhile, so it gets no NodeClaim."""
+        readiness = ready_nodepools(
+            self.cluster.nodepools(),
+            {name: self.aws.nodeclass_readiness(nc) for name, nc in self.nodeclasses.items()},
+            missing_class="skip",
+        )
+        self._nodepool_readiness.update(readiness, self.cluster.nodepool, self.emit)
+        return readiness.ready
 
     def _next_name(self, nodepool: str) -> str:
         while True:
@@ -1559,3 +1572,55 @@ def _instance_types_of(claim: NodeClaim) -> list[str]:
         if req.key == INSTANCE_TYPE and req.operator == "In":
             return list(req.values)
     return []
+
+
+def _not_ready_reasons(world: World, errors: Mapping[str, str]) -> dict[str, str]:
+    """A pass's pending reasons with a part naming each not Ready NodePool that could take the
+    pod (`readiness.with_not_ready`), for `_unschedulable`."""
+    announced = world._nodepool_readiness
+    if not announced.not_ready:
+        return dict(errors)
+    cluster = world.cluster
+
+    def pod_of(key: str) -> Pod | None:
+        try:
+            return cluster.pod(key)
+        except KeyError:
+            return None
+
+    return with_not_ready(errors, pod_of, announced.not_ready)
+
+
+@dataclass(slots=True)
+class _Announced:
+    """The not Ready NodePools the log has announced (`World._ready_nodepools`), by name, and
+    the current ones' entries (which pending pods' reasons name: `readiness.with_not_ready`)."""
+
+    said: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (reason, message)
+    not_ready: list[NotReadyNodePool] = field(default_factory=list)
+
+    def update(
+        self,
+        readiness: NodePoolReadiness,
+        nodepool_of: Callable[[str], NodePool | None],
+        emit: Callable[..., Event],
+    ) -> None:
+        """Emit `NodePoolNotReady` for each pool that became not Ready (or whose reason
+        changed) and `NodePoolReady` for each announced one that is Ready again."""
+        self.not_ready = list(readiness.not_ready)
+        now = {p.name: p for p in readiness.not_ready}
+        for name in [n for n in self.said if n not in now]:
+            del self.said[name]
+            if nodepool_of(name) is not None:
+                emit("NodePoolReady", nodePool=name)
+        for name, pool in now.items():
+            if self.said.get(name) == (pool.reason, pool.message):
+                continue
+            self.said[name] = (pool.reason, pool.message)
+            emit(
+                "NodePoolNotReady",
+                nodePool=name,
+                nodeClass=pool.nodeclass,
+                reason=pool.reason,
+                message=pool.message,
+            )

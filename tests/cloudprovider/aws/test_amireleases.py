@@ -54,6 +54,21 @@ def test_the_bundled_file_is_what_the_build_script_makes_from_the_shared_data() 
     assert build_script().build(SHARED) == bundled.read_text(encoding="utf-8")
 
 
+def test_the_build_gives_a_release_seen_for_one_variant_every_variant_of_that_minor() -> None:
+    note = (
+        "SSM /aws/service/eks/optimized-ami/1.36/amazon-linux-2023/x86_64/nvidia/recommended/"
+        "release_version returned 1.36.3-20260827"
+    )
+    seen = build_script().seen_in(note)
+    assert [(s["kubernetes"], s["family"], s["arch"], s["variant"]) for s in seen] == [
+        ("1.36", "al2023", "x86_64", "standard"),
+        ("1.36", "al2023", "x86_64", "nvidia"),
+        ("1.36", "al2023", "x86_64", "neuron"),
+        ("1.36", "al2023", "arm64", "standard"),
+        ("1.36", "al2023", "arm64", "nvidia"),
+    ]
+
+
 def test_releases_are_bundled_newest_first_with_unique_versions() -> None:
     releases = bundled_releases()
     assert len(releases) == 103
@@ -116,7 +131,7 @@ def test_abandoned_releases_are_found_but_left_out_of_release_lists() -> None:
 
 @pytest.mark.parametrize(
     ("variant", "first"),
-    [("nvidia", "v20260827"), (None, "v20260827"), ("standard", "v20260714")],
+    [("nvidia", "v20260827"), (None, "v20260827"), ("standard", "v20260827")],
 )
 def test_releases_for_1_36_are_newest_first(variant: str | None, first: str) -> None:
     found = releases_for("1.36", "al2023", "x86_64", variant)
@@ -126,18 +141,42 @@ def test_releases_for_1_36_are_newest_first(variant: str | None, first: str) -> 
     assert all(r.release_version("1.36") for r in found)
 
 
-def test_a_release_known_only_from_ssm_counts_only_for_the_image_ssm_showed() -> None:
+def test_a_release_known_from_one_variant_is_known_for_every_variant_of_its_minor() -> None:
+    # EKS publishes standard, NVIDIA and Neuron, x86_64 and arm64 together: SSM showed the
+    # x86_64 NVIDIA AMI of v20260827 for 1.36, so the CPU and arm64 AMIs exist too.
     release = find_release("v20260827")
     assert release is not None
     assert not release.contents_known
     assert release.images == ()
-    assert release.has("1.36", "al2023", "x86_64", "nvidia")
-    assert not release.has("1.36", "al2023", "x86_64", "standard")
-    assert not release.has("1.36", "al2023", "arm64")
-    assert latest_release("1.36", variant="nvidia") == release
+    for arch, variant in (
+        ("x86_64", "standard"),
+        ("x86_64", "nvidia"),
+        ("x86_64", "neuron"),
+        ("arm64", "standard"),
+        ("arm64", "nvidia"),
+    ):
+        assert release.has("1.36", "al2023", arch, variant), (arch, variant)
+    assert latest_release("1.36", variant="standard") == release
     known = latest_release("1.36", variant="nvidia", contents_known_only=True)
     assert known is not None
     assert known.version == "v20260714"
+
+
+def test_a_release_known_from_one_minor_is_known_only_for_that_minor() -> None:
+    release = find_release("v20260827")
+    assert release is not None
+    assert not release.has("1.35", "al2023", "x86_64", "nvidia")
+    assert not release.has("1.36", "al2", "x86_64")
+
+
+def test_the_bundled_data_says_why_a_release_has_all_its_variants() -> None:
+    import json  # noqa: PLC0415
+    from importlib import resources  # noqa: PLC0415
+
+    doc = json.loads(
+        resources.files("gpucap").joinpath("data/ami/eks-ami-releases.json").read_text()
+    )
+    assert "every variant of a release together" in doc["variants"]
 
 
 @pytest.mark.parametrize(

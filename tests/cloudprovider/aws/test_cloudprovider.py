@@ -11,7 +11,7 @@ import pytest
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, ZONE
 from gpucap.cloudprovider.aws.catalog import load_catalog
-from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider
+from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider, alias_readiness
 from gpucap.cloudprovider.aws.simulated import SimulatedEC2
 from gpucap.cloudprovider.types import (
     CreateError,
@@ -329,7 +329,10 @@ def test_a_spot_interruption_marks_the_offering_unavailable_and_reclaims_the_ins
 def test_the_node_class_status_lists_the_resolved_amis_and_their_requirements() -> None:
     cp, _, _ = provider()
     status = cp.nodeclass_status(cp.nodeclasses["gpu"])
-    assert status["conditions"] == [{"type": "Ready", "status": "True"}]
+    assert status["conditions"] == [
+        {"type": "AMIsReady", "status": "True"},
+        {"type": "Ready", "status": "True"},
+    ]
     by_name = {a["name"]: a for a in status["amis"]}
     nvidia = next(a for n, a in by_name.items() if "-x86_64-nvidia-" in n)
     assert {"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "Exists"} in nvidia[
@@ -342,6 +345,60 @@ def test_the_node_class_status_lists_the_resolved_amis_and_their_requirements() 
 
 
 def test_an_alias_whose_release_does_not_exist_makes_the_node_class_not_ready() -> None:
-    cp, _, _ = provider(spec__amiSelectorTerms=[{"alias": "al2023@v20990101"}])
+    # v20250101 is within the bundled list's dates and is no release.
+    cp, _, _ = provider(spec__amiSelectorTerms=[{"alias": "al2023@v20250101"}])
     with pytest.raises(NodeClassNotReadyError):
         cp.create(gpu_claim())
+
+
+def test_an_alias_no_ssm_parameter_of_which_exists_leaves_amis_ready_unknown() -> None:
+    # aws ami.go returns the discovery error without setting AMIsReady: it stays Unknown.
+    cp, _, _ = provider(spec__amiSelectorTerms=[{"alias": "al2023@v20250101"}])
+    readiness = cp.nodeclass_readiness(cp.nodeclasses["gpu"])
+    assert (readiness.status, readiness.condition, readiness.reason) == ("Unknown", "AMIsReady", "")
+    assert readiness.message.startswith(
+        "failed to discover any AMIs for alias al2023@v20250101 on Kubernetes 1.36 (al2023 "
+        "releases gpucap knows for Kubernetes 1.36: v20260827, v20260714, "
+    )
+    status = cp.nodeclass_status(cp.nodeclasses["gpu"])
+    assert [(c["type"], c["status"]) for c in status["conditions"]] == [
+        ("AMIsReady", "Unknown"),
+        ("Ready", "Unknown"),
+    ]
+
+
+def test_an_al2_alias_on_kubernetes_1_33_or_later_sets_amis_ready_false_unsupported() -> None:
+    cp, _, _ = provider(spec__amiSelectorTerms=[{"alias": "al2@latest"}])
+    readiness = cp.nodeclass_readiness(cp.nodeclasses["gpu"])
+    assert (readiness.status, readiness.reason) == ("False", "UnsupportedAlias")
+
+
+def test_selector_terms_that_match_no_image_set_amis_ready_false_ami_not_found() -> None:
+    cp, _, _ = provider(
+        spec__amiSelectorTerms=[{"id": "ami-0123456789abcdef0"}], spec__amiFamily="AL2023"
+    )
+    readiness = cp.nodeclass_readiness(cp.nodeclasses["gpu"])
+    assert (readiness.status, readiness.reason) == ("False", "AMINotFound")
+
+
+def test_plan_and_lint_take_a_class_with_its_own_amis_as_ready() -> None:
+    cp, _, _ = provider(
+        spec__amiSelectorTerms=[{"id": "ami-0123456789abcdef0"}], spec__amiFamily="AL2023"
+    )
+    assert alias_readiness(cp, cp.nodeclasses.values())["gpu"].ready
+
+
+@pytest.mark.parametrize(
+    "alias", ["bottlerocket@latest", "bottlerocket@v1.40.0", "windows2022@latest"]
+)
+def test_an_alias_of_a_family_gpucap_has_no_release_data_for_resolves(alias: str) -> None:
+    cp, _, _ = provider(spec__amiSelectorTerms=[{"alias": alias}])
+    assert cp.nodeclass_readiness(cp.nodeclasses["gpu"]).ready
+
+
+def test_a_release_pinned_after_the_bundled_list_is_assumed_to_exist_with_every_variant() -> None:
+    cp, api, _ = provider(spec__amiSelectorTerms=[{"alias": "al2023@v20990101"}])
+    launched = cp.create(gpu_claim())
+    assert api.release_of(launched.status.image_id or "") == "v20990101"
+    names = {i["Name"] for i in api.images.values() if i["Name"].endswith("-v20990101")}
+    assert len(names) == 5  # x86_64 standard/nvidia/neuron, arm64 standard/nvidia

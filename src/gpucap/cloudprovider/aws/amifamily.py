@@ -155,7 +155,14 @@ class UnsupportedAliasError(AMIResolutionError):
 
 
 class AMIDiscoveryError(AMIResolutionError):
-    """No SSM parameter of an alias could be read."""
+    """No SSM parameter of an alias could be read. Karpenter's AMI reconciler returns the error
+    without setting a condition, so AMIsReady stays Unknown (pkg/controllers/nodeclass/ami.go).
+    `alias` and `kubernetes_version` say which (for messages that name the known releases)."""
+
+    def __init__(self, message: str, *, alias: Alias | None = None, kubernetes_version: str = ""):
+        super().__init__(message)
+        self.alias = alias
+        self.kubernetes_version = kubernetes_version
 
 
 # ==== aliases and SSM parameter names ===========================================================
@@ -541,7 +548,9 @@ def _alias_query(alias: Alias, k8s: str, api: AMIQueryAPI) -> ImageQuery:
         tried = ", ".join(p.name for p in alias_parameters(alias, k8s))
         raise AMIDiscoveryError(
             f"failed to discover any AMIs for alias {alias} on Kubernetes {k8s} "
-            f"(no SSM parameter could be read: {tried})"
+            f"(no SSM parameter could be read: {tried})",
+            alias=alias,
+            kubernetes_version=k8s,
         )
     return ImageQuery(
         filters=(("image-id", tuple(known)),),

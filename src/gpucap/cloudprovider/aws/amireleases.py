@@ -9,9 +9,13 @@ the NVIDIA driver supports, derived from NVIDIA's driver table); `None` means "n
 Coverage: AL2023 and AL2 only (Bottlerocket and Windows versions are not in those notes),
 newest first. One release (`v20260827`) is known only from an SSM answer
 (`.../1.36/amazon-linux-2023/x86_64/nvidia/recommended/release_version`): its
-`contents_known` is False, it has no images, and it counts as present only for what that
-answer showed (Kubernetes 1.36, al2023, x86_64, nvidia). `coverage_end()` is the date of the
-newest bundled release: a pin dated after it is "unknown, newer than the bundled list".
+`contents_known` is False and it has no images. EKS publishes all the variants of a release
+together (standard, NVIDIA and Neuron; x86_64 and arm64: the data's header `variants`), so it
+counts as present for every al2023 variant and arch of Kubernetes 1.36 (`seen_in`, expanded so
+by `scripts/build_ami_releases.py`), and only for that minor: `plan`, `lint` and `simulate`
+resolve a CPU NodePool's standard AMI from it as they do the NVIDIA one. `coverage_end()` is
+the date of the newest bundled release: a pin dated after it is "unknown, newer than the
+bundled list".
 
 Variants are Karpenter's (`standard`, `nvidia`, `neuron`). AL2 has one GPU AMI for both
 `nvidia` and `neuron` (`amazon-linux-2-gpu`); its images carry variant `gpu`, which may also be
@@ -50,6 +54,7 @@ __all__ = [
     "coverage_end",
     "diff_releases",
     "find_release",
+    "known_releases",
     "latest_release",
     "release_for_release_version",
     "releases_for",
@@ -67,6 +72,8 @@ _VARIANTS: Final = {
     "al2": ("standard", "gpu"),
 }
 _STATUSES: Final = ("released", "abandoned")
+# `known_releases` lists every release up to this many, else summarises them.
+_LISTED: Final = 5
 _VERSION_PART = re.compile(r"[0-9]{1,18}")
 # ASCII digits, and few of them: int() of a 5,000-digit minor raises (an internal error).
 _K8S_MINOR = re.compile(r"^(\d{1,9})\.(\d{1,9})$", re.ASCII)
@@ -367,6 +374,32 @@ def latest_release(
         kubernetes_version, family, arch, variant, contents_known_only=contents_known_only
     )
     return found[0] if found else None
+
+
+def known_releases(
+    kubernetes_version: str, family: str = "al2023", *, near: dt.date | None = None
+) -> str:
+    """The releases gpucap knows for `family` on a Kubernetes minor, in words, for a message
+    about an alias that resolves nothing: all of them when there are few, else their number,
+    range and the newest (or, given `near`, the two around that date). Abandoned releases are
+    left out. Called by the AWS cloud provider's EC2NodeClass readiness and the AMI lint rule."""
+    found = releases_for(kubernetes_version, family)
+    minor = _minor(kubernetes_version)
+    if not found:
+        return f"gpucap knows no {family} release for Kubernetes {minor}"
+    names = [r.version for r in found]
+    if len(found) <= _LISTED:
+        return f"{family} releases gpucap knows for Kubernetes {minor}: {', '.join(names)}"
+    text = (
+        f"gpucap knows {len(found)} {family} releases for Kubernetes {minor}, {names[-1]} to "
+        f"{names[0]}"
+    )
+    if near is None:
+        return f"{text}; the newest: {', '.join(names[:3])}"
+    before = next((r.version for r in found if r.date < near), None)
+    after = next((r.version for r in reversed(found) if r.date > near), None)
+    around = [v for v in (before, after) if v is not None]
+    return f"{text}; the nearest: {', '.join(around)}"
 
 
 def find_release(version: str) -> AMIRelease | None:

@@ -13,6 +13,12 @@ CreateFleet, mark every override that failed with an insufficient-capacity code 
 3 minutes (after every call, successes too), and turn the result into the launched NodeClaim or
 Karpenter's error. The same code runs over SimulatedEC2 (the default) and boto3 (real AWS).
 
+`nodeclass_readiness` is the EC2NodeClass's readiness as aws `pkg/controllers/nodeclass`
+leaves it (AMIsReady decides it in gpucap: subnets, security groups and the instance profile
+always resolve here): the NodePool readiness (`controllers/nodepool/readiness.py`) reads it,
+and the provisioner ignores the NodePools of a class that is not Ready. `alias_readiness` is
+what `plan` and `lint` ask (they see no user AMIs).
+
 A NodePool whose EC2NodeClass does not exist: Karpenter's provider returns no instance types
 (the NodePool is not Ready anyway) and `create` fails. That is the default here too. gpucap's
 one other policy lives here as well, `default_nodeclass`: the provider then answers for the
@@ -31,7 +37,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -40,8 +46,15 @@ from gpucap.apis.hashing import structure_hash
 from gpucap.apis.labels import CAPACITY_TYPE, EC2NODECLASS, INSTANCE_TYPE, NODEPOOL, ZONE
 from gpucap.apis.meta import ObjectMeta
 from gpucap.apis.nodepool import NodeClaim, NodePool
+from gpucap.apis.placeholders import placeholders
 from gpucap.apis.quantity import Quantity, base_units
-from gpucap.cloudprovider.aws.amifamily import AMIResolutionError, resolve_amis
+from gpucap.cloudprovider.aws.amifamily import (
+    AMIDiscoveryError,
+    AMIResolutionError,
+    UnsupportedAliasError,
+    resolve_amis,
+)
+from gpucap.cloudprovider.aws.amireleases import RELEASE_FAMILIES, known_releases
 from gpucap.cloudprovider.aws.catalog import Catalog, node_class_settings
 from gpucap.cloudprovider.aws.ec2api import EC2API, EC2APIError
 from gpucap.cloudprovider.aws.ice_cache import (
@@ -61,7 +74,15 @@ from gpucap.runtime.clock import Clock
 from gpucap.scheduling.instancetypes import InstanceType, Offering
 from gpucap.scheduling.requirements import Requirements
 
-__all__ = ["DEFAULT_EC2NODECLASS", "AWSCloudProvider", "ResolvedImage", "parse_provider_id"]
+__all__ = [
+    "DEFAULT_EC2NODECLASS",
+    "NODECLASS_READY",
+    "AWSCloudProvider",
+    "NodeClassReadiness",
+    "ResolvedImage",
+    "alias_readiness",
+    "parse_provider_id",
+]
 
 NODECLAIM_TAG = "karpenter.sh/nodeclaim"
 CLUSTER_NAME_TAG = "eks:eks-cluster-name"
@@ -116,6 +137,34 @@ _UNHASHED = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class NodeClassReadiness:
+    """An EC2NodeClass's readiness: `status` of its Ready condition ("True", "False",
+    "Unknown"), and the condition that decides it (`condition`, its `reason` and `message`).
+
+    Read from aws `pkg/controllers/nodeclass/ami.go` @ v1.14.1: an AL2 alias on Kubernetes
+    1.33+ or a Windows 2025 alias before 1.35 sets AMIsReady False, reason `UnsupportedAlias`;
+    selector terms that match no image set it False, `AMINotFound` ("AMISelector did not match
+    any AMIs"); any other error (an alias none of whose SSM parameters exists: "failed to
+    discover any AMIs for alias", an AWS call that fails) is returned without a condition, so
+    AMIsReady stays Unknown, and so does Ready (`status.NewReadyConditions`: Ready is True only
+    when every condition is). The message gpucap adds for an alias names the releases it
+    knows (`amireleases.known_releases`)."""
+
+    status: str
+    condition: str = "Ready"
+    reason: str = ""
+    message: str = ""
+
+    @property
+    def ready(self) -> bool:
+        return self.status == "True"
+
+
+NODECLASS_READY = NodeClassReadiness("True")
+AMIS_READY = "AMIsReady"
+
+
 def nodeclass_hash(nodeclass: EC2NodeClass) -> str:
     """The EC2NodeClass's static hash (aws `EC2NodeClass.Hash`, with `apis/hashing.py`'s
     stand-in for hashstructure): the spec without its `hash:"ignore"` fields, plus the resolved
@@ -127,6 +176,48 @@ def nodeclass_hash(nodeclass: EC2NodeClass) -> str:
     for name in _UNHASHED:
         spec.pop(name, None)
     return structure_hash({"spec": spec, "amiFamily": nodeclass.ami_family})
+
+
+def alias_readiness(
+    provider: AWSCloudProvider, nodeclasses: Iterable[EC2NodeClass]
+) -> dict[str, NodeClassReadiness]:
+    """Each class's readiness as `plan` and `lint` see it, by name: a class that selects its
+    AMI by alias is as `provider` resolves it (over a `SimulatedEC2` that published the bundled
+    releases, as the simulator's does); one that selects its own AMIs (id, name, tags, an SSM
+    parameter) is taken as Ready, since gpucap cannot see a user's images, and so is an alias
+    with an unfilled `${VAR}` (a template such as the workshop's, planned before `gpucap
+    render` fills it; lint reports the placeholder)."""
+    out: dict[str, NodeClassReadiness] = {}
+    for nc in nodeclasses:
+        term = nc.alias
+        alias = term.alias if term is not None else None
+        if alias is None or placeholders(alias, braced_only=True):
+            out[nc.name] = NODECLASS_READY
+        else:
+            out[nc.name] = provider.nodeclass_readiness(nc)
+    return out
+
+
+def _not_resolved(cause: BaseException) -> str:
+    """Why a class resolved no AMI, in words; an alias names the releases gpucap knows."""
+    if isinstance(cause, AMIDiscoveryError) and cause.alias is not None:
+        alias, k8s = cause.alias, cause.kubernetes_version
+        text = f"failed to discover any AMIs for alias {alias} on Kubernetes {k8s}"
+        if alias.family in RELEASE_FAMILIES:
+            text += f" ({known_releases(k8s, alias.family, near=_date_of(alias.version))})"
+        return text
+    return str(cause)
+
+
+def _date_of(version: str) -> dt.date | None:
+    """The date a release version (`v20250715`) names, None when it names none."""
+    digits = version.removeprefix("v")
+    if len(digits) != 8 or not digits.isascii() or not digits.isdigit():
+        return None
+    try:
+        return dt.date(int(digits[:4]), int(digits[4:6]), int(digits[6:]))
+    except ValueError:
+        return None
 
 
 def _image_for(it: InstanceType, images: Sequence[ResolvedImage]) -> ResolvedImage | None:
@@ -581,16 +672,40 @@ class AWSCloudProvider:
         if labels.get(CAPACITY_TYPE) == "spot" and INSTANCE_TYPE in labels and ZONE in labels:
             self.unavailable.mark_unavailable("spot", labels[INSTANCE_TYPE], labels[ZONE])
 
+    def nodeclass_readiness(self, nodeclass: EC2NodeClass) -> NodeClassReadiness:
+        """Whether the class is Ready, from the AMIs it resolves now (through the 24-hour
+        cache, as Karpenter's reconciler reads its SSM cache): see `NodeClassReadiness`."""
+        try:
+            self._images(nodeclass)
+        except NodeClassNotReadyError as err:
+            cause = err.__cause__
+            if isinstance(cause, UnsupportedAliasError):
+                return NodeClassReadiness("False", AMIS_READY, "UnsupportedAlias", str(cause))
+            if cause is None:  # resolved, to nothing
+                return NodeClassReadiness(
+                    "False", AMIS_READY, "AMINotFound", "AMISelector did not match any AMIs"
+                )
+            return NodeClassReadiness("Unknown", AMIS_READY, message=_not_resolved(cause))
+        return NODECLASS_READY
+
     def nodeclass_status(self, nodeclass: EC2NodeClass) -> dict[str, Any]:
         """The EC2NodeClass status Karpenter writes: resolved AMIs with the requirements that
-        map instance types to them, subnets, and readiness."""
-        try:
-            images = self._images(nodeclass)
-        except NodeClassNotReadyError as err:
+        map instance types to them, subnets, and the AMIsReady and Ready conditions."""
+        readiness = self.nodeclass_readiness(nodeclass)
+        if not readiness.ready:
+            condition = {
+                "status": readiness.status,
+                **({"reason": readiness.reason} if readiness.reason else {}),
+                "message": readiness.message,
+            }
             return {
                 "amis": [],
-                "conditions": [{"type": "Ready", "status": "False", "message": str(err)}],
+                "conditions": [
+                    {"type": AMIS_READY, **condition},
+                    {"type": "Ready", **condition},
+                ],
             }
+        images = self._images(nodeclass)
         amis = [
             {
                 "id": im.id,
@@ -610,7 +725,10 @@ class AWSCloudProvider:
         return {
             "amis": amis,
             "subnets": subnets,
-            "conditions": [{"type": "Ready", "status": "True"}],
+            "conditions": [
+                {"type": AMIS_READY, "status": "True"},
+                {"type": "Ready", "status": "True"},
+            ],
         }
 
     # ---- get / list / delete --------------------------------------------------------------

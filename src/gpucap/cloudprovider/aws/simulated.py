@@ -6,6 +6,13 @@ launches instances with CreateFleet, keeps their lifecycle on the injected Clock
 for a launch latency, then `running`; `shutting-down` then `terminated`), holds an SSM
 parameter store (AMI parameters) and images.
 
+AMIs: `publish_amis` publishes the bundled EKS AL2023 and AL2 releases of a Kubernetes minor
+(every variant a release has, `amireleases.py`) as AWS does. What gpucap has no data on is
+answered as if AWS had it, when first read (`_stand_in`): Bottlerocket and Windows parameters
+(any version), and an AL2023/AL2 release pinned by a date after the bundled list's end (all its
+variants, as EKS publishes them). So `plan`, `lint` and `simulate`, which all resolve aliases
+through this store, agree: an alias resolves unless gpucap knows it cannot.
+
 Capacity is scripted: `set_capacity(instance_type, zone, capacity_type, available=False,
 until=...)` makes a pool refuse launches (EC2's `InsufficientInstanceCapacity`) for a window.
 
@@ -26,6 +33,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,7 +43,12 @@ from gpucap.cloudprovider.aws.amifamily import (
     release_version_parameter,
     ssm_parameter_name,
 )
-from gpucap.cloudprovider.aws.amireleases import AMIRelease, releases_for
+from gpucap.cloudprovider.aws.amireleases import (
+    RELEASE_FAMILIES,
+    AMIRelease,
+    coverage_end,
+    releases_for,
+)
 from gpucap.cloudprovider.aws.catalog import Catalog
 from gpucap.cloudprovider.aws.ec2api import EC2APIError, Response
 from gpucap.cloudprovider.aws.launch import FleetOverride, fleet_pick
@@ -50,6 +63,35 @@ LAUNCH_LATENCY = dt.timedelta(seconds=15)
 SPOT_INTERRUPTION_NOTICE = dt.timedelta(minutes=2)
 TERMINATION_LATENCY = dt.timedelta(seconds=30)
 ACCOUNT = "123456789012"
+# The (arch, Karpenter variant) images of each family's release that an alias reads (AL2's
+# x86_64 GPU AMI serves nvidia and neuron: its parameter is the one for nvidia).
+_RELEASE_IMAGES = {
+    "al2023": tuple((arch, v) for arch, variants in AL2023_VARIANTS.items() for v in variants),
+    "al2": (("x86_64", "standard"), ("arm64", "standard"), ("x86_64", "nvidia")),
+}
+_EKS = "/aws/service/eks/optimized-ami"
+# Parameters gpucap has no data on (see `SimulatedEC2._stand_in`).
+_PINNED_AL2023 = re.compile(
+    rf"^{_EKS}/(?P<k8s>\d+\.\d+)/amazon-linux-2023/(?P<arch>x86_64|arm64)/"
+    r"(?P<variant>standard|nvidia|neuron)/amazon-eks-node-al2023-(?P=arch)-(?P=variant)-"
+    r"(?P=k8s)-(?P<version>v\d{8})/image_id$",
+    re.ASCII,
+)
+_PINNED_AL2 = re.compile(
+    rf"^{_EKS}/(?P<k8s>\d+\.\d+)/amazon-linux-2(?:|-arm64|-gpu)/"
+    r"amazon-eks-(?:arm64-|gpu-)?node-(?P=k8s)-(?P<version>v\d{8})/image_id$",
+    re.ASCII,
+)
+_BOTTLEROCKET = re.compile(
+    r"^/aws/service/bottlerocket/aws-k8s-(?P<k8s>\d+\.\d+)(?:-nvidia)?/(?P<arch>x86_64|arm64)/"
+    r"[^/]+/image_id$",
+    re.ASCII,
+)
+_WINDOWS = re.compile(
+    r"^/aws/service/ami-windows-latest/Windows_Server-\d{4}-English-Core-EKS_Optimized-"
+    r"\d+\.\d+/image_id$",
+    re.ASCII,
+)
 
 
 @dataclass(slots=True)
@@ -205,40 +247,38 @@ class SimulatedEC2:
         self.images[image_id] = image
 
     def publish_amis(self, kubernetes_version: str, *, recommended: str | None = None) -> None:
-        """Publish the bundled EKS AL2023 AMI releases for a Kubernetes version as AWS does: an
-        image and a pinned SSM parameter per release x arch x variant, and `recommended`
+        """Publish the bundled EKS AL2023 and AL2 AMI releases for a Kubernetes version as AWS
+        does: an image and a pinned SSM parameter per release x arch x variant it has (an
+        abandoned release too: a pin to it still resolves, lint warns), and `recommended`
         parameters (image id and release version) pointing at `recommended` (default: the
-        newest release). Called when a simulation starts and on an `amiRelease` event."""
+        newest release with that image that is not abandoned). Called when a simulation
+        starts, on an `amiRelease` event, and by `plan` and `lint` (which resolve aliases the
+        same way)."""
         k8s = kubernetes_version
-        newest: dict[tuple[str, str], AMIRelease] = {}
-        for release in reversed(
-            releases_for(k8s, "al2023", "x86_64") + releases_for(k8s, "al2023", "arm64")
-        ):
-            for arch, variants in AL2023_VARIANTS.items():
-                for variant in variants:
-                    if not release.has(k8s, "al2023", arch, variant):
+        for family in RELEASE_FAMILIES:
+            newest: dict[tuple[str, str], AMIRelease] = {}
+            for release in reversed(_bundled(k8s, family)):
+                for arch, variant in _RELEASE_IMAGES[family]:
+                    if not release.has(k8s, family, arch, variant):
                         continue
-                    name = f"amazon-eks-node-al2023-{arch}-{variant}-{k8s}-{release.version}"
-                    image_id = self.image_id_for(name)
-                    if image_id not in self.images:
-                        self.register_image(
-                            image_id,
-                            name,
-                            architecture=arch,
-                            creation_date=f"{release.date.isoformat()}T00:00:00.000Z",
-                        )
-                    pinned = ssm_parameter_name(f"al2023@{release.version}", k8s, arch, variant)
-                    self.parameters[pinned] = image_id
-                    if recommended is None or release.version == recommended:
+                    self._publish_image(
+                        family,
+                        k8s,
+                        (arch, variant),
+                        release.version,
+                        created=release.date.isoformat(),
+                    )
+                    if (recommended is None and not release.abandoned) or (
+                        release.version == recommended
+                    ):
                         newest[(arch, variant)] = release
-        for (arch, variant), release in newest.items():
-            name = f"amazon-eks-node-al2023-{arch}-{variant}-{k8s}-{release.version}"
-            self.parameters[ssm_parameter_name("al2023@latest", k8s, arch, variant)] = (
-                self.image_id_for(name)
-            )
-            self.parameters[release_version_parameter(k8s, "al2023", arch, variant)] = (
-                release.release_version(k8s) or release.version
-            )
+            for (arch, variant), release in newest.items():
+                name = _ami_name(family, k8s, arch, variant, release.version)
+                latest = ssm_parameter_name(f"{family}@latest", k8s, arch, variant)
+                self.parameters[latest] = self.image_id_for(name)
+                self.parameters[release_version_parameter(k8s, family, arch, variant)] = (
+                    release.release_version(k8s) or release.version
+                )
 
     def publish_release(self, kubernetes_version: str, version: str) -> None:
         """Make AL2023 release `version` the recommended one for a Kubernetes version, as AWS
@@ -246,27 +286,64 @@ class SimulatedEC2:
         `amiReleases`). A release the bundled list does not have gets an image and a pinned
         parameter per arch x variant, dated by its version (`vYYYYMMDD`)."""
         k8s = kubernetes_version
-        bundled = {
-            r.version
-            for r in releases_for(k8s, "al2023", "x86_64") + releases_for(k8s, "al2023", "arm64")
-        }
-        if version in bundled:
+        if version in {r.version for r in _bundled(k8s, "al2023")}:
             self.publish_amis(k8s, recommended=version)
             return
         digits = version.removeprefix("v")
-        created = f"{digits[:4]}-{digits[4:6]}-{digits[6:8]}T00:00:00.000Z"
-        for arch, variants in AL2023_VARIANTS.items():
-            for variant in variants:
-                name = f"amazon-eks-node-al2023-{arch}-{variant}-{k8s}-{version}"
-                image_id = self.image_id_for(name)
-                if image_id not in self.images:
-                    self.register_image(image_id, name, architecture=arch, creation_date=created)
-                pinned = ssm_parameter_name(f"al2023@{version}", k8s, arch, variant)
-                self.parameters[pinned] = image_id
-                self.parameters[ssm_parameter_name("al2023@latest", k8s, arch, variant)] = image_id
-                self.parameters[release_version_parameter(k8s, "al2023", arch, variant)] = (
-                    f"{k8s}.0-{digits}"
+        created = f"{digits[:4]}-{digits[4:6]}-{digits[6:8]}"
+        for arch, variant in _RELEASE_IMAGES["al2023"]:
+            image_id = self._publish_image("al2023", k8s, (arch, variant), version, created=created)
+            self.parameters[ssm_parameter_name("al2023@latest", k8s, arch, variant)] = image_id
+            self.parameters[release_version_parameter(k8s, "al2023", arch, variant)] = (
+                f"{k8s}.0-{digits}"
+            )
+
+    def _publish_image(
+        self, family: str, k8s: str, image: tuple[str, str], version: str, *, created: str
+    ) -> str:
+        """Register one EKS AMI (arch, variant) of a release (once) and its pinned SSM
+        parameter; its image ID. `created`: the release's date, `YYYY-MM-DD`."""
+        arch, variant = image
+        name = _ami_name(family, k8s, arch, variant, version)
+        image_id = self.image_id_for(name)
+        if image_id not in self.images:
+            self.register_image(
+                image_id, name, architecture=arch, creation_date=f"{created}T00:00:00.000Z"
+            )
+        self.parameters[ssm_parameter_name(f"{family}@{version}", k8s, arch, variant)] = image_id
+        return image_id
+
+    def _stand_in(self, name: str) -> bool:
+        """Publish parameter `name` (and what AWS publishes with it) if it is one gpucap has no
+        data on: a Bottlerocket or Windows parameter (any version: one stand-in image for it),
+        or a pinned AL2023/AL2 release dated after the bundled list ends (every image of that
+        release for its Kubernetes minor). A release within the list's dates that it does not
+        have, and anything else, stays missing. Whether it published."""
+        end = coverage_end()
+        for family, pattern in (("al2023", _PINNED_AL2023), ("al2", _PINNED_AL2)):
+            match = pattern.match(name)
+            if match is None:
+                continue
+            created = _release_date(match["version"])
+            if created is None or created <= end:
+                return False
+            for image in _RELEASE_IMAGES[family]:
+                self._publish_image(
+                    family, match["k8s"], image, match["version"], created=created.isoformat()
                 )
+            return name in self.parameters
+        match = _BOTTLEROCKET.match(name)
+        arch = match["arch"] if match is not None else "x86_64"
+        if match is None and _WINDOWS.match(name) is None:
+            return False
+        # The image is named after its parameter, so each parameter has its own, stable one.
+        image_name = "gpucap-stand-in" + name.removesuffix("/image_id").replace("/", "-")
+        image_id = self.image_id_for(image_name)
+        if image_id not in self.images:
+            stamp = f"{end.isoformat()}T00:00:00.000Z"
+            self.register_image(image_id, image_name, architecture=arch, creation_date=stamp)
+        self.parameters[name] = image_id
+        return True
 
     def release_of(self, image_id: str) -> str | None:
         """The release (`vYYYYMMDD`) of an EKS AMI this EC2 published, from its name."""
@@ -740,7 +817,7 @@ class SimulatedEC2:
         self.calls.append("GetParameter")
         self._apply_scheduled_releases()
         name = kwargs["Name"]
-        if name not in self.parameters:
+        if name not in self.parameters and not self._stand_in(name):
             raise EC2APIError(
                 "ParameterNotFound", f"Parameter {name} not found.", operation="GetParameter"
             )
@@ -778,6 +855,33 @@ class SimulatedEC2:
                 json.dumps(_price_list_entry(info.name, self.catalog.region, price), sort_keys=True)
             )
         return {"PriceList": out}
+
+
+def _bundled(k8s: str, family: str) -> tuple[AMIRelease, ...]:
+    """The bundled releases with an image of `family` for Kubernetes `k8s`, newest first."""
+    by_version = {
+        r.version: r
+        for arch in ("x86_64", "arm64")
+        for r in releases_for(k8s, family, arch, include_abandoned=True)
+    }
+    return tuple(sorted(by_version.values(), key=lambda r: r.date, reverse=True))
+
+
+def _ami_name(family: str, k8s: str, arch: str, variant: str, version: str) -> str:
+    """The EKS AMI name of a release's image, as Karpenter's pinned alias names it."""
+    if family == "al2023":
+        return f"amazon-eks-node-al2023-{arch}-{variant}-{k8s}-{version}"
+    if variant != "standard":
+        return f"amazon-eks-gpu-node-{k8s}-{version}"
+    return f"amazon-eks-{'arm64-' if arch == 'arm64' else ''}node-{k8s}-{version}"
+
+
+def _release_date(version: str) -> dt.date | None:
+    """The date in a release version (`v20261001`), None when it is not a real date."""
+    try:
+        return dt.date(int(version[1:5]), int(version[5:7]), int(version[7:9]))
+    except ValueError:
+        return None
 
 
 def _tags_for(specs: Iterable[Mapping[str, Any]], resource: str) -> dict[str, str]:

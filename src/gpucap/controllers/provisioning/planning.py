@@ -1,12 +1,15 @@
 """`plan`'s composition root: the simulator's provider stack, the Provisioner and the loop.
 
 `plan` builds what `simulate` runs on, once and without time: a throwaway `SimulatedEC2` over
-the catalog on a `FakeClock`, the `AWSCloudProvider` over it (the input's EC2NodeClasses, and
+the catalog on a `FakeClock` with the bundled EKS AMI releases published (as the simulator
+publishes them), the `AWSCloudProvider` over it (the input's EC2NodeClasses, and
 `DEFAULT_EC2NODECLASS` for a NodePool whose class is missing), the NodeOverlay decoration
-(`cloudprovider/overlay.py`), then `Provisioner.pools` (each Ready NodePool's instance types
-from that provider) and the provisioning loop (`loop.py`) with the AWS launch preview
-(`launch.LaunchPreview`: the launch filters and `fleet_pick` that the provider's `create` and
-the simulated CreateFleet run).
+(`cloudprovider/overlay.py`), then the Ready NodePools (`controllers/nodepool/readiness.py`:
+an EC2NodeClass whose alias resolves no AMI makes its NodePools not Ready, and `plan` says so
+in a note with the pods that then stay Pending, as `simulate` ignores them), `Provisioner.pools`
+(each Ready NodePool's instance types from that provider) and the provisioning loop
+(`loop.py`) with the AWS launch preview (`launch.LaunchPreview`: the launch filters and
+`fleet_pick` that the provider's `create` and the simulated CreateFleet run).
 
 This is the one module under `controllers/` that may import `cloudprovider.aws` (the
 import-linter contract "controllers do not reach into the AWS provider" names it as its only
@@ -21,14 +24,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gpucap.apis.core import Pod
-from gpucap.apis.nodepool import NodePool
 from gpucap.apis.serde import Manifests
 from gpucap.apis.workloads import DaemonSet
 from gpucap.cloudprovider.aws.catalog import Catalog
-from gpucap.cloudprovider.aws.cloudprovider import DEFAULT_EC2NODECLASS, AWSCloudProvider
+from gpucap.cloudprovider.aws.cloudprovider import (
+    DEFAULT_EC2NODECLASS,
+    AWSCloudProvider,
+    alias_readiness,
+)
 from gpucap.cloudprovider.aws.launch import LaunchPreview
 from gpucap.cloudprovider.aws.simulated import SimulatedEC2
 from gpucap.cloudprovider.overlay import OverlaidCloudProvider, decorate
+from gpucap.controllers.nodepool.readiness import (
+    NodePoolReadiness,
+    NotReadyNodePool,
+    with_not_ready,
+)
+from gpucap.controllers.nodepool.readiness import ready_nodepools as nodepool_readiness
 from gpucap.controllers.provisioning.loop import (
     DEFAULT_MAX_PASSES,
     Plan,
@@ -42,50 +54,47 @@ from gpucap.state.snapshot import snapshot
 
 __all__ = ["explain_pod", "plan", "plan_provider", "pools_for", "provision", "ready_nodepools"]
 
+# The Kubernetes minor `plan` resolves AMI aliases for (the CLI's `--kubernetes-version` default).
+DEFAULT_KUBERNETES_VERSION = "1.36"
+# A not Ready NodePool's note names at most this many of the pods it leaves pending.
+_PODS_NAMED = 5
+
 
 def plan_provider(
-    manifests: Manifests, catalog: Catalog, *, options: SchedulingOptions | None = None
+    manifests: Manifests,
+    catalog: Catalog,
+    *,
+    options: SchedulingOptions | None = None,
+    kubernetes_version: str = DEFAULT_KUBERNETES_VERSION,
 ) -> OverlaidCloudProvider:
     """The provider stack `plan` asks for instance types: AWS over a fresh simulated EC2 (no
-    capacity closed, no insufficient-capacity marks), with the input's NodeOverlays."""
+    capacity closed, no insufficient-capacity marks, the bundled AMI releases of
+    `kubernetes_version` published), with the input's NodeOverlays."""
     clock = FakeClock()
+    api = SimulatedEC2(catalog, clock)
+    api.publish_amis(kubernetes_version)
     aws = AWSCloudProvider(
-        SimulatedEC2(catalog, clock),
+        api,
         catalog,
         clock,
         {nc.name: nc for nc in manifests.nodeclasses},
+        kubernetes_version=kubernetes_version,
         default_nodeclass=DEFAULT_EC2NODECLASS,
         min_values_policy=(options or SchedulingOptions()).min_values_policy,
     )
     return decorate(aws, manifests.nodeoverlays, manifests.nodepools)
 
 
-def ready_nodepools(manifests: Manifests, notes: list[str]) -> list[NodePool]:
-    """The NodePools `plan` plans, with a note for each one it leaves out or plans with the
-    default EC2NodeClass (input order)."""
-    nodeclasses = {nc.name for nc in manifests.nodeclasses}
-    ready: list[NodePool] = []
-    for np in manifests.nodepools:
-        ref = np.spec.template.spec.node_class_ref
-        if ref.is_auto_mode:
-            notes.append(
-                f"NodePool {np.name}: an EKS Auto Mode NodeClass; not planned (EKS's managed "
-                "Karpenter serves it, with its own instance selection)"
-            )
-            continue
-        if not ref.is_ec2nodeclass:
-            notes.append(
-                f"NodePool {np.name}: node class {ref.group}/{ref.kind} is not an EC2NodeClass; "
-                "ignored (it would never become Ready)"
-            )
-            continue
-        if ref.name not in nodeclasses:
-            notes.append(
-                f"NodePool {np.name}: EC2NodeClass {ref.name} is not in the input; "
-                "planned with a default one (AL2023, 20Gi root volume)"
-            )
-        ready.append(np)
-    return ready
+def ready_nodepools(
+    manifests: Manifests, provider: OverlaidCloudProvider, notes: list[str]
+) -> NodePoolReadiness:
+    """The NodePools `plan` plans (`readiness.ready_nodepools` with the default-class policy,
+    the EC2NodeClasses as `provider` resolves them), with a note for each one it leaves out or
+    plans with the default EC2NodeClass (input order)."""
+    aws = provider.inner
+    assert isinstance(aws, AWSCloudProvider)
+    readiness = alias_readiness(aws, manifests.nodeclasses)
+    return nodepool_readiness(manifests.nodepools, readiness, missing_class="default", notes=notes)
 
 
 def _pools(
@@ -93,8 +102,9 @@ def _pools(
     provider: OverlaidCloudProvider,
     provisioner: Provisioner,
     notes: list[str],
-) -> list[PoolInput]:
-    nodepools = ready_nodepools(manifests, notes)
+) -> tuple[list[PoolInput], list[NotReadyNodePool]]:
+    readiness = ready_nodepools(manifests, provider, notes)
+    nodepools = readiness.ready
     if provider.overlays:
         # The NodeOverlay controller's pass: which overlays Karpenter accepts for these pools.
         evaluation = provider.evaluate(nodepools)
@@ -106,7 +116,7 @@ def _pools(
                     f"{'' if changed == 1 else 's'} (Karpenter applies them only with the "
                     "NodeOverlay feature gate on; it is off by default)"
                 )
-    return provisioner.pools(nodepools)
+    return provisioner.pools(nodepools), readiness.not_ready
 
 
 def pools_for(
@@ -115,9 +125,25 @@ def pools_for(
     notes: list[str],
     *,
     options: SchedulingOptions | None = None,
+    kubernetes_version: str = DEFAULT_KUBERNETES_VERSION,
 ) -> list[PoolInput]:
     """Each Ready NodePool with the instance types `plan`'s provider stack answers for it."""
-    provider = plan_provider(manifests, catalog, options=options)
+    return _pools_and_not_ready(
+        manifests, catalog, notes, options=options, kubernetes_version=kubernetes_version
+    )[0]
+
+
+def _pools_and_not_ready(
+    manifests: Manifests,
+    catalog: Catalog,
+    notes: list[str],
+    *,
+    options: SchedulingOptions | None,
+    kubernetes_version: str,
+) -> tuple[list[PoolInput], list[NotReadyNodePool]]:
+    provider = plan_provider(
+        manifests, catalog, options=options, kubernetes_version=kubernetes_version
+    )
     return _pools(manifests, provider, Provisioner(provider, options=options), notes)
 
 
@@ -127,11 +153,15 @@ def plan(
     *,
     options: SchedulingOptions | None = None,
     max_passes: int = DEFAULT_MAX_PASSES,
+    kubernetes_version: str = DEFAULT_KUBERNETES_VERSION,
 ) -> Plan:
     """Schedule the pending pods of `manifests` as Karpenter's provisioning loop would, and
-    preview each new NodeClaim's launch."""
+    preview each new NodeClaim's launch. A pod that only a not Ready NodePool could take stays
+    Pending, its reason naming that pool, and the pool's note lists such pods."""
     notes: list[str] = list(manifests.notes)
-    pools = pools_for(manifests, catalog, notes, options=options)
+    pools, not_ready = _pools_and_not_ready(
+        manifests, catalog, notes, options=options, kubernetes_version=kubernetes_version
+    )
     snap = snapshot(manifests.pods, manifests.nodes, manifests.nodeclaims)
     for pod in snap.unknown_node_pods:
         notes.append(
@@ -146,8 +176,29 @@ def plan(
         options=options,
         max_passes=max_passes,
     )
+    if not_ready:
+        out.pod_errors = with_not_ready(out.pod_errors, out.pods.get, not_ready)
+        _name_pending_pods(notes, not_ready, out)
     out.notes[:0] = notes
     return out
+
+
+def _name_pending_pods(notes: list[str], not_ready: list[NotReadyNodePool], out: Plan) -> None:
+    """Complete each not Ready NodePool's note (`NodePool X: not Ready (...), ...`) with the
+    pending pods it could have taken."""
+    for pool in not_ready:
+        head = f"NodePool {pool.name}: not Ready ("
+        at = next((i for i, n in enumerate(notes) if n.startswith(head)), None)
+        if at is None:
+            continue
+        pods = [k for k in out.pod_errors if (p := out.pods.get(k)) and pool.could_take(p)]
+        if pods:
+            shown = ", ".join(pods[:_PODS_NAMED])
+            more = f" and {len(pods) - _PODS_NAMED} more" if len(pods) > _PODS_NAMED else ""
+            count = "1 pod stays" if len(pods) == 1 else f"{len(pods)} pods stay"
+            notes[at] += f"; Karpenter ignores it, so {count} Pending: {shown}{more}"
+        else:
+            notes[at] += "; Karpenter ignores it (no pending pod needs it)"
 
 
 def provision(
@@ -179,11 +230,12 @@ def explain_pod(
     pod_key: str,
     *,
     options: SchedulingOptions | None = None,
+    kubernetes_version: str = DEFAULT_KUBERNETES_VERSION,
 ) -> list[PoolExplanation] | None:
-    """`plan --explain`: why each NodePool can or cannot take `pod_key` in the first pass
+    """`plan --explain`: why each Ready NodePool can or cannot take `pod_key` in the first pass
     (None when the input has no such pending pod)."""
     opts = options or SchedulingOptions()
-    pools = pools_for(manifests, catalog, [], options=opts)
+    pools = pools_for(manifests, catalog, [], options=opts, kubernetes_version=kubernetes_version)
     snap = snapshot(manifests.pods, manifests.nodes, manifests.nodeclaims)
     return explain_first_pass(
         pod_key,

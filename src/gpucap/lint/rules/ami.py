@@ -32,8 +32,8 @@ from gpucap.cloudprovider.aws.amireleases import (
     coverage_end,
     diff_releases,
     find_release,
+    known_releases,
     latest_release,
-    releases_for,
 )
 from gpucap.cloudprovider.aws.ec2api import EC2APIError
 from gpucap.lint.context import LintContext, PoolView
@@ -193,30 +193,46 @@ def ami_alias_latest(ctx: LintContext) -> Iterable[Finding]:
     "AMI002",
     "ami-release-not-found",
     "error",
-    summary="A pinned alias (`al2023@vYYYYMMDD`) names a release that has no AMI for the "
-    "cluster's Kubernetes version (bundled EKS AMI release list, or SSM when gpucap has AWS "
-    "access).",
+    summary="An alias (`al2023@vYYYYMMDD`, or `@latest` where no release exists) resolves no "
+    "AMI for the cluster's Kubernetes version, or not the variant a NodePool's instance types "
+    "need (bundled EKS AMI release list, resolved as `plan` and `simulate` resolve it; or SSM "
+    "when gpucap has AWS access).",
     why="Karpenter reads one SSM parameter per architecture and variant of the alias; if none "
-    "exists the EC2NodeClass never becomes Ready (AMIsReady=False) and nothing launches; if the "
-    "NVIDIA variant is missing, GPU instance types get no AMI and are dropped.",
+    "exists the EC2NodeClass never becomes Ready (AMIsReady stays Unknown), its NodePools are "
+    "not Ready and the provisioner ignores them ('ignoring nodepool, not ready'): their pods "
+    "stay Pending. If only the NVIDIA (or standard) variant is missing, those instance types "
+    "get no AMI and their launches fail.",
     fix="Pick a release that exists for your Kubernetes version (`gpucap ami` lists them, or "
     "`aws ssm get-parameters-by-path` under /aws/service/eks/optimized-ami/<k8s>/), or upgrade "
     "the release together with the cluster.",
-    source="aws/karpenter-provider-aws pkg/providers/amifamily (al2023.go, al2.go, ami.go); "
-    "awslabs/amazon-eks-ami release notes; the workshop (seed, step 2: READY False when "
-    "AMI_VERSION does not exist for the Kubernetes version)",
+    source="aws/karpenter-provider-aws pkg/providers/amifamily (al2023.go, al2.go, ami.go), "
+    "pkg/controllers/nodeclass/ami.go; kubernetes-sigs/karpenter "
+    "pkg/controllers/nodepool/readiness/controller.go; awslabs/amazon-eks-ami release notes; "
+    "the workshop (seed, step 2: READY False when AMI_VERSION does not exist for the "
+    "Kubernetes version)",
 )
 def ami_release_not_found(ctx: LintContext) -> Iterable[Finding]:
     api = ctx.ec2api
     k8s = ctx.kubernetes_version
     for alias in _aliases(ctx):
-        if alias.latest:
-            continue
         pools = _pools_of(ctx, alias.nodeclass.name)
+        if alias.latest:
+            if api is None and alias.family in RELEASE_FAMILIES and _not_ready(ctx, alias):
+                yield ctx.finding(
+                    "AMI002",
+                    "error",
+                    alias.manifest,
+                    alias.path,
+                    f"{alias.text}: no release for Kubernetes {k8s}: {_ignored(ctx, alias, pools)}",
+                )
+            continue
         try:
             alias_parameters(alias.text, k8s)
         except UnsupportedAliasError as err:
-            yield ctx.finding("AMI002", "error", alias.manifest, alias.path, f"{alias.text}: {err}")
+            ignored = _ignored(ctx, alias, pools, known=False)
+            yield ctx.finding(
+                "AMI002", "error", alias.manifest, alias.path, f"{alias.text}: {err}: {ignored}"
+            )
             continue
         except ValueError:
             continue  # malformed alias: the schema rules report it
@@ -272,15 +288,41 @@ def _check_ssm(
     )
 
 
-def _nearest(k8s: str, family: str, date: dt.date) -> str:
+def _not_ready(ctx: LintContext, alias: _Alias) -> bool:
+    """The alias's EC2NodeClass resolves no AMI, as `plan` and `simulate` resolve it."""
+    readiness = ctx.nodeclass_readiness.get(alias.nodeclass.name)
+    return readiness is not None and not readiness.ready
+
+
+def _ignored(
+    ctx: LintContext,
+    alias: _Alias,
+    pools: list[PoolView],
+    near: dt.date | None = None,
+    *,
+    known: bool = True,
+) -> str:
+    """What an alias that resolves nothing does, and the releases gpucap knows instead."""
+    readiness = ctx.nodeclass_readiness.get(alias.nodeclass.name)
+    state = "not Ready"
+    if readiness is not None:
+        state = f"{readiness.condition} {readiness.status}"
+        state += f", {readiness.reason}" if readiness.reason else ""
+    if pools:
+        names = name_list(p.name for p in pools)
+        what = (
+            f"Karpenter resolves no AMI, so the EC2NodeClass is not Ready ({state}) and neither "
+            f"is NodePool {names}: the provisioner ignores it and its pods stay Pending"
+        )
+    else:
+        what = f"Karpenter resolves no AMI and the EC2NodeClass is not Ready ({state})"
+    if not known:
+        return what
     try:
-        known = releases_for(k8s, family)
+        releases = known_releases(ctx.kubernetes_version, alias.family, near=near)
     except ValueError:
-        return ""
-    before = next((r for r in known if r.date < date), None)
-    after = next((r for r in reversed(known) if r.date > date), None)
-    near = [r.version for r in (before, after) if r is not None]
-    return f"; nearest releases for Kubernetes {k8s}: {', '.join(near)}" if near else ""
+        return what
+    return f"{what}; {releases}"
 
 
 def _check_bundled(ctx: LintContext, alias: _Alias, pools: list[PoolView]) -> Iterable[Finding]:
@@ -316,8 +358,7 @@ def _check_bundled(ctx: LintContext, alias: _Alias, pools: list[PoolView]) -> It
             alias.manifest,
             alias.path,
             f"{alias.text}: there is no EKS AMI release {alias.version} (the bundled list covers "
-            f"releases through {end.isoformat()}){_nearest(k8s, alias.family, date)}: Karpenter "
-            "resolves no AMI and the EC2NodeClass never becomes Ready",
+            f"releases through {end.isoformat()}): {_ignored(ctx, alias, pools, date)}",
         )
         return
     if release.abandoned:
@@ -329,6 +370,17 @@ def _check_bundled(ctx: LintContext, alias: _Alias, pools: list[PoolView]) -> It
             f"{alias.text}: release {release.version} is marked abandoned in the EKS AMI release "
             "notes; its AMIs may be withdrawn: pin another release",
         )
+    if _not_ready(ctx, alias):
+        covers = ", ".join(release.kubernetes_versions) or "unknown versions"
+        yield ctx.finding(
+            "AMI002",
+            "error",
+            alias.manifest,
+            alias.path,
+            f"{alias.text}: release {release.version} has no AMI for Kubernetes {k8s} (gpucap "
+            f"knows it for Kubernetes {covers}): {_ignored(ctx, alias, pools, date)}",
+        )
+        return
     yield from _missing_images(ctx, alias, release, pools)
 
 

@@ -1,6 +1,6 @@
-"""NodePool rules: structure, limits and capacity flexibility (landscape.md §3.4).
+"""NodePool rules: structure, limits, capacity flexibility (landscape.md §3.4) and readiness.
 
-NP001-NP009. Also the helpers the other rule families share: which pools a pod can land on
+NP001-NP011. Also the helpers the other rule families share: which pools a pod can land on
 (`landing_pools`: requirements, taints and whether some launchable type holds its requests),
 where its metadata and containers are in its manifest, and whether a field was written.
 """
@@ -15,6 +15,7 @@ from gpucap.apis.labels import CAPACITY_TYPE, NORMALIZED_LABELS, REGION, ZONE, Z
 from gpucap.apis.quantity import base_units, format_resource_value
 from gpucap.apis.serde import Manifest
 from gpucap.controllers.disruption.constants import SPOT_TO_SPOT_THRESHOLD
+from gpucap.controllers.nodepool.readiness import NODECLASS_NOT_FOUND
 from gpucap.lint.context import GPU_RESOURCE, LintContext, PodRef, PoolView, pod_gpus
 from gpucap.lint.model import Finding, rule
 from gpucap.scheduling.instancetypes import InstanceType, truncate
@@ -734,3 +735,42 @@ def _known_values(ctx: LintContext, types: Sequence[InstanceType], key: str) -> 
         cached = frozenset(values)
         ctx.memo[memo] = cached
     return cached
+
+
+# ==== NP011 ====================================================================================
+
+
+@rule(
+    "NP011",
+    "nodeclass-not-found",
+    "error",
+    summary="A NodePool's nodeClassRef names an EC2NodeClass the input does not have, while "
+    "the input has other EC2NodeClasses (a typo such as `gpus` for `gpu`).",
+    why="Karpenter's NodePool readiness sets NodeClassReady False (NodeClassNotFound) and the "
+    "provisioner ignores a NodePool that is not Ready ('ignoring nodepool, not ready'): "
+    "nothing launches for the pods that need it, and they stay Pending without an event that "
+    "names the pool. (A NodePool linted without any EC2NodeClass is not flagged: `plan` plans "
+    "it with a default one.)",
+    fix="Name an EC2NodeClass that exists (the message suggests the closest name), or add the "
+    "EC2NodeClass to the input.",
+    source="kubernetes-sigs/karpenter pkg/controllers/nodepool/readiness/controller.go, "
+    "pkg/controllers/provisioning/provisioner.go (NewScheduler)",
+)
+def nodeclass_not_found(ctx: LintContext) -> Iterable[Finding]:
+    if not ctx.nodeclasses:
+        return
+    manifests = {p.name: p.manifest for p in ctx.pools}
+    present = name_list(sorted(ctx.nodeclasses), limit=5)
+    for entry in ctx.nodepool_readiness.not_ready:
+        if entry.reason != NODECLASS_NOT_FOUND:
+            continue
+        hint = f"did you mean {entry.suggestion}?" if entry.suggestion else f"it has {present}"
+        yield ctx.finding(
+            "NP011",
+            "error",
+            manifests.get(entry.name),
+            ("spec", "template", "spec", "nodeClassRef", "name"),
+            f"nodeClassRef.name {entry.nodeclass}: the input has no EC2NodeClass "
+            f"{entry.nodeclass} ({hint}): Karpenter marks the NodePool not Ready "
+            "(NodeClassNotFound) and ignores it, so the pods that need it stay Pending",
+        )

@@ -1,0 +1,2 @@
+"""Karpenter's NodePool controllers (kubernetes-sigs/karpenter `pkg/controllers/nodepool/`):
+readiness (`readiness.py`)."""
