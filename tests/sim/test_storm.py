@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from gpucap.controllers.provisioning.batcher import BATCH_MAX_SECONDS
 from gpucap.sim.recorder import Event
+from gpucap.sim.timeline import format_duration, timeline
 from gpucap.sim.world import NODE_MONITOR_GRACE_S
 from tests.sim.test_laws import Story, _deployment, _nodeclass, _nodepool
 
@@ -190,3 +191,14 @@ def test_an_interrupted_instance_always_leaves_the_bill_and_the_cluster(story: S
         assert node["billedSeconds"] <= warning.t + WARNING_S - launched + 1e-6
     # Its pods run again (spot m5.xlarge is never short in the other zones).
     assert result.summary["pendingAtEnd"] == []
+
+
+def test_the_timeline_says_ec2_took_the_instance_and_bills_the_node_to_then() -> None:
+    events = list(_cpu_story(replicas=1, pinned=True).run()[1].events)
+    lines = [line.text for line in timeline(events)]
+    assert any(t.startswith("EC2 took back the spot instance of node cpu-1") for t in lines)
+    assert any(t.startswith("node cpu-1 NotReady: its instance is gone") for t in lines)
+    launched = _of(events, "NodeClaimLaunched", nodeClaim="cpu-1")[0].t
+    reclaimed = _of(events, "InstanceTerminated", nodeClaim="cpu-1")[0].t
+    terminated = next(t for t in lines if t.startswith("node cpu-1 terminated after"))
+    assert format_duration(reclaimed - launched) in terminated

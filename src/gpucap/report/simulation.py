@@ -76,6 +76,8 @@ _CATEGORY = {
     "NodeInitialized": "nodes",
     "NodeClaimDeleted": "nodes",
     "NodeTerminated": "nodes",
+    "InstanceTerminated": "nodes",
+    "NodeNotReady": "nodes",
     "AMIResolved": "nodes",
     "NodePoolNotReady": "nodes",
     "NodePoolReady": "nodes",

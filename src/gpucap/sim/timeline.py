@@ -194,6 +194,7 @@ class _Timeline:
         self.done: set[int] = set()
         self.lines: list[tuple[float, int, TimelineLine]] = []  # (t, order, line)
         self.evicted_at: dict[str, float] = {}  # pod -> its last eviction, seen so far
+        self.instance_gone: dict[str, float] = {}  # NodeClaim -> when EC2 took its instance
 
     def say(self, t: float, text: str) -> None:
         kind = self.current.type if self.current is not None else ""
@@ -516,12 +517,28 @@ class _Timeline:
         reason = e.get("reason")
         self.say(e.t, f"NodeClaim {e.get('nodeClaim')} deleted" + (f": {reason}" if reason else ""))
 
+    def on_InstanceTerminated(self, e: Event, batch: list[int]) -> None:  # noqa: N802
+        claim = e.get("nodeClaim")
+        self.instance_gone[claim] = e.t
+        self.say(
+            e.t,
+            f"EC2 took back the spot instance of {node_words(e.get('node'), claim)} before its "
+            "drain finished: no longer billed; the node stops reporting",
+        )
+
+    def on_NodeNotReady(self, e: Event, batch: list[int]) -> None:  # noqa: N802
+        self.say(
+            e.t,
+            f"{node_words(e.get('node'), e.get('nodeClaim'))} NotReady: its instance is gone; "
+            "Karpenter removes it without finishing the drain",
+        )
+
     def on_NodeTerminated(self, e: Event, batch: list[int]) -> None:  # noqa: N802
         claim = e.get("nodeClaim")
         launch = self.idx.launches.get(claim)
         bill = ""
         if launch is not None:
-            seconds = e.t - launch.t
+            seconds = min(e.t, self.instance_gone.get(claim, e.t)) - launch.t
             cost = seconds / 3600 * launch.get("pricePerHour")
             bill = f" after {format_duration(seconds)}, ${cost:.2f}"
         self.say(e.t, f"{node_words(e.get('node'), claim)} terminated{bill}")
