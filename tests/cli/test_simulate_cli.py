@@ -60,8 +60,8 @@ def test_the_table_tells_the_spot_ice_and_the_fallback_to_on_demand_in_one_line(
     fallback = [line for line in out if "→" in line]
     assert fallback == [
         "00:15:01 spot g5.xlarge in us-east-1a, us-east-1b, us-east-1c, us-east-1d, us-east-1f "
-        "unavailable (gpu-2 not launched) → on-demand g5.xlarge in us-east-1a launched (gpu-3, "
-        "$1.0060/h)"
+        "unavailable (gpu-2 not launched) → 10s later on-demand g5.xlarge in us-east-1a "
+        "launched (gpu-3, $1.0060/h)"
     ]
     # The timeline comes first, then the summary.
     assert out.index(fallback[0]) < out.index("Simulated 1h00m00s: $1.21 for 3 nodes")

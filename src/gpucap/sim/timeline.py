@@ -45,6 +45,8 @@ __all__ = [
 
 # An ICE and a launch of the same NodePool this close together are one story.
 FALLBACK_WINDOW = 60.0
+# A fallback this soon after the failure (the next batch) is told without its delay.
+FALLBACK_WAIT_UNSAID = 1.0
 _NAMES_SHOWN = 3
 
 
@@ -439,7 +441,9 @@ class _Timeline:
         for kind in ("NodeClaimCreated", "PodNominated"):
             self._take(self.batch_of[j], kind, nodeClaim=launch.get("nodeClaim"))
         later = launch.t - e.t
-        when = f" {format_duration(later)} later" if later >= FALLBACK_WINDOW / 2 else ""
+        # Said when the fallback waited (the pod controller's requeue, a mark running out),
+        # not for the next batch's second.
+        when = f" {format_duration(later)} later" if later > FALLBACK_WAIT_UNSAID else ""
         not_launched = f" ({lost} not launched)" if failed else ""
         self.say(e.t, f"{gone} unavailable{not_launched} →{when} {self._launch_words(launch)}")
 
