@@ -194,3 +194,81 @@ def test_the_rules_doc_is_generated_from_the_rules() -> None:
 
 def test_default_config_enables_every_rule() -> None:
     assert all(LintConfig().enabled(r) for r in all_rules())
+
+
+# A NodePool without its nodeClassRef: a schema error whose message alone names no field.
+NO_NODECLASS_REF = """\
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: gpu
+spec:
+  template:
+    spec:
+      requirements:
+        - key: karpenter.k8s.aws/instance-family
+          operator: In
+          values: ["g5"]
+"""
+
+
+def test_text_output_names_the_field_path_as_validate_does(tmp_path: Path) -> None:
+    f = write(tmp_path, NO_NODECLASS_REF)
+    result = runner.invoke(app, ["lint", str(f)])
+    assert result.exit_code == 1, result.stderr
+    assert result.stdout.splitlines()[0] == (
+        f"{f}:7: SCHEMA001 error NodePool/gpu: spec.template.spec.nodeClassRef: "
+        "required field is missing"
+    )
+
+
+def test_a_rule_finding_in_text_carries_its_field_path_like_json(tmp_path: Path) -> None:
+    f = write(tmp_path, NO_PLUGIN_POOL)
+    text = runner.invoke(app, ["lint", str(f)]).stdout
+    doc = json.loads(runner.invoke(app, ["lint", "-o", "json", str(f)]).stdout)
+    gpu001 = next(x for x in doc["findings"] if x["rule"] == "GPU001")
+    assert gpu001["path"]
+    assert f" GPU001 error NodePool/gpu: {gpu001['path']}: {gpu001['message']}" in text
+
+
+def _dir_with_one_unparsable_file(tmp_path: Path) -> tuple[Path, Path, Path]:
+    bad = write(tmp_path, "a: [\n", "a-broken.yaml")
+    good = write(tmp_path, NO_NODECLASS_REF, "b-pool.yaml")
+    return tmp_path, bad, good
+
+
+def test_an_unparsable_file_in_a_directory_is_reported_and_the_others_are_linted(
+    tmp_path: Path,
+) -> None:
+    folder, bad, good = _dir_with_one_unparsable_file(tmp_path)
+    result = runner.invoke(app, ["lint", str(folder)])
+    assert result.exit_code == 2
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(f"{bad}:2: SCHEMA001 error line 2 column 1: invalid YAML")
+    assert lines[1].startswith(f"{good}:7: SCHEMA001 error NodePool/gpu: ")
+    assert lines[-1] == "2 error(s), 0 warning(s), 0 info"
+
+
+def test_an_unparsable_file_is_a_json_and_sarif_finding_with_its_file(tmp_path: Path) -> None:
+    folder, bad, good = _dir_with_one_unparsable_file(tmp_path)
+    result = runner.invoke(app, ["lint", "-o", "json", str(folder)])
+    assert result.exit_code == 2
+    found = {(x["file"], x["line"]) for x in json.loads(result.stdout)["findings"]}
+    assert found == {(str(bad), 2), (str(good), 7)}
+    sarif = runner.invoke(app, ["lint", "-o", "sarif", str(folder)])
+    assert sarif.exit_code == 2
+    doc = json.loads(sarif.stdout)
+    jsonschema.validate(doc, SARIF_SCHEMA)
+    uris = [
+        r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        for r in doc["runs"][0]["results"]
+    ]
+    assert uris == [str(bad), str(good)]
+
+
+def test_input_of_which_nothing_could_be_read_still_stops_with_one_line(tmp_path: Path) -> None:
+    bad = write(tmp_path, "a: [\n", "broken.yaml")
+    result = runner.invoke(app, ["lint", str(bad)])
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr.startswith(f"error: {bad}: line 2 column 1: invalid YAML")

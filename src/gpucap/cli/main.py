@@ -620,9 +620,13 @@ def lint(  # noqa: PLR0917 - typer maps parameters to options
             err.line(f"error: --image-size '{item}' must be IMAGE=SIZE[/SIZE], e.g. a/b=9Gi/18Gi")
             raise typer.Exit(EXIT_BAD_INPUT) from None
     result = load_paths(files)
-    # Files that could not be read, and input limits: bad input (2), not lint findings (1).
+    # Files that could not be read or parsed, and input limits: bad input (2), not lint
+    # findings (1). One bad file in a directory does not hide the others' findings: lint goes
+    # on and reports it as a finding too; input limits (the rest was not read) and input of
+    # which nothing could be read stop here.
     unreadable = [i for i in result.errors if i.source is None or i.rule == LIMIT]
-    if unreadable:
+    loaded = bool(result.objects.items) or any(i.source is not None for i in result.issues)
+    if unreadable and (not loaded or any(i.rule == LIMIT for i in unreadable)):
         _report(LoadResult(issues=unreadable))
         raise typer.Exit(EXIT_BAD_INPUT)
     # Lint sees what a cluster would hold (later versions win); each object keeps the version
@@ -647,6 +651,8 @@ def lint(  # noqa: PLR0917 - typer maps parameters to options
         for f, line in zip(report.findings, lines, strict=False):
             out.line(line, style={"error": "red", "warning": "yellow", "info": "cyan"}[f.severity])
         out.line(lines[-1])
+    if unreadable:  # reported above as SCHEMA001 findings, the file's first
+        raise typer.Exit(EXIT_BAD_INPUT)
     failing = report.count("error") + (report.count("warning") if strict else 0)
     raise typer.Exit(EXIT_FINDINGS if failing else EXIT_OK)
 

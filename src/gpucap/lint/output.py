@@ -14,14 +14,29 @@ from gpucap import __version__
 from gpucap.lint.model import Finding, Rule
 from gpucap.lint.runner import LintResult
 
-__all__ = ["format_json", "format_sarif", "format_text", "rule_help", "summary_line"]
+__all__ = [
+    "format_json",
+    "format_sarif",
+    "format_text",
+    "rule_help",
+    "summary_line",
+    "text_line",
+]
 
 _SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 
 
 def format_text(result: LintResult) -> list[str]:
     """One line per finding, in order, then the summary line."""
-    return [*(str(f) for f in result.findings), summary_line(result)]
+    return [*(text_line(f) for f in result.findings), summary_line(result)]
+
+
+def text_line(f: Finding) -> str:
+    """`file:line: ID severity Object: field.path: message`: the field path as `validate` and
+    `-o json` give it (a bare "required field is missing" names no field without it)."""
+    where = f"{f.object_ref}: " if f.object_ref else ""
+    field = f"{f.path}: " if f.path else ""
+    return f"{f.location}: {f.rule} {f.severity} {where}{field}{f.message}"
 
 
 def summary_line(result: LintResult) -> str:

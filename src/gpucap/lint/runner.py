@@ -11,6 +11,7 @@ Called by `gpucap lint`.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from gpucap.lint.model import Finding, Rule, all_rules
 __all__ = ["LintResult", "issue_findings", "run"]
 
 _IGNORE = re.compile(r"#\s*gpucap:\s*ignore(-file)?=([A-Za-z0-9_,\- ]+)")
+_LINE = re.compile(r"line (\d+)\b")
 
 
 @dataclass(slots=True)
@@ -49,18 +51,37 @@ def issue_findings(issues: Iterable[Issue]) -> list[Finding]:
         else:
             rule, severity = "SCHEMA001", ("error" if issue.severity == "error" else "warning")
         source = issue.source
+        if source is None:
+            out.append(_file_finding(rule, issue.message))
+            continue
         out.append(
             Finding(
                 rule,
                 severity,  # type: ignore[arg-type]
                 issue.message,
-                file=source.file if source else None,
+                file=source.file,
                 line=issue.line,
                 object_ref=issue.object_ref,
                 path=format_path(issue.path),
             )
         )
     return out
+
+
+def _file_finding(rule: str, message: str) -> Finding:
+    """A problem with a whole file (invalid YAML, unreadable): the loader names the file at the
+    head of its one-line message (`f.yaml: line 2 column 1: invalid YAML: ...`); the finding
+    carries it as its file, and the line when the message gives one, so that text, JSON and
+    SARIF place it like any other finding."""
+    start = 0
+    while (cut := message.find(": ", start)) > 0:
+        head = message[:cut]
+        if os.path.isfile(head) or head == "<stdin>":
+            rest = message[cut + 2 :]
+            m = _LINE.match(rest)
+            return Finding(rule, "error", rest, file=head, line=int(m.group(1)) if m else None)
+        start = cut + 2
+    return Finding(rule, "error", message)
 
 
 class _Suppressions:
