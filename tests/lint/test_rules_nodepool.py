@@ -512,6 +512,46 @@ def test_np009_the_beta_instance_type_label_is_checked_like_the_v1_one() -> None
     assert "did you mean g5.xlarge?" in only(findings, "NP009").message
 
 
+def test_np009_a_real_family_not_offered_in_the_region_names_the_regions_that_offer_it() -> None:
+    # trn2 exists (the bundled data offers it in us-east-2 only): not a typo of trn1.
+    np = edit(nodepool(), f"{FAMILY}.values", ["g5", "trn2"])
+    findings, text = lint(np, nodeclass(), select="NP009")
+    f = only(findings, "NP009")
+    assert f.severity == "warning"
+    assert f.line == line_of(text, "- trn2")
+    assert "trn2 is not offered in us-east-1; it is in us-east-2 (lint with --region)" in (
+        f.message
+    )
+    assert "did you mean" not in f.message
+
+
+def test_np009_a_real_type_of_another_region_is_never_a_did_you_mean_of_a_close_name() -> None:
+    # p5e.48xlarge is one letter from p5en.48xlarge (in us-east-1); it is itself real elsewhere.
+    np = edit(
+        nodepool(),
+        "spec.template.spec.requirements[3]",
+        {
+            "key": "node.kubernetes.io/instance-type",
+            "operator": "In",
+            "values": ["g5.2xlarge", "p5e.48xlarge"],
+        },
+    )
+    f = only(lint(np, nodeclass(), select="NP009")[0], "NP009")
+    assert "p5e.48xlarge is not offered in us-east-1; it is in us-east-2, us-west-2" in f.message
+    assert "did you mean" not in f.message
+
+
+def test_np009_a_catalog_of_the_callers_own_knows_no_other_region() -> None:
+    # Only the bundled data says where else a type is offered; a custom catalog gets the hint.
+    own = load_catalog("us-east-1", infos=CATALOG.infos)
+    np = edit(nodepool(), f"{FAMILY}.values", ["g5", "trn2"])
+    loaded = load_text(to_yaml(np, nodeclass()), "test.yaml")
+    ctx = LintContext(loaded.manifests, own)
+    (f,) = run(ctx, LintConfig(select=("NP009",))).findings
+    assert "no instance type in the catalog (us-east-1," in f.message
+    assert "not offered" not in f.message
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     known=st.lists(st.sampled_from(ALL_TYPE_NAMES), min_size=1, max_size=4, unique=True),

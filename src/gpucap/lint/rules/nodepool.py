@@ -680,8 +680,11 @@ _PLACEMENT_KEYS = frozenset({ZONE, ZONE_ID, REGION, CAPACITY_TYPE})
     "instance types it knows, so a typo such as `g5.xlage` or `g6x` is dropped without a word. "
     "If nothing is left, the pool is skipped ('nodepool requirements filtered out all instance "
     "types') and its pods stay Pending.",
-    fix="Correct the value (the message suggests the closest known one); if the type is newer "
-    "than gpucap's bundled catalog, lint with `--catalog` built by `gpucap catalog export`.",
+    fix="Correct the value (the message suggests the closest known one); a real type or family "
+    "that is not offered in the region is named with the regions that offer it: lint with "
+    "`--region` for the cluster's region, or drop it from this region's pools; if the type is "
+    "newer than gpucap's bundled catalog, lint with `--catalog` built by `gpucap catalog "
+    "export`.",
     source="kubernetes-sigs/karpenter pkg/controllers/provisioning/provisioner.go (a NodePool "
     "whose requirements leave no instance type option is skipped with a NoCompatibleInstanceTypes "
     "event)",
@@ -700,16 +703,28 @@ def requirements_match_no_instance_type(ctx: LintContext) -> Iterable[Finding]:
             for j, value in enumerate(req.values):
                 if value in known:
                     continue
-                close = difflib.get_close_matches(value, sorted(known), n=1, cutoff=0.75)
-                hint = f" (did you mean {close[0]}?)" if close else ""
                 path = (*REQUIREMENTS, i, "values", j)
+                elsewhere = _regions_with(ctx, pool, key, value)
+                if elsewhere:
+                    # A real value, only not here: a region to change, not a typo to fix.
+                    message = (
+                        f"{req.key} In {value}: {value} is not offered in "
+                        f"{ctx.catalog.region}; it is in {', '.join(elsewhere)} "
+                        "(lint with --region); Karpenter drops it silently here"
+                    )
+                else:
+                    close = difflib.get_close_matches(value, sorted(known), n=1, cutoff=0.75)
+                    hint = f" (did you mean {close[0]}?)" if close else ""
+                    message = (
+                        f"{req.key} In {value}: no instance type in {catalog} has this "
+                        f"value{hint}; Karpenter drops it silently"
+                    )
                 yield ctx.finding(
                     "NP009",
                     "warning",
                     pool.manifest,
                     path if written(pool.manifest, path) else (*REQUIREMENTS, i),
-                    f"{req.key} In {value}: no instance type in {catalog} has this "
-                    f"value{hint}; Karpenter drops it silently",
+                    message,
                 )
         if not pool.instance_types:
             yield ctx.finding(
@@ -720,6 +735,17 @@ def requirements_match_no_instance_type(ctx: LintContext) -> Iterable[Finding]:
                 f"no instance type in {catalog} meets all of the requirements with an available "
                 "offering: Karpenter skips the pool and the pods that need it stay Pending",
             )
+
+
+def _regions_with(ctx: LintContext, pool: PoolView, key: str, value: str) -> list[str]:
+    """The other regions of the bundled catalog where some instance type has `value` for
+    `key` (resolved for the pool's node class, as here)."""
+    settings = ctx.settings_for(pool.nodeclass)
+    return [
+        other.region
+        for other in ctx.other_regions
+        if value in _known_values(ctx, other.scheduling_instance_types(settings), key)
+    ]
 
 
 def _known_values(ctx: LintContext, types: Sequence[InstanceType], key: str) -> frozenset[str]:
