@@ -272,3 +272,13 @@ def test_input_of_which_nothing_could_be_read_still_stops_with_one_line(tmp_path
     assert result.exit_code == 2
     assert result.stdout == ""
     assert result.stderr.startswith(f"error: {bad}: line 2 column 1: invalid YAML")
+
+
+def test_placeholders_named_without_a_file_stay_info_and_exit_clean_of_bad_input() -> None:
+    # The grouped placeholder note has no source either: it is not a file that failed to load.
+    workshop = ROOT / "src" / "gpucap" / "data" / "examples" / "workshop"
+    result = runner.invoke(app, ["lint", "-o", "json", str(workshop)])
+    assert result.exit_code == 1  # AMI002 on the unfilled alias, not bad input
+    notes = [f for f in json.loads(result.stdout)["findings"] if f["rule"] == "SCHEMA002"]
+    assert notes
+    assert {f["severity"] for f in notes} == {"info"}

@@ -51,15 +51,15 @@ def issue_findings(issues: Iterable[Issue]) -> list[Finding]:
         else:
             rule, severity = "SCHEMA001", ("error" if issue.severity == "error" else "warning")
         source = issue.source
-        if source is None:
-            out.append(_file_finding(rule, issue.message))
+        if source is None and rule == "SCHEMA001" and severity == "error":
+            out.append(_file_finding(issue.message))
             continue
         out.append(
             Finding(
                 rule,
                 severity,  # type: ignore[arg-type]
                 issue.message,
-                file=source.file,
+                file=source.file if source else None,
                 line=issue.line,
                 object_ref=issue.object_ref,
                 path=format_path(issue.path),
@@ -68,7 +68,7 @@ def issue_findings(issues: Iterable[Issue]) -> list[Finding]:
     return out
 
 
-def _file_finding(rule: str, message: str) -> Finding:
+def _file_finding(message: str) -> Finding:
     """A problem with a whole file (invalid YAML, unreadable): the loader names the file at the
     head of its one-line message (`f.yaml: line 2 column 1: invalid YAML: ...`); the finding
     carries it as its file, and the line when the message gives one, so that text, JSON and
@@ -79,9 +79,10 @@ def _file_finding(rule: str, message: str) -> Finding:
         if os.path.isfile(head) or head == "<stdin>":
             rest = message[cut + 2 :]
             m = _LINE.match(rest)
-            return Finding(rule, "error", rest, file=head, line=int(m.group(1)) if m else None)
+            line = int(m.group(1)) if m else None
+            return Finding("SCHEMA001", "error", rest, file=head, line=line)
         start = cut + 2
-    return Finding(rule, "error", message)
+    return Finding("SCHEMA001", "error", message)
 
 
 class _Suppressions:
