@@ -34,3 +34,32 @@ def test_np009_a_workshop_trainium_pool_linted_for_eu_west_1_says_where_trn1_is_
     assert "did you mean" not in np009
     _, home = lint(CHATBOT_POOL)
     assert not [ln for ln in home if " NP009 " in ln]
+
+
+GFD = "NVIDIA__k8s-device-plugin/deployments/static/gpu-feature-discovery-daemonset.yaml"
+NVDP = "NVIDIA__k8s-device-plugin/deployments/static/nvidia-device-plugin.yml"
+BLUEPRINT_GPU = (
+    "aws-samples__karpenter-blueprints/blueprints/nvidia-gpu-workload/gpu-nodepool.yaml",
+    "aws-samples__karpenter-blueprints/blueprints/nvidia-gpu-workload/gpu-nodeclass.yaml",
+)
+
+
+def test_nvidias_gpu_feature_discovery_daemonset_alone_is_not_a_device_plugin() -> None:
+    # Same image as the plugin (nvcr.io/nvidia/k8s-device-plugin), command gpu-feature-discovery:
+    # GPU001 says what it says without it (the plugin may be installed outside the input).
+    _, alone = lint(*BLUEPRINT_GPU)
+    _, with_gfd = lint(*BLUEPRINT_GPU, GFD)
+    gpu001 = [ln for ln in with_gfd if " GPU001 " in ln]
+    assert gpu001 == [ln for ln in alone if " GPU001 " in ln]
+    assert len(gpu001) == 1
+    assert " GPU001 info " in gpu001[0]
+
+
+def test_nvidias_gpu_feature_discovery_cannot_label_the_blueprints_tainted_gpu_nodes() -> None:
+    code, lines = lint(*BLUEPRINT_GPU, GFD, NVDP)
+    assert code == 0  # the plugin tolerates nvidia.com/gpu: no GPU001, and GPU006 is a warning
+    assert not [ln for ln in lines if " GPU001 " in ln or " GPU002 " in ln]
+    (gpu006,) = [ln for ln in lines if " GPU006 " in ln]
+    assert gpu006.startswith(f"{real(GFD)}:")
+    assert "GPU006 warning DaemonSet/default/gpu-feature-discovery" in gpu006
+    assert "does not tolerate nvidia.com/gpu:NoSchedule of GPU NodePool gpu" in gpu006

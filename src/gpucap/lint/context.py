@@ -20,7 +20,7 @@ from typing import Any
 
 from gpucap.apis.bottlerocket import BottlerocketUserDataError
 from gpucap.apis.bottlerocket import device_plugin_config as bottlerocket_device_plugin_config
-from gpucap.apis.core import ConfigMap, Pod
+from gpucap.apis.core import ConfigMap, Container, Pod
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.errors import format_path
 from gpucap.apis.expansion import POD_CREATORS, sample_pods
@@ -216,12 +216,30 @@ class LintContext:
 
     @cached_property
     def device_plugin_daemonsets(self) -> list[Manifest]:
-        """DaemonSets that run the NVIDIA device plugin (by image or name)."""
+        """DaemonSets that run the NVIDIA device plugin (by image or name); GPU Feature
+        Discovery, shipped in the same image, is not the plugin (`feature_discovery_daemonsets`)."""
         out = []
         for m in self.daemonsets:
             ds: DaemonSet = m.obj  # type: ignore[assignment]
-            images = [c.image or "" for c in ds.spec.template.spec.containers]
+            containers = [
+                c for c in ds.spec.template.spec.containers if not runs_feature_discovery(c)
+            ]
+            if not containers:
+                continue
+            images = [c.image or "" for c in containers]
             if is_device_plugin(ds.metadata.name, images):
+                out.append(m)
+        return out
+
+    @cached_property
+    def feature_discovery_daemonsets(self) -> list[Manifest]:
+        """DaemonSets whose every container runs GPU Feature Discovery (it labels GPU nodes
+        `nvidia.com/gpu.product`, ...; it advertises no `nvidia.com/gpu`)."""
+        out = []
+        for m in self.daemonsets:
+            ds: DaemonSet = m.obj  # type: ignore[assignment]
+            containers = ds.spec.template.spec.containers
+            if containers and all(runs_feature_discovery(c) for c in containers):
                 out.append(m)
         return out
 
@@ -437,6 +455,23 @@ class LintContext:
             object_ref=manifest.ref,
             path=format_path(path),
         )
+
+
+# GPU Feature Discovery's binary. NVIDIA ships it in the device plugin's image
+# (nvcr.io/nvidia/k8s-device-plugin, its DaemonSet's command is /usr/bin/gpu-feature-discovery);
+# older releases had an image of its own (nvcr.io/nvidia/gpu-feature-discovery).
+FEATURE_DISCOVERY = "gpu-feature-discovery"
+
+
+def runs_feature_discovery(container: Container) -> bool:
+    """The container runs GPU Feature Discovery: its command, args or image name it."""
+    extra = container.model_extra or {}
+    words = [container.image or ""]
+    for key in ("command", "args"):
+        value = extra.get(key)
+        if isinstance(value, list):
+            words += [w for w in value if isinstance(w, str)]
+    return any(FEATURE_DISCOVERY in w for w in words)
 
 
 def pool_types(pool: PoolView) -> PoolTypes:

@@ -4,7 +4,8 @@ GPU001/GPU002: a device plugin runs on GPU pools' nodes (absent from the input i
 it may be installed outside it; present but unable to run there is an error). GPU003: every
 startup taint has a remover (heuristic in its `why`). GPU004: the GPU Operator does not install
 a driver or toolkit on EKS accelerated AMIs. GPU005: a custom (non-alias) AMI is not shared by
-GPU and CPU types.
+GPU and CPU types. GPU006: GPU Feature Discovery (same image as the device plugin, not the
+plugin) tolerates the GPU pools' taints.
 """
 
 from __future__ import annotations
@@ -212,6 +213,47 @@ def device_plugin_does_not_tolerate(ctx: LintContext) -> Iterable[Finding]:
                 ("spec", "template", "spec", "tolerations"),
                 f"{b.reason.removeprefix(b.manifest.ref + ' ')} of GPU NodePool {pool.name}: the "
                 "device plugin would never run there",
+            )
+
+
+# ---- GPU006 --------------------------------------------------------------------------------------
+
+
+@rule(
+    "GPU006",
+    "feature-discovery-does-not-tolerate-pool-taints",
+    "warning",
+    summary="A GPU Feature Discovery DaemonSet does not tolerate a taint (or startup taint) of a "
+    "GPU NodePool whose nodes it selects: it cannot label them.",
+    why="GPU Feature Discovery ships in the device plugin's image (nvcr.io/nvidia/k8s-device-"
+    "plugin, command gpu-feature-discovery) but is not the device plugin: it advertises no "
+    "nvidia.com/gpu and neither satisfies nor breaks GPU001. It labels GPU nodes "
+    "(nvidia.com/gpu.product, nvidia.com/gpu.memory, ...); kept off a tainted node, it never "
+    "labels it, and pods that select those labels never land there.",
+    fix="Add a toleration for the pool's taints to the GPU Feature Discovery DaemonSet (the "
+    "Helm chart's gfd tolerations), or drop it if no pod selects its labels.",
+    source="NVIDIA/k8s-device-plugin deployments/static/gpu-feature-discovery-daemonset.yaml "
+    "and cmd/gpu-feature-discovery",
+)
+def feature_discovery_does_not_tolerate(ctx: LintContext) -> Iterable[Finding]:
+    for pool in ctx.pools:
+        if not pool.is_gpu_pool:
+            continue
+        for m in ctx.feature_discovery_daemonsets:
+            pod = daemon_pod(m.obj)  # type: ignore[arg-type]
+            if not _selects_pool(pod, pool):
+                continue
+            taint = _untolerated_taint(pool, pod.spec.tolerations)
+            if taint is None:
+                continue
+            yield ctx.finding(
+                "GPU006",
+                "warning",
+                m,
+                ("spec", "template", "spec", "tolerations"),
+                f"GPU Feature Discovery does not tolerate {format_taint(taint)} of GPU NodePool "
+                f"{pool.name}: it never labels those nodes (nvidia.com/gpu.product, ...), so pods "
+                "that select its labels cannot land there; it is not the device plugin",
             )
 
 
