@@ -128,14 +128,24 @@ class PoolView:
         term = nc.alias if nc is not None else None
         return term.alias_family if term is not None else None
 
+    @property
+    def is_bottlerocket(self) -> bool:
+        """The pool's EC2NodeClass is of the Bottlerocket family: `amiFamily: Bottlerocket`
+        with any AMI selector (an id, a name, tags), or the `bottlerocket@` alias."""
+        nc = self.ec2nodeclass
+        return nc is not None and nc.ami_family == "Bottlerocket"
+
     def ami_ships_device_plugin(self, it: InstanceType) -> bool:
         """Whether the node's AMI runs the NVIDIA device plugin itself: EKS Auto Mode, or a
-        Bottlerocket alias on a type with catalog NVIDIA GPUs (Karpenter picks the
-        `aws-k8s-<k8s>-nvidia` variant for those; `cloudprovider/aws/amifamily.py`). A type whose
-        GPUs come only from an overlay gets the standard variant, without the plugin."""
+        Bottlerocket node class on a type with catalog NVIDIA GPUs. With the alias Karpenter
+        picks the `aws-k8s-<k8s>-nvidia` variant for those (`cloudprovider/aws/amifamily.py`);
+        with an AMI chosen by id, name or tags the user picked it, and a Bottlerocket AMI meant
+        for a GPU type is that variant (the standard one has no NVIDIA driver at all, which no
+        device plugin would fix). A type whose GPUs come only from an overlay gets the
+        standard variant from the alias, without the plugin."""
         if self.is_auto_mode:
             return True
-        return self.alias_family == "bottlerocket" and it.name not in self.overlay_gpu_names
+        return self.is_bottlerocket and it.name not in self.overlay_gpu_names
 
     @property
     def capacity_types(self) -> set[str]:
@@ -389,13 +399,13 @@ class LintContext:
 
     @cached_property
     def bottlerocket_configs(self) -> dict[str, DevicePluginConfig | BottlerocketUserDataError]:
-        """Bottlerocket EC2NodeClasses (alias `bottlerocket@...`) by name: the NVIDIA
-        device-plugin config their userData sets, or why the userData cannot be read."""
+        """Bottlerocket EC2NodeClasses (`amiFamily: Bottlerocket` or alias `bottlerocket@...`)
+        by name: the NVIDIA device-plugin config their userData sets, or why the userData
+        cannot be read."""
         out: dict[str, DevicePluginConfig | BottlerocketUserDataError] = {}
         for name, m in self.nodeclasses.items():
             nc: EC2NodeClass = m.obj  # type: ignore[assignment]
-            term = nc.alias
-            if term is None or term.alias_family != "bottlerocket":
+            if nc.ami_family != "Bottlerocket":
                 continue
             try:
                 out[name] = bottlerocket_device_plugin_config(nc.spec.user_data)

@@ -121,7 +121,7 @@ def operator_policy(ctx: LintContext) -> Manifest | None:
 
 def applied_config(ctx: LintContext, pool: PoolView) -> AppliedConfig | None:
     """The device-plugin config the pool's GPU nodes get (see the module docstring)."""
-    if pool.nodeclass is not None and pool.alias_family == "bottlerocket":
+    if pool.nodeclass is not None and pool.is_bottlerocket:
         # Bottlerocket's NVIDIA variant runs its own plugin, configured by the userData.
         cfg = ctx.bottlerocket_configs.get(pool.nodeclass.obj.metadata.name)
         if not isinstance(cfg, DevicePluginConfig):
@@ -562,7 +562,7 @@ def time_slicing_config_not_applied(ctx: LintContext) -> Iterable[Finding]:
             "plugin's config manager fails to start on them",
         )
     for pool in ctx.pools:
-        if not pool.is_gpu_pool or pool.alias_family == "bottlerocket" or pool.is_auto_mode:
+        if not pool.is_gpu_pool or pool.is_bottlerocket or pool.is_auto_mode:
             continue  # Bottlerocket and Auto Mode nodes run their own plugin, not the operator's
         label = pool.template.labels.get(DEVICE_PLUGIN_CONFIG_LABEL)
         if label is None:
