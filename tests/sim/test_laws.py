@@ -8,9 +8,9 @@ Karpenter's rules (karpenter-disruption.md), not from gpucap's controllers:
 2. the physical capacity of a NodePool's launched NodeClaims not being deleted never exceeds
    its limits (Karpenter stops counting a node once it is marked for deletion, and counts an
    initialized node by what it advertises: both overruns are Karpenter's and allowed here);
-3. no pod is bound to a node whose taints it does not tolerate (the template's taints, with
-   the tolerations EKS's admission adds to a GPU pod, and
-   `karpenter.sh/disrupted:NoSchedule` once the node is being disrupted);
+3. no pod is bound to a node whose taints it does not tolerate (the template's taints, and
+   `karpenter.sh/disrupted:NoSchedule` once the node is being disrupted; the pod's
+   tolerations as EKS stores them, with those its admission adds to a GPU pod);
 4. no node is disrupted as Empty or Underutilized inside its NodePool's consolidateAfter;
 5. at the end, every running instance has a NodeClaim and every launched NodeClaim not being
    deleted has a running instance.
