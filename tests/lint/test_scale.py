@@ -56,9 +56,18 @@ def test_alike_pods_cost_what_one_pod_costs(monkeypatch: pytest.MonkeyPatch) -> 
     assert many == one
 
 
+# A taint EKS's admission does not tolerate for a GPU pod (it tolerates nvidia.com/gpu).
+DEDICATED = {"key": "dedicated", "value": "ml", "effect": "NoSchedule"}
+DEDICATED_TOLERATION = {"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def _dedicated_pools(n: int) -> list[dict[str, Any]]:
+    return [edit(p, "spec.template.spec.taints", [DEDICATED]) for p in _pools(n)]
+
+
 def test_alike_pods_still_get_a_finding_each() -> None:
-    # Without the GPU toleration every deployment is told, by name, that it stays Pending.
-    findings = _lint([nodeclass(), *_pools(3), *_deployments(5)])
+    # Without the pools' toleration every deployment is told, by name, that it stays Pending.
+    findings = _lint([nodeclass(), *_dedicated_pools(3), *_deployments(5)])
     pending = sorted(ref for rule, ref, _ in findings if rule == "POD002")
     assert pending == [f"Deployment/default/vllm-{i}" for i in range(5)]
 
@@ -66,8 +75,8 @@ def test_alike_pods_still_get_a_finding_each() -> None:
 def test_pods_that_differ_in_tolerations_are_not_mixed_up() -> None:
     docs = [
         nodeclass(),
-        *_pools(2),
-        deployment("tolerant", gpu=1, tolerations=[GPU_TOLERATION]),
+        *_dedicated_pools(2),
+        deployment("tolerant", gpu=1, tolerations=[DEDICATED_TOLERATION]),
         deployment("intolerant", gpu=1),
     ]
     pending = [ref for rule, ref, _ in _lint(docs) if rule == "POD002"]

@@ -127,11 +127,13 @@ VARIANTS: list[tuple[str, Edit, str, str]] = [
         "ec2nodeclass.yaml",
     ),
     (
-        "GPU pod without the toleration",
+        # (Without its nvidia.com/gpu toleration the pod is fine: EKS's admission adds it.)
+        "GPU pool with a second taint the pod does not tolerate",
         replace(
-            "vllm.yaml",
-            "      tolerations:\n        - key: nvidia.com/gpu\n          operator: Exists\n          effect: NoSchedule\n",
-            "",
+            "nodepool.yaml",
+            "          effect: NoSchedule\n",
+            "          effect: NoSchedule\n        - key: team\n          value: ml\n"
+            "          effect: NoSchedule\n",
         ),
         "POD002",
         "vllm.yaml",
@@ -171,7 +173,7 @@ VARIANTS: list[tuple[str, Edit, str, str]] = [
 # others are warnings, and "no device plugin" is an info: the plugin may be installed outside
 # the input (Helm, kubectl apply -f <url>).
 ERRORS = {
-    "GPU pod without the toleration",
+    "GPU pool with a second taint the pod does not tolerate",
     "device plugin pinned to AMD GPUs, the operator's plugin off",
     "device plugin without the GPU toleration, the operator's plugin off",
 }

@@ -83,9 +83,13 @@ def test_kuberay_stable_diffusion_rayservice_packs_head_and_gpu_worker_on_one_no
     assert doc["summary"]["gpus"] == {"nvidia.com/gpu": 1}
 
 
-def test_kuberay_rayservice_worker_does_not_tolerate_the_usual_gpu_taint(tmp_path: Path) -> None:
-    # Its worker tolerates ray.io/node-type=worker only: a pool tainted nvidia.com/gpu (the
-    # workshop's, the EKS blueprints') cannot take it, nor the head.
+def test_kuberay_rayservice_gpu_worker_tolerates_the_gpu_taint_by_admission_the_head_not(
+    tmp_path: Path,
+) -> None:
+    # Its worker writes only a ray.io/node-type=worker toleration, but requests nvidia.com/gpu:
+    # EKS's admission (ExtendedResourceToleration) stores it tolerating nvidia.com/gpu, so a
+    # pool tainted nvidia.com/gpu (the workshop's, the EKS blueprints') takes it; not the
+    # CPU-only head. Before issue 21: the worker stayed pending too.
     tainted = edit(
         pool("gpu"),
         "spec.template.spec.taints",
@@ -93,9 +97,13 @@ def test_kuberay_rayservice_worker_does_not_tolerate_the_usual_gpu_taint(tmp_pat
     )
     doc = plan(tmp_path, STABLE_DIFFUSION, tainted, big_disk())
     pending = {u["pod"]: u["reason"] for u in doc["unschedulable"]}
+    assert "default/stable-diffusion-gpu-group-worker-0" not in pending
+    assert [c["pods"] for c in doc["nodeClaims"]] == [
+        ["default/stable-diffusion-gpu-group-worker-0"]
+    ]
     assert (
         "did not tolerate taint nvidia.com/gpu=present:NoSchedule"
-        in pending["default/stable-diffusion-gpu-group-worker-0"]
+        in pending["default/stable-diffusion-head"]
     )
 
 

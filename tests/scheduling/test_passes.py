@@ -127,8 +127,8 @@ def test_a_limit_the_launched_nodes_really_fill_keeps_the_rest_pending() -> None
 
 
 def test_a_pass_that_only_repeats_the_reasons_ends_the_loop() -> None:
-    # The untolerating pod is pending in every pass; the second pass creates nothing.
-    untolerated = gpu_pod("plain", tolerations=None)
+    # The untolerating (CPU) pod is pending in every pass; the second pass creates nothing.
+    untolerated = gpu_pod("plain", gpus=None, tolerations=None)  # type: ignore[arg-type]
     plan = run_passes([gpu_pool(), gpu_pod("a"), untolerated], SIZED_GPU_TYPES)
     assert plan.passes == 2
     assert claims_by_pass(plan) == [(1, ["default/a"])]

@@ -21,11 +21,20 @@ REQS = "spec.template.spec.requirements"
 GPU_COUNT_1 = {"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "In", "values": ["1"]}
 
 
-def test_gpu_pod_without_toleration_is_unschedulable_on_a_tainted_gpu_pool() -> None:
+def test_gpu_pod_without_toleration_tolerates_the_gpu_taint_by_eks_admission() -> None:
+    # ExtendedResourceToleration (apis/admission.py) stores it tolerating nvidia.com/gpu.
     result = run([gpu_pool(), pod("p", gpu=1)], GPU_TYPES)
+    assert result.pod_errors == {}
+    assert [p.key for c in result.new_node_claims for p in c.pods] == ["default/p"]
+
+
+def test_gpu_pod_without_toleration_is_unschedulable_on_a_pool_with_another_taint() -> None:
+    taints = [{"key": "dedicated", "value": "ml", "effect": "NoSchedule"}]
+    pool = edit(gpu_pool(), "spec.template.spec.taints", taints)
+    result = run([pool, pod("p", gpu=1)], GPU_TYPES)
     assert result.new_node_claims == []
     assert result.pod_errors == {
-        "default/p": 'nodepool "gpu": did not tolerate taint nvidia.com/gpu=present:NoSchedule'
+        "default/p": 'nodepool "gpu": did not tolerate taint dedicated=ml:NoSchedule'
     }
 
 

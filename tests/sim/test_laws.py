@@ -9,7 +9,8 @@ Karpenter's rules (karpenter-disruption.md), not from gpucap's controllers:
    its limits (Karpenter stops counting a node once it is marked for deletion, and counts an
    initialized node by what it advertises: both overruns are Karpenter's and allowed here);
 3. no pod is bound to a node whose taints it does not tolerate (the template's taints, and
-   `karpenter.sh/disrupted:NoSchedule` once the node is being disrupted);
+   `karpenter.sh/disrupted:NoSchedule` once the node is being disrupted; the pod's
+   tolerations as EKS stores them, with those its admission adds to a GPU pod);
 4. no node is disrupted as Empty or Underutilized inside its NodePool's consolidateAfter;
 5. at the end, every running instance has a NodeClaim and every launched NodeClaim not being
    deleted has a running instance.
@@ -34,7 +35,8 @@ import yaml
 from hypothesis import HealthCheck, example, given, note, settings
 from hypothesis import strategies as st
 
-from gpucap.apis.core import Taint, Toleration
+from gpucap.apis.admission import admitted_tolerations
+from gpucap.apis.core import PodSpec, Taint, Toleration
 from gpucap.apis.duration import parse_go_duration
 from gpucap.cloudprovider.aws.catalog import Catalog, load_catalog
 from gpucap.cloudprovider.aws.cloudprovider import NODECLAIM_TAG
@@ -416,8 +418,12 @@ class Laws:
                     [Taint(**t) for t in spec["template"]["spec"].get("taints", [])],
                 )
             elif doc["kind"] == "Deployment":
+                # As the API server stores its pods (apis/admission.py): a GPU pod also
+                # tolerates nvidia.com/gpu:NoSchedule.
+                spec = PodSpec.model_validate(doc["spec"]["template"]["spec"])
                 self.tolerations[doc["metadata"]["name"]] = [
-                    Toleration(**t) for t in doc["spec"]["template"]["spec"]["tolerations"]
+                    *(Toleration(**t) for t in doc["spec"]["template"]["spec"]["tolerations"]),
+                    *admitted_tolerations(spec),
                 ]
 
     def check(self, events: Sequence[Event], terminating: dict[str, float]) -> list[str]:

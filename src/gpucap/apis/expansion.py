@@ -5,6 +5,10 @@ template, with the template's path for `file:line`) and the CLI's summaries: Dep
 StatefulSets, ReplicaSets and Jobs (`apis/workloads.py`), KubeRay's RayCluster, RayService and
 RayJob (`apis/kuberay.py`), LeaderWorkerSet (`apis/leaderworkerset.py`) and JobSet
 (`apis/jobset.py`). DaemonSets are not here: they are per-node overhead.
+
+Every pod made here is admitted as EKS's API server stores it (`apis/admission.py`: a pod that
+requests an extended resource tolerates its NoSchedule taint), so plan, simulate and lint see
+the pods the cluster would schedule; the templates themselves stay as written.
 """
 
 from __future__ import annotations
@@ -12,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
-from gpucap.apis.core import Pod
+from gpucap.apis.admission import admit
+from gpucap.apis.core import Pod, PodSpec
 from gpucap.apis.jobset import JobSet, jobset_pod_groups
 from gpucap.apis.kuberay import (
     RayCluster,
@@ -67,7 +72,12 @@ POD_CREATORS = (
 
 
 def pod_groups(obj: PodCreator) -> list[PodGroup]:
-    """The pod templates of `obj`, each with how many pods its controller makes from it."""
+    """The pod templates of `obj`, each with how many pods its controller makes from it; the
+    pods are built as the API server stores them (admitted)."""
+    return [_admitting(g) for g in _written_groups(obj)]
+
+
+def _written_groups(obj: PodCreator) -> list[PodGroup]:
     if isinstance(obj, RayCluster | RayService | RayJob):
         return ray_pod_groups(obj)
     if isinstance(obj, LeaderWorkerSet):
@@ -75,6 +85,23 @@ def pod_groups(obj: PodCreator) -> list[PodGroup]:
     if isinstance(obj, JobSet):
         return jobset_pod_groups(obj)
     return workload_pod_groups(obj)
+
+
+def _admitting(group: PodGroup) -> PodGroup:
+    """`group` with each pod it makes admitted (`apis/admission.py`)."""
+    # The pods of one template share their spec object: admit each spec once, and let the
+    # pods share the admitted spec too (a workload can make thousands of pods).
+    admitted: dict[int, tuple[PodSpec, PodSpec]] = {}
+
+    def make(i: int) -> Pod:
+        pod = group.make(i)
+        hit = admitted.get(id(pod.spec))
+        if hit is None or hit[0] is not pod.spec:
+            hit = (pod.spec, admit(pod).spec)
+            admitted[id(pod.spec)] = hit
+        return pod if hit[1] is pod.spec else pod.model_copy(update={"spec": hit[1]})
+
+    return PodGroup(group.path, group.count, make, group.key)
 
 
 def expand(obj: PodCreator) -> list[Pod]:
@@ -102,8 +129,10 @@ def _same(pod: Pod) -> Pod:
 
 
 def sample_pods(obj: PodCreator) -> list[tuple[PodGroup, Pod]]:
-    """One pod per template (even a template that makes no pods yet), for the linter."""
-    return [(g, g.sample()) for g in pod_groups(obj)]
+    """One pod per template (even a template that makes no pods yet), for the linter and
+    `validate`'s summary: as the template writes it, not admitted (the lint context admits
+    it, `validate` shows what was written)."""
+    return [(g, g.sample()) for g in _written_groups(obj)]
 
 
 def expansion_notes(obj: PodCreator) -> list[str]:

@@ -36,6 +36,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from gpucap.apis import retired
+from gpucap.apis.admission import admit
 from gpucap.apis.apirules import object_meta_problems
 from gpucap.apis.core import ConfigMap, Node, Pod, PodDisruptionBudget
 from gpucap.apis.ec2nodeclass import EC2NodeClass
@@ -365,11 +366,12 @@ class Manifests:
 
     @property
     def pods(self) -> list[Pod]:
-        """Pods as listed, plus the pods each workload creates, in input order."""
+        """Pods as listed, plus the pods each workload creates, in input order, as the API
+        server stores them (`apis/admission.py`)."""
         pods: list[Pod] = []
         for m in self.items:
             if isinstance(m.obj, Pod):
-                pods.append(m.obj)
+                pods.append(admit(m.obj))
             elif isinstance(m.obj, POD_CREATORS):
                 pods.extend(expand(m.obj))
         return pods

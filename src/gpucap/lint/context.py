@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from gpucap.apis.admission import admit
 from gpucap.apis.bottlerocket import BottlerocketUserDataError
 from gpucap.apis.bottlerocket import device_plugin_config as bottlerocket_device_plugin_config
 from gpucap.apis.core import ConfigMap, Container, Pod
@@ -269,10 +270,11 @@ class LintContext:
         for m in self.manifests:
             obj = m.obj
             if isinstance(obj, Pod):
-                out.append(PodRef(obj, m, ("spec",)))
+                # As the API server stores it (`apis/admission.py`), as workloads' pods are.
+                out.append(PodRef(admit(obj), m, ("spec",)))
             elif isinstance(obj, POD_CREATORS):
                 # One pod per template (a RayCluster's head and each worker group, ...).
-                out += [PodRef(p, m, g.path) for g, p in sample_pods(obj)]
+                out += [PodRef(admit(p), m, g.path) for g, p in sample_pods(obj)]
         return out
 
     # ---- readiness ---------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
+from gpucap.apis.admission import admit
 from gpucap.apis.core import ConfigMap, Node, Pod, PodDisruptionBudget, PodStatus
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.expansion import POD_CREATORS, PodCreator, expand_keys
@@ -618,7 +619,7 @@ class Cluster:
         are deleted (by name, as a scale-down of its index-named pods)."""
         kind = obj.kind
         if kind == "Pod":
-            pod = cast(Pod, obj)
+            pod = admit(cast(Pod, obj))  # as the API server stores it (`apis/admission.py`)
             created = () if pod.key in self._pods else (pod.key,)
             self.add_pod(pod)
             return Applied(created=created)

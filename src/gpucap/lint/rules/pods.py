@@ -11,13 +11,22 @@ containers get none.
 selector and first required node-affinity term, and, for a GPU pod, one of its NVIDIA GPU
 instance types is; for POD003/POD004 the pod must also tolerate the pool's taints
 (PreferNoSchedule taints are ignored: Karpenter tolerates them as a last relaxation step).
+
+The pods judged here are the pods as EKS's API server stores them (`apis/admission.py`): a pod
+that requests nvidia.com/gpu tolerates the `nvidia.com/gpu` NoSchedule taint without writing it,
+so POD002 is about the other taints of a GPU pool.
+
+POD005: GPU Feature Discovery (and Node Feature Discovery) label a node only once it runs, so a
+pod that requires one of their labels needs a NodePool that declares it; otherwise Karpenter
+finds no pool for it ("label ... does not have known values", `scheduling/requirements.py`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from gpucap.apis.core import Pod
+from gpucap.apis.admission import is_extended_resource
+from gpucap.apis.core import Pod, Toleration
 from gpucap.apis.labels import INSTANCE_GPU_MEMORY, INSTANCE_GPU_NAME
 from gpucap.lint.context import GPU_RESOURCE, LintContext, PodRef, PoolView, pod_gpus
 from gpucap.lint.model import Finding, rule
@@ -106,13 +115,17 @@ def gpu_request_without_limit(ctx: LintContext) -> Iterable[Finding]:
     "gpu-pod-missing-toleration",
     "error",
     summary="A pod requests nvidia.com/gpu but does not tolerate the taints of any GPU NodePool it "
-    "could otherwise use.",
+    "could otherwise use. EKS's admission already tolerates the NoSchedule taint whose key is the "
+    "resource name (nvidia.com/gpu) for such a pod, so this is about the other taints.",
     why="Karpenter skips NodePools whose taints a pod does not tolerate (startup taints excepted), "
-    "so no GPU node is ever launched for it and it stays Pending.",
-    fix="Add a toleration for the GPU pool's taint (for example key nvidia.com/gpu, operator "
-    "Exists, effect NoSchedule).",
-    source="Karpenter scheduling (taints and tolerations); EKS Best Practices Karpenter (GPU "
-    "NodePool example)",
+    "so no GPU node is ever launched for it and it stays Pending. The API server's "
+    "ExtendedResourceToleration plugin (enabled on every EKS platform version) adds only "
+    "{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}; a taint with another key, or "
+    "nvidia.com/gpu with effect NoExecute, still needs a toleration written in the pod.",
+    fix="Add a toleration for the GPU pool's taint (its key, value and effect), or drop that "
+    "taint from the pool.",
+    source="Karpenter scheduling (taints and tolerations); kubernetes/kubernetes "
+    "plugin/pkg/admission/extendedresourcetoleration/admission.go",
 )
 def gpu_pod_missing_toleration(ctx: LintContext) -> Iterable[Finding]:
     for ref in ctx.pods:
@@ -123,7 +136,7 @@ def gpu_pod_missing_toleration(ctx: LintContext) -> Iterable[Finding]:
         if not blocked or any(taint is None for _, taint in blocked):
             continue
         detail = "; ".join(f"NodePool {pool.name} has {taint}" for pool, taint in blocked)
-        path = (*ref.base, "tolerations") if ref.pod.spec.tolerations else _gpu_limit_path(ref)
+        path = (*ref.base, "tolerations") if _written(ref.pod) else _gpu_limit_path(ref)
         yield ctx.finding(
             "POD002",
             "error",
@@ -133,6 +146,22 @@ def gpu_pod_missing_toleration(ctx: LintContext) -> Iterable[Finding]:
             f"NodePool it could use ({detail}): Karpenter skips those pools and the pod stays "
             "Pending",
         )
+
+
+def _written(pod: Pod) -> list[Toleration]:
+    """The pod's tolerations other than those the admission plugin adds (`apis/admission.py`):
+    a finding points at `tolerations` only when the manifest has them."""
+    return [
+        t
+        for t in pod.spec.tolerations
+        if not (
+            t.operator == "Exists"
+            and t.effect == "NoSchedule"
+            and not t.value
+            and t.key is not None
+            and is_extended_resource(t.key)
+        )
+    ]
 
 
 # ---- POD003 ---------------------------------------------------------------------------------
@@ -273,4 +302,116 @@ def gpu_pod_no_gpu_type_selector(ctx: LintContext) -> Iterable[Finding]:
             f"{', '.join(p.name for p in pools)} can give it {listed}: it may land on a "
             f"different GPU{memory_note} than intended; pin "
             "karpenter.k8s.aws/instance-gpu-name or a minimum instance-gpu-memory",
+        )
+
+
+# ---- POD005 ---------------------------------------------------------------------------------
+# Label namespaces written on a node by a DaemonSet once the node runs: GPU Feature Discovery's
+# and the GPU Operator's (nvidia.com/gpu.product, nvidia.com/gpu.present, nvidia.com/cuda.*,
+# nvidia.com/mig.*, ...) and Node Feature Discovery's. Karpenter cannot know them before it
+# launches the node.
+# (The bare nvidia.com/gpu is a resource name; a pool may label its nodes with it, not GFD.)
+DISCOVERED_LABEL_PREFIXES = (
+    "nvidia.com/gpu.",
+    "nvidia.com/cuda.",
+    "nvidia.com/mig.",
+    "nvidia.com/mps.",
+    "nvidia.com/vgpu.",
+    "nvidia.com/gfd.",
+    "feature.node.kubernetes.io/",
+)
+_REQUIRING = ("In", "Exists", "Gt", "Lt")
+
+
+def _discovered(key: str) -> bool:
+    return key.startswith(DISCOVERED_LABEL_PREFIXES)
+
+
+def _defined_keys(ctx: LintContext) -> frozenset[str]:
+    """Every label key some NodePool declares (template labels and requirements)."""
+    key = ("defined_label_keys",)
+    cached: frozenset[str] | None = ctx.memo.get(key)
+    if cached is None:
+        cached = frozenset(k for pool in ctx.pools for k in pool.template.requirements)
+        ctx.memo[key] = cached
+    return cached
+
+
+def _undefined_discovered(
+    pod: Pod, defined: frozenset[str]
+) -> tuple[str, tuple[str | int, ...]] | None:
+    """The first discovered label the pod requires and no pool declares, with its path under
+    the pod spec; None when there is none. A required node-affinity term counts only when every
+    term requires one (Karpenter drops a failing term while another is left)."""
+    for k in pod.spec.node_selector:
+        if _discovered(k) and k not in defined:
+            return k, ("nodeSelector", k)
+    aff = pod.spec.affinity
+    required = (
+        None
+        if aff is None or aff.node_affinity is None
+        else (aff.node_affinity.required_during_scheduling_ignored_during_execution)
+    )
+    if required is None or not required.node_selector_terms:
+        return None
+    found: list[tuple[str, tuple[str | int, ...]]] = []
+    for t, term in enumerate(required.node_selector_terms):
+        hit = next(
+            (
+                (r.key, (t, "matchExpressions", j, "key"))
+                for j, r in enumerate(term.match_expressions)
+                if r.operator in _REQUIRING and _discovered(r.key) and r.key not in defined
+            ),
+            None,
+        )
+        if hit is None:
+            return None
+        found.append(hit)
+    k, sub = found[0]
+    return k, (
+        "affinity",
+        "nodeAffinity",
+        "requiredDuringSchedulingIgnoredDuringExecution",
+        "nodeSelectorTerms",
+        *sub,
+    )
+
+
+@rule(
+    "POD005",
+    "pod-requires-discovered-label",
+    "error",
+    summary="A pod's node selector or required node affinity requires a GPU Feature Discovery or "
+    "Node Feature Discovery label (nvidia.com/gpu.present, nvidia.com/gpu.product, "
+    "feature.node.kubernetes.io/...) that no NodePool declares.",
+    why="Those labels are written on a node by a DaemonSet after the node has started. Karpenter "
+    "decides before launching, from the NodePool's template labels and requirements (and its "
+    "well-known labels): a label no pool declares has no known values, so no pool fits and the "
+    "pod stays Pending.",
+    fix="Add the label to the NodePool's template labels (or a requirement on it) for the pool "
+    "meant to run the pod, or drop the selector (select the GPU with "
+    "karpenter.k8s.aws/instance-gpu-name or the nvidia.com/gpu resource request instead).",
+    source="Karpenter scheduling (requirements Compatible: label does not have known values); "
+    "NVIDIA GPU Feature Discovery labels",
+)
+def pod_requires_discovered_label(ctx: LintContext) -> Iterable[Finding]:
+    if not ctx.pools:
+        return  # the pools are elsewhere: nothing to judge against
+    defined = _defined_keys(ctx)
+    for ref in ctx.pods:
+        if ref.pod.spec.node_name:
+            continue  # bound already: Karpenter does not schedule it
+        hit = _undefined_discovered(ref.pod, defined)
+        if hit is None:
+            continue
+        label, sub = hit
+        yield ctx.finding(
+            "POD005",
+            "error",
+            ref.manifest,
+            (*ref.base, *sub),
+            f"requires node label {label}, which GPU/Node Feature Discovery sets only on a "
+            "running node and no NodePool declares: Karpenter finds no pool for the pod "
+            f'(label "{label}" does not have known values) and it stays Pending; add {label} to '
+            "the NodePool's template labels or requirements, or drop the selector",
         )
