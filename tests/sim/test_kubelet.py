@@ -25,6 +25,7 @@ from gpucap.sim.kubelet import (
     startup_seconds,
 )
 from tests.builders import daemonset, edit, load, nodeclass, pod_spec
+from tests.realworld.corpus import real as real_file
 
 CATALOG = load_catalog("us-east-1")
 TIMINGS = Timings()
@@ -34,6 +35,7 @@ GPU_NODE = {
     "karpenter.sh/capacity-type": "spot",
 }
 GPU_TAINT = Taint(key="nvidia.com/gpu", effect="NoSchedule")
+GFD = "NVIDIA__k8s-device-plugin/deployments/static/gpu-feature-discovery-daemonset.yaml"
 VLLM = "vllm/vllm-openai:v0.6.0"
 
 
@@ -93,6 +95,27 @@ def test_a_plugin_daemonset_advertises_after_its_pod_starts_and_the_plugin_regis
         "daemonset/kube-system/nvidia-device-plugin", 35.0, "nvidia.com/gpu", 1
     )
     assert advertised_gpus(4, plugin) == {"nvidia.com/gpu": 4}
+
+
+def test_gpu_feature_discovery_in_the_plugins_image_advertises_no_gpu() -> None:
+    # NVIDIA's static GFD DaemonSet: the device plugin's image, command gpu-feature-discovery.
+    real = yaml.safe_load(real_file(GFD).read_text())
+    assert plugin_on_gpu_node(real) is None
+    gfd = edit(
+        daemonset("gpu-feature-discovery"),
+        "spec.template.spec.containers",
+        [
+            {
+                "name": "gfd",
+                "image": "nvcr.io/nvidia/k8s-device-plugin:v0.17.0",
+                "command": ["/usr/bin/gpu-feature-discovery"],
+            }
+        ],
+    )
+    assert plugin_on_gpu_node(gfd) is None
+    # The same image running the plugin is the plugin.
+    plugin = edit(gfd, "spec.template.spec.containers[0].command", ["nvidia-device-plugin"])
+    assert plugin_on_gpu_node(plugin) is not None
 
 
 def test_plugin_daemonset_without_gpu_taint_toleration_does_not_land() -> None:

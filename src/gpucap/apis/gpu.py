@@ -2,15 +2,22 @@
 
 The extended-resource names GPUs are advertised under, which NVIDIA GPUs support MIG (and how
 many MIG devices one GPU gives at most), and how gpucap recognises a device-plugin DaemonSet and
-a model-server image by name. Plain constants and two predicates; no Kubernetes objects.
+a model-server image by name, and a GPU Feature Discovery container by its command. Plain
+constants and predicates.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gpucap.apis.core import Container
 
 __all__ = [
     "AMD_GPU",
     "AWS_NEURON",
     "DEVICE_PLUGIN_IMAGE_MARKERS",
+    "FEATURE_DISCOVERY",
     "GPU_RESOURCES",
     "HABANA_GAUDI",
     "MIG_GPUS",
@@ -19,6 +26,7 @@ __all__ = [
     "NVIDIA_GPU_SHARED",
     "is_device_plugin",
     "is_model_server",
+    "runs_feature_discovery",
 ]
 
 # The resource the NVIDIA device plugin advertises whole GPUs as (and its time-sliced rename
@@ -58,6 +66,25 @@ def is_device_plugin(name: str, images: list[str]) -> bool:
     """A DaemonSet called `name` running `images` runs the NVIDIA device plugin."""
     text = " ".join([name, *images])
     return any(marker in text for marker in DEVICE_PLUGIN_IMAGE_MARKERS)
+
+
+# GPU Feature Discovery's binary. NVIDIA ships it in the device plugin's image
+# (nvcr.io/nvidia/k8s-device-plugin, its DaemonSet's command is /usr/bin/gpu-feature-discovery);
+# older releases had an image of its own (nvcr.io/nvidia/gpu-feature-discovery).
+FEATURE_DISCOVERY = "gpu-feature-discovery"
+
+
+def runs_feature_discovery(container: Container) -> bool:
+    """The container runs GPU Feature Discovery (it labels GPU nodes and advertises no GPU):
+    its command, args or image name it. Read by lint and by the simulator's device-plugin
+    lookup, so that GFD in the plugin's image is not taken for the plugin."""
+    extra = container.model_extra or {}
+    words = [container.image or ""]
+    for key in ("command", "args"):
+        value = extra.get(key)
+        if isinstance(value, list):
+            words += [w for w in value if isinstance(w, str)]
+    return any(FEATURE_DISCOVERY in w for w in words)
 
 
 def is_model_server(image: str) -> bool:

@@ -21,11 +21,11 @@ from typing import Any
 from gpucap.apis.admission import admit
 from gpucap.apis.bottlerocket import BottlerocketUserDataError
 from gpucap.apis.bottlerocket import device_plugin_config as bottlerocket_device_plugin_config
-from gpucap.apis.core import ConfigMap, Container, Pod
+from gpucap.apis.core import ConfigMap, Pod
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.errors import format_path
 from gpucap.apis.expansion import POD_CREATORS, sample_pods
-from gpucap.apis.gpu import NVIDIA_GPU, is_device_plugin
+from gpucap.apis.gpu import NVIDIA_GPU, is_device_plugin, runs_feature_discovery
 from gpucap.apis.gpuoperator import DevicePluginConfig, device_plugin_configs
 from gpucap.apis.labels import CAPACITY_TYPE
 from gpucap.apis.nodeoverlay import NodeOverlay
@@ -467,23 +467,6 @@ class LintContext:
             object_ref=manifest.ref,
             path=format_path(path),
         )
-
-
-# GPU Feature Discovery's binary. NVIDIA ships it in the device plugin's image
-# (nvcr.io/nvidia/k8s-device-plugin, its DaemonSet's command is /usr/bin/gpu-feature-discovery);
-# older releases had an image of its own (nvcr.io/nvidia/gpu-feature-discovery).
-FEATURE_DISCOVERY = "gpu-feature-discovery"
-
-
-def runs_feature_discovery(container: Container) -> bool:
-    """The container runs GPU Feature Discovery: its command, args or image name it."""
-    extra = container.model_extra or {}
-    words = [container.image or ""]
-    for key in ("command", "args"):
-        value = extra.get(key)
-        if isinstance(value, list):
-            words += [w for w in value if isinstance(w, str)]
-    return any(FEATURE_DISCOVERY in w for w in words)
 
 
 def pool_types(pool: PoolView) -> PoolTypes:

@@ -29,7 +29,7 @@ from gpucap.apis.core import (
     Toleration,
 )
 from gpucap.apis.ec2nodeclass import EC2NodeClass
-from gpucap.apis.gpu import NVIDIA_GPU, NVIDIA_GPU_SHARED, is_device_plugin
+from gpucap.apis.gpu import NVIDIA_GPU, NVIDIA_GPU_SHARED, is_device_plugin, runs_feature_discovery
 from gpucap.apis.gpuoperator import (
     DEVICE_PLUGIN_CONFIG_LABEL,
     ClusterPolicy,
@@ -208,8 +208,10 @@ def device_plugin_for(
         objects.daemonsets, key=lambda d: (d.metadata.namespace or "default", d.metadata.name)
     )
     for ds in daemonsets:
-        images = [c.image or "" for c in ds.spec.template.spec.containers]
-        if not is_device_plugin(ds.metadata.name, images):
+        # GPU Feature Discovery runs from the plugin's image but advertises no GPU.
+        containers = [c for c in ds.spec.template.spec.containers if not runs_feature_discovery(c)]
+        images = [c.image or "" for c in containers]
+        if not containers or not is_device_plugin(ds.metadata.name, images):
             continue
         if _plugin_lands(daemon_pod(ds), node_labels, node_taints):
             source = f"daemonset/{ds.metadata.namespace or 'default'}/{ds.metadata.name}"
