@@ -41,9 +41,8 @@ from gpucap.controllers.disruption.candidates import (
     under_consolidate_after,
 )
 from gpucap.controllers.disruption.pdb import Limits
-from gpucap.controllers.disruption.pods import do_not_disrupt_active, is_reschedulable
 from gpucap.controllers.disruption.types import Candidate
-from gpucap.controllers.provisioning.provisioner import Provisioner
+from gpucap.controllers.provisioning.provisioner import Provisioner, deleting_node_pods
 from gpucap.scheduling.requirements import Requirements
 from gpucap.scheduling.solver import (
     ExistingNode,
@@ -204,16 +203,10 @@ def simulate_scheduling(
         _unbound(p)
         for c in candidates
         for p in c.reschedulable_pods
-        if not do_not_disrupt_active(p, now) and not (limits and limits.fully_blocked(p, now))
+        if limits.is_currently_reschedulable(p, now)
     ]
-    from_deleting = [
-        _unbound(p)
-        for n in deleting
-        for p in n.pods
-        if is_reschedulable(p)
-        and not do_not_disrupt_active(p, now)
-        and not (limits and limits.fully_blocked(p, now))
-    ]
+    # The provisioner's own pods of deleting nodes (`deleting` are those of `snap.nodes`).
+    from_deleting = deleting_node_pods(snap.nodes, now, limits)
     pending = list(snap.pending)
     pods = [*pending, *movers, *from_deleting]
     if inputs is not None:
