@@ -57,13 +57,16 @@ from gpucap.cloudprovider.aws.coldstart import KNOWN_IMAGE_SIZES, Timings
 from gpucap.cloudprovider.aws.simulated import SimulatedEC2
 from gpucap.cloudprovider.overlay import decorate
 from gpucap.cloudprovider.types import CloudProvider, InsufficientCapacityError
-from gpucap.controllers.disruption.candidates import consolidate_after, consolidate_after_start
+from gpucap.controllers.disruption.candidates import (
+    consolidate_after,
+    consolidate_after_start,
+    next_do_not_disrupt_expiry,
+)
 from gpucap.controllers.disruption.constants import POLLING_PERIOD_S
 from gpucap.controllers.disruption.controller import Disruption, DisruptionResult
 from gpucap.controllers.disruption.drift import REQUEUE_AFTER as DRIFT_REQUEUE_S
 from gpucap.controllers.disruption.drift import DriftDetection
 from gpucap.controllers.disruption.pdb import Limits
-from gpucap.controllers.disruption.pods import do_not_disrupt_ends
 from gpucap.controllers.expiration import Expiration
 from gpucap.controllers.garbagecollection import GarbageCollection
 from gpucap.controllers.interruption import Interruption
@@ -274,8 +277,6 @@ class World:
         self._maybe_pending: set[str] = set()
         self._on_node: dict[str, dict[str, Pod]] = {}  # node -> pods bound there
         self._where: dict[str, str] = {}  # pod -> its node
-        # Bound pod -> when its do-not-disrupt with a duration stops holding its node.
-        self._holds: dict[str, dt.datetime] = {}
         self._used: dict[str, Resources] = {}  # node -> requests of its pods
         # Pod -> the (Node, pod, used requests) objects of its last failed bind (`_try_bind`).
         self._unbindable: dict[str, tuple[Node, Pod, Resources | None]] = {}
@@ -475,14 +476,10 @@ class World:
         self._on_node.setdefault(node, {})[pod.key] = pod
         self._where[pod.key] = node
         self._used[node] = add(self._used.get(node, {}), _requests(pod))
-        ends = do_not_disrupt_ends(pod)
-        if ends is not None:
-            self._holds[pod.key] = ends
 
     def _unplace(self, key: str) -> None:
         """Pod `key` left its node (deleted, evicted, its node gone): free its requests and
         record the pod event on the node's NodeClaim (consolidateAfter counts from it)."""
-        self._holds.pop(key, None)
         node = self._where.pop(key, None)
         if node is None:
             return
@@ -1249,11 +1246,11 @@ class World:
         alone) is looked at."""
         soonest = self._due_time()
         now = self.clock.now()
-        for ends in self._holds.values():
-            # A pod's do-not-disrupt with a duration running out makes its node a candidate
-            # (`IsDoNotDisruptActive`): the clock alone changes what the pass finds.
-            if ends > now:
-                soonest = min(soonest, self.now + (ends - now).total_seconds())
+        # A pod's do-not-disrupt with a duration running out makes its node a candidate
+        # (`IsDoNotDisruptActive`): the clock alone changes what the pass finds.
+        ends = next_do_not_disrupt_expiry(self.cluster, now)
+        if ends is not None:
+            soonest = min(soonest, self.now + (ends - now).total_seconds())
         revisit = self.disruption.revisit_at()
         if revisit is not None:
             soonest = min(soonest, self.now + max(0.0, revisit - self.clock.monotonic()))
