@@ -36,31 +36,36 @@ MARKING = {
 QUIET = {"PodCreated", "PodNominated", "PodReady", "OfferingUnavailable"}
 
 
-class _Recording(World):
-    moves: list[float]
-    callers: set[str]
+class _Recording:
+    """A world whose cluster's `mark_unconsolidated` calls are recorded: when, and the names of
+    the functions on the stack (`Cluster` marks itself from its own mutations)."""
 
-    def _unconsolidated(self) -> None:
-        self.moves.append(self.now)
-        # Who moved it, and who called that: "_deletion_started/_expire".
-        self.callers.add("/".join(f.function for f in inspect.stack()[1:3]))
-        super()._unconsolidated()
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.moves: list[float] = []
+        self.stacks: list[set[str]] = []
+        mark = world.cluster.mark_unconsolidated
+
+        def recorded() -> None:
+            self.moves.append(world.now)
+            self.stacks.append({f.function for f in inspect.stack()[1:12]})
+            mark()
+
+        world.cluster.mark_unconsolidated = recorded  # type: ignore[method-assign]
 
 
 def _world(name: str) -> _Recording:
     scenario = load_scenario(str(STORIES / f"{name}.yaml"), load_catalog)
-    world = _Recording(scenario, load_catalog(scenario.region))
-    world.moves, world.callers = [], set()
-    return world
+    return _Recording(World(scenario, load_catalog(scenario.region)))
 
 
 def _run(name: str) -> tuple[list[float], dict[float, set[str]]]:
-    world = _world(name)
-    events = world.run().events
+    recording = _world(name)
+    events = recording.world.run().events
     at: dict[float, set[str]] = defaultdict(set)
     for e in events:
         at[e.t].add(e.type)
-    return world.moves, at
+    return recording.moves, at
 
 
 @pytest.mark.parametrize(
@@ -86,6 +91,15 @@ def test_expiration_and_interruption_move_the_state_with_the_deletion_timestamp(
 ) -> None:
     # The NodeClaim was not marked for deletion by a disruption command: its deletion
     # timestamp turns MarkedForDeletion true, itself a move (not only the drain after it).
-    world = _world(name)
-    world.run()
-    assert f"_deletion_started/{caller}" in world.callers
+    recording = _world(name)
+    recording.world.run()
+    assert any({caller, "delete", "_set_claim"} <= stack for stack in recording.stacks)
+
+
+def test_a_disruption_commands_deletion_timestamp_does_not_move_the_state() -> None:
+    # Its candidates were marked for deletion first (`mark_for_deletion` moves nothing), so
+    # the deletion timestamp leaves MarkedForDeletion as it was.
+    recording = _world("underutilized")
+    events = recording.world.run().events
+    assert any(e.type == "DisruptionDecision" and e.fields.get("method") for e in events)
+    assert not any({"_run_queue", "delete", "_set_claim"} <= stack for stack in recording.stacks)

@@ -196,9 +196,6 @@ class World:
                 self.ec2.publish_release(k8s, version)
         self.nodeclasses: dict[str, EC2NodeClass] = {}
         self._version = 0  # bumped on every change the scheduler sees
-        # Karpenter's consolidation state (`MarkUnconsolidated`): bumped only where Karpenter's
-        # cluster state marks the cluster unconsolidated (see `_unconsolidated`).
-        self._consolidation = 0
         self.cluster = Cluster(self.clock)
         self.aws = AWSCloudProvider(
             self.ec2,
@@ -233,7 +230,6 @@ class World:
             on_create=self._create_replacement,
             names=self._next_name,
             nodepools=self._ready_nodepools,
-            state_version=lambda: self._consolidation,
         )
         self._disruption = _Reconciler("disruption", self._disrupt)
         self._drifting = _Reconciler("drift", self._detect_drift)
@@ -243,10 +239,6 @@ class World:
         self._pod_trigger = _Reconciler("provisioning.pods", self._retrigger)
         self._binder = _Reconciler("kube-scheduler", self._bind_all)
 
-        def daemon_pods_changed() -> None:
-            self._unconsolidated()  # a DaemonSet pod bound or deleted
-            self._changed()
-
         # The DaemonSet controller: its pods are bound at once, without events (see
         # `sim/daemonsets.py`).
         self.daemonsets = DaemonSetController(
@@ -254,7 +246,7 @@ class World:
             self.clock,
             place=self._place,
             unplace=self._unplace,
-            changed=daemon_pods_changed,
+            changed=self._changed,
         )
         self._nodes: dict[str, _NodeSim] = {}  # NodeClaim name -> kubelet model
         self._claim_timers: dict[str, Timer] = {}
@@ -327,26 +319,6 @@ class World:
 
     def emit(self, type_: str, **fields: Any) -> Event:
         return self.recorder.emit(self.engine.now, type_, **fields)
-
-    def _unconsolidated(self) -> None:
-        """Karpenter's `Cluster.MarkUnconsolidated` (kubernetes-sigs/karpenter
-        `pkg/controllers/state/cluster.go` @ 2266468104f3): a pod bound or deleted (DaemonSet pods
-        too: a Node registering with DaemonSets that land on it moves it), a state node
-        appearing (an instance launched) or going, Initialized turning true, a NodeClaim or
-        Node given a deletion timestamp while not marked for deletion already (expiration,
-        interruption, garbage collection; a disruption command marks its candidates first,
-        which does not count), a NodePool or NodeOverlay applied or deleted. Not: a pod
-        created or Ready, a Node registering, taints, disruption marks, insufficient-capacity
-        marks (the consolidation state's 5-minute reset covers those)."""
-        self._consolidation += 1
-
-    def _deletion_started(self, name: str, marked: set[str]) -> None:
-        """NodeClaim `name` was just given a deletion timestamp (expiration, interruption,
-        garbage collection); `marked`: the names marked for deletion before. Karpenter's
-        `MarkedForDeletion` turns true, which marks the cluster unconsolidated, unless a
-        disruption command had marked it already (`triggerConsolidationOnChange`)."""
-        if name not in marked:
-            self._unconsolidated()
 
     def _changed(self) -> None:
         self._version += 1
@@ -449,8 +421,6 @@ class World:
 
     def _objects_changed(self, kind: str) -> None:
         """Re-wire what depends on the applied objects of `kind`."""
-        if kind in ("NodePool", "NodeOverlay"):
-            self._unconsolidated()
         if kind in ("DaemonSet", "ClusterPolicy", "ConfigMap"):
             # A device plugin applied after nodes registered starts on them now.
             for sim in self._nodes.values():
@@ -463,7 +433,6 @@ class World:
 
     def _pods_deleted(self, keys: Iterable[str]) -> None:
         for key in keys:
-            self._unconsolidated()
             self.emit("PodDeleted", pod=key)
             self._reasons.pop(key, None)
             self._unbindable.pop(key, None)
@@ -472,7 +441,6 @@ class World:
 
     # ---- which pods are on which node (kube-scheduler's cache) -------------------------------
     def _place(self, pod: Pod, node: str) -> None:
-        self._unconsolidated()  # a new binding
         self._on_node.setdefault(node, {})[pod.key] = pod
         self._where[pod.key] = node
         self._used[node] = add(self._used.get(node, {}), _requests(pod))
@@ -556,12 +524,10 @@ class World:
         sim = self._nodes.get(name)
         self.emit("SpotInterruptionWarning", nodeClaim=name, node=sim.node if sim else None)
         before = set(self.aws.unavailable.active())
-        marked = set(self.cluster.marked_for_deletion())
         result = self.interruption.spot_interruption(name)
         self._offerings_marked(before, reason="SpotInterruption")
         if result is not None:
             self.emit("DisruptionDecision", nodeClaim=name, reason="Interrupted")
-            self._deletion_started(name, marked)
             if result.termination is not None:
                 self._terminated(name, result.termination)
 
@@ -809,8 +775,6 @@ class World:
                 reason="LaunchFailed",
                 message=result.error,
             )
-        if result.gone and name in self._nodes:
-            self._unconsolidated()  # a launched NodeClaim's state node goes
         if result.deleted is not None and result.termination is None and result.gone:
             if not result.launched and claim is None and nodepool is not None:
                 self.emit(
@@ -857,7 +821,6 @@ class World:
         self._lifecycle_result(self.lifecycle.reconcile(name))
 
     def _launched(self, claim: NodeClaim) -> None:
-        self._unconsolidated()  # a state node appears (the NodeClaim has its provider ID)
         labels = claim.metadata.labels
         instance_type = labels.get(INSTANCE_TYPE, "")
         zone = labels.get(ZONE, "")
@@ -1007,7 +970,6 @@ class World:
         if sim is None or sim.initialized or sim.node is None:
             return
         sim.initialized = True
-        self._unconsolidated()
         self.daemonsets.node_changed(sim.node)  # labelled initialized
         node = self.cluster.node(sim.node)
         advertised = {}
@@ -1362,7 +1324,6 @@ class World:
             # only created by launches, which it follows): the engine holds them until then.
             self.engine.idle(self._collecting, GC_IDLE_RECHECK_S)
             return None
-        marked = set(self.cluster.marked_for_deletion())
         collected = self.garbage.collect()
         self._gc_idle = (
             seen
@@ -1372,11 +1333,8 @@ class World:
         for key in collected.released:
             self._unplace(key)
             self._pending(key)
-        if collected.nodes or collected.released:
-            self._unconsolidated()  # Nodes and their pods gone
         for name in collected.node_claims:
             self.emit("DisruptionDecision", nodeClaim=name, reason="GarbageCollected")
-            self._deletion_started(name, marked)
             self._reconcile_claim(name)
         if collected.instances or collected.node_claims:
             self._changed()
@@ -1397,24 +1355,14 @@ class World:
 
     def _expire(self) -> None:
         self._claims_changed()
-        marked = set(self.cluster.marked_for_deletion())
         for name in self.expiration.reconcile():
             self.emit("DisruptionDecision", nodeClaim=name, reason="Expired", method="expiration")
-            self._deletion_started(name, marked)
             self._changed()
             self._reconcile_claim(name)
 
     # ---- termination ----------------------------------------------------------------------------
     def _terminated(self, name: str, result: TerminationResult) -> None:
         self._claims_changed()
-        if (
-            result.evicted
-            or result.released
-            or result.deleted_pods
-            or result.node_removed
-            or result.removed
-        ):
-            self._unconsolidated()  # pods deleted (evicted, or gone with their Node), or it went
         for key in result.evicted:
             self.emit("PodEvicted", pod=key, node=result.node, reason=result.reason or "")
             self._unplace(key)

@@ -31,6 +31,7 @@ Called by the simulator's world (`sim/world.py`), the controllers (`controllers/
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, cast
@@ -40,6 +41,7 @@ from gpucap.apis.core import ConfigMap, Node, Pod, PodDisruptionBudget, PodStatu
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.expansion import POD_CREATORS, PodCreator, expand_keys
 from gpucap.apis.gpuoperator import ClusterPolicy
+from gpucap.apis.labels import INITIALIZED
 from gpucap.apis.nodeoverlay import NodeOverlay
 from gpucap.apis.nodepool import NodeClaim, NodePool
 from gpucap.apis.quantity import base_units
@@ -56,13 +58,29 @@ from gpucap.state.snapshot import (
     node_state,
 )
 
-__all__ = ["NOMINATION_WINDOW", "Applied", "Cluster", "Released", "object_key"]
+__all__ = [
+    "CONSOLIDATION_STATE_RESET_S",
+    "NOMINATION_WINDOW",
+    "Applied",
+    "Cluster",
+    "Released",
+    "object_key",
+]
 
 # pkg/controllers/state/statenode.go `nominationWindow`: max(2 x BATCH_MAX_DURATION, 10s), with
 # BATCH_MAX_DURATION = 10s by default (pkg/operator/options/options.go): 20 seconds.
 NOMINATION_WINDOW = 20.0
+# pkg/controllers/state/cluster.go `ConsolidationState`: the state moves at least this often.
+CONSOLIDATION_STATE_RESET_S = 300.0
 
 _OWN_STORES = ("Pod", "Node", "NodeClaim")
+# Kinds whose every change marks the cluster unconsolidated: Karpenter's NodePool informer
+# (`pkg/controllers/state/informer/nodepool.go`) and NodeOverlay controller
+# (`pkg/controllers/nodeoverlay/controller.go`, after it updates the instance type store).
+_UNCONSOLIDATING_KINDS = frozenset({"NodePool", "NodeOverlay"})
+# The NodeClaim condition `controllers/nodeclaim/conditions.py` names INSTANCE_TERMINATING (a
+# controller's module, which this layer does not import).
+_INSTANCE_TERMINATING = "InstanceTerminating"
 
 
 def object_key(kind: str, namespace: str | None, name: str) -> tuple[str, str, str]:
@@ -198,6 +216,12 @@ class Cluster:
         self._dirty: set[str] = set()
         # Names of the NodeClaims without a provider ID (see `synced`).
         self._unlaunched: set[str] = set()
+        # Karpenter's consolidation state: bumped by `mark_unconsolidated`, which this class
+        # calls from its own mutations (see there).
+        self._unconsolidated = 0
+        # What `consolidation_state` last returned, and the count of marks it had seen.
+        self._state_seen = -1
+        self._state_at = -math.inf
 
     @classmethod
     def from_manifests(cls, manifests: Manifests, *, clock: Clock | None = None) -> Cluster:
@@ -598,6 +622,90 @@ class Cluster:
                 pending.append(key)
         return Released(tuple(pending), tuple(deleted))
 
+    # ---- consolidation state -------------------------------------------------------------------
+    def mark_unconsolidated(self) -> None:
+        """Karpenter's `Cluster.MarkUnconsolidated` (kubernetes-sigs/karpenter
+        `pkg/controllers/state/cluster.go` @ 2266468104f3): something changed that may let
+        consolidation act where it could not before. Called from this class's own mutations,
+        where Karpenter's cluster state calls it: a pod deleted (`DeletePod`; an eviction and a
+        pod gone with its Node count as deletions), a pod bound to a node it was not bound to
+        (`cleanupOldBindings`; DaemonSet pods too), a state node appearing or going
+        (`triggerConsolidationOnChange`, `cleanupNodeClaim`: a NodeClaim getting its provider ID,
+        a Node of its own, either deleted), a state node's Initialized or MarkedForDeletion
+        turning (a deletion timestamp on a NodeClaim not marked for deletion already: a
+        disruption command marks its candidates first, and `mark_for_deletion` itself does
+        not count), a NodePool or NodeOverlay applied or deleted (Karpenter's NodePool and
+        NodeOverlay informers). Not: a pod created, Ready or nominated, a Node registering to
+        its NodeClaim, taints, insufficient-capacity marks (the 5-minute reset of the
+        consolidation state covers those)."""
+        self._unconsolidated += 1
+
+    @property
+    def consolidation_version(self) -> int:
+        """How many times the cluster was marked unconsolidated (see `mark_unconsolidated`);
+        read by the disruption controller's `ConsolidationState`."""
+        return self._unconsolidated
+
+    def consolidation_state(self, now: float) -> float:
+        """Karpenter's `Cluster.ConsolidationState`: a time (clock seconds) that moves whenever
+        the cluster was marked unconsolidated since the last call, and at least every 5
+        minutes (`CONSOLIDATION_STATE_RESET_S`), so that what the cluster cannot see (an
+        offering available again) is looked at now and then. A consolidation method that found
+        nothing remembers it and is skipped while it stays (`IsConsolidated`). `now` is the
+        caller's clock (the disruption controller's). Where Karpenter keeps the time of the
+        mark, gpucap keeps the time of the first call after it: the same moves, the reset
+        counted from that call (docs/design.md, "The consolidation state")."""
+        if self._unconsolidated != self._state_seen or (
+            now - self._state_at >= CONSOLIDATION_STATE_RESET_S
+        ):
+            self._state_seen = self._unconsolidated
+            self._state_at = now
+        return self._state_at
+
+    def consolidation_state_resets_at(self) -> float:
+        """When (clock seconds) `consolidation_state` moves by itself, the cluster unchanged:
+        5 minutes after it last moved. Read by the simulator to wake a pass whose skipped
+        methods run then."""
+        return self._state_at + CONSOLIDATION_STATE_RESET_S
+
+    def _consolidation_view(self, key: str) -> tuple[bool, bool] | None:
+        """The state node of provider ID `key` (a Node without one: its name), as
+        `triggerConsolidationOnChange` compares it: `(Initialized(), MarkedForDeletion())`, or
+        None when there is no state node (no launched NodeClaim, no Node)."""
+        claims = self._claims_by_pid.get(key)
+        claim = self._claims[min(claims, key=self._claim_seq.__getitem__)] if claims else None
+        nodes = self._nodes_by_pid.get(key)
+        node: Node | None = None
+        if nodes:
+            node = self._nodes[min(nodes, key=self._node_seq.__getitem__)]
+        elif key in self._nodes and not self._nodes[key].spec.provider_id:
+            node = self._nodes[key]
+        if claim is None and node is None:
+            return None
+        if claim is None:
+            assert node is not None
+            # StateNode.Initialized: a Node Karpenter does not manage always is.
+            return True, node.metadata.name in self._marked or (
+                node.metadata.deletion_timestamp is not None
+            )
+        initialized = node is not None and node.metadata.labels.get(INITIALIZED) == "true"
+        marked = (
+            claim.name in self._marked
+            or (node is not None and node.metadata.name in self._marked)
+            or claim.metadata.deletion_timestamp is not None
+            or any(
+                c.type == _INSTANCE_TERMINATING and c.status == "True"
+                for c in claim.status.conditions
+            )
+        )
+        return initialized, marked
+
+    def _consolidation_changed(self, before: tuple[bool, bool] | None, key: str) -> None:
+        """Mark the cluster unconsolidated when state node `key` appeared, went, or turned
+        Initialized or MarkedForDeletion since `before` (`triggerConsolidationOnChange`)."""
+        if before != self._consolidation_view(key):
+            self.mark_unconsolidated()
+
     # ---- disruption marks -------------------------------------------------------------------
     def mark_for_deletion(self, *names: str) -> None:
         """Mark NodeClaims or Nodes (by name) as about to be deleted (Karpenter's
@@ -637,6 +745,8 @@ class Cluster:
             return Applied()
         key = _key_of(obj)
         previous = self._objects.get(key)
+        if kind in _UNCONSOLIDATING_KINDS:
+            self.mark_unconsolidated()
         if source is None:
             self._applied += 1
             source = Source("<applied>", self._applied)
@@ -660,6 +770,8 @@ class Cluster:
             self.delete_node_claim(name)
             return Applied()
         previous = self._objects.pop(object_key(kind, namespace, name), None)
+        if previous is not None and kind in _UNCONSOLIDATING_KINDS:
+            self.mark_unconsolidated()
         if previous is None or not isinstance(previous.obj, POD_CREATORS):
             return Applied()
         old = self._pod_keys(object_key(kind, namespace, name), previous)
@@ -718,6 +830,10 @@ class Cluster:
         self._dirty.add(claim.name)
         name = claim.name
         old = self._claims.get(name)
+        pid = claim.status.provider_id
+        before = self._consolidation_view(pid) if pid else None
+        if old is not None and old.status.provider_id and old.status.provider_id != pid:
+            self.mark_unconsolidated()  # `cleanupNodeClaim` of its old provider ID
         if (
             old is None
             or old.status.node_name != claim.status.node_name
@@ -737,12 +853,16 @@ class Cluster:
             self._unlaunched.add(name)
         _index(self._claims_by_pid, claim.status.provider_id, name)
         _index(self._claims_by_node_name, claim.status.node_name, name)
+        if pid:
+            self._consolidation_changed(before, pid)
 
     def _pop_claim(self, name: str) -> None:
         self._dirty.add(name)
         old = self._claims.pop(name, None)
         self._unlaunched.discard(name)
         if old is not None:
+            if old.status.provider_id:
+                self.mark_unconsolidated()  # `cleanupNodeClaim`: a launched NodeClaim went
             self._structure += 1
             del self._claim_seq[name]
             _unindex(self._claims_by_pid, old.status.provider_id, name)
@@ -752,6 +872,10 @@ class Cluster:
         self._dirty.add(node.metadata.name)
         name = node.metadata.name
         old = self._nodes.get(name)
+        key = node.spec.provider_id or name
+        before = self._consolidation_view(key)
+        if old is not None and (old.spec.provider_id or name) != key:
+            self.mark_unconsolidated()  # `cleanupNode` of its old provider ID
         if old is None or old.spec.provider_id != node.spec.provider_id:
             self._structure += 1
         if old is None:
@@ -761,11 +885,13 @@ class Cluster:
             _unindex(self._nodes_by_pid, old.spec.provider_id, name)
         self._nodes[name] = node
         _index(self._nodes_by_pid, node.spec.provider_id, name)
+        self._consolidation_changed(before, key)
 
     def _pop_node(self, name: str) -> None:
         self._dirty.add(name)
         old = self._nodes.pop(name, None)
         if old is not None:
+            self.mark_unconsolidated()  # `cleanupNode`
             self._structure += 1
             del self._node_seq[name]
             _unindex(self._nodes_by_pid, old.spec.provider_id, name)
@@ -816,6 +942,10 @@ class Cluster:
             self._unbound.discard(key)
         self._pods[key] = pod
         node = pod.spec.node_name
+        if ((old.spec.node_name if old is not None else None) or None) != (node or None):
+            # Bound to a node it was not on (`cleanupOldBindings`), or unbound: evicted and
+            # made again by its controller, a deletion to Karpenter (`DeletePod`).
+            self.mark_unconsolidated()
         if node:
             self._on_node.setdefault(node, set()).add(key)
             self._pods_changed[node] = self._version
@@ -827,6 +957,7 @@ class Cluster:
         """`_pods.pop(key, None)`, keeping the indexes and version counters (see `_put`)."""
         pod = self._pods.pop(key, None)
         if pod is not None:
+            self.mark_unconsolidated()  # `DeletePod`
             self._version += 1
             del self._seq[key]
             node = pod.spec.node_name

@@ -78,11 +78,10 @@ from gpucap.state.snapshot import Snapshot
 
 __all__ = [
     "BALANCED_K",
-    "CONSOLIDATION_STATE_RESET_S",
     "Budgets",
     "Consolidation",
-    "ConsolidationState",
     "MultiNodeConsolidation",
+    "PassMemo",
     "SingleNodeConsolidation",
     "approve_balanced",
     "estimated_savings",
@@ -91,8 +90,6 @@ __all__ = [
 
 # pkg/apis/v1/nodepool.go `BalancedK`: a Balanced move must score at least 1/k.
 BALANCED_K = 2
-# pkg/controllers/state/cluster.go `ConsolidationState`: the state changes at least this often.
-CONSOLIDATION_STATE_RESET_S = 300.0
 _CAPACITY_TYPE_PRECEDENCE = ("reserved", "spot", "on-demand")
 
 Budgets = Callable[..., dict[str, int]]
@@ -100,8 +97,8 @@ Budgets = Callable[..., dict[str, int]]
 
 @dataclass(slots=True)
 class PassShared:
-    """What the consolidation methods of one disruption pass share (`ConsolidationState.
-    new_pass` to `end_pass`; else one `compute`): the cluster's snapshot, the simulation
+    """What the consolidation methods of one disruption pass share (`PassMemo.new_pass`
+    to `end_pass`; else one `compute`): the cluster's snapshot, the simulation
     inputs and the pre-check. Nothing changes the cluster in between: a method that acts ends
     the pass, and simulations only read."""
 
@@ -116,15 +113,16 @@ class PassShared:
     budgets: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
-class ConsolidationState:
-    """Karpenter's cluster consolidation state: a time that moves whenever `version()` (what
-    the cluster looks like to consolidation) changes, and at least every 5 minutes."""
+class PassMemo:
+    """What the disruption controller keeps from pass to pass besides the cluster: the
+    consolidation state read once per pass (`Cluster.consolidation_state`, which the cluster
+    moves itself), what the methods of one pass share (`shared`, from `new_pass` to
+    `end_pass`) and the offer and room caches of the consolidation pre-check (`room.py`)."""
 
-    def __init__(self, version: Callable[[], object], clock: Clock) -> None:
-        self._version = version
+    def __init__(self, cluster: Cluster, clock: Clock) -> None:
+        self._cluster = cluster
         self._clock = clock
-        self._last: object = object()
-        self._changed_at = -math.inf
+        self._state = -math.inf
         self._pass: int | None = None
         self._passes = 0
         self.shared: PassShared | None = None
@@ -149,21 +147,17 @@ class ConsolidationState:
         return self.shared.snap
 
     def resets_at(self) -> float:
-        """When (clock seconds) the state moves by itself, the cluster unchanged: 5 minutes
-        after it last moved (`ConsolidationState` marks the cluster unconsolidated when asked
-        that late). Read by the simulator to wake a pass whose skipped methods run then."""
-        return self._changed_at + CONSOLIDATION_STATE_RESET_S
+        """When (clock seconds) the consolidation state moves by itself, the cluster unchanged
+        (`Cluster.consolidation_state_resets_at`)."""
+        return self._cluster.consolidation_state_resets_at()
 
     def current(self) -> float:
+        """The cluster's consolidation state, read once per pass (outside a pass: each call)."""
         if self._pass == self._passes:
-            return self._changed_at
+            return self._state
         self._pass = self._passes
-        now = self._clock.monotonic()
-        v = self._version()
-        if v != self._last or now - self._changed_at >= CONSOLIDATION_STATE_RESET_S:
-            self._last = v
-            self._changed_at = now
-        return self._changed_at
+        self._state = self._cluster.consolidation_state(self._clock.monotonic())
+        return self._state
 
 
 # ---- prices ----------------------------------------------------------------------------------
@@ -299,7 +293,7 @@ class Consolidation:
         nodepools: Callable[[], Sequence[NodePool]],
         budgets: Budgets,
         in_flight: Callable[[], Collection[str]],
-        state: ConsolidationState,
+        memo: PassMemo,
         spot_to_spot: bool = False,
     ) -> None:
         self.cluster = cluster
@@ -309,17 +303,17 @@ class Consolidation:
         self.nodepools = nodepools
         self.budgets = budgets
         self.in_flight = in_flight
-        self.state = state
+        self.memo = memo
         self.spot_to_spot = spot_to_spot
         self._last_state: float | None = None
         self._shared: PassShared | None = None
 
     # IsConsolidated / markConsolidated
     def is_consolidated(self) -> bool:
-        return self._last_state == self.state.current()
+        return self._last_state == self.memo.current()
 
     def mark_consolidated(self) -> None:
-        self._last_state = self.state.current()
+        self._last_state = self.memo.current()
 
     def now(self) -> dt.datetime:
         return self.clock.now()
@@ -356,7 +350,7 @@ class Consolidation:
         """While a `compute` runs, the simulations it asks for share one set of inputs and one
         pre-check (`room.py`), built when first needed: the cluster does not change while a
         method computes. Outside (validation, tests) each simulation gathers its own."""
-        self._shared = self.state.shared or PassShared()
+        self._shared = self.memo.shared or PassShared()
         try:
             yield
         finally:
@@ -395,8 +389,8 @@ class Consolidation:
                 self._pass_inputs(shared),
                 self.now(),
                 spot_to_spot=self.spot_to_spot,
-                offers=self.state.offers,
-                cache=self.state.rooms,
+                offers=self.memo.offers,
+                cache=self.memo.rooms,
             )
         return shared.room
 
@@ -407,7 +401,7 @@ class Consolidation:
                 self.provisioner,
                 nodepools=self.nodepools,
                 now=self.now(),
-                snap=self.state.snapshot(self.cluster),
+                snap=self.memo.snapshot(self.cluster),
             )
         return shared.inputs
 

@@ -31,15 +31,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from gpucap.apis.core import Node
-from gpucap.apis.labels import INITIALIZED as INITIALIZED_LABEL
 from gpucap.apis.nodepool import NodeClaim, NodePool
 from gpucap.cloudprovider.types import CloudProvider, CloudProviderError
 from gpucap.controllers.disruption.budgets import budget_mapping, pool_counts
 from gpucap.controllers.disruption.candidates import drifted_reason, get_candidates
 from gpucap.controllers.disruption.consolidation import (
     Budgets,
-    ConsolidationState,
     MultiNodeConsolidation,
+    PassMemo,
     SingleNodeConsolidation,
     estimated_savings,
 )
@@ -120,22 +119,6 @@ class _Pass:
     abandoned: list[str] = field(default_factory=list)
 
 
-def fingerprint(cluster: Cluster) -> object:
-    """What the cluster looks like to consolidation (Karpenter marks it unconsolidated on pod
-    binds and deletions, node and NodeClaim changes, initialization, deletion marks and
-    NodePool changes)."""
-    return (
-        tuple((p.key, p.spec.node_name, p.status.phase) for p in cluster.pods()),
-        tuple(
-            (n.metadata.name, n.metadata.labels.get(INITIALIZED_LABEL), len(n.spec.taints))
-            for n in cluster.nodes()
-        ),
-        tuple((c.name, c.metadata.deletion_timestamp is None) for c in cluster.node_claims()),
-        tuple(sorted(cluster.marked_for_deletion())),
-        tuple(id(np) for np in cluster.nodepools()),
-    )
-
-
 class Disruption:
     """Karpenter's disruption controller and queue (see the module docstring).
 
@@ -143,8 +126,7 @@ class Disruption:
     (default: `budgets.budget_mapping`); `on_create(claim)` launches a replacement already added
     to the cluster (the world's lifecycle; a `CloudProviderError` abandons the command);
     `names(nodepool)` names it; `nodepools()` are the Ready NodePools the scheduler may use
-    (default: every applied one); `state_version()` changes whenever the cluster changes
-    (default: `fingerprint`); `spot_to_spot` and `static_capacity` are Karpenter's feature
+    (default: every applied one); `spot_to_spot` and `static_capacity` are Karpenter's feature
     gates (both off by default).
     """
 
@@ -162,7 +144,6 @@ class Disruption:
         on_create: Callable[[NodeClaim], None] | None = None,
         names: Callable[[str], str] | None = None,
         nodepools: Callable[[], Sequence[NodePool]] | None = None,
-        state_version: Callable[[], object] | None = None,
         spot_to_spot: bool = False,
         static_capacity: bool = False,
     ) -> None:
@@ -176,12 +157,12 @@ class Disruption:
         self._names = names or self._default_name
         self._counter: dict[str, int] = {}
         pools = nodepools or cluster.nodepools
-        self.state = ConsolidationState(state_version or (lambda: fingerprint(cluster)), clock)
+        self.memo = PassMemo(cluster, clock)
         shared = {
             "nodepools": pools,
             "budgets": self.budgets,
             "in_flight": self.in_flight,
-            "state": self.state,
+            "memo": self.memo,
             "spot_to_spot": spot_to_spot,
         }
         args = (cluster, provisioner, cloud_provider, clock)
@@ -211,7 +192,7 @@ class Disruption:
 
     def _pass_budgets(self, reason: str) -> dict[str, int]:
         """`budgets` inside a pass: the default mapping reads the pass's snapshot."""
-        shared = self.state.shared
+        shared = self.memo.shared
         if self._budgets is not budget_mapping or shared is None:
             return self.budgets(self.cluster, reason, now=self.clock.now())
         # Nothing changes within a pass: the nodes are counted once for every reason, and a
@@ -219,7 +200,7 @@ class Disruption:
         hit = shared.budgets.get(reason)
         if hit is None:
             if shared.counts is None:
-                shared.counts = pool_counts(self.cluster, self.state.snapshot(self.cluster))
+                shared.counts = pool_counts(self.cluster, self.memo.snapshot(self.cluster))
             hit = shared.budgets[reason] = dict(
                 self._budgets(self.cluster, reason, now=self.clock.now(), counts=shared.counts)
             )
@@ -238,7 +219,7 @@ class Disruption:
         turned consolidatable in a cluster that stood still since a method last found
         nothing is looked at then; the simulator, which skips the idle polls, wakes for it
         (`World._next_disruption_time`)."""
-        return self.state.resets_at() if self._skipped else None
+        return self.memo.resets_at() if self._skipped else None
 
     def in_flight(self) -> set[str]:
         """NodeClaims (candidates) of the commands in the queue."""
@@ -285,11 +266,11 @@ class Disruption:
         # Candidates per disruption class, once per pass: nothing changes between the methods
         # of one pass (a method that acts ends it). The eventual class serves only drift,
         # which wants drifted NodeClaims: none, no candidates to build.
-        self.state.new_pass()
+        self.memo.new_pass()
         try:
             return self._methods(start, done, now)
         finally:
-            self.state.end_pass()
+            self.memo.end_pass()
 
     def _methods(self, start: int, done: _Pass, now: float) -> DisruptionResult:
         """The methods from `start` on, in order, until one proposes (see `reconcile`)."""
@@ -310,7 +291,7 @@ class Disruption:
                     self.clock.now(),
                     disruption_class=method.disruption_class,
                     in_flight=self.in_flight(),
-                    snap=self.state.snapshot(self.cluster),
+                    snap=self.memo.snapshot(self.cluster),
                 )
             found, totals = seen[method.disruption_class]
             # Multi- and single-node consolidation filter with the same function (the same
