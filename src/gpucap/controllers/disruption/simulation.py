@@ -43,15 +43,11 @@ from gpucap.controllers.disruption.candidates import (
 from gpucap.controllers.disruption.pdb import Limits
 from gpucap.controllers.disruption.types import Candidate
 from gpucap.controllers.provisioning.provisioner import Provisioner, deleting_node_pods
+from gpucap.scheduling.existingnode import ExistingNode, StateNode
+from gpucap.scheduling.poddata import PodData
+from gpucap.scheduling.refusal import Refusal
 from gpucap.scheduling.requirements import Requirements
-from gpucap.scheduling.solver import (
-    ExistingNode,
-    PodData,
-    PoolInput,
-    Refusal,
-    Results,
-    StateNode,
-)
+from gpucap.scheduling.scheduler import PoolInput, Results
 from gpucap.scheduling.topology import Topology
 from gpucap.state.cluster import Cluster
 from gpucap.state.snapshot import Snapshot
