@@ -91,14 +91,16 @@ class Provisioner:
         state_nodes: Sequence[StateNode] = (),
         daemonsets: Sequence[DaemonSet] = (),
         pending: Sequence[Pod] = (),
+        options: SchedulingOptions | None = None,
     ) -> Scheduler:
-        """Karpenter's `NewScheduler` over pools already asked for (static ones take no part)."""
+        """Karpenter's `NewScheduler` over pools already asked for (static ones take no part).
+        `options`: this pass's, when not the provisioner's (a consolidation simulation's)."""
         return new_scheduler(
             pools,
             state_nodes=state_nodes,
             daemonsets=daemonsets,
             pending=pending,
-            options=self.options,
+            options=options if options is not None else self.options,
             cache=self.cache,
         )
 
