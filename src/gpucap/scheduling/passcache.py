@@ -78,7 +78,7 @@ class PassCache:
       types, and its memos (compatibility per requirement set, offerings per zone and capacity
       type) are functions of the types too, so they stay true across passes;
     - DaemonSet overhead groups per (table, pool taints, pool requirements on the DaemonSets'
-      keys, DaemonSet objects): what `_daemon_groups` computes from exactly those;
+      keys, DaemonSet objects): what `build_daemon_groups` computes from exactly those;
     - the DaemonSets' pods, per tuple of DaemonSet objects;
     - an existing node's requirements per (label mapping, hostname), its DaemonSet requests
       per (label mapping, effective taints, DaemonSet objects), and per node name while its
