@@ -45,8 +45,9 @@ from gpucap.cloudprovider.aws.launch import (
     launch_options,
 )
 from gpucap.scheduling.instancetypes import InstanceType
+from gpucap.scheduling.nodeclaim import NodeClaim
 from gpucap.scheduling.requirements import Requirements
-from gpucap.scheduling.solver import NodeClaim, PoolInput, Scheduler
+from gpucap.scheduling.scheduler import PoolInput, Scheduler
 
 Ask = Callable[[NodeClaim, bool], Launch | str]
 

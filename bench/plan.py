@@ -327,7 +327,7 @@ def stage_times(path: Path, catalog_file: Path) -> Stages:
     from gpucap.controllers.provisioning import pools_for  # noqa: PLC0415
     from gpucap.controllers.provisioning.loop import run_passes  # noqa: PLC0415
     from gpucap.runtime.collector import collector_paused  # noqa: PLC0415
-    from gpucap.scheduling.solver import SchedulingOptions  # noqa: PLC0415
+    from gpucap.scheduling.options import SchedulingOptions  # noqa: PLC0415
     from gpucap.state.snapshot import snapshot  # noqa: PLC0415
 
     st = Stages()

@@ -32,7 +32,7 @@ from gpucap.apis.nodepool import NodePool
 from gpucap.cloudprovider.aws.catalog import load_catalog
 from gpucap.scheduling.instancetypes import InstanceType, Offering
 from gpucap.scheduling.requirements import Requirement, Requirements
-from gpucap.scheduling.solver import PoolInput, Scheduler
+from gpucap.scheduling.scheduler import PoolInput, Scheduler
 
 GIB = 2**30
 

@@ -25,7 +25,7 @@ from gpucap.controllers.disruption.candidates import get_candidates
 from gpucap.controllers.disruption.consolidation import Consolidation
 from gpucap.controllers.disruption.simulation import held_back, pass_inputs, simulate_scheduling
 from gpucap.controllers.disruption.types import GRACEFUL, Candidate, Proposal
-from gpucap.scheduling.solver import Results, Scheduler
+from gpucap.scheduling.scheduler import Results, Scheduler
 from tests.builders import edit
 from tests.controllers.disruption_builders import Env, env, gpu_pod, pool
 

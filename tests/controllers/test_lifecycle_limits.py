@@ -12,7 +12,8 @@ from gpucap.cloudprovider.types import FakeCloudProvider, node_claim_for
 from gpucap.controllers.nodeclaim.lifecycle import Lifecycle
 from gpucap.controllers.nodeclaim.registering import advertise, registering_node
 from gpucap.runtime.clock import FakeClock
-from gpucap.scheduling.solver import TYPES_EXCEED_LIMITS, PoolInput, Results, solve
+from gpucap.scheduling.refusal import TYPES_EXCEED_LIMITS
+from gpucap.scheduling.scheduler import PoolInput, Results, solve
 from gpucap.state.cluster import Cluster
 from tests.builders import GPU_TOLERATION, deployment, load, nodepool
 from tests.scheduling.builders import instance_type

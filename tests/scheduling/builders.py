@@ -7,9 +7,11 @@ from typing import Any
 from gpucap.apis.core import Pod
 from gpucap.apis.nodepool import NodePool
 from gpucap.apis.serde import load_text
+from gpucap.scheduling.existingnode import StateNode
 from gpucap.scheduling.instancetypes import InstanceType, Offering
+from gpucap.scheduling.options import SchedulingOptions
 from gpucap.scheduling.requirements import Requirement, Requirements
-from gpucap.scheduling.solver import PoolInput, Results, SchedulingOptions, StateNode, solve
+from gpucap.scheduling.scheduler import PoolInput, Results, solve
 from tests.builders import GPU_TOLERATION, edit, nodepool, pod, to_yaml
 
 GIB = 2**30

@@ -9,15 +9,10 @@ from typing import Any
 from gpucap.apis.serde import load_text
 from gpucap.controllers.provisioning import Plan, provision
 from gpucap.controllers.static import wanted
+from gpucap.scheduling.existingnode import StateNode
 from gpucap.scheduling.instancetypes import InstanceType
-from gpucap.scheduling.solver import (
-    NO_DYNAMIC_NODEPOOLS,
-    NO_TEMPLATES,
-    TYPES_EXCEED_LIMITS,
-    PoolInput,
-    StateNode,
-    solve,
-)
+from gpucap.scheduling.refusal import NO_DYNAMIC_NODEPOOLS, NO_TEMPLATES, TYPES_EXCEED_LIMITS
+from gpucap.scheduling.scheduler import PoolInput, solve
 from tests.builders import GPU_TOLERATION, deployment, edit, pod, to_yaml
 from tests.scheduling.builders import cpu_pool, gpu_pod, gpu_pool, instance_type
 

@@ -19,8 +19,9 @@ from hypothesis import strategies as st
 
 from gpucap.apis.core import Pod, Taint
 from gpucap.apis.nodepool import NodePool
-from gpucap.scheduling import solver
-from gpucap.scheduling.solver import PoolInput, Results, Scheduler, StateNode
+from gpucap.scheduling import scheduler as scheduler_module
+from gpucap.scheduling.existingnode import StateNode
+from gpucap.scheduling.scheduler import PoolInput, Results, Scheduler
 from tests.builders import GPU_TOLERATION, edit
 from tests.scheduling.builders import CPU_TYPES, GIB, GPU_TYPES, ZONES, cpu_pool, gpu_pool
 
@@ -332,7 +333,7 @@ def test_kept_candidates_change_no_plan(
     # `walk`, the lasting refusals they read). Same plans as Karpenter's loop.
     pods = _pods(loads)
     pools, nodes = _pools(gpu_limit, "40"), _nodes(node_specs)
-    with patch.object(solver, "_KEEP_CANDIDATES", 1):
+    with patch.object(scheduler_module, "_KEEP_CANDIDATES", 1):
         kept = _plan(pods, pools, nodes, classes=True)
     assert kept == _plan(pods, pools, nodes, classes=False)
 
@@ -351,7 +352,7 @@ def test_a_kept_candidate_refused_by_its_own_requirements_stays_a_candidate() ->
     pods = [plain, _needs("a-0", "In", ["x"]), _needs("b-0", "NotIn", ["y"])]
     pods.append(_needs("a-1", "In", ["x"]))
     pools = _pools(None, None)
-    with patch.object(solver, "_KEEP_CANDIDATES", 1):
+    with patch.object(scheduler_module, "_KEEP_CANDIDATES", 1):
         kept = _plan(pods, pools, [], classes=True)
     assert kept == _plan(pods, pools, [], classes=False)
     claims = kept[0]

@@ -15,11 +15,12 @@ import pytest
 
 from gpucap.apis.core import Taint
 from gpucap.apis.serde import load_text
-from gpucap.scheduling import nodeoverlay, solver, topology
+from gpucap.scheduling import nodeoverlay, passcache, refusal, topology
 from gpucap.scheduling.instancetypes import InstanceType
+from gpucap.scheduling.nodeclaim import NodeClaim
 from gpucap.scheduling.nodeoverlay import PoolTypes, apply_overlays, evaluate_overlays
 from gpucap.scheduling.requirements import Requirement, Requirements
-from gpucap.scheduling.solver import PoolInput, Results, solve
+from gpucap.scheduling.scheduler import PoolInput, Results, Scheduler, solve
 from gpucap.scheduling.topology import build_domain_groups
 from tests.builders import daemonset, edit, to_yaml
 from tests.scheduling.builders import CPU_TYPES, GPU_TYPES, gpu_pod, gpu_pool
@@ -73,7 +74,7 @@ def test_pools_that_share_instance_types_plan_as_pools_that_do_not() -> None:
 
 
 def test_pools_of_one_node_class_share_their_tables(monkeypatch: pytest.MonkeyPatch) -> None:
-    tables = _count(monkeypatch, solver, "InstanceTypeTable")
+    tables = _count(monkeypatch, passcache, "InstanceTypeTable")
     _solve(_pools(50, labelled=True), shared=True)
     # One table of the node class's types, one of what the (identical) requirements keep.
     assert tables[0] == 2
@@ -151,7 +152,7 @@ def test_shared_domain_walk_finds_what_the_naive_walk_finds(
 def test_a_full_planned_node_claim_is_ruled_out_before_its_requirements_are_merged(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    can_add = _count(monkeypatch, solver.NodeClaim, "can_add")
+    can_add = _count(monkeypatch, NodeClaim, "can_add")
     pool = edit(gpu_pool("gpu"), "spec.limits", {"nvidia.com/gpu": "1000"})
     docs = [pool, *(gpu_pod(f"p-{i}", gpus=4) for i in range(20))]
     objs = load_text(to_yaml(*docs), "t.yaml").objects
@@ -210,7 +211,7 @@ def test_overlays_apply_first_match_wins_whatever_their_requirements() -> None:
 
 
 def test_a_bucket_of_full_claims_is_skipped_in_one_look(monkeypatch: pytest.MonkeyPatch) -> None:
-    may_fit = _count(monkeypatch, solver.NodeClaim, "may_fit")
+    may_fit = _count(monkeypatch, NodeClaim, "may_fit")
     pool = edit(gpu_pool("gpu"), "spec.limits", {"nvidia.com/gpu": "1000"})
     docs = [pool, *(gpu_pod(f"p-{i}", gpus=4) for i in range(20))]
     objs = load_text(to_yaml(*docs), "t.yaml").objects
@@ -222,7 +223,7 @@ def test_a_bucket_of_full_claims_is_skipped_in_one_look(monkeypatch: pytest.Monk
 
 
 def test_pools_out_of_limits_refuse_without_a_new_claim(monkeypatch: pytest.MonkeyPatch) -> None:
-    new_claims = _count(monkeypatch, solver.Scheduler, "_add_to_new_node_claim")
+    new_claims = _count(monkeypatch, Scheduler, "_add_to_new_node_claim")
     spent = [edit(gpu_pool(f"z-{i}"), "spec.limits", {"nvidia.com/gpu": "0"}) for i in range(10)]
     open_pool = edit(gpu_pool("b"), "spec.limits", {"nvidia.com/gpu": "1000"})
     docs = [*spent, open_pool, *(gpu_pod(f"p-{i}", gpus=4) for i in range(5))]
@@ -243,7 +244,7 @@ def test_a_pod_no_pool_can_take_names_every_pool_and_why() -> None:
     results = solve(objs.pods, [PoolInput(np, types) for np in objs.nodepools])
     message = results.pod_errors["default/big"]
     assert message.startswith('nodepool "b": ') or message.startswith('nodepool "a": ')
-    assert f'nodepool "a": {solver.TYPES_EXCEED_LIMITS}' in message
+    assert f'nodepool "a": {refusal.TYPES_EXCEED_LIMITS}' in message
     assert 'nodepool "b": no instance type' in message
 
 
@@ -280,7 +281,7 @@ def _with_daemonsets(docs: list[dict[str, Any]], *daemonsets: dict[str, Any]) ->
 
 
 def test_alike_pools_share_their_daemonset_groups(monkeypatch: pytest.MonkeyPatch) -> None:
-    grouped = _count(monkeypatch, solver, "_daemon_groups")
+    grouped = _count(monkeypatch, passcache, "build_daemon_groups")
     _with_daemonsets(_pools(30, labelled=True), daemonset("a"), daemonset("b"))
     assert grouped[0] == 1
 
@@ -294,7 +295,7 @@ def test_a_daemonset_pinned_to_one_pool_weighs_only_there() -> None:
     pinned = edit(pinned, "spec.template.spec.containers[0].resources.requests", {"cpu": "3"})
     overheads = {}
     objs = load_text(to_yaml(*_pools(5), pinned), "t.yaml").objects
-    scheduler = solver.Scheduler(
+    scheduler = Scheduler(
         [PoolInput(np, TYPES) for np in objs.nodepools], daemonsets=objs.daemonsets
     )
     for template in scheduler.templates:

@@ -31,9 +31,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpucap.apis.core import Pod
+from gpucap.scheduling.existingnode import StateNode
 from gpucap.scheduling.instancetypes import InstanceType, InstanceTypeTable
+from gpucap.scheduling.passcache import PassCache
 from gpucap.scheduling.requirements import Requirement, Requirements
-from gpucap.scheduling.solver import PassCache, PoolInput, Scheduler, StateNode
+from gpucap.scheduling.scheduler import PoolInput, Scheduler
 from gpucap.scheduling.topology import CountedPod, Topology, TopologyError
 from tests.scheduling.builders import GIB, ZONES
 from tests.scheduling.test_podclasses import (

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from gpucap.apis.core import Taint
-from gpucap.scheduling.solver import SchedulingOptions, StateNode
+from gpucap.scheduling.existingnode import StateNode
+from gpucap.scheduling.options import SchedulingOptions
 from tests.builders import GPU_TOLERATION, daemonset, deployment, edit, pod
 from tests.scheduling.builders import (
     CPU_TYPES,

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpucap.scheduling.resources import add, fits
-from gpucap.scheduling.solver import Results
+from gpucap.scheduling.scheduler import Results
 from gpucap.scheduling.taints import untolerated
 from tests.builders import GPU_TOLERATION, edit, pod
 from tests.scheduling.builders import CPU_TYPES, GPU_TYPES, cpu_pool, gpu_pool, run

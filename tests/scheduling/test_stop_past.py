@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpucap.apis.core import Pod
-from gpucap.scheduling.solver import PoolInput, Scheduler, SchedulingOptions
+from gpucap.scheduling.options import SchedulingOptions
+from gpucap.scheduling.scheduler import PoolInput, Scheduler
 from tests.builders import edit, pod
 from tests.scheduling.builders import CPU_TYPES, cpu_pool, load_models
 from tests.scheduling.test_podclasses import (

@@ -50,7 +50,7 @@ from gpucap.scheduling.resources import pod_requests
 
 if TYPE_CHECKING:  # only in annotations: `validate` does not load the scheduler (start-up)
     from gpucap.controllers.provisioning import Plan, PlannedNodeClaim
-    from gpucap.scheduling.solver import PoolExplanation
+    from gpucap.scheduling.explanation import PoolExplanation
 
 __all__ = [
     "describe",

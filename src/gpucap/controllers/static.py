@@ -27,8 +27,10 @@ from gpucap.apis.core import Taint
 from gpucap.apis.labels import INITIALIZED, REGISTERED
 from gpucap.cloudprovider.types import InsufficientCapacityError
 from gpucap.controllers.launchpreview import LaunchPreviewer, PreviewedLaunch
+from gpucap.scheduling.existingnode import StateNode
 from gpucap.scheduling.instancetypes import InstanceType
-from gpucap.scheduling.solver import NodeClaimTemplate, PoolInput, StateNode, custom_labels
+from gpucap.scheduling.nodeclaimtemplate import NodeClaimTemplate, custom_labels
+from gpucap.scheduling.scheduler import PoolInput
 
 __all__ = ["StaticNodeClaims", "static_node_claims"]
 

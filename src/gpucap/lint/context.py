@@ -53,9 +53,9 @@ from gpucap.controllers.nodepool.readiness import NodePoolReadiness, ready_nodep
 from gpucap.lint.model import Finding, Severity
 from gpucap.runtime.clock import FakeClock
 from gpucap.scheduling.instancetypes import InstanceType
+from gpucap.scheduling.nodeclaimtemplate import NodeClaimTemplate
 from gpucap.scheduling.nodeoverlay import PoolTypes, apply_overlays, evaluate_overlays
 from gpucap.scheduling.requirements import Requirements
-from gpucap.scheduling.solver import NodeClaimTemplate
 
 __all__ = ["KNOWN_IMAGE_SIZES", "LintContext", "PodRef", "PoolView", "pool_types"]
 
@@ -426,8 +426,8 @@ class LintContext:
     def pools_for_pod(self, pod: Pod) -> list[PoolView]:
         """Pools whose requirements a pod's node selector and required affinity can meet
         (taints not considered)."""
+        from gpucap.scheduling.poddata import pod_requirements  # noqa: PLC0415
         from gpucap.scheduling.requirements import ALLOW_UNDEFINED_WELL_KNOWN  # noqa: PLC0415
-        from gpucap.scheduling.solver import pod_requirements  # noqa: PLC0415
 
         reqs = pod_requirements(pod, strict=True)
         # The answer depends on the requirements alone: pods that share them (the replicas of
@@ -491,8 +491,8 @@ def _gpu_pool_reason(pool: PoolView, gpu_pods: Sequence[Pod]) -> str | None:
             return f"it labels its nodes {label}"
     if GPU_RESOURCE in (pool.nodepool.spec.limits or {}):
         return f"it limits {GPU_RESOURCE}"
+    from gpucap.scheduling.poddata import pod_requirements  # noqa: PLC0415
     from gpucap.scheduling.requirements import ALLOW_UNDEFINED_WELL_KNOWN  # noqa: PLC0415
-    from gpucap.scheduling.solver import pod_requirements  # noqa: PLC0415
     from gpucap.scheduling.taints import untolerated  # noqa: PLC0415
 
     for pod in gpu_pods:

@@ -15,9 +15,9 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from gpucap.apis.core import NodeSelector, NodeSelectorTerm, Pod, Taint, Toleration
 from gpucap.apis.gpu import NVIDIA_GPU
 from gpucap.apis.gpuoperator import ClusterPolicy
+from gpucap.scheduling.poddata import pod_requirements
 from gpucap.scheduling.preferences import drop_required_node_term
 from gpucap.scheduling.requirements import Requirements
-from gpucap.scheduling.solver import pod_requirements
 from gpucap.scheduling.taints import untolerated
 
 __all__ = [

@@ -6,12 +6,14 @@ types surviving each filter; when a filter empties the list, these functions nam
 what the previous filter let through: the pod requirement no type has a value for (with the
 values the types do have), the resource larger than any type's allocatable, the zones and
 capacity types that have offerings, the limit below the smallest type. This goes further than
-Karpenter on purpose (docs/design.md).
+Karpenter on purpose (docs/design.md). `PoolExplanation` is the answer per NodePool, which
+`plan --explain` renders (`cli/render.py`, `report/plan.py`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from gpucap.apis.labels import CAPACITY_TYPE, ZONE
 from gpucap.apis.quantity import format_resource_value
@@ -20,6 +22,7 @@ from gpucap.scheduling.requirements import Requirements
 from gpucap.scheduling.resources import Resources
 
 __all__ = [
+    "PoolExplanation",
     "limit_causes",
     "offering_causes",
     "requirement_causes",
@@ -27,6 +30,18 @@ __all__ = [
 ]
 
 _MAX_VALUES = 8  # enough to recognise the choices, short enough for one line
+
+
+@dataclass(frozen=True, slots=True)
+class PoolExplanation:
+    """Why a NodePool could or could not take a pod: instance types left after each filter."""
+
+    nodepool: str
+    weight: int
+    steps: list[tuple[str, int]]
+    verdict: str
+    # When a filter leaves nothing: what ruled the types out (the functions below).
+    causes: list[str] = field(default_factory=list)
 
 
 def _values(values: Iterable[str]) -> str:

@@ -25,6 +25,7 @@ __all__ = [
     "MAX_INSTANCE_TYPES",
     "InstanceType",
     "InstanceTypeTable",
+    "Mask",
     "Offering",
     "cheapest_offering",
     "compatible_offerings",
@@ -36,6 +37,10 @@ __all__ = [
 # kubernetes-sigs/karpenter pkg/controllers/provisioning/scheduling/nodeclaimtemplate.go:
 # a NodeClaim carries at most this many instance types (60 before core v1.7.0).
 MAX_INSTANCE_TYPES = 600
+
+# A set of a table's instance types, one boolean per type in the table's order: what the
+# scheduler narrows a NodeClaim's options with (`InstanceTypeTable.types_of` reads it back).
+Mask = np.ndarray[Any, np.dtype[np.bool_]]
 
 
 @dataclass(frozen=True, slots=True)

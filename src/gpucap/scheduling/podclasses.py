@@ -3,7 +3,7 @@
 Karpenter tries every pending pod against every existing node and every planned NodeClaim in
 order, and takes the first that accepts it. Most pods of a fleet are replicas: pods of one
 class (the same namespace, labels, requests, node requirements, tolerations and topology
-groups) get the same answer from a target in the same state. The scheduler (`solver.py`) keeps
+groups) get the same answer from a target in the same state. The scheduler (`scheduler.py`) keeps
 one `Refusals` per class and skips, for the next pod of the class, the targets whose refusal
 provably still holds. A skipped target would have refused the pod anyway, so the first target
 that accepts it, and everything after, is exactly Karpenter's (the messages of refusals by

@@ -16,7 +16,7 @@ group the pod owns (and every existing pod's anti-affinity that would count it):
 After placement, `record` counts the pod in the domain the node ended up in.
 
 Go iterates maps in random order where several domains tie; gpucap iterates domains sorted, so
-ties go to the lexicographically smallest domain. Called by the scheduler (`solver.py`).
+ties go to the lexicographically smallest domain. Called by the scheduler (`scheduler.py`).
 """
 
 from __future__ import annotations

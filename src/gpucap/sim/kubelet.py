@@ -59,7 +59,7 @@ from gpucap.scheduling.daemonsets import (
     operator_tolerations,
     without_runtime_labels,
 )
-from gpucap.scheduling.solver import daemon_pod
+from gpucap.scheduling.nodeclaimtemplate import daemon_pod
 
 __all__ = [
     "ADDON_NAMES",

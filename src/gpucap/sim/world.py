@@ -86,8 +86,8 @@ from gpucap.controllers.termination import Termination, TerminationResult
 from gpucap.runtime.clock import EPOCH, FakeClock
 from gpucap.runtime.collector import collector_paused
 from gpucap.runtime.memo import IdentityMemo
+from gpucap.scheduling.refusal import NODE_LIMITS_EXHAUSTED, TYPES_EXCEED_LIMITS
 from gpucap.scheduling.resources import Resources, add, fits, pod_requests, subtract
-from gpucap.scheduling.solver import NODE_LIMITS_EXHAUSTED, TYPES_EXCEED_LIMITS
 from gpucap.scheduling.taints import untolerated
 from gpucap.sim.daemonsets import DaemonSetController
 from gpucap.sim.engine import Engine, Timer
@@ -134,7 +134,7 @@ GC_IDLE_RECHECK_S = 10.0
 NODE_MONITOR_GRACE_S = 50.0
 # At most this many runs of an idle disruption loop's chain are skipped at once (`_resume_at`).
 _CHAIN_STEPS = 10_000
-# One NodePool's part of a pending reason (scheduling/solver.py: `nodepool "NAME": ...`).
+# One NodePool's part of a pending reason (scheduling/scheduler.py: `nodepool "NAME": ...`).
 _POOL_REASON = re.compile(r'nodepool "((?:[^"\\]|\\.)*)": ([^;]*)')
 
 

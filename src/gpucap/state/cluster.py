@@ -48,7 +48,7 @@ from gpucap.apis.quantity import base_units
 from gpucap.apis.serde import KINDS, KubeObject, Manifest, Manifests, Source
 from gpucap.apis.workloads import DaemonSet
 from gpucap.runtime.clock import Clock
-from gpucap.scheduling.solver import StateNode
+from gpucap.scheduling.existingnode import StateNode
 from gpucap.state.snapshot import (
     Snapshot,
     claim_of,

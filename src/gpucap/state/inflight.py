@@ -22,8 +22,8 @@ from collections.abc import Mapping, Sequence
 
 from gpucap.apis.core import Pod, Taint
 from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, ZONE
+from gpucap.scheduling.existingnode import StateNode
 from gpucap.scheduling.instancetypes import InstanceType
-from gpucap.scheduling.solver import StateNode
 
 __all__ = ["launched_labels", "launched_node"]
 

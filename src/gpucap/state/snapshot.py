@@ -25,7 +25,7 @@ from gpucap.apis.labels import INITIALIZED, NODEPOOL
 from gpucap.apis.nodepool import NodeClaim
 from gpucap.apis.quantity import Quantity, base_units
 from gpucap.runtime.memo import IdentityMemo
-from gpucap.scheduling.solver import StateNode
+from gpucap.scheduling.existingnode import StateNode
 from gpucap.scheduling.taints import DISRUPTED_TAINT
 
 __all__ = [

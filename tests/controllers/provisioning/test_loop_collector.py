@@ -16,7 +16,7 @@ from gpucap.cloudprovider.aws.launch import Launch, LaunchPreview
 from gpucap.controllers.provisioning.loop import run_passes
 from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.requirements import Requirements
-from gpucap.scheduling.solver import PoolInput
+from gpucap.scheduling.scheduler import PoolInput
 from tests.builders import GPU_TOLERATION, deployment, pod, to_yaml
 from tests.scheduling.builders import cpu_pool, gpu_pool, instance_type
 

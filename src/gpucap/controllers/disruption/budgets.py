@@ -39,7 +39,7 @@ from gpucap.apis.labels import NODEPOOL
 from gpucap.apis.nodepool import Budget, NodeClaim, NodePool
 from gpucap.controllers.nodeclaim.conditions import INSTANCE_TERMINATING, is_true
 from gpucap.runtime.memo import IdentityMemo
-from gpucap.scheduling.solver import StateNode
+from gpucap.scheduling.existingnode import StateNode
 from gpucap.state.cluster import Cluster
 from gpucap.state.snapshot import Snapshot
 

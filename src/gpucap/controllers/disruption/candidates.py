@@ -68,8 +68,8 @@ from gpucap.controllers.disruption.types import (
 )
 from gpucap.controllers.nodeclaim.conditions import INITIALIZED, INSTANCE_TERMINATING, condition
 from gpucap.runtime.memo import IdentityMemo
+from gpucap.scheduling.existingnode import StateNode
 from gpucap.scheduling.instancetypes import InstanceType
-from gpucap.scheduling.solver import StateNode
 from gpucap.state.cluster import Cluster
 from gpucap.state.snapshot import Snapshot
 

@@ -71,8 +71,8 @@ from gpucap.scheduling.instancetypes import (
     order_by_price,
     satisfies_min_values,
 )
+from gpucap.scheduling.nodeclaim import NodeClaim as SolverNodeClaim
 from gpucap.scheduling.requirements import Requirement, Requirements
-from gpucap.scheduling.solver import NodeClaim as SolverNodeClaim
 from gpucap.state.cluster import Cluster
 from gpucap.state.snapshot import Snapshot
 

@@ -46,10 +46,12 @@ from gpucap.controllers.disruption.pods import DO_NOT_DISRUPT, do_not_disrupt_ac
 from gpucap.controllers.disruption.simulation import PassInputs
 from gpucap.controllers.disruption.types import Candidate
 from gpucap.runtime.memo import IdentityMemo
+from gpucap.scheduling.existingnode import StateNode
 from gpucap.scheduling.instancetypes import InstanceType
+from gpucap.scheduling.nodeclaimtemplate import NodeClaimTemplate
 from gpucap.scheduling.requirements import Requirements
 from gpucap.scheduling.resources import add, pod_requests, subtract
-from gpucap.scheduling.solver import NodeClaimTemplate, PoolInput, StateNode
+from gpucap.scheduling.scheduler import PoolInput
 from gpucap.scheduling.taints import untolerated
 
 __all__ = [

@@ -10,9 +10,9 @@ without the candidates.
   deleted, unbound. A pod with an active do-not-disrupt annotation, or one a fully blocking
   PodDisruptionBudget keeps (`maxUnavailable: 0`, ...), will not be evicted, or not before the
   node's terminationGracePeriod runs out: no capacity is made for it ahead of time.
-- For consolidation (`IsConsolidationSimulation`): a node still inside its NodePool's
-  consolidateAfter takes no pod that is moving off a candidate (pending pods and pods of
-  deleting nodes still may); new NodeClaims are never held back.
+- For consolidation (`IsConsolidationSimulation`, a scheduler option: `SchedulingOptions`): a
+  node still inside its NodePool's consolidateAfter takes no pod that is moving off a candidate
+  (pending pods and pods of deleting nodes still may); new NodeClaims are never held back.
 - A consolidation simulation stops solving once it plans a second new NodeClaim and answers
   None: consolidation acts on no plan with more than one (`computeConsolidation` and the
   validator both give up on `len(NewNodeClaims) > 1`, consolidation.go and validation.go
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, replace
 
 from gpucap.apis.core import Pod
 from gpucap.apis.labels import NODEPOOL
@@ -43,16 +43,8 @@ from gpucap.controllers.disruption.candidates import (
 from gpucap.controllers.disruption.pdb import Limits
 from gpucap.controllers.disruption.types import Candidate
 from gpucap.controllers.provisioning.provisioner import Provisioner, deleting_node_pods
-from gpucap.scheduling.requirements import Requirements
-from gpucap.scheduling.solver import (
-    ExistingNode,
-    PodData,
-    PoolInput,
-    Refusal,
-    Results,
-    StateNode,
-)
-from gpucap.scheduling.topology import Topology
+from gpucap.scheduling.existingnode import StateNode
+from gpucap.scheduling.scheduler import PoolInput, Results
 from gpucap.state.cluster import Cluster
 from gpucap.state.snapshot import Snapshot
 
@@ -69,22 +61,6 @@ class Simulation:
     @property
     def all_non_pending_scheduled(self) -> bool:
         return not self.errors
-
-
-@dataclass(slots=True, eq=False)
-class _UnderConsolidateAfter(ExistingNode):
-    """An existing node inside its consolidateAfter: it refuses pods moving off candidates."""
-
-    movers: frozenset[str] = frozenset()
-
-    def try_add(self, pod: Pod, data: PodData, topology: Topology) -> Requirements | Refusal:
-        if pod.key in self.movers:
-            # Not kept by the pod classes (no `Hold`): the refusal is the pod's own, by key.
-            return _HELD_BACK
-        return ExistingNode.try_add(self, pod, data, topology)
-
-
-_HELD_BACK = Refusal("node is under its NodePool's consolidateAfter")
 
 
 def _unbound(pod: Pod) -> Pod:
@@ -214,15 +190,23 @@ def simulate_scheduling(
     else:
         pools = provisioner.pools([np for np in nodepools() if np.spec.replicas is None])
         daemonsets = cluster.daemonsets()
+    options = None
+    if consolidation:
+        # Karpenter's `IsConsolidationSimulation`: the nodes under consolidateAfter take no
+        # pod moving off a candidate (see `SchedulingOptions`).
+        options = replace(
+            provisioner.options,
+            consolidation=True,
+            held_back=inputs.held_back if inputs is not None else held_back(cluster, active, now),
+            movers=frozenset(p.key for p in movers),
+        )
     scheduler = provisioner.scheduler(
         pools,
         state_nodes=active,
         daemonsets=daemonsets,
         pending=pods,
+        options=options,
     )
-    if consolidation:
-        held = inputs.held_back if inputs is not None else held_back(cluster, active, now)
-        _hold_back(scheduler.existing, held, frozenset(p.key for p in movers))
     results = scheduler.solve(pods, stop_past=1 if consolidation else None)
     if results.stopped:
         return None
@@ -250,12 +234,3 @@ def held_back(cluster: Cluster, nodes: Sequence[StateNode], now: dt.datetime) ->
         if under_consolidate_after(claim, cluster.nodepool(node.nodepool or ""), now):
             out.add(node.name)
     return frozenset(out)
-
-
-def _hold_back(existing: list[ExistingNode], held: frozenset[str], movers: frozenset[str]) -> None:
-    """Swap the existing nodes inside their consolidateAfter for ones refusing `movers`."""
-    for i, node in enumerate(existing):
-        if node.name not in held:
-            continue
-        values = {f.name: getattr(node, f.name) for f in fields(node)}
-        existing[i] = _UnderConsolidateAfter(**values, movers=movers)

@@ -16,9 +16,9 @@ from gpucap.apis.core import Node, Pod
 from gpucap.apis.nodepool import NodeClaim, NodePool
 from gpucap.controllers.disruption.pods import eviction_cost
 from gpucap.runtime.memo import IdentityMemo
+from gpucap.scheduling.existingnode import StateNode
 from gpucap.scheduling.instancetypes import InstanceType
-from gpucap.scheduling.solver import NodeClaim as SolverNodeClaim
-from gpucap.scheduling.solver import StateNode
+from gpucap.scheduling.nodeclaim import NodeClaim as SolverNodeClaim
 
 __all__ = [
     "EMPTY",

@@ -41,8 +41,9 @@ from typing import Literal, Protocol
 
 from gpucap.apis.core import Pod
 from gpucap.apis.nodepool import NodePool
+from gpucap.scheduling.nodeclaimtemplate import NodeClaimTemplate
+from gpucap.scheduling.poddata import pod_requirements
 from gpucap.scheduling.requirements import ALLOW_UNDEFINED_WELL_KNOWN
-from gpucap.scheduling.solver import NodeClaimTemplate, pod_requirements
 from gpucap.scheduling.taints import untolerated
 
 __all__ = [

@@ -46,18 +46,13 @@ from gpucap.controllers.launchpreview import LaunchPreviewer, PreviewedLaunch
 from gpucap.controllers.provisioning.provisioner import new_scheduler
 from gpucap.controllers.static import static_node_claims
 from gpucap.runtime.collector import collector_paused
+from gpucap.scheduling.existingnode import StateNode
+from gpucap.scheduling.explanation import PoolExplanation
 from gpucap.scheduling.instancetypes import InstanceType
+from gpucap.scheduling.options import SchedulingOptions
+from gpucap.scheduling.refusal import NODE_LIMITS_EXHAUSTED, TYPES_EXCEED_LIMITS
 from gpucap.scheduling.resources import Resources, add, pod_requests
-from gpucap.scheduling.solver import (
-    NODE_LIMITS_EXHAUSTED,
-    TYPES_EXCEED_LIMITS,
-    PoolExplanation,
-    PoolInput,
-    Results,
-    Scheduler,
-    SchedulingOptions,
-    StateNode,
-)
+from gpucap.scheduling.scheduler import PoolInput, Results, Scheduler
 from gpucap.state.inflight import launched_labels, launched_node
 
 __all__ = [

@@ -49,7 +49,10 @@ from gpucap.controllers.provisioning.loop import (
 )
 from gpucap.controllers.provisioning.provisioner import Provisioner
 from gpucap.runtime.clock import FakeClock
-from gpucap.scheduling.solver import PoolExplanation, PoolInput, SchedulingOptions, StateNode
+from gpucap.scheduling.existingnode import StateNode
+from gpucap.scheduling.explanation import PoolExplanation
+from gpucap.scheduling.options import SchedulingOptions
+from gpucap.scheduling.scheduler import PoolInput
 from gpucap.state.snapshot import snapshot
 
 __all__ = ["explain_pod", "plan", "plan_provider", "pools_for", "provision", "ready_nodepools"]

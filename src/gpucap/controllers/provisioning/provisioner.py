@@ -47,16 +47,12 @@ from gpucap.apis.quantity import format_base_units
 from gpucap.apis.workloads import DaemonSet
 from gpucap.cloudprovider.types import CloudProvider
 from gpucap.controllers.disruption.pdb import Limits
-from gpucap.scheduling import solver
+from gpucap.scheduling import nodeclaim
+from gpucap.scheduling.existingnode import StateNode
+from gpucap.scheduling.options import SchedulingOptions
+from gpucap.scheduling.passcache import PassCache
 from gpucap.scheduling.requirements import Requirements
-from gpucap.scheduling.solver import (
-    PassCache,
-    PoolInput,
-    Results,
-    Scheduler,
-    SchedulingOptions,
-    StateNode,
-)
+from gpucap.scheduling.scheduler import PoolInput, Results, Scheduler
 
 __all__ = [
     "SCHEDULING_SIMULATION_KEYS",
@@ -95,14 +91,16 @@ class Provisioner:
         state_nodes: Sequence[StateNode] = (),
         daemonsets: Sequence[DaemonSet] = (),
         pending: Sequence[Pod] = (),
+        options: SchedulingOptions | None = None,
     ) -> Scheduler:
-        """Karpenter's `NewScheduler` over pools already asked for (static ones take no part)."""
+        """Karpenter's `NewScheduler` over pools already asked for (static ones take no part).
+        `options`: this pass's, when not the provisioner's (a consolidation simulation's)."""
         return new_scheduler(
             pools,
             state_nodes=state_nodes,
             daemonsets=daemonsets,
             pending=pending,
-            options=self.options,
+            options=options if options is not None else self.options,
             cache=self.cache,
         )
 
@@ -196,7 +194,7 @@ def node_selector(requirements: Requirements) -> list[dict[str, Any]]:
     return out
 
 
-def to_node_claim(claim: solver.NodeClaim, *, name: str | None = None) -> NodeClaim:
+def to_node_claim(claim: nodeclaim.NodeClaim, *, name: str | None = None) -> NodeClaim:
     """Karpenter's `NodeClaimTemplate.ToNodeClaim` for a new NodeClaim of a finished pass
     (named `name`, default the pass's `<nodepool>-<n>`)."""
     nodepool = claim.template.nodepool

@@ -25,9 +25,10 @@ from gpucap.scheduling.daemonsets import (
     without_runtime_labels,
 )
 from gpucap.scheduling.instancetypes import InstanceType
+from gpucap.scheduling.nodeclaimtemplate import daemon_pod
+from gpucap.scheduling.poddata import pod_requirements
 from gpucap.scheduling.preferences import drop_required_node_term, tolerate_prefer_no_schedule
 from gpucap.scheduling.requirements import ALLOW_UNDEFINED_WELL_KNOWN
-from gpucap.scheduling.solver import daemon_pod, pod_requirements
 from gpucap.scheduling.taints import format_taint, is_known_ephemeral, untolerated
 
 __all__: list[str] = []

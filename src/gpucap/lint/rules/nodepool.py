@@ -19,9 +19,9 @@ from gpucap.controllers.nodepool.readiness import NODECLASS_NOT_FOUND
 from gpucap.lint.context import GPU_RESOURCE, LintContext, PodRef, PoolView, pod_gpus
 from gpucap.lint.model import Finding, rule
 from gpucap.scheduling.instancetypes import InstanceType, truncate
+from gpucap.scheduling.poddata import pod_requirements
 from gpucap.scheduling.requirements import Requirements
 from gpucap.scheduling.resources import fits, pod_requests
-from gpucap.scheduling.solver import pod_requirements
 from gpucap.scheduling.taints import format_taint, untolerated
 
 __all__ = [

@@ -32,7 +32,7 @@ from gpucap.lint.context import GPU_RESOURCE, LintContext, PodRef, PoolView, pod
 from gpucap.lint.model import Finding, rule
 from gpucap.lint.rules.sharing import container_resources
 from gpucap.scheduling.instancetypes import InstanceType
-from gpucap.scheduling.solver import pod_requirements
+from gpucap.scheduling.poddata import pod_requirements
 from gpucap.scheduling.taints import format_taint, untolerated
 
 __all__: list[str] = []

@@ -54,7 +54,7 @@ from gpucap.lint.context import GPU_RESOURCE, LintContext, PodRef, PoolView, poo
 from gpucap.lint.model import Finding, Severity, rule
 from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.nodeoverlay import capacity_overlay
-from gpucap.scheduling.solver import pod_requirements
+from gpucap.scheduling.poddata import pod_requirements
 
 __all__ = [
     "DEVICE_PLUGIN_CONFIG_LABEL",

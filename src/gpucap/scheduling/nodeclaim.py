@@ -1,0 +1,178 @@
+"""A NodeClaim the scheduler plans in this pass: its pods, requirements and instance types left.
+
+kubernetes-sigs/karpenter `pkg/controllers/provisioning/scheduling/nodeclaim.go`
+@ 2266468104f3: a new NodeClaim starts from its NodePool's template with every instance type
+the pool allows (within its limits) and keeps, as pods are added, every type that still fits
+them all (`CanAdd`: taints, requirements, topology, then the type filter of `filter.py`); it
+does not pick one. The scheduler finalizes it after the loop (`Scheduler._finalize`).
+
+Not `apis.nodepool.NodeClaim` (the API object): the provisioner turns one of these into that
+(`provisioner.to_node_claim`). Built and filled by the scheduler (`scheduler.py`); read by the
+provisioner and the disruption controllers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from gpucap.apis.core import Pod
+from gpucap.apis.labels import HOSTNAME
+from gpucap.scheduling.filter import filter_options
+from gpucap.scheduling.instancetypes import InstanceType, InstanceTypeTable, Mask
+from gpucap.scheduling.nodeclaimtemplate import DaemonOverheadGroup, NodeClaimTemplate
+from gpucap.scheduling.podclasses import PERMANENT, TARGET, Hold
+from gpucap.scheduling.poddata import PodData
+from gpucap.scheduling.refusal import SchedulingError
+from gpucap.scheduling.requirements import ALLOW_UNDEFINED_WELL_KNOWN, Requirements
+from gpucap.scheduling.resources import Resources, add
+from gpucap.scheduling.taints import format_taint, untolerated
+from gpucap.scheduling.topology import Topology, TopologyError
+
+__all__ = ["NodeClaim"]
+
+_INT64_MAX = 2**63 - 1  # `InstanceTypeTable.fits` compares requests capped here
+
+
+@dataclass(slots=True, eq=False)
+class NodeClaim:
+    """A NodeClaim planned in this pass: its pods, requirements and remaining instance types
+    (a mask over its template's table while scheduling; a price-ordered list once finalized)."""
+
+    template: NodeClaimTemplate
+    hostname: str
+    requirements: Requirements
+    options: Mask
+    daemon_groups: list[DaemonOverheadGroup]
+    pods: list[Pod] = field(default_factory=list)
+    requests: Resources = field(default_factory=dict)
+    name: str = ""
+    min_values_relaxed: bool = False
+    labels: dict[str, str] = field(default_factory=dict)
+    final_types: list[InstanceType] | None = None
+    # How many pods it has taken (what a pod class's TARGET refusal was seen at).
+    version: int = 0
+    # Per resource, the most any remaining option has allocatable (None: not computed since
+    # the options last changed); see `may_fit`.
+    _most: dict[str, int] | None = None
+
+    def may_fit(self, requests: Resources) -> bool:
+        """False when adding `requests` exceeds, for some resource, the most allocatable of any
+        remaining option: then `can_add` would fail on resources, whatever else it checks.
+
+        A cheap test before `can_add`, which the scheduler runs for every pod against every
+        planned NodeClaim (pods x claims); most full claims are ruled out here in a few
+        dictionary look-ups instead of a requirement merge and a table filter.
+        """
+        most = self._most_allocatable()
+        for k, v in requests.items():
+            if v > 0 and min(self.requests.get(k, 0) + v, _INT64_MAX) > most.get(k, 0):
+                return False
+        return True
+
+    def _most_allocatable(self) -> dict[str, int]:
+        most = self._most
+        if most is None:
+            # Shared per option mask by the table (only read here).
+            most = self._most = self.table.most_allocatable(self.options)
+        return most
+
+    def headroom(self) -> dict[str, int]:
+        """Per resource, what the roomiest remaining option has left after the claim's pods
+        (a resource not listed: none)."""
+        return {k: v - self.requests.get(k, 0) for k, v in self._most_allocatable().items()}
+
+    @property
+    def nodepool(self) -> str:
+        return self.template.name
+
+    @property
+    def table(self) -> InstanceTypeTable:
+        assert self.template.table is not None
+        return self.template.table
+
+    @property
+    def instance_types(self) -> list[InstanceType]:
+        """The instance types this NodeClaim may still become."""
+        if self.final_types is not None:
+            return self.final_types
+        return self.table.types_of(self.options)
+
+    def can_add(
+        self, pod: Pod, data: PodData, topology: Topology, *, relax_min_values: bool
+    ) -> tuple[Requirements, Mask]:
+        """Whether `pod` fits; returns the narrowed requirements and options, or raises (with
+        the reason's `Hold` for the pod classes, see `podclasses.py`)."""
+        taint = untolerated(self.template.taints, pod.spec.tolerations)
+        if taint is not None:
+            raise SchedulingError(
+                lambda: f"did not tolerate taint {format_taint(taint)}", PERMANENT
+            )
+        if not self.requirements.is_compatible(data.requirements, ALLOW_UNDEFINED_WELL_KNOWN):
+            # (The message, only built on a refusal, says why.)
+            err = self.requirements.compatible(data.requirements, ALLOW_UNDEFINED_WELL_KNOWN)
+            raise SchedulingError(lambda: f"incompatible requirements, {err}", TARGET)
+        reqs = self.requirements.merge(data.requirements)
+        try:
+            topo = topology.add_requirements(
+                pod, self.template.taints, data.strict_requirements, reqs
+            )
+        except TopologyError as terr:
+            raise SchedulingError(terr, terr.group) from terr
+        no_topology = topo is reqs  # no topology group applies to the pod here
+        if not no_topology:
+            # (Without topology, `reqs` against itself is compatible and merges into an equal
+            # set: requirements are kept normalised, so `r ∩ r == r`.)
+            if not reqs.is_compatible(topo, ALLOW_UNDEFINED_WELL_KNOWN):
+                err = reqs.compatible(topo, ALLOW_UNDEFINED_WELL_KNOWN)
+                raise SchedulingError(err or "")
+            reqs = reqs.merge(topo)
+        requests = add(self.requests, data.requests)
+        remaining, unmet, outcome = filter_options(
+            self.table,
+            self.options,
+            reqs,
+            pod,
+            self.daemon_groups,
+            requests,
+            relax_min_values=relax_min_values,
+            ports=data.ports,
+        )
+        if relax_min_values and unmet:
+            # BestEffort: lower each unmet minValues to what the remaining types offer.
+            reqs = Requirements(
+                {k: replace(r, min_values=unmet[k]) if k in unmet else r for k, r in reqs.items()}
+            )
+        if outcome.empty:
+            requests_of_pod = data.requests
+            # No option fits the requests whatever the requirements: options only narrow and
+            # requests only grow, so that lasts. Otherwise, without topology (`topo is reqs`)
+            # the answer is the claim's own until it takes a pod.
+            hold: Hold = (
+                PERMANENT
+                if not outcome.fits and outcome.min_values_error is None
+                else TARGET
+                if no_topology
+                else None
+            )
+            raise SchedulingError(lambda: outcome.message(requests_of_pod), hold)
+        return reqs, remaining
+
+    def add(
+        self,
+        pod: Pod,
+        data: PodData,
+        reqs: Requirements,
+        options: Mask,
+        topology: Topology,
+    ) -> None:
+        self.pods.append(pod)
+        self.version += 1
+        self._most = None  # looked up again (per mask, by the table) when next asked
+        self.options = options
+        self.requests = add(self.requests, data.requests)
+        self.requirements = reqs
+        topology.register(HOSTNAME, self.hostname)
+        topology.record(pod, self.template.taints, reqs)
+        ports = data.ports
+        for group in self.daemon_groups:
+            group.host_ports.add(pod, ports)
