@@ -240,6 +240,29 @@ def test_a_node_whose_plugin_is_still_starting_at_the_end_is_not_blamed_on_a_mis
     )
 
 
+def test_a_cpu_node_is_never_said_to_wait_for_a_device_plugin() -> None:
+    # A CPU type registers with no device plugin on it (none selects it): nothing to wait for.
+    log = [
+        launch(5, "cpu-1", it="m6i.large", gpus=0),
+        ev(55, "NodeRegistered", nodeClaim="cpu-1", node="ip-1", devicePlugin=None),
+        ev(65, "NodeInitialized", nodeClaim="cpu-1", node="ip-1", gpusAdvertised={}),
+    ]
+    lines = format_timeline(log)
+    assert not any("device plugin" in line for line in lines), lines
+    assert lines[-1].startswith("00:01:05 node ip-1 (cpu-1) initialized")
+
+
+def test_a_gpu_node_registering_without_a_device_plugin_says_so_when_it_registers() -> None:
+    log = [
+        launch(5, "gpu-1", gpus=1),
+        ev(55, "NodeRegistered", nodeClaim="gpu-1", node="ip-1", devicePlugin=None),
+        ev(95, "NodeInitialized", nodeClaim="gpu-1", node="ip-1", gpusAdvertised={}),
+    ]
+    assert "00:00:55 node ip-1 (gpu-1) registered; GPU not advertised: no device plugin yet" in (
+        format_timeline(log)
+    )
+
+
 def test_registered_and_initialized_at_once_is_one_line() -> None:
     log = [
         ev(55, "NodeRegistered", nodeClaim="gpu-1", node="gpu-1"),

@@ -460,13 +460,14 @@ class _Timeline:
         claim = e.get("nodeClaim")
         node = node_words(e.get("node"), claim)
         init = self.idx.initialized.get(claim)
-        no_plugin = "devicePlugin" in e.fields and e.get("devicePlugin") is None
+        launch = self.idx.launches.get(claim)
+        gpus = launch.get("gpus") if launch is not None else None
+        # A node launched without GPUs (a CPU type) has no device plugin to wait for.
+        no_plugin = gpus != 0 and "devicePlugin" in e.fields and e.get("devicePlugin") is None
         if init is not None:
             if no_plugin:  # the wait is the story: say it when it starts
                 self.say(e.t, f"{node} registered; GPU not advertised: no device plugin yet")
             return  # otherwise told when it initializes
-        launch = self.idx.launches.get(claim)
-        gpus = launch.get("gpus") if launch is not None else None
         if no_plugin:
             why = "GPU never advertised: no device plugin in the cluster"
         elif "devicePlugin" in e.fields:
