@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from gpucap.apis.placeholders import (
     Occurrence,
+    bare_is_placeholder,
     fill_hint,
     group_message,
     is_runtime_field,
@@ -88,7 +89,7 @@ RAY_HEAD = ("spec", "rayClusterConfig", "headGroupSpec", "template", "spec")
         ("NodePool", ("spec", "userData"), False),
         ("Deployment", (*C, "command", 2), True),
         ("Deployment", (*C, "args", 0), True),
-        ("Deployment", (*C, "env", 1, "value"), True),
+        ("Deployment", (*C, "env", 1, "value"), False),  # the kubelet expands only $(VAR)
         ("Deployment", (*C, "env", 1, "name"), False),
         ("Deployment", (*C, "image"), False),
         ("Deployment", (*C, "livenessProbe", "exec", "command", 1), True),
@@ -96,19 +97,44 @@ RAY_HEAD = ("spec", "rayClusterConfig", "headGroupSpec", "template", "spec")
         ("Pod", ("spec", "initContainers", 0, "args", 0), True),
         ("Deployment", ("spec", "template", "metadata", "annotations", "command"), False),
         ("RayService", ("spec", "serveConfigV2"), True),
-        (
-            "RayService",
-            (*RAY_HEAD, "containers", 0, "env", 0, "value"),
-            True,
-        ),
+        ("RayService", (*RAY_HEAD, "containers", 0, "args", 0), True),
+        ("RayService", (*RAY_HEAD, "containers", 0, "env", 0, "value"), False),
         ("RayJob", ("spec", "runtimeEnvYAML"), True),
-        ("ConfigMap", ("data", "run.sh"), False),
+        ("ConfigMap", ("data", "run.sh"), True),
+        ("ConfigMap", ("data", "process_tickets.py"), True),
+        ("ConfigMap", ("data", "config.yaml"), False),
+        ("ConfigMap", ("metadata", "labels", "run.sh"), False),
+        ("Secret", ("data", "run.sh"), False),
     ],
 )
-def test_runtime_fields_are_user_data_container_commands_and_env_and_ray_config(
+def test_runtime_fields_are_user_data_container_commands_configmap_scripts_and_ray_config(
     kind: str, path: tuple[str | int, ...], runtime: bool
 ) -> None:
     assert is_runtime_field(kind, path) is runtime
+
+
+def test_a_configmap_entry_starting_with_a_shebang_is_a_script_whatever_its_name() -> None:
+    assert is_runtime_field("ConfigMap", ("data", "entrypoint"), "#!/bin/sh\necho $HOME\n")
+    assert not is_runtime_field("ConfigMap", ("data", "entrypoint"), "HOME=$HOME\n")
+
+
+@pytest.mark.parametrize(
+    ("kind", "path", "bare"),
+    [
+        ("EC2NodeClass", ("spec", "role"), True),
+        ("NodePool", ("spec", "template", "metadata", "labels", "team"), True),
+        ("Deployment", (*C, "image"), True),  # no image reference holds a `$`
+        ("Deployment", (*C, "env", 0, "value"), True),  # passed to the program as written
+        ("Pod", ("spec", "initContainers", 0, "image"), True),
+        ("Deployment", ("metadata", "annotations", "note"), False),  # `costs $5` may be meant
+        ("ConfigMap", ("data", "config.yaml"), False),
+        ("Deployment", (*C, "env", 0, "name"), False),
+    ],
+)
+def test_a_bare_dollar_name_is_a_placeholder_where_no_literal_dollar_is_meant(
+    kind: str, path: tuple[str | int, ...], bare: bool
+) -> None:
+    assert bare_is_placeholder(kind, path) is bare
 
 
 def test_scan_tells_field_runtime_and_comment_apart() -> None:
@@ -183,30 +209,55 @@ def test_set_variables_are_filled_with_only_too() -> None:
     assert done.texts == (POD.replace("${NAME}", "p").replace("$IMAGE", "i"),)
 
 
-def test_unset_variable_in_user_data_is_left_alone_with_a_warning() -> None:
-    done = render([POD], {"NAME": "p", "IMAGE": "i"})
+def test_unset_variables_in_container_commands_are_left_alone_with_a_warning() -> None:
+    done = render([POD], {"NAME": "p", "IMAGE": "i", "LD_LIBRARY_PATH": ""})
     assert done.missing == ((),)
-    assert done.left == ("HOME", "LD_LIBRARY_PATH", "NODE_IP")
+    assert done.left == ("HOME", "NODE_IP")
     assert "echo $HOME ${NODE_IP} $(POD_IP)" in done.texts[0]
-    assert '"/opt/lib:$LD_LIBRARY_PATH"' in done.texts[0]
 
 
 def test_a_runtime_variable_is_left_even_when_the_environment_has_it() -> None:
-    env = {"NAME": "p", "IMAGE": "i", "HOME": "/home/me", "LD_LIBRARY_PATH": "/usr/local/cuda"}
-    done = render([POD], env)
+    env = {"NAME": "p", "IMAGE": "i", "HOME": "/home/me", "NODE_IP": "10.0.0.1"}
+    done = render([POD], {**env, "LD_LIBRARY_PATH": ""})
     assert "/home/me" not in done.texts[0]
-    assert "/usr/local/cuda" not in done.texts[0]
+    assert "10.0.0.1" not in done.texts[0]
+
+
+def test_an_env_value_variable_is_a_placeholder_since_the_kubelet_passes_it_as_written() -> None:
+    # Only `$(VAR)` is expanded in env[].value, and no shell reads it: a `$LD_LIBRARY_PATH` there
+    # reaches the program as those 16 characters unless the template step fills it.
+    assert render([POD], {"NAME": "p", "IMAGE": "i"}).missing == (("LD_LIBRARY_PATH",),)
+    done = render([POD], {"NAME": "p", "IMAGE": "i", "LD_LIBRARY_PATH": "/usr/local/cuda"})
+    assert '"/opt/lib:/usr/local/cuda"' in done.texts[0]
+    assert done.left == ("HOME", "NODE_IP")
 
 
 def test_a_runtime_variable_given_with_set_is_filled() -> None:
-    done = render([POD], {"NAME": "p", "IMAGE": "i", "HOME": "/h"}, explicit=["HOME"])
+    values = {"NAME": "p", "IMAGE": "i", "HOME": "/h", "LD_LIBRARY_PATH": ""}
+    done = render([POD], values, explicit=["HOME"])
     assert "echo /h ${NODE_IP}" in done.texts[0]
-    assert done.left == ("LD_LIBRARY_PATH", "NODE_IP")
+    assert done.left == ("NODE_IP",)
 
 
 def test_unset_variable_outside_runtime_fields_is_missing() -> None:
     done = render([POD], {})
-    assert done.missing == (("IMAGE", "NAME"),)
+    assert done.missing == (("IMAGE", "LD_LIBRARY_PATH", "NAME"),)
+
+
+def test_a_configmap_script_is_left_as_written_and_never_missing() -> None:
+    cm = to_yaml(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "s"},
+            "data": {"run.sh": 'echo "${HOSTNAME} $USER"\n', "app.conf": "host=${HOST}\n"},
+        }
+    )
+    done = render([cm], {"HOSTNAME": "laptop", "USER": "me", "HOST": "h"})
+    assert done.missing == ((),)
+    assert 'echo "${HOSTNAME} $USER"' in done.texts[0]  # the script's own variables
+    assert "host=h" in done.texts[0]  # a config file is a template like any field
+    assert done.left == ("HOSTNAME", "USER")
 
 
 def test_a_name_that_is_a_placeholder_elsewhere_is_filled_in_user_data_too() -> None:
@@ -351,7 +402,7 @@ def test_a_placeholder_also_used_in_user_data_counts_those_fields() -> None:
     assert len(result.warnings) == 2  # the variable and the command; nothing about HOME
 
 
-def test_a_bare_dollar_name_is_a_placeholder_in_karpenter_kinds_only() -> None:
+def test_a_bare_dollar_name_is_a_placeholder_in_karpenter_kinds_not_in_an_annotation() -> None:
     pod = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -380,19 +431,26 @@ def test_every_document_of_a_long_stream_is_classified() -> None:
 
 
 _RUNTIME_NAMES = ["HOME", "NODE_IP", "LD_LIBRARY_PATH"]
-_script = st.lists(
-    st.one_of(
-        st.text(alphabet=st.characters(blacklist_characters="$", codec="ascii"), max_size=6),
-        st.sampled_from(_RUNTIME_NAMES).map(lambda n: "${" + n + "} "),
-        st.sampled_from(_RUNTIME_NAMES).map(lambda n: "$" + n + " "),
-        st.sampled_from(["$$", "$(POD_IP)", "$${DEV}"]),
-    ),
-    max_size=10,
-).map("".join)
+_ENV_NAMES = ["TOKEN", "REGION"]
+
+
+def _text_with(names: list[str]) -> st.SearchStrategy[str]:
+    return st.lists(
+        st.one_of(
+            st.text(alphabet=st.characters(blacklist_characters="$", codec="ascii"), max_size=6),
+            st.sampled_from(names).map(lambda n: "${" + n + "} "),
+            st.sampled_from(names).map(lambda n: "$" + n + " "),
+            st.sampled_from(["$$", "$(POD_IP)", "$${DEV}"]),
+        ),
+        max_size=10,
+    ).map("".join)
+
+
+_script = _text_with(_RUNTIME_NAMES)
 
 
 @settings(max_examples=150, deadline=None)
-@given(user_data=_script, command=_script, env_value=_script)
+@given(user_data=_script, command=_script, env_value=_text_with(_ENV_NAMES))
 def test_runtime_variables_come_out_as_written_whatever_the_environment(
     user_data: str, command: str, env_value: str
 ) -> None:
@@ -412,7 +470,7 @@ def test_runtime_variables_come_out_as_written_whatever_the_environment(
             ]
         },
     }
-    env = dict.fromkeys([*_RUNTIME_NAMES, "CLUSTER_NAME", "POD_IP", "DEV"], "FILLED")
+    env = dict.fromkeys([*_RUNTIME_NAMES, *_ENV_NAMES, "CLUSTER_NAME", "POD_IP", "DEV"], "FILLED")
     done = render([to_yaml(nc, pod)], env)
     assert done.missing == ((),)
     out_nc, out_pod = yaml.safe_load_all(done.texts[0])
@@ -420,4 +478,5 @@ def test_runtime_variables_come_out_as_written_whatever_the_environment(
     assert out_nc["spec"]["userData"] == user_data
     container = out_pod["spec"]["containers"][0]
     assert container["command"][2] == command
-    assert container["env"][0]["value"] == env_value
+    # an env value is a template field: every reference filled, escapes and $(VAR) kept
+    assert container["env"][0]["value"] == substitute(env_value, env).text

@@ -55,8 +55,8 @@ def test_render_leaves_user_data_variables_alone_with_one_warning(tmp_path: Path
     warnings = [line for line in result.stderr.splitlines() if line.startswith("warning")]
     assert warnings == [
         "warning: left as written, for the node or container to expand at run time (used only "
-        "in userData or container command/args/env): HOME, NODE_IP; --set NAME=VALUE or --only "
-        "NAME fills one"
+        "in userData, container command/args or ConfigMap scripts): HOME, NODE_IP; "
+        "--set NAME=VALUE or --only NAME fills one"
     ]
 
 

@@ -91,18 +91,22 @@ def test_ray_service_render_only_fills_the_token_and_keeps_ld_library_path() -> 
     assert result.stderr == ""
 
 
-def test_ray_service_render_without_only_leaves_ld_library_path_with_a_warning() -> None:
-    result = run(
-        "render",
-        str(RAY_MISTRAL),
-        env={"HUGGING_FACE_HUB_TOKEN": "aGZfdG9rZW4=", "LD_LIBRARY_PATH": "/usr/local/cuda/lib64"},
-    )
+def test_ray_service_render_without_only_fills_ld_library_path_of_env_values_as_envsubst() -> None:
+    # Before issue 21: left as written with a warning, env values being runtime fields. The
+    # kubelet passes `$LD_LIBRARY_PATH` in an env value as written (only `$(VAR)` is expanded),
+    # so it is the template's variable: filled from the environment, as the blueprint's
+    # envsubst does, or missing. `--only HUGGING_FACE_HUB_TOKEN` keeps it as written.
+    env: dict[str, str | None] = {
+        "HUGGING_FACE_HUB_TOKEN": "aGZfdG9rZW4=",
+        "LD_LIBRARY_PATH": "/usr/local/cuda/lib64",
+    }
+    result = run("render", str(RAY_MISTRAL), env=env)
     assert result.exit_code == 0, result.stderr
-    assert "/usr/local/cuda/lib64" not in result.stdout
+    assert result.stdout.count('"/home/ray/anaconda3/lib:/usr/local/cuda/lib64"') == 4
     assert "hf-token: aGZfdG9rZW4=" in result.stdout
-    assert "run time (used only in userData or container command/args/env): LD_LIBRARY_PATH;" in (
-        result.stderr
-    )
+    missing = run("render", str(RAY_MISTRAL), env={**env, "LD_LIBRARY_PATH": None})
+    assert missing.exit_code == 2
+    assert missing.stderr == f"error: {RAY_MISTRAL}: missing variable(s): LD_LIBRARY_PATH\n"
 
 
 def test_ebs_resize_user_data_script_is_no_placeholder_and_renders_byte_for_byte() -> None:

@@ -34,7 +34,7 @@ other tests):
 | strict field validation | test_realworld: test_gpu_nvidia_example_misspelled_security_context_field_is_rejected; test_validate: test_karpenters_gpu_workload_example_is_rejected_for_its_misspelt_privilege_escalation, test_karpenters_gpu_workload_example_fails_validate_with_exit_2_and_one_line |
 | v1alpha5 / v1beta1 rejected | test_realworld: test_v1alpha5_provisioner_and_awsnodetemplate_are_rejected_with_their_replacements, test_v1alpha5_provisioner_is_a_lint_error, test_v1beta1_nodepool_and_ec2nodeclass_are_rejected; test_validate: test_a_v1alpha5_provisioner_and_its_aws_node_template_are_errors_naming_their_v1_replacements, test_v1beta1_nodepool_and_ec2nodeclass_are_errors_naming_their_v1_versions |
 | placeholder warnings grouped | test_realworld: test_data_on_eks_placeholder_warnings_are_one_line_per_variable; test_placeholders: test_data_on_eks_nodeclasses_give_one_warning_per_variable_and_the_command, test_static_gpu_nodeclass_bare_dollar_placeholders_are_warned_about, test_lint_shows_the_grouped_placeholder_findings |
-| render `--only` and runtime variables | test_realworld: test_rayserve_vllm_render_only_fills_the_token_and_keeps_ld_library_path, test_data_on_eks_render_fills_the_cluster_and_leaves_userdata_variables, test_lws_vllm_render_leaves_an_unset_variable_in_a_container_env_value; test_placeholders: test_ray_service_render_only_fills_the_token_and_keeps_ld_library_path, test_ray_service_render_without_only_leaves_ld_library_path_with_a_warning, test_ebs_resize_user_data_script_is_no_placeholder_and_renders_byte_for_byte |
+| render `--only` and runtime variables | test_realworld: test_rayserve_vllm_render_only_fills_the_token_and_keeps_ld_library_path, test_data_on_eks_render_fills_the_cluster_and_leaves_userdata_variables, test_lws_vllm_render_needs_the_token_of_its_container_env_value; test_placeholders: test_ray_service_render_only_fills_the_token_and_keeps_ld_library_path, test_ray_service_render_without_only_fills_ld_library_path_of_env_values_as_envsubst, test_ebs_resize_user_data_script_is_no_placeholder_and_renders_byte_for_byte |
 | plan passes (subtractMax) | test_realworld: test_od_spot_split_one_pass_leaves_spot_pods_pending_for_the_limit, test_od_spot_split_later_passes_place_the_pods_the_limit_held_back |
 | no NodePool at all | test_realworld: test_a_gpu_pod_without_any_nodepool_says_no_nodepools_found, test_rayserve_vllm_head_and_worker_wait_for_a_nodepool; test_plan: test_no_nodepools_found |
 | same-name object in two files | test_realworld: test_two_files_defining_ec2nodeclass_default_keep_the_later_one |
@@ -769,15 +769,19 @@ def test_kuberay_rayjob_pods_are_planned(ran: Ran) -> None:
     assert set(waiting.values()) == {"no dynamic nodepools found"}
 
 
-def test_lws_vllm_render_leaves_an_unset_variable_in_a_container_env_value(
-    ran: Ran,
-) -> None:
-    # Before issue 8: exit 2, "missing variable(s): HF_TOKEN" (a value the user sets at deploy time).
+def test_lws_vllm_render_needs_the_token_of_its_container_env_value(ran: Ran) -> None:
+    # Before issue 8: exit 2, "missing variable(s): HF_TOKEN". Issue 8 left it as written (env
+    # values were runtime fields); issue 21: the kubelet passes `$HF_TOKEN` in an env value as
+    # written (only `$(VAR)` is expanded), so vLLM would get those 9 characters as its token.
+    # It is the user's to fill: exit 2 again, naming it.
     result = ran[render(LWS_VLLM)]
-    assert result.code == 0, result.stderr
-    assert result.stdout.count("value: $HF_TOKEN") == 2
-    assert "$(LWS_GROUP_SIZE)" in result.stdout  # Kubernetes' own syntax, never envsubst's
-    assert len(result.warnings()) == 1
+    assert result.code == 2
+    assert result.errors() == [f"error: {LWS_VLLM[0]}: missing variable(s): HF_TOKEN"]
+    filled = ran[render(LWS_VLLM, "--set", "HF_TOKEN=hf_x")]
+    assert filled.code == 0, filled.stderr
+    assert filled.stdout.count("value: hf_x") == 2
+    assert "$(LWS_GROUP_SIZE)" in filled.stdout  # Kubernetes' own syntax, never envsubst's
+    assert filled.warnings() == []
 
 
 # --- NVIDIA ------------------------------------------------------------------------------------
@@ -917,3 +921,4 @@ for _files in (
 render(DOEKS_NODECLASSES, *DOEKS_RENDER)
 render(RAYSERVE_VLLM, *RAYSERVE_RENDER)
 render(LWS_VLLM)
+render(LWS_VLLM, "--set", "HF_TOKEN=hf_x")

@@ -1,7 +1,8 @@
 """`${VAR}` / `$VAR` placeholders in manifests: finding them, telling them from the variables a
-program reads at run time, and filling them (what envsubst does, with gpucap's refusals).
+program reads at run time, filling them (what envsubst does, with gpucap's refusals), and
+recognising a Terraform template, which only Terraform can fill.
 
-Three questions, three parts:
+Four questions, four parts:
 
 - *What is a reference?* `${NAME}` and `$NAME`, as envsubst reads them, except that `$$` is one
   token and never starts a reference: `$${DEV}` and `$$DEV` are left as written. That is how
@@ -9,18 +10,27 @@ Three questions, three parts:
   `${`) and docker compose lex `$$`; envsubst alone reads `$${DEV}` as `$` + `${DEV}`.
   Kubernetes' own `$(VAR)` and shell forms such as `${#A[@]}` or `${X:-d}` are not references.
 - *Is it a placeholder?* Not in a **runtime field**, whose text a program expands when it runs:
-  an EC2NodeClass `spec.userData` (the node's boot script), a container's `command`, `args`,
-  `env[].value` and exec-probe/lifecycle `command`, a RayService `serveConfigV2` and a RayJob
+  an EC2NodeClass `spec.userData` (the node's boot script), a container's `command`, `args`
+  and exec-probe/lifecycle `command` (a shell may run them), a ConfigMap entry that is a script
+  (`run.sh`, `job.py`, or text starting `#!`), a RayService `serveConfigV2` and a RayJob
   `runtimeEnvYAML` (Ray expands `$VAR` in `runtime_env.env_vars` when the worker starts). A
-  name that also appears outside runtime fields is a placeholder everywhere.
+  container's `env[].value` is *not* one: the kubelet expands only `$(VAR)` there and no shell
+  ever reads it, so a `$VAR` in it reaches the program as those characters unless a template
+  step fills it. A name that also appears outside runtime fields is a placeholder everywhere.
+  `${NAME}` is a placeholder in any other field; a bare `$NAME` only where no literal `$` can
+  be meant (`bare_is_placeholder`: Karpenter's kinds, a container's `image` and `env[].value`).
 - *What does render do?* `render` fills template variables from `values`, leaves runtime
   variables as written (and names them), and reports every placeholder without a value,
   rather than writing an empty string as envsubst does (`alias: al2023@` resolves no AMI). With
   `only`, exactly the named variables are filled and every other byte is kept, like envsubst's
   SHELL-FORMAT argument.
+- *Is it a Terraform template?* `terraform_expression` finds the first `${a.b}`, `${f(x)}`,
+  `${a ? b : c}` or `%{ for/if }` in a field gpucap judges: text only Terraform's
+  `templatefile` can render, so gpucap reads no manifest from it.
 
-Called by the loader (`apis/serde.py`: `placeholders`, `is_runtime_field`, the grouped warning
-texts), `gpucap render` (`render`) and `gpucap demo` and tests (`substitute`).
+Called by the loader (`apis/serde.py`: `placeholders`, `is_runtime_field`,
+`bare_is_placeholder`, `terraform_expression`, the grouped warning texts), `gpucap render`
+(`render`, `terraform_expression`) and `gpucap demo` and tests (`substitute`).
 """
 
 from __future__ import annotations
@@ -33,13 +43,17 @@ from typing import Literal
 
 import yaml
 
+from gpucap.apis.limits import MAX_FILE_BYTES
+
 __all__ = [
     "PLACEHOLDER",
     "Occurrence",
     "Reference",
     "RenderResult",
     "Substitution",
+    "TerraformExpression",
     "Use",
+    "bare_is_placeholder",
     "fill_hint",
     "group_message",
     "is_runtime_field",
@@ -49,6 +63,8 @@ __all__ = [
     "render",
     "scan",
     "substitute",
+    "terraform_expression",
+    "terraform_template",
 ]
 
 # `$$` comes first so that it is consumed as one token and never opens a reference.
@@ -62,6 +78,29 @@ _RUNTIME_DOCUMENT_FIELDS = {
     "RayService": frozenset({("spec", "serveConfigV2")}),
     "RayJob": frozenset({("spec", "runtimeEnvYAML")}),
 }
+# Kinds whose fields never hold a literal `$NAME` (IAM role names, tag values, label values and
+# AMI aliases cannot contain `$`), so an unbraced `$NAME` there is a placeholder too. In core
+# kinds only `${NAME}` is, outside the fields below: a `$` in an annotation or ConfigMap data
+# may be meant.
+_UNBRACED_PLACEHOLDER_KINDS = frozenset({"NodePool", "NodeClaim", "EC2NodeClass", "NodeOverlay"})
+# The file names of programs whose own syntax uses `$NAME` or `${...}` (shell variables, Perl and
+# PHP variables, JavaScript and Groovy interpolation, Python's literal `$` before an f-string
+# `{...}`): a ConfigMap entry named so is the program's text, not a template's.
+_SCRIPT_SUFFIXES = (
+    ".sh",
+    ".bash",
+    ".zsh",
+    ".ksh",
+    ".py",
+    ".pl",
+    ".rb",
+    ".php",
+    ".js",
+    ".mjs",
+    ".ts",
+    ".ps1",
+    ".groovy",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,22 +133,49 @@ def placeholders(text: str, *, braced_only: bool = False) -> list[str]:
     return list(seen)
 
 
-def is_runtime_field(kind: str | None, path: FieldPath) -> bool:
-    """Whether the string at `path` of a `kind` object is text a program expands at run time
-    (boot script, container command/args/env, Ray runtime config), not a manifest template."""
-    if kind is not None and tuple(path) in _RUNTIME_DOCUMENT_FIELDS.get(kind, ()):
-        return True
-    # The innermost container: `...containers[i]` followed by the field inside the container.
+def _container_field(path: FieldPath) -> FieldPath | None:
+    """The part of `path` inside its innermost container (`...containers[i]`), or None when
+    `path` is not inside a container."""
     for i in range(len(path) - 2, -1, -1):
         if path[i] in _CONTAINER_LISTS and isinstance(path[i + 1], int):
-            rest = path[i + 2 :]
-            if len(rest) == 2 and rest[0] in ("command", "args"):
-                return True
-            if len(rest) == 3 and rest[0] == "env" and rest[2] == "value":
-                return True
-            # exec probes and lifecycle hooks: livenessProbe.exec.command[k], ...
-            return len(rest) >= 3 and rest[-3] == "exec" and rest[-2] == "command"
-    return False
+            return path[i + 2 :]
+    return None
+
+
+def is_script(key: str, text: str | None = None) -> bool:
+    """Whether a ConfigMap entry named `key` holding `text` is a program: named like one
+    (`run.sh`, `process.py`) or starting with a `#!` line."""
+    return key.lower().endswith(_SCRIPT_SUFFIXES) or (text is not None and text.startswith("#!"))
+
+
+def is_runtime_field(kind: str | None, path: FieldPath, value: str | None = None) -> bool:
+    """Whether the string `value` at `path` of a `kind` object is text a program expands at run
+    time (boot script, container command/args, a ConfigMap script, Ray runtime config), not a
+    manifest template."""
+    if kind is not None and tuple(path) in _RUNTIME_DOCUMENT_FIELDS.get(kind, ()):
+        return True
+    if kind == "ConfigMap" and len(path) == 2 and path[0] == "data" and isinstance(path[1], str):
+        return is_script(path[1], value)
+    rest = _container_field(path)
+    if rest is None:
+        return False
+    if len(rest) == 2 and rest[0] in ("command", "args"):
+        return True
+    # exec probes and lifecycle hooks: livenessProbe.exec.command[k], ...
+    return len(rest) >= 3 and rest[-3] == "exec" and rest[-2] == "command"
+
+
+def bare_is_placeholder(kind: str | None, path: FieldPath) -> bool:
+    """Whether a bare `$NAME` at `path` of a `kind` object is a placeholder, as `${NAME}` is
+    everywhere outside runtime fields: in Karpenter's kinds, and in a container's `image` (no
+    image reference holds a `$`) and `env[].value` (the kubelet passes `$NAME` there as
+    written; only `$(NAME)` names another variable)."""
+    if kind in _UNBRACED_PLACEHOLDER_KINDS:
+        return True
+    rest = _container_field(path)
+    return rest is not None and (
+        rest == ("image",) or (len(rest) == 3 and rest[0] == "env" and rest[2] == "value")
+    )
 
 
 # ---- envsubst-like substitution (no field awareness) -----------------------------------------
@@ -149,10 +215,23 @@ class Use:
     where: Where
 
 
-def _spans(text: str) -> list[tuple[int, int, bool]] | None:
-    """(start, end, runtime) of every scalar in `text`, by character offset; None when the text
-    is not YAML (a Helm template, say)."""
-    spans: list[tuple[int, int, bool]] = []
+# What a scalar of a manifest is: a runtime field, free text gpucap does not read (a ConfigMap
+# entry that is not a script: a config file, a dashboard), or any other field.
+_Category = Literal["runtime", "data", "field"]
+
+
+def _category(kind: str | None, path: FieldPath, value: str) -> _Category:
+    if is_runtime_field(kind, path, value):
+        return "runtime"
+    if kind == "ConfigMap" and len(path) == 2 and path[0] in ("data", "binaryData"):
+        return "data"
+    return "field"
+
+
+def _spans(text: str) -> list[tuple[int, int, _Category]] | None:
+    """(start, end, category) of every scalar in `text`, by character offset; None when the
+    text is not YAML (a Helm template, say)."""
+    spans: list[tuple[int, int, _Category]] = []
     seen: set[int] = set()  # an alias is the node it names (and may name its own ancestor)
 
     def walk(node: yaml.Node, kind: str | None, path: FieldPath) -> None:
@@ -161,7 +240,7 @@ def _spans(text: str) -> list[tuple[int, int, bool]] | None:
         seen.add(id(node))
         if isinstance(node, yaml.MappingNode):
             for key, value in node.value:
-                spans.append((key.start_mark.index, key.end_mark.index, False))
+                spans.append((key.start_mark.index, key.end_mark.index, "field"))
                 name = key.value if isinstance(key, yaml.ScalarNode) else ""
                 walk(value, kind, (*path, name))
         elif isinstance(node, yaml.SequenceNode):
@@ -169,7 +248,7 @@ def _spans(text: str) -> list[tuple[int, int, bool]] | None:
                 walk(item, kind, (*path, i))
         else:
             start, end = node.start_mark.index, node.end_mark.index
-            spans.append((start, end, is_runtime_field(kind, path)))
+            spans.append((start, end, _category(kind, path, str(node.value))))
 
     def kind_of(node: yaml.Node) -> str | None:
         if isinstance(node, yaml.MappingNode):
@@ -189,7 +268,7 @@ def _spans(text: str) -> list[tuple[int, int, bool]] | None:
         kind = kind_of(root)
         if kind == "List" and isinstance(root, yaml.MappingNode):
             for key, value in root.value:
-                spans.append((key.start_mark.index, key.end_mark.index, False))
+                spans.append((key.start_mark.index, key.end_mark.index, "field"))
                 if getattr(key, "value", None) == "items" and isinstance(value, yaml.SequenceNode):
                     walk_list_items(value)
                 else:
@@ -218,16 +297,83 @@ def scan(text: str) -> list[Use]:
     spans = _spans(text)
     if spans is None:
         return [Use(r, "field") for r in refs]
-    uses = []
+    return [
+        Use(r, "comment" if c is None else "runtime" if c == "runtime" else "field")
+        for r, c in zip(refs, _locate([r.start for r in refs], spans), strict=True)
+    ]
+
+
+def _locate(
+    offsets: Sequence[int], spans: Sequence[tuple[int, int, _Category]]
+) -> list[_Category | None]:
+    """The category of the scalar holding each of the sorted `offsets`; None outside every
+    scalar (a comment, or YAML syntax)."""
+    out: list[_Category | None] = []
     j = 0
-    for r in refs:  # both lists are sorted by offset
-        while j < len(spans) and spans[j][1] <= r.start:
+    for at in offsets:  # both lists are sorted by offset
+        while j < len(spans) and spans[j][1] <= at:
             j += 1
-        where: Where = "comment"  # scalars do not overlap: the first one ending after it
-        if j < len(spans) and spans[j][0] <= r.start:
-            where = "runtime" if spans[j][2] else "field"
-        uses.append(Use(r, where))
-    return uses
+        # scalars do not overlap: the first one ending after `at` holds it, if any does
+        out.append(spans[j][2] if j < len(spans) and spans[j][0] <= at else None)
+    return out
+
+
+# ---- Terraform templates ---------------------------------------------------------------------
+# What only Terraform's template language writes: an interpolation that is more than a name
+# (`${var.cluster_name}`, `${indent(2, x)}`, `${enabled ? "a" : "b"}`, `${~ x}`) and the
+# `%{ for }` / `%{ if }` directives. None of them is a shell form (bash has no `${a.b}` or
+# `${f(x)}`; its `${X?msg}` has no space before the `?`), and `$${`/`%%{` are Terraform's own
+# escapes, skipped as tokens like `$$` above.
+_TERRAFORM = re.compile(
+    r"\$\$|%%"
+    r"|(\$\{~?\s*[A-Za-z_][A-Za-z0-9_]*(?:\s*\.\s*[A-Za-z_]|\s*\(|\s+\?)"
+    r"|\$\{~"
+    r"|%\{~?\s*(?:for|if|else|endfor|endif)\b)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TerraformExpression:
+    """The first Terraform-only construct of a text: its line (1-based) and that line, trimmed."""
+
+    line: int
+    text: str
+
+
+def terraform_expression(text: str) -> TerraformExpression | None:
+    """The first Terraform interpolation or directive of `text` that sits where gpucap reads a
+    manifest field, or None. One in a runtime field (a script may be JavaScript or Python, whose
+    `${a.b}` is its own), in ConfigMap data (a config file, a dashboard) or in a comment does
+    not make the file a template; in text that is not YAML every one counts."""
+    found = [m.start(1) for m in _TERRAFORM.finditer(text) if m.group(1)]
+    if not found:
+        return None
+    spans = _spans(text)
+    if spans is not None:
+        found = [at for at, c in zip(found, _locate(found, spans), strict=True) if c == "field"]
+    if not found:
+        return None
+    at = found[0]
+    start = text.rfind("\n", 0, at) + 1
+    end = text.find("\n", at)
+    line = text[start : end if end >= 0 else len(text)].strip()
+    return TerraformExpression(text.count("\n", 0, at) + 1, line)
+
+
+def terraform_template(text: str, file: str) -> str | None:
+    """The one-line error for a Terraform template (`${indent(2, x)}`, `%{ for }` in a field),
+    or None. Its manifests exist only once Terraform renders it: gpucap reads nothing from it
+    rather than judging text that is half template (a cascade of errors about `${...}`).
+    Called by the loader (`apis/serde.load_text`) and `gpucap render`."""
+    if len(text) > MAX_FILE_BYTES or not ("${" in text or "%{" in text):
+        return None  # the loader refuses a file over the limit, with its own line
+    found = terraform_expression(text)
+    if found is None:
+        return None
+    return (
+        f"{file}: line {found.line}: a Terraform template ({found.text}): render it with "
+        "Terraform first (templatefile), then check the output"
+    )
 
 
 # ---- render ----------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ import os
 import stat
 import sys
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal, TextIO, TypeAlias
@@ -58,10 +58,12 @@ from gpucap.apis.nodeoverlay import NodeOverlay
 from gpucap.apis.nodepool import NodeClaim, NodePool
 from gpucap.apis.placeholders import (
     Occurrence,
+    bare_is_placeholder,
     fill_hint,
     group_message,
     is_runtime_field,
     placeholders,
+    terraform_template,
 )
 from gpucap.apis.reading import (
     MANIFEST_SUFFIXES,
@@ -463,6 +465,9 @@ def load_text(
     """Load every document of one file's text. `ignored` collects unused kinds across files;
     `budget` counts documents and pods across the files of one run (`apis/limits.py`)."""
     budget = Budget() if budget is None else budget
+    template = terraform_template(text, file)
+    if template is not None:
+        return LoadResult(issues=[Issue("error", None, None, (), template)])
     lines = TextLines(text, file)
     with collector_paused():
         parsed = parse_text(text, file, budget, lines)
@@ -681,31 +686,60 @@ def _load_document(  # noqa: PLR0917 - one document's context, passed down
     # Names, namespaces, and the labels and annotations of kinds the schema walk does not
     # reach (custom resources), as the API server's ValidateObjectMeta checks them.
     problems = [*object_meta_problems(kind, data["metadata"], labels=root is None), *problems]
+    # A value that breaks its field's syntax because it holds `${VAR}` or `$VAR` (`id: ${AMI_ID}`,
+    # `namespace: $NAMESPACE`) is a placeholder not filled yet, not a wrong value: it gets the
+    # placeholder warning and the rest of the object is judged. Those problems are held back;
+    # they are errors after all if the model cannot take the value either (`replicas: $N`).
+    held = _placeholder_fields(data, kind, [p for p, _ in problems]) if dollars else set()
+    deferred = [(p, m) for p, m in problems if p in held]
     for path, message in problems:
-        error(path, message, ref)
-        reported.append(path)
+        if path not in held:
+            error(path, message, ref)
+            reported.append(path)
+
+    def note_placeholders() -> None:
+        # Every object of a kind gpucap reads has its placeholders noted, valid or not: an
+        # error caused by one (`replicas: $N`) then comes with the command that fills it.
+        if dollars:
+            _check_placeholders(data, (), source, ref, result, held)
+
     try:
         obj = model.model_validate(data)
     except ValidationError as err:
-        for detail in err.errors(include_url=False):
-            path, message = translate(detail, model)
-            if not repeats_schema_error(path, detail["type"] == "missing", reported):
+        details = [
+            (*translate(detail, model), detail["type"] == "missing")
+            for detail in err.errors(include_url=False)
+        ]
+        for held_path, message in deferred:
+            if any(repeats_schema_error(path, False, [held_path]) for path, _, _ in details):
+                error(held_path, message, ref)
+                reported.append(held_path)
+        for path, message, missing in details:
+            if not repeats_schema_error(path, missing, reported):
                 error(path, message, ref)
+        if dollars:  # `replicas: $N`: a bare `$N` where a number goes is a placeholder too
+            held |= _placeholder_fields(data, kind, [path for path, _, _ in details])
+        note_placeholders()
         return
     if reported:
         # The rules would judge an object that lost its misspelt fields: their findings would
         # be the typo's consequences (`values` missing next to an unknown `value`). The API
         # server, too, stops at the decoding errors.
+        note_placeholders()
         return
     violations = validate_object(obj)
+    if dollars:
+        newly = _placeholder_fields(data, kind, [v.path for v in violations])
+        violations = [v for v in violations if v.path not in newly]
+        held |= newly
     for v in violations:
         result.issues.append(Issue(v.severity, source, ref, v.path, v.message, v.rule or "SCHEMA"))
     if any(v.severity == "error" for v in violations):
+        note_placeholders()
         return
     if not _within_pod_limits(obj, source, ref, result, budget):
         return
-    if dollars:
-        _check_placeholders(data, (), source, ref, result)
+    note_placeholders()
     result.manifests.append(Manifest(obj, source))  # type: ignore[arg-type]
 
 
@@ -742,12 +776,6 @@ def _within_pod_limits(
     return not budget.exhausted
 
 
-# Kinds whose fields never hold a literal `$NAME` (IAM role names, tag values, label values and
-# AMI aliases cannot contain `$`), so an unbraced `$NAME` there is a placeholder too. In core
-# kinds only `${NAME}` is: a `$` in an annotation or ConfigMap data may be meant.
-_UNBRACED_PLACEHOLDER_KINDS = frozenset({"NodePool", "NodeClaim", "EC2NodeClass", "NodeOverlay"})
-
-
 @dataclass(frozen=True, slots=True)
 class _PlaceholderIssue(Issue):
     """One field holding placeholders, before `_group_placeholders` turns all of a load's into
@@ -765,19 +793,54 @@ class _FileSource(Source):
         return self.file
 
 
-def _check_placeholders(
-    value: Any, path: Path_, source: Source, ref: str, result: LoadResult
+def _placeholder_fields(data: Any, kind: str, paths: Iterable[Path_]) -> set[Path_]:
+    """Those of `paths` (fields a check found wrong) whose value in `data` is text holding a
+    `${VAR}` or `$VAR` outside a runtime field: the check judged a placeholder, not a value.
+    Bare `$VAR` counts too, since it is what broke a syntax no `$` belongs in."""
+    held: set[Path_] = set()
+    for path in paths:
+        value = _value_at(data, path)
+        if (
+            isinstance(value, str)
+            and "$" in value
+            and placeholders(value)
+            and not is_runtime_field(kind, path, value)
+        ):
+            held.add(path)
+    return held
+
+
+def _value_at(data: Any, path: Path_) -> Any:
+    for step in path:
+        found = (isinstance(data, dict) and step in data) or (
+            isinstance(data, list) and isinstance(step, int) and 0 <= step < len(data)
+        )
+        if not found:
+            return None
+        data = data[step]
+    return data
+
+
+def _check_placeholders(  # noqa: PLR0917 - one document's context, passed down
+    value: Any,
+    path: Path_,
+    source: Source,
+    ref: str,
+    result: LoadResult,
+    bare: Collection[Path_] = (),
 ) -> None:
-    """Note every field with `${VAR}` left in it (envsubst/`gpucap render` was not run)."""
+    """Note every field with a placeholder left in it (envsubst/`gpucap render` was not run):
+    `${VAR}` anywhere, a bare `$VAR` where `bare_is_placeholder` says so or in the fields of
+    `bare` (held back from a syntax check for it)."""
     if isinstance(value, dict):
         for k, v in value.items():
-            _check_placeholders(v, (*path, k), source, ref, result)
+            _check_placeholders(v, (*path, k), source, ref, result, bare)
     elif isinstance(value, list):
         for i, v in enumerate(value):
-            _check_placeholders(v, (*path, i), source, ref, result)
+            _check_placeholders(v, (*path, i), source, ref, result, bare)
     elif isinstance(value, str) and "$" in value:
         kind = ref.split("/", 1)[0]
-        braced_only = kind not in _UNBRACED_PLACEHOLDER_KINDS
+        braced_only = not (bare_is_placeholder(kind, path) or path in bare)
         names = placeholders(value, braced_only=braced_only)
         if names:
             result.issues.append(
@@ -789,7 +852,7 @@ def _check_placeholders(
                     f"unsubstituted placeholder {', '.join('${' + n + '}' for n in names)}",
                     "PLACEHOLDER",
                     names=tuple(names),
-                    runtime=is_runtime_field(kind, path),
+                    runtime=is_runtime_field(kind, path, value),
                 )
             )
 
@@ -798,9 +861,9 @@ def _group_placeholders(result: LoadResult) -> None:
     """Replace the per-field placeholder notes of a whole load by one warning per variable
     (count, objects, first fields) and one with the `gpucap render` command that fills them.
 
-    A name seen only in runtime fields (userData, container command/args/env) is the node's or
-    the container's variable, not a placeholder: nothing is said about it. A name that is also a
-    placeholder elsewhere counts in those fields too."""
+    A name seen only in runtime fields (userData, container command/args, ConfigMap scripts) is
+    the node's or the container's variable, not a placeholder: nothing is said about it. A name
+    that is also a placeholder elsewhere counts in those fields too."""
     raw = [i for i in result.issues if isinstance(i, _PlaceholderIssue)]
     if not raw:
         return

@@ -250,9 +250,9 @@ def render(  # noqa: PLR0917 - typer maps parameters to options
 ) -> None:
     """Fill ${VAR} and $VAR placeholders from the environment and --set, like envsubst, but
     fail (exit 2) naming every missing variable instead of writing empty strings. Variables
-    used only in userData and container command/args/env are the node's or the container's:
-    they are left as written, with one warning."""
-    from gpucap.apis.placeholders import parse_only  # noqa: PLC0415
+    used only in userData, container command/args and ConfigMap scripts are the node's or the
+    container's: they are left as written, with one warning. A Terraform template is refused."""
+    from gpucap.apis.placeholders import parse_only, terraform_template  # noqa: PLC0415
     from gpucap.apis.placeholders import render as fill_placeholders  # noqa: PLC0415
 
     values = dict(os.environ)
@@ -283,6 +283,11 @@ def render(  # noqa: PLR0917 - typer maps parameters to options
         except InputError as e:
             err.line(f"error: {e}")
             raise typer.Exit(EXIT_BAD_INPUT) from None
+    for name, text in texts:
+        template = terraform_template(text, name)
+        if template is not None:  # `${var.x}` and `%{ for }` are Terraform's to fill
+            err.line(f"error: {template}")
+            raise typer.Exit(EXIT_BAD_INPUT)
     done = fill_placeholders([t for _, t in texts], values, only=names, explicit=explicit)
     failed = False
     for (name, _), missing in zip(texts, done.missing, strict=True):
@@ -294,7 +299,8 @@ def render(  # noqa: PLR0917 - typer maps parameters to options
     if done.left:
         err.line(
             "warning: left as written, for the node or container to expand at run time "
-            f"(used only in userData or container command/args/env): {', '.join(done.left)}; "
+            "(used only in userData, container command/args or ConfigMap scripts): "
+            f"{', '.join(done.left)}; "
             "--set NAME=VALUE or --only NAME fills one",
             style="yellow",
         )

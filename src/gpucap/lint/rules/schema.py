@@ -32,11 +32,14 @@ rule(
     "SCHEMA002",
     "unsubstituted-placeholder",
     "info",
-    summary="A `${VAR}` placeholder is still in the manifest.",
+    summary="A `${VAR}` placeholder is still in the manifest (or a bare `$VAR` where no `$` "
+    "belongs: Karpenter's kinds, an image, an env value, a field whose syntax it breaks).",
     why="envsubst fills it with an empty string when the variable is unset: `alias: al2023@` "
-    "resolves no AMI and the NodePool never becomes Ready.",
+    "resolves no AMI and the NodePool never becomes Ready; applied unfilled, `id: ${AMI_ID}` "
+    "or `namespace: $NAMESPACE` is refused, and an env value reaches the program as written "
+    "(the kubelet expands only `$(VAR)`).",
     fix="Fill it with `gpucap render` (fails on a missing variable) before applying.",
-    source="the workshop's envsubst step (seed, step 2)",
+    source="the workshop's envsubst step (seed, step 2); kubelet env expansion (expand.go)",
 )(_from_loader)
 
 rule(
