@@ -696,7 +696,8 @@ _PLACEMENT_KEYS = frozenset({ZONE, ZONE_ID, REGION, CAPACITY_TYPE})
 def requirements_match_no_instance_type(ctx: LintContext) -> Iterable[Finding]:
     for pool in ctx.pools:
         types = ctx.types_for(pool)
-        catalog = f"the catalog ({ctx.catalog.region}, {len(types)} types)"
+        mode = "EKS Auto Mode's types in " if pool.is_auto_mode else ""
+        catalog = f"{mode}the catalog ({ctx.catalog.region}, {len(types)} types)"
         for i, req in enumerate(pool.nodepool.spec.template.spec.requirements):
             key = NORMALIZED_LABELS.get(req.key, req.key)
             if req.operator != "In" or key in _PLACEMENT_KEYS:
