@@ -17,6 +17,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StrictInt, StrictStr
 
+from gpucap.apis.automode import AUTO_MODE, KWOK
+from gpucap.apis.automode import served_by as _served_by
 from gpucap.apis.core import Taint
 from gpucap.apis.duration import parse_karpenter_duration
 from gpucap.apis.goparse import atoi
@@ -63,7 +65,18 @@ class NodeClassReference(KarpenterModel):
     def is_auto_mode(self) -> bool:
         """EKS Auto Mode's node class: EKS's managed Karpenter serves the pool, with a device
         plugin on GPU nodes and its own instance selection."""
-        return self.group == "eks.amazonaws.com" and self.kind == "NodeClass"
+        return self.served_by == AUTO_MODE
+
+    @property
+    def is_kwok(self) -> bool:
+        """Karpenter's KWOK provider's node class (fake nodes for tests and benchmarks)."""
+        return self.served_by == KWOK
+
+    @property
+    def served_by(self) -> str | None:
+        """Who serves the pool when self-managed Karpenter's AWS provider does not (EKS Auto
+        Mode, the KWOK provider; `apis/automode.py`), else None."""
+        return _served_by(self.group, self.kind)
 
 
 class KarpenterTaint(KarpenterModel):

@@ -165,8 +165,9 @@ def _nodepool(np: NodePool) -> Found:
     if "/" in ref.group:
         yield Violation((*ref_path, "group"), f"{ref.group!r} must not contain '/'")
     # An EKS Auto Mode NodeClass is right on an Auto Mode cluster (EKS's managed Karpenter
-    # serves the pool), so only other node classes are a warning; plan says it skips both.
-    if ref.group and ref.kind and not (ref.is_ec2nodeclass or ref.is_auto_mode):
+    # serves the pool), a KWOKNodeClass where Karpenter's KWOK provider runs, so only other
+    # node classes are a warning; plan says it skips them all.
+    if ref.group and ref.kind and not (ref.is_ec2nodeclass or ref.served_by):
         yield Violation(
             ref_path,
             f"{ref.group}/{ref.kind} is not the AWS provider's node class "

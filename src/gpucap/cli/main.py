@@ -464,7 +464,16 @@ def _plan(  # noqa: PLR0917 - the `plan` command's options, as given
         if explanation is None:
             err.line(f"error: --explain {explain}: no such pod in the input")
             raise typer.Exit(EXIT_BAD_INPUT)
-        out.lines(format_explanation(key, explanation, made.pod_errors.get(key), made.where(key)))
+        np = made.not_planned.get(key)
+        out.lines(
+            format_explanation(
+                key,
+                explanation,
+                made.pod_errors.get(key),
+                made.where(key),
+                np.reason if np is not None else None,
+            )
+        )
         return
     if output == "table":
         out.lines(plan_lines(made))

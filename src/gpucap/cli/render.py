@@ -288,7 +288,8 @@ def _claim_entry(claim: PlannedNodeClaim) -> dict[str, Any]:
 
 def plan_document(plan: Plan) -> dict[str, Any]:
     """The `Plan` JSON of contract.md (stable keys; `pass` and `static` per NodeClaim and
-    `passes` in the summary added for the provisioning loop)."""
+    `passes` in the summary added for the provisioning loop; `notPlanned` and its count in the
+    summary when some pod is left to EKS Auto Mode or the KWOK provider)."""
     claims = [_claim_entry(c) for c in plan.node_claims]
     existing = [{"name": name, "pods": pods} for name, pods in sorted(plan.existing.items())]
     unschedulable = [
@@ -296,22 +297,37 @@ def plan_document(plan: Plan) -> dict[str, Any]:
     ]
     scheduled = sum(len(c.pods) for c in plan.node_claims) + sum(len(e["pods"]) for e in existing)
     price = round(sum(launch.price for launch in plan.launches.values()), 6)
-    return {
+    doc: dict[str, Any] = {
         "apiVersion": "gpucap.dev/v1alpha1",
         "kind": "Plan",
         "nodeClaims": claims,
         "existingNodes": existing,
         "unschedulable": unschedulable,
-        "notes": list(plan.notes),
-        "summary": {
-            "nodeClaims": len(claims),
-            "pods": scheduled,
-            "unschedulable": len(unschedulable),
-            "pricePerHour": price,
-            "gpus": _gpus(plan),
-            "passes": plan.passes,
-        },
     }
+    # Only when some pod is another Karpenter's (EKS Auto Mode, KWOK): plans without such pods
+    # keep the document they always had.
+    if plan.not_planned:
+        doc["notPlanned"] = [
+            {
+                "pod": key,
+                "servedBy": np.served_by,
+                "nodePools": list(np.nodepools),
+                "reason": np.reason,
+            }
+            for key, np in sorted(plan.not_planned.items())
+        ]
+    doc["notes"] = list(plan.notes)
+    doc["summary"] = {
+        "nodeClaims": len(claims),
+        "pods": scheduled,
+        "unschedulable": len(unschedulable),
+        "pricePerHour": price,
+        "gpus": _gpus(plan),
+        "passes": plan.passes,
+    }
+    if plan.not_planned:
+        doc["summary"]["notPlanned"] = len(plan.not_planned)
+    return doc
 
 
 def format_plan(plan: Plan, output: str) -> str:
@@ -515,6 +531,10 @@ def _plan_table(doc: dict[str, Any]) -> list[str]:
         lines.append(
             f"  (`gpucap plan FILES --explain {first}` shows what ruled each NodePool out)"
         )
+    if doc.get("notPlanned"):
+        lines.append("")
+        lines.append("Not planned (another Karpenter serves these):")
+        lines += [f"  {u['pod']}: {u['reason']}" for u in doc["notPlanned"]]
     if doc["notes"]:
         lines.append("")
         lines += [f"note: {n}" for n in doc["notes"]]
@@ -526,16 +546,26 @@ def _plan_table(doc: dict[str, Any]) -> list[str]:
         f"{s['nodeClaims']} new node(s), ${s['pricePerHour']:.4f}/hour"
         + (f", {gpus}" if gpus else "")
         + f"; {s['pods']} pod(s) scheduled, {s['unschedulable']} pending"
+        + (f", {s['notPlanned']} not planned" if s.get("notPlanned") else "")
         + (f" (NodeClaims from {last} passes)" if last > 1 else "")
     )
     return lines
 
 
 def format_explanation(
-    pod_key: str, explanations: list[PoolExplanation], reason: str | None, where: str | None
+    pod_key: str,
+    explanations: list[PoolExplanation],
+    reason: str | None,
+    where: str | None,
+    not_planned: str | None = None,
 ) -> list[str]:
-    """`gpucap plan --explain POD`: NodePool by NodePool, what survived each filter."""
-    lines = [f"pod {pod_key}: " + (f"scheduled on {where}" if where else f"pending: {reason}")]
+    """`gpucap plan --explain POD`: NodePool by NodePool, what survived each filter (for a pod
+    another Karpenter serves, `not_planned` says which and the planned pools follow)."""
+    if not_planned is not None:
+        head = not_planned
+    else:
+        head = f"scheduled on {where}" if where else f"pending: {reason}"
+    lines = [f"pod {pod_key}: {head}"]
     for e in explanations:
         lines.append(f"  NodePool {e.nodepool} (weight {e.weight}): {e.verdict}")
         for label, count in e.steps:

@@ -143,6 +143,12 @@ def format_summary(summary: Mapping[str, Any], *, start: dt.datetime = EPOCH) ->
         ]
     else:
         lines.append("Pending at the end: none")
+    served = s.get("notPlanned") or []
+    if served:
+        lines.append(f"Not simulated, another Karpenter serves them ({len(served)}):")
+        lines += [
+            f"  {p['pod']} (since {clock_time(p['since'], start)}): {p['reason']}" for p in served
+        ]
     lines += _never_ready(s, start)
     return lines
 

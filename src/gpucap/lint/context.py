@@ -9,6 +9,14 @@ pods with the manifest they come from (a Deployment's pods point at the Deployme
 template), the DaemonSets, the GPU Operator's ClusterPolicy and device-plugin configs, and
 known image sizes. `finding()` turns a rule's verdict into a `Finding` at the right `file:line`.
 Called by the lint runner; rules only read it.
+
+NodePools another Karpenter serves (`apis/automode.py`): an EKS Auto Mode pool is resolved
+against Auto Mode's instance types (`cloudprovider/aws/automode.py`: the catalog's supported
+families with `eks.amazonaws.com/instance-*` labels), so its requirements on those keys select
+types as their `karpenter.k8s.aws` counterparts do for self-managed Karpenter (an `inf, trn`
+pool is no GPU pool; a family `g4` is NP009), and pods match it with Auto Mode's labels
+(`PoolView.well_known`). A KWOK pool is left out of `pools`: its nodes are fake, of the KWOK
+provider's own types, and none of the AWS or GPU rules apply to it.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from functools import cached_property
 from typing import Any
 
 from gpucap.apis.admission import admit
+from gpucap.apis.automode import AUTO_MODE, AUTO_MODE_GROUP, AUTO_MODE_WELL_KNOWN_LABELS
 from gpucap.apis.bottlerocket import BottlerocketUserDataError
 from gpucap.apis.bottlerocket import device_plugin_config as bottlerocket_device_plugin_config
 from gpucap.apis.core import ConfigMap, Pod
@@ -33,6 +42,7 @@ from gpucap.apis.nodepool import NodePool
 from gpucap.apis.quantity import Quantity
 from gpucap.apis.serde import Manifest, Source
 from gpucap.apis.workloads import DaemonSet
+from gpucap.cloudprovider.aws.automode import auto_mode_instance_types
 from gpucap.cloudprovider.aws.catalog import (
     Catalog,
     NodeClassSettings,
@@ -49,18 +59,21 @@ from gpucap.cloudprovider.aws.cloudprovider import (
 from gpucap.cloudprovider.aws.coldstart import KNOWN_IMAGE_SIZES, lookup_image_size
 from gpucap.cloudprovider.aws.ec2api import EC2API
 from gpucap.cloudprovider.aws.simulated import SimulatedEC2
-from gpucap.controllers.nodepool.readiness import NodePoolReadiness, ready_nodepools
+from gpucap.controllers.nodepool.readiness import (
+    NodePoolReadiness,
+    UnmanagedNodePool,
+    ready_nodepools,
+)
 from gpucap.lint.model import Finding, Severity
 from gpucap.runtime.clock import FakeClock
 from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.nodeclaimtemplate import NodeClaimTemplate
 from gpucap.scheduling.nodeoverlay import PoolTypes, apply_overlays, evaluate_overlays
-from gpucap.scheduling.requirements import Requirements
+from gpucap.scheduling.requirements import ALLOW_UNDEFINED_WELL_KNOWN, Requirements
 
 __all__ = ["KNOWN_IMAGE_SIZES", "LintContext", "PodRef", "PoolView", "pool_types"]
 
 GPU_RESOURCE = NVIDIA_GPU
-AUTO_MODE_GROUP = "eks.amazonaws.com"
 EC2NODECLASS_GROUP = "karpenter.k8s.aws"
 # Requirement keys whose In / Exists / Gt ask for GPU instance types explicitly.
 GPU_REQUIREMENT_KEYS = frozenset(
@@ -122,6 +135,13 @@ class PoolView:
     def is_auto_mode(self) -> bool:
         """The pool's nodes come from an EKS Auto Mode NodeClass (eks.amazonaws.com)."""
         return self.nodepool.spec.template.spec.node_class_ref.is_auto_mode
+
+    @property
+    def well_known(self) -> frozenset[str]:
+        """The labels a pod may require of the pool without the pool declaring them: Karpenter's
+        well-known labels, or EKS Auto Mode's (`eks.amazonaws.com/instance-*`, compute-type)
+        for an Auto Mode pool."""
+        return AUTO_MODE_WELL_KNOWN_LABELS if self.is_auto_mode else ALLOW_UNDEFINED_WELL_KNOWN
 
     @property
     def alias_family(self) -> str | None:
@@ -306,6 +326,23 @@ class LintContext:
         return ready_nodepools(nodepools, self.nodeclass_readiness, missing_class="skip")
 
     # ---- NodePools resolved -----------------------------------------------------------------
+    def types_for(self, pool: PoolView, catalog: Catalog | None = None) -> Sequence[InstanceType]:
+        """The instance types `pool` chooses from in `catalog` (this run's by default): EKS Auto
+        Mode's for an Auto Mode pool, else the catalog's resolved for the pool's EC2NodeClass.
+        Kept for the run, so rules may memoise by the object."""
+        cat = catalog if catalog is not None else self.catalog
+        if pool.is_auto_mode:
+            return self._auto_mode_types(cat)
+        return cat.scheduling_instance_types(self.settings_for(pool.nodeclass))
+
+    def _auto_mode_types(self, catalog: Catalog) -> Sequence[InstanceType]:
+        key = ("auto_mode_types", id(catalog))
+        cached: tuple[Catalog, Sequence[InstanceType]] | None = self.memo.get(key)
+        if cached is None or cached[0] is not catalog:
+            cached = (catalog, auto_mode_instance_types(catalog))
+            self.memo[key] = cached
+        return cached[1]
+
     def settings_for(self, nodeclass: Manifest | None) -> NodeClassSettings:
         if nodeclass is None:
             return NodeClassSettings()
@@ -333,9 +370,16 @@ class LintContext:
         for m in self.of_kind("NodePool"):
             np: NodePool = m.obj  # type: ignore[assignment]
             ref = np.spec.template.spec.node_class_ref
-            nc = None if ref.is_auto_mode else self.nodeclasses.get(ref.name)
-            types = self.catalog.scheduling_instance_types(self.settings_for(nc))
-            template = NodeClaimTemplate.from_nodepool(np)
+            if ref.is_kwok:
+                continue  # the KWOK provider's fake nodes (see the module docstring)
+            if ref.is_auto_mode:
+                nc = None
+                template = UnmanagedNodePool(np, AUTO_MODE).template
+                types = self._auto_mode_types(self.catalog)
+            else:
+                nc = self.nodeclasses.get(ref.name)
+                template = NodeClaimTemplate.from_nodepool(np)
+                types = self.catalog.scheduling_instance_types(self.settings_for(nc))
             reqs = template.requirements
             # Only keys the instance types define can rule one out (intersection ignores the
             # rest), so checking the reduced set gives the same answer and shares the memo
@@ -427,7 +471,6 @@ class LintContext:
         """Pools whose requirements a pod's node selector and required affinity can meet
         (taints not considered)."""
         from gpucap.scheduling.poddata import pod_requirements  # noqa: PLC0415
-        from gpucap.scheduling.requirements import ALLOW_UNDEFINED_WELL_KNOWN  # noqa: PLC0415
 
         reqs = pod_requirements(pod, strict=True)
         # The answer depends on the requirements alone: pods that share them (the replicas of
@@ -439,7 +482,7 @@ class LintContext:
         result = [
             p
             for p in self.pools
-            if p.template.requirements.is_compatible(reqs, ALLOW_UNDEFINED_WELL_KNOWN)
+            if p.template.requirements.is_compatible(reqs, p.well_known)
             and any(it.is_compatible(reqs) for it in p.instance_types)
         ]
         self.memo[key] = result
@@ -492,14 +535,13 @@ def _gpu_pool_reason(pool: PoolView, gpu_pods: Sequence[Pod]) -> str | None:
     if GPU_RESOURCE in (pool.nodepool.spec.limits or {}):
         return f"it limits {GPU_RESOURCE}"
     from gpucap.scheduling.poddata import pod_requirements  # noqa: PLC0415
-    from gpucap.scheduling.requirements import ALLOW_UNDEFINED_WELL_KNOWN  # noqa: PLC0415
     from gpucap.scheduling.taints import untolerated  # noqa: PLC0415
 
     for pod in gpu_pods:
         reqs = pod_requirements(pod, strict=True)
         if (
             untolerated(pool.template.taints, pod.spec.tolerations) is None
-            and pool.template.requirements.is_compatible(reqs, ALLOW_UNDEFINED_WELL_KNOWN)
+            and pool.template.requirements.is_compatible(reqs, pool.well_known)
             and any(it.is_compatible(reqs) for it in pool.gpu_types)
         ):
             return f"pod {pod.key} requests {GPU_RESOURCE} and can get a node from it"

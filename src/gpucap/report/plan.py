@@ -14,7 +14,8 @@ same pure functions `plan` and `plan --explain` use; nothing is decided here:
   launch filters before CreateFleet (exotic types, spot above the cheapest on-demand, the 60
   cheapest); its capacity type is not the one `getCapacityType` chose (spot before on-demand).
 - Pending pods: `plan`'s reason and `explain_pod`'s per-NodePool explanation, for the first
-  `MAX_EXPLAINED` pending pods (each explanation is a scheduling pass).
+  `MAX_EXPLAINED` pending pods (each explanation is a scheduling pass). Pods another Karpenter
+  serves (EKS Auto Mode, KWOK) are not pending: they are listed apart, with who serves them.
 
 Called by the CLI's `plan --report` and `demo --report` (through `report/page.py`). Pure.
 """
@@ -89,6 +90,8 @@ class PlanView:
     unexplained: int  # pending pods past MAX_EXPLAINED
     notes: list[str]
     price_per_hour: float
+    # Pods another Karpenter serves (EKS Auto Mode, KWOK): pod key -> "served by ...".
+    not_planned: dict[str, str] = field(default_factory=dict)
 
 
 def _offering_words(o: Offering) -> str:
@@ -216,4 +219,5 @@ def plan_view(plan: Plan, manifests: Manifests, catalog: Catalog) -> PlanView:
         unexplained=max(0, len(keys) - MAX_EXPLAINED),
         notes=list(plan.notes),
         price_per_hour=round(sum(launch.price for launch in plan.launches.values()), 6),
+        not_planned={k: np.reason for k, np in sorted(plan.not_planned.items())},
     )

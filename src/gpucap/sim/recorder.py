@@ -66,6 +66,7 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "PodBound": ("pod", "node"),
     "PodReady": ("pod", "node"),
     "PodUnschedulable": ("pod", "reason"),
+    "PodNotPlanned": ("pod", "nodePool", "servedBy", "reason"),
     "PodEvicted": ("pod", "node", "reason"),
     "PodDeleted": ("pod",),
     "NodeClaimCreated": ("nodeClaim", "nodePool"),

@@ -24,7 +24,9 @@ What it counts, and how:
   `SpotInterruptionWarning`, once per NodeClaim and reason.
 - Pods pending at the end (created, not deleted, not bound) with why: the later of their last
   `PodUnschedulable` reason and their last `PodNominated` claim (with what became of that claim)
-  since they last became pending; nodes registered but never initialized.
+  since they last became pending; nodes registered but never initialized. A pod whose last word
+  is `PodNotPlanned` (a NodePool of EKS Auto Mode or the KWOK provider would take it) is not
+  pending: it is in `notPlanned` (only when there is one) with who serves it.
 - Pods that never became Ready (`pods.neverReady`: pod creations without a `PodReady`), and of
   those the ones deleted first (`deletedBeforeReady`: when, and why they were still waiting), so
   a workload scaled to 0 before its pods ever ran is not hidden by "Pending at the end: none".
@@ -103,6 +105,7 @@ class _Pod:
     pending_since: float = 0.0
     wait_reason: str | None = None  # the last PodUnschedulable reason while pending
     nominated: str | None = None  # or the NodeClaim it was last nominated to
+    not_planned: Mapping[str, Any] | None = None  # PodNotPlanned's fields while pending
     serving: bool = False  # Ready and not evicted since
     lost_since: float | None = None  # evicted while serving: serving lost since then
 
@@ -189,12 +192,16 @@ def summarize(events: Sequence[Event], *, end: float) -> dict[str, Any]:
                 pod_counts["created"] += 1
             case "PodNominated":
                 p = pod(f["pod"])
-                p.nominated, p.wait_reason = f["nodeClaim"], None
+                p.nominated, p.wait_reason, p.not_planned = f["nodeClaim"], None, None
             case "PodUnschedulable":
                 p = pod(f["pod"])
-                p.wait_reason, p.nominated = f["reason"], None
+                p.wait_reason, p.nominated, p.not_planned = f["reason"], None, None
+            case "PodNotPlanned":
+                p = pod(f["pod"])
+                p.wait_reason, p.nominated, p.not_planned = None, None, f
             case "PodBound":
                 p = pod(f["pod"])
+                p.not_planned = None
                 if p.bound_since is None:
                     p.bound_since = t
                 if p.first_bound is None:
@@ -219,7 +226,7 @@ def summarize(events: Sequence[Event], *, end: float) -> dict[str, Any]:
                     p.serving, p.lost_since = False, t
                     evicted_serving += 1
                 unbind(p, t)
-                p.pending_since, p.wait_reason, p.nominated = t, None, None
+                p.pending_since, p.wait_reason, p.nominated, p.not_planned = t, None, None, None
                 pod_counts["evicted"] += 1
             case "PodDeleted":
                 p = pod(f["pod"])
@@ -277,8 +284,20 @@ def summarize(events: Sequence[Event], *, end: float) -> dict[str, Any]:
                 pass
 
     pending = []
+    not_planned = []
     for key, p in sorted(pods.items()):
         if p.deleted or p.bound_since is not None:
+            continue
+        if p.not_planned is not None:
+            served = p.not_planned
+            not_planned.append(
+                {
+                    "pod": key,
+                    "since": p.pending_since,
+                    "servedBy": served["servedBy"],
+                    "reason": served["reason"],
+                }
+            )
             continue
         entry: dict[str, Any] = {"pod": key, "since": p.pending_since}
         entry["reason"] = _waiting(p, claims)
@@ -364,6 +383,8 @@ def summarize(events: Sequence[Event], *, end: float) -> dict[str, Any]:
         ),
         "servingPodsEvicted": evicted_serving,
         "pendingAtEnd": pending,
+        # Only when some pod is another Karpenter's: other summaries stay as they were.
+        **({"notPlanned": not_planned} if not_planned else {}),
         "deletedBeforeReady": deleted_before_ready,
         "uninitializedAtEnd": uninitialized,
         "nodeClaims": counts,

@@ -306,6 +306,12 @@ class _Timeline:
         who = f"pod {names[0]}" if len(group) == 1 else f"{len(group)} pods ({names_words(names)})"
         self.say(e.t, f"{who} cannot be scheduled: {e.get('reason')}")
 
+    def on_PodNotPlanned(self, e: Event, batch: list[int]) -> None:  # noqa: N802
+        group = [e, *self._take(batch, "PodNotPlanned", reason=e.get("reason"))]
+        names = [p.get("pod") for p in group]
+        who = f"pod {names[0]}" if len(group) == 1 else f"{len(group)} pods ({names_words(names)})"
+        self.say(e.t, f"{who} not simulated: {e.get('reason')}")
+
     def _waited(self, pod: str, t: float) -> str:
         evicted = self.evicted_at.get(pod)
         if evicted is not None and evicted <= t:

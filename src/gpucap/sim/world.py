@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from gpucap.apis.automode import AUTO_MODE
 from gpucap.apis.bottlerocket import BottlerocketUserDataError, device_plugin_config
 from gpucap.apis.core import Node, Pod, PodCondition, PodSpec
 from gpucap.apis.ec2nodeclass import EC2NodeClass
@@ -51,6 +52,7 @@ from gpucap.apis.limits import MAX_PODS
 from gpucap.apis.nodepool import NodeClaim, NodePool
 from gpucap.apis.quantity import base_units
 from gpucap.apis.serde import KubeObject
+from gpucap.cloudprovider.aws.automode import auto_mode_instance_types
 from gpucap.cloudprovider.aws.catalog import Catalog
 from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider
 from gpucap.cloudprovider.aws.coldstart import KNOWN_IMAGE_SIZES, Timings
@@ -77,15 +79,18 @@ from gpucap.controllers.nodeclaim.registering import advertise, registering_node
 from gpucap.controllers.nodepool.readiness import (
     NodePoolReadiness,
     NotReadyNodePool,
+    UnmanagedNodePool,
     ready_nodepools,
     with_not_ready,
 )
 from gpucap.controllers.provisioning.batcher import Batcher
+from gpucap.controllers.provisioning.loop import NotPlanned
 from gpucap.controllers.provisioning.provisioner import Provisioner, deleting_node_pods
 from gpucap.controllers.termination import Termination, TerminationResult
 from gpucap.runtime.clock import EPOCH, FakeClock
 from gpucap.runtime.collector import collector_paused
 from gpucap.runtime.memo import IdentityMemo
+from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.refusal import NODE_LIMITS_EXHAUSTED, TYPES_EXCEED_LIMITS
 from gpucap.scheduling.resources import Resources, add, fits, pod_requests, subtract
 from gpucap.scheduling.taints import untolerated
@@ -252,6 +257,10 @@ class World:
         self._claim_timers: dict[str, Timer] = {}
         self._names: dict[str, int] = {}
         self._reasons: dict[str, str] = {}  # pod -> last PodUnschedulable reason
+        # NodePools of EKS Auto Mode or the KWOK provider (`_ready_nodepools`), and Auto Mode's
+        # instance types once one is seen: pods they would take are not simulated.
+        self._unmanaged: list[UnmanagedNodePool] = []
+        self._auto_mode_types: tuple[InstanceType, ...] | None = None
         # The not Ready NodePools announced so far (`_ready_nodepools`).
         self._nodepool_readiness = _Announced()
         self._limited: set[str] = set()  # NodePools whose limit stopped a pod
@@ -666,7 +675,10 @@ class World:
                 self._nominate(pod.key, claim.name)
             self._launch(claim.name, planned.nodepool)
             acted = True
-        self._unschedulable(_not_ready_reasons(self, results.pod_errors))
+        errors = _not_ready_reasons(self, results.pod_errors)
+        if self._unmanaged:
+            errors = self._not_planned(errors)
+        self._unschedulable(errors)
         # A later pass is skipped only when its inputs equal this pass's inputs *before* it
         # ran: what the pass itself did (nominations, NodeClaims, a launch that failed and
         # marked offerings unavailable and put its pods back) is new input for the next one,
@@ -691,7 +703,44 @@ class World:
             missing_class="skip",
         )
         self._nodepool_readiness.update(readiness, self.cluster.nodepool, self.emit)
+        self._unmanaged = readiness.unmanaged
         return readiness.ready
+
+    def _not_planned(self, errors: Mapping[str, str]) -> dict[str, str]:
+        """The pending reasons of the pods no NodePool of another Karpenter (EKS Auto Mode, the
+        KWOK provider) would take; each pod one would take gets `PodNotPlanned` once (served
+        by that Karpenter, not simulated) instead of `PodUnschedulable`."""
+        out: dict[str, str] = {}
+        for key, reason in errors.items():
+            try:
+                pod = self.cluster.pod(key)
+            except KeyError:
+                out[key] = reason
+                continue
+            taking = [u for u in self._unmanaged if u.could_take(pod, self._types_of(u))]
+            if not taking:
+                out[key] = reason
+                continue
+            by = taking[0].served_by
+            np = NotPlanned(by, tuple(u.name for u in taking if u.served_by == by))
+            if self._reasons.get(key) != np.reason:
+                self._reasons[key] = np.reason
+                self.emit(
+                    "PodNotPlanned",
+                    pod=key,
+                    nodePool=np.nodepools[0],
+                    servedBy=by,
+                    reason=np.reason,
+                )
+        return out
+
+    def _types_of(self, pool: UnmanagedNodePool) -> tuple[InstanceType, ...] | None:
+        """The instance types `pool`'s Karpenter chooses from: Auto Mode's, None for KWOK."""
+        if pool.served_by != AUTO_MODE:
+            return None
+        if self._auto_mode_types is None:
+            self._auto_mode_types = auto_mode_instance_types(self.catalog)
+        return self._auto_mode_types
 
     def _next_name(self, nodepool: str) -> str:
         while True:

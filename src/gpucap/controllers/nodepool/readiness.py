@@ -10,6 +10,11 @@ Read from kubernetes-sigs/karpenter @ 2266468104f3:
   NodePool is Ready only when that condition (and its validation) is.
 - `pkg/utils/nodepool/nodepool.go: ListManaged`: NodePools of a kind the provider does not
   serve (EKS Auto Mode's `eks.amazonaws.com/NodeClass`) are not its to manage at all.
+
+NodePools of EKS Auto Mode and of Karpenter's KWOK provider (`apis/automode.py`) are another
+Karpenter's: they are in `unmanaged` (`UnmanagedNodePool`, with who serves them), so `plan` and
+the simulator can say which pending pods such a pool would take ("served by EKS Auto Mode, not
+planned") instead of calling them Pending. Other node class kinds are only noted.
 - `pkg/controllers/provisioning/provisioner.go: NewScheduler`: static NodePools are left to the
   static controller; a NodePool that is not Ready is dropped with the log line "ignoring
   nodepool, not ready" (on every pass); so are deleting ones. A pod that only such a pool could
@@ -39,11 +44,19 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from gpucap.apis.automode import (
+    AUTO_MODE,
+    AUTO_MODE_COMPUTE_TYPE,
+    AUTO_MODE_WELL_KNOWN_LABELS,
+    KWOK_WELL_KNOWN_LABELS,
+)
 from gpucap.apis.core import Pod
 from gpucap.apis.nodepool import NodePool
+from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.nodeclaimtemplate import NodeClaimTemplate
 from gpucap.scheduling.poddata import pod_requirements
-from gpucap.scheduling.requirements import ALLOW_UNDEFINED_WELL_KNOWN
+from gpucap.scheduling.requirements import ALLOW_UNDEFINED_WELL_KNOWN, Requirement
+from gpucap.scheduling.resources import add, fits, pod_requests
 from gpucap.scheduling.taints import untolerated
 
 __all__ = [
@@ -52,6 +65,7 @@ __all__ = [
     "NodeClassCondition",
     "NodePoolReadiness",
     "NotReadyNodePool",
+    "UnmanagedNodePool",
     "ready_nodepools",
     "with_not_ready",
 ]
@@ -115,14 +129,64 @@ class NotReadyNodePool:
 
 
 @dataclass(frozen=True, slots=True)
+class UnmanagedNodePool:
+    """A NodePool another Karpenter serves (`served_by`: EKS Auto Mode or the KWOK provider):
+    not planned here, but a pod it would take is that Karpenter's, not Pending."""
+
+    nodepool: NodePool
+    served_by: str
+    template: NodeClaimTemplate = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        template = NodeClaimTemplate.from_nodepool(self.nodepool)
+        if self.served_by == AUTO_MODE:
+            # Every Auto Mode node carries it; pods select Auto Mode with it.
+            auto = Requirement.new(AUTO_MODE_COMPUTE_TYPE, "In", ["auto"])
+            template.requirements = template.requirements.add(auto)
+        object.__setattr__(self, "template", template)
+
+    @property
+    def name(self) -> str:
+        return self.nodepool.name
+
+    def could_take(self, pod: Pod, types: Sequence[InstanceType] | None = None) -> bool:
+        """Whether that Karpenter would give `pod` a node from this pool: the pod tolerates its
+        taints, its node selector and required affinity meet the pool's requirements (the
+        serving provider's labels are its well-known ones) and, with `types` (the instance
+        types that provider chooses from), some type meets both, is offered, and holds the
+        pod's requests. Without `types` (KWOK) requirements and taints decide."""
+        reqs = pod_requirements(pod, strict=True)
+        template = self.template
+        known = (
+            AUTO_MODE_WELL_KNOWN_LABELS if self.served_by == AUTO_MODE else KWOK_WELL_KNOWN_LABELS
+        )
+        if untolerated(template.taints, pod.spec.tolerations) is not None:
+            return False
+        if not template.requirements.is_compatible(reqs, known):
+            return False
+        if types is None:
+            return True
+        both = template.requirements.add(*reqs.values())
+        requests = add(pod_requests(pod.spec), {"pods": 1})
+        return any(
+            it.is_compatible(both)
+            and it.has_available_offering(both)
+            and fits(requests, it.allocatable)
+            for it in types
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class NodePoolReadiness:
     """`ready`: the NodePools the provisioner uses, in input order (static ones included: the
     provisioner leaves those out itself); `not_ready`: those it ignores, with why;
-    `defaulted`: the names of Ready pools planned with the default EC2NodeClass (`plan`)."""
+    `defaulted`: the names of Ready pools planned with the default EC2NodeClass (`plan`);
+    `unmanaged`: those another Karpenter serves (EKS Auto Mode, KWOK), in input order."""
 
     ready: list[NodePool]
     not_ready: list[NotReadyNodePool]
     defaulted: list[str]
+    unmanaged: list[UnmanagedNodePool] = field(default_factory=list)
 
 
 def ready_nodepools(
@@ -139,14 +203,22 @@ def ready_nodepools(
     ready: list[NodePool] = []
     not_ready: list[NotReadyNodePool] = []
     defaulted: list[str] = []
+    unmanaged: list[UnmanagedNodePool] = []
     say = notes.append if notes is not None else _silent
     for np in nodepools:
         ref = np.spec.template.spec.node_class_ref
-        if ref.is_auto_mode:
-            say(
-                f"NodePool {np.name}: an EKS Auto Mode NodeClass; not planned (EKS's managed "
-                "Karpenter serves it, with its own instance selection)"
-            )
+        if ref.served_by is not None:
+            unmanaged.append(UnmanagedNodePool(np, ref.served_by))
+            if ref.is_auto_mode:
+                say(
+                    f"NodePool {np.name}: an EKS Auto Mode NodeClass; not planned (EKS's managed "
+                    "Karpenter serves it, with its own instance selection)"
+                )
+            else:
+                say(
+                    f"NodePool {np.name}: a KWOK NodeClass; not planned (Karpenter's KWOK "
+                    "provider serves it, with fake nodes)"
+                )
             continue
         if not ref.is_ec2nodeclass:
             say(
@@ -171,7 +243,7 @@ def ready_nodepools(
         entry = _not_ready(np, ref.name, condition, nodeclasses)
         not_ready.append(entry)
         say(f"NodePool {np.name}: not Ready ({entry.reason}), {entry.message}")
-    return NodePoolReadiness(ready, not_ready, defaulted)
+    return NodePoolReadiness(ready, not_ready, defaulted, unmanaged)
 
 
 def with_not_ready(

@@ -57,6 +57,7 @@ from gpucap.state.inflight import launched_labels, launched_node
 
 __all__ = [
     "DEFAULT_MAX_PASSES",
+    "NotPlanned",
     "Plan",
     "PlannedNodeClaim",
     "explain_first_pass",
@@ -104,14 +105,31 @@ class PlannedNodeClaim:
         return launched_labels(self.labels, it, self.launch.zone, self.launch.capacity_type)
 
 
+@dataclass(frozen=True, slots=True)
+class NotPlanned:
+    """A pod left to another Karpenter: `served_by` (EKS Auto Mode, the KWOK provider) would
+    give it a node from one of `nodepools`, which `plan` does not plan."""
+
+    served_by: str
+    nodepools: tuple[str, ...]
+
+    @property
+    def reason(self) -> str:
+        pools = ", ".join(self.nodepools)
+        noun = "NodePool" if len(self.nodepools) == 1 else "NodePools"
+        return f"served by {self.served_by} ({noun} {pools}), not planned"
+
+
 @dataclass(slots=True)
 class Plan:
     """What the provisioning loop ends with: the NodeClaims of every pass (and of static
-    NodePools), the pods placed on existing nodes, and why the others stay pending."""
+    NodePools), the pods placed on existing nodes, and why the others stay pending; the pods
+    another Karpenter would serve (`not_planned`) are not pending."""
 
     node_claims: list[PlannedNodeClaim] = field(default_factory=list)
     existing: dict[str, list[str]] = field(default_factory=dict)  # node -> pod keys placed
     pod_errors: dict[str, str] = field(default_factory=dict)  # pod key -> reason
+    not_planned: dict[str, NotPlanned] = field(default_factory=dict)  # pod key -> who serves it
     pods: dict[str, Pod] = field(default_factory=dict)  # every pod considered
     notes: list[str] = field(default_factory=list)
     passes: int = 0

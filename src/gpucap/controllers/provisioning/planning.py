@@ -9,7 +9,10 @@ an EC2NodeClass whose alias resolves no AMI makes its NodePools not Ready, and `
 in a note with the pods that then stay Pending, as `simulate` ignores them), `Provisioner.pools`
 (each Ready NodePool's instance types from that provider) and the provisioning loop
 (`loop.py`) with the AWS launch preview (`launch.LaunchPreview`: the launch filters and
-`fleet_pick` that the provider's `create` and the simulated CreateFleet run).
+`fleet_pick` that the provider's `create` and the simulated CreateFleet run). A pending pod
+that a NodePool of EKS Auto Mode or of the KWOK provider would take (`UnmanagedNodePool.
+could_take`; Auto Mode's instance types from `cloudprovider/aws/automode.py`) is moved from
+the pending pods to `Plan.not_planned`: another Karpenter serves it.
 
 This is the one module under `controllers/` that may import `cloudprovider.aws` (the
 import-linter contract "controllers do not reach into the AWS provider" names it as its only
@@ -23,9 +26,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from gpucap.apis.automode import AUTO_MODE
 from gpucap.apis.core import Pod
 from gpucap.apis.serde import Manifests
 from gpucap.apis.workloads import DaemonSet
+from gpucap.cloudprovider.aws.automode import auto_mode_instance_types
 from gpucap.cloudprovider.aws.catalog import Catalog
 from gpucap.cloudprovider.aws.cloudprovider import (
     DEFAULT_EC2NODECLASS,
@@ -38,11 +43,13 @@ from gpucap.cloudprovider.overlay import OverlaidCloudProvider, decorate
 from gpucap.controllers.nodepool.readiness import (
     NodePoolReadiness,
     NotReadyNodePool,
+    UnmanagedNodePool,
     with_not_ready,
 )
 from gpucap.controllers.nodepool.readiness import ready_nodepools as nodepool_readiness
 from gpucap.controllers.provisioning.loop import (
     DEFAULT_MAX_PASSES,
+    NotPlanned,
     Plan,
     explain_first_pass,
     run_passes,
@@ -105,7 +112,7 @@ def _pools(
     provider: OverlaidCloudProvider,
     provisioner: Provisioner,
     notes: list[str],
-) -> tuple[list[PoolInput], list[NotReadyNodePool]]:
+) -> tuple[list[PoolInput], NodePoolReadiness]:
     readiness = ready_nodepools(manifests, provider, notes)
     nodepools = readiness.ready
     if provider.overlays:
@@ -119,7 +126,7 @@ def _pools(
                     f"{'' if changed == 1 else 's'} (Karpenter applies them only with the "
                     "NodeOverlay feature gate on; it is off by default)"
                 )
-    return provisioner.pools(nodepools), readiness.not_ready
+    return provisioner.pools(nodepools), readiness
 
 
 def pools_for(
@@ -131,19 +138,19 @@ def pools_for(
     kubernetes_version: str = DEFAULT_KUBERNETES_VERSION,
 ) -> list[PoolInput]:
     """Each Ready NodePool with the instance types `plan`'s provider stack answers for it."""
-    return _pools_and_not_ready(
+    return _pools_and_readiness(
         manifests, catalog, notes, options=options, kubernetes_version=kubernetes_version
     )[0]
 
 
-def _pools_and_not_ready(
+def _pools_and_readiness(
     manifests: Manifests,
     catalog: Catalog,
     notes: list[str],
     *,
     options: SchedulingOptions | None,
     kubernetes_version: str,
-) -> tuple[list[PoolInput], list[NotReadyNodePool]]:
+) -> tuple[list[PoolInput], NodePoolReadiness]:
     provider = plan_provider(
         manifests, catalog, options=options, kubernetes_version=kubernetes_version
     )
@@ -160,9 +167,10 @@ def plan(
 ) -> Plan:
     """Schedule the pending pods of `manifests` as Karpenter's provisioning loop would, and
     preview each new NodeClaim's launch. A pod that only a not Ready NodePool could take stays
-    Pending, its reason naming that pool, and the pool's note lists such pods."""
+    Pending, its reason naming that pool, and the pool's note lists such pods; a pod that a
+    NodePool of EKS Auto Mode or the KWOK provider would take is not planned (`not_planned`)."""
     notes: list[str] = list(manifests.notes)
-    pools, not_ready = _pools_and_not_ready(
+    pools, readiness = _pools_and_readiness(
         manifests, catalog, notes, options=options, kubernetes_version=kubernetes_version
     )
     snap = snapshot(manifests.pods, manifests.nodes, manifests.nodeclaims)
@@ -179,11 +187,37 @@ def plan(
         options=options,
         max_passes=max_passes,
     )
+    if readiness.unmanaged:
+        _not_planned(out, readiness.unmanaged, catalog)
+    not_ready = readiness.not_ready
     if not_ready:
         out.pod_errors = with_not_ready(out.pod_errors, out.pods.get, not_ready)
         _name_pending_pods(notes, not_ready, out)
     out.notes[:0] = notes
     return out
+
+
+def _not_planned(out: Plan, unmanaged: Sequence[UnmanagedNodePool], catalog: Catalog) -> None:
+    """Move each pending pod that a NodePool of another Karpenter would take from
+    `out.pod_errors` to `out.not_planned` (the first such pool's provider, with every pool of
+    that provider that would take it)."""
+    auto_types = None
+    if any(u.served_by == AUTO_MODE for u in unmanaged):
+        auto_types = auto_mode_instance_types(catalog)
+    for key in list(out.pod_errors):
+        pod = out.pods.get(key)
+        if pod is None:
+            continue
+        taking = [
+            u
+            for u in unmanaged
+            if u.could_take(pod, auto_types if u.served_by == AUTO_MODE else None)
+        ]
+        if not taking:
+            continue
+        by = taking[0].served_by
+        del out.pod_errors[key]
+        out.not_planned[key] = NotPlanned(by, tuple(u.name for u in taking if u.served_by == by))
 
 
 def _name_pending_pods(notes: list[str], not_ready: list[NotReadyNodePool], out: Plan) -> None:

@@ -28,7 +28,6 @@ from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.nodeclaimtemplate import daemon_pod
 from gpucap.scheduling.poddata import pod_requirements
 from gpucap.scheduling.preferences import drop_required_node_term, tolerate_prefer_no_schedule
-from gpucap.scheduling.requirements import ALLOW_UNDEFINED_WELL_KNOWN
 from gpucap.scheduling.taints import format_taint, is_known_ephemeral, untolerated
 
 __all__: list[str] = []
@@ -54,7 +53,7 @@ def _node_terms_match(pod: Pod, pool: PoolView, types: Sequence[InstanceType]) -
     current: Pod | None = pod
     while current is not None:
         reqs = pod_requirements(current, strict=True)
-        if pool.template.requirements.is_compatible(reqs, ALLOW_UNDEFINED_WELL_KNOWN) and (
+        if pool.template.requirements.is_compatible(reqs, pool.well_known) and (
             not types or any(it.is_compatible(reqs) for it in types)
         ):
             return True

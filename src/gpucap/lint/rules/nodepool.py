@@ -1,6 +1,6 @@
 """NodePool rules: structure, limits, capacity flexibility (landscape.md §3.4) and readiness.
 
-NP001-NP011. Also the helpers the other rule families share: which pools a pod can land on
+NP001-NP012. Also the helpers the other rule families share: which pools a pod can land on
 (`landing_pools`: requirements, taints and whether some launchable type holds its requests),
 where its metadata and containers are in its manifest, and whether a field was written.
 """
@@ -10,7 +10,9 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Sequence
 
+from gpucap.apis.automode import AUTO_MODE_INSTANCE_LABELS, AUTO_MODE_UNSUPPORTED_LABELS
 from gpucap.apis.core import Pod
+from gpucap.apis.labels import AWS as AWS_LABEL_PREFIX
 from gpucap.apis.labels import CAPACITY_TYPE, NORMALIZED_LABELS, REGION, ZONE, ZONE_ID
 from gpucap.apis.quantity import base_units, format_resource_value
 from gpucap.apis.serde import Manifest
@@ -50,6 +52,8 @@ LEGACY_ANNOTATIONS = {
     "karpenter.sh/do-not-consolidate": "karpenter.sh/do-not-disrupt",
 }
 LEGACY_LABELS = {"karpenter.sh/provisioner-name": "karpenter.sh/nodepool"}
+# karpenter.k8s.aws/instance-* -> the eks.amazonaws.com key EKS Auto Mode has for it (NP012).
+AUTO_MODE_KEYS = {aws: auto for auto, aws in AUTO_MODE_INSTANCE_LABELS.items()}
 
 
 # ==== shared helpers ===========================================================================
@@ -691,8 +695,9 @@ _PLACEMENT_KEYS = frozenset({ZONE, ZONE_ID, REGION, CAPACITY_TYPE})
 )
 def requirements_match_no_instance_type(ctx: LintContext) -> Iterable[Finding]:
     for pool in ctx.pools:
-        types = ctx.catalog.scheduling_instance_types(ctx.settings_for(pool.nodeclass))
-        catalog = f"the catalog ({ctx.catalog.region}, {len(types)} types)"
+        types = ctx.types_for(pool)
+        mode = "EKS Auto Mode's types in " if pool.is_auto_mode else ""
+        catalog = f"{mode}the catalog ({ctx.catalog.region}, {len(types)} types)"
         for i, req in enumerate(pool.nodepool.spec.template.spec.requirements):
             key = NORMALIZED_LABELS.get(req.key, req.key)
             if req.operator != "In" or key in _PLACEMENT_KEYS:
@@ -740,11 +745,10 @@ def requirements_match_no_instance_type(ctx: LintContext) -> Iterable[Finding]:
 def _regions_with(ctx: LintContext, pool: PoolView, key: str, value: str) -> list[str]:
     """The other regions of the bundled catalog where some instance type has `value` for
     `key` (resolved for the pool's node class, as here)."""
-    settings = ctx.settings_for(pool.nodeclass)
     return [
         other.region
         for other in ctx.other_regions
-        if value in _known_values(ctx, other.scheduling_instance_types(settings), key)
+        if value in _known_values(ctx, ctx.types_for(pool, other), key)
     ]
 
 
@@ -800,3 +804,60 @@ def nodeclass_not_found(ctx: LintContext) -> Iterable[Finding]:
             f"{entry.nodeclass} ({hint}): Karpenter marks the NodePool not Ready "
             "(NodeClassNotFound) and ignores it, so the pods that need it stay Pending",
         )
+
+
+# ==== NP012 ====================================================================================
+
+
+@rule(
+    "NP012",
+    "auto-mode-aws-provider-label",
+    "warning",
+    summary="An EKS Auto Mode NodePool (nodeClassRef eks.amazonaws.com/NodeClass) requires a "
+    "self-managed Karpenter label (karpenter.k8s.aws/...) or an operating system other than "
+    "Linux.",
+    why="EKS Auto Mode labels its instance types under its own domain: "
+    "eks.amazonaws.com/instance-family, -category, -gpu-name, ... where self-managed Karpenter "
+    "has karpenter.k8s.aws/instance-family, ... (the EKS user guide's 'EKS Auto Mode Supported "
+    "Labels'). A karpenter.k8s.aws requirement is not one of them, so it does not choose the "
+    "pool's instance types the way it reads: a GPU pool written with Karpenter's labels can "
+    "launch any supported type. Auto Mode runs Linux only and does not support "
+    "kubernetes.io/os or node.kubernetes.io/windows-build.",
+    fix="Use the eks.amazonaws.com key the message names (same values); drop a Windows "
+    "requirement (Auto Mode has no Windows nodes).",
+    source="awsdocs/amazon-eks-user-guide latest/ug/automode/create-node-pool.adoc (EKS Auto "
+    "Mode Supported Labels, Not Supported Labels)",
+)
+def auto_mode_aws_provider_label(ctx: LintContext) -> Iterable[Finding]:
+    for pool in ctx.pools:
+        if not pool.is_auto_mode:
+            continue
+        for i, req in enumerate(pool.nodepool.spec.template.spec.requirements):
+            message = _auto_mode_label_problem(req.key, req.operator, req.values)
+            if message is not None:
+                yield ctx.finding(
+                    "NP012", "warning", pool.manifest, (*REQUIREMENTS, i, "key"), message
+                )
+
+
+def _auto_mode_label_problem(key: str, operator: str, values: Sequence[str]) -> str | None:
+    """Why an Auto Mode pool's requirement does not mean what it reads, or None."""
+    if key.startswith(AWS_LABEL_PREFIX):
+        counterpart = AUTO_MODE_KEYS.get(key)
+        if counterpart is None:
+            return (
+                f"{key} is self-managed Karpenter's label and EKS Auto Mode has no counterpart: "
+                "Auto Mode's instance types do not carry it, so this requirement does not "
+                "choose among them"
+            )
+        return (
+            f"{key} is self-managed Karpenter's label: EKS Auto Mode's instance types carry "
+            f"{counterpart} instead, so this requirement does not choose among them; use "
+            f"{counterpart}"
+        )
+    if key in AUTO_MODE_UNSUPPORTED_LABELS and not (operator == "In" and set(values) <= {"linux"}):
+        return (
+            f"{key} {operator} {', '.join(values)}: EKS Auto Mode runs Linux only and does not "
+            "support this label"
+        )
+    return None
