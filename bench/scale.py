@@ -131,7 +131,7 @@ _STAGES = """
 import json, sys, time
 from gpucap.apis.serde import load_paths
 from gpucap.cloudprovider.aws.catalog import load_catalog
-from gpucap.controllers.provisioning import pools_for, provision
+from gpucap.operator.plan import pools_for, provision
 from gpucap.state.snapshot import snapshot
 from gpucap.cli.render import format_plan
 t = {}

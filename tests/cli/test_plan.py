@@ -465,7 +465,7 @@ def test_the_streamed_plan_is_the_text_format_plan_makes(output: str) -> None:
 
     from gpucap.apis.serde import load_paths  # noqa: PLC0415
     from gpucap.cli.render import format_plan, write_plan  # noqa: PLC0415
-    from gpucap.controllers.provisioning import plan  # noqa: PLC0415
+    from gpucap.operator.plan import plan  # noqa: PLC0415
 
     loaded = load_paths([str(WORKSHOP)])
     made = plan(loaded.objects, load_catalog("us-east-1"))

@@ -16,8 +16,9 @@ from gpucap.cloudprovider.aws.catalog import load_catalog, node_class_settings
 from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider
 from gpucap.cloudprovider.aws.simulated import SimulatedEC2
 from gpucap.cloudprovider.types import CloudProvider, FakeCloudProvider
-from gpucap.controllers.provisioning import Provisioner, plan, plan_provider, pools_for
+from gpucap.controllers.provisioning import Provisioner
 from gpucap.controllers.provisioning.provisioner import node_selector
+from gpucap.operator.plan import plan, plan_provider, pools_for
 from gpucap.runtime.clock import FakeClock
 from gpucap.scheduling.requirements import Requirement, Requirements
 from gpucap.state.cluster import Cluster

@@ -12,7 +12,7 @@ import pytest
 from gpucap.apis.labels import CAPACITY_TYPE, ZONE
 from gpucap.apis.serde import LoadResult, Manifest
 from gpucap.apis.workloads import Deployment
-from gpucap.controllers.provisioning import plan
+from gpucap.operator.plan import plan
 from gpucap.report.plan import MAX_OPTIONS, not_taken_reason, plan_view
 from gpucap.scheduling.instancetypes import InstanceType, Offering
 from gpucap.scheduling.requirements import Requirement, Requirements

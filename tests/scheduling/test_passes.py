@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from gpucap.apis.serde import load_text
-from gpucap.controllers.provisioning import Plan, provision
+from gpucap.controllers.provisioning import Plan
 from gpucap.controllers.static import wanted
+from gpucap.operator.plan import provision
 from gpucap.scheduling.existingnode import StateNode
 from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.refusal import NO_DYNAMIC_NODEPOOLS, NO_TEMPLATES, TYPES_EXCEED_LIMITS

@@ -20,10 +20,10 @@ from gpucap.apis.serde import load_text
 from gpucap.cli.simulate_render import format_summary, format_timeline
 from gpucap.cloudprovider.aws.amireleases import bundled_releases
 from gpucap.cloudprovider.aws.catalog import Catalog, load_catalog
-from gpucap.controllers.provisioning import plan
 from gpucap.lint.config import LintConfig
 from gpucap.lint.context import LintContext
 from gpucap.lint.runner import run
+from gpucap.operator.plan import plan
 from gpucap.sim.recorder import Event
 from gpucap.sim.scenario import load_scenario
 from gpucap.sim.world import SimulationResult, World, simulate

@@ -14,7 +14,7 @@ import pytest
 
 from gpucap.apis.serde import load_paths
 from gpucap.cloudprovider.aws.catalog import Catalog, load_catalog
-from gpucap.controllers.provisioning import plan
+from gpucap.operator.plan import plan
 from gpucap.sim.kubelet import image_pull_seconds, pull_bounds
 from gpucap.sim.recorder import Event
 from gpucap.sim.scenario import LoadedScenario, ScenarioError, load_scenario

@@ -9,7 +9,7 @@ from typing import Any
 
 from gpucap.apis.serde import load_paths
 from gpucap.cloudprovider.aws.catalog import load_catalog
-from gpucap.controllers.provisioning import plan
+from gpucap.operator.plan import plan
 from gpucap.sim.scenario import load_scenario
 from gpucap.sim.world import simulate
 from tests.builders import GPU_TOLERATION, nodeclass, nodepool, pod, to_yaml

@@ -37,11 +37,11 @@ from gpucap.cli.reporting import check_report_path, write_report_or_exit
 from gpucap.cli.simulate_render import clock_time, format_duration, format_timeline
 from gpucap.cloudprovider.aws.catalog import Catalog, load_catalog
 from gpucap.controllers.provisioning import Plan
-from gpucap.controllers.provisioning import plan as make_plan
 from gpucap.lint.config import LintConfig
 from gpucap.lint.context import LintContext
 from gpucap.lint.output import format_text as format_lint_text
 from gpucap.lint.runner import run as run_lint
+from gpucap.operator.plan import plan as make_plan
 from gpucap.runtime.clock import EPOCH
 from gpucap.runtime.terminal import Terminal
 from gpucap.sim.recorder import Event

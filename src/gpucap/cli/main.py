@@ -440,8 +440,8 @@ def _plan(  # noqa: PLR0917 - the `plan` command's options, as given
         refuse_overwriting_inputs,
         write_plan_report,
     )
-    from gpucap.controllers.provisioning import explain_pod  # noqa: PLC0415
-    from gpucap.controllers.provisioning import plan as make_plan  # noqa: PLC0415
+    from gpucap.operator.plan import explain_pod  # noqa: PLC0415
+    from gpucap.operator.plan import plan as make_plan  # noqa: PLC0415
 
     _check_output(output, ("table", "json", "yaml"))
     if report is not None:

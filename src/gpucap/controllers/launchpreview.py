@@ -5,7 +5,7 @@
 `cloudprovider/aws/launch.py`: the launch filters, the capacity type and `fleet_pick`, the same
 functions its `create` and the simulated EC2 run). `controllers/` may not import
 `cloudprovider.aws`, so the loop is handed an object of this shape by its composition root
-(`controllers/provisioning/planning.py`). Called by `controllers/provisioning/loop.py` and
+(`operator/plan.py`). Called by `controllers/provisioning/loop.py` and
 `controllers/static.py`.
 """
 

@@ -30,7 +30,8 @@ from gpucap.apis.serde import Manifests
 from gpucap.cloudprovider.aws.catalog import Catalog
 from gpucap.cloudprovider.aws.launch import choose_capacity_type, filter_instance_types
 from gpucap.cloudprovider.types import InsufficientCapacityError
-from gpucap.controllers.provisioning import Plan, PlannedNodeClaim, explain_pod
+from gpucap.controllers.provisioning import Plan, PlannedNodeClaim
+from gpucap.operator.plan import explain_pod
 from gpucap.scheduling.explanation import PoolExplanation
 from gpucap.scheduling.instancetypes import InstanceType, Offering
 from gpucap.scheduling.requirements import Requirements

@@ -33,7 +33,7 @@ not Ready makes its NodePools not Ready under both. Not modelled: a class being 
 (`NodeClassTerminating`) and the NodePool's own validation condition (the loader rejects what
 it would).
 
-Called by `plan` (`controllers/provisioning/planning.py`), lint (`lint/context.py`) and the
+Called by `plan` (`operator/plan.py`), lint (`lint/context.py`) and the
 simulator (`World._ready_nodepools`).
 """
 

@@ -30,7 +30,7 @@ Where gpucap differs:
 The loop is `plan`'s (one run, no time); each pass is the Provisioner's (`provisioner.py`):
 the same pools (instance types from the cloud provider), the same scheduler, the NodeClaims the
 simulator creates. Launches are previewed (`launchpreview.py`), not created: see docs/design.md
-"One provisioning path" for why. Called by `plan`'s composition root (`planning.py`).
+"One provisioning path" for why. Called by `plan` (`operator/plan.py`).
 """
 
 from __future__ import annotations

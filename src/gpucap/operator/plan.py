@@ -1,25 +1,17 @@
-"""`plan`'s composition root: the simulator's provider stack, the Provisioner and the loop.
+"""`plan`: the provisioning loop over the provider stack, once and without time.
 
-`plan` builds what `simulate` runs on, once and without time: a throwaway `SimulatedEC2` over
-the catalog on a `FakeClock` with the bundled EKS AMI releases published (as the simulator
-publishes them), the `AWSCloudProvider` over it (the input's EC2NodeClasses, and
-`DEFAULT_EC2NODECLASS` for a NodePool whose class is missing), the NodeOverlay decoration
-(`cloudprovider/overlay.py`), then the Ready NodePools (`controllers/nodepool/readiness.py`:
-an EC2NodeClass whose alias resolves no AMI makes its NodePools not Ready, and `plan` says so
-in a note with the pods that then stay Pending, as `simulate` ignores them), `Provisioner.pools`
-(each Ready NodePool's instance types from that provider) and the provisioning loop
-(`loop.py`) with the AWS launch preview (`launch.LaunchPreview`: the launch filters and
-`fleet_pick` that the provider's `create` and the simulated CreateFleet run). A pending pod
-that a NodePool of EKS Auto Mode or of the KWOK provider would take (`UnmanagedNodePool.
-could_take`; Auto Mode's instance types from `cloudprovider/aws/automode.py`) is moved from
-the pending pods to `Plan.not_planned`: another Karpenter serves it.
+`plan` takes what `simulate` runs on (`operator/stack.py` `simulated_aws`: a throwaway
+`SimulatedEC2` over the catalog on a `FakeClock` with the bundled EKS AMI releases published,
+the `AWSCloudProvider` over it with the input's EC2NodeClasses and `DEFAULT_EC2NODECLASS` for a
+NodePool whose class is missing, the NodeOverlay decoration, the Provisioner), then the Ready
+NodePools (`controllers/nodepool/readiness.py`: an EC2NodeClass whose alias resolves no AMI
+makes its NodePools not Ready, and `plan` says so in a note with the pods that then stay
+Pending, as `simulate` ignores them), `Provisioner.pools` (each Ready NodePool's instance types
+from that provider) and the provisioning loop (`controllers/provisioning/loop.py`) with the AWS
+launch preview (`launch.LaunchPreview`: the launch filters and `fleet_pick` that the provider's
+`create` and the simulated CreateFleet run).
 
-This is the one module under `controllers/` that may import `cloudprovider.aws` (the
-import-linter contract "controllers do not reach into the AWS provider" names it as its only
-exception): `from gpucap.controllers.provisioning import plan` keeps working for the callers
-that had it, and the rest of `controllers/` sees only the CloudProvider seam.
-
-Called by `gpucap plan` (and `--explain`), the demo, bench and tests.
+Called by `gpucap plan` (and `--explain`), the report, the demo, bench and tests.
 """
 
 from __future__ import annotations
@@ -38,8 +30,7 @@ from gpucap.cloudprovider.aws.cloudprovider import (
     alias_readiness,
 )
 from gpucap.cloudprovider.aws.launch import LaunchPreview
-from gpucap.cloudprovider.aws.simulated import SimulatedEC2
-from gpucap.cloudprovider.overlay import OverlaidCloudProvider, decorate
+from gpucap.cloudprovider.overlay import OverlaidCloudProvider
 from gpucap.controllers.nodepool.readiness import (
     NodePoolReadiness,
     NotReadyNodePool,
@@ -55,6 +46,7 @@ from gpucap.controllers.provisioning.loop import (
     run_passes,
 )
 from gpucap.controllers.provisioning.provisioner import Provisioner
+from gpucap.operator.stack import AWSStack, simulated_aws
 from gpucap.runtime.clock import FakeClock
 from gpucap.scheduling.existingnode import StateNode
 from gpucap.scheduling.explanation import PoolExplanation
@@ -62,7 +54,15 @@ from gpucap.scheduling.options import SchedulingOptions
 from gpucap.scheduling.scheduler import PoolInput
 from gpucap.state.snapshot import snapshot
 
-__all__ = ["explain_pod", "plan", "plan_provider", "pools_for", "provision", "ready_nodepools"]
+__all__ = [
+    "explain_pod",
+    "plan",
+    "plan_provider",
+    "plan_stack",
+    "pools_for",
+    "provision",
+    "ready_nodepools",
+]
 
 # The Kubernetes minor `plan` resolves AMI aliases for (the CLI's `--kubernetes-version` default).
 DEFAULT_KUBERNETES_VERSION = "1.36"
@@ -80,19 +80,29 @@ def plan_provider(
     """The provider stack `plan` asks for instance types: AWS over a fresh simulated EC2 (no
     capacity closed, no insufficient-capacity marks, the bundled AMI releases of
     `kubernetes_version` published), with the input's NodeOverlays."""
-    clock = FakeClock()
-    api = SimulatedEC2(catalog, clock)
-    api.publish_amis(kubernetes_version)
-    aws = AWSCloudProvider(
-        api,
+    return plan_stack(
+        manifests, catalog, options=options, kubernetes_version=kubernetes_version
+    ).cloud
+
+
+def plan_stack(
+    manifests: Manifests,
+    catalog: Catalog,
+    *,
+    options: SchedulingOptions | None = None,
+    kubernetes_version: str = DEFAULT_KUBERNETES_VERSION,
+) -> AWSStack:
+    """`plan`'s whole stack (see `plan_provider`), its Provisioner under `options`."""
+    return simulated_aws(
         catalog,
-        clock,
-        {nc.name: nc for nc in manifests.nodeclasses},
+        FakeClock(),
+        nodeclasses={nc.name: nc for nc in manifests.nodeclasses},
+        overlays=manifests.nodeoverlays,
+        nodepools=manifests.nodepools,
         kubernetes_version=kubernetes_version,
         default_nodeclass=DEFAULT_EC2NODECLASS,
-        min_values_policy=(options or SchedulingOptions()).min_values_policy,
+        options=options,
     )
-    return decorate(aws, manifests.nodeoverlays, manifests.nodepools)
 
 
 def ready_nodepools(
@@ -151,10 +161,8 @@ def _pools_and_readiness(
     options: SchedulingOptions | None,
     kubernetes_version: str,
 ) -> tuple[list[PoolInput], NodePoolReadiness]:
-    provider = plan_provider(
-        manifests, catalog, options=options, kubernetes_version=kubernetes_version
-    )
-    return _pools(manifests, provider, Provisioner(provider, options=options), notes)
+    stack = plan_stack(manifests, catalog, options=options, kubernetes_version=kubernetes_version)
+    return _pools(manifests, stack.cloud, stack.provisioner, notes)
 
 
 def plan(
