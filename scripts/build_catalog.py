@@ -66,7 +66,6 @@ import argparse
 import gzip
 import json
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -148,14 +147,16 @@ REGIONAL_SOURCES = (MOTO_OFFERINGS, VANTAGE_RAW, VANTAGE_2026, SPOT_ADVISOR)
 NON_COMMERCIAL = ("us-gov-", "cn-", "us-iso")
 
 
-@dataclass
 class Regional:
-    """What the regional sources say, per instance type and region (only the types named)."""
+    """What the regional sources say, per instance type and region (only the types named).
 
-    offerings: dict[str, dict[str, list[str]]] = field(default_factory=dict)  # region -> type
-    on_demand: dict[str, dict[str, tuple[float, str]]] = field(default_factory=dict)  # type ->
-    spot: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
-    advisor: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    A plain class, not a dataclass: tests load this script by path, outside `sys.modules`."""
+
+    def __init__(self) -> None:
+        self.offerings: dict[str, dict[str, list[str]]] = {}  # region -> type -> zones
+        self.on_demand: dict[str, dict[str, tuple[float, str]]] = {}  # type -> region -> (p, src)
+        self.spot: dict[str, dict[str, dict[str, float | None]]] = {}  # type -> region -> sample
+        self.advisor: dict[str, dict[str, dict[str, Any]]] = {}  # type -> region -> advice
 
 
 def missing_regional_sources(source: Path) -> list[str]:
