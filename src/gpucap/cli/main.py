@@ -327,13 +327,6 @@ def _load_catalog(
     )
 
     zone_list = [z.strip() for z in zones.split(",") if z.strip()] if zones is not None else None
-    # Every AWS zone name (us-east-1a, Local Zone us-east-1-bos-1a, Wavelength
-    # us-east-1-wl1-bos-wlz-1) starts with its region's. The catalog checks the zones of a region
-    # it knows (and lists them); this holds for a region it knows nothing about.
-    foreign = [z for z in zone_list or [] if not z.startswith(region)]
-    if foreign:
-        err.line(f"error: --zones: '{foreign[0]}' is not a zone of region {region}")
-        raise typer.Exit(EXIT_BAD_INPUT)
     try:
         infos = None
         if catalog_file is not None:
@@ -342,6 +335,7 @@ def _load_catalog(
         if prices_file is not None:
             prices = parse_prices_json(_read(prices_file), source=prices_file)
         if not region_is_priced(region, infos=infos, prices=prices):
+            _check_zone_names(region, zone_list)
             # Nothing could launch: every pod would stay Pending and the plan would blame the
             # NodePools. Said once, with the regions there is data for.
             known = priced_regions(infos=infos, prices=prices)
@@ -357,7 +351,18 @@ def _load_catalog(
     except CatalogError as e:
         err.line(f"error: {e}")
         raise typer.Exit(EXIT_BAD_INPUT) from None
+    _check_zone_names(region, zone_list)
     return catalog
+
+
+def _check_zone_names(region: str, zones: list[str] | None) -> None:
+    """Every AWS zone name (us-east-1a, Local Zone us-east-1-bos-1a, Wavelength
+    us-east-1-wl1-bos-wlz-1) starts with its region's. The catalog checks the zones of a region
+    it knows (and lists them); this holds for a region it knows nothing about."""
+    foreign = [z for z in zones or [] if not z.startswith(region)]
+    if foreign:
+        err.line(f"error: --zones: '{foreign[0]}' is not a zone of region {region}")
+        raise typer.Exit(EXIT_BAD_INPUT)
 
 
 def _read(path: str) -> str:
@@ -458,12 +463,13 @@ def _plan(  # noqa: PLR0917 - the `plan` command's options, as given
         check_report_path(report, err)
         inputs = [*files, *(f for f in (catalog, prices) if f is not None)]
         refuse_overwriting_inputs("--report", report, inputs, err)
+    # The catalog first: a region it has no prices for is refused before the input is read.
+    cat = _load_catalog(region, zones, catalog, prices)
     result = load_paths(files)
     _report(result)
     if not result.ok:
         raise typer.Exit(EXIT_BAD_INPUT)
     result.release_texts()  # plan asks for no line from here on: the input text can go
-    cat = _load_catalog(region, zones, catalog, prices)
     made = make_plan(result.objects, cat, max_passes=passes, kubernetes_version=kubernetes_version)
     if report is not None:
         title = f"gpucap plan {' '.join(files)}"
@@ -643,6 +649,8 @@ def lint(  # noqa: PLR0917 - typer maps parameters to options
         except ValueError:
             err.line(f"error: --image-size '{item}' must be IMAGE=SIZE[/SIZE], e.g. a/b=9Gi/18Gi")
             raise typer.Exit(EXIT_BAD_INPUT) from None
+    # The catalog first: a region it has no prices for is refused before the input is read.
+    lint_catalog = _load_catalog(region, zones, catalog, prices)
     result = load_paths(files)
     # Files that could not be read or parsed, and input limits: bad input (2), not lint
     # findings (1). One bad file in a directory does not hide the others' findings: lint goes
@@ -657,7 +665,7 @@ def lint(  # noqa: PLR0917 - typer maps parameters to options
     # it replaced (`Manifest.replaces`) for rules that compare them (AMI003).
     ctx = LintContext(
         result.objects.items,
-        _load_catalog(region, zones, catalog, prices),
+        lint_catalog,
         kubernetes_version=kubernetes_version,
         image_sizes=sizes,
         previous_ami_release=ami_previous,
