@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from gpucap.apis.bottlerocket import BottlerocketUserDataError, device_plugin_config
-from gpucap.apis.core import Node, Pod, PodCondition, PodSpec
+from gpucap.apis.core import Pod, PodCondition
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.expansion import POD_CREATORS, pod_groups
 from gpucap.apis.gpu import GPU_RESOURCES, NVIDIA_GPU_SHARED
@@ -85,10 +85,10 @@ from gpucap.controllers.provisioning.provisioner import Provisioner, deleting_no
 from gpucap.controllers.termination import Termination, TerminationResult
 from gpucap.runtime.clock import EPOCH, FakeClock
 from gpucap.runtime.collector import collector_paused
-from gpucap.runtime.memo import IdentityMemo
-from gpucap.scheduling.resources import Resources, add, fits, pod_requests, subtract
+from gpucap.scheduling.resources import pod_requests
 from gpucap.scheduling.solver import NODE_LIMITS_EXHAUSTED, TYPES_EXCEED_LIMITS
-from gpucap.scheduling.taints import untolerated
+from gpucap.sim.binder import KubeScheduler
+from gpucap.sim.bus import Bus
 from gpucap.sim.daemonsets import DaemonSetController
 from gpucap.sim.engine import Engine, Timer
 from gpucap.sim.kubelet import (
@@ -186,6 +186,7 @@ class World:
         self.clock = FakeClock()
         self.engine = Engine(self.clock, seed=scenario.seed)
         self.recorder = Recorder(sink=sink)
+        self.bus = Bus(self.engine, self.recorder)
         self.timings = Timings().with_overrides(scenario.timings)
         self.images: dict[str, tuple[int, int]] = {**KNOWN_IMAGE_SIZES, **scenario.images}
         self.ec2 = SimulatedEC2(catalog, self.clock)
@@ -195,7 +196,6 @@ class World:
             for version in sorted(versions):
                 self.ec2.publish_release(k8s, version)
         self.nodeclasses: dict[str, EC2NodeClass] = {}
-        self._version = 0  # bumped on every change the scheduler sees
         self.cluster = Cluster(self.clock)
         self.aws = AWSCloudProvider(
             self.ec2,
@@ -237,16 +237,16 @@ class World:
         self.batcher = Batcher()
         self._provisioning = _Reconciler("provisioner", self._provision)
         self._pod_trigger = _Reconciler("provisioning.pods", self._retrigger)
-        self._binder = _Reconciler("kube-scheduler", self._bind_all)
+        self.binder = KubeScheduler(self.bus, self.cluster, self.pod_events, self.clock)
 
         # The DaemonSet controller: its pods are bound at once, without events (see
         # `sim/daemonsets.py`).
         self.daemonsets = DaemonSetController(
             self.cluster,
             self.clock,
-            place=self._place,
-            unplace=self._unplace,
-            changed=self._changed,
+            place=self.binder.place,
+            unplace=self.binder.unplace,
+            changed=self.bus.changed,
         )
         self._nodes: dict[str, _NodeSim] = {}  # NodeClaim name -> kubelet model
         self._claim_timers: dict[str, Timer] = {}
@@ -262,16 +262,10 @@ class World:
         # each runs and requeues (the reference the laws compare with).
         self.idle_chains = True
         self._gc_idle: tuple[int, int] | None = None  # see `_collect`
-        self._claims_touched = 0  # bumped by every change to NodeClaims, Nodes or instances
         self._could: tuple[int, bool] = (-1, False)  # see `_could_disrupt`
         self._images_of_class: dict[str, set[str]] = {}  # EC2NodeClass -> images launched
         # Pods that became pending and may still be (the pod controller's retrigger reads it).
         self._maybe_pending: set[str] = set()
-        self._on_node: dict[str, dict[str, Pod]] = {}  # node -> pods bound there
-        self._where: dict[str, str] = {}  # pod -> its node
-        self._used: dict[str, Resources] = {}  # node -> requests of its pods
-        # Pod -> the (Node, pod, used requests) objects of its last failed bind (`_try_bind`).
-        self._unbindable: dict[str, tuple[Node, Pod, Resources | None]] = {}
         # NodeClaim -> (the object, whether it is Drifted=True) (`_could_now`).
         self._drifted: dict[str, tuple[NodeClaim, bool]] = {}
         # What `_next_disruption_time` keeps: the NodePool objects, by name, whether one has a
@@ -286,6 +280,21 @@ class World:
             ]
             | None
         ) = None
+        self._wire()
+
+    def _wire(self) -> None:
+        """Connect each of the bus's messages to the actor that hears it (`sim/bus.py`)."""
+        bus = self.bus
+        bus.disruption_loop = self._disruption
+        bus.collection_loop = self._collecting
+        bus.bind_loop = self.binder.loop
+        bus.pod_left = self.binder.unplace
+        bus.bind = self.binder.bind
+        bus.node_removed = self.binder.node_removed
+        bus.pod_bound = self._forget_reason
+        bus.start_pod = self._start_pod
+        bus.node_of_claim = self._node_of_claim
+        bus.claim_of_node = self._claim_of_node
 
     # ---- running --------------------------------------------------------------------------------
     def run(self, on_step: Callable[[float], None] | None = None) -> SimulationResult:
@@ -318,16 +327,7 @@ class World:
         return self.engine.now
 
     def emit(self, type_: str, **fields: Any) -> Event:
-        return self.recorder.emit(self.engine.now, type_, **fields)
-
-    def _changed(self) -> None:
-        self._version += 1
-        self.engine.wake(self._disruption)  # see `_disrupt`
-
-    def _claims_changed(self) -> None:
-        """A NodeClaim, Node or instance changed (what garbage collection reads)."""
-        self._claims_touched += 1
-        self.engine.wake(self._collecting)  # see `_collect`
+        return self.bus.emit(type_, **fields)
 
     # ---- the scenario's actions -------------------------------------------------------------
     def _act(self, action: ScenarioAction) -> None:
@@ -392,7 +392,7 @@ class World:
             )
             self.ec2.publish_release(k8s, version)
             self.engine.trigger(self._drifting)
-        self._changed()
+        self.bus.changed()
 
     def _apply(self, obj: KubeObject) -> None:
         applied = self.cluster.apply(obj)
@@ -408,7 +408,7 @@ class World:
                 self.cluster.add_pod(pod)
             self.emit("PodCreated", pod=key, gpus=_gpus(pod_requests(pod.spec)))
             if pod.spec.node_name:
-                self._place(pod, pod.spec.node_name)
+                self.binder.place(pod, pod.spec.node_name)
             else:
                 self._pending(key)
         self._pods_deleted(applied.deleted)
@@ -417,7 +417,7 @@ class World:
             self.daemonsets.daemonsets_changed()
         elif kind == "Node":
             self.daemonsets.node_changed(obj.metadata.name)
-        self._changed()
+        self.bus.changed()
 
     def _objects_changed(self, kind: str) -> None:
         """Re-wire what depends on the applied objects of `kind`."""
@@ -435,28 +435,8 @@ class World:
         for key in keys:
             self.emit("PodDeleted", pod=key)
             self._reasons.pop(key, None)
-            self._unbindable.pop(key, None)
-            self._unplace(key)
-        self._trigger_bind()
-
-    # ---- which pods are on which node (kube-scheduler's cache) -------------------------------
-    def _place(self, pod: Pod, node: str) -> None:
-        self._on_node.setdefault(node, {})[pod.key] = pod
-        self._where[pod.key] = node
-        self._used[node] = add(self._used.get(node, {}), _requests(pod))
-
-    def _unplace(self, key: str) -> None:
-        """Pod `key` left its node (deleted, evicted, its node gone): free its requests and
-        record the pod event on the node's NodeClaim (consolidateAfter counts from it)."""
-        node = self._where.pop(key, None)
-        if node is None:
-            return
-        pod = self._on_node.get(node, {}).pop(key, None)
-        if pod is None:
-            return
-        self._used[node] = subtract(self._used.get(node, {}), _requests(pod))
-        if self.cluster.node(node) is not None:
-            self.pod_events.pod_changed(pod, node)
+            self.binder.deleted(key)
+        self.bus.trigger_bind()
 
     def _capacity(self, action: ScenarioAction) -> None:
         cap = action.capacity
@@ -484,7 +464,7 @@ class World:
 
             def window_ends() -> None:
                 self.emit("CapacityChanged", available=not cap.available, **fields)
-                self._changed()
+                self.bus.changed()
                 self._trigger_provisioning()
 
             self.engine.at(
@@ -495,7 +475,7 @@ class World:
             )
 
     def _interrupt(self, index: int, name: str) -> None:
-        self._claims_changed()
+        self.bus.claims_changed()
         claim = self.cluster.node_claim(name)
         if claim is None or not claim.status.provider_id:
             self.emit(
@@ -543,7 +523,7 @@ class World:
         sim = self._nodes.get(name)
         if sim is None:
             return
-        self._claims_changed()
+        self.bus.claims_changed()
         self.emit("InstanceTerminated", nodeClaim=name, node=sim.node, reason=reason)
         self.engine.after(
             NODE_MONITOR_GRACE_S,
@@ -558,12 +538,12 @@ class World:
         node = self.cluster.node(sim.node) if sim is not None and sim.node else None
         if sim is None or node is None or not node.is_ready:
             return
-        self._claims_changed()
+        self.bus.claims_changed()
         self.emit("NodeNotReady", nodeClaim=name, node=sim.node, reason="InstanceTerminated")
         result = self.lifecycle.node_changed(with_ready(node, False))
         if result is not None:
             self._lifecycle_result(result)
-        self._changed()
+        self.bus.changed()
 
     # ---- provisioning -------------------------------------------------------------------------
     def _pending(self, key: str) -> None:
@@ -599,7 +579,7 @@ class World:
             self.engine.idle(self._pod_trigger, POD_RETRY_SECONDS)
             return None
         self.aws.unavailable.expire()
-        if (self._version, tuple(self.aws.unavailable.active())) == self._last_pass:
+        if (self.bus.version, tuple(self.aws.unavailable.active())) == self._last_pass:
             return POD_RETRY_SECONDS
         nominated = self.cluster.nominations()
         still = {
@@ -623,7 +603,7 @@ class World:
         self.batcher.reset()
         self.aws.unavailable.expire()
         marks = tuple(self.aws.unavailable.active())
-        fingerprint = (self._version, marks)
+        fingerprint = (self.bus.version, marks)
         if fingerprint == self._last_pass:
             return None
         deleting = bool(self.cluster.marked_for_deletion())
@@ -675,8 +655,8 @@ class World:
         # nothing, so the next one, with the same inputs, is skipped.
         self._last_pass = fingerprint
         if acted:
-            self._changed()
-        self._trigger_bind()
+            self.bus.changed()
+        self.bus.trigger_bind()
         return None
 
     def _ready_nodepools(self) -> list[NodePool]:
@@ -706,11 +686,14 @@ class World:
             # An existing node Karpenter does not manage: kube-scheduler binds there at once
             # (a pod still on a node being deleted binds once evicted, wherever there is room).
             if not self.cluster.pod(pod_key).spec.node_name:
-                self._bind(pod_key, target)
+                self.binder.bind(pod_key, target)
             return
         self.cluster.nominate(pod_key, target)
         self._reasons.pop(pod_key, None)
         self.emit("PodNominated", pod=pod_key, nodeClaim=target)
+
+    def _forget_reason(self, key: str) -> None:
+        self._reasons.pop(key, None)
 
     def _unschedulable(self, errors: Mapping[str, str]) -> None:
         limited: set[str] = set()
@@ -762,7 +745,7 @@ class World:
             )
 
     def _lifecycle_result(self, result: LifecycleResult, *, nodepool: str | None = None) -> None:
-        self._claims_changed()
+        self.bus.claims_changed()
         name = result.node_claim
         claim = self.cluster.node_claim(name)
         if result.launched and claim is not None:
@@ -795,7 +778,7 @@ class World:
         # controller triggers on a deleting Node only). Pods of a node that had one pend now.
         had_node = name in self._nodes and self._nodes[name].node is not None
         for key in result.released:
-            self._unplace(key)
+            self.binder.unplace(key)
             if self._pod_exists(key) and self.cluster.pod(key).spec.node_name is None:
                 if had_node:
                     self._pending(key)
@@ -803,7 +786,7 @@ class World:
                     self._requeued(key)
         if result.requeue_after is not None and not result.gone:
             self._requeue_claim(name, result.requeue_after)
-        self._changed()
+        self.bus.changed()
 
     def _requeue_claim(self, name: str, after: float) -> None:
         old = self._claim_timers.pop(name, None)
@@ -872,7 +855,7 @@ class World:
 
     # ---- the kubelet --------------------------------------------------------------------------
     def _register(self, name: str) -> None:
-        self._claims_changed()
+        self.bus.claims_changed()
         claim = self.cluster.node_claim(name)
         sim = self._nodes.get(name)
         if claim is None or sim is None or claim.metadata.deletion_timestamp is not None:
@@ -898,7 +881,7 @@ class World:
                 priority=PRIORITY_KUBELET,
                 label=f"startup taints of {name}",
             )
-        self._trigger_bind()
+        self.bus.trigger_bind()
 
     def _start_plugin(self, sim: _NodeSim) -> None:
         if sim.node is None or sim.physical_gpus <= 0:
@@ -941,7 +924,7 @@ class World:
         result = self.lifecycle.node_changed(node)
         if result is not None:
             self._lifecycle_result(result)
-        self._trigger_bind()
+        self.bus.trigger_bind()
         self._trigger_provisioning()
 
     def _remove_startup_taints(self, name: str) -> None:
@@ -963,7 +946,7 @@ class World:
         self.daemonsets.node_changed(sim.node)
         if result is not None:
             self._lifecycle_result(result)
-        self._trigger_bind()
+        self.bus.trigger_bind()
 
     def _initialized(self, name: str) -> None:
         sim = self._nodes.get(name)
@@ -979,18 +962,7 @@ class World:
         self.emit("NodeInitialized", nodeClaim=name, node=sim.node, gpusAdvertised=advertised)
         self._trigger_provisioning()
 
-    # ---- kube-scheduler -------------------------------------------------------------------------
-    def _trigger_bind(self) -> None:
-        self.engine.trigger(self._binder)
-
-    def _bind_all(self) -> float | None:
-        """Bind every nominated pod whose node can take it now (nomination order)."""
-        for key, claim_name in sorted(self.cluster.nominations().items()):
-            node = self._node_of_claim(claim_name)
-            if node is not None:
-                self._try_bind(key, node)
-        return None
-
+    # ---- kube-scheduler's view of the kubelet ---------------------------------------------------
     def _node_of_claim(self, claim_name: str) -> str | None:
         """The registered Node of a NodeClaim: the kubelet model's, or for a NodeClaim the
         scenario applied with its Node, the Node with its provider ID."""
@@ -1002,50 +974,6 @@ class World:
             return None
         nodes = self.cluster.nodes_for_claim(claim)
         return nodes[0].metadata.name if nodes else None
-
-    def _try_bind(self, key: str, node_name: str) -> None:
-        """Bind pod `key` to `node_name` if the node can take it now. The answer depends on
-        the Node, the pod and the node's used requests only (frozen models; `_used` entries
-        are replaced, never changed in place): a try that failed is not repeated while all
-        three are the same objects."""
-        node = self.cluster.node(node_name)
-        if node is None or node.metadata.deletion_timestamp is not None:
-            return
-        pod = self.cluster.pod(key)
-        if pod.spec.node_name:
-            return  # still on the node being deleted it was nominated away from
-        used = self._used.get(node_name)
-        failed = self._unbindable.get(key)
-        if failed is not None and failed[0] is node and failed[1] is pod and failed[2] is used:
-            return
-        if not self._can_bind(node, pod, used):
-            self._unbindable[key] = (node, pod, used)
-            return
-        self._unbindable.pop(key, None)
-        self._bind(key, node_name)
-
-    @staticmethod
-    def _can_bind(node: Node, pod: Pod, used: Resources | None) -> bool:
-        if not node.is_ready:
-            return False
-        taints = [t for t in node.spec.taints if t.effect in ("NoSchedule", "NoExecute")]
-        if untolerated(taints, pod.spec.tolerations) is not None:
-            return False
-        free = subtract(base_units(node.status.allocatable), used or {})
-        return fits(_requests(pod), free)
-
-    def _bind(self, key: str, node_name: str) -> None:
-        status = self.cluster.pod(key).status.model_copy(
-            update={"phase": "Running", "start_time": self.clock.now().isoformat()}
-        )
-        pod = self.cluster.bind(key, node_name, status=status)
-        self._place(pod, node_name)
-        self.pod_events.pod_changed(pod, node_name)
-        claim = self._claim_of_node(node_name)
-        self.emit("PodBound", pod=key, node=node_name, nodeClaim=claim)
-        self._reasons.pop(key, None)
-        self._changed()
-        self._start_pod(pod, node_name, claim)
 
     def _claim_of_node(self, node_name: str) -> str | None:
         """The NodeClaim of a node the kubelet model registered (its Node takes the NodeClaim's
@@ -1113,7 +1041,7 @@ class World:
         clock crossing a time it depends on (a NodeClaim's consolidateAfter running out, a
         minute boundary while a NodePool has scheduled budgets). The methods are deterministic
         functions of those, so the skipped passes would have found nothing too."""
-        key = (self._version, tuple(self.aws.unavailable.active()))
+        key = (self.bus.version, tuple(self.aws.unavailable.active()))
         if key == self._idle_key and self.now < self._idle_until:
             if not self.idle_chains:
                 return min(POLLING_PERIOD_S, self._idle_until - self.now)
@@ -1130,7 +1058,7 @@ class World:
         ):
             # No NodePool consolidates (consolidateAfter Never everywhere) and nothing drifted:
             # every method's candidates are empty, the pass would find nothing.
-            if self._idle_key is None or self._idle_key[0] != self._version:
+            if self._idle_key is None or self._idle_key[0] != self.bus.version:
                 # Until the version changes, every run every 10 s would come here again (the
                 # check above needs this version; the queue and the memo of `_could_disrupt`
                 # stay as they are): the engine holds them until `_changed` wakes it.
@@ -1149,7 +1077,7 @@ class World:
             and self.disruption.waiting() is None
         )
         if idle:
-            self._idle_key = (self._version, tuple(self.aws.unavailable.active()))
+            self._idle_key = (self.bus.version, tuple(self.aws.unavailable.active()))
             self._idle_until = self._next_disruption_time()
         else:
             self._idle_key = None
@@ -1178,8 +1106,8 @@ class World:
         """Whether some method could have a candidate: a NodePool whose consolidateAfter is
         not Never (emptiness, consolidation), or a drifted NodeClaim (drift). Memoised per
         cluster version (both are cluster state)."""
-        if self._could[0] != self._version:
-            self._could = (self._version, self._could_now())
+        if self._could[0] != self.bus.version:
+            self._could = (self.bus.version, self._could_now())
         return self._could[1]
 
     def _could_now(self) -> bool:
@@ -1258,7 +1186,7 @@ class World:
         return soonest
 
     def _disruption_result(self, result: DisruptionResult) -> None:
-        self._claims_changed()
+        self.bus.claims_changed()
         command = result.decided
         if command is not None:
             replacements = [r.name for r in command.replacements]
@@ -1277,10 +1205,10 @@ class World:
                     replacements=replacements,
                     message=command.message,
                 )
-            self._changed()
+            self.bus.changed()
         for name in result.abandoned:
             self.emit("DisruptionAbandoned", nodeClaim=name)
-            self._changed()
+            self.bus.changed()
         for name in result.deleting:
             self._reconcile_claim(name)
         if result.deleting or result.abandoned:
@@ -1309,7 +1237,7 @@ class World:
     def _detect_drift(self) -> float | None:
         for name, reason in self.drift.reconcile():
             self.emit("NodeClaimDrifted", nodeClaim=name, reason=reason)
-            self._changed()
+            self.bus.changed()
             self.engine.trigger(self._disruption)
         return DRIFT_REQUEUE_S
 
@@ -1318,7 +1246,7 @@ class World:
         # EC2 has; every change to them goes through the places that bump `_claims_touched`
         # (launch, registration, deletion, termination) or adds an instance. Unchanged since a
         # pass that collected nothing: this pass would collect nothing either.
-        seen = (self._claims_touched, len(self.ec2.instances))
+        seen = (self.bus.claims_touched, len(self.ec2.instances))
         if seen == self._gc_idle:
             # Every run every 10 s would come here again until `_claims_changed` (instances are
             # only created by launches, which it follows): the engine holds them until then.
@@ -1331,13 +1259,13 @@ class World:
             else None
         )
         for key in collected.released:
-            self._unplace(key)
+            self.binder.unplace(key)
             self._pending(key)
         for name in collected.node_claims:
             self.emit("DisruptionDecision", nodeClaim=name, reason="GarbageCollected")
             self._reconcile_claim(name)
         if collected.instances or collected.node_claims:
-            self._changed()
+            self.bus.changed()
         return self.garbage.requeue_after()
 
     def _schedule_expiry(self, claim: NodeClaim) -> None:
@@ -1354,28 +1282,28 @@ class World:
             )
 
     def _expire(self) -> None:
-        self._claims_changed()
+        self.bus.claims_changed()
         for name in self.expiration.reconcile():
             self.emit("DisruptionDecision", nodeClaim=name, reason="Expired", method="expiration")
-            self._changed()
+            self.bus.changed()
             self._reconcile_claim(name)
 
     # ---- termination ----------------------------------------------------------------------------
     def _terminated(self, name: str, result: TerminationResult) -> None:
-        self._claims_changed()
+        self.bus.claims_changed()
         for key in result.evicted:
             self.emit("PodEvicted", pod=key, node=result.node, reason=result.reason or "")
-            self._unplace(key)
+            self.binder.unplace(key)
             if self._pod_exists(key):
                 self._pending(key)
         if result.evicted:
-            self._trigger_bind()  # evicted pods already nominated elsewhere bind there
+            self.bus.trigger_bind()  # evicted pods already nominated elsewhere bind there
         for key in result.released:
             if key not in result.evicted:
-                self._unplace(key)
+                self.binder.unplace(key)
                 self._pending(key)
         for key in result.deleted_pods:
-            self._unplace(key)
+            self.binder.unplace(key)
         if result.removed:
             self.emit("NodeClaimDeleted", nodeClaim=name, reason=result.reason or "")
             self.emit("NodeTerminated", nodeClaim=name, node=result.node)
@@ -1383,13 +1311,10 @@ class World:
             if sim is not None and sim.plugin_timer is not None:
                 self.engine.cancel(sim.plugin_timer)
             node = result.node or name
-            for key in list(self._on_node.get(node, {})):
-                self._unplace(key)
-            self._on_node.pop(node, None)
-            self._used.pop(node, None)
+            self.binder.node_removed(node)
         elif result.requeue_after is not None:
             self._requeue_claim(name, result.requeue_after)
-        self._changed()
+        self.bus.changed()
         self._trigger_provisioning()
 
 
@@ -1458,19 +1383,6 @@ def next_disruption_time(
 
 def _ns_name(namespace: str, name: str) -> str:
     return f"{namespace}/{name}" if namespace else name
-
-
-def _requests(pod: Pod) -> Resources:
-    """What the pod takes from a node (its requests and `pods: 1`), shared per `PodSpec`
-    object (frozen; the pods of a template share it): callers only read it."""
-    return _pod_takes(pod.spec)
-
-
-def _pod_takes_of(spec: PodSpec) -> Resources:
-    return add(pod_requests(spec), {"pods": 1})
-
-
-_pod_takes = IdentityMemo(_pod_takes_of, size=8192).lookup
 
 
 def _gpus(requests: Mapping[str, int]) -> dict[str, int]:
