@@ -100,7 +100,7 @@ class Bus:
     # Kubelet: pod `pod` bound to Node `node` (of NodeClaim `claim`): pull, start, Ready.
     start_pod: Callable[[Pod, str, str | None], None]
     # Kubelet: the Node the kubelet model registered for NodeClaim `name` (None: none yet).
-    kubelet_node: Callable[[str], str | None]
+    registered_node: Callable[[str], str | None]
     # Kubelet: the registered Node of NodeClaim `name` (the model's, or the scenario's Node).
     node_of_claim: Callable[[str], str | None]
     # Kubelet: the NodeClaim of a Node the kubelet model registered (None: the scenario's).

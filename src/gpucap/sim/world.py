@@ -40,12 +40,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from gpucap.apis.bottlerocket import BottlerocketUserDataError, device_plugin_config
-from gpucap.apis.core import Pod, PodCondition
+from gpucap.apis.core import Pod
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.expansion import POD_CREATORS, pod_groups
 from gpucap.apis.gpu import GPU_RESOURCES, NVIDIA_GPU_SHARED
-from gpucap.apis.gpuoperator import DevicePluginConfig
 from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, NODEPOOL, ZONE
 from gpucap.apis.limits import MAX_PODS
 from gpucap.apis.nodepool import NodeClaim, NodePool
@@ -73,7 +71,6 @@ from gpucap.controllers.interruption import Interruption
 from gpucap.controllers.nodeclaim.conditions import INITIALIZED, is_true
 from gpucap.controllers.nodeclaim.lifecycle import Lifecycle, LifecycleResult
 from gpucap.controllers.nodeclaim.podevents import PodEvents
-from gpucap.controllers.nodeclaim.registering import advertise, registering_node, with_ready
 from gpucap.controllers.nodepool.readiness import (
     NodePoolReadiness,
     NotReadyNodePool,
@@ -91,21 +88,14 @@ from gpucap.sim.binder import KubeScheduler
 from gpucap.sim.bus import Bus
 from gpucap.sim.daemonsets import DaemonSetController
 from gpucap.sim.engine import Engine, Timer
-from gpucap.sim.kubelet import (
-    DevicePlugin,
-    PullBounds,
-    advertised_gpus,
-    device_plugin_for,
-    image_pull_seconds,
-    pull_bounds,
-    startup_seconds,
-)
+from gpucap.sim.nodes import NODE_MONITOR_GRACE_S, Kubelet
 from gpucap.sim.recorder import Event, Recorder
 from gpucap.sim.scenario import LoadedScenario, ScenarioAction, ScenarioError
 from gpucap.sim.summary import summarize
 from gpucap.state.cluster import Cluster
 
 __all__ = [
+    "NODE_MONITOR_GRACE_S",
     "POD_RETRY_SECONDS",
     "SimulationResult",
     "World",
@@ -129,9 +119,6 @@ _GPU_KEYS = (*GPU_RESOURCES, NVIDIA_GPU_SHARED)
 # How often a skipped garbage-collection pass looks again whether anything it reads changed
 # (the instance collector's own period, garbagecollection.go).
 GC_IDLE_RECHECK_S = 10.0
-# kube-controller-manager `--node-monitor-grace-period` (50 s since Kubernetes 1.32, 40 s
-# before): how long after a kubelet's last heartbeat its Node stops being Ready.
-NODE_MONITOR_GRACE_S = 50.0
 # At most this many runs of an idle disruption loop's chain are skipped at once (`_resume_at`).
 _CHAIN_STEPS = 10_000
 # One NodePool's part of a pending reason (scheduling/solver.py: `nodepool "NAME": ...`).
@@ -146,22 +133,6 @@ class SimulationResult:
     summary: dict[str, Any]
     end: float
     start: dt.datetime = EPOCH
-
-
-@dataclass(slots=True)
-class _NodeSim:
-    """What the kubelet model keeps per launched NodeClaim."""
-
-    claim: str
-    physical_gpus: int
-    bounds: PullBounds
-    ami_family: str | None
-    node: str | None = None
-    plugin: DevicePlugin | None = None
-    plugin_timer: Timer | None = None
-    pull_free_at: float = 0.0
-    images: dict[str, float] = field(default_factory=dict)  # image -> when it is on the node
-    initialized: bool = False
 
 
 class _Reconciler:
@@ -248,7 +219,17 @@ class World:
             unplace=self.binder.unplace,
             changed=self.bus.changed,
         )
-        self._nodes: dict[str, _NodeSim] = {}  # NodeClaim name -> kubelet model
+        self.kubelet = Kubelet(
+            self.bus,
+            self.cluster,
+            self.lifecycle,
+            self.daemonsets,
+            scenario=scenario,
+            timings=self.timings,
+            images=self.images,
+            catalog=catalog,
+            nodeclasses=self.nodeclasses,
+        )
         self._claim_timers: dict[str, Timer] = {}
         self._names: dict[str, int] = {}
         self._reasons: dict[str, str] = {}  # pod -> last PodUnschedulable reason
@@ -292,9 +273,15 @@ class World:
         bus.bind = self.binder.bind
         bus.node_removed = self.binder.node_removed
         bus.pod_bound = self._forget_reason
-        bus.start_pod = self._start_pod
-        bus.node_of_claim = self._node_of_claim
-        bus.claim_of_node = self._claim_of_node
+        bus.claim_launched = self.kubelet.launched
+        bus.claim_initialized = self.kubelet.initialized
+        bus.claim_removed = self.kubelet.removed
+        bus.start_pod = self.kubelet.start_pod
+        bus.registered_node = self.kubelet.registered_node
+        bus.node_of_claim = self.kubelet.node_of_claim
+        bus.claim_of_node = self.kubelet.claim_of_node
+        bus.claim_result = self._lifecycle_result
+        bus.trigger_provisioning = self._trigger_provisioning
 
     # ---- running --------------------------------------------------------------------------------
     def run(self, on_step: Callable[[float], None] | None = None) -> SimulationResult:
@@ -422,10 +409,7 @@ class World:
     def _objects_changed(self, kind: str) -> None:
         """Re-wire what depends on the applied objects of `kind`."""
         if kind in ("DaemonSet", "ClusterPolicy", "ConfigMap"):
-            # A device plugin applied after nodes registered starts on them now.
-            for sim in self._nodes.values():
-                if sim.node is not None and sim.plugin is None and not sim.initialized:
-                    self._start_plugin(sim)
+            self.kubelet.start_plugins()
         if kind in ("NodePool", "EC2NodeClass", "NodeOverlay", "DaemonSet"):
             self._trigger_provisioning()
         if kind in ("NodePool", "EC2NodeClass"):
@@ -497,12 +481,11 @@ class World:
         reclaim_at = self.ec2.interrupt(claim.status.provider_id.rsplit("/", 1)[-1])
         self.engine.after(
             (reclaim_at - self.clock.now()).total_seconds(),
-            lambda: self._reclaimed(name, "SpotInterruption"),
+            lambda: self.kubelet.reclaimed(name, "SpotInterruption"),
             priority=PRIORITY_KUBELET,
             label=f"EC2 reclaims {name}",
         )
-        sim = self._nodes.get(name)
-        self.emit("SpotInterruptionWarning", nodeClaim=name, node=sim.node if sim else None)
+        self.emit("SpotInterruptionWarning", nodeClaim=name, node=self.bus.registered_node(name))
         before = set(self.aws.unavailable.active())
         result = self.interruption.spot_interruption(name)
         self._offerings_marked(before, reason="SpotInterruption")
@@ -510,40 +493,6 @@ class World:
             self.emit("DisruptionDecision", nodeClaim=name, reason="Interrupted")
             if result.termination is not None:
                 self._terminated(name, result.termination)
-
-    def _reclaimed(self, name: str, reason: str) -> None:
-        """EC2 terminated NodeClaim `name`'s instance behind Karpenter's back (a spot instance
-        at the end of its two-minute warning): billing stops and the kubelet stops with it,
-        so its Node turns NotReady once the node lifecycle controller's grace period has
-        passed without a heartbeat. A drain that a PodDisruptionBudget or do-not-disrupt
-        holds does not keep the node: Karpenter's termination finishes a NotReady node whose
-        instance is gone without draining (`node/termination/controller.go`; its suite:
-        "should delete nodes with no underlying instance even if not fully drained"), and
-        its pods pend again. Nothing happens for a NodeClaim already gone."""
-        sim = self._nodes.get(name)
-        if sim is None:
-            return
-        self.bus.claims_changed()
-        self.emit("InstanceTerminated", nodeClaim=name, node=sim.node, reason=reason)
-        self.engine.after(
-            NODE_MONITOR_GRACE_S,
-            lambda: self._node_lost(name),
-            priority=PRIORITY_KUBELET,
-            label=f"node of {name} stops reporting",
-        )
-
-    def _node_lost(self, name: str) -> None:
-        """The Node of NodeClaim `name` stopped reporting: NotReady (see `_reclaimed`)."""
-        sim = self._nodes.get(name)
-        node = self.cluster.node(sim.node) if sim is not None and sim.node else None
-        if sim is None or node is None or not node.is_ready:
-            return
-        self.bus.claims_changed()
-        self.emit("NodeNotReady", nodeClaim=name, node=sim.node, reason="InstanceTerminated")
-        result = self.lifecycle.node_changed(with_ready(node, False))
-        if result is not None:
-            self._lifecycle_result(result)
-        self.bus.changed()
 
     # ---- provisioning -------------------------------------------------------------------------
     def _pending(self, key: str) -> None:
@@ -769,14 +718,14 @@ class World:
                 )
             self.emit("NodeClaimDeleted", nodeClaim=name, reason=result.deleted)
         if result.initialized == "True" or (claim is not None and is_true(claim, INITIALIZED)):
-            self._initialized(name)  # once: it returns for a node already initialized
+            self.bus.claim_initialized(name)  # once: it returns for a node already initialized
         if result.termination is not None:
             self._terminated(name, result.termination)
         # Pods of a NodeClaim that never had a Node (its launch failed, or it never
         # registered) are not changed by its deletion: nothing but the pod controller's
         # requeue brings them back to the provisioner (Karpenter's provisioning node
         # controller triggers on a deleting Node only). Pods of a node that had one pend now.
-        had_node = name in self._nodes and self._nodes[name].node is not None
+        had_node = self.bus.registered_node(name) is not None
         for key in result.released:
             self.binder.unplace(key)
             if self._pod_exists(key) and self.cluster.pod(key).spec.node_name is None:
@@ -833,196 +782,13 @@ class World:
                 image=claim.status.image_id,
                 version=self.ec2.release_of(claim.status.image_id),
             )
-        sim = _NodeSim(
-            claim=claim.name,
-            physical_gpus=gpus,
-            bounds=pull_bounds(instance_type, nodeclass, self.catalog),
-            ami_family=_ami_family(nodeclass),
-        )
-        self._nodes[claim.name] = sim
         self._schedule_expiry(claim)
-        self.engine.after(
-            self.timings.launch + self.timings.registration,
-            lambda: self._register(claim.name),
-            priority=PRIORITY_KUBELET,
-            label=f"kubelet {claim.name} registers",
-        )
+        self.bus.claim_launched(claim)
 
     def _price(self, claim: NodeClaim) -> float:
         """What EC2 bills for the claim's instance (the simulated EC2 priced it at launch)."""
         instance = self.ec2.instances.get((claim.status.provider_id or "").rsplit("/", 1)[-1])
         return instance.price if instance is not None else 0.0
-
-    # ---- the kubelet --------------------------------------------------------------------------
-    def _register(self, name: str) -> None:
-        self.bus.claims_changed()
-        claim = self.cluster.node_claim(name)
-        sim = self._nodes.get(name)
-        if claim is None or sim is None or claim.metadata.deletion_timestamp is not None:
-            return
-        node = registering_node(claim)
-        sim.node = node.metadata.name
-        result = self.lifecycle.register(node)
-        self.daemonsets.node_changed(sim.node)
-        self._start_plugin(sim)
-        self.emit(
-            "NodeRegistered",
-            nodeClaim=name,
-            node=sim.node,
-            devicePlugin=sim.plugin.source if sim.plugin is not None else None,
-        )
-        if result is not None:
-            self._lifecycle_result(result)
-        startup = claim.spec.startup_taints
-        if startup:
-            self.engine.after(
-                self.timings.daemonset_start,
-                lambda: self._remove_startup_taints(name),
-                priority=PRIORITY_KUBELET,
-                label=f"startup taints of {name}",
-            )
-        self.bus.trigger_bind()
-
-    def _start_plugin(self, sim: _NodeSim) -> None:
-        if sim.node is None or sim.physical_gpus <= 0:
-            return
-        node = self.cluster.node(sim.node)
-        if node is None:
-            return
-        nodeclass = self.nodeclasses.get(self._claim_class(sim.claim))
-        plugin = device_plugin_for(
-            node.metadata.labels,
-            [t for t in node.spec.taints if t.effect in ("NoSchedule", "NoExecute")],
-            objects=self.cluster.objects(),
-            addons=self.scenario.addons,
-            ami_family=sim.ami_family,
-            timings=self.timings,
-            ami_config=_bottlerocket_config(nodeclass),
-        )
-        if plugin is None:
-            return
-        sim.plugin = plugin
-        sim.plugin_timer = self.engine.after(
-            plugin.delay,
-            lambda: self._advertise(sim.claim),
-            priority=PRIORITY_KUBELET,
-            label=f"device plugin on {sim.node}",
-        )
-
-    def _claim_class(self, name: str) -> str:
-        claim = self.cluster.node_claim(name)
-        return claim.spec.node_class_ref.name if claim is not None else ""
-
-    def _advertise(self, name: str) -> None:
-        sim = self._nodes.get(name)
-        if sim is None or sim.node is None:
-            return
-        node = self.cluster.node(sim.node)
-        if node is None:
-            return
-        node = advertise(node, advertised_gpus(sim.physical_gpus, sim.plugin))
-        result = self.lifecycle.node_changed(node)
-        if result is not None:
-            self._lifecycle_result(result)
-        self.bus.trigger_bind()
-        self._trigger_provisioning()
-
-    def _remove_startup_taints(self, name: str) -> None:
-        sim = self._nodes.get(name)
-        claim = self.cluster.node_claim(name)
-        if sim is None or sim.node is None or claim is None:
-            return
-        node = self.cluster.node(sim.node)
-        if node is None:
-            return
-        startup = [t.as_taint() for t in claim.spec.startup_taints]
-        taints = [
-            t
-            for t in node.spec.taints
-            if not any(t.key == s.key and t.effect == s.effect for s in startup)
-        ]
-        node = node.model_copy(update={"spec": node.spec.model_copy(update={"taints": taints})})
-        result = self.lifecycle.node_changed(node)
-        self.daemonsets.node_changed(sim.node)
-        if result is not None:
-            self._lifecycle_result(result)
-        self.bus.trigger_bind()
-
-    def _initialized(self, name: str) -> None:
-        sim = self._nodes.get(name)
-        if sim is None or sim.initialized or sim.node is None:
-            return
-        sim.initialized = True
-        self.daemonsets.node_changed(sim.node)  # labelled initialized
-        node = self.cluster.node(sim.node)
-        advertised = {}
-        if node is not None:
-            allocatable = base_units(node.status.allocatable)
-            advertised = {r: allocatable[r] for r in sorted(allocatable) if r in _GPU_KEYS}
-        self.emit("NodeInitialized", nodeClaim=name, node=sim.node, gpusAdvertised=advertised)
-        self._trigger_provisioning()
-
-    # ---- kube-scheduler's view of the kubelet ---------------------------------------------------
-    def _node_of_claim(self, claim_name: str) -> str | None:
-        """The registered Node of a NodeClaim: the kubelet model's, or for a NodeClaim the
-        scenario applied with its Node, the Node with its provider ID."""
-        sim = self._nodes.get(claim_name)
-        if sim is not None:
-            return sim.node
-        claim = self.cluster.node_claim(claim_name)
-        if claim is None:
-            return None
-        nodes = self.cluster.nodes_for_claim(claim)
-        return nodes[0].metadata.name if nodes else None
-
-    def _claim_of_node(self, node_name: str) -> str | None:
-        """The NodeClaim of a node the kubelet model registered (its Node takes the NodeClaim's
-        name: `registering_node`); None for a Node the scenario applied."""
-        sim = self._nodes.get(node_name)
-        return sim.claim if sim is not None and sim.node == node_name else None
-
-    def _start_pod(self, pod: Pod, node_name: str, claim: str | None) -> None:
-        sim = self._nodes.get(claim) if claim is not None else None
-        now = self.now
-        ready_images = now
-        pull = 0.0
-        for container in pod.spec.containers:
-            image = container.image or ""
-            if sim is None:
-                continue
-            have = sim.images.get(image)
-            if have is None:
-                start = max(now, sim.pull_free_at)
-                seconds = image_pull_seconds(image, sim.bounds, self.images)
-                have = start + seconds
-                sim.pull_free_at = have
-                sim.images[image] = have
-            ready_images = max(ready_images, have)
-        pull = ready_images - now
-        try:
-            load = startup_seconds(pod, self.timings)
-        except ValueError as err:
-            raise ScenarioError(f"{self.scenario.path}: {err}") from err
-        ready = ready_images + self.timings.container_start + load
-        self.engine.at(
-            ready,
-            lambda: self._ready(pod.key, node_name, pull, load),
-            priority=PRIORITY_KUBELET,
-            label=f"pod {pod.key} ready",
-        )
-
-    def _ready(self, key: str, node_name: str, pull: float, load: float) -> None:
-        try:
-            pod = self.cluster.pod(key)
-        except KeyError:
-            return
-        if pod.spec.node_name != node_name:
-            return
-        ready = PodCondition(type="Ready", status="True")
-        conditions = [c for c in pod.status.conditions if c.type != "Ready"]
-        status = pod.status.model_copy(update={"conditions": [*conditions, ready]})
-        self.cluster.add_pod(pod.model_copy(update={"status": status}))
-        self.emit("PodReady", pod=key, node=node_name, pullSeconds=pull, loadSeconds=load)
 
     def _pod_exists(self, key: str) -> bool:
         try:
@@ -1307,9 +1073,7 @@ class World:
         if result.removed:
             self.emit("NodeClaimDeleted", nodeClaim=name, reason=result.reason or "")
             self.emit("NodeTerminated", nodeClaim=name, node=result.node)
-            sim = self._nodes.pop(name, None)
-            if sim is not None and sim.plugin_timer is not None:
-                self.engine.cancel(sim.plugin_timer)
+            self.bus.claim_removed(name)
             node = result.node or name
             self.binder.node_removed(node)
         elif result.requeue_after is not None:
@@ -1393,26 +1157,6 @@ def _with_replicas(obj: KubeObject, replicas: int) -> KubeObject:
     spec = obj.spec  # type: ignore[union-attr]
     field_name = "parallelism" if obj.kind == "Job" else "replicas"
     return obj.model_copy(update={"spec": spec.model_copy(update={field_name: replicas})})
-
-
-def _ami_family(nodeclass: EC2NodeClass | None) -> str | None:
-    if nodeclass is None:
-        return None
-    for term in nodeclass.spec.ami_selector_terms:
-        if term.alias:
-            return term.alias.split("@", 1)[0]
-    return None
-
-
-def _bottlerocket_config(nodeclass: EC2NodeClass | None) -> DevicePluginConfig | None:
-    """The device-plugin config Bottlerocket's userData gives (None: not Bottlerocket, or
-    userData it cannot read, which lint reports as AMI004)."""
-    if _ami_family(nodeclass) != "bottlerocket" or nodeclass is None:
-        return None
-    try:
-        return device_plugin_config(nodeclass.spec.user_data)
-    except BottlerocketUserDataError:
-        return None
 
 
 def _created_now(claim: NodeClaim, now: dt.datetime) -> NodeClaim:
