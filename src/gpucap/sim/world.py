@@ -35,12 +35,10 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TextIO
 
-from gpucap.apis.core import Pod
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.expansion import POD_CREATORS, pod_groups
 from gpucap.apis.gpu import GPU_RESOURCES, NVIDIA_GPU_SHARED
@@ -64,31 +62,23 @@ from gpucap.controllers.disruption.constants import POLLING_PERIOD_S
 from gpucap.controllers.disruption.controller import Disruption, DisruptionResult
 from gpucap.controllers.disruption.drift import REQUEUE_AFTER as DRIFT_REQUEUE_S
 from gpucap.controllers.disruption.drift import DriftDetection
-from gpucap.controllers.disruption.pdb import Limits
 from gpucap.controllers.expiration import Expiration
 from gpucap.controllers.garbagecollection import GarbageCollection
 from gpucap.controllers.interruption import Interruption
 from gpucap.controllers.nodeclaim.conditions import INITIALIZED, is_true
 from gpucap.controllers.nodeclaim.lifecycle import Lifecycle, LifecycleResult
 from gpucap.controllers.nodeclaim.podevents import PodEvents
-from gpucap.controllers.nodepool.readiness import (
-    NodePoolReadiness,
-    NotReadyNodePool,
-    ready_nodepools,
-    with_not_ready,
-)
-from gpucap.controllers.provisioning.batcher import Batcher
-from gpucap.controllers.provisioning.provisioner import Provisioner, deleting_node_pods
+from gpucap.controllers.provisioning.provisioner import Provisioner
 from gpucap.controllers.termination import Termination, TerminationResult
 from gpucap.runtime.clock import EPOCH, FakeClock
 from gpucap.runtime.collector import collector_paused
 from gpucap.scheduling.resources import pod_requests
-from gpucap.scheduling.solver import NODE_LIMITS_EXHAUSTED, TYPES_EXCEED_LIMITS
 from gpucap.sim.binder import KubeScheduler
 from gpucap.sim.bus import Bus
 from gpucap.sim.daemonsets import DaemonSetController
 from gpucap.sim.engine import Engine, Timer
 from gpucap.sim.nodes import NODE_MONITOR_GRACE_S, Kubelet
+from gpucap.sim.podcontroller import POD_RETRY_SECONDS, PodController
 from gpucap.sim.recorder import Event, Recorder
 from gpucap.sim.scenario import LoadedScenario, ScenarioAction, ScenarioError
 from gpucap.sim.summary import summarize
@@ -110,9 +100,6 @@ PRIORITY_SCENARIO = 0
 PRIORITY_KUBELET = 10
 PRIORITY_BIND = 20
 PRIORITY_CONTROLLER = 30
-# Karpenter's pod controller requeues a provisionable pod every 10 s
-# (pkg/controllers/provisioning/controller.go; karpenter-provisioning.md §3.1).
-POD_RETRY_SECONDS = 10.0
 # The GPU resources a pod may request or a node advertise (time-slicing with renameByDefault
 # advertises `nvidia.com/gpu.shared`).
 _GPU_KEYS = (*GPU_RESOURCES, NVIDIA_GPU_SHARED)
@@ -121,8 +108,6 @@ _GPU_KEYS = (*GPU_RESOURCES, NVIDIA_GPU_SHARED)
 GC_IDLE_RECHECK_S = 10.0
 # At most this many runs of an idle disruption loop's chain are skipped at once (`_resume_at`).
 _CHAIN_STEPS = 10_000
-# One NodePool's part of a pending reason (scheduling/solver.py: `nodepool "NAME": ...`).
-_POOL_REASON = re.compile(r'nodepool "((?:[^"\\]|\\.)*)": ([^;]*)')
 
 
 @dataclass(slots=True)
@@ -148,6 +133,9 @@ class _Reconciler:
 
 class World:
     """One scenario, ready to run (see the module docstring)."""
+
+    # The actors the laws swap for their references and mutations (tests/sim/test_world_*.py).
+    pod_controller_type: type[PodController] = PodController
 
     def __init__(
         self, scenario: LoadedScenario, catalog: Catalog, *, sink: TextIO | None = None
@@ -181,6 +169,15 @@ class World:
             self.aws, self.cluster.nodeoverlays, self.cluster.nodepools
         )
         self.provisioner = Provisioner(self.cloud)
+        self.pod_controller = self.pod_controller_type(
+            self.bus,
+            self.cluster,
+            self.provisioner,
+            self.aws,
+            nodeclasses=self.nodeclasses,
+            clock=self.clock,
+            names=self._next_name,
+        )
         self.termination = Termination(self.cluster, self.cloud, self.clock)
         self.lifecycle = Lifecycle(
             self.cluster, self.cloud, self.clock, termination=self.termination
@@ -200,14 +197,11 @@ class World:
             self.clock,
             on_create=self._create_replacement,
             names=self._next_name,
-            nodepools=self._ready_nodepools,
+            nodepools=self.pod_controller.ready_nodepools,
         )
         self._disruption = _Reconciler("disruption", self._disrupt)
         self._drifting = _Reconciler("drift", self._detect_drift)
         self._collecting = _Reconciler("garbagecollection", self._collect)
-        self.batcher = Batcher()
-        self._provisioning = _Reconciler("provisioner", self._provision)
-        self._pod_trigger = _Reconciler("provisioning.pods", self._retrigger)
         self.binder = KubeScheduler(self.bus, self.cluster, self.pod_events, self.clock)
 
         # The DaemonSet controller: its pods are bound at once, without events (see
@@ -232,11 +226,6 @@ class World:
         )
         self._claim_timers: dict[str, Timer] = {}
         self._names: dict[str, int] = {}
-        self._reasons: dict[str, str] = {}  # pod -> last PodUnschedulable reason
-        # The not Ready NodePools announced so far (`_ready_nodepools`).
-        self._nodepool_readiness = _Announced()
-        self._limited: set[str] = set()  # NodePools whose limit stopped a pod
-        self._last_pass: tuple[int, tuple[str, ...]] | None = None
         self._idle_key: tuple[int, tuple[str, ...]] | None = None  # see `_disrupt`
         self._idle_until = 0.0
         # Whether an idle disruption loop's runs are held by the engine (`_resume_at`); off:
@@ -245,8 +234,6 @@ class World:
         self._gc_idle: tuple[int, int] | None = None  # see `_collect`
         self._could: tuple[int, bool] = (-1, False)  # see `_could_disrupt`
         self._images_of_class: dict[str, set[str]] = {}  # EC2NodeClass -> images launched
-        # Pods that became pending and may still be (the pod controller's retrigger reads it).
-        self._maybe_pending: set[str] = set()
         # NodeClaim -> (the object, whether it is Drifted=True) (`_could_now`).
         self._drifted: dict[str, tuple[NodeClaim, bool]] = {}
         # What `_next_disruption_time` keeps: the NodePool objects, by name, whether one has a
@@ -272,7 +259,9 @@ class World:
         bus.pod_left = self.binder.unplace
         bus.bind = self.binder.bind
         bus.node_removed = self.binder.node_removed
-        bus.pod_bound = self._forget_reason
+        bus.pod_pending = self.pod_controller.pending
+        bus.pod_requeued = self.pod_controller.requeued
+        bus.pod_bound = self.pod_controller.forget
         bus.claim_launched = self.kubelet.launched
         bus.claim_initialized = self.kubelet.initialized
         bus.claim_removed = self.kubelet.removed
@@ -281,7 +270,8 @@ class World:
         bus.node_of_claim = self.kubelet.node_of_claim
         bus.claim_of_node = self.kubelet.claim_of_node
         bus.claim_result = self._lifecycle_result
-        bus.trigger_provisioning = self._trigger_provisioning
+        bus.launch = self._launch
+        bus.trigger_provisioning = self.pod_controller.trigger_provisioning
 
     # ---- running --------------------------------------------------------------------------------
     def run(self, on_step: Callable[[float], None] | None = None) -> SimulationResult:
@@ -295,7 +285,7 @@ class World:
                 priority=PRIORITY_SCENARIO,
                 label=f"events[{action.index}]",
             )
-        self.engine.every(self._pod_trigger, priority=PRIORITY_CONTROLLER)
+        self.engine.every(self.pod_controller.pod_trigger, priority=PRIORITY_CONTROLLER)
         self.engine.every(self._disruption, priority=PRIORITY_CONTROLLER + 1)
         self.engine.every(self._drifting, priority=PRIORITY_CONTROLLER + 2)
         self.engine.every(self._collecting, priority=PRIORITY_CONTROLLER + 3)
@@ -397,7 +387,7 @@ class World:
             if pod.spec.node_name:
                 self.binder.place(pod, pod.spec.node_name)
             else:
-                self._pending(key)
+                self.pod_controller.pending(key)
         self._pods_deleted(applied.deleted)
         self._objects_changed(kind)
         if kind == "DaemonSet":
@@ -411,14 +401,14 @@ class World:
         if kind in ("DaemonSet", "ClusterPolicy", "ConfigMap"):
             self.kubelet.start_plugins()
         if kind in ("NodePool", "EC2NodeClass", "NodeOverlay", "DaemonSet"):
-            self._trigger_provisioning()
+            self.bus.trigger_provisioning()
         if kind in ("NodePool", "EC2NodeClass"):
             self.engine.trigger(self._drifting)
 
     def _pods_deleted(self, keys: Iterable[str]) -> None:
         for key in keys:
             self.emit("PodDeleted", pod=key)
-            self._reasons.pop(key, None)
+            self.pod_controller.forget(key)
             self.binder.deleted(key)
         self.bus.trigger_bind()
 
@@ -449,7 +439,7 @@ class World:
             def window_ends() -> None:
                 self.emit("CapacityChanged", available=not cap.available, **fields)
                 self.bus.changed()
-                self._trigger_provisioning()
+                self.bus.trigger_provisioning()
 
             self.engine.at(
                 until,
@@ -495,185 +485,12 @@ class World:
                 self._terminated(name, result.termination)
 
     # ---- provisioning -------------------------------------------------------------------------
-    def _pending(self, key: str) -> None:
-        """Pod `key` is pending (created, evicted, or its NodeClaim went): open or extend the
-        batch window and run the provisioner when it closes."""
-        self._maybe_pending.add(key)
-        self.engine.wake(self._pod_trigger)  # see `_retrigger`
-        self.batcher.add(self.now, key)
-        self._trigger_provisioning()
-
-    def _requeued(self, key: str) -> None:
-        """Pod `key` is pending again but nothing about it changed: Karpenter's pod controller
-        brings it to the provisioner at its next requeue (`_retrigger`), not at once."""
-        self._maybe_pending.add(key)
-        self.engine.wake(self._pod_trigger)
-
-    def _trigger_provisioning(self) -> None:
-        ready = self.batcher.ready_at()
-        if ready is None:
-            self.batcher.add(self.now)
-            ready = self.batcher.ready_at()
-            assert ready is not None
-        self.engine.trigger(self._provisioning, after=max(0.0, ready - self.now))
-
-    def _retrigger(self) -> float | None:
-        """Karpenter's pod controller: a provisionable pod triggers the provisioner every 10 s.
-        Nothing the scheduler sees changed since the last pass (the same cluster state and
-        insufficient-capacity marks): that pass's answer stands, so no trigger. No pod
-        became pending since the last look: nothing to trigger for either (most runs), and
-        every run every 10 s would come here again until `_pending` adds a pod: the engine
-        holds them until it wakes this one (`Engine.idle`: the same grid of times)."""
-        if not self._maybe_pending:
-            self.engine.idle(self._pod_trigger, POD_RETRY_SECONDS)
-            return None
-        self.aws.unavailable.expire()
-        if (self.bus.version, tuple(self.aws.unavailable.active())) == self._last_pass:
-            return POD_RETRY_SECONDS
-        nominated = self.cluster.nominations()
-        still = {
-            key
-            for key in self._maybe_pending
-            if self._pod_exists(key)
-            and not self.cluster.pod(key).spec.node_name
-            and key not in nominated
-        }
-        self._maybe_pending = still
-        if still:
-            self._trigger_provisioning()
-        return POD_RETRY_SECONDS
-
-    def _provision(self) -> float | None:
-        ready = self.batcher.ready_at()
-        if ready is None:
-            return None
-        if ready > self.now:
-            return ready - self.now
-        self.batcher.reset()
-        self.aws.unavailable.expire()
-        marks = tuple(self.aws.unavailable.active())
-        fingerprint = (self.bus.version, marks)
-        if fingerprint == self._last_pass:
-            return None
-        deleting = bool(self.cluster.marked_for_deletion())
-        if not deleting and not self.cluster.has_pending():
-            # No pod to schedule: the pass would stop here, without the snapshot.
-            self._last_pass = fingerprint
-            return None
-        snap = self.cluster.snapshot()
-        pending = list(snap.pending)
-        if deleting:
-            nominated = self.cluster.nominations()
-            limits = Limits.of(self.cluster)
-            pending += deleting_node_pods(snap.nodes, self.clock.now(), limits, skip=nominated)
-        if not pending:
-            self._last_pass = fingerprint
-            return None
-        pools = self._ready_nodepools()
-        results = self.provisioner.schedule(
-            pools,
-            state_nodes=snap.nodes,
-            daemonsets=self.cluster.daemonsets(),
-            pending=pending,
-        )
-        acted = False
-        for existing in results.existing_nodes:
-            for pod in existing.pods:
-                self._nominate(pod.key, existing.name)
-                acted = True
-        claims = self.provisioner.node_claims(results, names=self._next_name)
-        for planned, unstamped in zip(results.new_node_claims, claims, strict=True):
-            claim = _created_now(unstamped, self.clock.now())
-            self.cluster.add_node_claim(claim)
-            self.emit(
-                "NodeClaimCreated",
-                nodeClaim=claim.name,
-                nodePool=planned.nodepool,
-                instanceTypes=[it.name for it in planned.instance_types],
-            )
-            for pod in planned.pods:
-                self._nominate(pod.key, claim.name)
-            self._launch(claim.name, planned.nodepool)
-            acted = True
-        self._unschedulable(_not_ready_reasons(self, results.pod_errors))
-        # A later pass is skipped only when its inputs equal this pass's inputs *before* it
-        # ran: what the pass itself did (nominations, NodeClaims, a launch that failed and
-        # marked offerings unavailable and put its pods back) is new input for the next one,
-        # as for Karpenter, whose next batch schedules with those marks (the on-demand
-        # fallback after an insufficient-capacity error). A pass that did nothing changes
-        # nothing, so the next one, with the same inputs, is skipped.
-        self._last_pass = fingerprint
-        if acted:
-            self.bus.changed()
-        self.bus.trigger_bind()
-        return None
-
-    def _ready_nodepools(self) -> list[NodePool]:
-        """The NodePools Karpenter's provisioner uses: the Ready ones (`ready_nodepools`, with
-        Karpenter's policy for a missing EC2NodeClass and each class's readiness from the AMIs
-        it resolves now). A NodePool that turns not Ready is announced once
-        (`NodePoolNotReady`, with Karpenter's reason and why), and `NodePoolReady` when it is
-        Ready again; the provisioner ignores it meanwhile, so it gets no NodeClaim."""
-        readiness = ready_nodepools(
-            self.cluster.nodepools(),
-            {name: self.aws.nodeclass_readiness(nc) for name, nc in self.nodeclasses.items()},
-            missing_class="skip",
-        )
-        self._nodepool_readiness.update(readiness, self.cluster.nodepool, self.emit)
-        return readiness.ready
-
     def _next_name(self, nodepool: str) -> str:
         while True:
             self._names[nodepool] = self._names.get(nodepool, 0) + 1
             name = f"{nodepool}-{self._names[nodepool]}"
             if self.cluster.node_claim(name) is None and self.cluster.node(name) is None:
                 return name
-
-    def _nominate(self, pod_key: str, target: str) -> None:
-        claim = self.cluster.node_claim(target)
-        if claim is None:
-            # An existing node Karpenter does not manage: kube-scheduler binds there at once
-            # (a pod still on a node being deleted binds once evicted, wherever there is room).
-            if not self.cluster.pod(pod_key).spec.node_name:
-                self.binder.bind(pod_key, target)
-            return
-        self.cluster.nominate(pod_key, target)
-        self._reasons.pop(pod_key, None)
-        self.emit("PodNominated", pod=pod_key, nodeClaim=target)
-
-    def _forget_reason(self, key: str) -> None:
-        self._reasons.pop(key, None)
-
-    def _unschedulable(self, errors: Mapping[str, str]) -> None:
-        limited: set[str] = set()
-        for key, reason in errors.items():
-            if self._reasons.get(key) != reason:
-                self._reasons[key] = reason
-                self.emit("PodUnschedulable", pod=key, reason=reason)
-            if NODE_LIMITS_EXHAUSTED in reason or TYPES_EXCEED_LIMITS in reason:
-                limited.update(self._pools_at_limit(reason))
-        for pool in sorted(limited - self._limited):
-            usage = self.cluster.nodepool_usage(pool)
-            np = self.cluster.nodepool(pool)
-            limits = base_units(np.spec.limits) if np is not None and np.spec.limits else {}
-            parts = [f"{r} {usage.get(r, 0)}/{v}" for r, v in sorted(limits.items())]
-            self.emit(
-                "LimitReached",
-                nodePool=pool,
-                resource=",".join(sorted(limits)),
-                message=f"limits ({', '.join(parts)}) stop new NodeClaims",
-            )
-        self._limited = limited
-
-    @staticmethod
-    def _pools_at_limit(reason: str) -> list[str]:
-        """The NodePools a pending reason says stopped the pod for their limits (the
-        scheduler joins one `nodepool "NAME": why` part per NodePool with "; ")."""
-        return sorted(
-            m.group(1)
-            for m in _POOL_REASON.finditer(reason)
-            if NODE_LIMITS_EXHAUSTED in m.group(2) or TYPES_EXCEED_LIMITS in m.group(2)
-        )
 
     # ---- NodeClaims -----------------------------------------------------------------------------
     def _launch(self, name: str, nodepool: str) -> None:
@@ -730,9 +547,9 @@ class World:
             self.binder.unplace(key)
             if self._pod_exists(key) and self.cluster.pod(key).spec.node_name is None:
                 if had_node:
-                    self._pending(key)
+                    self.bus.pod_pending(key)
                 else:
-                    self._requeued(key)
+                    self.bus.pod_requeued(key)
         if result.requeue_after is not None and not result.gone:
             self._requeue_claim(name, result.requeue_after)
         self.bus.changed()
@@ -978,7 +795,7 @@ class World:
         for name in result.deleting:
             self._reconcile_claim(name)
         if result.deleting or result.abandoned:
-            self._trigger_provisioning()
+            self.bus.trigger_provisioning()
 
     def _create_replacement(self, claim: NodeClaim) -> None:
         """A replacement the disruption controller added to the cluster: launch it now (a
@@ -1026,7 +843,7 @@ class World:
         )
         for key in collected.released:
             self.binder.unplace(key)
-            self._pending(key)
+            self.bus.pod_pending(key)
         for name in collected.node_claims:
             self.emit("DisruptionDecision", nodeClaim=name, reason="GarbageCollected")
             self._reconcile_claim(name)
@@ -1061,13 +878,13 @@ class World:
             self.emit("PodEvicted", pod=key, node=result.node, reason=result.reason or "")
             self.binder.unplace(key)
             if self._pod_exists(key):
-                self._pending(key)
+                self.bus.pod_pending(key)
         if result.evicted:
             self.bus.trigger_bind()  # evicted pods already nominated elsewhere bind there
         for key in result.released:
             if key not in result.evicted:
                 self.binder.unplace(key)
-                self._pending(key)
+                self.bus.pod_pending(key)
         for key in result.deleted_pods:
             self.binder.unplace(key)
         if result.removed:
@@ -1079,7 +896,7 @@ class World:
         elif result.requeue_after is not None:
             self._requeue_claim(name, result.requeue_after)
         self.bus.changed()
-        self._trigger_provisioning()
+        self.bus.trigger_provisioning()
 
 
 def simulate(
@@ -1173,55 +990,3 @@ def _instance_types_of(claim: NodeClaim) -> list[str]:
         if req.key == INSTANCE_TYPE and req.operator == "In":
             return list(req.values)
     return []
-
-
-def _not_ready_reasons(world: World, errors: Mapping[str, str]) -> dict[str, str]:
-    """A pass's pending reasons with a part naming each not Ready NodePool that could take the
-    pod (`readiness.with_not_ready`), for `_unschedulable`."""
-    announced = world._nodepool_readiness
-    if not announced.not_ready:
-        return dict(errors)
-    cluster = world.cluster
-
-    def pod_of(key: str) -> Pod | None:
-        try:
-            return cluster.pod(key)
-        except KeyError:
-            return None
-
-    return with_not_ready(errors, pod_of, announced.not_ready)
-
-
-@dataclass(slots=True)
-class _Announced:
-    """The not Ready NodePools the log has announced (`World._ready_nodepools`), by name, and
-    the current ones' entries (which pending pods' reasons name: `readiness.with_not_ready`)."""
-
-    said: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (reason, message)
-    not_ready: list[NotReadyNodePool] = field(default_factory=list)
-
-    def update(
-        self,
-        readiness: NodePoolReadiness,
-        nodepool_of: Callable[[str], NodePool | None],
-        emit: Callable[..., Event],
-    ) -> None:
-        """Emit `NodePoolNotReady` for each pool that became not Ready (or whose reason
-        changed) and `NodePoolReady` for each announced one that is Ready again."""
-        self.not_ready = list(readiness.not_ready)
-        now = {p.name: p for p in readiness.not_ready}
-        for name in [n for n in self.said if n not in now]:
-            del self.said[name]
-            if nodepool_of(name) is not None:
-                emit("NodePoolReady", nodePool=name)
-        for name, pool in now.items():
-            if self.said.get(name) == (pool.reason, pool.message):
-                continue
-            self.said[name] = (pool.reason, pool.message)
-            emit(
-                "NodePoolNotReady",
-                nodePool=name,
-                nodeClass=pool.nodeclass,
-                reason=pool.reason,
-                message=pool.message,
-            )
