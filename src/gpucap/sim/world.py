@@ -41,42 +41,40 @@ from typing import Any, TextIO
 
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.expansion import POD_CREATORS, pod_groups
-from gpucap.apis.gpu import GPU_RESOURCES, NVIDIA_GPU_SHARED
-from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, NODEPOOL, ZONE
+from gpucap.apis.labels import CAPACITY_TYPE, NODEPOOL
 from gpucap.apis.limits import MAX_PODS
 from gpucap.apis.nodepool import NodeClaim, NodePool
-from gpucap.apis.quantity import base_units
 from gpucap.apis.serde import KubeObject
 from gpucap.cloudprovider.aws.catalog import Catalog
 from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider
 from gpucap.cloudprovider.aws.coldstart import KNOWN_IMAGE_SIZES, Timings
 from gpucap.cloudprovider.aws.simulated import SimulatedEC2
 from gpucap.cloudprovider.overlay import decorate
-from gpucap.cloudprovider.types import CloudProvider, InsufficientCapacityError
+from gpucap.cloudprovider.types import CloudProvider
 from gpucap.controllers.disruption.candidates import (
     consolidate_after,
     consolidate_after_start,
     next_do_not_disrupt_expiry,
 )
 from gpucap.controllers.disruption.constants import POLLING_PERIOD_S
-from gpucap.controllers.disruption.controller import Disruption, DisruptionResult
+from gpucap.controllers.disruption.controller import Disruption
 from gpucap.controllers.disruption.drift import REQUEUE_AFTER as DRIFT_REQUEUE_S
 from gpucap.controllers.disruption.drift import DriftDetection
 from gpucap.controllers.expiration import Expiration
 from gpucap.controllers.garbagecollection import GarbageCollection
 from gpucap.controllers.interruption import Interruption
-from gpucap.controllers.nodeclaim.conditions import INITIALIZED, is_true
-from gpucap.controllers.nodeclaim.lifecycle import Lifecycle, LifecycleResult
+from gpucap.controllers.nodeclaim.lifecycle import Lifecycle
 from gpucap.controllers.nodeclaim.podevents import PodEvents
 from gpucap.controllers.provisioning.provisioner import Provisioner
-from gpucap.controllers.termination import Termination, TerminationResult
+from gpucap.controllers.termination import Termination
 from gpucap.runtime.clock import EPOCH, FakeClock
 from gpucap.runtime.collector import collector_paused
 from gpucap.scheduling.resources import pod_requests
 from gpucap.sim.binder import KubeScheduler
-from gpucap.sim.bus import Bus
+from gpucap.sim.bus import GPU_KEYS, PRIORITY_CONTROLLER, PRIORITY_KUBELET, PRIORITY_SCENARIO, Bus
 from gpucap.sim.daemonsets import DaemonSetController
-from gpucap.sim.engine import Engine, Timer
+from gpucap.sim.engine import Engine
+from gpucap.sim.nodeclaims import NodeClaimEvents
 from gpucap.sim.nodes import NODE_MONITOR_GRACE_S, Kubelet
 from gpucap.sim.podcontroller import POD_RETRY_SECONDS, PodController
 from gpucap.sim.recorder import Event, Recorder
@@ -94,15 +92,6 @@ __all__ = [
     "simulate",
 ]
 
-# Priorities at one instant (lower runs first): the scenario's own actions, then what nodes do
-# by themselves, then kube-scheduler's binding, then Karpenter's controllers.
-PRIORITY_SCENARIO = 0
-PRIORITY_KUBELET = 10
-PRIORITY_BIND = 20
-PRIORITY_CONTROLLER = 30
-# The GPU resources a pod may request or a node advertise (time-slicing with renameByDefault
-# advertises `nvidia.com/gpu.shared`).
-_GPU_KEYS = (*GPU_RESOURCES, NVIDIA_GPU_SHARED)
 # How often a skipped garbage-collection pass looks again whether anything it reads changed
 # (the instance collector's own period, garbagecollection.go).
 GC_IDLE_RECHECK_S = 10.0
@@ -189,13 +178,25 @@ class World:
         self.garbage = GarbageCollection(
             self.cluster, self.cloud, self.clock, termination=self.termination
         )
+        self.claim_events = NodeClaimEvents(
+            self.bus,
+            self.cluster,
+            self.lifecycle,
+            interruption=self.interruption,
+            expiration=self.expiration,
+            aws=self.aws,
+            ec2=self.ec2,
+            nodeclasses=self.nodeclasses,
+            clock=self.clock,
+            until=scenario.duration,
+        )
         self.disruption = Disruption(
             self.cluster,
             self.provisioner,
             self.cloud,
             self.termination,
             self.clock,
-            on_create=self._create_replacement,
+            on_create=self.claim_events.create_replacement,
             names=self._next_name,
             nodepools=self.pod_controller.ready_nodepools,
         )
@@ -224,7 +225,6 @@ class World:
             catalog=catalog,
             nodeclasses=self.nodeclasses,
         )
-        self._claim_timers: dict[str, Timer] = {}
         self._names: dict[str, int] = {}
         self._idle_key: tuple[int, tuple[str, ...]] | None = None  # see `_disrupt`
         self._idle_until = 0.0
@@ -233,7 +233,6 @@ class World:
         self.idle_chains = True
         self._gc_idle: tuple[int, int] | None = None  # see `_collect`
         self._could: tuple[int, bool] = (-1, False)  # see `_could_disrupt`
-        self._images_of_class: dict[str, set[str]] = {}  # EC2NodeClass -> images launched
         # NodeClaim -> (the object, whether it is Drifted=True) (`_could_now`).
         self._drifted: dict[str, tuple[NodeClaim, bool]] = {}
         # What `_next_disruption_time` keeps: the NodePool objects, by name, whether one has a
@@ -269,8 +268,10 @@ class World:
         bus.registered_node = self.kubelet.registered_node
         bus.node_of_claim = self.kubelet.node_of_claim
         bus.claim_of_node = self.kubelet.claim_of_node
-        bus.claim_result = self._lifecycle_result
-        bus.launch = self._launch
+        bus.claim_result = self.claim_events.lifecycle_result
+        bus.launch = self.claim_events.launch
+        bus.disrupted = self.claim_events.disrupted
+        bus.collected = self.claim_events.collected
         bus.trigger_provisioning = self.pod_controller.trigger_provisioning
 
     # ---- running --------------------------------------------------------------------------------
@@ -475,14 +476,7 @@ class World:
             priority=PRIORITY_KUBELET,
             label=f"EC2 reclaims {name}",
         )
-        self.emit("SpotInterruptionWarning", nodeClaim=name, node=self.bus.registered_node(name))
-        before = set(self.aws.unavailable.active())
-        result = self.interruption.spot_interruption(name)
-        self._offerings_marked(before, reason="SpotInterruption")
-        if result is not None:
-            self.emit("DisruptionDecision", nodeClaim=name, reason="Interrupted")
-            if result.termination is not None:
-                self._terminated(name, result.termination)
+        self.claim_events.spot_interrupted(name)
 
     # ---- provisioning -------------------------------------------------------------------------
     def _next_name(self, nodepool: str) -> str:
@@ -491,128 +485,6 @@ class World:
             name = f"{nodepool}-{self._names[nodepool]}"
             if self.cluster.node_claim(name) is None and self.cluster.node(name) is None:
                 return name
-
-    # ---- NodeClaims -----------------------------------------------------------------------------
-    def _launch(self, name: str, nodepool: str) -> None:
-        before = set(self.aws.unavailable.active())
-        result = self.lifecycle.reconcile(name)
-        self._offerings_marked(before, reason="InsufficientInstanceCapacity")
-        self._lifecycle_result(result, nodepool=nodepool)
-
-    def _offerings_marked(self, before: set[str], *, reason: str) -> None:
-        for key in sorted(set(self.aws.unavailable.active()) - before):
-            capacity_type, instance_type, zone = key.split(":", 2)
-            self.emit(
-                "OfferingUnavailable",
-                instanceType=instance_type,
-                zone=zone,
-                capacityType=capacity_type,
-                reason=reason,
-            )
-
-    def _lifecycle_result(self, result: LifecycleResult, *, nodepool: str | None = None) -> None:
-        self.bus.claims_changed()
-        name = result.node_claim
-        claim = self.cluster.node_claim(name)
-        if result.launched and claim is not None:
-            self._launched(claim)
-        if result.error is not None and not result.deleted:
-            self.emit(
-                "LaunchFailed",
-                nodeClaim=name,
-                nodePool=nodepool or "",
-                reason="LaunchFailed",
-                message=result.error,
-            )
-        if result.deleted is not None and result.termination is None and result.gone:
-            if not result.launched and claim is None and nodepool is not None:
-                self.emit(
-                    "LaunchFailed",
-                    nodeClaim=name,
-                    nodePool=nodepool,
-                    reason=result.deleted,
-                    message=result.error or "",
-                )
-            self.emit("NodeClaimDeleted", nodeClaim=name, reason=result.deleted)
-        if result.initialized == "True" or (claim is not None and is_true(claim, INITIALIZED)):
-            self.bus.claim_initialized(name)  # once: it returns for a node already initialized
-        if result.termination is not None:
-            self._terminated(name, result.termination)
-        # Pods of a NodeClaim that never had a Node (its launch failed, or it never
-        # registered) are not changed by its deletion: nothing but the pod controller's
-        # requeue brings them back to the provisioner (Karpenter's provisioning node
-        # controller triggers on a deleting Node only). Pods of a node that had one pend now.
-        had_node = self.bus.registered_node(name) is not None
-        for key in result.released:
-            self.binder.unplace(key)
-            if self._pod_exists(key) and self.cluster.pod(key).spec.node_name is None:
-                if had_node:
-                    self.bus.pod_pending(key)
-                else:
-                    self.bus.pod_requeued(key)
-        if result.requeue_after is not None and not result.gone:
-            self._requeue_claim(name, result.requeue_after)
-        self.bus.changed()
-
-    def _requeue_claim(self, name: str, after: float) -> None:
-        old = self._claim_timers.pop(name, None)
-        if old is not None:
-            self.engine.cancel(old)
-        self._claim_timers[name] = self.engine.after(
-            after,
-            lambda: self._reconcile_claim(name),
-            priority=PRIORITY_CONTROLLER,
-            label=f"nodeclaim {name}",
-        )
-
-    def _reconcile_claim(self, name: str) -> None:
-        self._claim_timers.pop(name, None)
-        self._lifecycle_result(self.lifecycle.reconcile(name))
-
-    def _launched(self, claim: NodeClaim) -> None:
-        labels = claim.metadata.labels
-        instance_type = labels.get(INSTANCE_TYPE, "")
-        zone = labels.get(ZONE, "")
-        capacity_type = labels.get(CAPACITY_TYPE, "")
-        nodepool = labels.get(NODEPOOL, "")
-        capacity = base_units(claim.status.capacity)
-        gpus = sum(capacity.get(r, 0) for r in _GPU_KEYS)
-        nodeclass = self.nodeclasses.get(claim.spec.node_class_ref.name)
-        self.emit(
-            "NodeClaimLaunched",
-            nodeClaim=claim.name,
-            nodePool=nodepool,
-            instanceType=instance_type,
-            zone=zone,
-            capacityType=capacity_type,
-            pricePerHour=self._price(claim),
-            gpus=gpus,
-        )
-        seen = self._images_of_class.setdefault(nodeclass.name if nodeclass else "", set())
-        if nodeclass is not None and claim.status.image_id and claim.status.image_id not in seen:
-            seen.add(claim.status.image_id)
-            alias = next((t.alias for t in nodeclass.spec.ami_selector_terms if t.alias), None)
-            self.emit(
-                "AMIResolved",
-                nodeClass=nodeclass.name,
-                alias=alias,
-                image=claim.status.image_id,
-                version=self.ec2.release_of(claim.status.image_id),
-            )
-        self._schedule_expiry(claim)
-        self.bus.claim_launched(claim)
-
-    def _price(self, claim: NodeClaim) -> float:
-        """What EC2 bills for the claim's instance (the simulated EC2 priced it at launch)."""
-        instance = self.ec2.instances.get((claim.status.provider_id or "").rsplit("/", 1)[-1])
-        return instance.price if instance is not None else 0.0
-
-    def _pod_exists(self, key: str) -> bool:
-        try:
-            self.cluster.pod(key)
-        except KeyError:
-            return False
-        return True
 
     # ---- disruption -----------------------------------------------------------------------------
     def _disrupt(self) -> float | None:
@@ -650,7 +522,7 @@ class World:
             return POLLING_PERIOD_S
         polls = self.clock.monotonic() >= self.disruption.next_poll
         result = self.disruption.reconcile()
-        self._disruption_result(result)
+        self.bus.disrupted(result)
         idle = (
             polls
             and result.decided is None
@@ -768,55 +640,6 @@ class World:
                 starts[id(claim)] = (claim, None, 0)  # run out, and stays so
         return soonest
 
-    def _disruption_result(self, result: DisruptionResult) -> None:
-        self.bus.claims_changed()
-        command = result.decided
-        if command is not None:
-            replacements = [r.name for r in command.replacements]
-            for c in command.candidates:
-                self.emit(
-                    "DisruptionDecision",
-                    nodeClaim=c.node_claim.name,
-                    node=c.node.metadata.name if c.node is not None else None,
-                    nodePool=c.nodepool.name,
-                    instanceType=c.instance_type.name if c.instance_type else None,
-                    capacityType=c.capacity_type,
-                    reason=command.reason,
-                    method=command.method,
-                    decision=command.decision,
-                    candidates=[x.node_claim.name for x in command.candidates],
-                    replacements=replacements,
-                    message=command.message,
-                )
-            self.bus.changed()
-        for name in result.abandoned:
-            self.emit("DisruptionAbandoned", nodeClaim=name)
-            self.bus.changed()
-        for name in result.deleting:
-            self._reconcile_claim(name)
-        if result.deleting or result.abandoned:
-            self.bus.trigger_provisioning()
-
-    def _create_replacement(self, claim: NodeClaim) -> None:
-        """A replacement the disruption controller added to the cluster: launch it now (a
-        failed launch raises, which abandons the command)."""
-        claim = _created_now(claim, self.clock.now())
-        self.cluster.update_node_claim(claim)
-        nodepool = claim.metadata.labels.get(NODEPOOL, "")
-        self.emit(
-            "NodeClaimCreated",
-            nodeClaim=claim.name,
-            nodePool=nodepool,
-            instanceTypes=_instance_types_of(claim),
-            reason="replacement",
-        )
-        before = set(self.aws.unavailable.active())
-        result = self.lifecycle.reconcile(claim.name)
-        self._offerings_marked(before, reason="InsufficientInstanceCapacity")
-        self._lifecycle_result(result, nodepool=nodepool)
-        if result.deleted is not None or result.error is not None:
-            raise InsufficientCapacityError(result.error or result.deleted or "launch failed")
-
     def _detect_drift(self) -> float | None:
         for name, reason in self.drift.reconcile():
             self.emit("NodeClaimDrifted", nodeClaim=name, reason=reason)
@@ -841,62 +664,8 @@ class World:
             if not (collected.instances or collected.node_claims or collected.released)
             else None
         )
-        for key in collected.released:
-            self.binder.unplace(key)
-            self.bus.pod_pending(key)
-        for name in collected.node_claims:
-            self.emit("DisruptionDecision", nodeClaim=name, reason="GarbageCollected")
-            self._reconcile_claim(name)
-        if collected.instances or collected.node_claims:
-            self.bus.changed()
+        self.bus.collected(collected)
         return self.garbage.requeue_after()
-
-    def _schedule_expiry(self, claim: NodeClaim) -> None:
-        at = self.expiration.expires_at(claim)
-        if at is None:
-            return
-        t = (at - EPOCH).total_seconds()
-        if t <= self.scenario.duration:
-            self.engine.at(
-                max(t, self.now),
-                self._expire,
-                priority=PRIORITY_CONTROLLER,
-                label="expiration",
-            )
-
-    def _expire(self) -> None:
-        self.bus.claims_changed()
-        for name in self.expiration.reconcile():
-            self.emit("DisruptionDecision", nodeClaim=name, reason="Expired", method="expiration")
-            self.bus.changed()
-            self._reconcile_claim(name)
-
-    # ---- termination ----------------------------------------------------------------------------
-    def _terminated(self, name: str, result: TerminationResult) -> None:
-        self.bus.claims_changed()
-        for key in result.evicted:
-            self.emit("PodEvicted", pod=key, node=result.node, reason=result.reason or "")
-            self.binder.unplace(key)
-            if self._pod_exists(key):
-                self.bus.pod_pending(key)
-        if result.evicted:
-            self.bus.trigger_bind()  # evicted pods already nominated elsewhere bind there
-        for key in result.released:
-            if key not in result.evicted:
-                self.binder.unplace(key)
-                self.bus.pod_pending(key)
-        for key in result.deleted_pods:
-            self.binder.unplace(key)
-        if result.removed:
-            self.emit("NodeClaimDeleted", nodeClaim=name, reason=result.reason or "")
-            self.emit("NodeTerminated", nodeClaim=name, node=result.node)
-            self.bus.claim_removed(name)
-            node = result.node or name
-            self.binder.node_removed(node)
-        elif result.requeue_after is not None:
-            self._requeue_claim(name, result.requeue_after)
-        self.bus.changed()
-        self.bus.trigger_provisioning()
 
 
 def simulate(
@@ -967,26 +736,10 @@ def _ns_name(namespace: str, name: str) -> str:
 
 
 def _gpus(requests: Mapping[str, int]) -> dict[str, int]:
-    return {r: v for r, v in sorted(requests.items()) if r in _GPU_KEYS and v}
+    return {r: v for r, v in sorted(requests.items()) if r in GPU_KEYS and v}
 
 
 def _with_replicas(obj: KubeObject, replicas: int) -> KubeObject:
     spec = obj.spec  # type: ignore[union-attr]
     field_name = "parallelism" if obj.kind == "Job" else "replicas"
     return obj.model_copy(update={"spec": spec.model_copy(update={field_name: replicas})})
-
-
-def _created_now(claim: NodeClaim, now: dt.datetime) -> NodeClaim:
-    """The NodeClaim as the API server stores it: `creationTimestamp` set (expiration and
-    drift count from it)."""
-    if claim.metadata.creation_timestamp is not None:
-        return claim
-    meta = claim.metadata.model_copy(update={"creation_timestamp": now})
-    return claim.model_copy(update={"metadata": meta})
-
-
-def _instance_types_of(claim: NodeClaim) -> list[str]:
-    for req in claim.spec.requirements:
-        if req.key == INSTANCE_TYPE and req.operator == "In":
-            return list(req.values)
-    return []
