@@ -11,7 +11,7 @@ API server's watches rather than by calling one another. No Kubernetes component
 itself; it is the simulator's wiring.
 
 The bus keeps what every actor reads (the engine's time, the event log, the change counters) and
-carries the messages; `World.__init__` connects each message to the one actor that hears it (an
+carries the messages; `World._wire` connects each message to the one actor that hears it (an
 unconnected message is an AttributeError). Messages run at once, in the caller's instant and
 order: the bus adds no delay and no event of its own, so a run is the same event for event as
 when the actors were one class.
@@ -72,7 +72,7 @@ class Bus:
     """The engine, the event log, the change counters and the actors' messages (see the module
     docstring). Each message names the actor that hears it."""
 
-    # -- wired by the World (`World.__init__`) --------------------------------------------------
+    # -- wired by the World (`World._wire`) -------------------------------------------------------
     # The loops the counters wake and `trigger_bind` triggers.
     disruption_loop: Reconciler  # DisruptionCadence: woken by `changed`
     collection_loop: Reconciler  # DisruptionCadence: woken by `claims_changed`
@@ -130,12 +130,12 @@ class Bus:
     def changed(self) -> None:
         """Something the scheduler sees changed: the disruption loop looks again."""
         self.version += 1
-        self.engine.wake(self.disruption_loop)  # see `DisruptionCadence.disrupt`
+        self.engine.wake(self.disruption_loop)  # see `DisruptionCadence._disrupt`
 
     def claims_changed(self) -> None:
         """A NodeClaim, Node or instance changed (what garbage collection reads)."""
         self.claims_touched += 1
-        self.engine.wake(self.collection_loop)  # see `DisruptionCadence.collect`
+        self.engine.wake(self.collection_loop)  # see `DisruptionCadence._collect`
 
     def trigger_bind(self) -> None:
         """kube-scheduler looks at the nominated pods again."""
