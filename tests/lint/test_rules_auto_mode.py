@@ -157,3 +157,17 @@ def test_a_kwok_pool_gets_no_aws_or_gpu_finding() -> None:
     found = findings(kwok(), pod("web"))
     assert [f.rule for f in found if f.rule.startswith(("NP", "GPU", "DIS"))] == []
     assert context(kwok()).pools == []
+
+
+def test_np009_on_an_auto_mode_family_offered_only_elsewhere_names_the_regions() -> None:
+    # trn2 is an Auto Mode family, not offered in us-east-1: a region to change, not a typo.
+    found = of("NP009", findings(auto_mode(("eks.amazonaws.com/instance-family", "In", ["trn2"]))))
+    assert any("trn2 is not offered in us-east-1; it is in" in f.message for f in found), found
+    assert not any("did you mean" in f.message for f in found)
+
+
+def test_np009_on_a_family_auto_mode_never_launches_names_no_region() -> None:
+    # p3 exists in other regions, but Auto Mode launches it nowhere.
+    found = of("NP009", findings(auto_mode(("eks.amazonaws.com/instance-family", "In", ["p3"]))))
+    assert found
+    assert not any("is not offered in" in f.message for f in found), found

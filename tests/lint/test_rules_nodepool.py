@@ -513,14 +513,15 @@ def test_np009_the_beta_instance_type_label_is_checked_like_the_v1_one() -> None
 
 
 def test_np009_a_real_family_not_offered_in_the_region_names_the_regions_that_offer_it() -> None:
-    # trn2 exists (the bundled data offers it in us-east-2 only): not a typo of trn1.
+    # trn2 exists (the bundled data offers it in us-east-2 and ap-south-2): not a typo of trn1.
     np = edit(nodepool(), f"{FAMILY}.values", ["g5", "trn2"])
     findings, text = lint(np, nodeclass(), select="NP009")
     f = only(findings, "NP009")
     assert f.severity == "warning"
     assert f.line == line_of(text, "- trn2")
-    assert "trn2 is not offered in us-east-1; it is in us-east-2 (lint with --region)" in (
-        f.message
+    assert (
+        "trn2 is not offered in us-east-1; it is in us-east-2, ap-south-2 (lint with --region)"
+        in (f.message)
     )
     assert "did you mean" not in f.message
 

@@ -225,7 +225,7 @@ def _simulate_not_ready(alias: str, k8s: str, tmp: Path) -> bool:
     world = World(load_scenario(str(tmp / "s.yaml"), _catalog), _catalog())
     for m in world.scenario.initial:
         world._apply(m.obj)
-    return not world._ready_nodepools()
+    return not world.pod_controller.ready_nodepools()
 
 
 def _alias(alias: str) -> dict[str, Any]:

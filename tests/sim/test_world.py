@@ -16,9 +16,10 @@ from gpucap.apis.serde import load_paths
 from gpucap.cloudprovider.aws.catalog import Catalog, load_catalog
 from gpucap.operator.plan import plan
 from gpucap.sim.kubelet import image_pull_seconds, pull_bounds
+from gpucap.sim.podcontroller import PodController
 from gpucap.sim.recorder import Event
 from gpucap.sim.scenario import LoadedScenario, ScenarioError, load_scenario
-from gpucap.sim.world import SimulationResult, World, simulate
+from gpucap.sim.world import SimulationResult, simulate
 
 STORIES = Path(__file__).parent / "stories"
 
@@ -277,7 +278,7 @@ def test_limit_reasons_name_only_the_nodepools_whose_limits_stopped_the_pod() ->
         'nodepool "gpu-small": incompatible requirements; '
         'nodepool "cpu": node limits have been exhausted for nodepool'
     )
-    assert World._pools_at_limit(reason) == ["cpu", "gpu"]
+    assert PodController._pools_at_limit(reason) == ["cpu", "gpu"]
 
 
 def test_scaling_past_the_pod_limit_of_a_run_is_one_line_naming_the_event(

@@ -1,5 +1,5 @@
-"""The world's kept due times are the plain computation's: on every call of an idle
-disruption pass, `World._due_time` (per-NodeClaim entries kept by object identity,
+"""The disruption cadence's kept due times are the plain computation's: on every call of an idle
+disruption pass, `DisruptionCadence._due_time` (per-NodeClaim entries kept by object identity,
 entries whose consolidateAfter ran out skipped) equals `next_disruption_time` of `due_inputs`
 computed from scratch over the cluster's NodeClaims and NodePools, on random scenarios
 (`test_laws.stories`: scale-downs that empty nodes, drift, AMI releases, interruptions,
@@ -14,13 +14,14 @@ from hypothesis import HealthCheck, example, given, note, settings
 
 import tests.sim.test_laws as laws
 from gpucap.apis.nodepool import NodeClaim
-from gpucap.sim import world as world_module
+from gpucap.sim import cadence as cadence_module
+from gpucap.sim.cadence import DisruptionCadence
 from gpucap.sim.world import World, due_inputs, next_disruption_time
 from tests.sim.test_laws import EXAMPLES, ROLLING, Story, stories
 
 
-class _Checked(World):
-    """A world that computes every due time both ways and keeps the pairs."""
+class _Checked(DisruptionCadence):
+    """A cadence that computes every due time both ways and keeps the pairs."""
 
     pairs: list[tuple[float, float]]
 
@@ -28,7 +29,7 @@ class _Checked(World):
         kept = super()._due_time()
         plain = next_disruption_time(
             self.clock.now(),
-            self.now,
+            self.bus.now,
             *due_inputs(self.cluster.node_claims(), self.cluster.nodepools()),
         )
         self.pairs.append((kept, plain))
@@ -44,13 +45,13 @@ class _ByName(_Checked):
 
     def _due_time(self) -> float:
         pools = {np.name: np for np in self.cluster.nodepools()}
-        now, seconds = self.clock.now(), self.now
+        now, seconds = self.clock.now(), self.bus.now
         soonest = float("inf")
         claim: NodeClaim
         for claim in self.cluster.node_claims():
             entry = self._by_name.get(claim.name)
             if entry is None:
-                entry = self._by_name[claim.name] = world_module._due_of(claim, pools)
+                entry = self._by_name[claim.name] = cadence_module._due_of(claim, pools)
             start, after = entry
             if start is not None and (due := (start - now).total_seconds() + after) > 0:
                 soonest = min(soonest, seconds + due)
@@ -61,14 +62,17 @@ class _ByName(_Checked):
         return plain  # the run itself stays the plain one
 
 
-def _pairs(story: Story, world_type: type[_Checked]) -> list[tuple[float, float]]:
-    """The (shortcut, plain) due times of every idle pass of `story` run in `world_type`."""
+def _pairs(story: Story, checked: type[_Checked]) -> list[tuple[float, float]]:
+    """The (shortcut, plain) due times of every idle pass of `story` run with the cadence
+    `checked`."""
     pairs: list[tuple[float, float]] = []
 
-    class _Recording(world_type):  # type: ignore[valid-type,misc]
+    class _Recording(World):
+        cadence_type = checked
+
         def __init__(self, *args: object, **kwargs: object) -> None:
-            super().__init__(*args, **kwargs)
-            self.pairs = pairs
+            super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+            self.cadence.pairs = pairs  # type: ignore[attr-defined]
 
     saved = laws.World
     laws.World = _Recording  # Story.run builds its world from the module's name

@@ -1,10 +1,11 @@
-"""An idle disruption loop's chain of requeues is held by the engine (`World._disrupt` calls
-`Engine.idle` with `resume_at` from `World._resume_at`; `_changed` wakes it): a run gives the
-same event log as one whose loop runs every link of the chain (`idle_chains` off), on random
-scenarios (`test_laws.stories`: consolidateAfter values that run out between polls, scheduled
-and default budgets, capacity windows whose insufficient-capacity marks expire while the loop
-idles) and on the stories with consolidation, budgets and capacity windows. Hand-made
-mutations are caught: the marks' end or the idle time left out of the resume time."""
+"""An idle disruption loop's chain of requeues is held by the engine
+(`DisruptionCadence._disrupt` calls `Engine.idle` with `resume_at` from
+`DisruptionCadence._resume_at`; `Bus.changed` wakes it): a run gives the same event log as one
+whose loop runs every link of the chain (`idle_chains` off), on random scenarios
+(`test_laws.stories`: consolidateAfter values that run out between polls, scheduled and default
+budgets, capacity windows whose insufficient-capacity marks expire while the loop idles) and on
+the stories with consolidation, budgets and capacity windows. Hand-made mutations are caught:
+the marks' end or the idle time left out of the resume time."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, note, settings
 
 import tests.sim.test_laws as laws
+from gpucap.sim.cadence import DisruptionCadence
 from gpucap.sim.world import World
 from tests.sim.test_laws import EXAMPLES, ROLLING, Story, stories
 from tests.sim.test_world_pod_trigger import WAITING
@@ -24,23 +26,27 @@ class _Chained(World):
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-        self.idle_chains = False
+        self.cadence.idle_chains = False
 
 
-class _MarksIgnored(World):
+class _MarksIgnoredCadence(DisruptionCadence):
     """A mutation: the resume time ignores the insufficient-capacity marks."""
 
     def _resume_at(self) -> float | None:
         until = self._idle_until
         if math.isinf(until):
             return None
-        t = self.now
+        t = self.bus.now
         while t < until:
             t = t + min(10.0, until - t)
         return t
 
 
-class _UntilIgnored(World):
+class _MarksIgnored(World):
+    cadence_type = _MarksIgnoredCadence
+
+
+class _UntilIgnoredCadence(DisruptionCadence):
     """A mutation: the resume time ignores when a consolidateAfter runs out."""
 
     def _resume_at(self) -> float | None:
@@ -50,6 +56,10 @@ class _UntilIgnored(World):
             return super()._resume_at()
         finally:
             self._idle_until = until
+
+
+class _UntilIgnored(World):
+    cadence_type = _UntilIgnoredCadence
 
 
 # g5.xlarge cannot be launched from 1m to 11m; the pod scaled up at 2m lands on a g5.2xlarge;

@@ -1,8 +1,8 @@
-"""The pod controller's 10-s retrigger idles while no pod became pending (`World._retrigger`
-calls `Engine.idle`; `World._pending` wakes it): a run gives the same event log as one whose
-retrigger polls every 10 s, on random scenarios (`test_laws.stories`) and on the stories whose
-pods wait for capacity. A hand-made mutation (a pending pod that does not wake the trigger) is
-caught."""
+"""The pod controller's 10-s retrigger idles while no pod became pending
+(`PodController._retrigger` calls `Engine.idle`; `PodController.pending` wakes it): a run gives
+the same event log as one whose retrigger polls every 10 s, on random scenarios
+(`test_laws.stories`) and on the stories whose pods wait for capacity. A hand-made mutation (a
+pending pod that does not wake the trigger) is caught."""
 
 from __future__ import annotations
 
@@ -12,11 +12,12 @@ import pytest
 from hypothesis import HealthCheck, example, given, note, settings
 
 import tests.sim.test_laws as laws
+from gpucap.sim.podcontroller import PodController
 from gpucap.sim.world import POD_RETRY_SECONDS, World
 from tests.sim.test_laws import EXAMPLES, ROLLING, Story, stories
 
 
-class _Polling(World):
+class _PollingController(PodController):
     """The reference: the retrigger runs every 10 s whether or not a pod is pending."""
 
     def _retrigger(self) -> float | None:
@@ -25,23 +26,31 @@ class _Polling(World):
         return super()._retrigger()
 
 
-class _Unwoken(World):
+class _Polling(World):
+    pod_controller_type = _PollingController
+
+
+class _UnwokenController(PodController):
     """The mutation: a pod that becomes pending (or is left to the retrigger after a failed
     launch) does not wake the idle retrigger."""
 
     def _unwoken(self, method: Callable[[str], None], key: str) -> None:
         wake = self.engine.wake
-        self.engine.wake = lambda r: None if r is self._pod_trigger else wake(r)  # type: ignore[method-assign]
+        self.engine.wake = lambda r: None if r is self.pod_trigger else wake(r)  # type: ignore[method-assign]
         try:
             method(key)
         finally:
             self.engine.wake = wake  # type: ignore[method-assign]
 
-    def _pending(self, key: str) -> None:
-        self._unwoken(super()._pending, key)
+    def pending(self, key: str) -> None:
+        self._unwoken(super().pending, key)
 
-    def _requeued(self, key: str) -> None:
-        self._unwoken(super()._requeued, key)
+    def requeued(self, key: str) -> None:
+        self._unwoken(super().requeued, key)
+
+
+class _Unwoken(World):
+    pod_controller_type = _UnwokenController
 
 
 @pytest.mark.parametrize("name", ["spot-ice", "limits", "pending-only", "interrupt"])

@@ -315,15 +315,24 @@ def render(  # noqa: PLR0917 - typer maps parameters to options
 
 
 def _load_catalog(
-    region: str, zones: str | None, catalog_file: str | None, prices_file: str | None
+    region: str,
+    zones: str | None,
+    catalog_file: str | None,
+    prices_file: str | None,
+    where: str = "--region",
 ) -> Catalog:
-    """The catalog for `plan`/`simulate`: bundled, or `--catalog`, with `--prices` overrides."""
+    """The catalog for `plan`/`simulate`/`lint`: bundled, or `--catalog`, with `--prices`
+    overrides. `where` names what chose the region (the option, or a scenario's spec.region)
+    for the one-line refusal of a region the catalog prices nothing in."""
     from gpucap.cloudprovider.aws.catalog import (  # noqa: PLC0415
         CatalogError,
         parse_catalog_json,
         parse_prices_json,
+        priced_regions,
+        region_is_priced,
     )
 
+    zone_list = [z.strip() for z in zones.split(",") if z.strip()] if zones is not None else None
     try:
         infos = None
         if catalog_file is not None:
@@ -331,23 +340,35 @@ def _load_catalog(
         prices = None
         if prices_file is not None:
             prices = parse_prices_json(_read(prices_file), source=prices_file)
-        zone_list = (
-            [z.strip() for z in zones.split(",") if z.strip()] if zones is not None else None
-        )
+        if not region_is_priced(region, infos=infos, prices=prices):
+            _check_zone_names(region, zone_list)
+            # Nothing could launch: every pod would stay Pending and the plan would blame the
+            # NodePools. Said once, with the regions there is data for.
+            known = priced_regions(infos=infos, prices=prices)
+            err.line(
+                f"error: {where} {region}: the catalog prices no instance type in {region} "
+                f"(regions it prices: {', '.join(known) or 'none'}); give prices with "
+                "--prices or --catalog"
+            )
+            raise typer.Exit(EXIT_BAD_INPUT)
         catalog = load_catalog(
             region, infos=infos, prices=prices, zones=zone_list, prices_source=prices_file or ""
         )
     except CatalogError as e:
         err.line(f"error: {e}")
         raise typer.Exit(EXIT_BAD_INPUT) from None
-    # Every AWS zone name (us-east-1a, Local Zone us-east-1-bos-1a, Wavelength
-    # us-east-1-wl1-bos-wlz-1) starts with its region's. The catalog checks the zones of a region
-    # it knows (and lists them); this holds for a region it knows nothing about.
-    foreign = [z for z in zone_list or [] if not z.startswith(region)]
+    _check_zone_names(region, zone_list)
+    return catalog
+
+
+def _check_zone_names(region: str, zones: list[str] | None) -> None:
+    """Every AWS zone name (us-east-1a, Local Zone us-east-1-bos-1a, Wavelength
+    us-east-1-wl1-bos-wlz-1) starts with its region's. The catalog checks the zones of a region
+    it knows (and lists them); this holds for a region it knows nothing about."""
+    foreign = [z for z in zones or [] if not z.startswith(region)]
     if foreign:
         err.line(f"error: --zones: '{foreign[0]}' is not a zone of region {region}")
         raise typer.Exit(EXIT_BAD_INPUT)
-    return catalog
 
 
 def _read(path: str) -> str:
@@ -448,12 +469,13 @@ def _plan(  # noqa: PLR0917 - the `plan` command's options, as given
         check_report_path(report, err)
         inputs = [*files, *(f for f in (catalog, prices) if f is not None)]
         refuse_overwriting_inputs("--report", report, inputs, err)
+    # The catalog first: a region it has no prices for is refused before the input is read.
+    cat = _load_catalog(region, zones, catalog, prices)
     result = load_paths(files)
     _report(result)
     if not result.ok:
         raise typer.Exit(EXIT_BAD_INPUT)
     result.release_texts()  # plan asks for no line from here on: the input text can go
-    cat = _load_catalog(region, zones, catalog, prices)
     made = make_plan(result.objects, cat, max_passes=passes, kubernetes_version=kubernetes_version)
     if report is not None:
         title = f"gpucap plan {' '.join(files)}"
@@ -549,7 +571,9 @@ def simulate(  # noqa: PLR0917 - typer maps parameters to options
             kubernetes_version=kubernetes_version,
             report=report,
         ),
-        catalog_for=lambda r: _load_catalog(r, zones, catalog, prices),
+        catalog_for=lambda r: _load_catalog(
+            r, zones, catalog, prices, where=f"{scenario}: spec.region"
+        ),
         out=out,
         err=err,
     )
@@ -574,6 +598,12 @@ def lint(  # noqa: PLR0917 - typer maps parameters to options
     region: Annotated[
         str, typer.Option(help="AWS region of the catalog.", callback=_region_name)
     ] = "us-east-1",
+    zones: Annotated[
+        str | None,
+        typer.Option(help="Comma-separated zones (default: the region's).", callback=_value),
+    ] = None,
+    catalog: CatalogOption = None,
+    prices: PricesOption = None,
     kubernetes_version: Annotated[
         str, typer.Option("--kubernetes-version", help="Cluster Kubernetes version.")
     ] = "1.36",
@@ -634,6 +664,8 @@ def lint(  # noqa: PLR0917 - typer maps parameters to options
         except ValueError:
             err.line(f"error: --image-size '{item}' must be IMAGE=SIZE[/SIZE], e.g. a/b=9Gi/18Gi")
             raise typer.Exit(EXIT_BAD_INPUT) from None
+    # The catalog first: a region it has no prices for is refused before the input is read.
+    lint_catalog = _load_catalog(region, zones, catalog, prices)
     result = load_paths(files)
     # Files that could not be read or parsed, and input limits: bad input (2), not lint
     # findings (1). One bad file in a directory does not hide the others' findings: lint goes
@@ -648,7 +680,7 @@ def lint(  # noqa: PLR0917 - typer maps parameters to options
     # it replaced (`Manifest.replaces`) for rules that compare them (AMI003).
     ctx = LintContext(
         result.objects.items,
-        _load_catalog(region, None, None, None),
+        lint_catalog,
         kubernetes_version=kubernetes_version,
         image_sizes=sizes,
         previous_ami_release=ami_previous,

@@ -46,8 +46,6 @@ from gpucap.cloudprovider.aws.automode import auto_mode_instance_types
 from gpucap.cloudprovider.aws.catalog import (
     Catalog,
     NodeClassSettings,
-    bundled_region_zones,
-    load_catalog,
     node_class_settings,
 )
 from gpucap.cloudprovider.aws.cloudprovider import (
@@ -204,16 +202,6 @@ class LintContext:
     _launchable: dict[tuple[int, Requirements], list[InstanceType]] = field(
         default_factory=dict, repr=False
     )
-
-    @cached_property
-    def other_regions(self) -> tuple[Catalog, ...]:
-        """The bundled catalogs of every other region the bundled data covers, when lint runs
-        on the bundled catalog (NP009 says where a type missing here is offered); none for a
-        catalog of the caller's own, whose other regions gpucap does not know."""
-        here = self.catalog.region
-        if self.catalog is not load_catalog(here):
-            return ()
-        return tuple(load_catalog(r) for r in bundled_region_zones() if r != here)
 
     # ---- objects by kind ------------------------------------------------------------------
     def of_kind(self, kind: str) -> list[Manifest]:

@@ -27,10 +27,11 @@ Not modelled: a daemon pod that does not fit the node's room (it is placed anywa
 daemon pod, no preemption), its image pull and start-up (the kubelet model's `daemonset_start`
 covers the DaemonSets the node needs), `spec.template.spec.nodeName`, update strategies.
 
-Pure bookkeeping over the `Cluster`; the world (`sim/world.py`) calls `node_changed` when a Node
-registers, loses its startup taints or is initialized (or is applied by the scenario) and
-`daemonsets_changed` when a DaemonSet is applied or deleted, and is told of every pod placed or
-removed through the callbacks it gives (kube-scheduler's cache, the consolidation state).
+Pure bookkeeping over the `Cluster`; the kubelet actor (`sim/nodes.py`) calls `node_changed` when
+a Node registers, loses its startup taints or is initialized, the world (`sim/world.py`) when the
+scenario applies a Node and `daemonsets_changed` when a DaemonSet is applied or deleted; it is
+told of every pod placed or removed through the callbacks the world gives (kube-scheduler's cache
+in `sim/binder.py`, the bus's change counter).
 """
 
 from __future__ import annotations

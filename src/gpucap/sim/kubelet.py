@@ -1,6 +1,6 @@
 """What a node does by itself once it is up: the kubelet model of `gpucap simulate`.
 
-Pure functions the world (`sim/world.py`) calls when a node registers and when a pod binds:
+Pure functions the kubelet actor (`sim/nodes.py`) calls when a node registers and when a pod binds:
 which NVIDIA device plugin lands on the node and how long it takes to advertise GPUs
 (`device_plugin_for`), how many it advertises (`advertised_gpus`), which DaemonSets land on it
 (`daemonsets_for`), how long an image pull takes (`pull_bounds`, `image_pull_seconds`) and how

@@ -4,113 +4,85 @@
 It wires what `plan` uses over the simulated AWS: `SimulatedEC2` (the EC2/SSM API in memory,
 fed by the catalog) under the real `AWSCloudProvider`, NodeOverlays as its decoration
 (`cloudprovider/overlay.py`), the `Provisioner` behind Karpenter's batcher, the NodeClaim
-lifecycle, termination and interruption controllers, a mutable `Cluster`, and the kubelet model
-(`sim/kubelet.py`) for what nodes do by themselves. Everything runs on one `FakeClock` driven by
-the event `Engine`; the `Recorder` keeps the event log that the summary, the timeline and the
-JSON are computed from.
+lifecycle, termination, interruption, expiration, drift, garbage collection and disruption
+controllers, and a mutable `Cluster`. Everything runs on one `FakeClock` driven by the event
+`Engine`; the `Recorder` keeps the event log that the summary, the timeline and the JSON are
+computed from. The world itself plays the scenario's actions (apply, scale, delete, capacity
+windows, spot interruptions, AMI releases) and the workload controllers: a Deployment,
+StatefulSet, ReplicaSet, Job, ... makes its pods when applied and on `scale` (`Cluster.apply`);
+a pod evicted from a terminating node pends again under its own name (a ReplicaSet would create
+a new pod with a new name).
 
-What the world plays that is not Karpenter (the parts of Kubernetes around it):
-- workload controllers: a Deployment, StatefulSet, ReplicaSet, Job, ... makes its pods when
-  applied and on `scale` (`Cluster.apply`); a pod evicted from a terminating node pends again
-  under its own name (a ReplicaSet would create a new pod with a new name);
-- the pod controller's trigger: while a pod is pending (not nominated) the provisioner is
-  triggered again every 10 s, as Karpenter's pod controller requeues provisionable pods; a pass
-  whose inputs (cluster state and the insufficient-capacity marks) are those of the last pass
-  is skipped, since the solve is deterministic and would decide the same;
+The rest is played by actors, each in its own module, which talk to one another only through
+the bus (`sim/bus.py`) that the world builds, connects to the engine and wires (`_wire`):
+- kube-scheduler (`sim/binder.py` `KubeScheduler`): binds a pod to the node it is nominated to
+  once that node is registered, carries no taint the pod does not tolerate and has room for the
+  pod's requests in what it advertises; a GPU pod nominated to a node whose GPU never appears
+  stays Pending;
+- the kubelet (`sim/nodes.py` `Kubelet`, over the models of `sim/kubelet.py`): registration
+  `launch + registration` after the launch, startup taints removed `daemonset_start` after that
+  (gpucap has no model of which agent removes them), the device plugin advertising GPUs x
+  time-slicing replicas after its delay, image pulls one at a time per node, container start and
+  the pod's start-up time, then PodReady;
+- Karpenter's pod controller and provisioner trigger (`sim/podcontroller.py` `PodController`):
+  while a pod is pending (not nominated) the provisioner is triggered again every 10 s; a pass
+  whose inputs (cluster state and the insufficient-capacity marks) are those of the last pass is
+  skipped, since the solve is deterministic and would decide the same;
+- the cadence of Karpenter's disruption, drift and garbage collection loops
+  (`sim/cadence.py` `DisruptionCadence`), skipping the passes that would find nothing;
+- the NodeClaim controllers' results turned into events (`sim/nodeclaims.py`
+  `NodeClaimEvents`);
 - the DaemonSet controller (`sim/daemonsets.py`): one bound pod per DaemonSet on every node it
   selects, made when a Node registers, loses its startup taints or is initialized and when a
-  DaemonSet is applied or deleted; no events;
-- kube-scheduler: binds a pod to the node it is nominated to once that node is registered,
-  carries no taint the pod does not tolerate and has room for the pod's requests in what it
-  advertises; a GPU pod nominated to a node whose GPU never appears stays Pending;
-- the kubelet: registration `launch + registration` after the launch, startup taints removed
-  `daemonset_start` after that (gpucap has no model of which agent removes them), the device
-  plugin (`kubelet.device_plugin_for`) advertising GPUs x time-slicing replicas after its delay,
-  image pulls one at a time per node (an image already on the node is not pulled again),
-  container start and the pod's start-up time, then PodReady.
+  DaemonSet is applied or deleted; no events.
 Called by `gpucap simulate` and `gpucap demo`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import math
-import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TextIO
 
-from gpucap.apis.automode import AUTO_MODE
-from gpucap.apis.bottlerocket import BottlerocketUserDataError, device_plugin_config
-from gpucap.apis.core import Node, Pod, PodCondition, PodSpec
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.expansion import POD_CREATORS, pod_groups
-from gpucap.apis.gpu import GPU_RESOURCES, NVIDIA_GPU_SHARED
-from gpucap.apis.gpuoperator import DevicePluginConfig
-from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, NODEPOOL, ZONE
+from gpucap.apis.labels import CAPACITY_TYPE
 from gpucap.apis.limits import MAX_PODS
-from gpucap.apis.nodepool import NodeClaim, NodePool
-from gpucap.apis.quantity import base_units
 from gpucap.apis.serde import KubeObject
-from gpucap.cloudprovider.aws.automode import auto_mode_instance_types
 from gpucap.cloudprovider.aws.catalog import Catalog
 from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider
 from gpucap.cloudprovider.aws.coldstart import KNOWN_IMAGE_SIZES, Timings
 from gpucap.cloudprovider.aws.simulated import SimulatedEC2
 from gpucap.cloudprovider.overlay import decorate
-from gpucap.cloudprovider.types import CloudProvider, InsufficientCapacityError
-from gpucap.controllers.disruption.candidates import (
-    consolidate_after,
-    consolidate_after_start,
-    next_do_not_disrupt_expiry,
-)
-from gpucap.controllers.disruption.constants import POLLING_PERIOD_S
-from gpucap.controllers.disruption.controller import Disruption, DisruptionResult
-from gpucap.controllers.disruption.drift import REQUEUE_AFTER as DRIFT_REQUEUE_S
+from gpucap.cloudprovider.types import CloudProvider
+from gpucap.controllers.disruption.controller import Disruption
 from gpucap.controllers.disruption.drift import DriftDetection
-from gpucap.controllers.disruption.pdb import Limits
 from gpucap.controllers.expiration import Expiration
 from gpucap.controllers.garbagecollection import GarbageCollection
 from gpucap.controllers.interruption import Interruption
-from gpucap.controllers.nodeclaim.conditions import INITIALIZED, is_true
-from gpucap.controllers.nodeclaim.lifecycle import Lifecycle, LifecycleResult
+from gpucap.controllers.nodeclaim.lifecycle import Lifecycle
 from gpucap.controllers.nodeclaim.podevents import PodEvents
-from gpucap.controllers.nodeclaim.registering import advertise, registering_node, with_ready
-from gpucap.controllers.nodepool.readiness import (
-    NodePoolReadiness,
-    NotReadyNodePool,
-    UnmanagedNodePool,
-    ready_nodepools,
-    with_not_ready,
-)
-from gpucap.controllers.provisioning.batcher import Batcher
-from gpucap.controllers.provisioning.loop import NotPlanned
-from gpucap.controllers.provisioning.provisioner import Provisioner, deleting_node_pods
-from gpucap.controllers.termination import Termination, TerminationResult
+from gpucap.controllers.provisioning.provisioner import Provisioner
+from gpucap.controllers.termination import Termination
 from gpucap.runtime.clock import EPOCH, FakeClock
 from gpucap.runtime.collector import collector_paused
-from gpucap.runtime.memo import IdentityMemo
-from gpucap.scheduling.instancetypes import InstanceType
-from gpucap.scheduling.refusal import NODE_LIMITS_EXHAUSTED, TYPES_EXCEED_LIMITS
-from gpucap.scheduling.resources import Resources, add, fits, pod_requests, subtract
-from gpucap.scheduling.taints import untolerated
+from gpucap.scheduling.resources import pod_requests
+from gpucap.sim.binder import KubeScheduler
+from gpucap.sim.bus import GPU_KEYS, PRIORITY_CONTROLLER, PRIORITY_KUBELET, PRIORITY_SCENARIO, Bus
+from gpucap.sim.cadence import DisruptionCadence, due_inputs, next_disruption_time
 from gpucap.sim.daemonsets import DaemonSetController
-from gpucap.sim.engine import Engine, Timer
-from gpucap.sim.kubelet import (
-    DevicePlugin,
-    PullBounds,
-    advertised_gpus,
-    device_plugin_for,
-    image_pull_seconds,
-    pull_bounds,
-    startup_seconds,
-)
+from gpucap.sim.engine import Engine
+from gpucap.sim.nodeclaims import NodeClaimEvents
+from gpucap.sim.nodes import NODE_MONITOR_GRACE_S, Kubelet
+from gpucap.sim.podcontroller import POD_RETRY_SECONDS, PodController
 from gpucap.sim.recorder import Event, Recorder
 from gpucap.sim.scenario import LoadedScenario, ScenarioAction, ScenarioError
 from gpucap.sim.summary import summarize
 from gpucap.state.cluster import Cluster
 
 __all__ = [
+    "NODE_MONITOR_GRACE_S",
     "POD_RETRY_SECONDS",
     "SimulationResult",
     "World",
@@ -118,29 +90,6 @@ __all__ = [
     "next_disruption_time",
     "simulate",
 ]
-
-# Priorities at one instant (lower runs first): the scenario's own actions, then what nodes do
-# by themselves, then kube-scheduler's binding, then Karpenter's controllers.
-PRIORITY_SCENARIO = 0
-PRIORITY_KUBELET = 10
-PRIORITY_BIND = 20
-PRIORITY_CONTROLLER = 30
-# Karpenter's pod controller requeues a provisionable pod every 10 s
-# (pkg/controllers/provisioning/controller.go; karpenter-provisioning.md §3.1).
-POD_RETRY_SECONDS = 10.0
-# The GPU resources a pod may request or a node advertise (time-slicing with renameByDefault
-# advertises `nvidia.com/gpu.shared`).
-_GPU_KEYS = (*GPU_RESOURCES, NVIDIA_GPU_SHARED)
-# How often a skipped garbage-collection pass looks again whether anything it reads changed
-# (the instance collector's own period, garbagecollection.go).
-GC_IDLE_RECHECK_S = 10.0
-# kube-controller-manager `--node-monitor-grace-period` (50 s since Kubernetes 1.32, 40 s
-# before): how long after a kubelet's last heartbeat its Node stops being Ready.
-NODE_MONITOR_GRACE_S = 50.0
-# At most this many runs of an idle disruption loop's chain are skipped at once (`_resume_at`).
-_CHAIN_STEPS = 10_000
-# One NodePool's part of a pending reason (scheduling/scheduler.py: `nodepool "NAME": ...`).
-_POOL_REASON = re.compile(r'nodepool "((?:[^"\\]|\\.)*)": ([^;]*)')
 
 
 @dataclass(slots=True)
@@ -153,35 +102,12 @@ class SimulationResult:
     start: dt.datetime = EPOCH
 
 
-@dataclass(slots=True)
-class _NodeSim:
-    """What the kubelet model keeps per launched NodeClaim."""
-
-    claim: str
-    physical_gpus: int
-    bounds: PullBounds
-    ami_family: str | None
-    node: str | None = None
-    plugin: DevicePlugin | None = None
-    plugin_timer: Timer | None = None
-    pull_free_at: float = 0.0
-    images: dict[str, float] = field(default_factory=dict)  # image -> when it is on the node
-    initialized: bool = False
-
-
-class _Reconciler:
-    """An engine reconciler around a bound method (the engine keys registrations by object)."""
-
-    def __init__(self, name: str, fn: Callable[[], float | None]) -> None:
-        self.name = name
-        self._fn = fn
-
-    def reconcile(self) -> float | None:
-        return self._fn()
-
-
 class World:
     """One scenario, ready to run (see the module docstring)."""
+
+    # The actors the laws swap for their references and mutations (tests/sim/test_world_*.py).
+    pod_controller_type: type[PodController] = PodController
+    cadence_type: type[DisruptionCadence] = DisruptionCadence
 
     def __init__(
         self, scenario: LoadedScenario, catalog: Catalog, *, sink: TextIO | None = None
@@ -191,6 +117,7 @@ class World:
         self.clock = FakeClock()
         self.engine = Engine(self.clock, seed=scenario.seed)
         self.recorder = Recorder(sink=sink)
+        self.bus = Bus(self.engine, self.recorder)
         self.timings = Timings().with_overrides(scenario.timings)
         self.images: dict[str, tuple[int, int]] = {**KNOWN_IMAGE_SIZES, **scenario.images}
         self.ec2 = SimulatedEC2(catalog, self.clock)
@@ -200,7 +127,7 @@ class World:
             for version in sorted(versions):
                 self.ec2.publish_release(k8s, version)
         self.nodeclasses: dict[str, EC2NodeClass] = {}
-        self._version = 0  # bumped on every change the scheduler sees
+        self._names: dict[str, int] = {}  # NodePool -> the last NodeClaim number (`_next_name`)
         self.cluster = Cluster(self.clock)
         self.aws = AWSCloudProvider(
             self.ec2,
@@ -215,6 +142,15 @@ class World:
             self.aws, self.cluster.nodeoverlays, self.cluster.nodepools
         )
         self.provisioner = Provisioner(self.cloud)
+        self.pod_controller = self.pod_controller_type(
+            self.bus,
+            self.cluster,
+            self.provisioner,
+            self.aws,
+            nodeclasses=self.nodeclasses,
+            clock=self.clock,
+            names=self._next_name,
+        )
         self.termination = Termination(self.cluster, self.cloud, self.clock)
         self.lifecycle = Lifecycle(
             self.cluster, self.cloud, self.clock, termination=self.termination
@@ -226,75 +162,86 @@ class World:
         self.garbage = GarbageCollection(
             self.cluster, self.cloud, self.clock, termination=self.termination
         )
+        self.claim_events = NodeClaimEvents(
+            self.bus,
+            self.cluster,
+            self.lifecycle,
+            interruption=self.interruption,
+            expiration=self.expiration,
+            aws=self.aws,
+            ec2=self.ec2,
+            nodeclasses=self.nodeclasses,
+            clock=self.clock,
+            until=scenario.duration,
+        )
         self.disruption = Disruption(
             self.cluster,
             self.provisioner,
             self.cloud,
             self.termination,
             self.clock,
-            on_create=self._create_replacement,
+            on_create=self.claim_events.create_replacement,
             names=self._next_name,
-            nodepools=self._ready_nodepools,
+            nodepools=self.pod_controller.ready_nodepools,
         )
-        self._disruption = _Reconciler("disruption", self._disrupt)
-        self._drifting = _Reconciler("drift", self._detect_drift)
-        self._collecting = _Reconciler("garbagecollection", self._collect)
-        self.batcher = Batcher()
-        self._provisioning = _Reconciler("provisioner", self._provision)
-        self._pod_trigger = _Reconciler("provisioning.pods", self._retrigger)
-        self._binder = _Reconciler("kube-scheduler", self._bind_all)
+        self.cadence = self.cadence_type(
+            self.bus,
+            self.cluster,
+            self.disruption,
+            aws=self.aws,
+            ec2=self.ec2,
+            drift=self.drift,
+            garbage=self.garbage,
+            clock=self.clock,
+        )
+        self.binder = KubeScheduler(self.bus, self.cluster, self.pod_events, self.clock)
 
         # The DaemonSet controller: its pods are bound at once, without events (see
         # `sim/daemonsets.py`).
         self.daemonsets = DaemonSetController(
             self.cluster,
             self.clock,
-            place=self._place,
-            unplace=self._unplace,
-            changed=self._changed,
+            place=self.binder.place,
+            unplace=self.binder.unplace,
+            changed=self.bus.changed,
         )
-        self._nodes: dict[str, _NodeSim] = {}  # NodeClaim name -> kubelet model
-        self._claim_timers: dict[str, Timer] = {}
-        self._names: dict[str, int] = {}
-        self._reasons: dict[str, str] = {}  # pod -> last PodUnschedulable reason
-        # NodePools of EKS Auto Mode or the KWOK provider (`_ready_nodepools`), and Auto Mode's
-        # instance types once one is seen: pods they would take are not simulated.
-        self._unmanaged: list[UnmanagedNodePool] = []
-        self._auto_mode_types: tuple[InstanceType, ...] | None = None
-        # The not Ready NodePools announced so far (`_ready_nodepools`).
-        self._nodepool_readiness = _Announced()
-        self._limited: set[str] = set()  # NodePools whose limit stopped a pod
-        self._last_pass: tuple[int, tuple[str, ...]] | None = None
-        self._idle_key: tuple[int, tuple[str, ...]] | None = None  # see `_disrupt`
-        self._idle_until = 0.0
-        # Whether an idle disruption loop's runs are held by the engine (`_resume_at`); off:
-        # each runs and requeues (the reference the laws compare with).
-        self.idle_chains = True
-        self._gc_idle: tuple[int, int] | None = None  # see `_collect`
-        self._claims_touched = 0  # bumped by every change to NodeClaims, Nodes or instances
-        self._could: tuple[int, bool] = (-1, False)  # see `_could_disrupt`
-        self._images_of_class: dict[str, set[str]] = {}  # EC2NodeClass -> images launched
-        # Pods that became pending and may still be (the pod controller's retrigger reads it).
-        self._maybe_pending: set[str] = set()
-        self._on_node: dict[str, dict[str, Pod]] = {}  # node -> pods bound there
-        self._where: dict[str, str] = {}  # pod -> its node
-        self._used: dict[str, Resources] = {}  # node -> requests of its pods
-        # Pod -> the (Node, pod, used requests) objects of its last failed bind (`_try_bind`).
-        self._unbindable: dict[str, tuple[Node, Pod, Resources | None]] = {}
-        # NodeClaim -> (the object, whether it is Drifted=True) (`_could_now`).
-        self._drifted: dict[str, tuple[NodeClaim, bool]] = {}
-        # What `_next_disruption_time` keeps: the NodePool objects, by name, whether one has a
-        # scheduled budget, and per NodeClaim object (by id; the entry holds it) where its
-        # consolidateAfter counts from and its length (None: not counting, or run out).
-        self._due: (
-            tuple[
-                tuple[NodePool, ...],
-                dict[str, NodePool],
-                bool,
-                dict[int, tuple[NodeClaim, dt.datetime | None, int]],
-            ]
-            | None
-        ) = None
+        self.kubelet = Kubelet(
+            self.bus,
+            self.cluster,
+            self.lifecycle,
+            self.daemonsets,
+            scenario=scenario,
+            timings=self.timings,
+            images=self.images,
+            catalog=catalog,
+            nodeclasses=self.nodeclasses,
+        )
+        self._wire()
+
+    def _wire(self) -> None:
+        """Connect each of the bus's messages to the actor that hears it (`sim/bus.py`)."""
+        bus = self.bus
+        bus.bind_loop = self.binder.loop
+        bus.pod_left = self.binder.unplace
+        bus.bind = self.binder.bind
+        bus.node_removed = self.binder.node_removed
+        bus.claim_launched = self.kubelet.launched
+        bus.claim_initialized = self.kubelet.initialized
+        bus.claim_removed = self.kubelet.removed
+        bus.start_pod = self.kubelet.start_pod
+        bus.registered_node = self.kubelet.registered_node
+        bus.node_of_claim = self.kubelet.node_of_claim
+        bus.claim_of_node = self.kubelet.claim_of_node
+        bus.pod_pending = self.pod_controller.pending
+        bus.pod_requeued = self.pod_controller.requeued
+        bus.pod_bound = self.pod_controller.forget
+        bus.trigger_provisioning = self.pod_controller.trigger_provisioning
+        bus.disruption_loop = self.cadence.disruption_loop
+        bus.collection_loop = self.cadence.collection_loop
+        bus.claim_result = self.claim_events.lifecycle_result
+        bus.launch = self.claim_events.launch
+        bus.disrupted = self.claim_events.disrupted
+        bus.collected = self.claim_events.collected
 
     # ---- running --------------------------------------------------------------------------------
     def run(self, on_step: Callable[[float], None] | None = None) -> SimulationResult:
@@ -308,10 +255,10 @@ class World:
                 priority=PRIORITY_SCENARIO,
                 label=f"events[{action.index}]",
             )
-        self.engine.every(self._pod_trigger, priority=PRIORITY_CONTROLLER)
-        self.engine.every(self._disruption, priority=PRIORITY_CONTROLLER + 1)
-        self.engine.every(self._drifting, priority=PRIORITY_CONTROLLER + 2)
-        self.engine.every(self._collecting, priority=PRIORITY_CONTROLLER + 3)
+        self.engine.every(self.pod_controller.pod_trigger, priority=PRIORITY_CONTROLLER)
+        self.engine.every(self.cadence.disruption_loop, priority=PRIORITY_CONTROLLER + 1)
+        self.engine.every(self.cadence.drift_loop, priority=PRIORITY_CONTROLLER + 2)
+        self.engine.every(self.cadence.collection_loop, priority=PRIORITY_CONTROLLER + 3)
         # The run makes almost no cyclic garbage (the 24-hour bench day with consolidation
         # leaves ~900 objects in cycles) while the heap it keeps (catalog, cluster state, the
         # event log) grows: the collector's full passes over it were ~7% of that run. Paused
@@ -327,16 +274,7 @@ class World:
         return self.engine.now
 
     def emit(self, type_: str, **fields: Any) -> Event:
-        return self.recorder.emit(self.engine.now, type_, **fields)
-
-    def _changed(self) -> None:
-        self._version += 1
-        self.engine.wake(self._disruption)  # see `_disrupt`
-
-    def _claims_changed(self) -> None:
-        """A NodeClaim, Node or instance changed (what garbage collection reads)."""
-        self._claims_touched += 1
-        self.engine.wake(self._collecting)  # see `_collect`
+        return self.bus.emit(type_, **fields)
 
     # ---- the scenario's actions -------------------------------------------------------------
     def _act(self, action: ScenarioAction) -> None:
@@ -400,8 +338,8 @@ class World:
                 ),
             )
             self.ec2.publish_release(k8s, version)
-            self.engine.trigger(self._drifting)
-        self._changed()
+            self.engine.trigger(self.cadence.drift_loop)
+        self.bus.changed()
 
     def _apply(self, obj: KubeObject) -> None:
         applied = self.cluster.apply(obj)
@@ -417,55 +355,32 @@ class World:
                 self.cluster.add_pod(pod)
             self.emit("PodCreated", pod=key, gpus=_gpus(pod_requests(pod.spec)))
             if pod.spec.node_name:
-                self._place(pod, pod.spec.node_name)
+                self.binder.place(pod, pod.spec.node_name)
             else:
-                self._pending(key)
+                self.pod_controller.pending(key)
         self._pods_deleted(applied.deleted)
         self._objects_changed(kind)
         if kind == "DaemonSet":
             self.daemonsets.daemonsets_changed()
         elif kind == "Node":
             self.daemonsets.node_changed(obj.metadata.name)
-        self._changed()
+        self.bus.changed()
 
     def _objects_changed(self, kind: str) -> None:
         """Re-wire what depends on the applied objects of `kind`."""
         if kind in ("DaemonSet", "ClusterPolicy", "ConfigMap"):
-            # A device plugin applied after nodes registered starts on them now.
-            for sim in self._nodes.values():
-                if sim.node is not None and sim.plugin is None and not sim.initialized:
-                    self._start_plugin(sim)
+            self.kubelet.start_plugins()
         if kind in ("NodePool", "EC2NodeClass", "NodeOverlay", "DaemonSet"):
-            self._trigger_provisioning()
+            self.bus.trigger_provisioning()
         if kind in ("NodePool", "EC2NodeClass"):
-            self.engine.trigger(self._drifting)
+            self.engine.trigger(self.cadence.drift_loop)
 
     def _pods_deleted(self, keys: Iterable[str]) -> None:
         for key in keys:
             self.emit("PodDeleted", pod=key)
-            self._reasons.pop(key, None)
-            self._unbindable.pop(key, None)
-            self._unplace(key)
-        self._trigger_bind()
-
-    # ---- which pods are on which node (kube-scheduler's cache) -------------------------------
-    def _place(self, pod: Pod, node: str) -> None:
-        self._on_node.setdefault(node, {})[pod.key] = pod
-        self._where[pod.key] = node
-        self._used[node] = add(self._used.get(node, {}), _requests(pod))
-
-    def _unplace(self, key: str) -> None:
-        """Pod `key` left its node (deleted, evicted, its node gone): free its requests and
-        record the pod event on the node's NodeClaim (consolidateAfter counts from it)."""
-        node = self._where.pop(key, None)
-        if node is None:
-            return
-        pod = self._on_node.get(node, {}).pop(key, None)
-        if pod is None:
-            return
-        self._used[node] = subtract(self._used.get(node, {}), _requests(pod))
-        if self.cluster.node(node) is not None:
-            self.pod_events.pod_changed(pod, node)
+            self.pod_controller.forget(key)
+            self.binder.deleted(key)
+        self.bus.trigger_bind()
 
     def _capacity(self, action: ScenarioAction) -> None:
         cap = action.capacity
@@ -493,8 +408,8 @@ class World:
 
             def window_ends() -> None:
                 self.emit("CapacityChanged", available=not cap.available, **fields)
-                self._changed()
-                self._trigger_provisioning()
+                self.bus.changed()
+                self.bus.trigger_provisioning()
 
             self.engine.at(
                 until,
@@ -504,7 +419,7 @@ class World:
             )
 
     def _interrupt(self, index: int, name: str) -> None:
-        self._claims_changed()
+        self.bus.claims_changed()
         claim = self.cluster.node_claim(name)
         if claim is None or not claim.status.provider_id:
             self.emit(
@@ -526,920 +441,21 @@ class World:
         reclaim_at = self.ec2.interrupt(claim.status.provider_id.rsplit("/", 1)[-1])
         self.engine.after(
             (reclaim_at - self.clock.now()).total_seconds(),
-            lambda: self._reclaimed(name, "SpotInterruption"),
+            lambda: self.kubelet.reclaimed(name, "SpotInterruption"),
             priority=PRIORITY_KUBELET,
             label=f"EC2 reclaims {name}",
         )
-        sim = self._nodes.get(name)
-        self.emit("SpotInterruptionWarning", nodeClaim=name, node=sim.node if sim else None)
-        before = set(self.aws.unavailable.active())
-        result = self.interruption.spot_interruption(name)
-        self._offerings_marked(before, reason="SpotInterruption")
-        if result is not None:
-            self.emit("DisruptionDecision", nodeClaim=name, reason="Interrupted")
-            if result.termination is not None:
-                self._terminated(name, result.termination)
+        self.claim_events.spot_interrupted(name)
 
-    def _reclaimed(self, name: str, reason: str) -> None:
-        """EC2 terminated NodeClaim `name`'s instance behind Karpenter's back (a spot instance
-        at the end of its two-minute warning): billing stops and the kubelet stops with it,
-        so its Node turns NotReady once the node lifecycle controller's grace period has
-        passed without a heartbeat. A drain that a PodDisruptionBudget or do-not-disrupt
-        holds does not keep the node: Karpenter's termination finishes a NotReady node whose
-        instance is gone without draining (`node/termination/controller.go`; its suite:
-        "should delete nodes with no underlying instance even if not fully drained"), and
-        its pods pend again. Nothing happens for a NodeClaim already gone."""
-        sim = self._nodes.get(name)
-        if sim is None:
-            return
-        self._claims_changed()
-        self.emit("InstanceTerminated", nodeClaim=name, node=sim.node, reason=reason)
-        self.engine.after(
-            NODE_MONITOR_GRACE_S,
-            lambda: self._node_lost(name),
-            priority=PRIORITY_KUBELET,
-            label=f"node of {name} stops reporting",
-        )
-
-    def _node_lost(self, name: str) -> None:
-        """The Node of NodeClaim `name` stopped reporting: NotReady (see `_reclaimed`)."""
-        sim = self._nodes.get(name)
-        node = self.cluster.node(sim.node) if sim is not None and sim.node else None
-        if sim is None or node is None or not node.is_ready:
-            return
-        self._claims_changed()
-        self.emit("NodeNotReady", nodeClaim=name, node=sim.node, reason="InstanceTerminated")
-        result = self.lifecycle.node_changed(with_ready(node, False))
-        if result is not None:
-            self._lifecycle_result(result)
-        self._changed()
-
-    # ---- provisioning -------------------------------------------------------------------------
-    def _pending(self, key: str) -> None:
-        """Pod `key` is pending (created, evicted, or its NodeClaim went): open or extend the
-        batch window and run the provisioner when it closes."""
-        self._maybe_pending.add(key)
-        self.engine.wake(self._pod_trigger)  # see `_retrigger`
-        self.batcher.add(self.now, key)
-        self._trigger_provisioning()
-
-    def _requeued(self, key: str) -> None:
-        """Pod `key` is pending again but nothing about it changed: Karpenter's pod controller
-        brings it to the provisioner at its next requeue (`_retrigger`), not at once."""
-        self._maybe_pending.add(key)
-        self.engine.wake(self._pod_trigger)
-
-    def _trigger_provisioning(self) -> None:
-        ready = self.batcher.ready_at()
-        if ready is None:
-            self.batcher.add(self.now)
-            ready = self.batcher.ready_at()
-            assert ready is not None
-        self.engine.trigger(self._provisioning, after=max(0.0, ready - self.now))
-
-    def _retrigger(self) -> float | None:
-        """Karpenter's pod controller: a provisionable pod triggers the provisioner every 10 s.
-        Nothing the scheduler sees changed since the last pass (the same cluster state and
-        insufficient-capacity marks): that pass's answer stands, so no trigger. No pod
-        became pending since the last look: nothing to trigger for either (most runs), and
-        every run every 10 s would come here again until `_pending` adds a pod: the engine
-        holds them until it wakes this one (`Engine.idle`: the same grid of times)."""
-        if not self._maybe_pending:
-            self.engine.idle(self._pod_trigger, POD_RETRY_SECONDS)
-            return None
-        self.aws.unavailable.expire()
-        if (self._version, tuple(self.aws.unavailable.active())) == self._last_pass:
-            return POD_RETRY_SECONDS
-        nominated = self.cluster.nominations()
-        still = {
-            key
-            for key in self._maybe_pending
-            if self._pod_exists(key)
-            and not self.cluster.pod(key).spec.node_name
-            and key not in nominated
-        }
-        self._maybe_pending = still
-        if still:
-            self._trigger_provisioning()
-        return POD_RETRY_SECONDS
-
-    def _provision(self) -> float | None:
-        ready = self.batcher.ready_at()
-        if ready is None:
-            return None
-        if ready > self.now:
-            return ready - self.now
-        self.batcher.reset()
-        self.aws.unavailable.expire()
-        marks = tuple(self.aws.unavailable.active())
-        fingerprint = (self._version, marks)
-        if fingerprint == self._last_pass:
-            return None
-        deleting = bool(self.cluster.marked_for_deletion())
-        if not deleting and not self.cluster.has_pending():
-            # No pod to schedule: the pass would stop here, without the snapshot.
-            self._last_pass = fingerprint
-            return None
-        snap = self.cluster.snapshot()
-        pending = list(snap.pending)
-        if deleting:
-            nominated = self.cluster.nominations()
-            limits = Limits.of(self.cluster)
-            pending += deleting_node_pods(snap.nodes, self.clock.now(), limits, skip=nominated)
-        if not pending:
-            self._last_pass = fingerprint
-            return None
-        pools = self._ready_nodepools()
-        results = self.provisioner.schedule(
-            pools,
-            state_nodes=snap.nodes,
-            daemonsets=self.cluster.daemonsets(),
-            pending=pending,
-        )
-        acted = False
-        for existing in results.existing_nodes:
-            for pod in existing.pods:
-                self._nominate(pod.key, existing.name)
-                acted = True
-        claims = self.provisioner.node_claims(results, names=self._next_name)
-        for planned, unstamped in zip(results.new_node_claims, claims, strict=True):
-            claim = _created_now(unstamped, self.clock.now())
-            self.cluster.add_node_claim(claim)
-            self.emit(
-                "NodeClaimCreated",
-                nodeClaim=claim.name,
-                nodePool=planned.nodepool,
-                instanceTypes=[it.name for it in planned.instance_types],
-            )
-            for pod in planned.pods:
-                self._nominate(pod.key, claim.name)
-            self._launch(claim.name, planned.nodepool)
-            acted = True
-        errors = _not_ready_reasons(self, results.pod_errors)
-        if self._unmanaged:
-            errors = self._not_planned(errors)
-        self._unschedulable(errors)
-        # A later pass is skipped only when its inputs equal this pass's inputs *before* it
-        # ran: what the pass itself did (nominations, NodeClaims, a launch that failed and
-        # marked offerings unavailable and put its pods back) is new input for the next one,
-        # as for Karpenter, whose next batch schedules with those marks (the on-demand
-        # fallback after an insufficient-capacity error). A pass that did nothing changes
-        # nothing, so the next one, with the same inputs, is skipped.
-        self._last_pass = fingerprint
-        if acted:
-            self._changed()
-        self._trigger_bind()
-        return None
-
-    def _ready_nodepools(self) -> list[NodePool]:
-        """The NodePools Karpenter's provisioner uses: the Ready ones (`ready_nodepools`, with
-        Karpenter's policy for a missing EC2NodeClass and each class's readiness from the AMIs
-        it resolves now). A NodePool that turns not Ready is announced once
-        (`NodePoolNotReady`, with Karpenter's reason and why), and `NodePoolReady` when it is
-        Ready again; the provisioner ignores it meanwhile, so it gets no NodeClaim."""
-        readiness = ready_nodepools(
-            self.cluster.nodepools(),
-            {name: self.aws.nodeclass_readiness(nc) for name, nc in self.nodeclasses.items()},
-            missing_class="skip",
-        )
-        self._nodepool_readiness.update(readiness, self.cluster.nodepool, self.emit)
-        self._unmanaged = readiness.unmanaged
-        return readiness.ready
-
-    def _not_planned(self, errors: Mapping[str, str]) -> dict[str, str]:
-        """The pending reasons of the pods no NodePool of another Karpenter (EKS Auto Mode, the
-        KWOK provider) would take; each pod one would take gets `PodNotPlanned` once (served
-        by that Karpenter, not simulated) instead of `PodUnschedulable`."""
-        out: dict[str, str] = {}
-        for key, reason in errors.items():
-            try:
-                pod = self.cluster.pod(key)
-            except KeyError:
-                out[key] = reason
-                continue
-            taking = [u for u in self._unmanaged if u.could_take(pod, self._types_of(u))]
-            if not taking:
-                out[key] = reason
-                continue
-            by = taking[0].served_by
-            np = NotPlanned(by, tuple(u.name for u in taking if u.served_by == by))
-            if self._reasons.get(key) != np.reason:
-                self._reasons[key] = np.reason
-                self.emit(
-                    "PodNotPlanned",
-                    pod=key,
-                    nodePool=np.nodepools[0],
-                    servedBy=by,
-                    reason=np.reason,
-                )
-        return out
-
-    def _types_of(self, pool: UnmanagedNodePool) -> tuple[InstanceType, ...] | None:
-        """The instance types `pool`'s Karpenter chooses from: Auto Mode's, None for KWOK."""
-        if pool.served_by != AUTO_MODE:
-            return None
-        if self._auto_mode_types is None:
-            self._auto_mode_types = auto_mode_instance_types(self.catalog)
-        return self._auto_mode_types
-
+    # ---- NodeClaim names ----------------------------------------------------------------------
     def _next_name(self, nodepool: str) -> str:
+        """`<nodepool>-<n>`, numbered per NodePool over the run, never reused (the provisioner
+        and the disruption controller both name their NodeClaims here)."""
         while True:
             self._names[nodepool] = self._names.get(nodepool, 0) + 1
             name = f"{nodepool}-{self._names[nodepool]}"
             if self.cluster.node_claim(name) is None and self.cluster.node(name) is None:
                 return name
-
-    def _nominate(self, pod_key: str, target: str) -> None:
-        claim = self.cluster.node_claim(target)
-        if claim is None:
-            # An existing node Karpenter does not manage: kube-scheduler binds there at once
-            # (a pod still on a node being deleted binds once evicted, wherever there is room).
-            if not self.cluster.pod(pod_key).spec.node_name:
-                self._bind(pod_key, target)
-            return
-        self.cluster.nominate(pod_key, target)
-        self._reasons.pop(pod_key, None)
-        self.emit("PodNominated", pod=pod_key, nodeClaim=target)
-
-    def _unschedulable(self, errors: Mapping[str, str]) -> None:
-        limited: set[str] = set()
-        for key, reason in errors.items():
-            if self._reasons.get(key) != reason:
-                self._reasons[key] = reason
-                self.emit("PodUnschedulable", pod=key, reason=reason)
-            if NODE_LIMITS_EXHAUSTED in reason or TYPES_EXCEED_LIMITS in reason:
-                limited.update(self._pools_at_limit(reason))
-        for pool in sorted(limited - self._limited):
-            usage = self.cluster.nodepool_usage(pool)
-            np = self.cluster.nodepool(pool)
-            limits = base_units(np.spec.limits) if np is not None and np.spec.limits else {}
-            parts = [f"{r} {usage.get(r, 0)}/{v}" for r, v in sorted(limits.items())]
-            self.emit(
-                "LimitReached",
-                nodePool=pool,
-                resource=",".join(sorted(limits)),
-                message=f"limits ({', '.join(parts)}) stop new NodeClaims",
-            )
-        self._limited = limited
-
-    @staticmethod
-    def _pools_at_limit(reason: str) -> list[str]:
-        """The NodePools a pending reason says stopped the pod for their limits (the
-        scheduler joins one `nodepool "NAME": why` part per NodePool with "; ")."""
-        return sorted(
-            m.group(1)
-            for m in _POOL_REASON.finditer(reason)
-            if NODE_LIMITS_EXHAUSTED in m.group(2) or TYPES_EXCEED_LIMITS in m.group(2)
-        )
-
-    # ---- NodeClaims -----------------------------------------------------------------------------
-    def _launch(self, name: str, nodepool: str) -> None:
-        before = set(self.aws.unavailable.active())
-        result = self.lifecycle.reconcile(name)
-        self._offerings_marked(before, reason="InsufficientInstanceCapacity")
-        self._lifecycle_result(result, nodepool=nodepool)
-
-    def _offerings_marked(self, before: set[str], *, reason: str) -> None:
-        for key in sorted(set(self.aws.unavailable.active()) - before):
-            capacity_type, instance_type, zone = key.split(":", 2)
-            self.emit(
-                "OfferingUnavailable",
-                instanceType=instance_type,
-                zone=zone,
-                capacityType=capacity_type,
-                reason=reason,
-            )
-
-    def _lifecycle_result(self, result: LifecycleResult, *, nodepool: str | None = None) -> None:
-        self._claims_changed()
-        name = result.node_claim
-        claim = self.cluster.node_claim(name)
-        if result.launched and claim is not None:
-            self._launched(claim)
-        if result.error is not None and not result.deleted:
-            self.emit(
-                "LaunchFailed",
-                nodeClaim=name,
-                nodePool=nodepool or "",
-                reason="LaunchFailed",
-                message=result.error,
-            )
-        if result.deleted is not None and result.termination is None and result.gone:
-            if not result.launched and claim is None and nodepool is not None:
-                self.emit(
-                    "LaunchFailed",
-                    nodeClaim=name,
-                    nodePool=nodepool,
-                    reason=result.deleted,
-                    message=result.error or "",
-                )
-            self.emit("NodeClaimDeleted", nodeClaim=name, reason=result.deleted)
-        if result.initialized == "True" or (claim is not None and is_true(claim, INITIALIZED)):
-            self._initialized(name)  # once: it returns for a node already initialized
-        if result.termination is not None:
-            self._terminated(name, result.termination)
-        # Pods of a NodeClaim that never had a Node (its launch failed, or it never
-        # registered) are not changed by its deletion: nothing but the pod controller's
-        # requeue brings them back to the provisioner (Karpenter's provisioning node
-        # controller triggers on a deleting Node only). Pods of a node that had one pend now.
-        had_node = name in self._nodes and self._nodes[name].node is not None
-        for key in result.released:
-            self._unplace(key)
-            if self._pod_exists(key) and self.cluster.pod(key).spec.node_name is None:
-                if had_node:
-                    self._pending(key)
-                else:
-                    self._requeued(key)
-        if result.requeue_after is not None and not result.gone:
-            self._requeue_claim(name, result.requeue_after)
-        self._changed()
-
-    def _requeue_claim(self, name: str, after: float) -> None:
-        old = self._claim_timers.pop(name, None)
-        if old is not None:
-            self.engine.cancel(old)
-        self._claim_timers[name] = self.engine.after(
-            after,
-            lambda: self._reconcile_claim(name),
-            priority=PRIORITY_CONTROLLER,
-            label=f"nodeclaim {name}",
-        )
-
-    def _reconcile_claim(self, name: str) -> None:
-        self._claim_timers.pop(name, None)
-        self._lifecycle_result(self.lifecycle.reconcile(name))
-
-    def _launched(self, claim: NodeClaim) -> None:
-        labels = claim.metadata.labels
-        instance_type = labels.get(INSTANCE_TYPE, "")
-        zone = labels.get(ZONE, "")
-        capacity_type = labels.get(CAPACITY_TYPE, "")
-        nodepool = labels.get(NODEPOOL, "")
-        capacity = base_units(claim.status.capacity)
-        gpus = sum(capacity.get(r, 0) for r in _GPU_KEYS)
-        nodeclass = self.nodeclasses.get(claim.spec.node_class_ref.name)
-        self.emit(
-            "NodeClaimLaunched",
-            nodeClaim=claim.name,
-            nodePool=nodepool,
-            instanceType=instance_type,
-            zone=zone,
-            capacityType=capacity_type,
-            pricePerHour=self._price(claim),
-            gpus=gpus,
-        )
-        seen = self._images_of_class.setdefault(nodeclass.name if nodeclass else "", set())
-        if nodeclass is not None and claim.status.image_id and claim.status.image_id not in seen:
-            seen.add(claim.status.image_id)
-            alias = next((t.alias for t in nodeclass.spec.ami_selector_terms if t.alias), None)
-            self.emit(
-                "AMIResolved",
-                nodeClass=nodeclass.name,
-                alias=alias,
-                image=claim.status.image_id,
-                version=self.ec2.release_of(claim.status.image_id),
-            )
-        sim = _NodeSim(
-            claim=claim.name,
-            physical_gpus=gpus,
-            bounds=pull_bounds(instance_type, nodeclass, self.catalog),
-            ami_family=_ami_family(nodeclass),
-        )
-        self._nodes[claim.name] = sim
-        self._schedule_expiry(claim)
-        self.engine.after(
-            self.timings.launch + self.timings.registration,
-            lambda: self._register(claim.name),
-            priority=PRIORITY_KUBELET,
-            label=f"kubelet {claim.name} registers",
-        )
-
-    def _price(self, claim: NodeClaim) -> float:
-        """What EC2 bills for the claim's instance (the simulated EC2 priced it at launch)."""
-        instance = self.ec2.instances.get((claim.status.provider_id or "").rsplit("/", 1)[-1])
-        return instance.price if instance is not None else 0.0
-
-    # ---- the kubelet --------------------------------------------------------------------------
-    def _register(self, name: str) -> None:
-        self._claims_changed()
-        claim = self.cluster.node_claim(name)
-        sim = self._nodes.get(name)
-        if claim is None or sim is None or claim.metadata.deletion_timestamp is not None:
-            return
-        node = registering_node(claim)
-        sim.node = node.metadata.name
-        result = self.lifecycle.register(node)
-        self.daemonsets.node_changed(sim.node)
-        self._start_plugin(sim)
-        self.emit(
-            "NodeRegistered",
-            nodeClaim=name,
-            node=sim.node,
-            devicePlugin=sim.plugin.source if sim.plugin is not None else None,
-        )
-        if result is not None:
-            self._lifecycle_result(result)
-        startup = claim.spec.startup_taints
-        if startup:
-            self.engine.after(
-                self.timings.daemonset_start,
-                lambda: self._remove_startup_taints(name),
-                priority=PRIORITY_KUBELET,
-                label=f"startup taints of {name}",
-            )
-        self._trigger_bind()
-
-    def _start_plugin(self, sim: _NodeSim) -> None:
-        if sim.node is None or sim.physical_gpus <= 0:
-            return
-        node = self.cluster.node(sim.node)
-        if node is None:
-            return
-        nodeclass = self.nodeclasses.get(self._claim_class(sim.claim))
-        plugin = device_plugin_for(
-            node.metadata.labels,
-            [t for t in node.spec.taints if t.effect in ("NoSchedule", "NoExecute")],
-            objects=self.cluster.objects(),
-            addons=self.scenario.addons,
-            ami_family=sim.ami_family,
-            timings=self.timings,
-            ami_config=_bottlerocket_config(nodeclass),
-        )
-        if plugin is None:
-            return
-        sim.plugin = plugin
-        sim.plugin_timer = self.engine.after(
-            plugin.delay,
-            lambda: self._advertise(sim.claim),
-            priority=PRIORITY_KUBELET,
-            label=f"device plugin on {sim.node}",
-        )
-
-    def _claim_class(self, name: str) -> str:
-        claim = self.cluster.node_claim(name)
-        return claim.spec.node_class_ref.name if claim is not None else ""
-
-    def _advertise(self, name: str) -> None:
-        sim = self._nodes.get(name)
-        if sim is None or sim.node is None:
-            return
-        node = self.cluster.node(sim.node)
-        if node is None:
-            return
-        node = advertise(node, advertised_gpus(sim.physical_gpus, sim.plugin))
-        result = self.lifecycle.node_changed(node)
-        if result is not None:
-            self._lifecycle_result(result)
-        self._trigger_bind()
-        self._trigger_provisioning()
-
-    def _remove_startup_taints(self, name: str) -> None:
-        sim = self._nodes.get(name)
-        claim = self.cluster.node_claim(name)
-        if sim is None or sim.node is None or claim is None:
-            return
-        node = self.cluster.node(sim.node)
-        if node is None:
-            return
-        startup = [t.as_taint() for t in claim.spec.startup_taints]
-        taints = [
-            t
-            for t in node.spec.taints
-            if not any(t.key == s.key and t.effect == s.effect for s in startup)
-        ]
-        node = node.model_copy(update={"spec": node.spec.model_copy(update={"taints": taints})})
-        result = self.lifecycle.node_changed(node)
-        self.daemonsets.node_changed(sim.node)
-        if result is not None:
-            self._lifecycle_result(result)
-        self._trigger_bind()
-
-    def _initialized(self, name: str) -> None:
-        sim = self._nodes.get(name)
-        if sim is None or sim.initialized or sim.node is None:
-            return
-        sim.initialized = True
-        self.daemonsets.node_changed(sim.node)  # labelled initialized
-        node = self.cluster.node(sim.node)
-        advertised = {}
-        if node is not None:
-            allocatable = base_units(node.status.allocatable)
-            advertised = {r: allocatable[r] for r in sorted(allocatable) if r in _GPU_KEYS}
-        self.emit("NodeInitialized", nodeClaim=name, node=sim.node, gpusAdvertised=advertised)
-        self._trigger_provisioning()
-
-    # ---- kube-scheduler -------------------------------------------------------------------------
-    def _trigger_bind(self) -> None:
-        self.engine.trigger(self._binder)
-
-    def _bind_all(self) -> float | None:
-        """Bind every nominated pod whose node can take it now (nomination order)."""
-        for key, claim_name in sorted(self.cluster.nominations().items()):
-            node = self._node_of_claim(claim_name)
-            if node is not None:
-                self._try_bind(key, node)
-        return None
-
-    def _node_of_claim(self, claim_name: str) -> str | None:
-        """The registered Node of a NodeClaim: the kubelet model's, or for a NodeClaim the
-        scenario applied with its Node, the Node with its provider ID."""
-        sim = self._nodes.get(claim_name)
-        if sim is not None:
-            return sim.node
-        claim = self.cluster.node_claim(claim_name)
-        if claim is None:
-            return None
-        nodes = self.cluster.nodes_for_claim(claim)
-        return nodes[0].metadata.name if nodes else None
-
-    def _try_bind(self, key: str, node_name: str) -> None:
-        """Bind pod `key` to `node_name` if the node can take it now. The answer depends on
-        the Node, the pod and the node's used requests only (frozen models; `_used` entries
-        are replaced, never changed in place): a try that failed is not repeated while all
-        three are the same objects."""
-        node = self.cluster.node(node_name)
-        if node is None or node.metadata.deletion_timestamp is not None:
-            return
-        pod = self.cluster.pod(key)
-        if pod.spec.node_name:
-            return  # still on the node being deleted it was nominated away from
-        used = self._used.get(node_name)
-        failed = self._unbindable.get(key)
-        if failed is not None and failed[0] is node and failed[1] is pod and failed[2] is used:
-            return
-        if not self._can_bind(node, pod, used):
-            self._unbindable[key] = (node, pod, used)
-            return
-        self._unbindable.pop(key, None)
-        self._bind(key, node_name)
-
-    @staticmethod
-    def _can_bind(node: Node, pod: Pod, used: Resources | None) -> bool:
-        if not node.is_ready:
-            return False
-        taints = [t for t in node.spec.taints if t.effect in ("NoSchedule", "NoExecute")]
-        if untolerated(taints, pod.spec.tolerations) is not None:
-            return False
-        free = subtract(base_units(node.status.allocatable), used or {})
-        return fits(_requests(pod), free)
-
-    def _bind(self, key: str, node_name: str) -> None:
-        status = self.cluster.pod(key).status.model_copy(
-            update={"phase": "Running", "start_time": self.clock.now().isoformat()}
-        )
-        pod = self.cluster.bind(key, node_name, status=status)
-        self._place(pod, node_name)
-        self.pod_events.pod_changed(pod, node_name)
-        claim = self._claim_of_node(node_name)
-        self.emit("PodBound", pod=key, node=node_name, nodeClaim=claim)
-        self._reasons.pop(key, None)
-        self._changed()
-        self._start_pod(pod, node_name, claim)
-
-    def _claim_of_node(self, node_name: str) -> str | None:
-        """The NodeClaim of a node the kubelet model registered (its Node takes the NodeClaim's
-        name: `registering_node`); None for a Node the scenario applied."""
-        sim = self._nodes.get(node_name)
-        return sim.claim if sim is not None and sim.node == node_name else None
-
-    def _start_pod(self, pod: Pod, node_name: str, claim: str | None) -> None:
-        sim = self._nodes.get(claim) if claim is not None else None
-        now = self.now
-        ready_images = now
-        pull = 0.0
-        for container in pod.spec.containers:
-            image = container.image or ""
-            if sim is None:
-                continue
-            have = sim.images.get(image)
-            if have is None:
-                start = max(now, sim.pull_free_at)
-                seconds = image_pull_seconds(image, sim.bounds, self.images)
-                have = start + seconds
-                sim.pull_free_at = have
-                sim.images[image] = have
-            ready_images = max(ready_images, have)
-        pull = ready_images - now
-        try:
-            load = startup_seconds(pod, self.timings)
-        except ValueError as err:
-            raise ScenarioError(f"{self.scenario.path}: {err}") from err
-        ready = ready_images + self.timings.container_start + load
-        self.engine.at(
-            ready,
-            lambda: self._ready(pod.key, node_name, pull, load),
-            priority=PRIORITY_KUBELET,
-            label=f"pod {pod.key} ready",
-        )
-
-    def _ready(self, key: str, node_name: str, pull: float, load: float) -> None:
-        try:
-            pod = self.cluster.pod(key)
-        except KeyError:
-            return
-        if pod.spec.node_name != node_name:
-            return
-        ready = PodCondition(type="Ready", status="True")
-        conditions = [c for c in pod.status.conditions if c.type != "Ready"]
-        status = pod.status.model_copy(update={"conditions": [*conditions, ready]})
-        self.cluster.add_pod(pod.model_copy(update={"status": status}))
-        self.emit("PodReady", pod=key, node=node_name, pullSeconds=pull, loadSeconds=load)
-
-    def _pod_exists(self, key: str) -> bool:
-        try:
-            self.cluster.pod(key)
-        except KeyError:
-            return False
-        return True
-
-    # ---- disruption -----------------------------------------------------------------------------
-    def _disrupt(self) -> float | None:
-        """Karpenter's disruption loop and queue (`controllers/disruption/controller.py`).
-
-        A pass that found nothing to do, with no command queued or waiting for validation,
-        is repeated every 10 s in Karpenter; here it is skipped until something it reads
-        changes: the cluster (the version counter and the insufficient-capacity marks) or the
-        clock crossing a time it depends on (a NodeClaim's consolidateAfter running out, a
-        minute boundary while a NodePool has scheduled budgets). The methods are deterministic
-        functions of those, so the skipped passes would have found nothing too."""
-        key = (self._version, tuple(self.aws.unavailable.active()))
-        if key == self._idle_key and self.now < self._idle_until:
-            if not self.idle_chains:
-                return min(POLLING_PERIOD_S, self._idle_until - self.now)
-            # Every run of the chain of requeues below (10 s, then what is left to the idle
-            # time) would come here again until the cluster changes (`_changed` wakes it), a
-            # mark expires or the idle time is reached: the engine holds them and runs the
-            # one at which the first of those two clocks runs out (`_resume_at`).
-            self.engine.idle(self._disruption, POLLING_PERIOD_S, resume_at=self._resume_at())
-            return None
-        if (
-            not self.disruption.commands()
-            and self.disruption.waiting() is None
-            and not self._could_disrupt()
-        ):
-            # No NodePool consolidates (consolidateAfter Never everywhere) and nothing drifted:
-            # every method's candidates are empty, the pass would find nothing.
-            if self._idle_key is None or self._idle_key[0] != self._version:
-                # Until the version changes, every run every 10 s would come here again (the
-                # check above needs this version; the queue and the memo of `_could_disrupt`
-                # stay as they are): the engine holds them until `_changed` wakes it.
-                self.engine.idle(self._disruption, POLLING_PERIOD_S)
-                return None
-            return POLLING_PERIOD_S
-        polls = self.clock.monotonic() >= self.disruption.next_poll
-        result = self.disruption.reconcile()
-        self._disruption_result(result)
-        idle = (
-            polls
-            and result.decided is None
-            and not result.deleting
-            and not result.abandoned
-            and not self.disruption.commands()
-            and self.disruption.waiting() is None
-        )
-        if idle:
-            self._idle_key = (self._version, tuple(self.aws.unavailable.active()))
-            self._idle_until = self._next_disruption_time()
-        else:
-            self._idle_key = None
-        return result.requeue_after if result.requeue_after is not None else POLLING_PERIOD_S
-
-    def _resume_at(self) -> float | None:
-        """The first run of an idle disruption loop's chain of requeues (`_disrupt`: 10 s
-        while more is left to `_idle_until`, then what is left, each added to the engine's
-        time as the engine adds a requeue) at which the run may not return at once: the idle
-        time reached, or the clock at or past the soonest insufficient-capacity mark's end
-        (the marks are part of the pass's key; new marks come with a change, which wakes the
-        loop). None: neither ever (the plain 10-s grid of `Engine.idle`). A long chain is
-        cut at `_CHAIN_STEPS` runs: that run then finds the same and idles again."""
-        until = self._idle_until
-        expiry = self.aws.unavailable.next_expiry()
-        if expiry is None and math.isinf(until):
-            return None
-        t = self.now
-        for _ in range(_CHAIN_STEPS):
-            t = t + min(POLLING_PERIOD_S, until - t)
-            if t >= until or (expiry is not None and self.engine.clock_at(t) >= expiry):
-                break
-        return t
-
-    def _could_disrupt(self) -> bool:
-        """Whether some method could have a candidate: a NodePool whose consolidateAfter is
-        not Never (emptiness, consolidation), or a drifted NodeClaim (drift). Memoised per
-        cluster version (both are cluster state)."""
-        if self._could[0] != self._version:
-            self._could = (self._version, self._could_now())
-        return self._could[1]
-
-    def _could_now(self) -> bool:
-        if any(consolidate_after(np) is not None for np in self.cluster.nodepools()):
-            return True
-        # Whether a NodeClaim is drifted, per NodeClaim object (frozen models).
-        seen: dict[str, tuple[NodeClaim, bool]] = {}
-        found = False
-        for claim in self.cluster.node_claims():
-            name = claim.metadata.name
-            kept = self._drifted.get(name)
-            if kept is None or kept[0] is not claim:
-                conditions = claim.status.conditions
-                drifted = any(c.type == "Drifted" and c.status == "True" for c in conditions)
-                kept = (claim, drifted)
-            seen[name] = kept
-            found = found or kept[1]
-        self._drifted = seen
-        return found
-
-    def _next_disruption_time(self) -> float:
-        """The next time an idle disruption pass could find something without the cluster
-        changing (see `_disrupt`): the soonest of `_due_time` and, when the last pass skipped
-        a method as consolidated, the consolidation state's reset (`Disruption.revisit_at`):
-        that method runs again then, and what turned consolidatable meanwhile (the clock
-        alone) is looked at."""
-        soonest = self._due_time()
-        now = self.clock.now()
-        # A pod's do-not-disrupt with a duration running out makes its node a candidate
-        # (`IsDoNotDisruptActive`): the clock alone changes what the pass finds.
-        ends = next_do_not_disrupt_expiry(self.cluster, now)
-        if ends is not None:
-            soonest = min(soonest, self.now + (ends - now).total_seconds())
-        revisit = self.disruption.revisit_at()
-        if revisit is not None:
-            soonest = min(soonest, self.now + max(0.0, revisit - self.clock.monotonic()))
-        return soonest
-
-    def _due_time(self) -> float:
-        """The next time the clock alone changes what a disruption pass reads of the cluster:
-        `next_disruption_time` of `due_inputs`, from what is kept.
-        Per NodeClaim object (frozen) where its consolidateAfter counts from, while the
-        NodePool objects are the same; a NodeClaim whose consolidateAfter has run out is not
-        looked at again until it changes (the clock only moves on, and the due time is
-        non-increasing in it: the difference of datetimes is exact and `total_seconds` and
-        the additions are monotone), so an idle pass walks the NodeClaims by identity only.
-        The arithmetic for the others is `next_disruption_time`'s, on every call."""
-        now = self.clock.now()
-        seconds = self.now
-        pools = tuple(self.cluster.nodepools())
-        kept = self._due
-        if (
-            kept is None
-            or len(kept[0]) != len(pools)
-            or any(a is not b for a, b in zip(kept[0], pools, strict=True))
-        ):
-            by_name = {np.name: np for np in pools}
-            kept = self._due = (pools, by_name, _scheduled(by_name.values()), {})
-        _, by_name, scheduled, starts = kept
-        claims = self.cluster.node_claims()
-        if len(starts) > 4 * len(claims) + 64:
-            starts.clear()  # entries of NodeClaims gone (each holds its object)
-        soonest = (seconds // 60 + 1) * 60 if scheduled else float("inf")
-        for claim in claims:
-            entry = starts.get(id(claim))
-            if entry is None or entry[0] is not claim:
-                entry = starts[id(claim)] = (claim, *_due_of(claim, by_name))
-            start = entry[1]
-            if start is None:
-                continue
-            due = (start - now).total_seconds() + entry[2]
-            if due > 0:
-                soonest = min(soonest, seconds + due)
-            else:
-                starts[id(claim)] = (claim, None, 0)  # run out, and stays so
-        return soonest
-
-    def _disruption_result(self, result: DisruptionResult) -> None:
-        self._claims_changed()
-        command = result.decided
-        if command is not None:
-            replacements = [r.name for r in command.replacements]
-            for c in command.candidates:
-                self.emit(
-                    "DisruptionDecision",
-                    nodeClaim=c.node_claim.name,
-                    node=c.node.metadata.name if c.node is not None else None,
-                    nodePool=c.nodepool.name,
-                    instanceType=c.instance_type.name if c.instance_type else None,
-                    capacityType=c.capacity_type,
-                    reason=command.reason,
-                    method=command.method,
-                    decision=command.decision,
-                    candidates=[x.node_claim.name for x in command.candidates],
-                    replacements=replacements,
-                    message=command.message,
-                )
-            self._changed()
-        for name in result.abandoned:
-            self.emit("DisruptionAbandoned", nodeClaim=name)
-            self._changed()
-        for name in result.deleting:
-            self._reconcile_claim(name)
-        if result.deleting or result.abandoned:
-            self._trigger_provisioning()
-
-    def _create_replacement(self, claim: NodeClaim) -> None:
-        """A replacement the disruption controller added to the cluster: launch it now (a
-        failed launch raises, which abandons the command)."""
-        claim = _created_now(claim, self.clock.now())
-        self.cluster.update_node_claim(claim)
-        nodepool = claim.metadata.labels.get(NODEPOOL, "")
-        self.emit(
-            "NodeClaimCreated",
-            nodeClaim=claim.name,
-            nodePool=nodepool,
-            instanceTypes=_instance_types_of(claim),
-            reason="replacement",
-        )
-        before = set(self.aws.unavailable.active())
-        result = self.lifecycle.reconcile(claim.name)
-        self._offerings_marked(before, reason="InsufficientInstanceCapacity")
-        self._lifecycle_result(result, nodepool=nodepool)
-        if result.deleted is not None or result.error is not None:
-            raise InsufficientCapacityError(result.error or result.deleted or "launch failed")
-
-    def _detect_drift(self) -> float | None:
-        for name, reason in self.drift.reconcile():
-            self.emit("NodeClaimDrifted", nodeClaim=name, reason=reason)
-            self._changed()
-            self.engine.trigger(self._disruption)
-        return DRIFT_REQUEUE_S
-
-    def _collect(self) -> float | None:
-        # What garbage collection reads: the cluster's NodeClaims and Nodes and the instances
-        # EC2 has; every change to them goes through the places that bump `_claims_touched`
-        # (launch, registration, deletion, termination) or adds an instance. Unchanged since a
-        # pass that collected nothing: this pass would collect nothing either.
-        seen = (self._claims_touched, len(self.ec2.instances))
-        if seen == self._gc_idle:
-            # Every run every 10 s would come here again until `_claims_changed` (instances are
-            # only created by launches, which it follows): the engine holds them until then.
-            self.engine.idle(self._collecting, GC_IDLE_RECHECK_S)
-            return None
-        collected = self.garbage.collect()
-        self._gc_idle = (
-            seen
-            if not (collected.instances or collected.node_claims or collected.released)
-            else None
-        )
-        for key in collected.released:
-            self._unplace(key)
-            self._pending(key)
-        for name in collected.node_claims:
-            self.emit("DisruptionDecision", nodeClaim=name, reason="GarbageCollected")
-            self._reconcile_claim(name)
-        if collected.instances or collected.node_claims:
-            self._changed()
-        return self.garbage.requeue_after()
-
-    def _schedule_expiry(self, claim: NodeClaim) -> None:
-        at = self.expiration.expires_at(claim)
-        if at is None:
-            return
-        t = (at - EPOCH).total_seconds()
-        if t <= self.scenario.duration:
-            self.engine.at(
-                max(t, self.now),
-                self._expire,
-                priority=PRIORITY_CONTROLLER,
-                label="expiration",
-            )
-
-    def _expire(self) -> None:
-        self._claims_changed()
-        for name in self.expiration.reconcile():
-            self.emit("DisruptionDecision", nodeClaim=name, reason="Expired", method="expiration")
-            self._changed()
-            self._reconcile_claim(name)
-
-    # ---- termination ----------------------------------------------------------------------------
-    def _terminated(self, name: str, result: TerminationResult) -> None:
-        self._claims_changed()
-        for key in result.evicted:
-            self.emit("PodEvicted", pod=key, node=result.node, reason=result.reason or "")
-            self._unplace(key)
-            if self._pod_exists(key):
-                self._pending(key)
-        if result.evicted:
-            self._trigger_bind()  # evicted pods already nominated elsewhere bind there
-        for key in result.released:
-            if key not in result.evicted:
-                self._unplace(key)
-                self._pending(key)
-        for key in result.deleted_pods:
-            self._unplace(key)
-        if result.removed:
-            self.emit("NodeClaimDeleted", nodeClaim=name, reason=result.reason or "")
-            self.emit("NodeTerminated", nodeClaim=name, node=result.node)
-            sim = self._nodes.pop(name, None)
-            if sim is not None and sim.plugin_timer is not None:
-                self.engine.cancel(sim.plugin_timer)
-            node = result.node or name
-            for key in list(self._on_node.get(node, {})):
-                self._unplace(key)
-            self._on_node.pop(node, None)
-            self._used.pop(node, None)
-        elif result.requeue_after is not None:
-            self._requeue_claim(name, result.requeue_after)
-        self._changed()
-        self._trigger_provisioning()
 
 
 def simulate(
@@ -1454,167 +470,15 @@ def simulate(
 
 
 # ---- helpers ------------------------------------------------------------------------------------
-def due_inputs(
-    claims: Iterable[NodeClaim], nodepools: Iterable[NodePool]
-) -> tuple[bool, tuple[tuple[dt.datetime, int], ...]]:
-    """What `next_disruption_time` reads of the cluster: whether a NodePool has a scheduled
-    budget, and per NodeClaim of a NodePool with a non-zero consolidateAfter, where that counts
-    from and its length in seconds (in the NodeClaims' order; NodeClaims not Initialized and
-    of unknown NodePools left out). The reference `World._next_disruption_time` keeps."""
-    pools = {np.name: np for np in nodepools}
-    starts: list[tuple[dt.datetime, int]] = []
-    for claim in claims:
-        start, after = _due_of(claim, pools)
-        if start is not None:
-            starts.append((start, after))
-    return _scheduled(pools.values()), tuple(starts)
-
-
-def _scheduled(nodepools: Iterable[NodePool]) -> bool:
-    return any(b.schedule for np in nodepools for b in (np.spec.disruption.budgets or []))
-
-
-def _due_of(claim: NodeClaim, pools: Mapping[str, NodePool]) -> tuple[dt.datetime | None, int]:
-    """Where the NodeClaim's consolidateAfter counts from and its length (None, 0: it does
-    not count: unknown NodePool, Never or zero, not Initialized)."""
-    np = pools.get(claim.metadata.labels.get(NODEPOOL, ""))
-    if np is None:
-        return None, 0
-    after = consolidate_after(np)
-    if not after:
-        return None, 0
-    start = consolidate_after_start(claim)
-    return (start, after) if start is not None else (None, 0)
-
-
-def next_disruption_time(
-    now: dt.datetime,
-    seconds: float,
-    scheduled: bool,
-    starts: Iterable[tuple[dt.datetime, int]],
-) -> float:
-    """The next time (seconds since the start; `seconds` is now) at which an idle disruption
-    pass could find something the cluster did not change: the next minute boundary while a
-    NodePool has a scheduled budget, the soonest consolidateAfter still running
-    (`due_inputs`); infinity when none."""
-    soonest = (seconds // 60 + 1) * 60 if scheduled else float("inf")
-    for start, after in starts:
-        due = (start - now).total_seconds() + after
-        if due > 0:
-            soonest = min(soonest, seconds + due)
-    return soonest
-
-
 def _ns_name(namespace: str, name: str) -> str:
     return f"{namespace}/{name}" if namespace else name
 
 
-def _requests(pod: Pod) -> Resources:
-    """What the pod takes from a node (its requests and `pods: 1`), shared per `PodSpec`
-    object (frozen; the pods of a template share it): callers only read it."""
-    return _pod_takes(pod.spec)
-
-
-def _pod_takes_of(spec: PodSpec) -> Resources:
-    return add(pod_requests(spec), {"pods": 1})
-
-
-_pod_takes = IdentityMemo(_pod_takes_of, size=8192).lookup
-
-
 def _gpus(requests: Mapping[str, int]) -> dict[str, int]:
-    return {r: v for r, v in sorted(requests.items()) if r in _GPU_KEYS and v}
+    return {r: v for r, v in sorted(requests.items()) if r in GPU_KEYS and v}
 
 
 def _with_replicas(obj: KubeObject, replicas: int) -> KubeObject:
     spec = obj.spec  # type: ignore[union-attr]
     field_name = "parallelism" if obj.kind == "Job" else "replicas"
     return obj.model_copy(update={"spec": spec.model_copy(update={field_name: replicas})})
-
-
-def _ami_family(nodeclass: EC2NodeClass | None) -> str | None:
-    if nodeclass is None:
-        return None
-    for term in nodeclass.spec.ami_selector_terms:
-        if term.alias:
-            return term.alias.split("@", 1)[0]
-    return None
-
-
-def _bottlerocket_config(nodeclass: EC2NodeClass | None) -> DevicePluginConfig | None:
-    """The device-plugin config Bottlerocket's userData gives (None: not Bottlerocket, or
-    userData it cannot read, which lint reports as AMI004)."""
-    if _ami_family(nodeclass) != "bottlerocket" or nodeclass is None:
-        return None
-    try:
-        return device_plugin_config(nodeclass.spec.user_data)
-    except BottlerocketUserDataError:
-        return None
-
-
-def _created_now(claim: NodeClaim, now: dt.datetime) -> NodeClaim:
-    """The NodeClaim as the API server stores it: `creationTimestamp` set (expiration and
-    drift count from it)."""
-    if claim.metadata.creation_timestamp is not None:
-        return claim
-    meta = claim.metadata.model_copy(update={"creation_timestamp": now})
-    return claim.model_copy(update={"metadata": meta})
-
-
-def _instance_types_of(claim: NodeClaim) -> list[str]:
-    for req in claim.spec.requirements:
-        if req.key == INSTANCE_TYPE and req.operator == "In":
-            return list(req.values)
-    return []
-
-
-def _not_ready_reasons(world: World, errors: Mapping[str, str]) -> dict[str, str]:
-    """A pass's pending reasons with a part naming each not Ready NodePool that could take the
-    pod (`readiness.with_not_ready`), for `_unschedulable`."""
-    announced = world._nodepool_readiness
-    if not announced.not_ready:
-        return dict(errors)
-    cluster = world.cluster
-
-    def pod_of(key: str) -> Pod | None:
-        try:
-            return cluster.pod(key)
-        except KeyError:
-            return None
-
-    return with_not_ready(errors, pod_of, announced.not_ready)
-
-
-@dataclass(slots=True)
-class _Announced:
-    """The not Ready NodePools the log has announced (`World._ready_nodepools`), by name, and
-    the current ones' entries (which pending pods' reasons name: `readiness.with_not_ready`)."""
-
-    said: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (reason, message)
-    not_ready: list[NotReadyNodePool] = field(default_factory=list)
-
-    def update(
-        self,
-        readiness: NodePoolReadiness,
-        nodepool_of: Callable[[str], NodePool | None],
-        emit: Callable[..., Event],
-    ) -> None:
-        """Emit `NodePoolNotReady` for each pool that became not Ready (or whose reason
-        changed) and `NodePoolReady` for each announced one that is Ready again."""
-        self.not_ready = list(readiness.not_ready)
-        now = {p.name: p for p in readiness.not_ready}
-        for name in [n for n in self.said if n not in now]:
-            del self.said[name]
-            if nodepool_of(name) is not None:
-                emit("NodePoolReady", nodePool=name)
-        for name, pool in now.items():
-            if self.said.get(name) == (pool.reason, pool.message):
-                continue
-            self.said[name] = (pool.reason, pool.message)
-            emit(
-                "NodePoolNotReady",
-                nodePool=name,
-                nodeClass=pool.nodeclass,
-                reason=pool.reason,
-                message=pool.message,
-            )

@@ -26,15 +26,21 @@ Bundled data
 ------------
 `gpucap/data/catalog/instance-types.json`, written by `scripts/build_catalog.py` from
 `../shared/data/ec2-instance-types.json` and `ec2-instance-type-offerings.json` (see the README
-there for sources). It holds catalog-file entries (below) packed in columns to stay small:
+there for sources) and the regional sources that script names (`SOURCES.md` beside the bundled
+file records them). It holds catalog-file entries (below) packed in columns to stay small:
 `{"format": CATALOG_COLUMNS_FORMAT, "fields": [...], "rows": [[...], ...]}`, one row per type,
 null cells meaning "absent", `offerings` as `{region: "abf"}` (zone suffix letters) and
 `spot_advisor` as `{region: [savings %, interruption frequency]}`; `unpack_catalog_columns`
 turns it back into entries. Each entry has two derived fields: `spot_price_usd_per_hour` holds
 one resolved price per region and `spot_price_source` says where it came from (`sampled`: the
 vantage average across zones; `advisor-estimate`: on-demand x (1 - Spot Advisor savings %)).
-On-demand prices exist for us-east-1, us-west-2 and eu-west-1; zone offerings for those and
-us-east-2 (which therefore has no priced type without `--prices`).
+Zone offerings cover 30 commercial regions (zones by name, as one account's EC2 API named
+them). On-demand prices: every type in us-east-1 (Karpenter's table), GPU/accelerator types and
+eleven system-pod families in us-west-2 and eu-west-1, GPU/accelerator types in 25 other
+regions (instances.vantage.sh data); spot prices are the sampled average or the Spot Advisor
+estimate per region, not per zone. `bundled_priced_regions()` lists the regions with a price;
+the CLI refuses any other region in one line (`region_is_priced`), since nothing could launch
+there. A type offered in a region without a price there is kept but never available.
 
 Catalog file (`--catalog FILE`)
 -------------------------------
@@ -127,6 +133,7 @@ __all__ = [
     "SpotAdvisor",
     "bundled_catalog_entries",
     "bundled_instance_type_infos",
+    "bundled_priced_regions",
     "bundled_region_zones",
     "estimate_spot_price",
     "load_catalog",
@@ -136,6 +143,8 @@ __all__ = [
     "parse_catalog_json",
     "parse_prices",
     "parse_prices_json",
+    "priced_regions",
+    "region_is_priced",
     "resolve_instance_type",
     "resolve_spot_price",
     "scheduling_instance_type",
@@ -1086,6 +1095,63 @@ def bundled_region_zones() -> Mapping[str, tuple[str, ...]]:
         for region, region_zones in (info.offerings or {}).items():
             zones.setdefault(region, set()).update(region_zones)
     return MappingProxyType({r: tuple(sorted(z)) for r, z in sorted(zones.items())})
+
+
+def region_is_priced(
+    region: str,
+    *,
+    infos: Sequence[InstanceTypeInfo] | None = None,
+    prices: Mapping[str, Mapping[str, PriceOverride]] | None = None,
+) -> bool:
+    """Some type of the catalog (bundled unless `infos`) is offered in `region` and has a price
+    there, its own or a `--prices` one: gpucap has data for the region. Called by the CLI, which
+    refuses a region without (nothing could launch there)."""
+    if infos is None and prices is None:
+        return region in bundled_priced_regions()
+    rows = infos if infos is not None else bundled_instance_type_infos()
+    overrides = (prices or {}).get(region, {})
+    for info in rows:
+        if info.offerings is not None and not info.offerings.get(region):
+            continue
+        override = overrides.get(info.name)
+        if override is not None and (override.on_demand is not None or override.spot is not None):
+            return True
+        if info.on_demand_price_in(region) is not None or region in info.spot_price:
+            return True
+    return False
+
+
+def priced_regions(
+    *,
+    infos: Sequence[InstanceTypeInfo] | None = None,
+    prices: Mapping[str, Mapping[str, PriceOverride]] | None = None,
+) -> tuple[str, ...]:
+    """The regions the catalog (bundled unless `infos`) names where `region_is_priced`, sorted
+    (a region a catalog entry prices with one number for every region is not named)."""
+    if infos is None and prices is None:
+        return bundled_priced_regions()
+    rows = infos if infos is not None else bundled_instance_type_infos()
+    named: set[str] = set(prices or {})
+    for info in rows:
+        named.update(info.offerings or {})
+        named.update(r for r in info.on_demand_price if r != "*")
+        named.update(info.spot_price)
+    return tuple(r for r in sorted(named) if region_is_priced(r, infos=rows, prices=prices))
+
+
+@cache
+def bundled_priced_regions() -> tuple[str, ...]:
+    """The regions of the bundled catalog where some offered type has a price, sorted."""
+    rows = bundled_instance_type_infos()
+    return tuple(
+        region
+        for region in bundled_region_zones()
+        if any(
+            (info.offerings or {}).get(region)
+            and (info.on_demand_price_in(region) is not None or region in info.spot_price)
+            for info in rows
+        )
+    )
 
 
 def pack_catalog_columns(entries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

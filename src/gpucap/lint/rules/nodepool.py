@@ -10,12 +10,23 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Sequence
 
-from gpucap.apis.automode import AUTO_MODE_INSTANCE_LABELS, AUTO_MODE_UNSUPPORTED_LABELS
+from gpucap.apis.automode import (
+    AUTO_MODE_FAMILIES,
+    AUTO_MODE_INSTANCE_LABELS,
+    AUTO_MODE_UNSUPPORTED_LABELS,
+    auto_mode_key,
+)
 from gpucap.apis.core import Pod
 from gpucap.apis.labels import AWS as AWS_LABEL_PREFIX
 from gpucap.apis.labels import CAPACITY_TYPE, NORMALIZED_LABELS, REGION, ZONE, ZONE_ID
+from gpucap.apis.labels import INSTANCE_FAMILY as AWS_INSTANCE_FAMILY
 from gpucap.apis.quantity import base_units, format_resource_value
 from gpucap.apis.serde import Manifest
+from gpucap.cloudprovider.aws.catalog import (
+    bundled_instance_type_infos,
+    load_catalog,
+    resolve_instance_type,
+)
 from gpucap.controllers.disruption.constants import SPOT_TO_SPOT_THRESHOLD
 from gpucap.controllers.nodepool.readiness import NODECLASS_NOT_FOUND
 from gpucap.lint.context import GPU_RESOURCE, LintContext, PodRef, PoolView, pod_gpus
@@ -714,7 +725,7 @@ def requirements_match_no_instance_type(ctx: LintContext) -> Iterable[Finding]:
                     # A real value, only not here: a region to change, not a typo to fix.
                     message = (
                         f"{req.key} In {value}: {value} is not offered in "
-                        f"{ctx.catalog.region}; it is in {', '.join(elsewhere)} "
+                        f"{ctx.catalog.region}; it is in {name_list(elsewhere, limit=5)} "
                         "(lint with --region); Karpenter drops it silently here"
                     )
                 else:
@@ -744,12 +755,38 @@ def requirements_match_no_instance_type(ctx: LintContext) -> Iterable[Finding]:
 
 def _regions_with(ctx: LintContext, pool: PoolView, key: str, value: str) -> list[str]:
     """The other regions of the bundled catalog where some instance type has `value` for
-    `key` (resolved for the pool's node class, as here)."""
-    return [
-        other.region
-        for other in ctx.other_regions
-        if value in _known_values(ctx, ctx.types_for(pool, other), key)
-    ]
+    `key` (those of the catalog's geography first), when lint runs on the bundled catalog (a
+    catalog of the caller's own has no other regions gpucap knows). Labels other than zone and
+    region do not depend on the region, so each type is resolved once, in a region that offers
+    it, not once per region (30 regions). An EKS Auto Mode pool's keys are read as their AWS
+    provider counterparts, and a family Auto Mode does not launch is offered nowhere."""
+    if pool.is_auto_mode:
+        key = auto_mode_key(key)
+        if key == AWS_INSTANCE_FAMILY and value not in AUTO_MODE_FAMILIES:
+            return []
+    here = ctx.catalog.region
+    if ctx.catalog is not load_catalog(here):
+        return []
+    settings = ctx.settings_for(pool.nodeclass)
+    memo = ("regions_with", settings, key)
+    by_value: dict[str, frozenset[str]] | None = ctx.memo.get(memo)
+    if by_value is None:
+        regions_of: dict[str, set[str]] = {}
+        for info in bundled_instance_type_infos():
+            zones_by_region = info.offerings or {}
+            offered = sorted(r for r, zones in zones_by_region.items() if zones and r != here)
+            if not offered:
+                continue
+            it = resolve_instance_type(
+                info, settings, region=offered[0], zones=zones_by_region[offered[0]]
+            )
+            for v in it.requirements.get(key, ()):
+                regions_of.setdefault(v, set()).update(offered)
+        by_value = {v: frozenset(rs) for v, rs in regions_of.items()}
+        ctx.memo[memo] = by_value
+    # The regions of the same geography (us-, eu-, ap-...) first: the likelier move.
+    geography = here.split("-")[0]
+    return sorted(by_value.get(value, ()), key=lambda r: (r.split("-")[0] != geography, r))
 
 
 def _known_values(ctx: LintContext, types: Sequence[InstanceType], key: str) -> frozenset[str]:
