@@ -1,15 +1,16 @@
 """The simulated world: one scenario run on a virtual clock, the composition root of
 `gpucap simulate` (and of the demo's story).
 
-It wires what `plan` uses over the simulated AWS: `SimulatedEC2` (the EC2/SSM API in memory,
-fed by the catalog) under the real `AWSCloudProvider`, NodeOverlays as its decoration
-(`cloudprovider/overlay.py`), the `Provisioner` behind Karpenter's batcher, the NodeClaim
-lifecycle, termination, interruption, expiration, drift, garbage collection and disruption
-controllers, and a mutable `Cluster`. Everything runs on one `FakeClock` driven by the event
-`Engine`; the `Recorder` keeps the event log that the summary, the timeline and the JSON are
-computed from. The world itself plays the scenario's actions (apply, scale, delete, capacity
-windows, spot interruptions, AMI releases) and the workload controllers: a Deployment,
-StatefulSet, ReplicaSet, Job, ... makes its pods when applied and on `scale` (`Cluster.apply`);
+It takes the stack `plan` uses (`operator/stack.py` `simulated_aws`: `SimulatedEC2`, the
+EC2/SSM API in memory fed by the catalog, under the real `AWSCloudProvider`, NodeOverlays as
+its decoration, the `Provisioner`) on its own clock and wires around it Karpenter's batcher,
+the NodeClaim lifecycle, termination, interruption, expiration, drift, garbage collection and
+disruption controllers, and a mutable `Cluster`. Everything runs on one `FakeClock` driven by
+the event `Engine`; the `Recorder` keeps the event log that the summary, the timeline and the
+JSON are computed from. The world itself plays the scenario's actions (apply, scale, delete,
+capacity windows, spot interruptions, AMI releases) and the workload controllers: a
+Deployment, StatefulSet, ReplicaSet, Job, ... makes its pods when applied and on `scale`
+(`Cluster.apply`);
 a pod evicted from a terminating node pends again under its own name (a ReplicaSet would create
 a new pod with a new name).
 
@@ -51,10 +52,7 @@ from gpucap.apis.labels import CAPACITY_TYPE
 from gpucap.apis.limits import MAX_PODS
 from gpucap.apis.serde import KubeObject
 from gpucap.cloudprovider.aws.catalog import Catalog
-from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider
 from gpucap.cloudprovider.aws.coldstart import KNOWN_IMAGE_SIZES, Timings
-from gpucap.cloudprovider.aws.simulated import SimulatedEC2
-from gpucap.cloudprovider.overlay import decorate
 from gpucap.cloudprovider.types import CloudProvider
 from gpucap.controllers.disruption.controller import Disruption
 from gpucap.controllers.disruption.drift import DriftDetection
@@ -63,8 +61,8 @@ from gpucap.controllers.garbagecollection import GarbageCollection
 from gpucap.controllers.interruption import Interruption
 from gpucap.controllers.nodeclaim.lifecycle import Lifecycle
 from gpucap.controllers.nodeclaim.podevents import PodEvents
-from gpucap.controllers.provisioning.provisioner import Provisioner
 from gpucap.controllers.termination import Termination
+from gpucap.operator.stack import simulated_aws
 from gpucap.runtime.clock import EPOCH, FakeClock
 from gpucap.runtime.collector import collector_paused
 from gpucap.scheduling.resources import pod_requests
@@ -120,28 +118,26 @@ class World:
         self.bus = Bus(self.engine, self.recorder)
         self.timings = Timings().with_overrides(scenario.timings)
         self.images: dict[str, tuple[int, int]] = {**KNOWN_IMAGE_SIZES, **scenario.images}
-        self.ec2 = SimulatedEC2(catalog, self.clock)
-        self.ec2.publish_amis(scenario.kubernetes_version)
-        for k8s, versions in sorted((scenario.ami_releases or {}).items()):
-            # The scenario's releases, oldest first: the last one is `latest`.
-            for version in sorted(versions):
-                self.ec2.publish_release(k8s, version)
         self.nodeclasses: dict[str, EC2NodeClass] = {}
         self._names: dict[str, int] = {}  # NodePool -> the last NodeClaim number (`_next_name`)
         self.cluster = Cluster(self.clock)
-        self.aws = AWSCloudProvider(
-            self.ec2,
+        # The stack `plan` uses too (`operator/stack.py`), on this clock: the scenario's AMI
+        # releases published (oldest first: the last is `latest`), the EC2NodeClasses as the
+        # scenario applies them, NodeOverlays judged against every NodePool, again whenever
+        # either set changes (Karpenter's NodeOverlay controller; `cloudprovider/overlay.py`).
+        stack = simulated_aws(
             catalog,
             self.clock,
-            self.nodeclasses,
+            nodeclasses=self.nodeclasses,
+            overlays=self.cluster.nodeoverlays,
+            nodepools=self.cluster.nodepools,
             kubernetes_version=scenario.kubernetes_version,
+            ami_releases=scenario.ami_releases,
         )
-        # NodeOverlays judged against every NodePool, again whenever either set changes
-        # (Karpenter's NodeOverlay controller; `cloudprovider/overlay.py`).
-        self.cloud: CloudProvider = decorate(
-            self.aws, self.cluster.nodeoverlays, self.cluster.nodepools
-        )
-        self.provisioner = Provisioner(self.cloud)
+        self.ec2 = stack.ec2
+        self.aws = stack.aws
+        self.cloud: CloudProvider = stack.cloud
+        self.provisioner = stack.provisioner
         self.pod_controller = self.pod_controller_type(
             self.bus,
             self.cluster,
