@@ -177,6 +177,13 @@ class NodePool(KarpenterModel):
         """Scheduling weight; an unset weight counts as 0 (`pkg/utils/nodepool/nodepool.go`)."""
         return self.spec.weight or 0
 
+    @property
+    def is_static(self) -> bool:
+        """A static NodePool (`spec.replicas` set): its NodeClaims are kept at that count by
+        the static controller, never provisioned for pods nor consolidated
+        (`pkg/utils/nodepool/nodepool.go` `IsStatic`)."""
+        return self.spec.replicas is not None
+
 
 class NodeClaimResources(KarpenterModel):
     requests: CRDResourceList = Field(default_factory=dict)

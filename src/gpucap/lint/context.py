@@ -127,7 +127,7 @@ class PoolView:
     def is_static(self) -> bool:
         """A static NodePool (`spec.replicas`): Karpenter keeps that many nodes and never
         consolidates them (only drift replaces them)."""
-        return self.nodepool.spec.replicas is not None
+        return self.nodepool.is_static
 
     @property
     def is_auto_mode(self) -> bool:

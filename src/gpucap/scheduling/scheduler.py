@@ -131,7 +131,7 @@ class Scheduler:
         cache = cache if cache is not None else PassCache()
         self.daemons, daemon_keys, daemon_serial = cache.daemons_of(daemonsets)
         ordered = sorted(
-            (p for p in pools if p.nodepool.spec.replicas is None),
+            (p for p in pools if not p.nodepool.is_static),
             key=lambda p: (-p.nodepool.effective_weight, _desc(p.nodepool.name)),
         )
         # Static NodePools never take part (their nodes come in as state nodes); with no
@@ -704,7 +704,7 @@ def _topology(
             type_reqs[id(p.instance_types)] = cache.requirements_of(p.instance_types)
     domain_inputs = []
     for p in pools:
-        if p.nodepool.spec.replicas is not None:
+        if p.nodepool.is_static:
             continue
         parts = cache.parts_of(p.nodepool)
         domain_inputs.append(

@@ -103,7 +103,7 @@ def pass_inputs(
         held = held_back(cluster, [n for n in snap.nodes if not n.marked_for_deletion], now)
     return PassInputs(
         snap,
-        provisioner.pools([np for np in nodepools() if np.spec.replicas is None]),
+        provisioner.pools([np for np in nodepools() if not np.is_static]),
         cluster.daemonsets(),
         held,
         Limits.of(cluster),
@@ -188,7 +188,7 @@ def simulate_scheduling(
     if inputs is not None:
         pools, daemonsets = inputs.pools, inputs.daemonsets
     else:
-        pools = provisioner.pools([np for np in nodepools() if np.spec.replicas is None])
+        pools = provisioner.pools([np for np in nodepools() if not np.is_static])
         daemonsets = cluster.daemonsets()
     options = None
     if consolidation:

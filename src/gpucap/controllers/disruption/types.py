@@ -88,7 +88,7 @@ class Candidate:
 
     @property
     def static(self) -> bool:
-        return self.nodepool.spec.replicas is not None
+        return self.nodepool.is_static
 
 
 def _reschedule_cost(pods: tuple[Pod, ...]) -> float:

@@ -114,7 +114,7 @@ class Provisioner:
     ) -> Results:
         """One scheduling pass: the dynamic ones of `nodepools` (the Ready ones) with their
         instance types from the cloud provider, the state nodes, DaemonSets and pending pods."""
-        dynamic = [np for np in nodepools if np.spec.replicas is None]
+        dynamic = [np for np in nodepools if not np.is_static]
         scheduler = self.scheduler(
             self.pools(dynamic), state_nodes=state_nodes, daemonsets=daemonsets, pending=pending
         )
