@@ -61,6 +61,7 @@ from gpucap.controllers.garbagecollection import GarbageCollection
 from gpucap.controllers.interruption import Interruption
 from gpucap.controllers.nodeclaim.lifecycle import Lifecycle
 from gpucap.controllers.nodeclaim.podevents import PodEvents
+from gpucap.controllers.provisioning.names import NodeClaimNames
 from gpucap.controllers.termination import Termination
 from gpucap.operator.stack import simulated_aws
 from gpucap.runtime.clock import EPOCH, FakeClock
@@ -119,8 +120,14 @@ class World:
         self.timings = Timings().with_overrides(scenario.timings)
         self.images: dict[str, tuple[int, int]] = {**KNOWN_IMAGE_SIZES, **scenario.images}
         self.nodeclasses: dict[str, EC2NodeClass] = {}
-        self._names: dict[str, int] = {}  # NodePool -> the last NodeClaim number (`_next_name`)
         self.cluster = Cluster(self.clock)
+        # `<nodepool>-<n>`, numbered per NodePool over the run, never reused: the provisioner
+        # and the disruption controller both name their NodeClaims here.
+        self._names = NodeClaimNames(
+            lambda name: (
+                self.cluster.node_claim(name) is not None or self.cluster.node(name) is not None
+            )
+        )
         # The stack `plan` uses too (`operator/stack.py`), on this clock: the scenario's AMI
         # releases published (oldest first: the last is `latest`), the EC2NodeClasses as the
         # scenario applies them, NodeOverlays judged against every NodePool, again whenever
@@ -145,7 +152,7 @@ class World:
             self.aws,
             nodeclasses=self.nodeclasses,
             clock=self.clock,
-            names=self._next_name,
+            names=self._names.next,
         )
         self.termination = Termination(self.cluster, self.cloud, self.clock)
         self.lifecycle = Lifecycle(
@@ -177,7 +184,7 @@ class World:
             self.termination,
             self.clock,
             on_create=self.claim_events.create_replacement,
-            names=self._next_name,
+            names=self._names.next,
             nodepools=self.pod_controller.ready_nodepools,
         )
         self.cadence = self.cadence_type(
@@ -444,14 +451,6 @@ class World:
         self.claim_events.spot_interrupted(name)
 
     # ---- NodeClaim names ----------------------------------------------------------------------
-    def _next_name(self, nodepool: str) -> str:
-        """`<nodepool>-<n>`, numbered per NodePool over the run, never reused (the provisioner
-        and the disruption controller both name their NodeClaims here)."""
-        while True:
-            self._names[nodepool] = self._names.get(nodepool, 0) + 1
-            name = f"{nodepool}-{self._names[nodepool]}"
-            if self.cluster.node_claim(name) is None and self.cluster.node(name) is None:
-                return name
 
 
 def simulate(

@@ -54,6 +54,7 @@ from gpucap.controllers.disruption.types import (
     Proposal,
 )
 from gpucap.controllers.nodeclaim.conditions import INITIALIZED, is_true, with_condition
+from gpucap.controllers.provisioning.names import NodeClaimNames
 from gpucap.controllers.provisioning.provisioner import Provisioner, to_node_claim
 from gpucap.controllers.termination import Termination
 from gpucap.runtime.clock import Clock
@@ -154,8 +155,7 @@ class Disruption:
         self.clock = clock
         self._budgets: Budgets = budgets if budgets is not None else budget_mapping
         self._on_create = on_create
-        self._names = names or self._default_name
-        self._counter: dict[str, int] = {}
+        self._names = names or NodeClaimNames(self._taken, infix="disruption-").next
         pools = nodepools or cluster.nodepools
         self.memo = PassMemo(cluster, clock)
         shared = {
@@ -233,12 +233,8 @@ class Disruption:
         """The proposal waiting for its validation, if any."""
         return self._waiting.proposal if self._waiting is not None else None
 
-    def _default_name(self, nodepool: str) -> str:
-        while True:
-            self._counter[nodepool] = self._counter.get(nodepool, 0) + 1
-            name = f"{nodepool}-disruption-{self._counter[nodepool]}"
-            if self.cluster.node_claim(name) is None and self.cluster.node(name) is None:
-                return name
+    def _taken(self, name: str) -> bool:
+        return self.cluster.node_claim(name) is not None or self.cluster.node(name) is not None
 
     # ---- the pass -----------------------------------------------------------------------------
     def reconcile(self) -> DisruptionResult:

@@ -43,6 +43,7 @@ from gpucap.apis.labels import OS
 from gpucap.apis.workloads import DaemonSet
 from gpucap.cloudprovider.types import InsufficientCapacityError
 from gpucap.controllers.launchpreview import LaunchPreviewer, PreviewedLaunch
+from gpucap.controllers.provisioning.names import NodeClaimNames
 from gpucap.controllers.provisioning.provisioner import new_scheduler
 from gpucap.controllers.static import static_node_claims
 from gpucap.runtime.collector import collector_paused
@@ -152,23 +153,6 @@ class Plan:
         return next((n for n, keys in self.existing.items() if pod_key in keys), None)
 
 
-class _Names:
-    """NodeClaim names `<nodepool>-<n>`, numbered per NodePool across passes, never reusing
-    the name of a node or NodeClaim in the input (Karpenter's are `generateName`d)."""
-
-    def __init__(self, taken: Sequence[str]) -> None:
-        self._taken = set(taken)
-        self._counters: dict[str, int] = {}
-
-    def next(self, nodepool: str) -> str:
-        while True:
-            self._counters[nodepool] = self._counters.get(nodepool, 0) + 1
-            name = f"{nodepool}-{self._counters[nodepool]}"
-            if name not in self._taken:
-                self._taken.add(name)
-                return name
-
-
 class _Loop:
     """The state the passes share: NodeClaim names, the launched (in-flight) NodeClaims and
     the pods placed on existing nodes."""
@@ -187,7 +171,8 @@ class _Loop:
         self.state_nodes = state_nodes
         self.daemonsets = daemonsets
         self.options = options
-        self.names = _Names([n.name for n in state_nodes])
+        taken = {n.name for n in state_nodes}
+        self.names = NodeClaimNames(taken.__contains__)
         self.inflight: dict[str, PlannedNodeClaim] = {}
         self.bound: dict[str, list[Pod]] = {}  # existing node -> pods the plan placed there
 
