@@ -14,7 +14,7 @@ from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, ZONE
 from gpucap.apis.nodepool import NodePool
 from gpucap.cloudprovider.aws.catalog import load_catalog
 from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider
-from gpucap.cloudprovider.aws.simulated import SimulatedEC2
+from gpucap.cloudprovider.aws.ec2.simulated import SimulatedEC2
 from gpucap.cloudprovider.types import (
     CloudProvider,
     FakeCloudProvider,
@@ -47,7 +47,7 @@ def aws_simulated() -> CloudProvider:
 def aws_moto(endpoint: str) -> CloudProvider:
     """AWSCloudProvider over boto3 against moto's server (AWS_ENDPOINT_URL). moto refuses the
     reserved `/aws/service/...` SSM parameters, so AMIs come from one of moto's own images."""
-    from gpucap.cloudprovider.aws.boto import BotoEC2API  # noqa: PLC0415 - moto tests only
+    from gpucap.cloudprovider.aws.ec2.boto import BotoEC2API  # noqa: PLC0415 - moto tests only
 
     api = BotoEC2API.from_environment(region="us-east-1", endpoint_url=endpoint)
     image_id = api.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]

@@ -14,7 +14,7 @@ from gpucap.apis.nodepool import NodeClaim
 from gpucap.apis.serde import Manifests
 from gpucap.cloudprovider.aws.catalog import load_catalog, node_class_settings
 from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider
-from gpucap.cloudprovider.aws.simulated import SimulatedEC2
+from gpucap.cloudprovider.aws.ec2.simulated import SimulatedEC2
 from gpucap.cloudprovider.types import CloudProvider, FakeCloudProvider
 from gpucap.controllers.provisioning import Provisioner
 from gpucap.controllers.provisioning.provisioner import node_selector

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from gpucap.cli.demo import DEMO_VALUES
     from gpucap.cloudprovider.aws.ami import AMIReleaseInfo
     from gpucap.cloudprovider.aws.catalog import Catalog
-    from gpucap.cloudprovider.aws.ec2api import EC2API
+    from gpucap.cloudprovider.aws.ec2.api import EC2API
 
 __all__ = ["DEMO_VALUES", "app", "console", "main", "usage_error_line"]
 
@@ -734,8 +734,8 @@ RegionOption = Annotated[
 
 def _aws(region: str | None) -> EC2API:
     """Real AWS through boto3 (standard configuration; AWS_ENDPOINT_URL is honoured)."""
-    from gpucap.cloudprovider.aws.boto import BotoEC2API  # noqa: PLC0415 - boto3 only when asked
-    from gpucap.cloudprovider.aws.ec2api import EC2APIError  # noqa: PLC0415
+    from gpucap.cloudprovider.aws.ec2.api import EC2APIError  # noqa: PLC0415
+    from gpucap.cloudprovider.aws.ec2.boto import BotoEC2API  # noqa: PLC0415 - boto3 only when asked
 
     try:
         return BotoEC2API.from_environment(region=region)
@@ -884,7 +884,7 @@ def catalog_export(
 ) -> None:
     """Build a catalog file (`--catalog` accepts it) from the live AWS APIs: instance types,
     zone offerings, spot price history and on-demand prices."""
-    from gpucap.cloudprovider.aws.ec2api import EC2APIError  # noqa: PLC0415
+    from gpucap.cloudprovider.aws.ec2.api import EC2APIError  # noqa: PLC0415
 
     if not from_aws:
         err.line("error: give --from-aws (the only source `catalog export` has)")

@@ -55,8 +55,8 @@ from gpucap.cloudprovider.aws.cloudprovider import (
     alias_readiness,
 )
 from gpucap.cloudprovider.aws.coldstart import KNOWN_IMAGE_SIZES, lookup_image_size
-from gpucap.cloudprovider.aws.ec2api import EC2API
-from gpucap.cloudprovider.aws.simulated import SimulatedEC2
+from gpucap.cloudprovider.aws.ec2.api import EC2API
+from gpucap.cloudprovider.aws.ec2.simulated import SimulatedEC2
 from gpucap.controllers.nodepool.readiness import (
     NodePoolReadiness,
     UnmanagedNodePool,

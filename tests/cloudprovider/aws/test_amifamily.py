@@ -34,7 +34,7 @@ from gpucap.cloudprovider.aws.amifamily import (
 )
 from gpucap.cloudprovider.aws.amireleases import ssm_parameter_templates
 from gpucap.cloudprovider.aws.catalog import Catalog, load_catalog, scheduling_requirements
-from gpucap.cloudprovider.aws.ec2api import EC2APIError
+from gpucap.cloudprovider.aws.ec2.api import EC2APIError
 from gpucap.scheduling.requirements import Requirement, Requirements
 from tests.builders import edit, nodeclass
 

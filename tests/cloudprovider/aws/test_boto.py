@@ -21,14 +21,14 @@ import pytest
 from botocore.awsrequest import AWSResponse
 from botocore.stub import Stubber
 
-from gpucap.cloudprovider.aws.boto import (
+from gpucap.cloudprovider.aws.ec2.api import EC2API, EC2APIError
+from gpucap.cloudprovider.aws.ec2.boto import (
     DEFAULT_MAX_ATTEMPTS,
     PRICING_REGION,
     BotoEC2API,
     client_config,
     fleet_instance_ids,
 )
-from gpucap.cloudprovider.aws.ec2api import EC2API, EC2APIError
 from tests.conftest import free_port
 
 REGION = "us-east-1"

@@ -8,7 +8,7 @@ import pytest
 from gpucap.apis.nodepool import NodeClaim, NodePool
 from gpucap.cloudprovider.aws.catalog import NodeClassSettings, load_catalog, node_class_settings
 from gpucap.cloudprovider.aws.cloudprovider import DEFAULT_EC2NODECLASS, AWSCloudProvider
-from gpucap.cloudprovider.aws.simulated import SimulatedEC2
+from gpucap.cloudprovider.aws.ec2.simulated import SimulatedEC2
 from gpucap.cloudprovider.types import InsufficientCapacityError, node_claim_for
 from gpucap.runtime.clock import FakeClock
 from gpucap.scheduling.requirements import Requirement, Requirements

@@ -19,13 +19,13 @@ import boto3
 import pytest
 from botocore.stub import ANY, Stubber
 
-from gpucap.cloudprovider.aws.boto import PRICING_REGION, BotoEC2API
 from gpucap.cloudprovider.aws.catalog import (
     bundled_instance_type_infos,
     load_catalog,
     parse_catalog,
 )
-from gpucap.cloudprovider.aws.ec2api import EC2API, Response
+from gpucap.cloudprovider.aws.ec2.api import EC2API, Response
+from gpucap.cloudprovider.aws.ec2.boto import PRICING_REGION, BotoEC2API
 from gpucap.cloudprovider.aws.export import (
     NARROW_REQUEST_LIMIT,
     PER_TYPE_PRICING_LIMIT,

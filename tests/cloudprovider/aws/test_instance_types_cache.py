@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.cloudprovider.aws.catalog import load_catalog, node_class_settings
 from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider
-from gpucap.cloudprovider.aws.simulated import SimulatedEC2
+from gpucap.cloudprovider.aws.ec2.simulated import SimulatedEC2
 from gpucap.runtime.clock import FakeClock
 from tests.builders import load, nodeclass
 

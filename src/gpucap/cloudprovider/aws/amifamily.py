@@ -1,6 +1,6 @@
 """Karpenter's AMI resolution for an EC2NodeClass: aliases, SSM parameters, AMI requirements.
 
-Pure except for the calls made through the EC2 API seam (`ec2api.py`: `get_parameter`,
+Pure except for the calls made through the EC2 API seam (`ec2/api.py`: `get_parameter`,
 `describe_images`). Source: `aws/karpenter-provider-aws` @ `1d927085` (2026-08-21),
 `pkg/providers/amifamily/{ami.go,types.go,al2023.go,al2.go,bottlerocket.go,windows.go}`,
 `pkg/providers/ssm/{types.go,provider.go}`, `pkg/apis/v1/ec2nodeclass.go` (alias parsing) and
@@ -74,7 +74,7 @@ from gpucap.apis.labels import (
     OS,
     WINDOWS_BUILD,
 )
-from gpucap.cloudprovider.aws.ec2api import EC2APIError, Response
+from gpucap.cloudprovider.aws.ec2.api import EC2APIError, Response
 from gpucap.scheduling.requirements import Requirement, Requirements
 
 __all__ = [

@@ -56,7 +56,7 @@ from gpucap.cloudprovider.aws.amifamily import (
 )
 from gpucap.cloudprovider.aws.amireleases import RELEASE_FAMILIES, known_releases
 from gpucap.cloudprovider.aws.catalog import Catalog, node_class_settings
-from gpucap.cloudprovider.aws.ec2api import EC2API, EC2APIError
+from gpucap.cloudprovider.aws.ec2.api import EC2API, EC2APIError
 from gpucap.cloudprovider.aws.ice_cache import (
     ICE_ERROR_CODES,
     SERVICE_LINKED_ROLE_ERROR,

@@ -53,7 +53,7 @@ from statistics import fmean
 from typing import Any, Final
 
 from gpucap.cloudprovider.aws import capacity as cap
-from gpucap.cloudprovider.aws.ec2api import EC2API, Response
+from gpucap.cloudprovider.aws.ec2.api import EC2API, Response
 from gpucap.runtime.logging import get_logger
 
 __all__ = [

@@ -35,7 +35,7 @@ from gpucap.cloudprovider.aws.amireleases import (
     known_releases,
     latest_release,
 )
-from gpucap.cloudprovider.aws.ec2api import EC2APIError
+from gpucap.cloudprovider.aws.ec2.api import EC2APIError
 from gpucap.lint.context import LintContext, PoolView
 from gpucap.lint.model import Finding, rule
 from gpucap.lint.rules.nodepool import name_list

@@ -58,7 +58,7 @@ from botocore.exceptions import (
     TokenRetrievalError,
 )
 
-from gpucap.cloudprovider.aws.ec2api import EC2APIError, Response
+from gpucap.cloudprovider.aws.ec2.api import EC2APIError, Response
 from gpucap.runtime.logging import get_logger
 
 if TYPE_CHECKING:

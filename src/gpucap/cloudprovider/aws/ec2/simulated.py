@@ -50,7 +50,7 @@ from gpucap.cloudprovider.aws.amireleases import (
     releases_for,
 )
 from gpucap.cloudprovider.aws.catalog import Catalog
-from gpucap.cloudprovider.aws.ec2api import EC2APIError, Response
+from gpucap.cloudprovider.aws.ec2.api import EC2APIError, Response
 from gpucap.cloudprovider.aws.launch import FleetOverride, fleet_pick
 from gpucap.runtime.clock import Clock
 
