@@ -65,6 +65,21 @@ def m5_input(tmp_path: Path) -> str:
 # ---- the bundled data ----------------------------------------------------------------------
 
 
+def g9_entry(**fields: Any) -> dict[str, Any]:
+    """A catalog-file entry of one type the bundled data does not have (g9.xlarge, one GPU)."""
+    return {
+        "name": "g9.xlarge",
+        "family": "g9",
+        "size": "xlarge",
+        "architecture": "amd64",
+        "vcpus": 4,
+        "memory_mib": 16384,
+        "gpu_count": 1,
+        "max_pods_eni": 58,
+        **fields,
+    }
+
+
 def test_plan_in_us_east_2_prices_every_gpu_offering_the_sources_price() -> None:
     catalog = load_catalog("us-east-2")
     assert catalog.zones == ("us-east-2a", "us-east-2b", "us-east-2c")
@@ -131,17 +146,7 @@ def test_a_prices_file_makes_a_region_priced() -> None:
 
 
 def test_a_user_catalog_is_priced_where_its_own_entries_are() -> None:
-    entry = {
-        "name": "g9.xlarge",
-        "family": "g9",
-        "size": "xlarge",
-        "architecture": "amd64",
-        "vcpus": 4,
-        "memory_mib": 16384,
-        "gpu_count": 1,
-        "max_pods_eni": 58,
-        "on_demand_price_usd_per_hour": {"ap-south-7": 1.0, "us-east-1": None},
-    }
+    entry = g9_entry(on_demand_price_usd_per_hour={"ap-south-7": 1.0, "us-east-1": None})
     infos = parse_catalog_json(json.dumps([entry]), source="mine.json")
     assert priced_regions(infos=infos) == ("ap-south-7",)
     assert not region_is_priced("us-east-1", infos=infos)
@@ -215,18 +220,9 @@ def test_lint_takes_the_catalog_prices_and_zones_options_plan_takes(
 ) -> None:
     # A catalog of one type, g9.xlarge, which the bundled data does not have: a pool asking for
     # it is fine with the user's catalog and an NP009 finding without.
-    entry = {
-        "name": "g9.xlarge",
-        "family": "g9",
-        "size": "xlarge",
-        "architecture": "amd64",
-        "vcpus": 4,
-        "memory_mib": 16384,
-        "gpu_count": 1,
-        "max_pods_eni": 58,
-        "on_demand_price_usd_per_hour": {"us-east-1": 1.0},
-        "offerings": {"us-east-1": ["us-east-1a"]},
-    }
+    entry = g9_entry(
+        on_demand_price_usd_per_hour={"us-east-1": 1.0}, offerings={"us-east-1": ["us-east-1a"]}
+    )
     catalog = tmp_path / "catalog.json"
     catalog.write_text(json.dumps([entry]))
     pool = nodepool("gpu")
