@@ -7,7 +7,6 @@ docs page, carried in the data as `karpenter_allocatable_*` / `karpenter_max_pod
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -46,7 +45,8 @@ from gpucap.cloudprovider.aws.catalog import (
 from gpucap.scheduling import instancetypes as scheduling
 from gpucap.scheduling.requirements import ALLOW_UNDEFINED_WELL_KNOWN, Requirement, Requirements
 from tests import builders
-from tests.builders import edit, nodeclass
+from tests.builders import DELETE, edit, nodeclass
+from tests.cloudprovider.aws.builders import build_script, catalog_entry
 
 MiB = 2**20
 GiB = 2**30
@@ -92,26 +92,6 @@ def info(name: str = "m5.xlarge", **fields: Any) -> InstanceTypeInfo:
         "on_demand_price": {"us-east-1": 0.192},
     }
     return InstanceTypeInfo(**{**defaults, **fields})
-
-
-DELETE = object()
-
-
-def entry(**fields: Any) -> dict[str, Any]:
-    """A minimal valid catalog-file entry (a g9.xlarge with one GPU); `DELETE` removes a field."""
-    doc: dict[str, Any] = {
-        "name": "g9.xlarge",
-        "family": "g9",
-        "size": "xlarge",
-        "architecture": "amd64",
-        "vcpus": 4,
-        "memory_mib": 16384,
-        "gpu_count": 1,
-        "max_pods_eni": 58,
-        "on_demand_price_usd_per_hour": {"us-east-1": 1.0},
-    }
-    doc.update(fields)
-    return {k: v for k, v in doc.items() if v is not DELETE}
 
 
 def user_catalog(
@@ -743,7 +723,7 @@ def test_price_overrides_for_unknown_types_are_errors() -> None:
 
 
 def test_a_minimal_catalog_file_gives_a_type_offered_everywhere_at_its_on_demand_price() -> None:
-    catalog = load_catalog("us-east-1", infos=user_catalog(entry()))
+    catalog = load_catalog("us-east-1", infos=user_catalog(catalog_entry()))
     it = catalog.instance_type("g9.xlarge")
     assert catalog.zones == tuple(f"us-east-1{z}" for z in "abcdef")
     assert len(it.available_offerings()) == 12
@@ -768,7 +748,7 @@ def test_a_minimal_catalog_file_gives_a_type_offered_everywhere_at_its_on_demand
     ],
 )
 def test_a_missing_required_field_is_one_line_naming_file_entry_and_field(field: str) -> None:
-    entries = [entry(name="g9.2xlarge", size="2xlarge"), entry(**{field: DELETE})]
+    entries = [catalog_entry(name="g9.2xlarge", size="2xlarge"), catalog_entry(**{field: DELETE})]
     with pytest.raises(CatalogError) as err:
         user_catalog(*entries)
     name = "unnamed" if field == "name" else "g9.xlarge"
@@ -818,21 +798,21 @@ def test_invalid_fields_are_reported_with_file_entry_and_field(
     fields: dict[str, Any], message: str
 ) -> None:
     with pytest.raises(CatalogError) as err:
-        user_catalog(entry(**fields))
+        user_catalog(catalog_entry(**fields))
     assert str(err.value).startswith("my-catalog.json: entry 0 (g9.xlarge): ")
     assert message in str(err.value)
 
 
 def test_an_integer_of_more_than_100_digits_is_refused_where_it_is_written() -> None:
     with pytest.raises(CatalogError) as err:
-        user_catalog(entry(vcpus=10**400))
+        user_catalog(catalog_entry(vcpus=10**400))
     assert str(err.value).startswith("my-catalog.json: line 1 column ")
     assert str(err.value).endswith(": an integer of 401 digits (gpucap reads at most 100)")
 
 
 def test_duplicate_names_and_bad_json_are_errors() -> None:
     with pytest.raises(CatalogError, match=r"entry 1 \(g9.xlarge\): field 'name': duplicate"):
-        user_catalog(entry(), entry())
+        user_catalog(catalog_entry(), catalog_entry())
     with pytest.raises(CatalogError, match=r"^my-catalog.json: not valid JSON: .*line 1"):
         parse_catalog_json("[{", source="my-catalog.json")
     with pytest.raises(CatalogError, match="must be a JSON array"):
@@ -840,7 +820,9 @@ def test_duplicate_names_and_bad_json_are_errors() -> None:
 
 
 def test_enis_and_ipv4_per_eni_can_replace_max_pods_eni() -> None:
-    (i,) = user_catalog(entry(max_pods_eni=DELETE, max_enis_default_card=4, ipv4_per_eni=15))
+    (i,) = user_catalog(
+        catalog_entry(max_pods_eni=DELETE, max_enis_default_card=4, ipv4_per_eni=15)
+    )
     assert i.max_pods_eni == 58
 
 
@@ -869,15 +851,15 @@ SPOT_FALLBACKS = [
 def test_spot_price_falls_back_to_advisor_savings_then_to_on_demand(
     fields: dict[str, Any], price: float, source: str
 ) -> None:
-    catalog = load_catalog("us-east-1", infos=user_catalog(entry(**fields)))
+    catalog = load_catalog("us-east-1", infos=user_catalog(catalog_entry(**fields)))
     pricing = catalog.instance_type("g9.xlarge").pricing
     assert (pricing.spot, pricing.spot_source) == (price, source)
 
 
 def test_catalog_offerings_and_capacity_types_restrict_where_and_how_a_type_launches() -> None:
     infos = user_catalog(
-        entry(offerings={"us-east-1": ["us-east-1b"]}, capacity_types=["on-demand"]),
-        entry(name="g9.2xlarge", size="2xlarge", offerings={"us-west-2": ["us-west-2a"]}),
+        catalog_entry(offerings={"us-east-1": ["us-east-1b"]}, capacity_types=["on-demand"]),
+        catalog_entry(name="g9.2xlarge", size="2xlarge", offerings={"us-west-2": ["us-west-2a"]}),
     )
     catalog = load_catalog("us-east-1", infos=infos)
     assert catalog.names == ("g9.xlarge",)  # g9.2xlarge is not offered in us-east-1
@@ -889,7 +871,7 @@ def test_catalog_offerings_and_capacity_types_restrict_where_and_how_a_type_laun
 
 
 def test_a_region_without_known_zones_needs_zones() -> None:
-    infos = user_catalog(entry())
+    infos = user_catalog(catalog_entry())
     with pytest.raises(CatalogError, match="no zones known for region ap-south-7"):
         load_catalog("ap-south-7", infos=infos)
     catalog = load_catalog("ap-south-7", infos=infos, zones=["ap-south-7a"])
@@ -905,7 +887,7 @@ def test_a_zone_of_another_region_is_an_error_naming_the_regions_zones() -> None
 
 
 def test_a_user_catalog_checks_zones_against_its_own_offerings() -> None:
-    infos = user_catalog(entry(offerings={"us-east-1": ["us-east-1b"]}))
+    infos = user_catalog(catalog_entry(offerings={"us-east-1": ["us-east-1b"]}))
     with pytest.raises(CatalogError, match="zone us-east-1a is not a zone of us-east-1"):
         load_catalog("us-east-1", infos=infos, zones=["us-east-1a"])
     assert load_catalog("us-east-1", infos=infos, zones=["us-east-1b"]).zones == ("us-east-1b",)
@@ -934,24 +916,13 @@ def test_the_bundled_file_reads_the_same_without_the_user_file_limit_checks() ->
     assert unpack_catalog_columns(checked) == _bundled_entries()
 
 
-def _build_script() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "build_catalog", REPO / "scripts/build_catalog.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_bundled_data_is_up_to_date_with_the_shared_data() -> None:
     # The whole build, when ../shared/data holds it: the shared files and the regional sources
     # under sources/ (scripts/build_catalog.py names them). The build's rules are tested on a
     # minimal source folder in test_catalog_regions.py, which needs neither.
     if not SHARED_DATA.exists():
         pytest.skip("../shared/data is not checked out")
-    module = _build_script()
+    module = build_script()
     missing = module.missing_regional_sources(SHARED_DATA)
     if missing:
         pytest.skip(f"../shared/data/sources lacks {', '.join(missing)}")

@@ -6,11 +6,9 @@ us-east-1, the one-line refusal of a region it has no prices for (plan, lint, si
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -27,6 +25,7 @@ from gpucap.cloudprovider.aws.catalog import (
     unpack_catalog_columns,
 )
 from tests.builders import GPU_TOLERATION, nodeclass, nodepool, pod, to_yaml
+from tests.cloudprovider.aws.builders import build_script, catalog_entry
 
 REPO = Path(__file__).resolve().parents[3]
 # A commercial region with zones in the bundled data and no price there.
@@ -63,21 +62,6 @@ def m5_input(tmp_path: Path) -> str:
 
 
 # ---- the bundled data ----------------------------------------------------------------------
-
-
-def g9_entry(**fields: Any) -> dict[str, Any]:
-    """A catalog-file entry of one type the bundled data does not have (g9.xlarge, one GPU)."""
-    return {
-        "name": "g9.xlarge",
-        "family": "g9",
-        "size": "xlarge",
-        "architecture": "amd64",
-        "vcpus": 4,
-        "memory_mib": 16384,
-        "gpu_count": 1,
-        "max_pods_eni": 58,
-        **fields,
-    }
 
 
 def test_plan_in_us_east_2_prices_every_gpu_offering_the_sources_price() -> None:
@@ -146,7 +130,7 @@ def test_a_prices_file_makes_a_region_priced() -> None:
 
 
 def test_a_user_catalog_is_priced_where_its_own_entries_are() -> None:
-    entry = g9_entry(on_demand_price_usd_per_hour={"ap-south-7": 1.0, "us-east-1": None})
+    entry = catalog_entry(on_demand_price_usd_per_hour={"ap-south-7": 1.0, "us-east-1": None})
     infos = parse_catalog_json(json.dumps([entry]), source="mine.json")
     assert priced_regions(infos=infos) == ("ap-south-7",)
     assert not region_is_priced("us-east-1", infos=infos)
@@ -220,9 +204,7 @@ def test_lint_takes_the_catalog_prices_and_zones_options_plan_takes(
 ) -> None:
     # A catalog of one type, g9.xlarge, which the bundled data does not have: a pool asking for
     # it is fine with the user's catalog and an NP009 finding without.
-    entry = g9_entry(
-        on_demand_price_usd_per_hour={"us-east-1": 1.0}, offerings={"us-east-1": ["us-east-1a"]}
-    )
+    entry = catalog_entry(offerings={"us-east-1": ["us-east-1a"]})
     catalog = tmp_path / "catalog.json"
     catalog.write_text(json.dumps([entry]))
     pool = nodepool("gpu")
@@ -240,17 +222,6 @@ def test_lint_takes_the_catalog_prices_and_zones_options_plan_takes(
 
 
 # ---- the build script ----------------------------------------------------------------------
-
-
-def build_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "build_catalog", REPO / "scripts/build_catalog.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def shared_row(name: str, **fields: Any) -> dict[str, Any]:
@@ -322,7 +293,7 @@ def write_sources(folder: Path, *, vantage_od: dict[str, Any], advisor: dict[str
 
 
 def built(folder: Path) -> dict[str, dict[str, Any]]:
-    text = build_module().build(folder)
+    text = build_script().build(folder)
     return {e["name"]: e for e in unpack_catalog_columns(json.loads(text))}
 
 
@@ -384,17 +355,17 @@ def test_the_build_stops_when_a_reader_disagrees_with_the_shared_data(tmp_path: 
     js = folder / "sources" / "vantage-all-gpu-instances.js"
     js.write_text(js.read_text().replace("1.2", "1.3"))
     with pytest.raises(SystemExit, match=r"g5.xlarge us-west-2: on-demand \(1.3"):
-        build_module().build(folder)
+        build_script().build(folder)
 
 
 def test_the_build_names_the_missing_regional_sources(tmp_path: Path) -> None:
     folder = write_sources(tmp_path, vantage_od=VANTAGE, advisor=ADVISOR)
     (folder / "sources" / "spot-advisor-data.json").unlink()
     with pytest.raises(SystemExit, match=r"lacks the regional sources spot-advisor-data\.json"):
-        build_module().build(folder)
+        build_script().build(folder)
 
 
 def test_the_build_is_byte_identical_from_the_same_sources(tmp_path: Path) -> None:
     folder = write_sources(tmp_path, vantage_od=VANTAGE, advisor=ADVISOR)
-    module = build_module()
+    module = build_script()
     assert module.build(folder) == module.build(folder)
