@@ -40,9 +40,9 @@ from gpucap.controllers.nodepool.readiness import (
 from gpucap.controllers.nodepool.readiness import ready_nodepools as nodepool_readiness
 from gpucap.controllers.provisioning.loop import (
     DEFAULT_MAX_PASSES,
-    NotPlanned,
     Plan,
     explain_first_pass,
+    not_planned,
     run_passes,
 )
 from gpucap.controllers.provisioning.provisioner import Provisioner
@@ -50,6 +50,7 @@ from gpucap.operator.stack import AWSStack, simulated_aws
 from gpucap.runtime.clock import FakeClock
 from gpucap.scheduling.existingnode import StateNode
 from gpucap.scheduling.explanation import PoolExplanation
+from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.options import SchedulingOptions
 from gpucap.scheduling.scheduler import PoolInput
 from gpucap.state.snapshot import snapshot
@@ -209,23 +210,15 @@ def _not_planned(out: Plan, unmanaged: Sequence[UnmanagedNodePool], catalog: Cat
     """Move each pending pod that a NodePool of another Karpenter would take from
     `out.pod_errors` to `out.not_planned` (the first such pool's provider, with every pool of
     that provider that would take it)."""
-    auto_types = None
+    auto_types: Sequence[InstanceType] = ()
     if any(u.served_by == AUTO_MODE for u in unmanaged):
         auto_types = auto_mode_instance_types(catalog)
     for key in list(out.pod_errors):
         pod = out.pods.get(key)
-        if pod is None:
-            continue
-        taking = [
-            u
-            for u in unmanaged
-            if u.could_take(pod, auto_types if u.served_by == AUTO_MODE else None)
-        ]
-        if not taking:
-            continue
-        by = taking[0].served_by
-        del out.pod_errors[key]
-        out.not_planned[key] = NotPlanned(by, tuple(u.name for u in taking if u.served_by == by))
+        served = not_planned(pod, unmanaged, auto_types) if pod is not None else None
+        if served is not None:
+            del out.pod_errors[key]
+            out.not_planned[key] = served
 
 
 def _name_pending_pods(notes: list[str], not_ready: list[NotReadyNodePool], out: Plan) -> None:

@@ -26,7 +26,7 @@ disruption controller reads `ready_nodepools`. It tells the others through the b
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from gpucap.apis.automode import AUTO_MODE
@@ -45,7 +45,7 @@ from gpucap.controllers.nodepool.readiness import (
     with_not_ready,
 )
 from gpucap.controllers.provisioning.batcher import Batcher
-from gpucap.controllers.provisioning.loop import NotPlanned
+from gpucap.controllers.provisioning.loop import not_planned
 from gpucap.controllers.provisioning.provisioner import Provisioner, deleting_node_pods
 from gpucap.runtime.clock import Clock
 from gpucap.scheduling.instancetypes import InstanceType
@@ -236,33 +236,33 @@ class PodController:
         KWOK provider) would take; each pod one would take gets `PodNotPlanned` once (served
         by that Karpenter, not simulated) instead of `PodUnschedulable`."""
         out: dict[str, str] = {}
+        auto_types = self._auto_types()
         for key, reason in errors.items():
             try:
                 pod = self.cluster.pod(key)
             except KeyError:
                 out[key] = reason
                 continue
-            taking = [u for u in self._unmanaged if u.could_take(pod, self._types_of(u))]
-            if not taking:
+            np = not_planned(pod, self._unmanaged, auto_types)
+            if np is None:
                 out[key] = reason
                 continue
-            by = taking[0].served_by
-            np = NotPlanned(by, tuple(u.name for u in taking if u.served_by == by))
             if self._reasons.get(key) != np.reason:
                 self._reasons[key] = np.reason
                 self.bus.emit(
                     "PodNotPlanned",
                     pod=key,
                     nodePool=np.nodepools[0],
-                    servedBy=by,
+                    servedBy=np.served_by,
                     reason=np.reason,
                 )
         return out
 
-    def _types_of(self, pool: UnmanagedNodePool) -> tuple[InstanceType, ...] | None:
-        """The instance types `pool`'s Karpenter chooses from: Auto Mode's, None for KWOK."""
-        if pool.served_by != AUTO_MODE:
-            return None
+    def _auto_types(self) -> Sequence[InstanceType]:
+        """EKS Auto Mode's instance types (built when an Auto Mode pool is first seen; none
+        without one)."""
+        if not any(u.served_by == AUTO_MODE for u in self._unmanaged):
+            return ()
         if self._auto_mode_types is None:
             self._auto_mode_types = auto_mode_instance_types(self.aws.catalog)
         return self._auto_mode_types

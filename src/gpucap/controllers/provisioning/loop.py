@@ -38,11 +38,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from gpucap.apis.automode import AUTO_MODE
 from gpucap.apis.core import Pod, Taint
 from gpucap.apis.labels import OS
 from gpucap.apis.workloads import DaemonSet
 from gpucap.cloudprovider.types import InsufficientCapacityError
 from gpucap.controllers.launchpreview import LaunchPreviewer, PreviewedLaunch
+from gpucap.controllers.nodepool.readiness import UnmanagedNodePool
 from gpucap.controllers.provisioning.names import NodeClaimNames
 from gpucap.controllers.provisioning.provisioner import new_scheduler
 from gpucap.controllers.static import static_node_claims
@@ -62,6 +64,7 @@ __all__ = [
     "Plan",
     "PlannedNodeClaim",
     "explain_first_pass",
+    "not_planned",
     "run_passes",
 ]
 
@@ -119,6 +122,25 @@ class NotPlanned:
         pools = ", ".join(self.nodepools)
         noun = "NodePool" if len(self.nodepools) == 1 else "NodePools"
         return f"served by {self.served_by} ({noun} {pools}), not planned"
+
+
+def not_planned(
+    pod: Pod, unmanaged: Sequence[UnmanagedNodePool], auto_mode_types: Sequence[InstanceType]
+) -> NotPlanned | None:
+    """Who serves `pod` instead of the AWS provider: the provider of the first NodePool of
+    `unmanaged` (EKS Auto Mode's, the KWOK provider's) that would take it, with every pool of
+    that provider that would; None when none would. `auto_mode_types` are the instance types
+    Auto Mode chooses from (KWOK pools decide by taints and requirements). Read by `plan` and
+    the simulator's pod controller."""
+    taking = [
+        u
+        for u in unmanaged
+        if u.could_take(pod, auto_mode_types if u.served_by == AUTO_MODE else None)
+    ]
+    if not taking:
+        return None
+    by = taking[0].served_by
+    return NotPlanned(by, tuple(u.name for u in taking if u.served_by == by))
 
 
 @dataclass(slots=True)
