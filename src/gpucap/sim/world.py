@@ -123,11 +123,7 @@ class World:
         self.cluster = Cluster(self.clock)
         # `<nodepool>-<n>`, numbered per NodePool over the run, never reused: the provisioner
         # and the disruption controller both name their NodeClaims here.
-        self._names = NodeClaimNames(
-            lambda name: (
-                self.cluster.node_claim(name) is not None or self.cluster.node(name) is not None
-            )
-        )
+        self._names = NodeClaimNames(self.cluster.name_in_use)
         # The stack `plan` uses too (`operator/stack.py`), on this clock: the scenario's AMI
         # releases published (oldest first: the last is `latest`), the EC2NodeClasses as the
         # scenario applies them, NodeOverlays judged against every NodePool, again whenever

@@ -537,6 +537,11 @@ class Cluster:
     def node_claim(self, name: str) -> NodeClaim | None:
         return self._claims.get(name)
 
+    def name_in_use(self, name: str) -> bool:
+        """A NodeClaim or Node of this name exists (what a new NodeClaim may not be called:
+        `controllers/provisioning/names.py`)."""
+        return name in self._claims or name in self._nodes
+
     def add_node_claim(self, claim: NodeClaim) -> None:
         if claim.name in self._claims:
             raise KeyError(f"NodeClaim {claim.name!r} already exists")
@@ -643,7 +648,7 @@ class Cluster:
     @property
     def consolidation_version(self) -> int:
         """How many times the cluster was marked unconsolidated (see `mark_unconsolidated`);
-        read by the disruption controller's `ConsolidationState`."""
+        read by tests (the disruption controller reads `consolidation_state`)."""
         return self._unconsolidated
 
     def consolidation_state(self, now: float) -> float:
@@ -654,7 +659,7 @@ class Cluster:
         nothing remembers it and is skipped while it stays (`IsConsolidated`). `now` is the
         caller's clock (the disruption controller's). Where Karpenter keeps the time of the
         mark, gpucap keeps the time of the first call after it: the same moves, the reset
-        counted from that call (docs/design.md, "The consolidation state")."""
+        counted from that call (docs/design.md, "Disruption controller and consolidation")."""
         if self._unconsolidated != self._state_seen or (
             now - self._state_at >= CONSOLIDATION_STATE_RESET_S
         ):

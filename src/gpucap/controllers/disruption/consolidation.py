@@ -138,12 +138,12 @@ class PassMemo:
     def end_pass(self) -> None:
         self.shared = None
 
-    def snapshot(self, cluster: Cluster) -> Snapshot:
+    def snapshot(self) -> Snapshot:
         """The cluster's snapshot, taken once per pass (each call outside a pass)."""
         if self.shared is None:
-            return cluster.snapshot()
+            return self._cluster.snapshot()
         if self.shared.snap is None:
-            self.shared.snap = cluster.snapshot()
+            self.shared.snap = self._cluster.snapshot()
         return self.shared.snap
 
     def resets_at(self) -> float:
@@ -401,7 +401,7 @@ class Consolidation:
                 self.provisioner,
                 nodepools=self.nodepools,
                 now=self.now(),
-                snap=self.memo.snapshot(self.cluster),
+                snap=self.memo.snapshot(),
             )
         return shared.inputs
 

@@ -155,7 +155,7 @@ class Disruption:
         self.clock = clock
         self._budgets: Budgets = budgets if budgets is not None else budget_mapping
         self._on_create = on_create
-        self._names = names or NodeClaimNames(self._taken, infix="disruption-").next
+        self._names = names or NodeClaimNames(cluster.name_in_use, infix="disruption-").next
         pools = nodepools or cluster.nodepools
         self.memo = PassMemo(cluster, clock)
         shared = {
@@ -200,7 +200,7 @@ class Disruption:
         hit = shared.budgets.get(reason)
         if hit is None:
             if shared.counts is None:
-                shared.counts = pool_counts(self.cluster, self.memo.snapshot(self.cluster))
+                shared.counts = pool_counts(self.cluster, self.memo.snapshot())
             hit = shared.budgets[reason] = dict(
                 self._budgets(self.cluster, reason, now=self.clock.now(), counts=shared.counts)
             )
@@ -232,9 +232,6 @@ class Disruption:
     def waiting(self) -> Proposal | None:
         """The proposal waiting for its validation, if any."""
         return self._waiting.proposal if self._waiting is not None else None
-
-    def _taken(self, name: str) -> bool:
-        return self.cluster.node_claim(name) is not None or self.cluster.node(name) is not None
 
     # ---- the pass -----------------------------------------------------------------------------
     def reconcile(self) -> DisruptionResult:
@@ -287,7 +284,7 @@ class Disruption:
                     self.clock.now(),
                     disruption_class=method.disruption_class,
                     in_flight=self.in_flight(),
-                    snap=self.memo.snapshot(self.cluster),
+                    snap=self.memo.snapshot(),
                 )
             found, totals = seen[method.disruption_class]
             # Multi- and single-node consolidation filter with the same function (the same
