@@ -76,7 +76,8 @@ from gpucap.apis.reading import (
 )
 from gpucap.apis.scenario import Scenario
 from gpucap.apis.schema import check_embedded, check_fields, load_schema, repeats_schema_error
-from gpucap.apis.validation import Violation, validate_object
+from gpucap.apis.validation import validate_object
+from gpucap.apis.violation import Violation
 from gpucap.apis.workloads import (
     DaemonSet,
     Deployment,
