@@ -5,9 +5,9 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 SRC := src tests bench scripts
 
-.PHONY: test lint typecheck layers unit wheel browser bench bench-sim fuzz clean
+.PHONY: test lint typecheck layers unit wheel golden browser bench bench-sim fuzz clean
 
-test: browser lint typecheck layers unit wheel
+test: browser lint typecheck layers unit wheel golden
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,11 @@ layers: $(BIN)/.installed
 
 unit: $(BIN)/.installed
 	$(BIN)/pytest
+
+# Every recorded output (plan, explain, validate, lint, simulate and its events) byte-identical to
+# the fingerprint committed with the code (scripts/golden.py; issue 22).
+golden: $(BIN)/.installed
+	$(BIN)/python scripts/golden.py check tests/golden/outputs.sha256
 
 # A real (non-editable) wheel must carry the package data `gpucap demo` needs.
 wheel: $(BIN)/.installed

@@ -8,6 +8,12 @@ which takes a few minutes on two cores.
     python scripts/golden.py record DIR [--jobs 2] [--only SUBSTRING]
     python scripts/golden.py compare BASE NEW      # exit 1 when any file differs
     python scripts/golden.py check BASE [--jobs 2] # record into a temporary dir, then compare
+    python scripts/golden.py sums DIR > tests/golden/outputs.sha256  # a recording's fingerprint
+
+BASE is a recording (a directory) or a fingerprint file of one (`sums`: one SHA-256 per recorded
+file). `make test` runs `check tests/golden/outputs.sha256`, so a change that moves any recorded
+output fails CI until the fingerprint is updated in the same commit, on purpose and named in its
+message. A fingerprint says which files differ, not how: record both commits to see the bytes.
 
 What is recorded (one file per command: its exit code, stdout and stderr; plus the event log of
 each simulation):
@@ -23,9 +29,9 @@ each simulation):
 from __future__ import annotations
 
 import argparse
-import filecmp
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -123,9 +129,17 @@ def _execute(exe: str, out: Path, run: Run) -> None:
     args = list(run.args)
     if run.events:
         args += ["--events", str(out / f"{run.name}.events")]
-    proc = subprocess.run([exe, *args], capture_output=True, text=True, check=False, cwd=ROOT)
+    proc = subprocess.run(
+        [exe, *args], capture_output=True, text=True, check=False, cwd=ROOT, env=_environment()
+    )
     text = f"exit: {proc.returncode}\n--- stdout\n{proc.stdout}--- stderr\n{proc.stderr}"
     (out / f"{run.name}.out").write_text(text)
+
+
+def _environment() -> dict[str, str]:
+    """The commands' environment without what styles terminal output, so recordings compare."""
+    styling = ("COLUMNS", "LINES", "FORCE_COLOR", "NO_COLOR", "CLICOLOR_FORCE", "TTY_COMPATIBLE")
+    return {k: v for k, v in os.environ.items() if k not in styling}
 
 
 def _plan_runs(name: str, paths: tuple[str, ...]) -> list[Run]:
@@ -184,10 +198,18 @@ def record(out: Path, jobs: int, only: str | None) -> None:
     print(f"golden: recorded {len(list(out.iterdir()))} files in {out}")
 
 
+def digests(recording: Path) -> dict[str, str]:
+    """File name -> SHA-256 of a recording (a directory) or of a fingerprint file (`sums`)."""
+    if recording.is_file():
+        pairs = (line.split("  ", 1) for line in recording.read_text().splitlines() if line)
+        return {name: digest for digest, name in pairs}
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(recording.iterdir())}
+
+
 def compare(base: Path, new: Path) -> int:
-    a = {p.name for p in base.iterdir()}
-    b = {p.name for p in new.iterdir()}
-    differ = sorted(n for n in a & b if not filecmp.cmp(base / n, new / n, shallow=False))
+    old, fresh = digests(base), digests(new)
+    a, b = set(old), set(fresh)
+    differ = sorted(n for n in a & b if old[n] != fresh[n])
     for n in sorted(a - b):
         print(f"only in {base}: {n}")
     for n in sorted(b - a):
@@ -209,6 +231,8 @@ def main() -> int:
     for p in (rec, chk):
         p.add_argument("--jobs", type=int, default=2)
         p.add_argument("--only", help="only the inputs whose name holds one of these (a,b,...)")
+    sums = sub.add_parser("sums")
+    sums.add_argument("dir", type=Path)
     cmp_ = sub.add_parser("compare")
     cmp_.add_argument("base", type=Path)
     cmp_.add_argument("new", type=Path)
@@ -218,6 +242,10 @@ def main() -> int:
         return 0
     if args.cmd == "compare":
         return compare(args.base, args.new)
+    if args.cmd == "sums":
+        for name, digest in sorted(digests(args.dir).items()):
+            print(f"{digest}  {name}")
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         new = Path(tmp) / "new"
         record(new, args.jobs, args.only)
@@ -229,10 +257,9 @@ def main() -> int:
 
 
 def compare_subset(base: Path, new: Path) -> int:
-    names = {p.name for p in new.iterdir()}
-    differ = sorted(
-        n for n in names if not (base / n).exists() or not filecmp.cmp(base / n, new / n, False)
-    )
+    old, fresh = digests(base), digests(new)
+    names = set(fresh)
+    differ = sorted(n for n in names if old.get(n) != fresh[n])
     for n in differ:
         print(f"differs: {n}")
     print(f"golden: {len(names) - len(differ)} identical, {len(differ)} differ")
