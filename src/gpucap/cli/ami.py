@@ -2,8 +2,8 @@
 what changes between two.
 
 The lookups are `cloudprovider/aws/ami.py`'s and `amireleases.py`'s (SSM through `cli/aws.py`,
-or the bundled list with `--offline`); the tables and JSON are `cli/render.py`'s. `app` is the
-sub-command group `cli/app.py` registers as `ami`.
+or the bundled list with `--offline`); the table and the JSON are `cli/ami_render.py`'s. `app`
+is the sub-command group `cli/app.py` registers as `ami`.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 
 from gpucap.cli import aws
+from gpucap.cli.ami_render import format_release_json, format_releases
 from gpucap.cli.options import (
     ArchOption,
     FamilyOption,
@@ -24,7 +25,6 @@ from gpucap.cli.options import (
     VariantOption,
     check_output,
 )
-from gpucap.cli.render import format_release_json, format_releases
 from gpucap.cli.terminals import out
 from gpucap.cloudprovider.aws.ami import list_releases
 from gpucap.cloudprovider.aws.amireleases import diff_releases, find_release

@@ -44,13 +44,11 @@ from gpucap.apis.workloads import (
     expand_workload,
     replica_count,
 )
+from gpucap.cli.table import format_table
 from gpucap.runtime.collector import collector_paused
-from gpucap.runtime.terminal import escape
 from gpucap.scheduling.resources import pod_requests
 
 if TYPE_CHECKING:  # only in annotations: `validate` does not load the scheduler (start-up)
-    from gpucap.cloudprovider.aws.ami import AMIReleaseInfo
-    from gpucap.cloudprovider.aws.amireleases import AMIImage, AMIRelease
     from gpucap.controllers.provisioning import Plan, PlannedNodeClaim
     from gpucap.scheduling.explanation import PoolExplanation
 
@@ -60,8 +58,6 @@ __all__ = [
     "format_issue",
     "format_list",
     "format_plan",
-    "format_release_json",
-    "format_releases",
     "format_resources",
     "format_table",
     "plan_document",
@@ -466,54 +462,6 @@ class _JsonText:
             self.pieces.append(encode(name) + ": ")
             self.value(item, level + 1)
         self.pieces.append(close)
-
-
-def format_table(rows: list[list[str]]) -> list[str]:
-    """Rows as aligned columns; a cell is padded to the width it has once escaped (a name with
-    an escape sequence in it keeps the columns after it aligned)."""
-    widths = [max(len(escape(r[i])) for r in rows) for i in range(len(rows[0]))]
-    return [
-        "  ".join(c + " " * (w - len(escape(c))) for c, w in zip(r, widths, strict=True)).rstrip()
-        for r in rows
-    ]
-
-
-def format_release_json(
-    kubernetes_version: str, family: str, arch: str, variant: str, info: AMIReleaseInfo
-) -> str:
-    """`gpucap ami resolve -o json`: the lookup keys, the release, the alias to pin and where
-    the answer came from (SSM or the bundled list)."""
-    doc = {
-        "kubernetesVersion": kubernetes_version,
-        "family": family,
-        "arch": arch,
-        "variant": variant,
-        "release": info.version,
-        "releaseVersion": info.release_version,
-        "alias": f"{family}@{info.version}",
-        "source": info.source,
-    }
-    return json.dumps(doc, indent=2) + "\n"
-
-
-def format_releases(
-    releases: Iterable[tuple[AMIReleaseInfo, AMIRelease | None, AMIImage | None]],
-) -> list[str]:
-    """`gpucap ami list`: a table of the releases, in the order given (newest first), each with
-    what the bundled release notes say of it and of its image (the date, the NVIDIA driver, the
-    CUDA version it supports, the kernel; `?` and `-` where they say nothing)."""
-    rows = [["RELEASE", "DATE", "NVIDIA DRIVER", "CUDA", "KERNEL"]]
-    for info, known, image in releases:
-        rows.append(
-            [
-                info.version,
-                known.date.isoformat() if known else "?",
-                (image.nvidia_driver if image else None) or "-",
-                (image.cuda_from_driver if image else None) or "-",
-                (image.kernel if image else None) or "-",
-            ]
-        )
-    return format_table(rows)
 
 
 def plan_lines(plan: Plan) -> list[str]:
