@@ -321,7 +321,7 @@ def stage_times(path: Path, catalog_file: Path) -> Stages:
     """One `gpucap plan PATH --catalog CATALOG -o json`, in-process, timed per stage."""
     from gpucap.apis import serde  # noqa: PLC0415 - imported after sys.path is set
     from gpucap.apis.reading import read_path  # noqa: PLC0415
-    from gpucap.cli.main import _load_catalog  # noqa: PLC0415
+    from gpucap.cli.catalogs import catalog_from_options  # noqa: PLC0415
     from gpucap.cli.render import format_plan  # noqa: PLC0415
     from gpucap.cloudprovider.aws.launch import LaunchPreview  # noqa: PLC0415
     from gpucap.controllers.provisioning.loop import run_passes  # noqa: PLC0415
@@ -334,7 +334,7 @@ def stage_times(path: Path, catalog_file: Path) -> Stages:
     gc.collect()
     with st.stage("read"):
         text = read_path(str(path))
-        catalog = _load_catalog(REGION, None, str(catalog_file), None)
+        catalog = catalog_from_options(REGION, None, str(catalog_file), None)
     # As `serde.load_text` runs them: without the cyclic collector (see `collector_paused`).
     with collector_paused():
         with st.stage("parse"):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from gpucap.cli import main as cli_main
+from gpucap.cli import aws as cli_aws
 from gpucap.cli.main import app
 from gpucap.cloudprovider.aws.amireleases import latest_release
 from gpucap.cloudprovider.aws.catalog import load_catalog
@@ -98,7 +98,7 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> SimulatedEC2:
     releases under the real SSM parameter names (moto refuses to create `/aws/service/...`)."""
     api = SimulatedEC2(load_catalog("us-east-1"), FakeClock())
     api.publish_amis("1.36", recommended="v20260714")
-    monkeypatch.setattr(cli_main, "_aws", lambda region: api)
+    monkeypatch.setattr(cli_aws, "aws_api", lambda region: api)
     return api
 
 

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 import gpucap
 from gpucap.apis.meta import dump
 from gpucap.apis.serde import load_paths, load_text
+from gpucap.cli import loading
 from gpucap.cli import main as cli_main
 from gpucap.cli.main import app
 from tests.apis.test_validation import CASES
@@ -177,7 +178,7 @@ def test_an_unexpected_failure_is_one_line_on_stderr_not_a_traceback(
     def boom(*_: Any, **__: Any) -> None:
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(cli_main, "load_paths", boom)
+    monkeypatch.setattr(loading, "load_paths", boom)
     monkeypatch.setattr(sys, "argv", ["gpucap", "validate", str(WORKSHOP)])
     with pytest.raises(SystemExit) as exit_info:
         cli_main.main()

@@ -1,6 +1,7 @@
 """Start-up (issue 12): the CLI module loads only what parsing the command line needs, so that
-`gpucap --version` (and every command's parsing) does not pay for pydantic, numpy, the scheduler
-or the simulator; each command imports what it uses. Checked by module, never by a timer."""
+`gpucap --version`, `gpucap --help` and a usage error do not pay for pydantic, numpy, the
+scheduler or the simulator; each command's module (imported when that command runs) imports what
+it uses. Checked by module, never by a timer."""
 
 from __future__ import annotations
 
@@ -9,8 +10,7 @@ import sys
 from pathlib import Path
 
 from gpucap.cli import main as cli_main
-from gpucap.cli.simulate import DEFAULT_SPEED
-from gpucap.controllers.provisioning import DEFAULT_MAX_PASSES
+from gpucap.cli.app import COMMANDS
 
 HEAVY = (
     "numpy",
@@ -36,9 +36,7 @@ def loaded_after(code: str) -> set[str]:
 
 
 def test_importing_the_cli_loads_none_of_the_heavy_modules() -> None:
-    loaded = loaded_after("import gpucap.cli.main")
-    heavy = sorted(m for m in loaded if any(m == h or m.startswith(h + ".") for h in HEAVY))
-    assert heavy == []
+    assert _heavy(loaded_after("import gpucap.cli.main")) == []
 
 
 def test_version_prints_without_loading_the_models() -> None:
@@ -51,9 +49,42 @@ def test_version_prints_without_loading_the_models() -> None:
     assert "numpy" not in loaded
 
 
-def test_the_cli_option_defaults_are_the_modules_they_stand_for() -> None:
-    assert cli_main.DEFAULT_MAX_PASSES == DEFAULT_MAX_PASSES
-    assert cli_main.DEFAULT_SPEED == DEFAULT_SPEED
+def _heavy(loaded: set[str]) -> list[str]:
+    return sorted(m for m in loaded if any(m == h or m.startswith(h + ".") for h in HEAVY))
+
+
+def _run(argv: list[str]) -> str:
+    return (
+        f"import sys\nsys.argv = ['gpucap', *{argv!r}]\nfrom gpucap.cli.main import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass"
+    )
+
+
+def test_the_root_help_lists_the_commands_without_importing_them() -> None:
+    loaded = loaded_after(_run(["--help"]))
+    assert _heavy(loaded) == []
+    assert not any(c.target.partition(":")[0] in loaded for c in COMMANDS.values())
+
+
+def test_a_usage_error_imports_no_command() -> None:
+    # typer itself loads pydantic to parse options; gpucap's models and commands stay out.
+    loaded = loaded_after(_run(["valdate"]))
+    assert [m for m in _heavy(loaded) if m.startswith("gpucap") or m == "numpy"] == []
+    assert not any(c.target.partition(":")[0] in loaded for c in COMMANDS.values())
+
+
+def test_validate_loads_neither_the_catalog_nor_the_scheduler_nor_the_simulator() -> None:
+    workshop = Path(cli_main.__file__).parents[1] / "data" / "examples" / "workshop"
+    loaded = loaded_after(_run(["validate", str(workshop)]))
+    assert "gpucap.cli.validate" in loaded
+    for module in ("numpy", "gpucap.cloudprovider.aws.catalog", "gpucap.sim", "gpucap.cli.plan"):
+        assert module not in loaded
+
+
+def test_render_without_pin_ami_does_not_load_the_ami_lookups() -> None:
+    loaded = loaded_after(_run(["render", "--help"]))
+    assert "gpucap.cli.render_cmd" in loaded
+    assert "gpucap.cloudprovider.aws.ami" not in loaded
 
 
 def test_demo_values_are_still_exported_by_the_cli_module() -> None:

@@ -97,9 +97,10 @@ def load_cli() -> Callable[[], None]:
     for var in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
         os.environ.pop(var, None)
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        from gpucap.cli import main as cli  # noqa: PLC0415 - import under the redirection
+        from gpucap.cli import catalogs  # noqa: PLC0415 - import under the redirection
+        from gpucap.cli import main as cli  # noqa: PLC0415
 
-        _share_bundled_catalog(cli)
+        _share_bundled_catalog(catalogs)
         for argv in (["plan", str(WORKSHOP)], ["lint", str(WORKSHOP)]):
             sys.argv = ["gpucap", *argv]
             with contextlib.suppress(SystemExit):

@@ -58,6 +58,7 @@ __all__ = [
     "group_message",
     "is_runtime_field",
     "parse_only",
+    "pin_alias",
     "placeholders",
     "references",
     "render",
@@ -507,3 +508,14 @@ def parse_only(items: Iterable[str]) -> list[str]:
     if not names:
         raise ValueError("")
     return list(dict.fromkeys(names))
+
+
+# An `amiSelectorTerms` alias that follows AWS's newest release: `al2023@latest`, quoted or not.
+_LATEST_ALIAS = re.compile(r"(alias:\s*[\"']?[a-z0-9]+@)latest\b")
+
+
+def pin_alias(text: str, release: str) -> str:
+    """`text` with every `alias: <family>@latest` pinned to `<family>@<release>`. `@latest`
+    rolls the whole fleet on AWS's schedule; a pinned release rolls when the file changes.
+    Called by `gpucap render --pin-ami` (`cli/render_cmd.py`) on each rendered file."""
+    return _LATEST_ALIAS.sub(rf"\g<1>{release}", text)

@@ -34,6 +34,7 @@ from gpucap.apis.limits import (
     InputLimitError,
     size_text,
 )
+from gpucap.runtime.errors import GpucapInputError
 
 __all__ = [
     "CHUNK",
@@ -59,7 +60,7 @@ _BOMS = {
 }
 
 
-class InputError(ValueError):
+class InputError(GpucapInputError, ValueError):
     """Input gpucap cannot read; the message is one line and starts with the file's name."""
 
 

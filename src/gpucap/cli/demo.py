@@ -15,7 +15,8 @@ sentences whose every number is computed from the run's events and summary (`act
 The scenarios name the workshop files by relative path (`../workshop/nodepool.yaml`); the demo
 writes both folders, placeholders filled, into a temporary directory (removed afterwards) and
 loads the scenarios from there with `sim/scenario.load_scenario`, as `gpucap simulate` would.
-Called by `cli/main.py`'s `demo` command; the sentence functions are pure, for the tests.
+`demo` is the command (registered by `cli/app.py`); the sentence functions are pure, for the
+tests.
 """
 
 from __future__ import annotations
@@ -28,10 +29,14 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import typer
+
 from gpucap.apis.nodepool import NodePool
 from gpucap.apis.placeholders import substitute
 from gpucap.apis.serde import LoadResult, Manifest, load_text
 from gpucap.apis.workloads import Deployment
+from gpucap.cli import terminals
+from gpucap.cli.options import ReportOption
 from gpucap.cli.render import describe, format_issue, plan_lines
 from gpucap.cli.reporting import check_report_path, write_report_or_exit
 from gpucap.cli.simulate_render import clock_time, format_duration, format_timeline
@@ -57,6 +62,7 @@ __all__ = [
     "Act",
     "act1_sentences",
     "act2_sentences",
+    "demo",
     "demo_sections",
     "run_act",
     "run_demo",
@@ -443,3 +449,13 @@ def _first_ready(events: Sequence[Event]) -> float | None:
     if not ready or ready[0].get("pod") not in created:
         return None
     return ready[0].t - created[ready[0].get("pod")]
+
+
+def demo(report: ReportOption = None) -> None:
+    """Run gpucap on the bundled workshop example (a GPU NodePool, EC2NodeClass, device plugin,
+    time-slicing config and a vLLM Deployment): validate it, lint it, plan it; then simulate two
+    acts on it: spot running out and the fallback to on-demand, with the bill; and a GPU pod
+    created before the device plugin, with what the wrong order costs."""
+    code = run_demo(terminals.out, terminals.err, report=report)
+    if code:
+        raise typer.Exit(code)

@@ -44,8 +44,8 @@ from gpucap.apis.workloads import (
     expand_workload,
     replica_count,
 )
+from gpucap.cli.table import format_table
 from gpucap.runtime.collector import collector_paused
-from gpucap.runtime.terminal import escape
 from gpucap.scheduling.resources import pod_requests
 
 if TYPE_CHECKING:  # only in annotations: `validate` does not load the scheduler (start-up)
@@ -462,16 +462,6 @@ class _JsonText:
             self.pieces.append(encode(name) + ": ")
             self.value(item, level + 1)
         self.pieces.append(close)
-
-
-def format_table(rows: list[list[str]]) -> list[str]:
-    """Rows as aligned columns; a cell is padded to the width it has once escaped (a name with
-    an escape sequence in it keeps the columns after it aligned)."""
-    widths = [max(len(escape(r[i])) for r in rows) for i in range(len(rows[0]))]
-    return [
-        "  ".join(c + " " * (w - len(escape(c))) for c, w in zip(r, widths, strict=True)).rstrip()
-        for r in rows
-    ]
 
 
 def plan_lines(plan: Plan) -> list[str]:

@@ -1,4 +1,5 @@
-"""The body of `gpucap simulate SCENARIO`; `cli/main.py` declares its options and calls `run`.
+"""`gpucap simulate SCENARIO`: the command (`simulate`, registered by `cli/app.py`) and its body
+(`run`).
 
 Thin like `plan`: check the options that depend on each other, load the scenario
 (`sim/scenario.py`, every problem one `error:` line and exit 2), run it (`sim/world.py`), format
@@ -31,7 +32,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import TextIO, cast
+from typing import Annotated, TextIO, cast
 
 import typer
 import yaml
@@ -40,7 +41,18 @@ from rich.live import Live
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
-from gpucap.apis.reading import InputError, os_reason
+from gpucap.apis.reading import os_reason
+from gpucap.cli import terminals
+from gpucap.cli.catalogs import catalog_from_options
+from gpucap.cli.options import (
+    CatalogOption,
+    OutputOption,
+    PricesOption,
+    ReportOption,
+    ZonesOption,
+    check_output,
+    region_name,
+)
 from gpucap.cli.reporting import (
     check_report_path,
     refuse_overwriting_inputs,
@@ -55,6 +67,7 @@ from gpucap.cli.simulate_render import (
 )
 from gpucap.cloudprovider.aws.catalog import Catalog
 from gpucap.runtime.clock import EPOCH, Clock, RealClock
+from gpucap.runtime.errors import GpucapInputError
 from gpucap.runtime.terminal import Terminal, escape, plain_console
 from gpucap.sim.recorder import Event
 from gpucap.sim.scenario import LoadedScenario, load_scenario
@@ -68,6 +81,7 @@ __all__ = [
     "SimulateOptions",
     "Watch",
     "run",
+    "simulate",
 ]
 
 EXIT_BAD_INPUT = 2
@@ -86,7 +100,7 @@ RECENT_LINES = 6
 
 @dataclass(frozen=True, slots=True)
 class SimulateOptions:
-    """The command line of `gpucap simulate`, as parsed by `cli/main.py`."""
+    """The command line of `gpucap simulate`, as parsed by `simulate`."""
 
     scenario: str
     output: str = "table"
@@ -155,10 +169,9 @@ def _load(
         loaded.append(catalog_for(region))
         return loaded[-1]
 
-    try:
-        scenario = load_scenario(opts.scenario, catalog)
-    except InputError as e:  # ScenarioError included: one line naming file and field
-        raise _fail(err, str(e)) from None
+    # A ScenarioError (an InputError) is one line naming file and field: the app's boundary
+    # prints it (cli/app.py).
+    scenario = load_scenario(opts.scenario, catalog)
     for warning in scenario.warnings:
         err.line(f"warning: {warning}", style="yellow")
     wanted = opts.kubernetes_version
@@ -172,7 +185,7 @@ def _load(
     return scenario, loaded[-1]
 
 
-class EventsWriteError(Exception):
+class EventsWriteError(GpucapInputError):
     """The `--events` file refused a write (a full disk): the message is the one line."""
 
 
@@ -271,10 +284,9 @@ def run(
                 bar = ProgressBar(scenario.duration, console=console, clock=wall)
                 stack.callback(bar.close)
                 on_step = bar.step
-        try:
-            result = world.run(on_step=on_step)
-        except (InputError, EventsWriteError) as e:  # found at run time: a pod's
-            raise _fail(err, str(e)) from None  # gpucap.dev/startup-seconds, a full disk
+        # Input errors found at run time (a pod's gpucap.dev/startup-seconds, a full disk under
+        # --events) leave here, after the watch and the progress bar are closed: one line.
+        result = world.run(on_step=on_step)
         if watch is not None:
             watch.finish(result.end)
     if opts.report is not None:
@@ -449,3 +461,72 @@ class Watch:
         self.frames += 1
         text = Text("\n".join(escape(line) for line in self.frame(t)))
         self._live.update(text, refresh=True)
+
+
+def simulate(  # noqa: PLR0917 - typer maps parameters to options
+    scenario: Annotated[str, typer.Argument(help="A Scenario file (gpucap.dev/v1alpha1).")],
+    output: OutputOption = "table",
+    events: Annotated[
+        str | None,
+        typer.Option(
+            "--events",
+            help="Write the events to FILE as JSON lines while the run goes (flushed per "
+            "event; '-': stdout, instead of the table).",
+            metavar="FILE",
+        ),
+    ] = None,
+    watch: Annotated[
+        bool,
+        typer.Option(
+            "--watch",
+            help="A live table of the nodes redrawn as virtual time passes, at --speed (on a "
+            "terminal; elsewhere only the last one is printed), then the table.",
+        ),
+    ] = False,
+    speed: Annotated[
+        float,
+        typer.Option("--speed", help="Virtual seconds per wall second for --watch."),
+    ] = DEFAULT_SPEED,
+    region: Annotated[
+        str | None,
+        typer.Option(
+            help="The scenario's spec.region (default us-east-1) is the region that runs; "
+            "given, this must equal it.",
+            callback=region_name,
+        ),
+    ] = None,
+    zones: ZonesOption = None,
+    kubernetes_version: Annotated[
+        str | None,
+        typer.Option(
+            "--kubernetes-version",
+            help="The scenario's spec.kubernetesVersion (default 1.36) is what runs; given, "
+            "this must equal it.",
+        ),
+    ] = None,
+    catalog: CatalogOption = None,
+    prices: PricesOption = None,
+    report: ReportOption = None,
+) -> None:
+    """Run a scenario on a virtual clock: Karpenter provisioning GPU nodes over a simulated
+    EC2 as pods come and go, capacity vanishes and spot is interrupted, and disrupting them
+    (consolidation, drift, expiration, within budgets); print the timeline in plain words and
+    the bill (-o json: the events and the summary)."""
+    check_output(output, OUTPUTS)
+    run(
+        SimulateOptions(
+            scenario,
+            output=output,
+            events=events,
+            watch=watch,
+            speed=speed,
+            region=region,
+            kubernetes_version=kubernetes_version,
+            report=report,
+        ),
+        catalog_for=lambda r: catalog_from_options(
+            r, zones, catalog, prices, where=f"{scenario}: spec.region"
+        ),
+        out=terminals.out,
+        err=terminals.err,
+    )

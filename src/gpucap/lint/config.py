@@ -26,16 +26,25 @@ from pathlib import Path
 from typing import Any
 
 from gpucap.apis.meta import json_kind
+from gpucap.apis.quantity import Quantity
 from gpucap.apis.reading import InputError, int_message, read_path
 from gpucap.lint.model import SEVERITIES, Rule, Severity
+from gpucap.runtime.errors import GpucapInputError
 
-__all__ = ["CLUSTER_COMPONENTS", "ConfigError", "LintConfig", "find_config", "load_config"]
+__all__ = [
+    "CLUSTER_COMPONENTS",
+    "ConfigError",
+    "LintConfig",
+    "find_config",
+    "load_config",
+    "parse_image_size",
+]
 
 # Values of `cluster`: components the cluster may run outside the linted files.
 CLUSTER_COMPONENTS = ("nvidia-device-plugin", "gpu-operator")
 
 
-class ConfigError(ValueError):
+class ConfigError(GpucapInputError, ValueError):
     """A lint configuration gpucap cannot use; the message names the file and the key."""
 
 
@@ -150,3 +159,22 @@ def load_config(path: Path | None, known: Sequence[Rule]) -> LintConfig:
         str(path),
         frozenset(cluster),
     )
+
+
+def parse_image_size(item: str) -> tuple[str, tuple[int, int]]:
+    """One `--image-size IMAGE=COMPRESSED[/UNCOMPRESSED]` value (`my/img=9Gi/18Gi`) as
+    `(image, (compressed bytes, uncompressed bytes))`, the entries the cold-start rules read
+    next to `KNOWN_IMAGE_SIZES`. Without an uncompressed size the image counts as twice its
+    compressed size. Raises ConfigError with the one line the CLI prints. Called by `gpucap
+    lint` (`cli/lint.py`) for each `--image-size`."""
+    name, eq, value = item.partition("=")
+    try:
+        if not eq:
+            raise ValueError(item)
+        compressed, _, uncompressed = value.partition("/")
+        c = Quantity.parse(compressed).value()
+        return name, (c, Quantity.parse(uncompressed).value() if uncompressed else 2 * c)
+    except ValueError:
+        raise ConfigError(
+            f"--image-size '{item}' must be IMAGE=SIZE[/SIZE], e.g. a/b=9Gi/18Gi"
+        ) from None

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from gpucap.cloudprovider.aws.amifamily import release_version_parameter
 from gpucap.cloudprovider.aws.amireleases import latest_release, releases_for
 from gpucap.cloudprovider.aws.ec2.api import EC2API, EC2APIError
+from gpucap.runtime.errors import GpucapInputError
 
 __all__ = ["AMILookupError", "AMIReleaseInfo", "list_releases", "recommended_release"]
 
@@ -24,7 +25,7 @@ _PINNED_NAME = re.compile(
 )
 
 
-class AMILookupError(Exception):
+class AMILookupError(GpucapInputError):
     """No release could be found; the message says where gpucap looked."""
 
 

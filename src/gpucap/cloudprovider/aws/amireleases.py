@@ -41,6 +41,8 @@ from importlib import resources
 from types import MappingProxyType
 from typing import Any, Final
 
+from gpucap.runtime.errors import GpucapInputError
+
 __all__ = [
     "AMI_RELEASES_FORMAT",
     "BUNDLED_AMI_RELEASES_RESOURCE",
@@ -101,7 +103,7 @@ _DIFF_FIELDS: Final = (
 )
 
 
-class UnknownReleaseError(LookupError):
+class UnknownReleaseError(GpucapInputError, LookupError):
     """A release version the bundled list does not have."""
 
 

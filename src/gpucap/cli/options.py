@@ -1,0 +1,105 @@
+"""The options several commands share: their declarations, their callbacks, `check_output`.
+
+Declared once so that `--region`, `--catalog` or `--report` read and check the same in every
+command. Light by design (typer only): `cli/app.py` does not import it, but every command module
+does, and `gpucap COMMAND --help` should cost no more than that command's own imports.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+import typer
+
+from gpucap.cli.errors import BadInputError
+
+__all__ = [
+    "ArchOption",
+    "CatalogOption",
+    "FamilyOption",
+    "KubernetesOption",
+    "OfflineOption",
+    "OutputOption",
+    "PricesOption",
+    "RegionOption",
+    "ReportOption",
+    "VariantOption",
+    "ZonesOption",
+    "check_output",
+    "option_value",
+    "region_name",
+]
+
+# An AWS region name: us-east-1, us-gov-west-1, cn-north-1, eu-isoe-west-1.
+_REGION_NAME = re.compile(r"[a-z]{2}(-[a-z]+)+-[0-9]+")
+
+
+def option_value(value: str | None) -> str | None:
+    """Callback of the options whose value never starts with `-` (a region, zones, a pod or a
+    rule): click takes the word after the option as its value, so a forgotten value
+    (`--region --zones us-east-1a`) would make the next option the value and its value a file.
+    Said here, naming the option whose value is missing."""
+    if value is not None and value.startswith("-"):
+        raise typer.BadParameter(f"requires a value ('{value}' is an option)")
+    return value
+
+
+def region_name(value: str | None) -> str | None:
+    """Callback of every `--region`: a region name, so that an empty or misspelt one is a usage
+    error naming --region, rather than a region without zones or instance types."""
+    if option_value(value) is not None and not _REGION_NAME.fullmatch(value or ""):
+        raise typer.BadParameter(f"'{value}' is not an AWS region name (like us-east-1)")
+    return value
+
+
+def check_output(output: str, allowed: tuple[str, ...]) -> None:
+    """Refuse an `--output` format the command does not write (bad input, exit 2)."""
+    if output not in allowed:
+        raise BadInputError(f"--output '{output}' is not one of {', '.join(allowed)}")
+
+
+OutputOption = Annotated[
+    str,
+    typer.Option("--output", "-o", help="table (default), json or yaml.", show_default=False),
+]
+
+# `--catalog FILE` and `--prices FILE` of plan, simulate and lint (read by
+# `cli/catalogs.py`'s `catalog_from_options`).
+CatalogOption = Annotated[
+    str | None, typer.Option("--catalog", help="A catalog file replacing the bundled one.")
+]
+PricesOption = Annotated[
+    str | None, typer.Option("--prices", help="A prices file overriding catalog prices.")
+]
+ZonesOption = Annotated[
+    str | None,
+    typer.Option(help="Comma-separated zones (default: the region's).", callback=option_value),
+]
+
+# `--report FILE` of simulate, plan and demo: the HTML report (`cli/reporting.py`, `report/`).
+ReportOption = Annotated[
+    str | None,
+    typer.Option(
+        "--report",
+        metavar="FILE",
+        help="Also write a self-contained HTML report (charts, tables; works offline) to FILE.",
+    ),
+]
+
+# The AMI lookup keys of `ami` and `render --pin-ami`.
+KubernetesOption = Annotated[
+    str, typer.Option("--kubernetes-version", help="Cluster Kubernetes version.")
+]
+FamilyOption = Annotated[str, typer.Option("--family", help="AMI family.")]
+VariantOption = Annotated[str, typer.Option("--variant", help="standard, nvidia or neuron.")]
+ArchOption = Annotated[str, typer.Option("--arch", help="x86_64 or arm64.")]
+OfflineOption = Annotated[
+    bool, typer.Option("--offline", help="Use the bundled release list, not SSM.")
+]
+RegionOption = Annotated[
+    str | None,
+    typer.Option(
+        "--region", help="AWS region (default: your AWS configuration).", callback=region_name
+    ),
+]

@@ -1,0 +1,144 @@
+"""`gpucap plan FILES`: schedule the pending pods as Karpenter's provisioner would, and print
+what it would launch, at what price, and why any pod stays Pending.
+
+Thin like every command: read the catalog and the input, call `operator.plan`, format with
+`cli/render.py`, print. Registered by `cli/app.py`; bad input is one `error:` line and exit 2
+(the app's boundary).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from gpucap.cli import loading
+from gpucap.cli.catalogs import catalog_from_options
+from gpucap.cli.errors import BadInputError
+from gpucap.cli.options import (
+    CatalogOption,
+    OutputOption,
+    PricesOption,
+    ReportOption,
+    ZonesOption,
+    check_output,
+    option_value,
+    region_name,
+)
+from gpucap.cli.render import format_explanation, plan_lines, write_plan
+from gpucap.cli.reporting import check_report_path, refuse_overwriting_inputs, write_plan_report
+from gpucap.cli.terminals import EXIT_BAD_INPUT, err, out
+from gpucap.controllers.provisioning import DEFAULT_MAX_PASSES
+from gpucap.operator.plan import explain_pod
+from gpucap.operator.plan import plan as make_plan
+from gpucap.runtime.collector import collector_paused
+
+__all__ = ["plan"]
+
+
+def plan(  # noqa: PLR0917 - typer maps parameters to options
+    files: Annotated[
+        list[str], typer.Argument(help="Manifest files, directories, or - for stdin.")
+    ],
+    output: OutputOption = "table",
+    region: Annotated[
+        str, typer.Option(help="AWS region of the catalog.", callback=region_name)
+    ] = "us-east-1",
+    zones: ZonesOption = None,
+    kubernetes_version: Annotated[
+        str, typer.Option("--kubernetes-version", help="Cluster Kubernetes version.")
+    ] = "1.36",
+    catalog: CatalogOption = None,
+    prices: PricesOption = None,
+    explain: Annotated[
+        str | None,
+        typer.Option(
+            "--explain",
+            help="NAMESPACE/POD (or POD): why each NodePool can or cannot take it.",
+            callback=option_value,
+        ),
+    ] = None,
+    passes: Annotated[
+        int,
+        typer.Option(
+            "--passes",
+            min=1,
+            help="Most provisioning passes to run (1: a single scheduling pass). Later passes "
+            "place the pods NodePool limits held back, once earlier NodeClaims have launched.",
+        ),
+    ] = DEFAULT_MAX_PASSES,
+    report: ReportOption = None,
+) -> None:
+    """Schedule the pending pods as Karpenter's provisioner would and print what it would
+    launch, at what price, and why any pod stays Pending."""
+    # Everything this command builds (imports, the input's objects, the catalog, the NodePools'
+    # instance types, the plan) lives to the end, and planning makes no garbage cycles
+    # (tests/controllers/provisioning/test_loop_collector.py): the cyclic collector would only
+    # walk live objects, about a tenth of the workshop plan's time. Off for the command; on
+    # again afterwards, for callers that run `plan` in-process (the tests).
+    with collector_paused():
+        _plan(
+            files,
+            output,
+            region,
+            zones,
+            catalog,
+            prices,
+            explain,
+            passes,
+            report,
+            kubernetes_version,
+        )
+
+
+def _plan(  # noqa: PLR0917 - the `plan` command's options, as given
+    files: list[str],
+    output: str,
+    region: str,
+    zones: str | None,
+    catalog: str | None,
+    prices: str | None,
+    explain: str | None,
+    passes: int,
+    report: str | None,
+    kubernetes_version: str,
+) -> None:
+    """The `plan` command's work, with the collector off (see `plan`); `kubernetes_version`
+    is what EC2NodeClass AMI aliases resolve for (which NodePools are Ready)."""
+    check_output(output, ("table", "json", "yaml"))
+    if report is not None:
+        check_report_path(report, err)
+        inputs = [*files, *(f for f in (catalog, prices) if f is not None)]
+        refuse_overwriting_inputs("--report", report, inputs, err)
+    # The catalog first: a region it has no prices for is refused before the input is read.
+    cat = catalog_from_options(region, zones, catalog, prices)
+    result = loading.load_paths(files)
+    loading.report_issues(result)
+    if not result.ok:
+        raise typer.Exit(EXIT_BAD_INPUT)
+    result.release_texts()  # plan asks for no line from here on: the input text can go
+    made = make_plan(result.objects, cat, max_passes=passes, kubernetes_version=kubernetes_version)
+    if report is not None:
+        title = f"gpucap plan {' '.join(files)}"
+        write_plan_report(report, made, result.objects, cat, title=title, err=err)
+    if explain is not None:
+        key = explain if "/" in explain else f"default/{explain}"
+        explanation = explain_pod(result.objects, cat, key, kubernetes_version=kubernetes_version)
+        if explanation is None:
+            raise BadInputError(f"--explain {explain}: no such pod in the input")
+        np = made.not_planned.get(key)
+        out.lines(
+            format_explanation(
+                key,
+                explanation,
+                made.pod_errors.get(key),
+                made.where(key),
+                np.reason if np is not None else None,
+            )
+        )
+        return
+    if output == "table":
+        out.lines(plan_lines(made))
+    else:
+        write_plan(made, output, sys.stdout)
