@@ -34,8 +34,8 @@ if TYPE_CHECKING:
     from gpucap.apis.serde import LoadResult
     from gpucap.cli.demo import DEMO_VALUES
     from gpucap.cloudprovider.aws.ami import AMIReleaseInfo
-    from gpucap.cloudprovider.aws.catalog import Catalog
     from gpucap.cloudprovider.aws.ec2.api import EC2API
+    from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
 
 __all__ = ["DEMO_VALUES", "app", "console", "main", "usage_error_line"]
 
@@ -171,9 +171,9 @@ def load_paths(paths: list[str]) -> LoadResult:
 
 
 def load_catalog(region: str, **kw: Any) -> Catalog:
-    """`cloudprovider.aws.catalog.load_catalog`, imported when a command needs the catalog
+    """`cloudprovider.aws.instancetype.catalog.load_catalog`, imported when a command needs the catalog
     (the fuzzer's driver replaces this to share one catalog between its cases)."""
-    from gpucap.cloudprovider.aws.catalog import load_catalog as load  # noqa: PLC0415
+    from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog as load  # noqa: PLC0415
 
     return load(region, **kw)
 
@@ -324,9 +324,8 @@ def _load_catalog(
     """The catalog for `plan`/`simulate`/`lint`: bundled, or `--catalog`, with `--prices`
     overrides. `where` names what chose the region (the option, or a scenario's spec.region)
     for the one-line refusal of a region the catalog prices nothing in."""
-    from gpucap.cloudprovider.aws.catalog import (  # noqa: PLC0415
-        CatalogError,
-        parse_catalog_json,
+    from gpucap.cloudprovider.aws.instancetype.data import CatalogError, parse_catalog_json  # noqa: PLC0415
+    from gpucap.cloudprovider.aws.instancetype.pricing import (  # noqa: PLC0415
         parse_prices_json,
         priced_regions,
         region_is_priced,
