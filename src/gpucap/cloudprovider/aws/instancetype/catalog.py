@@ -44,6 +44,8 @@ from gpucap.cloudprovider.aws.instancetype.resolve import (
     InstanceTypeDetails,
     instance_type_details,
     is_compatible,
+    offered_zones,
+    offering_price,
     resolve_instance_type,
 )
 from gpucap.cloudprovider.aws.instancetype.settings import NodeClassSettings
@@ -102,24 +104,25 @@ class Catalog:
 
     def available_prices(self, capacity_type: str) -> dict[tuple[str, str], float]:
         """The price per (type, zone) of every available `capacity_type` offering of
-        `instance_types()` (default settings), in its order, without resolving the types:
-        the same rule as `resolve_instance_type`'s offerings (offered in the zone, priced,
-        compatible with the node class). Called by `SimulatedEC2` to price launches."""
+        `instance_types()` (default settings), in its order. Called by `SimulatedEC2` to price
+        launches.
+
+        The rule is `resolve.offerings`' (offered in the zone, priced, compatible with the node
+        class), applied through the same helpers, without building the types: reading the
+        offerings of `instance_types()` would resolve the default node class's 1,340 types,
+        which a simulation whose EC2NodeClass sets anything never otherwise does (bench/
+        simulate.py: ~1 s more), and calling `offerings` per type builds every Offering
+        (measured 7x this loop). `tests/.../test_catalog_prices.py` holds the two equal."""
         settings = NodeClassSettings()
         zones = sorted(set(self.zones))
         out: dict[tuple[str, str], float] = {}
         for info in self.infos:
             if capacity_type not in info.capacity_types:
                 continue
-            pricing = self.pricing[info.name]
-            price = pricing.on_demand if capacity_type == "on-demand" else pricing.spot
+            price = offering_price(self.pricing[info.name], capacity_type)
             if price is None or not is_compatible(info, settings):
                 continue
-            offered = (
-                set(self.zones)
-                if info.offerings is None
-                else set(info.offerings.get(self.region, ()))
-            )
+            offered = offered_zones(info, self.region, self.zones)
             for zone in zones:
                 if zone in offered:
                     out[(info.name, zone)] = price

@@ -39,6 +39,8 @@ __all__ = [
     "compute_requirements",
     "instance_type_details",
     "is_compatible",
+    "offered_zones",
+    "offering_price",
     "offerings",
     "resolve_instance_type",
     "scheduling_requirements",
@@ -174,7 +176,7 @@ def compute_requirements(
     out, or given no values (Windows on arm64), is `DoesNotExist` once `scheduling_requirements`
     turns the result into the type's requirements."""
     traits = settings.traits
-    type_zones = sorted(_offered_zones(info, region, zones) & set(zones))
+    type_zones = sorted(offered_zones(info, region, zones) & set(zones))
     req: dict[str, tuple[str, ...]] = {
         cap.LABEL_INSTANCE_TYPE: (info.name,),
         cap.LABEL_ARCH: (info.architecture,),
@@ -346,12 +348,12 @@ def offerings(
     capacity type of the type, in zone order. An offering is available when EC2 offers the type
     in that zone, the capacity type has a price, and the type is compatible with the node class
     (`is_compatible`); an unavailable one is kept, priced 0.0 when unknown, as in Karpenter."""
-    offered = _offered_zones(info, region, zones)
+    offered = offered_zones(info, region, zones)
     compatible = is_compatible(info, settings)
     out: list[Offering] = []
     for zone in sorted(set(zones)):
         for capacity_type in info.capacity_types:
-            price = pricing.on_demand if capacity_type == "on-demand" else pricing.spot
+            price = offering_price(pricing, capacity_type)
             out.append(
                 Offering(
                     zone=zone,
@@ -363,10 +365,17 @@ def offerings(
     return tuple(out)
 
 
-def _offered_zones(info: InstanceTypeInfo, region: str, zones: Sequence[str]) -> set[str]:
+def offered_zones(info: InstanceTypeInfo, region: str, zones: Sequence[str]) -> set[str]:
     """The zones EC2 offers `info` in, in `region` (every zone of `zones` when the data says
-    nothing about its offerings: a catalog file without `offerings`)."""
+    nothing about its offerings: a catalog file without `offerings`). Also read by
+    `Catalog.available_prices`."""
     return set(zones) if info.offerings is None else set(info.offerings.get(region, ()))
+
+
+def offering_price(pricing: RegionPricing, capacity_type: str) -> float | None:
+    """The price of a `capacity_type` offering (None: unpriced, so never available). Also read
+    by `Catalog.available_prices`."""
+    return pricing.on_demand if capacity_type == "on-demand" else pricing.spot
 
 
 def _capacity_and_overhead(
