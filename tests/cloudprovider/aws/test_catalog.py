@@ -7,6 +7,7 @@ docs page, carried in the data as `karpenter_allocatable_*` / `karpenter_max_pod
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -960,6 +961,19 @@ def test_bundled_data_is_up_to_date_with_the_shared_data() -> None:
         pytest.skip(f"../shared/data/sources lacks {', '.join(missing)}")
     committed = (REPO / "src/gpucap/data/catalog/instance-types.json").read_text(encoding="utf-8")
     assert module.build(SHARED_DATA) == committed
+
+
+def test_the_codebase_has_one_instance_type_class_the_schedulers() -> None:
+    # review-2026-12-b 3.4: the catalog resolves straight into the scheduler's class.
+    src = REPO / "src"
+    defined = sorted(
+        str(path.relative_to(src))
+        for path in src.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef) and node.name == "InstanceType"
+    )
+    assert defined == ["gpucap/scheduling/instancetypes.py"]
+    assert type(resolve("m5.xlarge")) is InstanceType
 
 
 def test_details_hold_the_overhead_that_allocatable_subtracts_from_capacity(

@@ -46,8 +46,8 @@ __all__ = [
     "scheduling_requirements",
 ]
 
-# Every label key the catalog can put in `InstanceType.requirements`; a key missing from a type's
-# requirements means `DoesNotExist` for it (Karpenter's `computeRequirements` starts each of
+# Every label key `compute_requirements` can set; `scheduling_requirements` gives a type
+# `DoesNotExist` for each one it leaves out (Karpenter's `computeRequirements` starts each of
 # these keys as DoesNotExist). Karpenter's other AWS well-known keys need data or features the
 # catalog does not model and stay undefined in `scheduling_requirements`: zone-id (Karpenter
 # sets it only when the subnets' zone IDs are known), nitro-sandbox (main only),
