@@ -171,8 +171,8 @@ def load_paths(paths: list[str]) -> LoadResult:
 
 
 def load_catalog(region: str, **kw: Any) -> Catalog:
-    """`cloudprovider.aws.instancetype.catalog.load_catalog`, imported when a command needs the catalog
-    (the fuzzer's driver replaces this to share one catalog between its cases)."""
+    """`cloudprovider.aws.instancetype.catalog.load_catalog`, imported when a command needs the
+    catalog (the fuzzer's driver replaces this to share one catalog between its cases)."""
     from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog as load  # noqa: PLC0415
 
     return load(region, **kw)

@@ -1,9 +1,9 @@
 """`catalog export`: a region's EC2 instance types, read from the AWS APIs, as catalog-file entries.
 
 For the CLI's `catalog export`, which passes a `BotoEC2API` (any `EC2API` works: tests pass a fake
-or moto). The output is a JSON array in the catalog-file schema (`docs/catalog-format.md`, the one of
-`../shared/data/ec2-instance-types.json`), sorted by name, that `parse_catalog` accepts, so it
-can be given straight back to `--catalog`.
+or moto). The output is a JSON array in the catalog-file schema (`docs/catalog-format.md`, the
+one of `../shared/data/ec2-instance-types.json`), sorted by name, that `parse_catalog` accepts,
+so it can be given straight back to `--catalog`.
 
 `export_catalog(api, region)` makes four kinds of call, each the way Karpenter's AWS provider
 makes it (aws `pkg/providers/instancetype/instancetype.go`, `pkg/providers/pricing/pricing.go`):
