@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from run import diverse_pods, fake_instance_types, gpu_mix, nodepool
 
-from gpucap.cloudprovider.aws.catalog import load_catalog
+from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.cloudprovider.aws.launch import (
     InsufficientCapacityError,
     Launch,
@@ -134,7 +134,7 @@ def main() -> None:
     )
     fake = tuple(fake_instance_types(400))
     bench("fake400", [PoolInput(nodepool(), fake)], diverse_pods(args.pods), args.repeat)
-    real = load_catalog("us-east-1").scheduling_instance_types(None)
+    real = load_catalog("us-east-1").instance_types(None)
     gpu_pool = nodepool(
         "gpu", [{"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "Exists"}]
     )

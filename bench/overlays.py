@@ -19,7 +19,8 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from gpucap.apis.serde import load_text
-from gpucap.cloudprovider.aws.catalog import NodeClassSettings, load_catalog
+from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
+from gpucap.cloudprovider.aws.instancetype.settings import NodeClassSettings
 from gpucap.scheduling.nodeoverlay import PoolTypes, apply_overlays, evaluate_overlays
 
 FAMILIES = ("g5", "g6", "g6e", "p5", "p4d")
@@ -63,7 +64,7 @@ def main() -> None:
     parser.add_argument("--pools", type=int, default=5)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    types = load_catalog().scheduling_instance_types(NodeClassSettings())
+    types = load_catalog().instance_types(NodeClassSettings())
     pools = [PoolTypes(f"pool-{k}", {}, types) for k in range(args.pools)]
     header = ("overlays", "pools", "types", "evaluate s", "apply s", "changed")
     print("{:>8} {:>5} {:>5} {:>10} {:>8} {:>8}".format(*header))

@@ -29,7 +29,7 @@ import plan as plan_workload  # bench/plan.py: the diverse workload as manifests
 
 from gpucap.apis.core import Pod
 from gpucap.apis.nodepool import NodePool
-from gpucap.cloudprovider.aws.catalog import load_catalog
+from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.scheduling.instancetypes import InstanceType, Offering
 from gpucap.scheduling.requirements import Requirement, Requirements
 from gpucap.scheduling.scheduler import PoolInput, Scheduler
@@ -167,7 +167,7 @@ def main() -> None:
         )
         print(_fmt(rows[-1]), flush=True)
     catalog = load_catalog("us-east-1")
-    real = catalog.scheduling_instance_types(None)
+    real = catalog.instance_types(None)
     gpu_pool = nodepool(
         "gpu",
         [{"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "Exists"}],

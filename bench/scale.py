@@ -130,7 +130,7 @@ def daemonsets(n: int, out: Path) -> Path:
 _STAGES = """
 import json, sys, time
 from gpucap.apis.serde import load_paths
-from gpucap.cloudprovider.aws.catalog import load_catalog
+from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.operator.plan import pools_for, provision
 from gpucap.state.snapshot import snapshot
 from gpucap.cli.render import format_plan

@@ -47,7 +47,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from gpucap.cli.simulate_render import format_summary, format_timeline
-from gpucap.cloudprovider.aws.catalog import load_catalog
+from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.sim.recorder import Event
 from gpucap.sim.scenario import load_scenario
 from gpucap.sim.summary import summarize

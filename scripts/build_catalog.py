@@ -3,7 +3,7 @@
 Reads `ec2-instance-types.json` and `ec2-instance-type-offerings.json` (default
 `../shared/data`, provenance in its README) and the regional sources under `sources/` there
 (below), and writes `src/gpucap/data/catalog/instance-types.json`, which
-`gpucap.cloudprovider.aws.catalog` loads. Run by hand when the data changes; `--check` exits 1
+`gpucap.cloudprovider.aws.instancetype` loads. Run by hand when the data changes; `--check` exits 1
 when the committed file is stale (for CI).
 
 Regions. The shared data prices us-east-1, us-west-2 and eu-west-1 and has zone offerings for
@@ -39,7 +39,7 @@ gpucap does not cover. The SkyPilot catalog (skypilot-org/skypilot-catalog
 fetch here, so only the shared data's hand extract of it is used. Prices are per region, not
 per zone.
 
-The output holds catalog-file entries (schema in `catalog.py`'s docstring) packed in columns
+The output holds catalog-file entries (schema in `docs/catalog-format.md`) packed in columns
 (`pack_catalog_columns`: one row per instance type, types sorted by name, fields sorted), so a
 rebuild from the same input is byte-identical and the file stays around 0.6 MB:
 
@@ -72,12 +72,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from gpucap.cloudprovider.aws.catalog import (  # noqa: E402
+from gpucap.cloudprovider.aws.instancetype.data import (  # noqa: E402
     pack_catalog_columns,
     parse_catalog,
-    resolve_spot_price,
     unpack_catalog_columns,
 )
+from gpucap.cloudprovider.aws.instancetype.pricing import resolve_spot_price  # noqa: E402
 
 DEFAULT_SOURCE = ROOT.parent / "shared" / "data"
 DEFAULT_OUT = ROOT / "src" / "gpucap" / "data" / "catalog"

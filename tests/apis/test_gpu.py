@@ -9,7 +9,7 @@ from gpucap.apis.gpu import (
     is_device_plugin,
     is_model_server,
 )
-from gpucap.cloudprovider.aws import capacity
+from gpucap.cloudprovider.aws.instancetype import capacity
 from gpucap.lint.context import GPU_RESOURCE
 
 

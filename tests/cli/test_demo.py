@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from gpucap.cli.demo import ACTS, act1_sentences, act2_sentences, run_act, story_tree
 from gpucap.cli.main import app
 from gpucap.cli.simulate_render import clock_time, format_duration, format_timeline
-from gpucap.cloudprovider.aws.catalog import Catalog, load_catalog
+from gpucap.cloudprovider.aws.instancetype.catalog import Catalog, load_catalog
 from gpucap.runtime.clock import EPOCH
 from gpucap.sim.recorder import Event
 from gpucap.sim.scenario import LoadedScenario

@@ -11,7 +11,7 @@ from click.testing import Result
 from typer.testing import CliRunner
 
 from gpucap.cli.main import app
-from gpucap.cloudprovider.aws.catalog import load_catalog
+from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from tests.builders import GPU_TOLERATION, deployment, edit, nodeclass, nodepool, pod, to_yaml
 
 WORKSHOP = Path(__file__).resolve().parents[2] / "src" / "gpucap" / "data" / "examples" / "workshop"
@@ -40,7 +40,7 @@ def vllm(replicas: int) -> dict[str, Any]:
 
 
 def cheapest_spot(names: list[str]) -> tuple[str, float]:
-    its = load_catalog("us-east-1").scheduling_instance_types(None)
+    its = load_catalog("us-east-1").instance_types(None)
     best = min(
         (o.price, it.name, o.zone)
         for it in its

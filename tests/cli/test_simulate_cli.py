@@ -19,7 +19,8 @@ from rich.console import Console
 
 from gpucap.cli import main as cli_main
 from gpucap.cli.simulate import FRAME_SECONDS, ProgressBar, SimulateOptions, Watch, run
-from gpucap.cloudprovider.aws.catalog import load_catalog, unpack_catalog_columns
+from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
+from gpucap.cloudprovider.aws.instancetype.data import unpack_catalog_columns
 from gpucap.runtime.terminal import Terminal
 from gpucap.sim.recorder import Event
 

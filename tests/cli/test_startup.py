@@ -77,7 +77,12 @@ def test_validate_loads_neither_the_catalog_nor_the_scheduler_nor_the_simulator(
     workshop = Path(cli_main.__file__).parents[1] / "data" / "examples" / "workshop"
     loaded = loaded_after(_run(["validate", str(workshop)]))
     assert "gpucap.cli.validate" in loaded
-    for module in ("numpy", "gpucap.cloudprovider.aws.catalog", "gpucap.sim", "gpucap.cli.plan"):
+    for module in (
+        "numpy",
+        "gpucap.cloudprovider.aws.instancetype.catalog",
+        "gpucap.sim",
+        "gpucap.cli.plan",
+    ):
         assert module not in loaded
 
 

@@ -12,9 +12,9 @@ import pytest
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, ZONE
 from gpucap.apis.nodepool import NodePool
-from gpucap.cloudprovider.aws.catalog import load_catalog
 from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider
 from gpucap.cloudprovider.aws.ec2.simulated import SimulatedEC2
+from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.cloudprovider.types import (
     CloudProvider,
     FakeCloudProvider,
@@ -34,7 +34,7 @@ NODEPOOL: NodePool = load(
 
 
 def fake() -> CloudProvider:
-    return FakeCloudProvider(CATALOG.scheduling_instance_types(None))
+    return FakeCloudProvider(CATALOG.instance_types(None))
 
 
 def aws_simulated() -> CloudProvider:

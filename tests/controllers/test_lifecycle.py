@@ -14,9 +14,9 @@ from gpucap.apis.labels import (
     ZONE,
 )
 from gpucap.apis.serde import load_text
-from gpucap.cloudprovider.aws.catalog import load_catalog
 from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider
 from gpucap.cloudprovider.aws.ec2.simulated import SimulatedEC2
+from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.cloudprovider.types import (
     CreateError,
     InsufficientCapacityError,

@@ -12,9 +12,10 @@ from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.labels import CAPACITY_TYPE, INITIALIZED, INSTANCE_TYPE, NODEPOOL, REGISTERED
 from gpucap.apis.nodepool import NodeClaim
 from gpucap.apis.serde import Manifests
-from gpucap.cloudprovider.aws.catalog import load_catalog, node_class_settings
 from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider
 from gpucap.cloudprovider.aws.ec2.simulated import SimulatedEC2
+from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
+from gpucap.cloudprovider.aws.instancetype.settings import node_class_settings
 from gpucap.cloudprovider.types import CloudProvider, FakeCloudProvider
 from gpucap.controllers.provisioning import Provisioner
 from gpucap.controllers.provisioning.provisioner import node_selector
@@ -57,7 +58,7 @@ def manifests(*extra: dict[str, Any]) -> Manifests:
 
 def fake_for(objs: Manifests) -> FakeCloudProvider:
     nc: EC2NodeClass = objs.nodeclasses[0]
-    return FakeCloudProvider(CATALOG.scheduling_instance_types(node_class_settings(nc)))
+    return FakeCloudProvider(CATALOG.instance_types(node_class_settings(nc)))
 
 
 def aws_for(objs: Manifests) -> AWSCloudProvider:
@@ -177,7 +178,7 @@ def test_a_nodepool_without_its_ec2nodeclass_is_planned_with_the_default_one() -
     result = load(nodepool("gpu"))
     notes: list[str] = []
     (pool,) = pools_for(result.objects, CATALOG, notes)
-    assert pool.instance_types is CATALOG.scheduling_instance_types(None)
+    assert pool.instance_types is CATALOG.instance_types(None)
     assert notes == [
         "NodePool gpu: EC2NodeClass gpu is not in the input; "
         "planned with a default one (AL2023, 20Gi root volume)"
@@ -231,9 +232,7 @@ def test_a_provisioners_later_passes_decide_what_a_fresh_provisioner_decides() -
     # its passes (PassCache); each pass must still be what it would be on its own.
     passes = _passes()
     objs = passes[0][0]
-    fake = FakeCloudProvider(
-        CATALOG.scheduling_instance_types(node_class_settings(objs.nodeclasses[0]))
-    )
+    fake = FakeCloudProvider(CATALOG.instance_types(node_class_settings(objs.nodeclasses[0])))
     shared = Provisioner(fake)
     for objs, snap in passes:
         assert _decide(shared, objs, snap) == _decide(Provisioner(fake), objs, snap)

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 import yaml
 
-from gpucap.cloudprovider.aws.catalog import unpack_catalog_columns
+from gpucap.cloudprovider.aws.instancetype.data import unpack_catalog_columns
 
 __all__ = ["SCENARIO_FILE", "WORKSHOP", "Role", "Seed", "SeedFile", "all_seeds", "workshop_files"]
 

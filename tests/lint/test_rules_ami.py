@@ -8,8 +8,8 @@ from typing import Any
 
 from gpucap.apis.placeholders import substitute
 from gpucap.apis.serde import Manifest, load_text
-from gpucap.cloudprovider.aws.catalog import load_catalog
 from gpucap.cloudprovider.aws.ec2.api import EC2APIError
+from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.lint.config import LintConfig
 from gpucap.lint.context import LintContext
 from gpucap.lint.model import Finding

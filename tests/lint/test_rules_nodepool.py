@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from gpucap.apis.placeholders import substitute
 from gpucap.apis.serde import load_text
-from gpucap.cloudprovider.aws.catalog import NodeClassSettings, load_catalog
+from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
+from gpucap.cloudprovider.aws.instancetype.settings import NodeClassSettings
 from gpucap.lint.config import LintConfig
 from gpucap.lint.context import LintContext
 from gpucap.lint.model import Finding
@@ -426,7 +427,7 @@ def test_workshop_has_no_errors_from_these_rules(ami: str) -> None:
 
 # ==== NP009 ====================================================================================
 
-ALL_TYPE_NAMES = sorted({it.name for it in CATALOG.scheduling_instance_types(NodeClassSettings())})
+ALL_TYPE_NAMES = sorted({it.name for it in CATALOG.instance_types(NodeClassSettings())})
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ import pytest
 
 from gpucap.apis.placeholders import substitute
 from gpucap.apis.serde import load_text
-from gpucap.cloudprovider.aws.catalog import load_catalog
+from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.lint.config import LintConfig
 from gpucap.lint.context import LintContext
 from gpucap.lint.runner import run

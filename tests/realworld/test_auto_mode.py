@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from gpucap.apis.serde import load_paths
 from gpucap.cli.main import app
-from gpucap.cloudprovider.aws.catalog import load_catalog
+from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.lint.context import LintContext
 from tests.builders import pod, to_yaml
 from tests.realworld.corpus import real

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gpucap.cloudprovider.aws.catalog import load_catalog
+from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from tests.builders import GPU_TOLERATION, pod
 from tests.cli.test_plan import cheapest_spot, plan_json, run_plan, vllm
 from tests.realworld.corpus import real
@@ -79,7 +79,7 @@ def test_windows_nodes_are_priced_at_the_linux_rate_with_a_note(tmp_path: Path) 
     doc = json.loads(run_plan(tmp_path, [str(real(WINDOWS))], iis, extra=("-o", "json")).stdout)
     (claim,) = doc["nodeClaims"]
     assert claim["labels"]["kubernetes.io/os"] == "windows"
-    its = {it.name: it for it in load_catalog("us-east-1").scheduling_instance_types(None)}
+    its = {it.name: it for it in load_catalog("us-east-1").instance_types(None)}
     linux = min(
         o.price
         for o in its[claim["launch"]["instanceType"]].offerings

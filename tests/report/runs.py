@@ -11,7 +11,7 @@ from gpucap.apis.placeholders import substitute
 from gpucap.apis.serde import LoadResult, Manifest, load_text
 from gpucap.apis.workloads import Deployment
 from gpucap.cli.demo import DEMO_VALUES, workshop_texts
-from gpucap.cloudprovider.aws.catalog import Catalog, load_catalog
+from gpucap.cloudprovider.aws.instancetype.catalog import Catalog, load_catalog
 from gpucap.controllers.provisioning import Plan
 from gpucap.operator.plan import plan
 from gpucap.sim.scenario import LoadedScenario, load_scenario

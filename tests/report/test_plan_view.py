@@ -5,8 +5,6 @@ bundled workshop."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from gpucap.apis.labels import CAPACITY_TYPE, ZONE
@@ -20,8 +18,9 @@ from tests.report.runs import catalog, workshop, workshop_plan
 
 
 def g5(*offerings: Offering) -> InstanceType:
-    base = next(it for it in catalog().instance_types() if it.name == "g5.xlarge")
-    return dataclasses.replace(base, offerings=offerings)
+    base = catalog().instance_type("g5.xlarge")
+    # A new object, not `dataclasses.replace`: that would share the catalog type's price memo.
+    return InstanceType(base.name, base.requirements, base.capacity, base.allocatable, offerings)
 
 
 SPOT_A = Offering("us-east-1a", "spot", 0.30, True)

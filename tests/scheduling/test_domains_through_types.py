@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpucap.cloudprovider.aws.catalog import load_catalog
+from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.scheduling.requirements import Requirement, Requirements
 from gpucap.scheduling.topology import _domains_through_types
 
@@ -86,5 +86,5 @@ def test_domains_through_types_are_the_merge_of_the_pool_into_each_type_in_order
 def test_domains_through_the_bundled_catalogs_types_are_the_merge_in_order(
     pool: Requirements,
 ) -> None:
-    types = [it.requirements for it in load_catalog("us-east-1").scheduling_instance_types()]
+    types = [it.requirements for it in load_catalog("us-east-1").instance_types()]
     assert _domains_through_types(pool, types) == _reference(pool, types)

@@ -13,7 +13,7 @@ from collections import defaultdict
 
 import pytest
 
-from gpucap.cloudprovider.aws.catalog import load_catalog
+from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.sim.scenario import load_scenario
 from gpucap.sim.world import World
 from tests.sim.test_disruption_stories import STORIES

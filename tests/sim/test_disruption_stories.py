@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gpucap.cloudprovider.aws.catalog import Catalog, load_catalog
+from gpucap.cloudprovider.aws.instancetype.catalog import Catalog, load_catalog
 from gpucap.controllers.nodeclaim.constants import MIN_DRAIN_TIME
 from gpucap.sim.recorder import Event
 from gpucap.sim.scenario import load_scenario

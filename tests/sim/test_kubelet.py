@@ -11,8 +11,8 @@ from gpucap.apis.core import Pod, Taint
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.gpuoperator import DevicePluginConfig
 from gpucap.apis.serde import Manifests
-from gpucap.cloudprovider.aws.catalog import load_catalog
 from gpucap.cloudprovider.aws.coldstart import GIB, Timings
+from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.sim.kubelet import (
     Addon,
     DevicePlugin,

@@ -38,8 +38,8 @@ from hypothesis import strategies as st
 from gpucap.apis.admission import admitted_tolerations
 from gpucap.apis.core import PodSpec, Taint, Toleration
 from gpucap.apis.duration import parse_go_duration
-from gpucap.cloudprovider.aws.catalog import Catalog, load_catalog
 from gpucap.cloudprovider.aws.cloudprovider import NODECLAIM_TAG
+from gpucap.cloudprovider.aws.instancetype.catalog import Catalog, load_catalog
 from gpucap.runtime.clock import EPOCH
 from gpucap.scheduling.taints import untolerated
 from gpucap.sim.recorder import Event
@@ -429,7 +429,7 @@ class Laws:
     def check(self, events: Sequence[Event], terminating: dict[str, float]) -> list[str]:
         """`terminating`: when each NodeClaim's instance was terminated (Karpenter then sets
         `InstanceTerminating` and stops counting the node in budgets); no event says it."""
-        catalog = {it.name: it for it in _catalog().scheduling_instance_types(None)}
+        catalog = {it.name: it for it in _catalog().instance_types(None)}
         self.terminating = terminating
         pool_of: dict[str, str] = {}  # NodeClaim -> NodePool
         claim_of_node: dict[str, str] = {}

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpucap.apis.reading import InputError
-from gpucap.cloudprovider.aws.catalog import Catalog, load_catalog
+from gpucap.cloudprovider.aws.instancetype.catalog import Catalog, load_catalog
 from gpucap.sim.scenario import (
     TIMING_KEYS,
     Addon,

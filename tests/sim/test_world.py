@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from gpucap.apis.serde import load_paths
-from gpucap.cloudprovider.aws.catalog import Catalog, load_catalog
+from gpucap.cloudprovider.aws.instancetype.catalog import Catalog, load_catalog
 from gpucap.operator.plan import plan
 from gpucap.sim.kubelet import image_pull_seconds, pull_bounds
 from gpucap.sim.podcontroller import PodController
@@ -85,7 +85,7 @@ def test_spot_ice_falls_back_to_on_demand_in_the_next_batch() -> None:
     assert {(e.get("instanceType"), e.get("capacityType")) for e in marked} == {
         ("g5.xlarge", "spot")
     }
-    (g5,) = (it for it in _catalog().scheduling_instance_types(None) if it.name == "g5.xlarge")
+    (g5,) = (it for it in _catalog().instance_types(None) if it.name == "g5.xlarge")
     spot_zones = {o.zone for o in g5.offerings if o.capacity_type == "spot" and o.available}
     assert {e.get("zone") for e in marked} == spot_zones  # every zone EC2 tried, refused
     fallback = launches(result)[1]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gpucap.cloudprovider.aws.catalog import load_catalog
+from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.sim.scenario import load_scenario
 from gpucap.sim.world import World
 

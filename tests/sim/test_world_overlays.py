@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from gpucap.apis.serde import load_paths
-from gpucap.cloudprovider.aws.catalog import load_catalog
+from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.operator.plan import plan
 from gpucap.sim.scenario import load_scenario
 from gpucap.sim.world import simulate

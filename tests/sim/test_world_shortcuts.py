@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gpucap.cloudprovider.aws.catalog import load_catalog
+from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.scheduling.resources import add, pod_requests
 from gpucap.sim.binder import requests_of
 from gpucap.sim.scenario import load_scenario

@@ -7,16 +7,14 @@ driver (tests/fuzz/driver.py) shares one bundled catalog between its cases.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from gpucap.apis.reading import read_path
-from gpucap.cli.errors import BadInputError, map_exceptions
-from gpucap.cloudprovider.aws import catalog as aws_catalog
-from gpucap.cloudprovider.aws.catalog import (
-    Catalog,
-    CatalogError,
-    parse_catalog_json,
+from gpucap.cli.errors import BadInputError
+from gpucap.cloudprovider.aws.instancetype import catalog as aws_catalog
+from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
+from gpucap.cloudprovider.aws.instancetype.data import parse_catalog_json
+from gpucap.cloudprovider.aws.instancetype.pricing import (
     parse_prices_json,
     priced_regions,
     region_is_priced,
@@ -24,13 +22,10 @@ from gpucap.cloudprovider.aws.catalog import (
 
 __all__ = ["catalog_from_options", "load_catalog"]
 
-# Until CatalogError derives from GpucapInputError (it is in cloudprovider/aws/catalog.py, which
-# is being moved), its message is mapped here, at the seam; then this mapping goes.
-_CATALOG_ERRORS: dict[type[Exception], Callable[[Exception], str]] = {CatalogError: str}
-
 
 def load_catalog(region: str, **kw: Any) -> Catalog:
-    """`cloudprovider.aws.catalog.load_catalog` (replaceable; see the module docstring)."""
+    """`cloudprovider.aws.instancetype.catalog.load_catalog` (replaceable: see the module
+    docstring)."""
     return aws_catalog.load_catalog(region, **kw)
 
 
@@ -45,26 +40,25 @@ def catalog_from_options(
     overrides. `where` names what chose the region (the option, or a scenario's spec.region)
     for the one-line refusal of a region the catalog prices nothing in."""
     zone_list = [z.strip() for z in zones.split(",") if z.strip()] if zones is not None else None
-    with map_exceptions(_CATALOG_ERRORS):
-        infos = None
-        if catalog_file is not None:
-            infos = parse_catalog_json(read_path(catalog_file), source=catalog_file)
-        prices = None
-        if prices_file is not None:
-            prices = parse_prices_json(read_path(prices_file), source=prices_file)
-        if not region_is_priced(region, infos=infos, prices=prices):
-            _check_zone_names(region, zone_list)
-            # Nothing could launch: every pod would stay Pending and the plan would blame the
-            # NodePools. Said once, with the regions there is data for.
-            known = priced_regions(infos=infos, prices=prices)
-            raise BadInputError(
-                f"{where} {region}: the catalog prices no instance type in {region} "
-                f"(regions it prices: {', '.join(known) or 'none'}); give prices with "
-                "--prices or --catalog"
-            )
-        catalog = load_catalog(  # this module's attribute: replaceable
-            region, infos=infos, prices=prices, zones=zone_list, prices_source=prices_file or ""
+    infos = None
+    if catalog_file is not None:
+        infos = parse_catalog_json(read_path(catalog_file), source=catalog_file)
+    prices = None
+    if prices_file is not None:
+        prices = parse_prices_json(read_path(prices_file), source=prices_file)
+    if not region_is_priced(region, infos=infos, prices=prices):
+        _check_zone_names(region, zone_list)
+        # Nothing could launch: every pod would stay Pending and the plan would blame the
+        # NodePools. Said once, with the regions there is data for.
+        known = priced_regions(infos=infos, prices=prices)
+        raise BadInputError(
+            f"{where} {region}: the catalog prices no instance type in {region} "
+            f"(regions it prices: {', '.join(known) or 'none'}); give prices with "
+            "--prices or --catalog"
         )
+    catalog = load_catalog(  # this module's attribute: replaceable
+        region, infos=infos, prices=prices, zones=zone_list, prices_source=prices_file or ""
+    )
     _check_zone_names(region, zone_list)
     return catalog
 

@@ -40,7 +40,7 @@ from gpucap.cli.options import ReportOption
 from gpucap.cli.render import describe, format_issue, plan_lines
 from gpucap.cli.reporting import check_report_path, write_report_or_exit
 from gpucap.cli.simulate_render import clock_time, format_duration, format_timeline
-from gpucap.cloudprovider.aws.catalog import Catalog, load_catalog
+from gpucap.cloudprovider.aws.instancetype.catalog import Catalog, load_catalog
 from gpucap.controllers.provisioning import Plan
 from gpucap.lint.config import LintConfig
 from gpucap.lint.context import LintContext

@@ -26,7 +26,7 @@ from gpucap.runtime.terminal import Terminal
 
 if TYPE_CHECKING:
     from gpucap.apis.serde import Manifests
-    from gpucap.cloudprovider.aws.catalog import Catalog
+    from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
     from gpucap.controllers.provisioning import Plan
     from gpucap.report.page import PlanSection, SimulationSection
 

@@ -65,7 +65,7 @@ from gpucap.cli.simulate_render import (
     simulation_document,
     watch_lines,
 )
-from gpucap.cloudprovider.aws.catalog import Catalog
+from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
 from gpucap.runtime.clock import EPOCH, Clock, RealClock
 from gpucap.runtime.errors import GpucapInputError
 from gpucap.runtime.terminal import Terminal, escape, plain_console

@@ -43,11 +43,6 @@ from gpucap.apis.quantity import Quantity
 from gpucap.apis.serde import Manifest, Source
 from gpucap.apis.workloads import DaemonSet
 from gpucap.cloudprovider.aws.automode import auto_mode_instance_types
-from gpucap.cloudprovider.aws.catalog import (
-    Catalog,
-    NodeClassSettings,
-    node_class_settings,
-)
 from gpucap.cloudprovider.aws.cloudprovider import (
     NODECLASS_READY,
     AWSCloudProvider,
@@ -57,6 +52,8 @@ from gpucap.cloudprovider.aws.cloudprovider import (
 from gpucap.cloudprovider.aws.coldstart import KNOWN_IMAGE_SIZES, lookup_image_size
 from gpucap.cloudprovider.aws.ec2.api import EC2API
 from gpucap.cloudprovider.aws.ec2.simulated import SimulatedEC2
+from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
+from gpucap.cloudprovider.aws.instancetype.settings import NodeClassSettings, node_class_settings
 from gpucap.controllers.nodepool.readiness import (
     NodePoolReadiness,
     UnmanagedNodePool,
@@ -321,7 +318,7 @@ class LintContext:
         cat = catalog if catalog is not None else self.catalog
         if pool.is_auto_mode:
             return self._auto_mode_types(cat)
-        return cat.scheduling_instance_types(self.settings_for(pool.nodeclass))
+        return cat.instance_types(self.settings_for(pool.nodeclass))
 
     def _auto_mode_types(self, catalog: Catalog) -> Sequence[InstanceType]:
         key = ("auto_mode_types", id(catalog))
@@ -367,7 +364,7 @@ class LintContext:
             else:
                 nc = self.nodeclasses.get(ref.name)
                 template = NodeClaimTemplate.from_nodepool(np)
-                types = self.catalog.scheduling_instance_types(self.settings_for(nc))
+                types = self.catalog.instance_types(self.settings_for(nc))
             reqs = template.requirements
             # Only keys the instance types define can rule one out (intersection ignores the
             # rest), so checking the reduced set gives the same answer and shares the memo

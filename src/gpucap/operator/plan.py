@@ -23,12 +23,12 @@ from gpucap.apis.core import Pod
 from gpucap.apis.serde import Manifests
 from gpucap.apis.workloads import DaemonSet
 from gpucap.cloudprovider.aws.automode import auto_mode_instance_types
-from gpucap.cloudprovider.aws.catalog import Catalog
 from gpucap.cloudprovider.aws.cloudprovider import (
     DEFAULT_EC2NODECLASS,
     AWSCloudProvider,
     alias_readiness,
 )
+from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
 from gpucap.cloudprovider.aws.launch import LaunchPreview
 from gpucap.cloudprovider.overlay import OverlaidCloudProvider
 from gpucap.controllers.nodepool.readiness import (

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from gpucap.apis.labels import CAPACITY_TYPE, ZONE
 from gpucap.apis.serde import Manifests
-from gpucap.cloudprovider.aws.catalog import Catalog
+from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
 from gpucap.cloudprovider.aws.launch import choose_capacity_type, filter_instance_types
 from gpucap.cloudprovider.types import InsufficientCapacityError
 from gpucap.controllers.provisioning import Plan, PlannedNodeClaim

@@ -3,7 +3,7 @@
 An `InstanceType` is a name, its requirements (every well-known label: `In` its values, or
 `DoesNotExist`), capacity, allocatable and offerings; an `Offering` is one zone x capacity type
 with a price and whether it is available now (not ICE'd, priced, compatible). The cloud provider
-builds them (`cloudprovider/aws/catalog.py`); the scheduler only reads them.
+builds them (`cloudprovider/aws/instancetype/resolve.py`); the scheduler only reads them.
 
 The helpers here are Karpenter's: which offerings a requirement set allows, price ordering (the
 cheapest available compatible offering; gpucap breaks ties by name where Go's sort is unstable),

@@ -40,8 +40,6 @@ from gpucap.apis.gpuoperator import (
 from gpucap.apis.meta import ObjectMeta
 from gpucap.apis.serde import Manifests
 from gpucap.apis.workloads import DaemonSet
-from gpucap.cloudprovider.aws.capacity import DEFAULT_EBS_VOLUME_SIZE
-from gpucap.cloudprovider.aws.catalog import Catalog
 from gpucap.cloudprovider.aws.coldstart import (
     DEFAULT_GP3_THROUGHPUT_MIB_S,
     KNOWN_IMAGE_SIZES,
@@ -52,6 +50,8 @@ from gpucap.cloudprovider.aws.coldstart import (
     mbytes_to_mib_s,
     pull_seconds,
 )
+from gpucap.cloudprovider.aws.instancetype.capacity import DEFAULT_EBS_VOLUME_SIZE
+from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
 from gpucap.scheduling.daemonsets import (
     OPERATOR_DEFAULT_TOLERATIONS,
     blocking_taint,

@@ -34,8 +34,8 @@ from gpucap.apis.gpuoperator import DevicePluginConfig
 from gpucap.apis.labels import INSTANCE_TYPE
 from gpucap.apis.nodepool import NodeClaim
 from gpucap.apis.quantity import base_units
-from gpucap.cloudprovider.aws.catalog import Catalog
 from gpucap.cloudprovider.aws.coldstart import Timings
+from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
 from gpucap.controllers.nodeclaim.lifecycle import Lifecycle
 from gpucap.controllers.nodeclaim.registering import advertise, registering_node, with_ready
 from gpucap.sim.bus import GPU_KEYS, PRIORITY_KUBELET, Bus

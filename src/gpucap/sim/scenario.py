@@ -43,8 +43,8 @@ from gpucap.apis.serde import (
     load_text,
 )
 from gpucap.apis.yamltext import documents
-from gpucap.cloudprovider.aws.catalog import Catalog
 from gpucap.cloudprovider.aws.coldstart import TIMING_FIELDS, TIMING_KEYS
+from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
 from gpucap.sim.kubelet import Addon
 
 __all__ = [

@@ -51,8 +51,8 @@ from gpucap.apis.expansion import POD_CREATORS, pod_groups
 from gpucap.apis.labels import CAPACITY_TYPE
 from gpucap.apis.limits import MAX_PODS
 from gpucap.apis.serde import KubeObject
-from gpucap.cloudprovider.aws.catalog import Catalog
 from gpucap.cloudprovider.aws.coldstart import KNOWN_IMAGE_SIZES, Timings
+from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
 from gpucap.cloudprovider.types import CloudProvider
 from gpucap.controllers.disruption.controller import Disruption
 from gpucap.controllers.disruption.drift import DriftDetection

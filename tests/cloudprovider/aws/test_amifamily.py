@@ -33,8 +33,8 @@ from gpucap.cloudprovider.aws.amifamily import (
     variant_requirements,
 )
 from gpucap.cloudprovider.aws.amireleases import ssm_parameter_templates
-from gpucap.cloudprovider.aws.catalog import Catalog, load_catalog, scheduling_requirements
 from gpucap.cloudprovider.aws.ec2.api import EC2APIError
+from gpucap.cloudprovider.aws.instancetype.catalog import Catalog, load_catalog
 from gpucap.scheduling.requirements import Requirement, Requirements
 from tests.builders import edit, nodeclass
 
@@ -151,7 +151,7 @@ def catalog() -> Catalog:
 
 
 def type_requirements(catalog: Catalog, name: str) -> Requirements:
-    return scheduling_requirements(catalog.instance_type(name).requirements)
+    return catalog.instance_type(name).requirements
 
 
 # ---- SSM parameter names ------------------------------------------------------------------------

@@ -7,6 +7,7 @@ docs page, carried in the data as `karpenter_allocatable_*` / `karpenter_max_pod
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -19,30 +20,37 @@ from hypothesis import strategies as st
 
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.reading import load_json
-from gpucap.cloudprovider.aws import capacity as cap
-from gpucap.cloudprovider.aws import catalog as catalog_module
-from gpucap.cloudprovider.aws.catalog import (
-    WELL_KNOWN_LABEL_KEYS,
+from gpucap.cloudprovider.aws.instancetype import capacity as cap
+from gpucap.cloudprovider.aws.instancetype.capacity import (
     BlockDeviceSettings,
-    Catalog,
-    CatalogError,
-    InstanceType,
-    InstanceTypeInfo,
     NetworkInterfaceSettings,
-    NodeClassSettings,
-    PriceOverride,
+)
+from gpucap.cloudprovider.aws.instancetype.catalog import Catalog, load_catalog
+from gpucap.cloudprovider.aws.instancetype.data import (
+    CatalogError,
+    InstanceTypeInfo,
     bundled_catalog_entries,
     bundled_instance_type_infos,
-    load_catalog,
-    node_class_settings,
     pack_catalog_columns,
     parse_catalog_json,
-    parse_prices_json,
-    resolve_instance_type,
-    scheduling_requirements,
     unpack_catalog_columns,
 )
+from gpucap.cloudprovider.aws.instancetype.pricing import (
+    PriceOverride,
+    RegionPricing,
+    parse_prices_json,
+)
+from gpucap.cloudprovider.aws.instancetype.resolve import (
+    WELL_KNOWN_LABEL_KEYS,
+    InstanceTypeDetails,
+    compute_requirements,
+    instance_type_details,
+    resolve_instance_type,
+    scheduling_requirements,
+)
+from gpucap.cloudprovider.aws.instancetype.settings import NodeClassSettings, node_class_settings
 from gpucap.scheduling import instancetypes as scheduling
+from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.requirements import ALLOW_UNDEFINED_WELL_KNOWN, Requirement, Requirements
 from tests import builders
 from tests.builders import DELETE, edit, nodeclass
@@ -74,6 +82,28 @@ def resolve(name: str | InstanceTypeInfo, **node_class: Any) -> InstanceType:
     return resolve_instance_type(
         info, NodeClassSettings(**node_class), region="us-east-1", zones=["us-east-1a"]
     )
+
+
+def details(name: str | InstanceTypeInfo, **node_class: Any) -> InstanceTypeDetails:
+    """The overhead and prices of `resolve(name, **node_class)`."""
+    info = bundled(name) if isinstance(name, str) else name
+    return instance_type_details(info, NodeClassSettings(**node_class), region="us-east-1")
+
+
+def labels_of(it: InstanceType) -> dict[str, str]:
+    """The single-valued requirements: the labels a node of this type gets from the type."""
+    return {
+        k: next(iter(r.values)) for k, r in sorted(it.requirements.items()) if len(r.values) == 1
+    }
+
+
+def values(it: InstanceType, key: str) -> set[str]:
+    """The values `it` allows for `key` (none for DoesNotExist)."""
+    return set(it.requirements[key].values)
+
+
+def available_offerings(it: InstanceType) -> tuple[scheduling.Offering, ...]:
+    return tuple(o for o in it.offerings if o.available)
 
 
 def info(name: str = "m5.xlarge", **fields: Any) -> InstanceTypeInfo:
@@ -133,17 +163,17 @@ WORKED_EXAMPLES = {
 
 @pytest.mark.parametrize("name", sorted(WORKED_EXAMPLES))
 def test_allocatable_matches_karpenters_worked_example(name: str) -> None:
-    it = resolve(name)
+    it, overhead = resolve(name), details(name).overhead
     expected = WORKED_EXAMPLES[name]
     assert {k: it.capacity[k] for k in expected["capacity"]} == expected["capacity"]
-    assert dict(it.overhead.kube_reserved) == expected["kube_reserved"]
-    assert dict(it.overhead.system_reserved) == {}
-    assert dict(it.overhead.eviction_threshold) == expected["eviction_threshold"]
+    assert dict(overhead.kube_reserved) == expected["kube_reserved"]
+    assert dict(overhead.system_reserved) == {}
+    assert dict(overhead.eviction_threshold) == expected["eviction_threshold"]
     assert {k: it.allocatable[k] for k in expected["allocatable"]} == expected["allocatable"]
 
 
 def test_g5_12xlarge_gpu_labels_match_karpenters_worked_example() -> None:
-    labels = resolve("g5.12xlarge").labels
+    labels = labels_of(resolve("g5.12xlarge"))
     assert {
         k: labels[AWS + "instance-" + k] for k in ("gpu-name", "gpu-manufacturer", "gpu-count")
     } == {
@@ -232,7 +262,7 @@ POD_ENI_NEWER_THAN_DOCS = frozenset(
 
 
 def _published(it: InstanceType, resource: str) -> int | None:
-    p = it.info.published
+    p = bundled(it.name).published
     assert p is not None
     return {
         "cpu": p.cpu_millicores,
@@ -316,7 +346,7 @@ def test_gpu_and_accelerator_capacity_equals_the_datas_device_counts() -> None:
 def test_category_and_generation_come_from_karpenters_name_pattern(
     name: str, category: str, generation: str
 ) -> None:
-    labels = resolve(name).labels
+    labels = labels_of(resolve(name))
     assert (labels[AWS + "instance-category"], labels[AWS + "instance-generation"]) == (
         category,
         generation,
@@ -325,7 +355,7 @@ def test_category_and_generation_come_from_karpenters_name_pattern(
 
 def test_name_derived_labels_agree_with_the_docs_for_every_type() -> None:
     for i in bundled_instance_type_infos():
-        labels = resolve(i).labels
+        labels = labels_of(resolve(i))
         entry_ = next(e for e in _bundled_entries() if e["name"] == i.name)
         assert labels[AWS + "instance-category"] == entry_["category"], i.name
         assert labels[AWS + "instance-generation"] == str(entry_["generation"]), i.name
@@ -348,7 +378,7 @@ def _bundled_entries() -> list[dict[str, Any]]:
 
 def test_labels_of_a_gpu_type_are_the_well_known_ones_karpenter_sets() -> None:
     # Karpenter's docs table for g6.xlarge, plus the region and (single) zone it resolves in.
-    assert resolve("g6.xlarge").labels == {
+    assert labels_of(resolve("g6.xlarge")) == {
         "kubernetes.io/arch": "amd64",
         "kubernetes.io/os": "linux",
         "node.kubernetes.io/instance-type": "g6.xlarge",
@@ -379,30 +409,28 @@ def test_multi_valued_requirements_list_zones_capacity_types_and_tenancies(
     us_east_1: Catalog,
 ) -> None:
     it = us_east_1.instance_type("g5.12xlarge")
-    assert it.requirements[cap.LABEL_ZONE] == tuple(
-        f"us-east-1{z}" for z in ("a", "b", "c", "d", "f")
-    )
-    assert it.requirements[cap.LABEL_CAPACITY_TYPE] == ("on-demand", "spot")
-    assert it.requirements[cap.LABEL_INSTANCE_TENANCY] == ("default", "dedicated")
+    assert values(it, cap.LABEL_ZONE) == {f"us-east-1{z}" for z in ("a", "b", "c", "d", "f")}
+    assert values(it, cap.LABEL_CAPACITY_TYPE) == {"on-demand", "spot"}
+    assert values(it, cap.LABEL_INSTANCE_TENANCY) == {"default", "dedicated"}
 
 
 def test_types_without_a_gpu_have_no_gpu_labels_so_gpu_count_does_not_exist() -> None:
-    labels = resolve("m5.xlarge").labels
+    labels = labels_of(resolve("m5.xlarge"))
     assert not [k for k in labels if "gpu" in k or "accelerator" in k]
 
 
 def test_gpu_labels_need_exactly_one_gpu_device_entry_but_capacity_counts_every_gpu() -> None:
     two_entries = info("g9.12xlarge", gpu_count=4, gpu_name="a10g", gpu_device_entries=2)
     it = resolve(two_entries)
-    assert not [k for k in it.requirements if "gpu" in k]
+    assert not [k for k, r in it.requirements.items() if "gpu" in k and r.values]
     assert it.capacity["nvidia.com/gpu"] == 4
 
 
 def test_fractional_gpu_types_are_gpu_labelled_with_count_zero_and_advertise_no_gpu() -> None:
     it = resolve("g6f.large")
-    assert it.labels[AWS + "instance-gpu-count"] == "0"
-    assert it.labels[AWS + "instance-gpu-name"] == "l4"
-    assert it.labels[AWS + "instance-gpu-memory"] == "2861"
+    assert labels_of(it)[AWS + "instance-gpu-count"] == "0"
+    assert labels_of(it)[AWS + "instance-gpu-name"] == "l4"
+    assert labels_of(it)[AWS + "instance-gpu-memory"] == "2861"
     assert it.capacity["nvidia.com/gpu"] == 0
 
 
@@ -418,11 +446,13 @@ def test_gpu_resource_follows_the_gpu_manufacturer(name: str, resource: str | No
 
 def test_neuron_types_get_accelerator_labels_and_neuron_resources() -> None:
     it = resolve("inf2.xlarge")
-    assert {k: it.labels[AWS + "instance-accelerator-" + k] for k in ("name", "manufacturer")} == {
+    assert {
+        k: labels_of(it)[AWS + "instance-accelerator-" + k] for k in ("name", "manufacturer")
+    } == {
         "name": "inferentia2",
         "manufacturer": "aws",
     }
-    assert it.labels[AWS + "instance-accelerator-count"] == "1"
+    assert labels_of(it)[AWS + "instance-accelerator-count"] == "1"
     assert (it.capacity["aws.amazon.com/neuron"], it.capacity["aws.amazon.com/neuroncore"]) == (
         1,
         2,
@@ -430,11 +460,11 @@ def test_neuron_types_get_accelerator_labels_and_neuron_resources() -> None:
 
 
 def test_bare_metal_types_have_an_empty_hypervisor_label_not_a_missing_one() -> None:
-    assert resolve("c5.metal").labels[AWS + "instance-hypervisor"] == ""
+    assert labels_of(resolve("c5.metal"))[AWS + "instance-hypervisor"] == ""
 
 
 def test_flex_families_are_labelled_capability_flex() -> None:
-    assert resolve("c7i-flex.large").labels[AWS + "instance-capability-flex"] == "true"
+    assert labels_of(resolve("c7i-flex.large"))[AWS + "instance-capability-flex"] == "true"
 
 
 def test_every_capacity_key_is_present_even_when_zero() -> None:
@@ -461,25 +491,27 @@ def test_windows_families_label_os_and_build_and_default_to_110_pods(
     ami_family: str, build: str
 ) -> None:
     it = resolve("m5.xlarge", ami_family=ami_family)
-    assert it.labels["kubernetes.io/os"] == "windows"
-    assert it.labels["node.kubernetes.io/windows-build"] == build
+    assert labels_of(it)["kubernetes.io/os"] == "windows"
+    assert labels_of(it)["node.kubernetes.io/windows-build"] == build
     assert it.capacity["pods"] == 110
     assert it.capacity["vpc.amazonaws.com/PrivateIPv4Address"] == 14
     assert it.capacity["ephemeral-storage"] == 50 * GiB
     # Windows counts its own max pods for kube-reserved memory: 11 * 110 + 255.
-    assert it.overhead.kube_reserved["memory"] == 1465 * MiB
+    assert (
+        details("m5.xlarge", ami_family=ami_family).overhead.kube_reserved["memory"] == 1465 * MiB
+    )
 
 
 def test_windows_cannot_run_on_arm64_so_those_types_never_launch() -> None:
     it = resolve("m6g.xlarge", ami_family="Windows2022")
-    assert it.requirements["kubernetes.io/os"] == ()
-    assert not it.available_offerings()
+    assert values(it, "kubernetes.io/os") == set()
+    assert not available_offerings(it)
 
 
 @pytest.mark.parametrize(("ami_family", "available"), [("AL2023", False), ("AL2", True)])
 def test_a1_types_are_unavailable_with_al2023(ami_family: str, available: bool) -> None:
     it = resolve("a1.large", ami_family=ami_family)
-    assert bool(it.available_offerings()) is available
+    assert bool(available_offerings(it)) is available
 
 
 def test_arm64_memory_loses_64_mib_of_cma_before_the_vm_overhead() -> None:
@@ -603,7 +635,8 @@ def test_efa_only_interfaces_replace_efa_capacity_and_take_an_eni_from_card_zero
     assert it.capacity["vpc.amazonaws.com/efa"] == 1
     # 14 usable ENIs x 49 + 2, and AL2023 kube-reserved memory uses the same count.
     assert it.capacity["pods"] == 14 * 49 + 2
-    assert it.overhead.kube_reserved["memory"] == (11 * (14 * 49 + 2) + 255) * MiB
+    overhead = details("g5.12xlarge", network_interfaces=nics).overhead
+    assert overhead.kube_reserved["memory"] == (11 * (14 * 49 + 2) + 255) * MiB
 
 
 @pytest.mark.parametrize(
@@ -637,9 +670,9 @@ def test_offerings_cover_every_zone_and_capacity_type_with_unoffered_zones_unava
     ]
     unavailable = {o.zone for o in it.offerings if not o.available}
     assert unavailable == {"us-east-1e"}
-    prices = {(o.capacity_type, o.price) for o in it.available_offerings()}
+    prices = {(o.capacity_type, o.price) for o in available_offerings(it)}
     assert prices == {("on-demand", 5.672), ("spot", 2.137)}
-    assert it.pricing.spot_source == "sampled"
+    assert us_east_1.details("g5.12xlarge").pricing.spot_source == "sampled"
 
 
 def test_types_not_offered_in_the_region_are_left_out_and_unpriced_ones_kept_unavailable() -> None:
@@ -647,7 +680,7 @@ def test_types_not_offered_in_the_region_are_left_out_and_unpriced_ones_kept_una
     assert "p5e.48xlarge" not in load_catalog("us-east-1").names
     assert "g7.2xlarge" in us_west_2.unpriced
     it = us_west_2.instance_type("g7.2xlarge")
-    assert it.available_offerings() == ()
+    assert available_offerings(it) == ()
     assert {o.price for o in it.offerings} == {0.0}
 
 
@@ -663,15 +696,15 @@ def test_us_east_2_prices_gpu_types_but_not_system_pod_types() -> None:
 def test_zones_restrict_the_offerings_and_the_zone_requirement(us_east_1: Catalog) -> None:
     catalog = load_catalog("us-east-1", zones=["us-east-1b", "us-east-1e"])
     it = catalog.instance_type("g5.12xlarge")
-    assert it.requirements[cap.LABEL_ZONE] == ("us-east-1b",)
+    assert values(it, cap.LABEL_ZONE) == {"us-east-1b"}
     assert {o.zone for o in it.offerings} == {"us-east-1b", "us-east-1e"}
 
 
 def test_spot_price_is_advisor_estimated_where_no_sample_exists(us_east_1: Catalog) -> None:
-    it = us_east_1.instance_type("m5.xlarge")
-    savings = it.info.spot_advisor["us-east-1"].savings_vs_on_demand_pct
-    assert it.pricing.spot_source == "advisor-estimate"
-    assert it.pricing.spot == round(0.192 * (1 - savings / 100), 6)
+    m5 = us_east_1.details("m5.xlarge")
+    savings = m5.info.spot_advisor["us-east-1"].savings_vs_on_demand_pct
+    assert m5.pricing.spot_source == "advisor-estimate"
+    assert m5.pricing.spot == round(0.192 * (1 - savings / 100), 6)
 
 
 def test_price_overrides_replace_prices_and_reestimate_advisor_spot_prices() -> None:
@@ -680,10 +713,10 @@ def test_price_overrides_replace_prices_and_reestimate_advisor_spot_prices() -> 
         source="prices.json",
     )
     catalog = load_catalog("us-east-1", prices=prices)
-    m5 = catalog.instance_type("m5.xlarge").pricing
+    m5 = catalog.details("m5.xlarge").pricing
     savings = catalog.info("m5.xlarge").spot_advisor["us-east-1"].savings_vs_on_demand_pct
     assert (m5.on_demand, m5.spot) == (0.5, round(0.5 * (1 - savings / 100), 6))
-    g5 = catalog.instance_type("g5.12xlarge").pricing
+    g5 = catalog.details("g5.12xlarge").pricing
     assert (g5.on_demand, g5.spot, g5.spot_source) == (5.672, 1.5, "override")
 
 
@@ -726,10 +759,10 @@ def test_a_minimal_catalog_file_gives_a_type_offered_everywhere_at_its_on_demand
     catalog = load_catalog("us-east-1", infos=user_catalog(catalog_entry()))
     it = catalog.instance_type("g9.xlarge")
     assert catalog.zones == tuple(f"us-east-1{z}" for z in "abcdef")
-    assert len(it.available_offerings()) == 12
-    assert it.pricing == type(it.pricing)(1.0, 1.0, "on-demand", None)
+    assert len(available_offerings(it)) == 12
+    assert catalog.details("g9.xlarge").pricing == RegionPricing(1.0, 1.0, "on-demand", None)
     assert it.capacity["nvidia.com/gpu"] == 1
-    assert it.labels[AWS + "instance-gpu-count"] == "1"
+    assert labels_of(it)[AWS + "instance-gpu-count"] == "1"
     assert it.allocatable["memory"] == 14162 * MiB
 
 
@@ -852,7 +885,7 @@ def test_spot_price_falls_back_to_advisor_savings_then_to_on_demand(
     fields: dict[str, Any], price: float, source: str
 ) -> None:
     catalog = load_catalog("us-east-1", infos=user_catalog(catalog_entry(**fields)))
-    pricing = catalog.instance_type("g9.xlarge").pricing
+    pricing = catalog.details("g9.xlarge").pricing
     assert (pricing.spot, pricing.spot_source) == (price, source)
 
 
@@ -930,18 +963,33 @@ def test_bundled_data_is_up_to_date_with_the_shared_data() -> None:
     assert module.build(SHARED_DATA) == committed
 
 
-def test_instance_types_are_resolved_once_per_node_class_and_sorted(us_east_1: Catalog) -> None:
-    first = us_east_1.instance_types()
-    assert us_east_1.instance_types(NodeClassSettings()) is first
-    assert [it.name for it in first] == sorted(it.name for it in first)
-    assert us_east_1.instance_types(NodeClassSettings(max_pods=20)) is not first
+def test_the_codebase_has_one_instance_type_class_the_schedulers() -> None:
+    # review-2026-12-b 3.4: the catalog resolves straight into the scheduler's class.
+    src = REPO / "src"
+    defined = sorted(
+        str(path.relative_to(src))
+        for path in src.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef) and node.name == "InstanceType"
+    )
+    assert defined == ["gpucap/scheduling/instancetypes.py"]
+    assert type(resolve("m5.xlarge")) is InstanceType
+
+
+def test_details_hold_the_overhead_that_allocatable_subtracts_from_capacity(
+    us_east_1: Catalog,
+) -> None:
+    settings = NodeClassSettings(ami_family="Bottlerocket", system_reserved={"cpu": 100})
+    it = us_east_1.instance_type("g5.12xlarge", settings)
+    found = us_east_1.details("g5.12xlarge", settings)
+    assert found.info is us_east_1.info("g5.12xlarge")
+    assert found.pricing is us_east_1.pricing["g5.12xlarge"]
+    assert found.overhead.system_reserved == {"cpu": 100}
+    total = found.overhead.total()
+    assert {k: it.capacity[k] - total.get(k, 0) for k in it.capacity} == dict(it.allocatable)
 
 
 # ---- the scheduler's view ---------------------------------------------------------------------
-
-
-def test_catalog_offerings_are_the_schedulers_offerings() -> None:
-    assert catalog_module.Offering is scheduling.Offering
 
 
 @pytest.mark.parametrize("name", ["m5.xlarge", "g6.xlarge", "p4d.24xlarge", "c5.metal"])
@@ -949,25 +997,21 @@ def test_scheduling_types_require_every_well_known_label_absent_ones_as_does_not
     us_east_1: Catalog, name: str
 ) -> None:
     it = us_east_1.instance_type(name)
-    sched = next(t for t in us_east_1.scheduling_instance_types() if t.name == name)
-    assert set(sched.requirements) == WELL_KNOWN_LABEL_KEYS
-    for key in WELL_KNOWN_LABEL_KEYS:
-        values = it.requirements.get(key, ())
-        expected = "In" if values else "DoesNotExist"
-        assert (sched.requirements[key].operator, sched.requirements[key].values) == (
-            expected,
-            frozenset(values),
-        ), key
-    assert sched.capacity == it.capacity
-    assert sched.allocatable == it.allocatable
-    assert sched.offerings is it.offerings
+    assert set(it.requirements) == WELL_KNOWN_LABEL_KEYS
+    for key, requirement in it.requirements.items():
+        expected = "In" if requirement.values else "DoesNotExist"
+        assert requirement.operator == expected, key
+    has_gpu = us_east_1.info(name).has_gpu
+    assert it.requirements[AWS + "instance-gpu-count"].operator == (
+        "In" if has_gpu else "DoesNotExist"
+    )
 
 
 def test_gpu_count_exists_selects_gpu_types_only(us_east_1: Catalog) -> None:
     wants_gpu = Requirements.of(Requirement.new(AWS + "instance-gpu-count", "Exists"))
     chosen = {
         t.name
-        for t in us_east_1.scheduling_instance_types()
+        for t in us_east_1.instance_types()
         if wants_gpu.is_compatible(t.requirements, ALLOW_UNDEFINED_WELL_KNOWN)
     }
     assert {"g5.xlarge", "g6.xlarge", "p4d.24xlarge"} <= chosen
@@ -981,11 +1025,11 @@ def test_an_empty_value_list_is_does_not_exist_and_an_empty_value_is_a_value() -
     assert reqs[AWS + "instance-hypervisor"].has("")
 
 
-def test_scheduling_types_are_built_once_per_node_class(us_east_1: Catalog) -> None:
-    first = us_east_1.scheduling_instance_types()
-    assert us_east_1.scheduling_instance_types(NodeClassSettings()) is first
+def test_instance_types_are_resolved_once_per_node_class_in_name_order(us_east_1: Catalog) -> None:
+    first = us_east_1.instance_types()
+    assert us_east_1.instance_types(NodeClassSettings()) is first
     assert [t.name for t in first] == list(us_east_1.names)
-    other = us_east_1.scheduling_instance_types(NodeClassSettings(max_pods=20))
+    other = us_east_1.instance_types(NodeClassSettings(max_pods=20))
     assert other is not first
     assert {t.allocatable["pods"] for t in other} == {20}
 
@@ -1163,7 +1207,7 @@ def test_kube_reserved_cpu_bands_match_the_design_examples(vcpus: int, millicore
 
 
 def _general(requirements: dict[str, tuple[str, ...]]) -> Requirements:
-    keys = sorted(catalog_module.WELL_KNOWN_LABEL_KEYS | set(requirements))
+    keys = sorted(WELL_KNOWN_LABEL_KEYS | set(requirements))
     return Requirements.of(
         *(
             Requirement.new(k, "In", v)
@@ -1176,17 +1220,22 @@ def _general(requirements: dict[str, tuple[str, ...]]) -> Requirements:
 
 def test_scheduling_requirements_are_the_general_construction_for_every_catalog_type() -> None:
     # Built directly (and memoised) for speed: the same keys, in the same order, the same sets.
-    types = catalog_module.load_catalog("us-east-1").instance_types()
+    catalog = load_catalog("us-east-1")
+    types = catalog.instance_types()
     assert len(types) > 1000
     for it in types:
-        fast = scheduling_requirements(it.requirements)
-        assert list(fast.items()) == list(_general(dict(it.requirements)).items()), it.name
+        labels = compute_requirements(
+            catalog.info(it.name), NodeClassSettings(), region=catalog.region, zones=catalog.zones
+        )
+        fast = scheduling_requirements(labels)
+        assert fast is it.requirements, it.name
+        assert list(fast.items()) == list(_general(labels).items()), it.name
 
 
 def test_types_share_one_requirement_object_per_key_and_values() -> None:
     # Equal requirements are one object across types (immutable; cheaper to build and to
     # intersect, which short-cuts on identity); distinct values stay distinct objects.
-    types = catalog_module.load_catalog("us-east-1").scheduling_instance_types()
+    types = load_catalog("us-east-1").instance_types()
     arch = {it.requirements["kubernetes.io/arch"].values: it for it in types}
     assert set(arch) == {frozenset({"amd64"}), frozenset({"arm64"})}
     for it in types:
@@ -1223,6 +1272,6 @@ def test_compatible_offerings_are_the_available_ones_each_offering_allows(
 ) -> None:
     # `compatible_offerings` looks the zone and capacity-type requirements up once per type;
     # the answer is `Offering.allowed_by`'s, offering by offering, in the same order.
-    for it in us_east_1.scheduling_instance_types():
+    for it in us_east_1.instance_types():
         expected = [o for o in it.offerings if o.available and o.allowed_by(reqs)]
         assert scheduling.compatible_offerings(it, reqs) == expected, it.name

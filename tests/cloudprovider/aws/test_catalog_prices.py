@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpucap.cloudprovider.aws.catalog import PriceOverride, load_catalog
+from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
+from gpucap.cloudprovider.aws.instancetype.pricing import PriceOverride
 
 
 def _from_offerings(catalog_region: str, capacity_type: str, **kw: object) -> tuple[object, ...]:

@@ -14,15 +14,17 @@ from typing import Any
 import pytest
 
 from gpucap.cli.main import main
-from gpucap.cloudprovider.aws.catalog import (
-    bundled_priced_regions,
+from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
+from gpucap.cloudprovider.aws.instancetype.data import (
     bundled_region_zones,
-    load_catalog,
     parse_catalog_json,
+    unpack_catalog_columns,
+)
+from gpucap.cloudprovider.aws.instancetype.pricing import (
+    bundled_priced_regions,
     parse_prices,
     priced_regions,
     region_is_priced,
-    unpack_catalog_columns,
 )
 from tests.builders import GPU_TOLERATION, nodeclass, nodepool, pod, to_yaml
 from tests.cloudprovider.aws.builders import build_script, catalog_entry
@@ -68,8 +70,9 @@ def test_plan_in_us_east_2_prices_every_gpu_offering_the_sources_price() -> None
     catalog = load_catalog("us-east-2")
     assert catalog.zones == ("us-east-2a", "us-east-2b", "us-east-2c")
     g5 = catalog.instance_type("g5.xlarge")
+    g5_pricing = catalog.details("g5.xlarge").pricing
     # instances.vantage.sh: 1.006 on demand, 0.406667 spot averaged over the zones.
-    assert (g5.pricing.on_demand, g5.pricing.spot, g5.pricing.spot_source) == (
+    assert (g5_pricing.on_demand, g5_pricing.spot, g5_pricing.spot_source) == (
         1.006,
         0.406667,
         "sampled",
@@ -79,10 +82,8 @@ def test_plan_in_us_east_2_prices_every_gpu_offering_the_sources_price() -> None
         for z in catalog.zones
         for ct in ("on-demand", "spot")
     }
-    accelerated = [
-        it for it in catalog.instance_types() if it.info.has_gpu or it.info.accelerator_count
-    ]
-    unpriced = sorted(it.name for it in accelerated if it.pricing.on_demand is None)
+    accelerated = [info for info in catalog.infos if info.has_gpu or info.accelerator_count]
+    unpriced = sorted(i.name for i in accelerated if catalog.pricing[i.name].on_demand is None)
     # No source has these in us-east-2 (g7 launched after the vantage data was taken).
     assert unpriced == [
         *(f"g7.{s}" for s in ("12xlarge", "24xlarge", "2xlarge", "48xlarge", "4xlarge", "8xlarge")),
@@ -93,12 +94,12 @@ def test_plan_in_us_east_2_prices_every_gpu_offering_the_sources_price() -> None
 
 def test_the_priced_regions_keep_their_values_and_only_new_regions_are_added() -> None:
     # us-east-1 (the default) keeps Karpenter's price and the vantage spot sample.
-    g5 = load_catalog("us-east-1").instance_type("g5.xlarge")
-    assert (g5.pricing.on_demand, g5.pricing.spot_source) == (1.006, "sampled")
+    g5 = load_catalog("us-east-1").details("g5.xlarge").pricing
+    assert (g5.on_demand, g5.spot_source) == (1.006, "sampled")
     # eu-west-1 keeps its SkyPilot-extract price for a system-pod type.
-    assert load_catalog("eu-west-1").instance_type("m5.large").pricing.on_demand == 0.107
+    assert load_catalog("eu-west-1").details("m5.large").pricing.on_demand == 0.107
     # A system-pod type has no price in a region the shared data does not price.
-    assert load_catalog("us-east-2").instance_type("m5.large").pricing.on_demand is None
+    assert load_catalog("us-east-2").details("m5.large").pricing.on_demand is None
 
 
 def test_every_bundled_region_is_a_commercial_region_with_zones_named_region_plus_letter() -> None:

@@ -10,9 +10,9 @@ import pytest
 
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, ZONE
-from gpucap.cloudprovider.aws.catalog import load_catalog
 from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider, alias_readiness
 from gpucap.cloudprovider.aws.ec2.simulated import SimulatedEC2
+from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.cloudprovider.types import (
     CreateError,
     InsufficientCapacityError,
@@ -128,7 +128,7 @@ def test_an_ice_mark_expires_after_three_minutes() -> None:
     clock.advance(1)
     assert not cp.unavailable.is_unavailable(*key)
     now = cp.instance_types_for(cp.nodeclasses["gpu"])
-    base = CATALOG.scheduling_instance_types(None)
+    base = CATALOG.instance_types(None)
     assert [o.available for it in now if it.name == "g6.xlarge" for o in it.offerings] == [
         o.available for it in base if it.name == "g6.xlarge" for o in it.offerings
     ]
@@ -162,7 +162,7 @@ def test_the_create_fleet_request_is_built_as_karpenter_builds_it() -> None:
     overrides = request["LaunchTemplateConfigs"][0]["Overrides"]
     assert {(o["InstanceType"], o["AvailabilityZone"]) for o in overrides} == {
         (it.name, o.zone)
-        for it in CATALOG.scheduling_instance_types(None)
+        for it in CATALOG.instance_types(None)
         if it.name in GPU_TYPES
         for o in it.offerings
         if o.capacity_type == "spot" and o.available

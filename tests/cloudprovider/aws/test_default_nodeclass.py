@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from gpucap.apis.nodepool import NodeClaim, NodePool
-from gpucap.cloudprovider.aws.catalog import NodeClassSettings, load_catalog, node_class_settings
 from gpucap.cloudprovider.aws.cloudprovider import DEFAULT_EC2NODECLASS, AWSCloudProvider
 from gpucap.cloudprovider.aws.ec2.simulated import SimulatedEC2
+from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
+from gpucap.cloudprovider.aws.instancetype.settings import NodeClassSettings, node_class_settings
 from gpucap.cloudprovider.types import InsufficientCapacityError, node_claim_for
 from gpucap.runtime.clock import FakeClock
 from gpucap.scheduling.requirements import Requirement, Requirements
@@ -47,7 +48,7 @@ def test_without_a_default_creating_for_a_missing_class_is_insufficient_capacity
 
 def test_with_a_default_the_missing_class_answers_as_the_default_one() -> None:
     types = provider(default=True).get_instance_types(ORPHAN)
-    assert types is CATALOG.scheduling_instance_types(NodeClassSettings())
+    assert types is CATALOG.instance_types(NodeClassSettings())
 
 
 def test_with_a_default_a_claim_for_the_missing_class_launches() -> None:

@@ -19,11 +19,6 @@ import boto3
 import pytest
 from botocore.stub import ANY, Stubber
 
-from gpucap.cloudprovider.aws.catalog import (
-    bundled_instance_type_infos,
-    load_catalog,
-    parse_catalog,
-)
 from gpucap.cloudprovider.aws.ec2.api import EC2API, Response
 from gpucap.cloudprovider.aws.ec2.boto import PRICING_REGION, BotoEC2API
 from gpucap.cloudprovider.aws.export import (
@@ -37,6 +32,8 @@ from gpucap.cloudprovider.aws.export import (
     spot_price_summary,
     zone_offerings,
 )
+from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
+from gpucap.cloudprovider.aws.instancetype.data import bundled_instance_type_infos, parse_catalog
 
 REGION = "us-east-1"
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

@@ -13,9 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpucap.apis.ec2nodeclass import EC2NodeClass
-from gpucap.cloudprovider.aws.catalog import load_catalog, node_class_settings
 from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider
 from gpucap.cloudprovider.aws.ec2.simulated import SimulatedEC2
+from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
+from gpucap.cloudprovider.aws.instancetype.settings import node_class_settings
 from gpucap.runtime.clock import FakeClock
 from tests.builders import load, nodeclass
 
@@ -43,7 +44,7 @@ def _provider() -> tuple[AWSCloudProvider, EC2NodeClass, FakeClock]:
 
 
 def _from_scratch(cp: AWSCloudProvider, nc: EC2NodeClass) -> list[tuple[str, tuple[bool, ...]]]:
-    base = CATALOG.scheduling_instance_types(node_class_settings(nc))
+    base = CATALOG.instance_types(node_class_settings(nc))
     return [
         (
             it.name,
@@ -88,6 +89,6 @@ def test_the_answer_is_kept_across_instants_until_a_mark_in_force_expires() -> N
     clock.advance(1)
     cleared = cp.instance_types_for(nc)
     assert cleared is not marked
-    assert cleared == CATALOG.scheduling_instance_types(node_class_settings(nc))
+    assert cleared == CATALOG.instance_types(node_class_settings(nc))
     clock.advance(86_400)
     assert cp.instance_types_for(nc) is cleared

@@ -12,11 +12,8 @@ from collections.abc import Iterable
 import pytest
 
 from gpucap.apis.nodepool import NodeClaim
-from gpucap.cloudprovider.aws.catalog import (
-    Catalog,
-    load_catalog,
-    scheduling_requirements,
-)
+from gpucap.cloudprovider.aws.instancetype.catalog import Catalog, load_catalog
+from gpucap.cloudprovider.aws.instancetype.resolve import scheduling_requirements
 from gpucap.cloudprovider.aws.launch import (
     MAX_LAUNCH_INSTANCE_TYPES,
     FleetOverride,
@@ -492,7 +489,7 @@ def test_a_g5_or_g6_xlarge_claim_for_both_capacity_types_launches_the_cheapest_s
     requirements = claim(
         req(FAMILY, "In", "g5", "g6"), req(SIZE, "In", "xlarge"), capacity_types=BOTH
     )
-    launch = choose_launch(catalog.scheduling_instance_types(), requirements, {"nvidia.com/gpu": 1})
+    launch = choose_launch(catalog.instance_types(), requirements, {"nvidia.com/gpu": 1})
     names = ("g5.xlarge", "g6.xlarge")
     cheapest_on_demand = _available(catalog, names, "on-demand")[0][0]
     spot = [o for o in _available(catalog, names, "spot") if o[0] <= cheapest_on_demand]
@@ -514,7 +511,9 @@ _EXOTIC_RESOURCES = (
 
 def _is_exotic(catalog: Catalog, name: str) -> bool:
     t = catalog.instance_type(name)
-    return "metal" in t.info.size or any(t.capacity.get(r, 0) for r in _EXOTIC_RESOURCES)
+    return "metal" in catalog.info(name).size or any(
+        t.capacity.get(r, 0) for r in _EXOTIC_RESOURCES
+    )
 
 
 def test_on_the_catalog_an_accelerated_type_is_passed_over_for_a_plain_one(
@@ -522,7 +521,7 @@ def test_on_the_catalog_an_accelerated_type_is_passed_over_for_a_plain_one(
 ) -> None:
     # Among the 24-vCPU types the cheapest on-demand one is exotic (an Inferentia type in the
     # bundled data); Karpenter launches the cheapest plain one instead.
-    types = catalog.scheduling_instance_types()
+    types = catalog.instance_types()
     names = [t.name for t in types if t.requirements[AWS + "instance-cpu"].has("24")]
     offerings = _available(catalog, names, "on-demand")
     assert _is_exotic(catalog, offerings[0][1]), "the data's cheapest 24-vCPU type is exotic"
@@ -550,7 +549,7 @@ def test_a_claim_naming_its_types_gets_the_same_types_from_a_tuple_and_a_list(
 ) -> None:
     # For the provider's tuple the types a claim names are looked up by name; a list takes
     # the scan. Same types, same order, same error.
-    types = load_catalog("us-east-1").scheduling_instance_types()
+    types = load_catalog("us-east-1").instance_types()
     odd = InstanceType(  # a type whose own instance-type requirement is not one name
         "odd", Requirements.of(Requirement.new(INSTANCE_TYPE, "NotIn", ["x"])), {}, {}, ()
     )

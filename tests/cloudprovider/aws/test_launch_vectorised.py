@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpucap.cloudprovider.aws import launch
-from gpucap.cloudprovider.aws.catalog import load_catalog
+from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.cloudprovider.aws.launch import (
     FleetOverride,
     InsufficientCapacityError,
@@ -221,7 +221,7 @@ def _reference_launch(types: Any, reqs: Requirements, wanted: dict[str, int]) ->
     return Launch(best.instance_type, best.zone, capacity_type, best.price, overrides)
 
 
-CATALOG = load_catalog("us-east-1").scheduling_instance_types()
+CATALOG = load_catalog("us-east-1").instance_types()
 
 
 @pytest.mark.parametrize(

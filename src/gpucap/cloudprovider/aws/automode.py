@@ -31,7 +31,8 @@ from gpucap.apis.automode import (
     AUTO_MODE_UNSUPPORTED_LABELS,
 )
 from gpucap.apis.labels import AWS, INSTANCE_FAMILY, INSTANCE_SIZE, OS
-from gpucap.cloudprovider.aws.catalog import Catalog, NodeClassSettings
+from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
+from gpucap.cloudprovider.aws.instancetype.settings import NodeClassSettings
 from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.requirements import Requirement, Requirements
 
@@ -50,9 +51,7 @@ def auto_mode_instance_types(catalog: Catalog) -> tuple[InstanceType, ...]:
     the module docstring), in the catalog's order. Built anew on each call: callers keep it
     for their run."""
     return tuple(
-        _relabelled(it)
-        for it in catalog.scheduling_instance_types(AUTO_MODE_SETTINGS)
-        if _supported(it)
+        _relabelled(it) for it in catalog.instance_types(AUTO_MODE_SETTINGS) if _supported(it)
     )
 
 

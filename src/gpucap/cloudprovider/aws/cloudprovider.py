@@ -55,13 +55,14 @@ from gpucap.cloudprovider.aws.amifamily import (
     resolve_amis,
 )
 from gpucap.cloudprovider.aws.amireleases import RELEASE_FAMILIES, known_releases
-from gpucap.cloudprovider.aws.catalog import Catalog, node_class_settings
 from gpucap.cloudprovider.aws.ec2.api import EC2API, EC2APIError
 from gpucap.cloudprovider.aws.ice_cache import (
     ICE_ERROR_CODES,
     SERVICE_LINKED_ROLE_ERROR,
     UnavailableOfferings,
 )
+from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
+from gpucap.cloudprovider.aws.instancetype.settings import node_class_settings
 from gpucap.cloudprovider.aws.launch import MinValuesPolicy, launch_options
 from gpucap.cloudprovider.types import (
     CreateError,
@@ -367,7 +368,7 @@ class AWSCloudProvider:
         cached = self._types.get(key)
         if cached is not None:
             return cached
-        base = self.catalog.scheduling_instance_types(node_class_settings(nodeclass))
+        base = self.catalog.instance_types(node_class_settings(nodeclass))
         if not marks:
             # The catalog's own list: node classes with equal settings share it, and so do
             # the scheduler's tables built from it.

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 
 from gpucap.apis.ec2nodeclass import BlockDevice, EC2NodeClass
-from gpucap.cloudprovider.aws.capacity import AMI_FAMILIES, INSTANCE_STORE_POLICY_RAID0
+from gpucap.cloudprovider.aws.instancetype.capacity import AMI_FAMILIES, INSTANCE_STORE_POLICY_RAID0
 
 __all__ = [
     "DEFAULT_GP3_THROUGHPUT_MIB_S",

@@ -1,9 +1,9 @@
 """`catalog export`: a region's EC2 instance types, read from the AWS APIs, as catalog-file entries.
 
 For the CLI's `catalog export`, which passes a `BotoEC2API` (any `EC2API` works: tests pass a fake
-or moto). The output is a JSON array in the catalog-file schema of `catalog.py` (the one of
-`../shared/data/ec2-instance-types.json`), sorted by name, that `parse_catalog` accepts, so it
-can be given straight back to `--catalog`.
+or moto). The output is a JSON array in the catalog-file schema (`docs/catalog-format.md`, the
+one of `../shared/data/ec2-instance-types.json`), sorted by name, that `parse_catalog` accepts,
+so it can be given straight back to `--catalog`.
 
 `export_catalog(api, region)` makes four kinds of call, each the way Karpenter's AWS provider
 makes it (aws `pkg/providers/instancetype/instancetype.go`, `pkg/providers/pricing/pricing.go`):
@@ -52,8 +52,8 @@ from datetime import UTC, datetime
 from statistics import fmean
 from typing import Any, Final
 
-from gpucap.cloudprovider.aws import capacity as cap
 from gpucap.cloudprovider.aws.ec2.api import EC2API, Response
+from gpucap.cloudprovider.aws.instancetype import capacity as cap
 from gpucap.runtime.logging import get_logger
 
 __all__ = [

@@ -38,7 +38,7 @@ from typing import Any, Final
 import numpy as np
 
 from gpucap.apis.labels import CAPACITY_TYPE, ZONE
-from gpucap.cloudprovider.aws import capacity as cap
+from gpucap.cloudprovider.aws.instancetype import capacity as cap
 from gpucap.scheduling.instancetypes import InstanceType, Offering
 from gpucap.scheduling.requirements import ALLOW_UNDEFINED_WELL_KNOWN, Requirement, Requirements
 

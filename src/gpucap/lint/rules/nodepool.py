@@ -22,11 +22,9 @@ from gpucap.apis.labels import CAPACITY_TYPE, NORMALIZED_LABELS, REGION, ZONE, Z
 from gpucap.apis.labels import INSTANCE_FAMILY as AWS_INSTANCE_FAMILY
 from gpucap.apis.quantity import base_units, format_resource_value
 from gpucap.apis.serde import Manifest
-from gpucap.cloudprovider.aws.catalog import (
-    bundled_instance_type_infos,
-    load_catalog,
-    resolve_instance_type,
-)
+from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
+from gpucap.cloudprovider.aws.instancetype.data import bundled_instance_type_infos
+from gpucap.cloudprovider.aws.instancetype.resolve import resolve_instance_type
 from gpucap.controllers.disruption.constants import SPOT_TO_SPOT_THRESHOLD
 from gpucap.controllers.nodepool.readiness import NODECLASS_NOT_FOUND
 from gpucap.lint.context import GPU_RESOURCE, LintContext, PodRef, PoolView, pod_gpus
@@ -780,7 +778,8 @@ def _regions_with(ctx: LintContext, pool: PoolView, key: str, value: str) -> lis
             it = resolve_instance_type(
                 info, settings, region=offered[0], zones=zones_by_region[offered[0]]
             )
-            for v in it.requirements.get(key, ()):
+            requirement = it.requirements.get(key)
+            for v in requirement.values if requirement is not None else ():
                 regions_of.setdefault(v, set()).update(offered)
         by_value = {v: frozenset(rs) for v, rs in regions_of.items()}
         ctx.memo[memo] = by_value

@@ -14,17 +14,17 @@ from dataclasses import dataclass, field
 
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.cloudprovider.aws import coldstart
-from gpucap.cloudprovider.aws.capacity import (
-    DEFAULT_EBS_VOLUME_SIZE,
-    INSTANCE_STORE_POLICY_RAID0,
-    LABEL_INSTANCE_LOCAL_NVME,
-)
 from gpucap.cloudprovider.aws.coldstart import (
     DEFAULT_GP3_THROUGHPUT_MIB_S,
     GIB,
     NETWORK_MIB_S,
     DiskModel,
     image_disk,
+)
+from gpucap.cloudprovider.aws.instancetype.capacity import (
+    DEFAULT_EBS_VOLUME_SIZE,
+    INSTANCE_STORE_POLICY_RAID0,
+    LABEL_INSTANCE_LOCAL_NVME,
 )
 from gpucap.lint.context import LintContext, PodRef, PoolView, image_size, pod_gpus
 from gpucap.lint.model import Finding, Severity, rule

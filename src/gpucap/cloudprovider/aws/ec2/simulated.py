@@ -49,8 +49,8 @@ from gpucap.cloudprovider.aws.amireleases import (
     coverage_end,
     releases_for,
 )
-from gpucap.cloudprovider.aws.catalog import Catalog
 from gpucap.cloudprovider.aws.ec2.api import EC2APIError, Response
+from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
 from gpucap.cloudprovider.aws.launch import FleetOverride, fleet_pick
 from gpucap.runtime.clock import Clock
 
@@ -410,7 +410,7 @@ class SimulatedEC2:
         wanted = set(kwargs.get("InstanceTypes") or [])
         out = []
         stamp = self.clock.now().isoformat()
-        for it in self.catalog.scheduling_instance_types(None):
+        for it in self.catalog.instance_types(None):
             if wanted and it.name not in wanted:
                 continue
             for o in it.offerings:

@@ -4,7 +4,7 @@ This is how `aws/karpenter-provider-aws` turns an EC2 instance type plus an EC2N
 capacity, overhead and allocatable it schedules against (`pkg/providers/instancetype/types.go`:
 `computeCapacity`, `memory`, `pods`, `ENILimitedPods`, `kubeReservedResources`,
 `evictionThreshold`, `ephemeralStorage`; the AMI family traits in `pkg/providers/amifamily/*.go`;
-allocatable in `kubernetes-sigs/karpenter:pkg/cloudprovider/types.go`). `catalog.py` calls these
+allocatable in `kubernetes-sigs/karpenter:pkg/cloudprovider/types.go`). `resolve.py` calls these
 functions; nothing here knows about files, regions or prices.
 
 Units: cpu in millicores, memory and ephemeral-storage in bytes, everything else in whole units.
