@@ -12,7 +12,7 @@ from gpucap.cloudprovider.aws.catalog import load_catalog
 from gpucap.lint.config import LintConfig
 from gpucap.lint.context import KNOWN_IMAGE_SIZES, LintContext
 from gpucap.lint.model import Finding
-from gpucap.lint.rules.storage import pull_seconds
+from gpucap.lint.queries import pull_seconds
 from gpucap.lint.runner import run
 from tests.builders import (
     DELETE,

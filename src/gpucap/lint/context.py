@@ -62,7 +62,7 @@ from gpucap.controllers.nodepool.readiness import (
     UnmanagedNodePool,
     ready_nodepools,
 )
-from gpucap.lint.model import Finding, Severity
+from gpucap.lint.registry import Finding, Severity
 from gpucap.runtime.clock import FakeClock
 from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.nodeclaimtemplate import NodeClaimTemplate

@@ -37,10 +37,13 @@ from gpucap.cloudprovider.aws.amireleases import (
 )
 from gpucap.cloudprovider.aws.ec2.api import EC2APIError
 from gpucap.lint.context import LintContext, PoolView
-from gpucap.lint.model import Finding, rule
-from gpucap.lint.rules.nodepool import name_list
+from gpucap.lint.queries import name_list
+from gpucap.lint.registry import Finding, Registry
 
-__all__: list[str] = []
+__all__ = ["RULES"]
+
+# This family's rules; `lint/rules/__init__.py` joins every family's into `ALL`.
+RULES: Registry[LintContext] = Registry()
 
 _RELEASE = re.compile(r"^v(\d{8})$", re.ASCII)
 _NOT_FOUND = "ParameterNotFound"
@@ -137,7 +140,7 @@ def _release_date(version: str) -> dt.date | None:
 # ==== AMI001 ===================================================================================
 
 
-@rule(
+@RULES.rule(
     "AMI001",
     "ami-alias-latest",
     "warning",
@@ -189,7 +192,7 @@ def ami_alias_latest(ctx: LintContext) -> Iterable[Finding]:
 # ==== AMI002 ===================================================================================
 
 
-@rule(
+@RULES.rule(
     "AMI002",
     "ami-release-not-found",
     "error",
@@ -431,7 +434,7 @@ def _replaced(ctx: LintContext, m: Manifest) -> bool:
     return not any(x is m for x in ctx.of_kind("EC2NodeClass"))
 
 
-@rule(
+@RULES.rule(
     "AMI003",
     "ami-nvidia-driver-major-change",
     "warning",
@@ -549,7 +552,7 @@ def _driver_change(
 # ==== AMI004 ===================================================================================
 
 
-@rule(
+@RULES.rule(
     "AMI004",
     "bottlerocket-userdata-unreadable",
     "warning",

@@ -18,7 +18,7 @@ from gpucap.apis.gpuoperator import ClusterPolicy, ComponentSpec
 from gpucap.apis.serde import Manifest
 from gpucap.apis.workloads import DaemonSet
 from gpucap.lint.context import LintContext, PoolView
-from gpucap.lint.model import Finding, rule
+from gpucap.lint.registry import Finding, Registry
 from gpucap.scheduling.daemonsets import (
     blocking_taint,
     operator_tolerations,
@@ -30,7 +30,10 @@ from gpucap.scheduling.poddata import pod_requirements
 from gpucap.scheduling.preferences import drop_required_node_term, tolerate_prefer_no_schedule
 from gpucap.scheduling.taints import format_taint, is_known_ephemeral, untolerated
 
-__all__: list[str] = []
+__all__ = ["RULES"]
+
+# This family's rules; `lint/rules/__init__.py` joins every family's into `ALL`.
+RULES: Registry[LintContext] = Registry()
 
 
 # ---- GPU001 / GPU002 ------------------------------------------------------------------------
@@ -122,7 +125,7 @@ def _needs_plugin(pool: PoolView) -> list[InstanceType]:
     return [it for it in pool.gpu_types if not pool.ami_ships_device_plugin(it)]
 
 
-@rule(
+@RULES.rule(
     "GPU001",
     "gpu-pool-without-device-plugin",
     "error",
@@ -187,7 +190,7 @@ def gpu_pool_without_device_plugin(ctx: LintContext) -> Iterable[Finding]:
         )
 
 
-@rule(
+@RULES.rule(
     "GPU002",
     "device-plugin-does-not-tolerate-pool-taints",
     "error",
@@ -219,7 +222,7 @@ def device_plugin_does_not_tolerate(ctx: LintContext) -> Iterable[Finding]:
 # ---- GPU006 --------------------------------------------------------------------------------------
 
 
-@rule(
+@RULES.rule(
     "GPU006",
     "feature-discovery-does-not-tolerate-pool-taints",
     "warning",
@@ -298,7 +301,7 @@ def _why_daemon_cannot_run(pool: PoolView, ds: DaemonSet) -> str | None:
     return "its node selector / required node affinity matches none of the pool's nodes"
 
 
-@rule(
+@RULES.rule(
     "GPU003",
     "startup-taint-without-remover",
     "warning",
@@ -364,7 +367,7 @@ def startup_taint_without_remover(ctx: LintContext) -> Iterable[Finding]:
 EKS_ACCELERATED_ALIASES = ("al2023", "bottlerocket", "al2")
 
 
-@rule(
+@RULES.rule(
     "GPU004",
     "gpu-operator-manages-driver-on-eks-ami",
     "error",
@@ -421,7 +424,7 @@ def _examples(names: Sequence[str], n: int = 3) -> str:
     return f"{head} and {len(names) - n} more" if len(names) > n else head
 
 
-@rule(
+@RULES.rule(
     "GPU005",
     "custom-ami-mixed-gpu-pool",
     "warning",

@@ -34,7 +34,7 @@ highest weight wins and a same-weight conflict rejects the later overlay.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from gpucap.apis.bottlerocket import NVIDIA_SETTINGS
@@ -51,7 +51,8 @@ from gpucap.apis.nodeoverlay import NodeOverlay
 from gpucap.apis.quantity import Quantity
 from gpucap.apis.serde import Manifest
 from gpucap.lint.context import GPU_RESOURCE, LintContext, PodRef, PoolView, pool_types
-from gpucap.lint.model import Finding, Severity, rule
+from gpucap.lint.queries import container_resources
+from gpucap.lint.registry import Finding, Registry, Severity
 from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.nodeoverlay import capacity_overlay
 from gpucap.scheduling.poddata import pod_requirements
@@ -59,12 +60,15 @@ from gpucap.scheduling.poddata import pod_requirements
 __all__ = [
     "DEVICE_PLUGIN_CONFIG_LABEL",
     "MIG_CONFIG_LABEL",
+    "RULES",
     "AppliedConfig",
     "applied_config",
-    "container_resources",
     "operator_policy",
     "overlay_capacity",
 ]
+
+# This family's rules; `lint/rules/__init__.py` joins every family's into `ALL`.
+RULES: Registry[LintContext] = Registry()
 
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 MIG_RESOURCE = re.compile(r"^nvidia\.com/mig-(\d+)g\.(\d+)gb", re.ASCII)
@@ -168,19 +172,6 @@ def _overlay_sets_anywhere(ctx: LintContext, resource: str) -> bool:
 
 
 # ---- pods -----------------------------------------------------------------------------------
-def container_resources(
-    ref: PodRef,
-) -> Iterator[tuple[tuple[str | int, ...], Container]]:
-    """(path of the container in the manifest, container) for containers and init containers."""
-    spec = ref.pod.spec
-    for field, containers in (
-        ("containers", spec.containers),
-        ("initContainers", spec.init_containers),
-    ):
-        for i, c in enumerate(containers):
-            yield (*ref.base, field, i), c
-
-
 def _requested(c: Container, resource: str) -> int:
     q = c.resources.limits.get(resource) or c.resources.requests.get(resource) or Quantity(0)
     return q.value()
@@ -242,7 +233,7 @@ def _max_nodes(limit: int, gpus: int, units_per_gpu: int, counted_at_launch: int
 
 
 # ---- TS001 ----------------------------------------------------------------------------------
-@rule(
+@RULES.rule(
     "TS001",
     "time-slicing-without-karpenter-overlay",
     "warning",
@@ -300,7 +291,7 @@ def time_slicing_without_overlay(ctx: LintContext) -> Iterable[Finding]:
 
 
 # ---- TS002 ----------------------------------------------------------------------------------
-@rule(
+@RULES.rule(
     "TS002",
     "limits-vs-advertised-gpus",
     "warning",
@@ -362,7 +353,7 @@ def _shared_names(ctx: LintContext) -> set[str]:
     return names
 
 
-@rule(
+@RULES.rule(
     "TS003",
     "rename-by-default-resource-mismatch",
     "error",
@@ -451,7 +442,7 @@ def _request_without_overlay(
 
 
 # ---- TS004 ----------------------------------------------------------------------------------
-@rule(
+@RULES.rule(
     "TS004",
     "fail-requests-greater-than-one-off",
     "info",
@@ -512,7 +503,7 @@ def _applies(ctx: LintContext, pool: PoolView, m: Manifest, key: str) -> bool:
 
 
 # ---- TS005 ----------------------------------------------------------------------------------
-@rule(
+@RULES.rule(
     "TS005",
     "time-slicing-config-not-applied",
     "warning",
@@ -588,7 +579,7 @@ def time_slicing_config_not_applied(ctx: LintContext) -> Iterable[Finding]:
 
 
 # ---- MIG001 ---------------------------------------------------------------------------------
-@rule(
+@RULES.rule(
     "MIG001",
     "mig-mixed-resource-without-overlay",
     "error",
@@ -649,7 +640,7 @@ def _label_value(it: InstanceType, key: str) -> str | None:
     return req.any() if req is not None and req.operator == "In" and len(req) == 1 else None
 
 
-@rule(
+@RULES.rule(
     "MIG002",
     "mig-single-overloads-gpu-count",
     "warning",
