@@ -75,7 +75,7 @@ def _aliases(ctx: LintContext, *, history: bool = False) -> list[_Alias]:
     """Alias terms of the EC2NodeClasses; with `history`, also of the versions a later file
     replaced (`Manifest.replaces`), in input order (AMI003 compares them)."""
     out = []
-    manifests = ctx.of_kind("EC2NodeClass")
+    manifests = [m for m, _ in ctx.located(EC2NodeClass)]
     if history:
         versions: dict[int, Manifest] = {}
         for m in manifests:
@@ -83,7 +83,9 @@ def _aliases(ctx: LintContext, *, history: bool = False) -> list[_Alias]:
                 versions.setdefault(id(v), v)
         manifests = list(versions.values())
     for m in manifests:
-        nc: EC2NodeClass = m.obj  # type: ignore[assignment]
+        nc = m.obj
+        if not isinstance(nc, EC2NodeClass):
+            continue  # never: every version of an EC2NodeClass is one
         for i, term in enumerate(nc.spec.ami_selector_terms):
             if term.alias and "@" in term.alias:
                 family, version = term.alias.split("@", 1)
@@ -431,7 +433,7 @@ def _missing_images(
 
 def _replaced(ctx: LintContext, m: Manifest) -> bool:
     """`m` is an earlier version of an EC2NodeClass that a later file replaced."""
-    return not any(x is m for x in ctx.of_kind("EC2NodeClass"))
+    return not any(x is m for x, _ in ctx.located(EC2NodeClass))
 
 
 @RULES.rule(
@@ -505,10 +507,10 @@ def _resolve(ctx: LintContext, family: str, version: str, arch: str) -> AMIRelea
         except ValueError as err:
             found = err
         ctx.memo[key] = found
-    answer = ctx.memo[key]
+    answer: AMIRelease | ValueError | None = ctx.memo[key]
     if isinstance(answer, ValueError):
         raise answer
-    return answer  # type: ignore[no-any-return]
+    return answer
 
 
 def _driver_change(

@@ -179,8 +179,7 @@ class _Blocker:
 
 def _pdb_blockers(ctx: LintContext) -> list[_Blocker]:
     out: list[_Blocker] = []
-    for m in ctx.of_kind("PodDisruptionBudget"):
-        pdb: PodDisruptionBudget = m.obj  # type: ignore[assignment]
+    for pdb in ctx.of_kind(PodDisruptionBudget):
         namespace = pdb.metadata.namespace or "default"
         selected = [
             ref

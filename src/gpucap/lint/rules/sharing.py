@@ -114,12 +114,12 @@ class AppliedConfig:
         return "sharing"
 
 
-def operator_policy(ctx: LintContext) -> Manifest | None:
-    """The GPU Operator ClusterPolicy that runs the device plugin (a cluster has one)."""
-    for m in ctx.cluster_policies:
-        policy: ClusterPolicy = m.obj  # type: ignore[assignment]
+def operator_policy(ctx: LintContext) -> tuple[Manifest, ClusterPolicy] | None:
+    """The GPU Operator ClusterPolicy that runs the device plugin (a cluster has one), with its
+    manifest."""
+    for m, policy in ctx.cluster_policies:
         if policy.spec.device_plugin.enabled:
-            return m
+            return m, policy
     return None
 
 
@@ -137,10 +137,8 @@ def applied_config(ctx: LintContext, pool: PoolView) -> AppliedConfig | None:
             f"the Bottlerocket {NVIDIA_SETTINGS} settings in its userData",
         )
     label = pool.template.labels.get(DEVICE_PLUGIN_CONFIG_LABEL)
-    policy_manifest = operator_policy(ctx)
-    policy: ClusterPolicy | None = (
-        policy_manifest.obj if policy_manifest is not None else None  # type: ignore[assignment]
-    )
+    operator = operator_policy(ctx)
+    policy = operator[1] if operator is not None else None
     configs = ctx.device_plugin_configs
     chosen = choose_config(
         [(m.obj.metadata.name, k) for m, k, _ in configs], label=label, policy=policy
@@ -520,15 +518,15 @@ def _applies(ctx: LintContext, pool: PoolView, m: Manifest, key: str) -> bool:
     source="NVIDIA GPU Operator time-slicing docs (Applying the Default Configuration / Per Node)",
 )
 def time_slicing_config_not_applied(ctx: LintContext) -> Iterable[Finding]:
-    m = operator_policy(ctx)
-    if m is None:
+    operator = operator_policy(ctx)
+    if operator is None:
         return
-    policy: ClusterPolicy = m.obj  # type: ignore[assignment]
+    m, policy = operator
     ref = policy.spec.device_plugin.config
     if ref is None or not ref.name:
         return
     base = ("spec", "devicePlugin", "config")
-    maps = [c for c in ctx.of_kind("ConfigMap") if c.obj.metadata.name == ref.name]
+    maps = [cm for cm in ctx.of_kind(ConfigMap) if cm.metadata.name == ref.name]
     if not maps:
         yield ctx.finding(
             "TS005",
@@ -539,7 +537,7 @@ def time_slicing_config_not_applied(ctx: LintContext) -> Iterable[Finding]:
             "gpucap cannot check which device-plugin config GPU nodes get (nor its replicas)",
         )
         return
-    cm: ConfigMap = maps[0].obj  # type: ignore[assignment]
+    cm = maps[0]
     keys = sorted(cm.data)
     listed = ", ".join(keys) or "none"
     if ref.default and ref.default not in cm.data:
@@ -617,9 +615,9 @@ def _mig_devices_per_gpu(profile: str | None, gpu: str, memory_mib: int | None) 
 
 def _mig_strategy(ctx: LintContext, pool: PoolView) -> tuple[str, str, bool] | None:
     """(strategy, where it comes from, whether it was written explicitly)."""
-    m = operator_policy(ctx)
-    if m is not None:
-        policy: ClusterPolicy = m.obj  # type: ignore[assignment]
+    operator = operator_policy(ctx)
+    if operator is not None:
+        policy = operator[1]
         return (
             policy.spec.mig.strategy,
             f"ClusterPolicy {policy.metadata.name} mig.strategy",
