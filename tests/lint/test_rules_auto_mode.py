@@ -17,7 +17,7 @@ from gpucap.lint.context import LintContext
 from gpucap.lint.registry import Finding
 from gpucap.lint.runner import run
 from tests.builders import DELETE, GPU_TOLERATION, edit, nodepool, pod, to_yaml
-from tests.lint.test_rules_gpu import CATALOG, FILE
+from tests.lint.builders import CATALOG, FILE
 
 REF = "spec.template.spec.nodeClassRef"
 REQS = "spec.template.spec.requirements"
