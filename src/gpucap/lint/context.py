@@ -335,10 +335,8 @@ class LintContext:
     def settings_for(self, nodeclass: Manifest | None) -> NodeClassSettings:
         if nodeclass is None:
             return NodeClassSettings()
-        if not isinstance(nodeclass.obj, EC2NodeClass):
-            return NodeClassSettings()
         try:
-            return node_class_settings(nodeclass.obj)
+            return node_class_settings(nodeclass.obj)  # type: ignore[arg-type]
         except ValueError:
             return NodeClassSettings()
 
