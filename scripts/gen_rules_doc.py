@@ -10,13 +10,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from gpucap.lint.model import all_rules  # noqa: E402
+from gpucap.lint.rules import ALL  # noqa: E402
 
 TARGET = ROOT / "docs" / "rules.md"
 
 
 def render() -> str:
-    rules = all_rules()
+    rules = list(ALL)
     lines = [
         "# gpucap lint rules",
         "",
@@ -57,7 +57,7 @@ def main() -> None:
             sys.exit("docs/rules.md is stale: run python scripts/gen_rules_doc.py")
         return
     TARGET.write_text(text, encoding="utf-8")
-    print(f"wrote {TARGET.relative_to(ROOT)} ({len(all_rules())} rules)")
+    print(f"wrote {TARGET.relative_to(ROOT)} ({len(list(ALL))} rules)")
 
 
 if __name__ == "__main__":

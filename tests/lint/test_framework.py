@@ -12,10 +12,16 @@ import jsonschema
 import pytest
 from typer.testing import CliRunner
 
+from gpucap.apis.ec2nodeclass import EC2NodeClass
+from gpucap.apis.nodepool import NodePool
 from gpucap.cli.main import app
+from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
+from gpucap.lint import rules as rule_modules
 from gpucap.lint.config import ConfigError, LintConfig, load_config
-from gpucap.lint.model import all_rules
-from tests.builders import edit, nodeclass, nodepool, to_yaml
+from gpucap.lint.context import LintContext
+from gpucap.lint.registry import Finding, Registry, rule_sort_key
+from gpucap.lint.rules import ALL
+from tests.builders import edit, load, nodeclass, nodepool, to_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 SARIF_SCHEMA = json.loads((ROOT / "tests" / "data" / "sarif-schema-2.1.0.json").read_text())
@@ -119,7 +125,7 @@ def test_config_can_ignore_select_and_regrade_rules(tmp_path: Path) -> None:
 
 def test_the_cluster_key_declares_what_the_cluster_runs(tmp_path: Path) -> None:
     cfg = write(tmp_path, '[tool.gpucap.lint]\ncluster = ["gpu-operator"]\n', "pyproject.toml")
-    assert load_config(cfg, all_rules()).cluster == frozenset({"gpu-operator"})
+    assert load_config(cfg, ALL).cluster == frozenset({"gpu-operator"})
     pool = write(
         tmp_path,
         to_yaml(edit(nodepool(), "spec.template.spec.nodeClassRef.name", "gpu"), nodeclass("gpu")),
@@ -153,7 +159,7 @@ def test_the_cluster_key_declares_what_the_cluster_runs(tmp_path: Path) -> None:
 def test_a_bad_config_is_one_line_and_exit_2(tmp_path: Path, text: str, message: str) -> None:
     cfg = write(tmp_path, text, ".gpucap.toml")
     with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
-        load_config(cfg, all_rules())
+        load_config(cfg, ALL)
     result = runner.invoke(
         app, ["lint", str(write(tmp_path, NO_PLUGIN_POOL)), "--config", str(cfg)]
     )
@@ -171,7 +177,7 @@ def test_explain_prints_the_rule(tmp_path: Path) -> None:
 
 
 def test_every_rule_has_an_id_name_why_fix_and_source() -> None:
-    rules = all_rules()
+    rules = ALL
     assert len({r.id for r in rules}) == len(rules)
     assert len({r.name for r in rules}) == len(rules)
     for r in rules:
@@ -193,7 +199,40 @@ def test_the_rules_doc_is_generated_from_the_rules() -> None:
 
 
 def test_default_config_enables_every_rule() -> None:
-    assert all(LintConfig().enabled(r) for r in all_rules())
+    assert all(LintConfig().enabled(r) for r in ALL)
+
+
+def test_rules_all_holds_every_family_registry_in_id_order() -> None:
+    families = [getattr(rule_modules, name).RULES for name in rule_modules.__all__ if name != "ALL"]
+    assert sorted(r.id for f in families for r in f.rules) == sorted(r.id for r in ALL)
+    assert [r.id for r in ALL] == sorted((r.id for r in ALL), key=rule_sort_key)
+    # By family, then by number: NP2 before NP10, which a plain string sort would invert.
+    assert [r.id for r in ALL if r.category == "NP"][8:10] == ["NP009", "NP010"]
+    assert rule_sort_key("NP2") < rule_sort_key("NP10")
+
+
+def test_a_rule_id_registered_twice_is_refused() -> None:
+    def check(_: LintContext) -> list[Finding]:
+        return []
+
+    first: Registry[LintContext] = Registry()
+    second: Registry[LintContext] = Registry()
+    for registry in (first, second):
+        registry.rule("X001", "x", "info", summary="s", why="w", fix="f", source="s")(check)
+    with pytest.raises(ValueError, match="rule X001 registered twice"):
+        Registry.joined(first, second)
+    with pytest.raises(ValueError, match="rule X001 registered twice"):
+        first.rule("X001", "y", "info", summary="s", why="w", fix="f", source="s")(check)
+
+
+def test_of_kind_gives_the_objects_of_one_api_class_in_input_order() -> None:
+    loaded = load(nodepool("a"), nodeclass("gpu"), nodepool("b"))
+    ctx = LintContext(loaded.manifests, load_catalog("us-east-1"))
+    assert [np.metadata.name for np in ctx.of_kind(NodePool)] == ["a", "b"]
+    assert [nc.metadata.name for nc in ctx.of_kind(EC2NodeClass)] == ["gpu"]
+    located = ctx.located(NodePool)
+    assert [m for m, _ in located] == [loaded.manifests[0], loaded.manifests[2]]
+    assert all(m.obj is np for m, np in located)
 
 
 # A NodePool without its nodeClassRef: a schema error whose message alone names no field.

@@ -12,7 +12,7 @@ from gpucap.cloudprovider.aws.ec2.api import EC2APIError
 from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.lint.config import LintConfig
 from gpucap.lint.context import LintContext
-from gpucap.lint.model import Finding
+from gpucap.lint.registry import Finding
 from gpucap.lint.runner import run
 from tests.builders import edit, nodeclass, nodepool, to_yaml
 

@@ -14,10 +14,10 @@ from typing import Any
 from gpucap.apis.serde import load_text
 from gpucap.lint.config import LintConfig
 from gpucap.lint.context import LintContext
-from gpucap.lint.model import Finding
+from gpucap.lint.registry import Finding
 from gpucap.lint.runner import run
 from tests.builders import DELETE, GPU_TOLERATION, edit, nodepool, pod, to_yaml
-from tests.lint.test_rules_gpu import CATALOG, FILE
+from tests.lint.builders import CATALOG, FILE
 
 REF = "spec.template.spec.nodeClassRef"
 REQS = "spec.template.spec.requirements"

@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 
 from tests.builders import edit, nodeclass, nodepool
-from tests.lint.test_rules_gpu import lint
-from tests.lint.test_rules_gpu_pools import TIME_SLICING
+from tests.lint.builders import TIME_SLICING, lint
 
 SELECTORS: dict[str, dict[str, Any]] = {
     "id": {"id": "ami-0123456789abcdef0"},

@@ -10,7 +10,7 @@ from gpucap.apis.serde import load_text
 from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.lint.config import LintConfig
 from gpucap.lint.context import LintContext
-from gpucap.lint.model import Finding
+from gpucap.lint.registry import Finding
 from gpucap.lint.runner import run
 from tests.builders import GPU_TOLERATION, deployment, edit, nodeclass, nodepool, pod, to_yaml
 

@@ -1,66 +1,15 @@
 """GPU rules (GPU003-GPU005): startup taints, the GPU Operator on EKS AMIs, custom AMIs.
 
 Each test builds manifests with `tests.builders`, loads them as one YAML file and runs one rule
-through the lint runner; `lint()` and `line_of()` are shared with the other rule tests.
+through the lint runner (`lint()` and `line_of()` of `tests/lint/builders.py`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from gpucap.apis.serde import load_text
-from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
-from gpucap.lint.config import LintConfig
-from gpucap.lint.context import LintContext
-from gpucap.lint.model import Finding
-from gpucap.lint.runner import run
-from tests.builders import GPU_TOLERATION, daemonset, edit, nodeclass, nodepool, to_yaml
-
-CATALOG = load_catalog("us-east-1")
-FILE = "manifests.yaml"
-
-
-@dataclass
-class Linted:
-    text: str
-    findings: list[Finding]
-
-    def line(self, *needles: str) -> int:
-        return line_of(self.text, *needles)
-
-    @property
-    def only(self) -> Finding:
-        assert len(self.findings) == 1, [str(f) for f in self.findings]
-        return self.findings[0]
-
-
-def line_of(text: str, *needles: str) -> int:
-    """1-based line of the last needle, each searched after the line of the previous one."""
-    lines = text.splitlines()
-    index = -1
-    for needle in needles:
-        index = next(i for i in range(index + 1, len(lines)) if needle in lines[i])
-    return index + 1
-
-
-def lint(rule_id: str, *docs: dict[str, Any]) -> Linted:
-    """Load `docs` as one file and run one rule over them."""
-    text = to_yaml(*docs)
-    result = load_text(text, FILE)
-    assert not result.errors, [str(e) for e in result.errors]
-    ctx = LintContext(result.manifests, CATALOG)
-    findings = run(ctx, LintConfig(select=(rule_id,))).findings
-    return Linted(text, [f for f in findings if f.rule == rule_id])
-
-
-def cluster_policy(**spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "nvidia.com/v1",
-        "kind": "ClusterPolicy",
-        "metadata": {"name": "cluster-policy"},
-        "spec": spec,
-    }
+from tests.builders import GPU_TOLERATION, daemonset, edit, nodeclass, nodepool
+from tests.lint.builders import FILE, cluster_policy, lint
 
 
 def toleration(key: str, effect: str = "NoSchedule") -> dict[str, Any]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.builders import GPU_TOLERATION, daemonset, edit, nodeclass, nodepool
-from tests.lint.test_rules_gpu import lint
+from tests.lint.builders import lint
 
 IMAGE = "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
 

@@ -15,7 +15,7 @@ from typing import Any
 from gpucap.apis.serde import load_text
 from gpucap.lint.config import LintConfig
 from gpucap.lint.context import LintContext
-from gpucap.lint.model import Finding
+from gpucap.lint.registry import Finding
 from gpucap.lint.runner import run
 from tests.builders import (
     DELETE,
@@ -27,8 +27,7 @@ from tests.builders import (
     nodepool,
     to_yaml,
 )
-from tests.lint.test_rules_gpu import CATALOG, FILE, cluster_policy, lint
-from tests.lint.test_rules_sharing import overlay
+from tests.lint.builders import CATALOG, FILE, TIME_SLICING, cluster_policy, lint, overlay
 
 GPU_RULES = ("GPU001", "GPU002", "NP001", "NP003", "DIS001", "DIS002", "STG001", "GPU005")
 
@@ -256,15 +255,6 @@ def test_a_static_pool_budget_warning_speaks_of_drift_only() -> None:
 
 
 # ---- Bottlerocket time-slicing in userData ----------------------------------------------------
-TIME_SLICING = """\
-[settings.kubelet-device-plugins.nvidia]
-device-sharing-strategy = "time-slicing"
-[settings.kubelet-device-plugins.nvidia.time-slicing]
-replicas = 4
-rename-by-default = false
-"""
-
-
 def test_bottlerocket_time_slicing_counts_for_ts001_like_the_configmap() -> None:
     f = lint("TS001", nodepool(), bottlerocket(TIME_SLICING)).only
     assert f.path == "spec.userData"

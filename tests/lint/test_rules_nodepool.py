@@ -15,7 +15,7 @@ from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.cloudprovider.aws.instancetype.settings import NodeClassSettings
 from gpucap.lint.config import LintConfig
 from gpucap.lint.context import LintContext
-from gpucap.lint.model import Finding
+from gpucap.lint.registry import Finding
 from gpucap.lint.runner import run
 from tests.builders import (
     DELETE,

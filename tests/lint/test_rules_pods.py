@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.builders import GPU_TOLERATION, deployment, edit, nodeclass, nodepool, pod
-from tests.lint.test_rules_gpu import FILE, lint
+from tests.lint.builders import FILE, lint
 
 NO_TAINTS: list[Any] = []
 

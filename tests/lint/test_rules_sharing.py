@@ -12,7 +12,7 @@ from gpucap.lint.config import LintConfig
 from gpucap.lint.context import LintContext
 from gpucap.lint.runner import run
 from tests.builders import DELETE, GPU_TOLERATION, deployment, edit, nodeclass, nodepool
-from tests.lint.test_rules_gpu import CATALOG, FILE, cluster_policy, line_of, lint
+from tests.lint.builders import CATALOG, FILE, cluster_policy, line_of, lint, overlay
 
 WORKSHOP = Path(__file__).resolve().parents[2] / "src" / "gpucap" / "data" / "examples" / "workshop"
 ONE_GPU = {"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "In", "values": ["1"]}
@@ -50,15 +50,6 @@ def operator(default: str | None = "any", name: str = "time-slicing-config") -> 
         toolkit={"enabled": False},
         devicePlugin={"enabled": True, "config": config},
     )
-
-
-def overlay(name: str, requirement: dict[str, Any], capacity: dict[str, str]) -> dict[str, Any]:
-    return {
-        "apiVersion": "karpenter.sh/v1alpha1",
-        "kind": "NodeOverlay",
-        "metadata": {"name": name},
-        "spec": {"requirements": [requirement], "capacity": capacity},
-    }
 
 
 def one_gpu_pool(**kw: Any) -> dict[str, Any]:

@@ -11,8 +11,8 @@ from gpucap.apis.serde import load_text
 from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.lint.config import LintConfig
 from gpucap.lint.context import KNOWN_IMAGE_SIZES, LintContext
-from gpucap.lint.model import Finding
-from gpucap.lint.rules.storage import pull_seconds
+from gpucap.lint.queries import pull_seconds
+from gpucap.lint.registry import Finding
 from gpucap.lint.runner import run
 from tests.builders import (
     DELETE,

@@ -17,7 +17,7 @@ from gpucap.lint.context import LintContext
 from gpucap.lint.runner import run
 from gpucap.scheduling.instancetypes import InstanceType
 from tests.builders import GPU_TOLERATION, deployment, edit, nodeclass, nodepool, to_yaml
-from tests.lint.test_rules_gpu import CATALOG, FILE
+from tests.lint.builders import CATALOG, FILE
 
 
 def _pools(n: int) -> list[dict[str, Any]]:

@@ -30,10 +30,11 @@ from gpucap.cli.options import (
 from gpucap.cli.terminals import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, out
 from gpucap.lint.config import LintConfig, find_config, load_config, parse_image_size
 from gpucap.lint.context import KNOWN_IMAGE_SIZES, LintContext
-from gpucap.lint.model import Rule, all_rules
 from gpucap.lint.output import format_json as format_lint_json
 from gpucap.lint.output import format_sarif, rule_help
 from gpucap.lint.output import format_text as format_lint_text
+from gpucap.lint.registry import Rule
+from gpucap.lint.rules import ALL
 from gpucap.lint.runner import run as run_lint
 
 __all__ = ["lint"]
@@ -79,7 +80,7 @@ def lint(  # noqa: PLR0917 - typer maps parameters to options
 ) -> None:
     """Find GPU NodePool mistakes before they reach a cluster: rules with stable ids, each with a
     why and a fix. Exit 1 on errors (or warnings with --strict), 0 otherwise, 2 on bad input."""
-    rules = all_rules()
+    rules = list(ALL)
     if explain is not None:
         wanted = next((r for r in rules if explain in (r.id, r.name)), None)
         if wanted is None:
@@ -135,7 +136,7 @@ def lint(  # noqa: PLR0917 - typer maps parameters to options
     raise typer.Exit(EXIT_FINDINGS if failing else EXIT_OK)
 
 
-def _config(config: str | None, rules: list[Rule]) -> LintConfig:
+def _config(config: str | None, rules: list[Rule[LintContext]]) -> LintConfig:
     """`--config`, or the nearest `.gpucap.toml`/`pyproject.toml` with a lint table."""
     try:
         return load_config(Path(config) if config else find_config(Path.cwd()), rules)

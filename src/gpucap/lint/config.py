@@ -28,7 +28,7 @@ from typing import Any
 from gpucap.apis.meta import json_kind
 from gpucap.apis.quantity import Quantity
 from gpucap.apis.reading import InputError, int_message, read_path
-from gpucap.lint.model import SEVERITIES, Rule, Severity
+from gpucap.lint.registry import SEVERITIES, Rule, Severity
 from gpucap.runtime.errors import GpucapInputError
 
 __all__ = [
@@ -56,7 +56,7 @@ class LintConfig:
     source: str | None = None
     cluster: frozenset[str] = frozenset()
 
-    def enabled(self, rule: Rule) -> bool:
+    def enabled(self, rule: Rule[Any]) -> bool:
         def matches(patterns: Sequence[str]) -> bool:
             return any(rule.id == p or rule.id.startswith(p) or rule.name == p for p in patterns)
 
@@ -64,7 +64,7 @@ class LintConfig:
             return False
         return not matches(self.ignore)
 
-    def severity_of(self, rule: Rule) -> Severity:
+    def severity_of(self, rule: Rule[Any]) -> Severity:
         return self.severity.get(rule.id, rule.severity)
 
 
@@ -103,7 +103,7 @@ def _table(path: Path) -> dict[str, Any] | None:
     return found
 
 
-def load_config(path: Path | None, known: Sequence[Rule]) -> LintConfig:
+def load_config(path: Path | None, known: Sequence[Rule[Any]]) -> LintConfig:
     if path is None:
         return LintConfig()
     table = _table(path)

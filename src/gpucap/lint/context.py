@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 from gpucap.apis.admission import admit
 from gpucap.apis.automode import AUTO_MODE, AUTO_MODE_GROUP, AUTO_MODE_WELL_KNOWN_LABELS
@@ -35,7 +35,7 @@ from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.errors import format_path
 from gpucap.apis.expansion import POD_CREATORS, sample_pods
 from gpucap.apis.gpu import NVIDIA_GPU, is_device_plugin, runs_feature_discovery
-from gpucap.apis.gpuoperator import DevicePluginConfig, device_plugin_configs
+from gpucap.apis.gpuoperator import ClusterPolicy, DevicePluginConfig, device_plugin_configs
 from gpucap.apis.labels import CAPACITY_TYPE
 from gpucap.apis.nodeoverlay import NodeOverlay
 from gpucap.apis.nodepool import NodePool
@@ -59,7 +59,7 @@ from gpucap.controllers.nodepool.readiness import (
     UnmanagedNodePool,
     ready_nodepools,
 )
-from gpucap.lint.model import Finding, Severity
+from gpucap.lint.registry import Finding, Severity
 from gpucap.runtime.clock import FakeClock
 from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.nodeclaimtemplate import NodeClaimTemplate
@@ -67,6 +67,9 @@ from gpucap.scheduling.nodeoverlay import PoolTypes, apply_overlays, evaluate_ov
 from gpucap.scheduling.requirements import ALLOW_UNDEFINED_WELL_KNOWN, Requirements
 
 __all__ = ["KNOWN_IMAGE_SIZES", "LintContext", "PodRef", "PoolView", "pool_types"]
+
+# The API class of a kind (`NodePool`, `DaemonSet`, ...), for `LintContext.of_kind`.
+K = TypeVar("K")
 
 GPU_RESOURCE = NVIDIA_GPU
 EC2NODECLASS_GROUP = "karpenter.k8s.aws"
@@ -173,7 +176,8 @@ class PoolView:
 
     @property
     def ec2nodeclass(self) -> EC2NodeClass | None:
-        return self.nodeclass.obj if self.nodeclass is not None else None  # type: ignore[return-value]
+        obj = self.nodeclass.obj if self.nodeclass is not None else None
+        return obj if isinstance(obj, EC2NodeClass) else None
 
 
 @dataclass
@@ -201,42 +205,46 @@ class LintContext:
     )
 
     # ---- objects by kind ------------------------------------------------------------------
-    def of_kind(self, kind: str) -> list[Manifest]:
-        return [m for m in self.manifests if m.obj.kind == kind]
+    def of_kind(self, cls: type[K]) -> list[K]:
+        """The objects of one kind, given by its API class (`of_kind(NodePool)`), in input
+        order (each kind loads as its own class, `apis/serde.KINDS`)."""
+        return [m.obj for m in self.manifests if isinstance(m.obj, cls)]
+
+    def located(self, cls: type[K]) -> list[tuple[Manifest, K]]:
+        """`of_kind` with each object's manifest, which places the findings about it."""
+        return [(m, m.obj) for m in self.manifests if isinstance(m.obj, cls)]
 
     @cached_property
     def nodeclasses(self) -> dict[str, Manifest]:
-        return {m.obj.metadata.name: m for m in self.of_kind("EC2NodeClass")}
+        return {nc.metadata.name: m for m, nc in self.located(EC2NodeClass)}
 
     @cached_property
-    def daemonsets(self) -> list[Manifest]:
-        return self.of_kind("DaemonSet")
+    def daemonsets(self) -> list[tuple[Manifest, DaemonSet]]:
+        return self.located(DaemonSet)
 
     @cached_property
-    def cluster_policies(self) -> list[Manifest]:
-        return self.of_kind("ClusterPolicy")
+    def cluster_policies(self) -> list[tuple[Manifest, ClusterPolicy]]:
+        return self.located(ClusterPolicy)
 
     @cached_property
     def overlays(self) -> list[NodeOverlay]:
-        return [m.obj for m in self.of_kind("NodeOverlay")]  # type: ignore[misc]
+        return self.of_kind(NodeOverlay)
 
     @cached_property
     def device_plugin_configs(self) -> list[tuple[Manifest, str, DevicePluginConfig]]:
         """(ConfigMap manifest, data key, config) for every device-plugin config in the input."""
         out = []
-        for m in self.of_kind("ConfigMap"):
-            cm: ConfigMap = m.obj  # type: ignore[assignment]
+        for m, cm in self.located(ConfigMap):
             for key, cfg in device_plugin_configs(cm).items():
                 out.append((m, key, cfg))
         return out
 
     @cached_property
-    def device_plugin_daemonsets(self) -> list[Manifest]:
+    def device_plugin_daemonsets(self) -> list[tuple[Manifest, DaemonSet]]:
         """DaemonSets that run the NVIDIA device plugin (by image or name); GPU Feature
         Discovery, shipped in the same image, is not the plugin (`feature_discovery_daemonsets`)."""
         out = []
-        for m in self.daemonsets:
-            ds: DaemonSet = m.obj  # type: ignore[assignment]
+        for m, ds in self.daemonsets:
             containers = [
                 c for c in ds.spec.template.spec.containers if not runs_feature_discovery(c)
             ]
@@ -244,19 +252,18 @@ class LintContext:
                 continue
             images = [c.image or "" for c in containers]
             if is_device_plugin(ds.metadata.name, images):
-                out.append(m)
+                out.append((m, ds))
         return out
 
     @cached_property
-    def feature_discovery_daemonsets(self) -> list[Manifest]:
+    def feature_discovery_daemonsets(self) -> list[tuple[Manifest, DaemonSet]]:
         """DaemonSets whose every container runs GPU Feature Discovery (it labels GPU nodes
         `nvidia.com/gpu.product`, ...; it advertises no `nvidia.com/gpu`)."""
         out = []
-        for m in self.daemonsets:
-            ds: DaemonSet = m.obj  # type: ignore[assignment]
+        for m, ds in self.daemonsets:
             containers = ds.spec.template.spec.containers
             if containers and all(runs_feature_discovery(c) for c in containers):
-                out.append(m)
+                out.append((m, ds))
         return out
 
     @property
@@ -264,10 +271,7 @@ class LintContext:
         """A device plugin will run: its DaemonSet, or a ClusterPolicy with it enabled."""
         if self.device_plugin_daemonsets:
             return True
-        return any(
-            p.obj.spec.device_plugin.enabled  # type: ignore[union-attr]
-            for p in self.cluster_policies
-        )
+        return any(p.spec.device_plugin.enabled for _, p in self.cluster_policies)
 
     @cached_property
     def pods(self) -> list[PodRef]:
@@ -288,10 +292,7 @@ class LintContext:
         """Each EC2NodeClass's readiness by name, as `plan` and `simulate` see it: its alias
         resolved over a simulated EC2 that published the bundled releases of the cluster's
         Kubernetes version (`alias_readiness`; a class with its own AMIs counts as Ready)."""
-        classes: dict[str, EC2NodeClass] = {
-            name: m.obj  # type: ignore[misc]
-            for name, m in self.nodeclasses.items()
-        }
+        classes = {nc.metadata.name: nc for nc in self.of_kind(EC2NodeClass)}
         clock = FakeClock()
         api = SimulatedEC2(self.catalog, clock)
         try:
@@ -307,7 +308,7 @@ class LintContext:
     def nodepool_readiness(self) -> NodePoolReadiness:
         """Which NodePools Karpenter would use, and why not the others (`ready_nodepools`,
         Karpenter's policy: a missing EC2NodeClass makes its NodePools not Ready)."""
-        nodepools: list[NodePool] = [m.obj for m in self.of_kind("NodePool")]  # type: ignore[misc]
+        nodepools = self.of_kind(NodePool)
         return ready_nodepools(nodepools, self.nodeclass_readiness, missing_class="skip")
 
     # ---- NodePools resolved -----------------------------------------------------------------
@@ -352,8 +353,7 @@ class LintContext:
         request.
         """
         out = []
-        for m in self.of_kind("NodePool"):
-            np: NodePool = m.obj  # type: ignore[assignment]
+        for m, np in self.located(NodePool):
             ref = np.spec.template.spec.node_class_ref
             if ref.is_kwok:
                 continue  # the KWOK provider's fake nodes (see the module docstring)
@@ -435,8 +435,8 @@ class LintContext:
         cannot be read."""
         out: dict[str, DevicePluginConfig | BottlerocketUserDataError] = {}
         for name, m in self.nodeclasses.items():
-            nc: EC2NodeClass = m.obj  # type: ignore[assignment]
-            if nc.ami_family != "Bottlerocket":
+            nc = m.obj
+            if not isinstance(nc, EC2NodeClass) or nc.ami_family != "Bottlerocket":
                 continue
             try:
                 out[name] = bottlerocket_device_plugin_config(nc.spec.user_data)
@@ -549,10 +549,6 @@ def pod_gpus(pod: Pod, resource: str = GPU_RESOURCE) -> int:
         default=0,
     )
     return max(total, init)
-
-
-def requirements_of(pool: PoolView) -> Requirements:
-    return pool.template.requirements
 
 
 def image_size(ctx: LintContext, image: str) -> tuple[int, int] | None:

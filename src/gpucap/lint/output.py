@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gpucap import __version__
-from gpucap.lint.model import Finding, Rule
+from gpucap.lint.registry import Finding, Rule
 from gpucap.lint.runner import LintResult
 
 __all__ = [
@@ -75,7 +75,7 @@ def format_json(result: LintResult) -> str:
     return json.dumps(doc, indent=2) + "\n"
 
 
-def rule_help(rule: Rule) -> list[str]:
+def rule_help(rule: Rule[Any]) -> list[str]:
     """`gpucap lint --explain ID`: everything about one rule, a paragraph per line."""
     return [
         f"{rule.id} {rule.name} ({rule.severity})",
@@ -90,7 +90,7 @@ def rule_help(rule: Rule) -> list[str]:
     ]
 
 
-def format_sarif(result: LintResult, rules: Sequence[Rule]) -> str:
+def format_sarif(result: LintResult, rules: Sequence[Rule[Any]]) -> str:
     """A SARIF 2.1.0 log with one run, every rule described, one result per finding."""
     catalog = list(rules)
     index = {r.id: i for i, r in enumerate(catalog)}

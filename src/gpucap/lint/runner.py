@@ -21,7 +21,8 @@ from gpucap.apis.reading import InputError, read_path
 from gpucap.apis.serde import Issue
 from gpucap.lint.config import LintConfig
 from gpucap.lint.context import LintContext
-from gpucap.lint.model import Finding, Rule, all_rules
+from gpucap.lint.registry import Finding, Rule, Severity
+from gpucap.lint.rules import ALL
 
 __all__ = ["LintResult", "issue_findings", "run"]
 
@@ -43,6 +44,7 @@ def issue_findings(issues: Iterable[Issue]) -> list[Finding]:
     """Loader issues as findings: invalid manifests (SCHEMA001), placeholders (SCHEMA002) and
     ignored kinds (SCHEMA003)."""
     out = []
+    severity: Severity
     for issue in issues:
         if issue.rule == "PLACEHOLDER":
             rule, severity = "SCHEMA002", "info"
@@ -57,7 +59,7 @@ def issue_findings(issues: Iterable[Issue]) -> list[Finding]:
         out.append(
             Finding(
                 rule,
-                severity,  # type: ignore[arg-type]
+                severity,
                 issue.message,
                 file=source.file if source else None,
                 line=issue.line,
@@ -130,9 +132,9 @@ def run(
     config: LintConfig,
     *,
     issues: Sequence[Issue] = (),
-    rules: Sequence[Rule] | None = None,
+    rules: Sequence[Rule[LintContext]] | None = None,
 ) -> LintResult:
-    rules = list(rules) if rules is not None else all_rules()
+    rules = list(rules) if rules is not None else list(ALL)
     enabled = [r for r in rules if config.enabled(r)]
     by_id = {r.id: r for r in rules}
     findings: list[Finding] = []

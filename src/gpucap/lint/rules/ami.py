@@ -37,10 +37,13 @@ from gpucap.cloudprovider.aws.amireleases import (
 )
 from gpucap.cloudprovider.aws.ec2.api import EC2APIError
 from gpucap.lint.context import LintContext, PoolView
-from gpucap.lint.model import Finding, rule
-from gpucap.lint.rules.nodepool import name_list
+from gpucap.lint.queries import name_list
+from gpucap.lint.registry import Finding, Registry
 
-__all__: list[str] = []
+__all__ = ["RULES"]
+
+# This family's rules; `lint/rules/__init__.py` joins every family's into `ALL`.
+RULES: Registry[LintContext] = Registry()
 
 _RELEASE = re.compile(r"^v(\d{8})$", re.ASCII)
 _NOT_FOUND = "ParameterNotFound"
@@ -72,7 +75,7 @@ def _aliases(ctx: LintContext, *, history: bool = False) -> list[_Alias]:
     """Alias terms of the EC2NodeClasses; with `history`, also of the versions a later file
     replaced (`Manifest.replaces`), in input order (AMI003 compares them)."""
     out = []
-    manifests = ctx.of_kind("EC2NodeClass")
+    manifests = [m for m, _ in ctx.located(EC2NodeClass)]
     if history:
         versions: dict[int, Manifest] = {}
         for m in manifests:
@@ -80,7 +83,9 @@ def _aliases(ctx: LintContext, *, history: bool = False) -> list[_Alias]:
                 versions.setdefault(id(v), v)
         manifests = list(versions.values())
     for m in manifests:
-        nc: EC2NodeClass = m.obj  # type: ignore[assignment]
+        nc = m.obj
+        if not isinstance(nc, EC2NodeClass):
+            continue  # never: every version of an EC2NodeClass is one
         for i, term in enumerate(nc.spec.ami_selector_terms):
             if term.alias and "@" in term.alias:
                 family, version = term.alias.split("@", 1)
@@ -137,7 +142,7 @@ def _release_date(version: str) -> dt.date | None:
 # ==== AMI001 ===================================================================================
 
 
-@rule(
+@RULES.rule(
     "AMI001",
     "ami-alias-latest",
     "warning",
@@ -189,7 +194,7 @@ def ami_alias_latest(ctx: LintContext) -> Iterable[Finding]:
 # ==== AMI002 ===================================================================================
 
 
-@rule(
+@RULES.rule(
     "AMI002",
     "ami-release-not-found",
     "error",
@@ -428,10 +433,10 @@ def _missing_images(
 
 def _replaced(ctx: LintContext, m: Manifest) -> bool:
     """`m` is an earlier version of an EC2NodeClass that a later file replaced."""
-    return not any(x is m for x in ctx.of_kind("EC2NodeClass"))
+    return not any(x is m for x, _ in ctx.located(EC2NodeClass))
 
 
-@rule(
+@RULES.rule(
     "AMI003",
     "ami-nvidia-driver-major-change",
     "warning",
@@ -502,10 +507,10 @@ def _resolve(ctx: LintContext, family: str, version: str, arch: str) -> AMIRelea
         except ValueError as err:
             found = err
         ctx.memo[key] = found
-    answer = ctx.memo[key]
+    answer: AMIRelease | ValueError | None = ctx.memo[key]
     if isinstance(answer, ValueError):
         raise answer
-    return answer  # type: ignore[no-any-return]
+    return answer
 
 
 def _driver_change(
@@ -549,7 +554,7 @@ def _driver_change(
 # ==== AMI004 ===================================================================================
 
 
-@rule(
+@RULES.rule(
     "AMI004",
     "bottlerocket-userdata-unreadable",
     "warning",

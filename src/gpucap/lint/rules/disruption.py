@@ -16,10 +16,13 @@ from gpucap.apis.nodepool import DEFAULT_BUDGET_NODES, Budget
 from gpucap.apis.serde import Manifest
 from gpucap.apis.workloads import Deployment, Job, ReplicaSet, StatefulSet, replica_count
 from gpucap.lint.context import LintContext, PodRef, PoolView
-from gpucap.lint.model import Finding, rule
-from gpucap.lint.rules.nodepool import SPOT, landing_pools, meta_path, name_list, written
+from gpucap.lint.queries import SPOT, landing_pools, meta_path, name_list, written
+from gpucap.lint.registry import Finding, Registry
 
-__all__ = ["DO_NOT_DISRUPT", "do_not_disrupt"]
+__all__ = ["DO_NOT_DISRUPT", "RULES", "do_not_disrupt"]
+
+# This family's rules; `lint/rules/__init__.py` joins every family's into `ALL`.
+RULES: Registry[LintContext] = Registry()
 
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 DISRUPTION = ("spec", "disruption")
@@ -52,7 +55,7 @@ def _gpu_pools(ctx: LintContext) -> Iterable[PoolView]:
 # ==== DIS001 ===================================================================================
 
 
-@rule(
+@RULES.rule(
     "DIS001",
     "gpu-inference-pool-underutilized-consolidation",
     "warning",
@@ -117,7 +120,7 @@ def _controls_drift(budget: Budget) -> bool:
     return applies and (budget.schedule is not None or budget.allows_no_disruption)
 
 
-@rule(
+@RULES.rule(
     "DIS002",
     "gpu-pool-default-budget",
     "warning",
@@ -176,8 +179,7 @@ class _Blocker:
 
 def _pdb_blockers(ctx: LintContext) -> list[_Blocker]:
     out: list[_Blocker] = []
-    for m in ctx.of_kind("PodDisruptionBudget"):
-        pdb: PodDisruptionBudget = m.obj  # type: ignore[assignment]
+    for pdb in ctx.of_kind(PodDisruptionBudget):
         namespace = pdb.metadata.namespace or "default"
         selected = [
             ref
@@ -231,7 +233,7 @@ def _fully_blocking(pdb: PodDisruptionBudget, replicas: int | None) -> str | Non
     return None
 
 
-@rule(
+@RULES.rule(
     "DIS003",
     "expire-without-termination-grace",
     "warning",
@@ -301,7 +303,7 @@ def _forceful(pool: PoolView) -> list[str]:
     return out
 
 
-@rule(
+@RULES.rule(
     "DIS004",
     "do-not-disrupt-does-not-stop-forceful",
     "info",

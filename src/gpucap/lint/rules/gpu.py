@@ -14,11 +14,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from gpucap.apis.core import Pod, Taint, Toleration
-from gpucap.apis.gpuoperator import ClusterPolicy, ComponentSpec
+from gpucap.apis.gpuoperator import ComponentSpec
 from gpucap.apis.serde import Manifest
 from gpucap.apis.workloads import DaemonSet
 from gpucap.lint.context import LintContext, PoolView
-from gpucap.lint.model import Finding, rule
+from gpucap.lint.registry import Finding, Registry
 from gpucap.scheduling.daemonsets import (
     blocking_taint,
     operator_tolerations,
@@ -30,7 +30,10 @@ from gpucap.scheduling.poddata import pod_requirements
 from gpucap.scheduling.preferences import drop_required_node_term, tolerate_prefer_no_schedule
 from gpucap.scheduling.taints import format_taint, is_known_ephemeral, untolerated
 
-__all__: list[str] = []
+__all__ = ["RULES"]
+
+# This family's rules; `lint/rules/__init__.py` joins every family's into `ALL`.
+RULES: Registry[LintContext] = Registry()
 
 
 # ---- GPU001 / GPU002 ------------------------------------------------------------------------
@@ -80,8 +83,7 @@ def _blocked(ctx: LintContext, pool: PoolView) -> list[_Blocked] | None:
     """Why each device plugin in the input (DaemonSets, ClusterPolicies) cannot run on the
     pool's GPU nodes; None when one of them can (or the input holds none: then `[]`)."""
     out: list[_Blocked] = []
-    for m in ctx.device_plugin_daemonsets:
-        ds: DaemonSet = m.obj  # type: ignore[assignment]
+    for m, ds in ctx.device_plugin_daemonsets:
         pod = daemon_pod(ds)
         if not _selects_pool(pod, pool):
             out.append(
@@ -97,8 +99,7 @@ def _blocked(ctx: LintContext, pool: PoolView) -> list[_Blocked] | None:
         if taint is None:
             return None
         out.append(_Blocked(m, f"{m.ref} does not tolerate {format_taint(taint)}", taint=True))
-    for m in ctx.cluster_policies:
-        policy: ClusterPolicy = m.obj  # type: ignore[assignment]
+    for m, policy in ctx.cluster_policies:
         if not policy.spec.device_plugin.enabled:
             out.append(_Blocked(m, f"{m.ref} has devicePlugin.enabled: false", taint=False))
             continue
@@ -122,7 +123,7 @@ def _needs_plugin(pool: PoolView) -> list[InstanceType]:
     return [it for it in pool.gpu_types if not pool.ami_ships_device_plugin(it)]
 
 
-@rule(
+@RULES.rule(
     "GPU001",
     "gpu-pool-without-device-plugin",
     "error",
@@ -187,7 +188,7 @@ def gpu_pool_without_device_plugin(ctx: LintContext) -> Iterable[Finding]:
         )
 
 
-@rule(
+@RULES.rule(
     "GPU002",
     "device-plugin-does-not-tolerate-pool-taints",
     "error",
@@ -219,7 +220,7 @@ def device_plugin_does_not_tolerate(ctx: LintContext) -> Iterable[Finding]:
 # ---- GPU006 --------------------------------------------------------------------------------------
 
 
-@rule(
+@RULES.rule(
     "GPU006",
     "feature-discovery-does-not-tolerate-pool-taints",
     "warning",
@@ -239,8 +240,8 @@ def feature_discovery_does_not_tolerate(ctx: LintContext) -> Iterable[Finding]:
     for pool in ctx.pools:
         if not pool.is_gpu_pool:
             continue
-        for m in ctx.feature_discovery_daemonsets:
-            pod = daemon_pod(m.obj)  # type: ignore[arg-type]
+        for m, ds in ctx.feature_discovery_daemonsets:
+            pod = daemon_pod(ds)
             if not _selects_pool(pod, pool):
                 continue
             taint = _untolerated_taint(pool, pod.spec.tolerations)
@@ -298,7 +299,7 @@ def _why_daemon_cannot_run(pool: PoolView, ds: DaemonSet) -> str | None:
     return "its node selector / required node affinity matches none of the pool's nodes"
 
 
-@rule(
+@RULES.rule(
     "GPU003",
     "startup-taint-without-remover",
     "warning",
@@ -324,11 +325,7 @@ def startup_taint_without_remover(ctx: LintContext) -> Iterable[Finding]:
             if is_known_ephemeral(taint):
                 continue
             path = ("spec", "template", "spec", "startupTaints", index)
-            removers = [
-                m
-                for m in ctx.daemonsets
-                if _claims_startup_taint(m.obj, taint)  # type: ignore[arg-type]
-            ]
+            removers = [(m, ds) for m, ds in ctx.daemonsets if _claims_startup_taint(ds, taint)]
             if not removers:
                 yield ctx.finding(
                     "GPU003",
@@ -341,10 +338,7 @@ def startup_taint_without_remover(ctx: LintContext) -> Iterable[Finding]:
                     "uninitialized and never be consolidated",
                 )
                 continue
-            reasons = {
-                m.ref: _why_daemon_cannot_run(pool, m.obj)  # type: ignore[arg-type]
-                for m in removers
-            }
+            reasons = {m.ref: _why_daemon_cannot_run(pool, ds) for m, ds in removers}
             if all(reason is not None for reason in reasons.values()):
                 detail = "; ".join(f"{ref} {reason}" for ref, reason in reasons.items())
                 yield ctx.finding(
@@ -364,7 +358,7 @@ def startup_taint_without_remover(ctx: LintContext) -> Iterable[Finding]:
 EKS_ACCELERATED_ALIASES = ("al2023", "bottlerocket", "al2")
 
 
-@rule(
+@RULES.rule(
     "GPU004",
     "gpu-operator-manages-driver-on-eks-ami",
     "error",
@@ -396,8 +390,7 @@ def gpu_operator_manages_driver(ctx: LintContext) -> Iterable[Finding]:
         for pool, alias in pools
     )
     subject = f"GPU NodePool {names} boots" if len(pools) == 1 else f"GPU NodePools {names} boot"
-    for m in ctx.cluster_policies:
-        policy: ClusterPolicy = m.obj  # type: ignore[assignment]
+    for m, policy in ctx.cluster_policies:
         for component, what in (("driver", "NVIDIA driver"), ("toolkit", "container toolkit")):
             spec: ComponentSpec = getattr(policy.spec, component)
             if not spec.enabled:
@@ -421,7 +414,7 @@ def _examples(names: Sequence[str], n: int = 3) -> str:
     return f"{head} and {len(names) - n} more" if len(names) > n else head
 
 
-@rule(
+@RULES.rule(
     "GPU005",
     "custom-ami-mixed-gpu-pool",
     "warning",

@@ -1,8 +1,7 @@
 """NodePool rules: structure, limits, capacity flexibility (landscape.md §3.4) and readiness.
 
-NP001-NP012. Also the helpers the other rule families share: which pools a pod can land on
-(`landing_pools`: requirements, taints and whether some launchable type holds its requests),
-where its metadata and containers are in its manifest, and whether a field was written.
+NP001-NP012. Which pools a pod can land on, and the other questions several families ask, are
+`lint/queries.py`.
 """
 
 from __future__ import annotations
@@ -16,35 +15,36 @@ from gpucap.apis.automode import (
     AUTO_MODE_UNSUPPORTED_LABELS,
     auto_mode_key,
 )
-from gpucap.apis.core import Pod
 from gpucap.apis.labels import AWS as AWS_LABEL_PREFIX
 from gpucap.apis.labels import CAPACITY_TYPE, NORMALIZED_LABELS, REGION, ZONE, ZONE_ID
 from gpucap.apis.labels import INSTANCE_FAMILY as AWS_INSTANCE_FAMILY
 from gpucap.apis.quantity import base_units, format_resource_value
-from gpucap.apis.serde import Manifest
 from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.cloudprovider.aws.instancetype.data import bundled_instance_type_infos
 from gpucap.cloudprovider.aws.instancetype.resolve import resolve_instance_type
 from gpucap.controllers.disruption.constants import SPOT_TO_SPOT_THRESHOLD
 from gpucap.controllers.nodepool.readiness import NODECLASS_NOT_FOUND
 from gpucap.lint.context import GPU_RESOURCE, LintContext, PodRef, PoolView, pod_gpus
-from gpucap.lint.model import Finding, rule
+from gpucap.lint.queries import (
+    SPOT,
+    landing_pools,
+    meta_path,
+    name_list,
+    spot_types,
+    tolerates_pool,
+    written,
+)
+from gpucap.lint.registry import Finding, Registry
 from gpucap.scheduling.instancetypes import InstanceType, truncate
 from gpucap.scheduling.poddata import pod_requirements
 from gpucap.scheduling.requirements import Requirements
-from gpucap.scheduling.resources import fits, pod_requests
-from gpucap.scheduling.taints import format_taint, untolerated
+from gpucap.scheduling.taints import format_taint
 
-__all__ = [
-    "SPOT",
-    "landing_pools",
-    "meta_path",
-    "name_list",
-    "spot_types",
-    "written",
-]
+__all__ = ["RULES"]
 
-SPOT = "spot"
+# This family's rules; `lint/rules/__init__.py` joins every family's into `ALL`.
+RULES: Registry[LintContext] = Registry()
+
 ON_DEMAND = "on-demand"
 REQUIREMENTS = ("spec", "template", "spec", "requirements")
 TAINTS = ("spec", "template", "spec", "taints")
@@ -65,77 +65,6 @@ LEGACY_LABELS = {"karpenter.sh/provisioner-name": "karpenter.sh/nodepool"}
 AUTO_MODE_KEYS = {aws: auto for auto, aws in AUTO_MODE_INSTANCE_LABELS.items()}
 
 
-# ==== shared helpers ===========================================================================
-
-
-def written(manifest: Manifest, path: Sequence[str | int]) -> bool:
-    """Whether the manifest's text has the field at `path` (not a default filled in on load)."""
-    return tuple(path) in manifest.source.lines
-
-
-def meta_path(ref: PodRef) -> tuple[str | int, ...]:
-    """Where the pod's metadata is in its manifest (`metadata`, or the template's)."""
-    return (*ref.base[:-1], "metadata")
-
-
-def name_list(names: Iterable[str], limit: int = 3) -> str:
-    items = list(names)
-    head = ", ".join(items[:limit])
-    return f"{head} and {len(items) - limit} more" if len(items) > limit else head
-
-
-def tolerates_pool(pod: Pod, pool: PoolView) -> bool:
-    """Karpenter's scheduler: every taint of the pool (whatever its effect) is tolerated."""
-    return untolerated(pool.template.taints, pod.spec.tolerations) is None
-
-
-def landing_pools(ctx: LintContext, pod: Pod) -> list[PoolView]:
-    """Pools a pod can get a new node from: their requirements meet the pod's node selector and
-    required affinity, the pod tolerates their taints, and a launchable type compatible with the
-    pod holds its requests (DaemonSet overhead not subtracted)."""
-    requests = pod_requests(pod.spec)
-    reqs = pod_requirements(pod, strict=True)
-    # Keyed by what the answer depends on, so alike pods share one pass over the pools.
-    key = (
-        "landing_pools",
-        reqs,
-        tuple(pod.spec.tolerations),
-        tuple(sorted(requests.items())),
-    )
-    cached: list[PoolView] | None = ctx.memo.get(key)
-    if cached is not None:
-        return cached
-    result = [
-        pool
-        for pool in ctx.pools_for_pod(pod)
-        if tolerates_pool(pod, pool)
-        and any(
-            it.is_compatible(reqs) and fits(requests, it.allocatable) for it in pool.instance_types
-        )
-    ]
-    ctx.memo[key] = result
-    return result
-
-
-def spot_types(ctx: LintContext, pool: PoolView) -> list[InstanceType]:
-    """Launchable types with an available spot offering the pool's requirements allow.
-
-    Memoised by the pool's type list (pools with the same requirements on type keys share it)
-    and its zone and capacity-type requirements, the only keys offerings depend on."""
-    reqs = pool.template.requirements
-    key = ("spot_types", id(pool.instance_types), reqs.get(ZONE), reqs.get(CAPACITY_TYPE))
-    cached: list[InstanceType] | None = ctx.memo.get(key)
-    if cached is None:
-        cached = ctx.memo[key] = [
-            it
-            for it in pool.instance_types
-            if any(
-                o.available and o.capacity_type == SPOT and o.allowed_by(reqs) for o in it.offerings
-            )
-        ]
-    return cached
-
-
 def _requirement_index(pool: PoolView, key: str) -> int | None:
     for i, r in enumerate(pool.nodepool.spec.template.spec.requirements):
         if r.key == key:
@@ -146,7 +75,7 @@ def _requirement_index(pool: PoolView, key: str) -> int | None:
 # ==== NP001 ====================================================================================
 
 
-@rule(
+@RULES.rule(
     "NP001",
     "gpu-pool-without-taint",
     "warning",
@@ -187,7 +116,7 @@ def gpu_pool_without_taint(ctx: LintContext) -> Iterable[Finding]:
 # ==== NP002 ====================================================================================
 
 
-@rule(
+@RULES.rule(
     "NP002",
     "overlapping-pools-same-weight",
     "warning",
@@ -230,7 +159,7 @@ def overlapping_pools_same_weight(ctx: LintContext) -> Iterable[Finding]:
 # ==== NP003 ====================================================================================
 
 
-@rule(
+@RULES.rule(
     "NP003",
     "gpu-pool-no-limits",
     "warning",
@@ -283,7 +212,7 @@ def _reachable(total: int, sizes: set[int]) -> int:
 _MAX_REACH_CHECK = 10_000  # GPU limits above this are not checked for exact reachability
 
 
-@rule(
+@RULES.rule(
     "NP004",
     "limit-unreachable",
     "warning",
@@ -400,7 +329,7 @@ def _gpu_request_path(ref: PodRef) -> tuple[str | int, ...]:
 # ==== NP005 ====================================================================================
 
 
-@rule(
+@RULES.rule(
     "NP005",
     "spot-pool-too-narrow",
     "warning",
@@ -458,7 +387,7 @@ def spot_pool_too_narrow(ctx: LintContext) -> Iterable[Finding]:
 # ==== NP006 ====================================================================================
 
 
-@rule(
+@RULES.rule(
     "NP006",
     "spot-only-no-fallback",
     "info",
@@ -507,7 +436,7 @@ def spot_only_no_fallback(ctx: LintContext) -> Iterable[Finding]:
 # ==== NP007 ====================================================================================
 
 
-@rule(
+@RULES.rule(
     "NP007",
     "v1beta1-field-placement",
     "error",
@@ -591,7 +520,7 @@ def _selector_keys(ref: PodRef) -> Iterable[tuple[str, tuple[str | int, ...]]]:
 # ==== NP008 ====================================================================================
 
 
-@rule(
+@RULES.rule(
     "NP008",
     "minvalues-policy-awareness",
     "info",
@@ -639,7 +568,7 @@ def minvalues_policy_awareness(ctx: LintContext) -> Iterable[Finding]:
 # ==== NP010 ====================================================================================
 
 
-@rule(
+@RULES.rule(
     "NP010",
     "general-pool-can-launch-gpu-types",
     "info",
@@ -682,7 +611,7 @@ def general_pool_can_launch_gpu_types(ctx: LintContext) -> Iterable[Finding]:
 _PLACEMENT_KEYS = frozenset({ZONE, ZONE_ID, REGION, CAPACITY_TYPE})
 
 
-@rule(
+@RULES.rule(
     "NP009",
     "requirements-match-no-instance-type",
     "warning",
@@ -806,7 +735,7 @@ def _known_values(ctx: LintContext, types: Sequence[InstanceType], key: str) -> 
 # ==== NP011 ====================================================================================
 
 
-@rule(
+@RULES.rule(
     "NP011",
     "nodeclass-not-found",
     "error",
@@ -845,7 +774,7 @@ def nodeclass_not_found(ctx: LintContext) -> Iterable[Finding]:
 # ==== NP012 ====================================================================================
 
 
-@rule(
+@RULES.rule(
     "NP012",
     "auto-mode-aws-provider-label",
     "warning",

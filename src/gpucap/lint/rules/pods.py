@@ -29,13 +29,16 @@ from gpucap.apis.admission import is_extended_resource
 from gpucap.apis.core import Pod, Toleration
 from gpucap.apis.labels import INSTANCE_GPU_MEMORY, INSTANCE_GPU_NAME
 from gpucap.lint.context import GPU_RESOURCE, LintContext, PodRef, PoolView, pod_gpus
-from gpucap.lint.model import Finding, rule
-from gpucap.lint.rules.sharing import container_resources
+from gpucap.lint.queries import container_resources
+from gpucap.lint.registry import Finding, Registry
 from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.poddata import pod_requirements
 from gpucap.scheduling.taints import format_taint, untolerated
 
-__all__: list[str] = []
+__all__ = ["RULES"]
+
+# This family's rules; `lint/rules/__init__.py` joins every family's into `ALL`.
+RULES: Registry[LintContext] = Registry()
 
 CONSOLIDATING_POLICIES = ("WhenEmptyOrUnderutilized", "Balanced")
 GPU_RESOURCE_PREFIX = "nvidia.com/"
@@ -71,7 +74,7 @@ def _gpu_limit_path(ref: PodRef) -> tuple[str | int, ...]:
 
 
 # ---- POD001 ---------------------------------------------------------------------------------
-@rule(
+@RULES.rule(
     "POD001",
     "gpu-request-without-limit",
     "error",
@@ -110,7 +113,7 @@ def gpu_request_without_limit(ctx: LintContext) -> Iterable[Finding]:
 
 
 # ---- POD002 ---------------------------------------------------------------------------------
-@rule(
+@RULES.rule(
     "POD002",
     "gpu-pod-missing-toleration",
     "error",
@@ -165,7 +168,7 @@ def _written(pod: Pod) -> list[Toleration]:
 
 
 # ---- POD003 ---------------------------------------------------------------------------------
-@rule(
+@RULES.rule(
     "POD003",
     "non-cpu-requests-not-equal-limits",
     "warning",
@@ -261,7 +264,7 @@ def _gpu_models(ctx: LintContext, pod: Pod) -> tuple[list[PoolView], dict[str, s
     return pools, models
 
 
-@rule(
+@RULES.rule(
     "POD004",
     "gpu-pod-no-gpu-type-selector",
     "info",
@@ -377,7 +380,7 @@ def _undefined_discovered(
     )
 
 
-@rule(
+@RULES.rule(
     "POD005",
     "pod-requires-discovered-label",
     "error",

@@ -7,16 +7,19 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from gpucap.lint.context import LintContext
-from gpucap.lint.model import Finding, rule
+from gpucap.lint.registry import Finding, Registry
 
-__all__: list[str] = []
+__all__ = ["RULES"]
+
+# This family's rules; `lint/rules/__init__.py` joins every family's into `ALL`.
+RULES: Registry[LintContext] = Registry()
 
 
 def _from_loader(_: LintContext) -> Iterable[Finding]:
     return ()
 
 
-rule(
+RULES.rule(
     "SCHEMA001",
     "invalid-manifest",
     "error",
@@ -28,7 +31,7 @@ rule(
     "and runtime validation; Kubernetes API validation",
 )(_from_loader)
 
-rule(
+RULES.rule(
     "SCHEMA002",
     "unsubstituted-placeholder",
     "info",
@@ -42,7 +45,7 @@ rule(
     source="the workshop's envsubst step (seed, step 2); kubelet env expansion (expand.go)",
 )(_from_loader)
 
-rule(
+RULES.rule(
     "SCHEMA003",
     "ignored-kind",
     "info",

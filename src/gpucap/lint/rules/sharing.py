@@ -34,7 +34,7 @@ highest weight wins and a same-weight conflict rejects the later overlay.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from gpucap.apis.bottlerocket import NVIDIA_SETTINGS
@@ -51,7 +51,8 @@ from gpucap.apis.nodeoverlay import NodeOverlay
 from gpucap.apis.quantity import Quantity
 from gpucap.apis.serde import Manifest
 from gpucap.lint.context import GPU_RESOURCE, LintContext, PodRef, PoolView, pool_types
-from gpucap.lint.model import Finding, Severity, rule
+from gpucap.lint.queries import container_resources
+from gpucap.lint.registry import Finding, Registry, Severity
 from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.nodeoverlay import capacity_overlay
 from gpucap.scheduling.poddata import pod_requirements
@@ -59,12 +60,15 @@ from gpucap.scheduling.poddata import pod_requirements
 __all__ = [
     "DEVICE_PLUGIN_CONFIG_LABEL",
     "MIG_CONFIG_LABEL",
+    "RULES",
     "AppliedConfig",
     "applied_config",
-    "container_resources",
     "operator_policy",
     "overlay_capacity",
 ]
+
+# This family's rules; `lint/rules/__init__.py` joins every family's into `ALL`.
+RULES: Registry[LintContext] = Registry()
 
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 MIG_RESOURCE = re.compile(r"^nvidia\.com/mig-(\d+)g\.(\d+)gb", re.ASCII)
@@ -110,12 +114,12 @@ class AppliedConfig:
         return "sharing"
 
 
-def operator_policy(ctx: LintContext) -> Manifest | None:
-    """The GPU Operator ClusterPolicy that runs the device plugin (a cluster has one)."""
-    for m in ctx.cluster_policies:
-        policy: ClusterPolicy = m.obj  # type: ignore[assignment]
+def operator_policy(ctx: LintContext) -> tuple[Manifest, ClusterPolicy] | None:
+    """The GPU Operator ClusterPolicy that runs the device plugin (a cluster has one), with its
+    manifest."""
+    for m, policy in ctx.cluster_policies:
         if policy.spec.device_plugin.enabled:
-            return m
+            return m, policy
     return None
 
 
@@ -133,10 +137,8 @@ def applied_config(ctx: LintContext, pool: PoolView) -> AppliedConfig | None:
             f"the Bottlerocket {NVIDIA_SETTINGS} settings in its userData",
         )
     label = pool.template.labels.get(DEVICE_PLUGIN_CONFIG_LABEL)
-    policy_manifest = operator_policy(ctx)
-    policy: ClusterPolicy | None = (
-        policy_manifest.obj if policy_manifest is not None else None  # type: ignore[assignment]
-    )
+    operator = operator_policy(ctx)
+    policy = operator[1] if operator is not None else None
     configs = ctx.device_plugin_configs
     chosen = choose_config(
         [(m.obj.metadata.name, k) for m, k, _ in configs], label=label, policy=policy
@@ -168,19 +170,6 @@ def _overlay_sets_anywhere(ctx: LintContext, resource: str) -> bool:
 
 
 # ---- pods -----------------------------------------------------------------------------------
-def container_resources(
-    ref: PodRef,
-) -> Iterator[tuple[tuple[str | int, ...], Container]]:
-    """(path of the container in the manifest, container) for containers and init containers."""
-    spec = ref.pod.spec
-    for field, containers in (
-        ("containers", spec.containers),
-        ("initContainers", spec.init_containers),
-    ):
-        for i, c in enumerate(containers):
-            yield (*ref.base, field, i), c
-
-
 def _requested(c: Container, resource: str) -> int:
     q = c.resources.limits.get(resource) or c.resources.requests.get(resource) or Quantity(0)
     return q.value()
@@ -242,7 +231,7 @@ def _max_nodes(limit: int, gpus: int, units_per_gpu: int, counted_at_launch: int
 
 
 # ---- TS001 ----------------------------------------------------------------------------------
-@rule(
+@RULES.rule(
     "TS001",
     "time-slicing-without-karpenter-overlay",
     "warning",
@@ -300,7 +289,7 @@ def time_slicing_without_overlay(ctx: LintContext) -> Iterable[Finding]:
 
 
 # ---- TS002 ----------------------------------------------------------------------------------
-@rule(
+@RULES.rule(
     "TS002",
     "limits-vs-advertised-gpus",
     "warning",
@@ -362,7 +351,7 @@ def _shared_names(ctx: LintContext) -> set[str]:
     return names
 
 
-@rule(
+@RULES.rule(
     "TS003",
     "rename-by-default-resource-mismatch",
     "error",
@@ -451,7 +440,7 @@ def _request_without_overlay(
 
 
 # ---- TS004 ----------------------------------------------------------------------------------
-@rule(
+@RULES.rule(
     "TS004",
     "fail-requests-greater-than-one-off",
     "info",
@@ -512,7 +501,7 @@ def _applies(ctx: LintContext, pool: PoolView, m: Manifest, key: str) -> bool:
 
 
 # ---- TS005 ----------------------------------------------------------------------------------
-@rule(
+@RULES.rule(
     "TS005",
     "time-slicing-config-not-applied",
     "warning",
@@ -529,15 +518,15 @@ def _applies(ctx: LintContext, pool: PoolView, m: Manifest, key: str) -> bool:
     source="NVIDIA GPU Operator time-slicing docs (Applying the Default Configuration / Per Node)",
 )
 def time_slicing_config_not_applied(ctx: LintContext) -> Iterable[Finding]:
-    m = operator_policy(ctx)
-    if m is None:
+    operator = operator_policy(ctx)
+    if operator is None:
         return
-    policy: ClusterPolicy = m.obj  # type: ignore[assignment]
+    m, policy = operator
     ref = policy.spec.device_plugin.config
     if ref is None or not ref.name:
         return
     base = ("spec", "devicePlugin", "config")
-    maps = [c for c in ctx.of_kind("ConfigMap") if c.obj.metadata.name == ref.name]
+    maps = [cm for cm in ctx.of_kind(ConfigMap) if cm.metadata.name == ref.name]
     if not maps:
         yield ctx.finding(
             "TS005",
@@ -548,7 +537,7 @@ def time_slicing_config_not_applied(ctx: LintContext) -> Iterable[Finding]:
             "gpucap cannot check which device-plugin config GPU nodes get (nor its replicas)",
         )
         return
-    cm: ConfigMap = maps[0].obj  # type: ignore[assignment]
+    cm = maps[0]
     keys = sorted(cm.data)
     listed = ", ".join(keys) or "none"
     if ref.default and ref.default not in cm.data:
@@ -588,7 +577,7 @@ def time_slicing_config_not_applied(ctx: LintContext) -> Iterable[Finding]:
 
 
 # ---- MIG001 ---------------------------------------------------------------------------------
-@rule(
+@RULES.rule(
     "MIG001",
     "mig-mixed-resource-without-overlay",
     "error",
@@ -626,9 +615,9 @@ def _mig_devices_per_gpu(profile: str | None, gpu: str, memory_mib: int | None) 
 
 def _mig_strategy(ctx: LintContext, pool: PoolView) -> tuple[str, str, bool] | None:
     """(strategy, where it comes from, whether it was written explicitly)."""
-    m = operator_policy(ctx)
-    if m is not None:
-        policy: ClusterPolicy = m.obj  # type: ignore[assignment]
+    operator = operator_policy(ctx)
+    if operator is not None:
+        policy = operator[1]
         return (
             policy.spec.mig.strategy,
             f"ClusterPolicy {policy.metadata.name} mig.strategy",
@@ -649,7 +638,7 @@ def _label_value(it: InstanceType, key: str) -> str | None:
     return req.any() if req is not None and req.operator == "In" and len(req) == 1 else None
 
 
-@rule(
+@RULES.rule(
     "MIG002",
     "mig-single-overloads-gpu-count",
     "warning",

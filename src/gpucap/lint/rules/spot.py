@@ -2,7 +2,7 @@
 
 SPOT001. The cold-start estimate is deliberately simple: fixed stage times (the low end of
 the typical column of landscape.md §4.5, so the estimate errs short), the image pull bounded by
-the pool's disk (`storage.pull_seconds`), and a model-load time for known model-server images.
+the pool's disk (`queries.pull_seconds`), and a model-load time for known model-server images.
 """
 
 from __future__ import annotations
@@ -24,11 +24,13 @@ from gpucap.lint.context import (
     image_size,
     pod_gpus,
 )
-from gpucap.lint.model import Finding, rule
-from gpucap.lint.rules.nodepool import landing_pools, spot_types
-from gpucap.lint.rules.storage import pool_disk, pull_seconds
+from gpucap.lint.queries import landing_pools, pool_disk, pull_seconds, spot_types
+from gpucap.lint.registry import Finding, Registry
 
-__all__: list[str] = []
+__all__ = ["RULES"]
+
+# This family's rules; `lint/rules/__init__.py` joins every family's into `ALL`.
+RULES: Registry[LintContext] = Registry()
 
 # Spot interruption notice (Karpenter docs, disruption: Interruption; EC2 spot docs).
 SPOT_NOTICE_S = 120
@@ -91,7 +93,7 @@ def _estimate(ctx: LintContext, ref: PodRef, pool: PoolView) -> _Estimate:
     return _Estimate(pool.name, sum(s for _, s, _ in stages), stages)
 
 
-@rule(
+@RULES.rule(
     "SPOT001",
     "spot-cold-start-exceeds-notice",
     "warning",

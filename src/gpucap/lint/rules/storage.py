@@ -1,10 +1,10 @@
 """Storage and image-pull rules (landscape.md §3.6, timings from §4.3).
 
-STG001-STG002. Also the disk model SPOT001 uses: which device containerd writes images to on a
-pool's nodes (`pool_disk`: the EC2NodeClass's ephemeral block device, Karpenter's default
-mapping, or RAID0 instance store), the images of the GPU pods that can land on a pool
-(`pool_images`) and the disk-bound pull estimate (`pull_seconds`). The disk and pull models
-themselves are `cloudprovider/aws/coldstart.py`, which the simulator shares.
+STG001-STG002, over the images of the GPU pods that can land on a pool (`pool_images`). Which
+device containerd writes images to on a pool's nodes (`pool_disk`: the EC2NodeClass's ephemeral
+block device, Karpenter's default mapping, or RAID0 instance store) and the disk-bound pull
+estimate (`pull_seconds`) are `lint/queries.py`, as SPOT001 uses them too; the disk and pull
+models themselves are `cloudprovider/aws/coldstart.py`, which the simulator shares.
 """
 
 from __future__ import annotations
@@ -12,33 +12,21 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from gpucap.apis.ec2nodeclass import EC2NodeClass
-from gpucap.cloudprovider.aws import coldstart
 from gpucap.cloudprovider.aws.coldstart import (
     DEFAULT_GP3_THROUGHPUT_MIB_S,
     GIB,
-    NETWORK_MIB_S,
-    DiskModel,
-    image_disk,
 )
 from gpucap.cloudprovider.aws.instancetype.capacity import (
     DEFAULT_EBS_VOLUME_SIZE,
-    INSTANCE_STORE_POLICY_RAID0,
-    LABEL_INSTANCE_LOCAL_NVME,
 )
 from gpucap.lint.context import LintContext, PodRef, PoolView, image_size, pod_gpus
-from gpucap.lint.model import Finding, Severity, rule
-from gpucap.lint.rules.nodepool import landing_pools, name_list
+from gpucap.lint.queries import landing_pools, name_list, pool_disk, pull_seconds
+from gpucap.lint.registry import Finding, Registry, Severity
 
-__all__ = [
-    "DEFAULT_GP3_THROUGHPUT_MIB_S",
-    "NETWORK_MIB_S",
-    "DiskModel",
-    "PoolImages",
-    "pool_disk",
-    "pool_images",
-    "pull_seconds",
-]
+__all__ = ["RULES", "PoolImages", "pool_images"]
+
+# This family's rules; `lint/rules/__init__.py` joins every family's into `ALL`.
+RULES: Registry[LintContext] = Registry()
 
 # STG001: a volume smaller than this many times the images' compressed size is too small; or
 # than compressed + unpacked (containerd keeps both), whichever is larger (landscape.md §3.6).
@@ -64,43 +52,6 @@ class PoolImages:
     @property
     def uncompressed(self) -> int:
         return sum(u for _, u in self.known.values())
-
-
-def pull_seconds(compressed: int, uncompressed: int, throughput_mib_s: float) -> float:
-    """Lint's pull estimate for a pool: `coldstart.pull_seconds` bound by the pool's disk and a
-    10 Gbps line-rate download (a pool has many instance types, so no EBS bound)."""
-    return coldstart.pull_seconds(
-        compressed,
-        uncompressed,
-        disk_mib_s=throughput_mib_s,
-        ebs_mib_s=None,
-        network_mib_s=NETWORK_MIB_S,
-    )
-
-
-def _uses_instance_store(pool: PoolView, nodeclass: EC2NodeClass) -> bool:
-    if nodeclass.spec.instance_store_policy != INSTANCE_STORE_POLICY_RAID0:
-        return False
-    types = pool.gpu_types or pool.instance_types
-    return bool(types) and all(
-        any(
-            v not in ("", "0")
-            for v in it.requirements.get_or_exists(LABEL_INSTANCE_LOCAL_NVME).values
-        )
-        for it in types
-    )
-
-
-def pool_disk(pool: PoolView) -> DiskModel | None:
-    """The image disk of a pool's nodes (`coldstart.image_disk` for the smallest ephemeral
-    storage among the pool's GPU types), or None without an EC2NodeClass."""
-    nodeclass = pool.ec2nodeclass
-    if nodeclass is None or pool.nodeclass is None:
-        return None
-    types = pool.gpu_types or pool.instance_types
-    sizes = [it.capacity.get("ephemeral-storage", 0) for it in types]
-    size = min(sizes) if sizes else DEFAULT_EBS_VOLUME_SIZE
-    return image_disk(nodeclass, size=size, instance_store=_uses_instance_store(pool, nodeclass))
 
 
 def pool_images(ctx: LintContext, pool: PoolView) -> PoolImages:
@@ -132,7 +83,7 @@ def _gib(n: float) -> str:
 # ==== STG001 ===================================================================================
 
 
-@rule(
+@RULES.rule(
     "STG001",
     "gpu-root-volume-too-small",
     "warning",
@@ -187,7 +138,7 @@ def gpu_root_volume_too_small(ctx: LintContext) -> Iterable[Finding]:
 # ==== STG002 ===================================================================================
 
 
-@rule(
+@RULES.rule(
     "STG002",
     "gp3-default-throughput-large-images",
     "info",
