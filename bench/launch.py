@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run import diverse_pods, fake_instance_types, gpu_mix, nodepool
 
 from gpucap.cloudprovider.aws.catalog import load_catalog
-from gpucap.cloudprovider.aws.launch import (
+from gpucap.cloudprovider.aws.instance.launch import (
     InsufficientCapacityError,
     Launch,
     choose_launch,

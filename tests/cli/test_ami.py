@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from gpucap.cli import main as cli_main
 from gpucap.cli.main import app
-from gpucap.cloudprovider.aws.amireleases import latest_release
+from gpucap.cloudprovider.aws.amifamily.releases import latest_release
 from gpucap.cloudprovider.aws.catalog import load_catalog
 from gpucap.cloudprovider.aws.ec2.simulated import SimulatedEC2
 from gpucap.runtime.clock import FakeClock

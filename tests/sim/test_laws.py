@@ -39,7 +39,7 @@ from gpucap.apis.admission import admitted_tolerations
 from gpucap.apis.core import PodSpec, Taint, Toleration
 from gpucap.apis.duration import parse_go_duration
 from gpucap.cloudprovider.aws.catalog import Catalog, load_catalog
-from gpucap.cloudprovider.aws.cloudprovider import NODECLAIM_TAG
+from gpucap.cloudprovider.aws.instance.provider import NODECLAIM_TAG
 from gpucap.runtime.clock import EPOCH
 from gpucap.scheduling.taints import untolerated
 from gpucap.sim.recorder import Event

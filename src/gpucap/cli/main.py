@@ -33,7 +33,7 @@ from gpucap.runtime.terminal import Terminal
 if TYPE_CHECKING:
     from gpucap.apis.serde import LoadResult
     from gpucap.cli.demo import DEMO_VALUES
-    from gpucap.cloudprovider.aws.ami import AMIReleaseInfo
+    from gpucap.cloudprovider.aws.amifamily.ami import AMIReleaseInfo
     from gpucap.cloudprovider.aws.catalog import Catalog
     from gpucap.cloudprovider.aws.ec2.api import EC2API
 
@@ -748,8 +748,8 @@ def _aws(region: str | None) -> EC2API:
 def _lookup_errors() -> Iterator[None]:
     """Turn an AMI lookup failure (unknown version, family or release; nothing in SSM) into the
     one-line bad-input error and exit code that every `ami` subcommand shares."""
-    from gpucap.cloudprovider.aws.ami import AMILookupError  # noqa: PLC0415
-    from gpucap.cloudprovider.aws.amireleases import UnknownReleaseError  # noqa: PLC0415
+    from gpucap.cloudprovider.aws.amifamily.ami import AMILookupError  # noqa: PLC0415
+    from gpucap.cloudprovider.aws.amifamily.releases import UnknownReleaseError  # noqa: PLC0415
 
     try:
         yield
@@ -761,7 +761,7 @@ def _lookup_errors() -> Iterator[None]:
 def _release(  # noqa: PLR0917 - the six lookup keys
     kubernetes_version: str, family: str, arch: str, variant: str, offline: bool, region: str | None
 ) -> AMIReleaseInfo:
-    from gpucap.cloudprovider.aws.ami import recommended_release  # noqa: PLC0415
+    from gpucap.cloudprovider.aws.amifamily.ami import recommended_release  # noqa: PLC0415
 
     with _lookup_errors():
         return recommended_release(
@@ -819,8 +819,8 @@ def ami_list(  # noqa: PLR0917 - typer maps parameters to options
     """List the releases for a Kubernetes version, newest first (with the NVIDIA driver and the
     CUDA version it supports, from the bundled release notes)."""
     from gpucap.cli.render import format_table  # noqa: PLC0415
-    from gpucap.cloudprovider.aws.ami import list_releases  # noqa: PLC0415
-    from gpucap.cloudprovider.aws.amireleases import find_release  # noqa: PLC0415
+    from gpucap.cloudprovider.aws.amifamily.ami import list_releases  # noqa: PLC0415
+    from gpucap.cloudprovider.aws.amifamily.releases import find_release  # noqa: PLC0415
 
     with _lookup_errors():
         infos = list_releases(
@@ -857,7 +857,7 @@ def ami_diff(  # noqa: PLR0917 - typer maps parameters to options
 ) -> None:
     """What changes between two releases (kernel, containerd, NVIDIA driver, CUDA); a driver
     major-version change is flagged as a risk for GPU images."""
-    from gpucap.cloudprovider.aws.amireleases import diff_releases  # noqa: PLC0415
+    from gpucap.cloudprovider.aws.amifamily.releases import diff_releases  # noqa: PLC0415
 
     with _lookup_errors():
         diff = diff_releases(

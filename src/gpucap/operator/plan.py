@@ -29,7 +29,7 @@ from gpucap.cloudprovider.aws.cloudprovider import (
     AWSCloudProvider,
     alias_readiness,
 )
-from gpucap.cloudprovider.aws.launch import LaunchPreview
+from gpucap.cloudprovider.aws.instance.launch import LaunchPreview
 from gpucap.cloudprovider.overlay import OverlaidCloudProvider
 from gpucap.controllers.nodepool.readiness import (
     NodePoolReadiness,

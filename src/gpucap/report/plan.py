@@ -7,12 +7,12 @@ same pure functions `plan` and `plan --explain` use; nothing is decided here:
 
 - The options of a NodeClaim are its scheduler NodeClaim's remaining instance types (the pass's
   `Results`, matched in order), the requirements they were filtered with, and Karpenter's launch
-  filters (`cloudprovider/aws/launch.py`). For each option, the cheapest of its offerings; when
-  that is cheaper than the launch, why it was not taken, checked in Karpenter's order: the
-  offering is unavailable (no capacity in the catalog, or ICE'd); its zone or capacity type is
-  not allowed by the NodeClaim's requirements; the type (or its spot offering) was dropped by the
-  launch filters before CreateFleet (exotic types, spot above the cheapest on-demand, the 60
-  cheapest); its capacity type is not the one `getCapacityType` chose (spot before on-demand).
+  filters (`cloudprovider/aws/instance/launch.py`). For each option, the cheapest of its offerings;
+  when that is cheaper than the launch, why it was not taken, checked in Karpenter's order: the
+  offering is unavailable (no capacity in the catalog, or ICE'd); its zone or capacity type is not
+  allowed by the NodeClaim's requirements; the type (or its spot offering) was dropped by the launch
+  filters before CreateFleet (exotic types, spot above the cheapest on-demand, the 60 cheapest); its
+  capacity type is not the one `getCapacityType` chose (spot before on-demand).
 - Pending pods: `plan`'s reason and `explain_pod`'s per-NodePool explanation, for the first
   `MAX_EXPLAINED` pending pods (each explanation is a scheduling pass). Pods another Karpenter
   serves (EKS Auto Mode, KWOK) are not pending: they are listed apart, with who serves them.
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from gpucap.apis.labels import CAPACITY_TYPE, ZONE
 from gpucap.apis.serde import Manifests
 from gpucap.cloudprovider.aws.catalog import Catalog
-from gpucap.cloudprovider.aws.launch import choose_capacity_type, filter_instance_types
+from gpucap.cloudprovider.aws.instance.launch import choose_capacity_type, filter_instance_types
 from gpucap.cloudprovider.types import InsufficientCapacityError
 from gpucap.controllers.provisioning import Plan, PlannedNodeClaim
 from gpucap.operator.plan import explain_pod

@@ -17,7 +17,7 @@ from gpucap.cloudprovider.aws.catalog import (
     load_catalog,
     scheduling_requirements,
 )
-from gpucap.cloudprovider.aws.launch import (
+from gpucap.cloudprovider.aws.instance.launch import (
     MAX_LAUNCH_INSTANCE_TYPES,
     FleetOverride,
     InsufficientCapacityError,

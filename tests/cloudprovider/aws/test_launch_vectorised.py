@@ -20,9 +20,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpucap.cloudprovider.aws import launch
 from gpucap.cloudprovider.aws.catalog import load_catalog
-from gpucap.cloudprovider.aws.launch import (
+from gpucap.cloudprovider.aws.instance import launch
+from gpucap.cloudprovider.aws.instance.launch import (
     FleetOverride,
     InsufficientCapacityError,
     Launch,
@@ -32,7 +32,7 @@ from gpucap.cloudprovider.aws.launch import (
     fleet_pick,
     launch_options,
 )
-from gpucap.cloudprovider.aws.launchtable import LaunchTable
+from gpucap.cloudprovider.aws.instance.launchtable import LaunchTable
 from gpucap.scheduling.instancetypes import InstanceType, Offering
 from gpucap.scheduling.requirements import Requirement, Requirements
 

@@ -94,7 +94,12 @@ import numpy as np
 from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, ZONE
 from gpucap.apis.nodepool import NodeClaim
 from gpucap.apis.quantity import base_units
-from gpucap.cloudprovider.aws.launchtable import EXOTIC_RESOURCES, LaunchTable, Mask, is_exotic
+from gpucap.cloudprovider.aws.instance.launchtable import (
+    EXOTIC_RESOURCES,
+    LaunchTable,
+    Mask,
+    is_exotic,
+)
 from gpucap.cloudprovider.types import InsufficientCapacityError
 from gpucap.runtime.memo import IdentityMemo
 from gpucap.scheduling.instancetypes import (
