@@ -36,14 +36,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from run import diverse_pods, fake_instance_types, gpu_mix, nodepool
 
-from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
-from gpucap.cloudprovider.aws.launch import (
+from gpucap.cloudprovider.aws.instance.launch import (
     InsufficientCapacityError,
     Launch,
     choose_launch,
     fleet_pick,
     launch_options,
 )
+from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.nodeclaim import NodeClaim
 from gpucap.scheduling.requirements import Requirements

@@ -323,7 +323,7 @@ def stage_times(path: Path, catalog_file: Path) -> Stages:
     from gpucap.apis.reading import read_path  # noqa: PLC0415
     from gpucap.cli.catalogs import catalog_from_options  # noqa: PLC0415
     from gpucap.cli.render import format_plan  # noqa: PLC0415
-    from gpucap.cloudprovider.aws.launch import LaunchPreview  # noqa: PLC0415
+    from gpucap.cloudprovider.aws.instance.launch import LaunchPreview  # noqa: PLC0415
     from gpucap.controllers.provisioning.loop import run_passes  # noqa: PLC0415
     from gpucap.operator.plan import pools_for  # noqa: PLC0415
     from gpucap.runtime.collector import collector_paused  # noqa: PLC0415

@@ -2,7 +2,7 @@
 
 Reads `eks-ami-releases.json` (default `../shared/data`, provenance and field meanings in its
 README) and writes `src/gpucap/data/ami/eks-ami-releases.json`, which
-`gpucap.cloudprovider.aws.amireleases` loads. Run by hand when the shared data changes;
+`gpucap.cloudprovider.aws.amifamily.releases` loads. Run by hand when the shared data changes;
 `--check` exits 1 when the committed file is stale (for CI).
 
 What is kept, per release: `version`, `date`, `status`, `kubernetes` (minor -> EKS release

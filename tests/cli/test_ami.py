@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from gpucap.cli import aws as cli_aws
 from gpucap.cli.main import app
-from gpucap.cloudprovider.aws.amireleases import latest_release
+from gpucap.cloudprovider.aws.amifamily.releases import latest_release
 from gpucap.cloudprovider.aws.ec2.simulated import SimulatedEC2
 from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.runtime.clock import FakeClock

@@ -17,8 +17,8 @@ from gpucap.apis.reading import InputError
 from gpucap.cli.app import COMMANDS, app
 from gpucap.cli.errors import BadInputError, map_exceptions
 from gpucap.cli.simulate import EventsWriteError
-from gpucap.cloudprovider.aws.ami import AMILookupError
-from gpucap.cloudprovider.aws.amireleases import UnknownReleaseError
+from gpucap.cloudprovider.aws.amifamily.ami import AMILookupError
+from gpucap.cloudprovider.aws.amifamily.releases import UnknownReleaseError
 from gpucap.cloudprovider.aws.instancetype.data import CatalogError
 from gpucap.lint.config import ConfigError
 from gpucap.runtime.errors import GpucapInputError

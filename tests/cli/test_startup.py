@@ -89,7 +89,7 @@ def test_validate_loads_neither_the_catalog_nor_the_scheduler_nor_the_simulator(
 def test_render_without_pin_ami_does_not_load_the_ami_lookups() -> None:
     loaded = loaded_after(_run(["render", "--help"]))
     assert "gpucap.cli.render_cmd" in loaded
-    assert "gpucap.cloudprovider.aws.ami" not in loaded
+    assert "gpucap.cloudprovider.aws.amifamily.ami" not in loaded
 
 
 def test_demo_values_are_still_exported_by_the_cli_module() -> None:

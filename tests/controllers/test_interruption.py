@@ -7,7 +7,7 @@ import ast
 from pathlib import Path
 
 from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, ZONE
-from gpucap.cloudprovider.aws.ice_cache import UNAVAILABLE_OFFERINGS_TTL
+from gpucap.cloudprovider.aws.cache import UNAVAILABLE_OFFERINGS_TTL
 from gpucap.controllers.interruption import SPOT_INTERRUPTED, Interruption, instance_id
 from gpucap.controllers.nodeclaim.registering import advertise, registering_node
 from tests.controllers.lifecycle_builders import claim

@@ -10,8 +10,9 @@ import pytest
 from gpucap.apis.labels import CAPACITY_TYPE, ZONE
 from gpucap.apis.serde import LoadResult, Manifest
 from gpucap.apis.workloads import Deployment
+from gpucap.cloudprovider.aws.instance.launch import LaunchOptions, LaunchTrace
 from gpucap.operator.plan import plan
-from gpucap.report.plan import MAX_OPTIONS, not_taken_reason, plan_view
+from gpucap.report.plan import MAX_OPTIONS, plan_view
 from gpucap.scheduling.instancetypes import InstanceType, Offering
 from gpucap.scheduling.requirements import Requirement, Requirements
 from tests.report.runs import catalog, workshop, workshop_plan
@@ -33,58 +34,57 @@ def reqs(*rs: Requirement) -> Requirements:
     return Requirements.of(*rs)
 
 
+def trace(requirements: Requirements, *kept: InstanceType) -> LaunchTrace:
+    """A launch trace whose filters kept `kept` (the capacity type follows from them)."""
+    return LaunchTrace(requirements, LaunchOptions(requirements, list(kept)))
+
+
 @pytest.mark.parametrize(
-    ("offering", "requirements", "kept", "capacity_type", "why"),
+    ("offering", "requirements", "kept", "why"),
     [
         (
             SPOT_B_GONE,
             reqs(),
             True,
-            "spot",
             "no capacity: spot g5.xlarge in us-east-1b is unavailable",
         ),
         (
             SPOT_C,
             reqs(Requirement.new(ZONE, "In", ["us-east-1a"])),
             True,
-            "spot",
             "zone us-east-1c is not allowed by the NodeClaim's requirements",
         ),
         (
             SPOT_C,
             reqs(Requirement.new(CAPACITY_TYPE, "In", ["on-demand"])),
             True,
-            "on-demand",
             "spot is not allowed by the NodeClaim's requirements",
         ),
         (
             SPOT_C,
             reqs(),
             False,
-            "spot",
             "dropped by Karpenter's launch filters before CreateFleet (exotic types, spot above on-demand, the 60 cheapest types)",
         ),
         (
             OD_A,
             reqs(),
             True,
-            "spot",
             "Karpenter launches spot when the NodeClaim allows it and some is available; on-demand is its fallback",
         ),
     ],
 )
 def test_why_a_cheaper_offering_was_not_taken(
-    offering: Offering, requirements: Requirements, kept: bool, capacity_type: str, why: str
+    offering: Offering, requirements: Requirements, kept: bool, why: str
 ) -> None:
     it = g5(SPOT_A, SPOT_B_GONE, SPOT_C, OD_A)
-    remaining = [it] if kept else []
-    assert not_taken_reason(it, offering, requirements, remaining, capacity_type) == why
+    assert trace(requirements, *([it] if kept else [])).why(it, offering) == why
 
 
 def test_a_spot_offering_the_spot_filter_dropped_says_so() -> None:
     it = g5(SPOT_A, SPOT_C, OD_A)
     kept = g5(SPOT_A, OD_A)  # the filter left the type without its us-east-1c spot offering
-    why = not_taken_reason(it, SPOT_C, reqs(), [kept], "spot")
+    why = trace(reqs(), kept).why(it, SPOT_C)
     assert why.startswith("spot offering priced above the cheapest on-demand one")
 
 

@@ -38,7 +38,7 @@ from hypothesis import strategies as st
 from gpucap.apis.admission import admitted_tolerations
 from gpucap.apis.core import PodSpec, Taint, Toleration
 from gpucap.apis.duration import parse_go_duration
-from gpucap.cloudprovider.aws.cloudprovider import NODECLAIM_TAG
+from gpucap.cloudprovider.aws.instance.provider import NODECLAIM_TAG
 from gpucap.cloudprovider.aws.instancetype.catalog import Catalog, load_catalog
 from gpucap.runtime.clock import EPOCH
 from gpucap.scheduling.taints import untolerated

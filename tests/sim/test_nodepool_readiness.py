@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from gpucap.apis.serde import load_text
 from gpucap.cli.simulate_render import format_summary, format_timeline
-from gpucap.cloudprovider.aws.amireleases import bundled_releases
+from gpucap.cloudprovider.aws.amifamily.releases import bundled_releases
 from gpucap.cloudprovider.aws.instancetype.catalog import Catalog, load_catalog
 from gpucap.lint.config import LintConfig
 from gpucap.lint.context import LintContext

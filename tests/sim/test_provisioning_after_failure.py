@@ -20,7 +20,7 @@ from typing import Any
 from hypothesis import HealthCheck, example, given, note, settings
 from hypothesis import strategies as st
 
-from gpucap.cloudprovider.aws.ice_cache import UNAVAILABLE_OFFERINGS_TTL
+from gpucap.cloudprovider.aws.cache import UNAVAILABLE_OFFERINGS_TTL
 from gpucap.controllers.provisioning.batcher import BATCH_MAX_SECONDS
 from gpucap.sim.recorder import Event
 from gpucap.sim.world import POD_RETRY_SECONDS

@@ -26,8 +26,8 @@ from gpucap.cli.options import (
     check_output,
 )
 from gpucap.cli.terminals import out
-from gpucap.cloudprovider.aws.ami import list_releases
-from gpucap.cloudprovider.aws.amireleases import diff_releases, find_release
+from gpucap.cloudprovider.aws.amifamily.ami import list_releases
+from gpucap.cloudprovider.aws.amifamily.releases import diff_releases, find_release
 
 __all__ = ["app"]
 

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from gpucap.cli.table import format_table
 
 if TYPE_CHECKING:
-    from gpucap.cloudprovider.aws.ami import AMIReleaseInfo
-    from gpucap.cloudprovider.aws.amireleases import AMIImage, AMIRelease
+    from gpucap.cloudprovider.aws.amifamily.ami import AMIReleaseInfo
+    from gpucap.cloudprovider.aws.amifamily.releases import AMIImage, AMIRelease
 
 __all__ = ["format_release_json", "format_releases"]
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from gpucap.cli.errors import map_exceptions
-from gpucap.cloudprovider.aws.ami import AMIReleaseInfo, recommended_release
+from gpucap.cloudprovider.aws.amifamily.ami import AMIReleaseInfo, recommended_release
 from gpucap.cloudprovider.aws.ec2.api import EC2API, EC2APIError
 
 __all__ = ["aws_api", "aws_errors", "lookup_errors", "release"]

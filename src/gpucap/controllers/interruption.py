@@ -6,7 +6,7 @@ queue, `utils.go` `handleMessage`/`handleNodeClaim`/`markUnavailableOfferings`/
 A message names EC2 instances; each NodeClaim whose provider ID ends in one of them is handled
 by the message's kind. For a spot interruption (`spot_interrupted`) the action is
 CordonAndDrain: the NodeClaim's offering (instance type, zone, spot) is marked unavailable in the
-provider's insufficient-capacity cache (3 minutes, `cloudprovider/aws/ice_cache.py`), then the
+provider's insufficient-capacity cache (3 minutes, `cloudprovider/aws/cache.py`), then the
 NodeClaim is deleted, unless already deleting, and termination cordons and drains its Node, so
 its pods pend again and the next provisioning batch places them elsewhere, steered off that
 offering. Controllers do not import the AWS provider: the mark goes through an

@@ -2,8 +2,8 @@
 
 `plan` previews each new NodeClaim's launch (its launch column) instead of calling
 `CloudProvider.create`; the decision itself is the cloud provider's (for AWS,
-`cloudprovider/aws/launch.py`: the launch filters, the capacity type and `fleet_pick`, the same
-functions its `create` and the simulated EC2 run). `controllers/` may not import
+`cloudprovider/aws/instance/launch.py`: the launch filters, the capacity type and `fleet_pick`,
+the same functions its `create` and the simulated EC2 run). `controllers/` may not import
 `cloudprovider.aws`, so the loop is handed an object of this shape by its composition root
 (`operator/plan.py`). Called by `controllers/provisioning/loop.py` and
 `controllers/static.py`.

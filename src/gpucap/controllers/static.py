@@ -9,8 +9,8 @@ instance-type list is added (`ToNodeClaim` skips it for static NodeClaims) and i
 nothing, so the cloud provider launches it from the template's requirements alone: every type of
 the node class that is compatible with them and has an available allowed offering, through the
 same launch filters and CreateFleet choice as any NodeClaim (the `LaunchPreviewer` the loop is
-given; for AWS `cloudprovider/aws/launch.py`: spot before on-demand when both are allowed, then
-the cheapest offering). The static NodePool
+given; for AWS `cloudprovider/aws/instance/launch.py`: spot before on-demand when both are
+allowed, then the cheapest offering). The static NodePool
 is not used by the provisioner's scheduler (`NewScheduler` drops static pools), and it may only
 have a `nodes` limit (CRD rule), which new dynamic NodeClaims do not touch.
 

@@ -42,13 +42,9 @@ from gpucap.apis.nodepool import NodePool
 from gpucap.apis.quantity import Quantity
 from gpucap.apis.serde import Manifest, Source
 from gpucap.apis.workloads import DaemonSet
+from gpucap.cloudprovider.aws.amifamily.images import NODECLASS_READY, NodeClassReadiness
 from gpucap.cloudprovider.aws.automode import auto_mode_instance_types
-from gpucap.cloudprovider.aws.cloudprovider import (
-    NODECLASS_READY,
-    AWSCloudProvider,
-    NodeClassReadiness,
-    alias_readiness,
-)
+from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider, alias_readiness
 from gpucap.cloudprovider.aws.coldstart import KNOWN_IMAGE_SIZES, lookup_image_size
 from gpucap.cloudprovider.aws.ec2.api import EC2API
 from gpucap.cloudprovider.aws.ec2.simulated import SimulatedEC2
@@ -157,7 +153,8 @@ class PoolView:
     def ami_ships_device_plugin(self, it: InstanceType) -> bool:
         """Whether the node's AMI runs the NVIDIA device plugin itself: EKS Auto Mode, or a
         Bottlerocket node class on a type with catalog NVIDIA GPUs. With the alias Karpenter
-        picks the `aws-k8s-<k8s>-nvidia` variant for those (`cloudprovider/aws/amifamily.py`);
+        picks the `aws-k8s-<k8s>-nvidia` variant for those
+        (`cloudprovider/aws/amifamily/resolver.py`);
         with an AMI chosen by id, name or tags the user picked it, and a Bottlerocket AMI meant
         for a GPU type is that variant (the standard one has no NVIDIA driver at all, which no
         device plugin would fix). A type whose GPUs come only from an overlay gets the
@@ -348,8 +345,8 @@ class LintContext:
         (c) a pod in the input that requests `nvidia.com/gpu` can get a node from it. Other
         pools that merely do not exclude GPU families (a "large instances" pool) are not: the
         AWS provider launches a GPU type for a GPU-less NodeClaim only when no other type is
-        left (its exotic-instance filter, `cloudprovider/aws/launch.py`), and Karpenter then
-        initializes the node without waiting for `nvidia.com/gpu`, which the NodeClaim did not
+        left (its exotic-instance filter, `cloudprovider/aws/instance/launch.py`), and Karpenter
+        then initializes the node without waiting for `nvidia.com/gpu`, which the NodeClaim did not
         request.
         """
         out = []

@@ -28,8 +28,8 @@ from gpucap.cloudprovider.aws.cloudprovider import (
     AWSCloudProvider,
     alias_readiness,
 )
+from gpucap.cloudprovider.aws.instance.launch import LaunchPreview
 from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
-from gpucap.cloudprovider.aws.launch import LaunchPreview
 from gpucap.cloudprovider.overlay import OverlaidCloudProvider
 from gpucap.controllers.nodepool.readiness import (
     NodePoolReadiness,

@@ -7,12 +7,9 @@ same pure functions `plan` and `plan --explain` use; nothing is decided here:
 
 - The options of a NodeClaim are its scheduler NodeClaim's remaining instance types (the pass's
   `Results`, matched in order), the requirements they were filtered with, and Karpenter's launch
-  filters (`cloudprovider/aws/launch.py`). For each option, the cheapest of its offerings; when
-  that is cheaper than the launch, why it was not taken, checked in Karpenter's order: the
-  offering is unavailable (no capacity in the catalog, or ICE'd); its zone or capacity type is
-  not allowed by the NodeClaim's requirements; the type (or its spot offering) was dropped by the
-  launch filters before CreateFleet (exotic types, spot above the cheapest on-demand, the 60
-  cheapest); its capacity type is not the one `getCapacityType` chose (spot before on-demand).
+  filters run on them once (`cloudprovider/aws/instance/launch.py: launch_filter`). For each
+  option, the cheapest of its offerings; when that is cheaper than the launch, why it was not
+  taken is the filters' trace's answer (`LaunchTrace.why`, which checks in Karpenter's order).
 - Pending pods: `plan`'s reason and `explain_pod`'s per-NodePool explanation, for the first
   `MAX_EXPLAINED` pending pods (each explanation is a scheduling pass). Pods another Karpenter
   serves (EKS Auto Mode, KWOK) are not pending: they are listed apart, with who serves them.
@@ -22,18 +19,15 @@ Called by the CLI's `plan --report` and `demo --report` (through `report/page.py
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from gpucap.apis.labels import CAPACITY_TYPE, ZONE
 from gpucap.apis.serde import Manifests
+from gpucap.cloudprovider.aws.instance.launch import launch_filter
 from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
-from gpucap.cloudprovider.aws.launch import choose_capacity_type, filter_instance_types
-from gpucap.cloudprovider.types import InsufficientCapacityError
 from gpucap.controllers.provisioning import Plan, PlannedNodeClaim
 from gpucap.operator.plan import explain_pod
 from gpucap.scheduling.explanation import PoolExplanation
-from gpucap.scheduling.instancetypes import InstanceType, Offering
+from gpucap.scheduling.instancetypes import Offering
 from gpucap.scheduling.requirements import Requirements
 
 __all__ = [
@@ -43,7 +37,6 @@ __all__ = [
     "OptionView",
     "PendingView",
     "PlanView",
-    "not_taken_reason",
     "plan_view",
 ]
 
@@ -99,58 +92,11 @@ def _offering_words(o: Offering) -> str:
     return f"{o.capacity_type} in {o.zone}"
 
 
-def not_taken_reason(
-    it: InstanceType,
-    offering: Offering,
-    reqs: Requirements,
-    remaining: Sequence[InstanceType],
-    capacity_type: str,
-) -> str:
-    """Why `offering` of option `it`, cheaper than the launch, was not taken (the module
-    docstring's order). `remaining` are the types the launch filters kept, `capacity_type` the
-    one Karpenter chose."""
-    if not offering.available:
-        return f"no capacity: {offering.capacity_type} {it.name} in {offering.zone} is unavailable"
-    zones = reqs.get(ZONE)
-    if zones is not None and not zones.has(offering.zone):
-        return f"zone {offering.zone} is not allowed by the NodeClaim's requirements"
-    caps = reqs.get(CAPACITY_TYPE)
-    if caps is not None and not caps.has(offering.capacity_type):
-        return f"{offering.capacity_type} is not allowed by the NodeClaim's requirements"
-    kept = next((k for k in remaining if k.name == it.name), None)
-    if kept is None:
-        return (
-            "dropped by Karpenter's launch filters before CreateFleet (exotic types, spot above "
-            "on-demand, the 60 cheapest types)"
-        )
-    if not any(
-        o.zone == offering.zone and o.capacity_type == offering.capacity_type
-        for o in kept.offerings
-    ):
-        return (
-            "spot offering priced above the cheapest on-demand one: Karpenter's spot filter "
-            "drops it"
-        )
-    if offering.capacity_type != capacity_type:
-        return (
-            f"Karpenter launches {capacity_type} when the NodeClaim allows it and some is "
-            f"available; {offering.capacity_type} is its fallback"
-        )
-    return "EC2 Fleet passed it over"
-
-
 def _options(
     claim: PlannedNodeClaim, reqs: Requirements | None, requests: dict[str, int]
 ) -> list[OptionView]:
     launch = claim.launch
-    remaining: list[InstanceType] = []
-    capacity_type = launch.capacity_type if launch is not None else ""
-    if reqs is not None:
-        try:
-            remaining = filter_instance_types(claim.instance_types, reqs, requests)
-            capacity_type = choose_capacity_type(remaining, reqs)
-        except InsufficientCapacityError:
-            remaining = []
+    trace = launch_filter(claim.instance_types, reqs, requests) if reqs is not None else None
     rows: list[tuple[float, OptionView]] = []
     for it in claim.instance_types:
         if not it.offerings:
@@ -164,9 +110,9 @@ def _options(
             )
             rows.append((-1.0, view))
             continue
-        if cheaper and reqs is not None:
+        if cheaper and trace is not None:
             best = min(cheaper, key=lambda o: (o.price, o.capacity_type, o.zone))
-            why = not_taken_reason(it, best, reqs, remaining, capacity_type)
+            why = trace.why(it, best)
             status = "cheaper, not taken"
         else:
             allowed = [o for o in it.offerings if reqs is None or o.allowed_by(reqs)]

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from gpucap.apis.ec2nodeclass import EC2NodeClass
-from gpucap.cloudprovider.aws.amifamily import (
+from gpucap.cloudprovider.aws.amifamily.releases import ssm_parameter_templates
+from gpucap.cloudprovider.aws.amifamily.resolver import (
     AliasError,
     AMIDiscoveryError,
     AMIResolutionError,
@@ -32,7 +33,6 @@ from gpucap.cloudprovider.aws.amifamily import (
     variant_for,
     variant_requirements,
 )
-from gpucap.cloudprovider.aws.amireleases import ssm_parameter_templates
 from gpucap.cloudprovider.aws.ec2.api import EC2APIError
 from gpucap.cloudprovider.aws.instancetype.catalog import Catalog, load_catalog
 from gpucap.scheduling.requirements import Requirement, Requirements

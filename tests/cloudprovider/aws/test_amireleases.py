@@ -14,7 +14,7 @@ from types import ModuleType
 
 import pytest
 
-from gpucap.cloudprovider.aws.amireleases import (
+from gpucap.cloudprovider.aws.amifamily.releases import (
     AMIRelease,
     UnknownReleaseError,
     bundled_releases,

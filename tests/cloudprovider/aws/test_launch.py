@@ -12,9 +12,7 @@ from collections.abc import Iterable
 import pytest
 
 from gpucap.apis.nodepool import NodeClaim
-from gpucap.cloudprovider.aws.instancetype.catalog import Catalog, load_catalog
-from gpucap.cloudprovider.aws.instancetype.resolve import scheduling_requirements
-from gpucap.cloudprovider.aws.launch import (
+from gpucap.cloudprovider.aws.instance.launch import (
     MAX_LAUNCH_INSTANCE_TYPES,
     FleetOverride,
     InsufficientCapacityError,
@@ -22,8 +20,10 @@ from gpucap.cloudprovider.aws.launch import (
     choose_capacity_type,
     choose_launch,
     choose_node_claim_launch,
-    filter_instance_types,
+    launch_filter,
 )
+from gpucap.cloudprovider.aws.instancetype.catalog import Catalog, load_catalog
+from gpucap.cloudprovider.aws.instancetype.resolve import scheduling_requirements
 from gpucap.scheduling.instancetypes import InstanceType, Offering
 from gpucap.scheduling.requirements import Requirement, Requirements
 
@@ -187,7 +187,7 @@ def test_reserved_offerings_replace_every_other_offering_of_the_types_that_have_
         it("m5.large", od=0.10, spot=0.04, reserved=0.20),
         it("c5.large", od=0.05, spot=0.01),
     ]
-    kept = filter_instance_types(types, claim(capacity_types=("reserved", "on-demand")))
+    kept = launch_filter(types, claim(capacity_types=("reserved", "on-demand"))).offered()
     assert [(t.name, {o.capacity_type for o in t.offerings}) for t in kept] == [
         ("m5.large", {"reserved"})
     ]
@@ -374,7 +374,7 @@ def test_the_spot_filter_needs_both_capacity_types_allowed() -> None:
 
 def test_a_type_left_with_only_unavailable_offerings_is_kept_but_never_picked() -> None:
     types = [it("m5.large", od=1.00, spot=0.50, ice=["on-demand"]), it("c5.large", od=0.30)]
-    kept = filter_instance_types(types, claim(capacity_types=BOTH))
+    kept = launch_filter(types, claim(capacity_types=BOTH)).offered()
     assert [t.name for t in kept] == ["c5.large", "m5.large"]
     assert {o.capacity_type for o in kept[1].offerings} == {"on-demand"}
     assert types[0].offerings != kept[1].offerings  # the input type is left unchanged
@@ -410,7 +410,7 @@ def _many(count: int, family: str = "m5", start: float = 0.10) -> list[InstanceT
 
 def test_truncation_keeps_the_60_cheapest_types() -> None:
     types = list(reversed(_many(70)))
-    kept = filter_instance_types(types, claim())
+    kept = launch_filter(types, claim()).offered()
     assert len(kept) == MAX_LAUNCH_INSTANCE_TYPES
     assert [t.name for t in kept] == [f"m5.s{i:03d}" for i in range(60)]
     launch = choose_launch(types, claim())
@@ -555,10 +555,62 @@ def test_a_claim_naming_its_types_gets_the_same_types_from_a_tuple_and_a_list(
     )
     for given in (types, (*types, odd)):
         reqs = Requirements.of(Requirement.new(INSTANCE_TYPE, "In", named))
-        try:
-            by_list = [it.name for it in filter_instance_types(list(given), reqs)]
-        except InsufficientCapacityError as err:
-            with pytest.raises(InsufficientCapacityError, match=re.escape(str(err))):
-                filter_instance_types(given, reqs)
-            continue
-        assert [it.name for it in filter_instance_types(given, reqs)] == by_list
+        for reference in (False, True):
+            try:
+                by_list = [
+                    it.name
+                    for it in launch_filter(list(given), reqs, reference=reference).offered()
+                ]
+            except InsufficientCapacityError as err:
+                with pytest.raises(InsufficientCapacityError, match=re.escape(str(err))):
+                    launch_filter(given, reqs, reference=reference).offered()
+                continue
+            offered = launch_filter(given, reqs, reference=reference).offered()
+            assert [it.name for it in offered] == by_list
+
+
+# ---- the trace: each filter's kept and rejected types ------------------------------------------
+
+
+def test_each_launch_filter_names_the_types_it_rejected() -> None:
+    types = [
+        it("m5.large", od=0.10, spot=0.04),
+        it("m5.xlarge", od=0.20, spot=None, cpu=1),  # does not fit 2 vCPU
+        it("g5.xlarge", od=0.05, spot=None, nvidia_com_gpu=1),  # exotic
+        it("c5.large", od=None, spot=0.50),  # only spot, above m5.large's on-demand
+        *_many(60, family="r5", start=0.30),
+    ]
+    trace = launch_filter(types, claim(capacity_types=BOTH), {"cpu": 1500})
+    steps = trace.steps()
+    assert [s.name for s in steps] == [
+        "compatible-available-filter",
+        "reserved-offering-filter",
+        "exotic-instance-filter",
+        "spot-offering-filter",
+        "truncate",
+    ]
+    assert trace.rejected_by("m5.xlarge") == "compatible-available-filter"
+    assert trace.rejected_by("g5.xlarge") == "exotic-instance-filter"
+    assert trace.rejected_by("c5.large") == "spot-offering-filter"
+    assert trace.rejected_by("r5.s059") == "truncate"
+    assert trace.rejected_by("m5.large") is None
+    assert [t.name for t in steps[-1].kept] == [t.name for t in trace.offered()]
+
+
+def test_a_failed_launch_keeps_its_error_and_the_step_that_left_nothing() -> None:
+    trace = launch_filter([it("m5.large", cpu=1)], claim(), {"cpu": 2000})
+    assert trace.types == []
+    assert trace.capacity_type is None
+    with pytest.raises(InsufficientCapacityError, match=re.escape(ALL_UNAVAILABLE)):
+        trace.offered()
+    (step,) = trace.steps()
+    assert (step.name, step.kept) == ("compatible-available-filter", [])
+
+
+def test_why_an_exotic_type_was_not_taken_comes_from_the_filters_trace() -> None:
+    gpu = it("g5.xlarge", od=0.05, spot=None, nvidia_com_gpu=1)
+    trace = launch_filter([gpu, it("m5.large", od=0.10, spot=None)], claim())
+    assert trace.rejected_by("g5.xlarge") == "exotic-instance-filter"
+    assert trace.why(gpu, gpu.offerings[0]).startswith(
+        "dropped by Karpenter's launch filters before CreateFleet"
+    )

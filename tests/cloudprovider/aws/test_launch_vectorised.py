@@ -8,7 +8,8 @@ negative allocatable) and random claims (capacity types, zones, named types, Gt/
 minValues, requests), given as a tuple, as a list and as a list drawn from a larger tuple
 (`among`), both give the same types in the same order with the same offerings, the same error,
 the same capacity type, the same CreateFleet overrides and the same launch; also when a
-NodePool's claims follow one another on the same tables, sharing what steps 2-7 answered.
+NodePool's claims follow one another on the same tables, sharing what steps 2-7 answered. The
+`LaunchTrace` of either path is the same, and its steps (`filters.py`) account for every type.
 """
 
 from __future__ import annotations
@@ -20,19 +21,21 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpucap.cloudprovider.aws import launch
-from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
-from gpucap.cloudprovider.aws.launch import (
+from gpucap.cloudprovider.aws.instance import launch
+from gpucap.cloudprovider.aws.instance.launch import (
     FleetOverride,
     InsufficientCapacityError,
     Launch,
     LaunchOptions,
+    LaunchTrace,
     MinValuesPolicy,
     choose_launch,
     fleet_pick,
+    launch_filter,
     launch_options,
 )
-from gpucap.cloudprovider.aws.launchtable import LaunchTable
+from gpucap.cloudprovider.aws.instance.launchtable import LaunchTable
+from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.scheduling.instancetypes import InstanceType, Offering
 from gpucap.scheduling.requirements import Requirement, Requirements
 
@@ -210,6 +213,54 @@ def test_the_tables_choose_what_the_reference_chooses(
         assert _outcome(
             shuffled, reqs, wanted, policy, limit, reference=False, among=among
         ) == _outcome(shuffled, reqs, wanted, policy, limit, reference=True)
+
+
+def _traced(trace: LaunchTrace) -> tuple[Any, ...]:
+    if trace.error is not None:
+        return ("error", str(trace.error), trace.error.unmet_min_values)
+    return ([(it.name, it.offerings) for it in trace.types], trace.capacity_type)
+
+
+@LAWS
+@given(
+    types=st.lists(instance_type(), max_size=12),
+    reqs=claim(),
+    wanted=requests,
+    policy=st.sampled_from(("Strict", "BestEffort")),
+    limit=st.sampled_from((1, 2, 3, 60)),
+)
+def test_the_launch_trace_on_tables_is_the_filters_run_one_step_at_a_time(
+    *,
+    types: list[InstanceType],
+    reqs: Requirements,
+    wanted: dict[str, int],
+    policy: MinValuesPolicy,
+    limit: int,
+) -> None:
+    given_types = tuple(types)
+    fast = launch_filter(
+        given_types, reqs, wanted, min_values_policy=policy, max_instance_types=limit
+    )
+    reference = launch_filter(
+        given_types,
+        reqs,
+        wanted,
+        min_values_policy=policy,
+        max_instance_types=limit,
+        reference=True,
+    )
+    assert _traced(fast) == _traced(reference)
+    # Each step splits what the one before kept into kept and rejected (by name: a step that
+    # prunes offerings keeps a narrowed copy), and the last step keeps what is offered.
+    steps = fast.steps()
+    before = [it.name for it in given_types]
+    for step in steps:
+        assert sorted(it.name for it in [*step.kept, *step.rejected]) == sorted(before)
+        before = [it.name for it in step.kept]
+    if fast.error is None:
+        assert [(it.name, it.offerings) for it in steps[-1].kept] == _traced(fast)[0]
+    else:
+        assert not steps[-1].kept or steps[-1].name == "truncate"
 
 
 def _reference_launch(types: Any, reqs: Requirements, wanted: dict[str, int]) -> Launch:

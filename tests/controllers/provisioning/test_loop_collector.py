@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from gpucap.apis.serde import load_text
-from gpucap.cloudprovider.aws.launch import Launch, LaunchPreview
+from gpucap.cloudprovider.aws.instance.launch import Launch, LaunchPreview
 from gpucap.controllers.provisioning.loop import run_passes
 from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.requirements import Requirements

@@ -1,6 +1,6 @@
 """AMI rules: mutable aliases, pinned releases that do not exist, NVIDIA driver changes
-(landscape.md §3.5; AMI resolution from karpenter-disruption.md §4.3 and `amifamily.py`; release
-contents from `amireleases.py`).
+(landscape.md §3.5; AMI resolution from karpenter-disruption.md §4.3 and
+`amifamily/resolver.py`; release contents from `amifamily/releases.py`).
 
 AMI001-AMI003. Two inputs come from `gpucap lint` options: `ctx.previous_ami_release`
 (`--ami-previous vYYYYMMDD`, AMI003) and `ctx.ec2api` (`--aws`: SSM answers which releases
@@ -19,14 +19,7 @@ from gpucap.apis.bottlerocket import BottlerocketUserDataError
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.labels import ARCH
 from gpucap.apis.serde import Manifest
-from gpucap.cloudprovider.aws.amifamily import (
-    AMIQueryAPI,
-    UnsupportedAliasError,
-    alias_parameters,
-    ssm_parameter_name,
-    variant_for,
-)
-from gpucap.cloudprovider.aws.amireleases import (
+from gpucap.cloudprovider.aws.amifamily.releases import (
     RELEASE_FAMILIES,
     AMIRelease,
     coverage_end,
@@ -34,6 +27,13 @@ from gpucap.cloudprovider.aws.amireleases import (
     find_release,
     known_releases,
     latest_release,
+)
+from gpucap.cloudprovider.aws.amifamily.resolver import (
+    AMIQueryAPI,
+    UnsupportedAliasError,
+    alias_parameters,
+    ssm_parameter_name,
+    variant_for,
 )
 from gpucap.cloudprovider.aws.ec2.api import EC2APIError
 from gpucap.lint.context import LintContext, PoolView

@@ -7,7 +7,7 @@ for a launch latency, then `running`; `shutting-down` then `terminated`), holds 
 parameter store (AMI parameters) and images.
 
 AMIs: `publish_amis` publishes the bundled EKS AL2023 and AL2 releases of a Kubernetes minor
-(every variant a release has, `amireleases.py`) as AWS does. What gpucap has no data on is
+(every variant a release has, `amifamily/releases.py`) as AWS does. What gpucap has no data on is
 answered as if AWS had it, when first read (`_stand_in`): Bottlerocket and Windows parameters
 (any version), and an AL2023/AL2 release pinned by a date after the bundled list's end (all its
 variants, as EKS publishes them). So `plan`, `lint` and `simulate`, which all resolve aliases
@@ -38,20 +38,20 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpucap.cloudprovider.aws.amifamily import (
-    AL2023_VARIANTS,
-    release_version_parameter,
-    ssm_parameter_name,
-)
-from gpucap.cloudprovider.aws.amireleases import (
+from gpucap.cloudprovider.aws.amifamily.releases import (
     RELEASE_FAMILIES,
     AMIRelease,
     coverage_end,
     releases_for,
 )
+from gpucap.cloudprovider.aws.amifamily.resolver import (
+    AL2023_VARIANTS,
+    release_version_parameter,
+    ssm_parameter_name,
+)
 from gpucap.cloudprovider.aws.ec2.api import EC2APIError, Response
+from gpucap.cloudprovider.aws.instance.launch import FleetOverride, fleet_pick
 from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
-from gpucap.cloudprovider.aws.launch import FleetOverride, fleet_pick
 from gpucap.runtime.clock import Clock
 
 __all__ = ["LAUNCH_LATENCY", "SimulatedEC2", "SimulatedInstance"]

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from gpucap.cloudprovider.aws.amifamily import release_version_parameter
-from gpucap.cloudprovider.aws.amireleases import latest_release, releases_for
+from gpucap.cloudprovider.aws.amifamily.releases import latest_release, releases_for
+from gpucap.cloudprovider.aws.amifamily.resolver import release_version_parameter
 from gpucap.cloudprovider.aws.ec2.api import EC2API, EC2APIError
 from gpucap.runtime.errors import GpucapInputError
 

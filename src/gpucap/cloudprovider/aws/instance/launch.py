@@ -5,6 +5,8 @@ requirements and resource requests in; a `Launch` (instance type, zone, capacity
 the CreateFleet overrides considered) or an `InsufficientCapacityError` out. Called by the AWS
 cloud provider's `create` (steps 1-7), by `SimulatedEC2.create_fleet` (`fleet_pick`) and, through
 `LaunchPreview`, by `plan`'s launch column (the `launch` object of `gpucap plan -o json`).
+`launch_filter` answers steps 1-6 as a `LaunchTrace` (what each filter kept and rejected, and
+why a cheaper offering was not taken): the report asks it (`report/plan.py`).
 
 Steps, in Karpenter's order (aws `pkg/providers/instance/instance.go: Create` and
 `filterInstanceTypes`; the filters are in `pkg/providers/instance/filter/filter.go`):
@@ -76,11 +78,12 @@ back to on-demand with fewer than 5 instance types.
 
 How it runs: steps 1-7 run on the numpy arrays of a `launchtable.LaunchTable` (one per
 instance-type tuple, cached by identity; `launch_options`), a type at a time only in
-`reference_filter_instance_types` (with `choose_capacity_type` and `fleet_overrides` on a list),
-which is the specification the tables are tested against (hypothesis) and the path for input a
-table cannot hold exactly. Claims that end step 1 alike share steps 2-7: they are memoised per
-table by exactly what they read (`_vectorised`), so a NodePool's many claims cost one step 1
-each. docs/design.md "Launch choice on tables" has the decisions.
+`reference_filter_instance_types` (the named steps of `filters.py`, with `choose_capacity_type`
+and `fleet_overrides` on a list), which is the specification the tables are tested against
+(hypothesis) and the path for input a table cannot hold exactly. Claims that end step 1 alike
+share steps 2-7: they are memoised per table by exactly what they read (`_vectorised`), so a
+NodePool's many claims cost one step 1 each. docs/design.md "Launch choice on tables" has the
+decisions.
 """
 
 from __future__ import annotations
@@ -91,10 +94,19 @@ from typing import Any, Final, Literal
 
 import numpy as np
 
-from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, ZONE
+from gpucap.apis.labels import CAPACITY_TYPE, ZONE
 from gpucap.apis.nodepool import NodeClaim
 from gpucap.apis.quantity import base_units
-from gpucap.cloudprovider.aws.launchtable import EXOTIC_RESOURCES, LaunchTable, Mask, is_exotic
+from gpucap.cloudprovider.aws.instance.filters import (
+    ALL_UNAVAILABLE,
+    MIN_VALUES_TRUNCATED,
+    ON_DEMAND,
+    RESERVED,
+    SPOT,
+    Filtered,
+    run_filters,
+)
+from gpucap.cloudprovider.aws.instance.launchtable import EXOTIC_RESOURCES, LaunchTable, Mask
 from gpucap.cloudprovider.types import InsufficientCapacityError
 from gpucap.runtime.memo import IdentityMemo
 from gpucap.scheduling.instancetypes import (
@@ -102,10 +114,8 @@ from gpucap.scheduling.instancetypes import (
     Offering,
     compatible_offerings,
     satisfies_min_values,
-    truncate,
 )
-from gpucap.scheduling.requirements import ALLOW_UNDEFINED_WELL_KNOWN, Requirement, Requirements
-from gpucap.scheduling.resources import fits
+from gpucap.scheduling.requirements import Requirement, Requirements
 
 __all__ = [
     "EXOTIC_RESOURCES",
@@ -116,29 +126,20 @@ __all__ = [
     "Launch",
     "LaunchOptions",
     "LaunchPreview",
+    "LaunchTrace",
     "MinValuesPolicy",
     "choose_capacity_type",
     "choose_launch",
     "choose_node_claim_launch",
-    "filter_instance_types",
     "fleet_overrides",
     "fleet_pick",
+    "launch_filter",
     "launch_options",
     "reference_filter_instance_types",
 ]
 
 # aws pkg/providers/instance/instance.go `maxInstanceTypes`: the most types one CreateFleet gets.
 MAX_LAUNCH_INSTANCE_TYPES: Final = 60
-ON_DEMAND: Final = "on-demand"
-SPOT: Final = "spot"
-RESERVED: Final = "reserved"
-
-# Karpenter's messages (aws instance.go: filterInstanceTypes), after "insufficient capacity, ".
-ALL_UNAVAILABLE: Final = "all requested instance types were unavailable during launch"
-MIN_VALUES_TRUNCATED: Final = (
-    "truncating instance types based on the passed-in requirements, validating minValues, "
-    "minValues requirement is not met for label(s)"
-)
 
 # Core `MIN_VALUES_POLICY` (pkg/operator/options/options.go), default Strict.
 MinValuesPolicy = Literal["Strict", "BestEffort"]
@@ -229,30 +230,6 @@ def choose_node_claim_launch(
     )
 
 
-def filter_instance_types(
-    instance_types: Iterable[InstanceType],
-    requirements: Requirements,
-    requests: Mapping[str, int] | None = None,
-    *,
-    min_values_policy: MinValuesPolicy = "Strict",
-    max_instance_types: int = MAX_LAUNCH_INSTANCE_TYPES,
-    among: Sequence[InstanceType] | None = None,
-) -> list[InstanceType]:
-    """Steps 1-5: the types CreateFleet is offered, cheapest first (`launch_options().types`).
-
-    A filter that narrows a type's offerings returns a new `InstanceType` with the remaining
-    ones (the inputs are never changed), as Karpenter replaces `Offerings` on its copy.
-    """
-    return launch_options(
-        instance_types,
-        requirements,
-        requests,
-        min_values_policy=min_values_policy,
-        max_instance_types=max_instance_types,
-        among=among,
-    ).types
-
-
 def launch_options(
     instance_types: Iterable[InstanceType],
     requirements: Requirements,
@@ -299,6 +276,153 @@ def launch_options(
     )
 
 
+def launch_filter(
+    instance_types: Iterable[InstanceType],
+    requirements: Requirements,
+    requests: Mapping[str, int] | None = None,
+    *,
+    min_values_policy: MinValuesPolicy = "Strict",
+    max_instance_types: int = MAX_LAUNCH_INSTANCE_TYPES,
+    among: Sequence[InstanceType] | None = None,
+    reference: bool = False,
+) -> LaunchTrace:
+    """Steps 1-6 for one claim as a `LaunchTrace`: the types CreateFleet is offered (cheapest
+    first), the capacity type, or Karpenter's error, and each filter's kept and rejected types
+    when asked. A filter that narrows a type's offerings gives a new `InstanceType` with the
+    remaining ones (the inputs are never changed), as Karpenter replaces `Offerings` on its
+    copy. `among` and `reference`: see `launch_options`."""
+    given = instance_types if isinstance(instance_types, tuple | list) else list(instance_types)
+    inputs = _TraceInputs(given, requests or {}, min_values_policy, max_instance_types)
+    try:
+        options = launch_options(
+            given,
+            requirements,
+            requests,
+            min_values_policy=min_values_policy,
+            max_instance_types=max_instance_types,
+            among=among,
+            reference=reference,
+        )
+    except InsufficientCapacityError as err:
+        return LaunchTrace(requirements, None, error=err, inputs=inputs)
+    return LaunchTrace(requirements, options, inputs=inputs)
+
+
+@dataclass(frozen=True, slots=True)
+class _TraceInputs:
+    """What `LaunchTrace.steps` runs the filters on again."""
+
+    types: Sequence[InstanceType]
+    requests: Mapping[str, int]
+    min_values_policy: MinValuesPolicy
+    max_instance_types: int
+
+
+class LaunchTrace:
+    """What Karpenter's launch filters made of one claim's instance types (`launch_filter`):
+    `types` offered to CreateFleet (none on an `error`), the `capacity_type` it launches, each
+    step's kept and rejected types (`steps`, `filters.Filtered`), and `why` a cheaper offering
+    of an option was not taken. The report (`report/plan.py`) asks `why`."""
+
+    __slots__ = ("_inputs", "_options", "_steps", "error", "requirements")
+
+    def __init__(
+        self,
+        requirements: Requirements,
+        options: LaunchOptions | None,
+        *,
+        error: InsufficientCapacityError | None = None,
+        inputs: _TraceInputs | None = None,
+    ) -> None:
+        if (options is None) == (error is None):
+            raise ValueError("a LaunchTrace has either options or an error")
+        self.requirements = requirements
+        self.error = error
+        self._options = options
+        self._inputs = inputs
+        self._steps: tuple[Filtered, ...] | None = None
+
+    @property
+    def types(self) -> list[InstanceType]:
+        """The types CreateFleet is offered, cheapest first ([] on an error)."""
+        return [] if self._options is None else self._options.types
+
+    @property
+    def capacity_type(self) -> str | None:
+        """Step 6, the capacity type Karpenter launches (None on an error)."""
+        return None if self._options is None else self._options.capacity_type()
+
+    def offered(self) -> list[InstanceType]:
+        """`types`; raises the InsufficientCapacityError Karpenter's launch fails with."""
+        if self.error is not None:
+            raise self.error
+        return self.types
+
+    def steps(self) -> tuple[Filtered, ...]:
+        """Each filter's answer in order, the truncation last (`filters.run_filters`, run once
+        when first asked; () for a trace built without its inputs)."""
+        if self._steps is None:
+            inputs = self._inputs
+            if inputs is None:
+                self._steps = ()
+            else:
+                self._steps, _ = run_filters(
+                    inputs.types,
+                    self.requirements,
+                    inputs.requests,
+                    strict_min_values=inputs.min_values_policy == "Strict",
+                    limit=inputs.max_instance_types,
+                )
+        return self._steps
+
+    def rejected_by(self, name: str) -> str | None:
+        """The step that dropped the type named `name` (its `Filtered.name`), None when no
+        step did."""
+        for step in self.steps():
+            if any(it.name == name for it in step.rejected):
+                return step.name
+        return None
+
+    def why(self, it: InstanceType, offering: Offering) -> str:
+        """Why `offering` of option `it`, cheaper than the launch, was not taken, checked in
+        Karpenter's order: the offering is unavailable; its zone or capacity type is not
+        allowed by the claim; the filters dropped the type (exotic, spot above on-demand, the
+        60 cheapest) or pruned the offering (the spot filter); its capacity type is not the one
+        `getCapacityType` chose; else EC2 Fleet passed it over."""
+        reqs = self.requirements
+        if not offering.available:
+            return (
+                f"no capacity: {offering.capacity_type} {it.name} in {offering.zone} is unavailable"
+            )
+        zones = reqs.get(ZONE)
+        if zones is not None and not zones.has(offering.zone):
+            return f"zone {offering.zone} is not allowed by the NodeClaim's requirements"
+        caps = reqs.get(CAPACITY_TYPE)
+        if caps is not None and not caps.has(offering.capacity_type):
+            return f"{offering.capacity_type} is not allowed by the NodeClaim's requirements"
+        kept = next((k for k in self.types if k.name == it.name), None)
+        if kept is None:
+            return (
+                "dropped by Karpenter's launch filters before CreateFleet (exotic types, spot "
+                "above on-demand, the 60 cheapest types)"
+            )
+        if not any(
+            o.zone == offering.zone and o.capacity_type == offering.capacity_type
+            for o in kept.offerings
+        ):
+            return (
+                "spot offering priced above the cheapest on-demand one: Karpenter's spot filter "
+                "drops it"
+            )
+        capacity_type = self.capacity_type
+        if offering.capacity_type != capacity_type:
+            return (
+                f"Karpenter launches {capacity_type} when the NodeClaim allows it and some is "
+                f"available; {offering.capacity_type} is its fallback"
+            )
+        return "EC2 Fleet passed it over"
+
+
 def reference_filter_instance_types(
     instance_types: Iterable[InstanceType],
     requirements: Requirements,
@@ -307,20 +431,20 @@ def reference_filter_instance_types(
     min_values_policy: MinValuesPolicy = "Strict",
     max_instance_types: int = MAX_LAUNCH_INSTANCE_TYPES,
 ) -> list[InstanceType]:
-    """Steps 1-5 one type at a time, as Karpenter's filters are written: what
-    `filter_instance_types` answers, computed without tables (see `launch_options`)."""
+    """Steps 1-5 one type at a time, as Karpenter's filters are written (`filters.py`): the
+    types `launch_filter` offers, computed without tables (see `launch_options`); raises
+    InsufficientCapacityError."""
     given = instance_types if isinstance(instance_types, tuple) else list(instance_types)
-    types = _compatible_available(given, requirements, requests or {})
-    for step in (_reserved_offerings, _non_exotic, _spot_not_above_on_demand):
-        if not types:
-            break
-        types = step(types, requirements)
-    if not types:
-        raise InsufficientCapacityError(ALL_UNAVAILABLE)
-    kept, unmet = truncate(types, requirements, max_instance_types)
-    if unmet and min_values_policy == "Strict":
-        raise InsufficientCapacityError(MIN_VALUES_TRUNCATED, unmet_min_values=unmet)
-    return kept
+    steps, error = run_filters(
+        given,
+        requirements,
+        requests or {},
+        strict_min_values=min_values_policy == "Strict",
+        limit=max_instance_types,
+    )
+    if error is not None:
+        raise error
+    return steps[-1].kept
 
 
 def choose_capacity_type(instance_types: Sequence[InstanceType], requirements: Requirements) -> str:
@@ -394,13 +518,13 @@ class LaunchPreview:
     ) -> list[InstanceType]:
         """The types CreateFleet would be offered (steps 1-5); raises InsufficientCapacityError.
         `among`: see `launch_options` (a speed-up only)."""
-        return filter_instance_types(
+        return launch_filter(
             instance_types,
             requirements,
             requests,
             min_values_policy=self.min_values_policy,
             among=among,
-        )
+        ).offered()
 
     def launch(
         self,
@@ -759,131 +883,7 @@ class LaunchOptions:
         return mask
 
 
-# ==== the filters ==============================================================================
-
-
-def _build_name_index(
-    types: tuple[InstanceType, ...],
-) -> tuple[dict[str, list[int]], list[int]]:
-    """The positions of the types whose own instance-type requirement is `In` one name, by
-    that name, and the positions of the others."""
-    by_name: dict[str, list[int]] = {}
-    others: list[int] = []
-    for i, it in enumerate(types):
-        own = it.requirements.get(INSTANCE_TYPE)
-        if (
-            own is not None
-            and not own.complement
-            and len(own.values) == 1
-            and own.gte is None
-            and own.lte is None
-        ):
-            (name,) = own.values
-            by_name.setdefault(name, []).append(i)
-        else:
-            others.append(i)
-    return by_name, others
-
-
-# Per type tuple (the cloud provider's answer, by identity). Read-only for its callers.
-_name_index: IdentityMemo[tuple[InstanceType, ...], tuple[dict[str, list[int]], list[int]]] = (
-    IdentityMemo(_build_name_index, size=64)
-)
-
-
-def _compatible_available(
-    types: Sequence[InstanceType], reqs: Requirements, requests: Mapping[str, int]
-) -> list[InstanceType]:
-    named = reqs.get(INSTANCE_TYPE)
-    if named is not None and not named.complement and named.values:
-        # A claim names its types (`In`): a type whose own instance-type requirement cannot
-        # meet that list fails `is_compatible` below anyway; dropping it first keeps the
-        # result and its order, and spares the full check of every type in the catalog on
-        # every launch. For a tuple (the provider's answer) the types that are `In` one name
-        # are looked up by name (for them `has_intersection` is that name being in the list).
-        if isinstance(types, tuple) and named.gte is None and named.lte is None:
-            by_name, others = _name_index(types)
-            keep = {i for name in named.values for i in by_name.get(name, ())}
-            keep.update(
-                i
-                for i in others
-                if (own := types[i].requirements.get(INSTANCE_TYPE)) is None
-                or named.has_intersection(own)
-            )
-            types = [types[i] for i in sorted(keep)]
-        else:
-            types = [
-                it
-                for it in types
-                if (own := it.requirements.get(INSTANCE_TYPE)) is None
-                or named.has_intersection(own)
-            ]
-    return [
-        it
-        for it in types
-        if fits(requests, it.allocatable)
-        and it.has_available_offering(reqs)
-        and reqs.is_compatible(it.requirements, ALLOW_UNDEFINED_WELL_KNOWN)
-    ]
-
-
-def _reserved_offerings(types: list[InstanceType], reqs: Requirements) -> list[InstanceType]:
-    if not reqs.get_or_exists(CAPACITY_TYPE).has(RESERVED):
-        return types
-    kept: list[InstanceType] = []
-    for it in types:
-        by_zone: dict[str, Offering] = {}
-        for offering in compatible_offerings(it, reqs):
-            if offering.capacity_type == RESERVED:
-                by_zone.setdefault(offering.zone, offering)
-        if by_zone:
-            kept.append(_with_offerings(it, tuple(by_zone.values())))
-    # No reserved offering anywhere: nothing to prefer, every type stays as it was.
-    return kept or types
-
-
-def _non_exotic(types: list[InstanceType], reqs: Requirements) -> list[InstanceType]:
-    if reqs.has_min_values():
-        return types
-    generic = [it for it in types if not is_exotic(it)]
-    return generic or types
-
-
-def _spot_not_above_on_demand(types: list[InstanceType], reqs: Requirements) -> list[InstanceType]:
-    if reqs.has_min_values():
-        return types
-    allowed = reqs.get_or_exists(CAPACITY_TYPE)
-    if not (allowed.has(ON_DEMAND) and allowed.has(SPOT)):
-        return types
-    usable = [o for it in types for o in compatible_offerings(it, reqs)]
-    on_demand_prices = [o.price for o in usable if o.capacity_type == ON_DEMAND]
-    if not on_demand_prices or not any(o.capacity_type == SPOT for o in usable):
-        return types
-    ceiling = min(on_demand_prices)
-    kept: list[InstanceType] = []
-    for it in types:
-        offerings = tuple(
-            o for o in it.offerings if not (o.capacity_type == SPOT and o.price > ceiling)
-        )
-        if len(offerings) == len(it.offerings):
-            kept.append(it)
-        elif offerings:
-            kept.append(_with_offerings(it, offerings))
-    return kept
-
-
 # ==== helpers ==================================================================================
-
-
-def _with_offerings(it: InstanceType, offerings: tuple[Offering, ...]) -> InstanceType:
-    # A fresh object (not dataclasses.replace): the price memo must not be shared.
-    return InstanceType(
-        name=it.name,
-        requirements=it.requirements,
-        capacity=it.capacity,
-        allocatable=it.allocatable,
-        offerings=offerings,
-    )
 
 
 def _with_capacity_type(reqs: Requirements, capacity_type: str) -> Requirements:
