@@ -24,6 +24,9 @@ takes missing or zero resources from its NodeClaim, ...), plus what only a live 
   its NodeClaim status carries) for every resource its Node does not report yet; an initialized
   node counts what its Node advertises (a GPU time-sliced 4 ways counts 4). So a pool limited to
   `nvidia.com/gpu: 6` can launch six one-GPU nodes while they come up and is then at 24.
+- *Consolidation state* (`consolidation`, `state/consolidation.py`), which this class marks from
+  its own mutations (`mark_unconsolidated`), and the run's *memos* (`memos`, `runtime/memo.py`):
+  what the controllers keep about this cluster's objects from pass to pass, dropped with it.
 
 Called by the simulator's world (`sim/world.py`), the controllers (`controllers/nodeclaim`,
 `controllers/termination.py`, `controllers/interruption.py`) and the provisioner.

@@ -335,16 +335,16 @@ _ROWS_SIZE = 4096
 
 @dataclass(slots=True, eq=False)
 class _Selection:
-    """One `get_candidates` answer and every input it read but the clock: the cluster and its
-    snapshot (the same snapshot object means the same pods, Nodes, NodeClaims, nominations and
-    marks: `Cluster.snapshot`), the PDB objects (applying one does not change the snapshot),
-    the NodePool objects, each one's instance-type index (`None`: no types), the queue's
-    NodeClaims and the disruption class. `rows`: the rows past the fixed, queue, mark and
-    nomination checks, in NodeClaim order; of them only those with annotated pods (`clocked`)
-    can answer differently at another time. `cost` and `disruption`: the NodePool sums over
-    all managed rows. `limits`: the PDBs over the snapshot's pods."""
+    """One `get_candidates` answer and every input it read but the clock and the cluster (it is
+    kept in that cluster's memos): its snapshot (the same snapshot object means the same pods,
+    Nodes, NodeClaims, nominations and marks: `Cluster.snapshot`), the PDB objects (applying
+    one does not change the snapshot), the NodePool objects, each one's instance-type index
+    (`None`: no types), the queue's NodeClaims and the disruption class. `rows`: the rows
+    past the fixed, queue, mark and nomination checks, in NodeClaim order; of them only those
+    with annotated pods (`clocked`) can answer differently at another time. `cost` and
+    `disruption`: the NodePool sums over all managed rows. `limits`: the PDBs over the
+    snapshot's pods."""
 
-    cluster: Cluster
     snap: Snapshot
     pdbs: tuple[PodDisruptionBudget, ...]
     limits: Limits
@@ -362,7 +362,6 @@ class _Selection:
 
     def holds_for(
         self,
-        cluster: Cluster,
         snap: Snapshot,
         *,
         pdbs: Sequence[PodDisruptionBudget],
@@ -374,7 +373,6 @@ class _Selection:
         """Whether the answer was made from these inputs (all but the clock)."""
         return (
             self.snap is snap
-            and self.cluster is cluster
             and self.disruption_class == disruption_class
             and len(self.pdbs) == len(pdbs)
             and all(a is b for a, b in zip(self.pdbs, pdbs, strict=True))
@@ -488,7 +486,6 @@ def select_candidates(
     if (
         last is not None
         and last.holds_for(
-            cluster,
             snap,
             pdbs=pdbs,
             pools=nodepools,
@@ -590,7 +587,6 @@ def _select(
         else:
             out.append(candidate)
     return _Selection(
-        cluster,
         snap,
         tuple(pdbs),
         limits,
