@@ -3,7 +3,7 @@ same objects, against the same thing computed from scratch (hypothesis, random G
 with do-not-disrupt pods, changing between passes): candidate selection's last answer per
 disruption class (`candidates._LAST`), the methods' filter kept per candidate object
 (`consolidation._WANTS`, `emptiness._WANTS`) and the budgets' last node count
-(`budgets._LAST_COUNT`)."""
+(`budgets._LAST_COUNT`), all kept in the run's `Cluster.memos`."""
 
 from __future__ import annotations
 
@@ -123,18 +123,20 @@ def _from_scratch(
     e: Env, now: dt.datetime, cls: str, flight: set[str], snap: Snapshot | None
 ) -> Answer:
     """`get_candidates` with no row and no last answer kept (the kept ones restored after)."""
-    last, rows = dict(candidates_module._LAST), dict(candidates_module._ROWS)
-    candidates_module._LAST.clear()
-    candidates_module._ROWS.clear()
+    kept_last = e.cluster.memos[candidates_module._LAST]
+    kept_rows = e.cluster.memos[candidates_module._ROWS]
+    last, rows = dict(kept_last), dict(kept_rows)
+    kept_last.clear()
+    kept_rows.clear()
     try:
         return get_candidates(
             e.cluster, e.provider, now, disruption_class=cls, in_flight=flight, snap=snap
         )
     finally:
-        candidates_module._LAST.clear()
-        candidates_module._LAST.update(last)
-        candidates_module._ROWS.clear()
-        candidates_module._ROWS.update(rows)
+        kept_last.clear()
+        kept_last.update(last)
+        kept_rows.clear()
+        kept_rows.update(rows)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -221,13 +223,13 @@ def test_the_methods_filter_kept_per_candidate_answers_as_read_from_the_objects(
 
 def counted_from_scratch(e: Env, snap: Snapshot | None) -> tuple[dict[str, int], dict[str, int]]:
     """`pool_counts` with nothing kept from an earlier count (the kept count restored after)."""
-    last = dict(budgets_module._LAST_COUNT)
-    budgets_module._LAST_COUNT.clear()
+    kept = e.cluster.memos[budgets_module._LAST_COUNT]
+    last = kept.last
+    kept.last = None
     try:
         counts = pool_counts(e.cluster, snap)
     finally:
-        budgets_module._LAST_COUNT.clear()
-        budgets_module._LAST_COUNT.update(last)
+        kept.last = last
     return dict(counts.totals), dict(counts.disrupting)
 
 

@@ -156,8 +156,8 @@ def _reference_counts(e: Env) -> tuple[dict[str, int], dict[str, int]]:
 
 
 def _rows_cleared(e: Env, now: dt.datetime) -> tuple[list[Candidate], dict[str, PoolTotals]]:
-    candidates_module._ROWS.clear()
-    candidates_module._LAST.clear()
+    e.cluster.memos[candidates_module._ROWS].clear()
+    e.cluster.memos[candidates_module._LAST].clear()
     return get_candidates(e.cluster, e.provider, now, disruption_class=GRACEFUL)
 
 

@@ -1,10 +1,11 @@
-"""IdentityMemo: a value per object identity, computed once while cached, bounded."""
+"""IdentityMemo: a value per object identity, computed once while cached, bounded; Memos: one
+run's tables, each made on first use and shared with no other run."""
 
 from __future__ import annotations
 
 import pytest
 
-from gpucap.runtime.memo import IdentityMemo
+from gpucap.runtime.memo import IdentityMemo, Memo, Memos
 
 
 class Spec:
@@ -58,3 +59,23 @@ def test_a_full_memo_starts_over_and_never_holds_more_than_its_size() -> None:
 def test_a_memo_needs_room_for_one_entry() -> None:
     with pytest.raises(ValueError, match="size=0"):
         IdentityMemo(lambda s: s, size=0)
+
+
+def test_each_memos_makes_a_memos_table_once_and_shares_it_with_no_other() -> None:
+    made: list[dict[str, int]] = []
+
+    def make() -> dict[str, int]:
+        made.append({})
+        return made[-1]
+
+    table = Memo(make)
+    one, two = Memos(), Memos()
+    assert one[table] is one[table]
+    assert one[table] is not two[table]
+    assert len(made) == 2
+    assert len(one) == 1
+    squares = Memo.identity(lambda s: int(s.n) ** 2, size=4)
+    spec = Spec(3)
+    assert one[squares](spec) == 9
+    assert len(one[squares]) == 1
+    assert len(two[squares]) == 0

@@ -1,5 +1,5 @@
 """The world's shared per-spec values are the plain computation's and stay so: what a pod takes
-from a node (`binder.requests_of`, its requests and `pods: 1`, shared per `PodSpec` object) equals
+from a node (`KubeScheduler.requests_of`, its requests and `pods: 1`, shared per `PodSpec` object) equals
 `add(pod_requests(spec), {"pods": 1})` for every pod, also after whole runs in which the
 kube-scheduler model added and subtracted it for every bind, eviction and deletion (a caller
 that changed the shared dict would show here)."""
@@ -12,7 +12,6 @@ import pytest
 
 from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.scheduling.resources import add, pod_requests
-from gpucap.sim.binder import requests_of
 from gpucap.sim.scenario import load_scenario
 from gpucap.sim.world import World
 
@@ -25,6 +24,7 @@ STORIES = Path(__file__).parent / "stories"
 def test_what_a_pod_takes_is_the_plain_sum_after_a_whole_run(story: str) -> None:
     path = STORIES / f"{story}.yaml"
     world = World(load_scenario(str(path), load_catalog), load_catalog("us-east-1"))
+    requests_of = world.binder.requests_of
     before = {p.key: requests_of(p) for p in world.cluster.pods()}
     world.run()
     pods = world.cluster.pods()

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from gpucap.apis.labels import INITIALIZED
 from gpucap.runtime.clock import FakeClock
-from gpucap.state.cluster import CONSOLIDATION_STATE_RESET_S, Cluster
+from gpucap.state.cluster import Cluster
+from gpucap.state.consolidation import CONSOLIDATION_STATE_RESET_S
 from tests.builders import load, nodepool, pod
 from tests.state.builders import node, node_claim
 from tests.state.test_cluster_laws import BASE, CLAIMS, change, changes
@@ -83,7 +84,7 @@ def test_the_cluster_marks_itself_unconsolidated_exactly_where_karpenters_state_
     claims = {c.name: c for c in cluster.node_claims()}
     nodes = {n.metadata.name: n for n in cluster.nodes()}
     for i, op in enumerate(ops):
-        before, count = reference(cluster), cluster.consolidation_version
+        before, count = reference(cluster), cluster.consolidation.version
         if op[0] == "delete_timestamp" and (c := cluster.node_claim(str(op[1]))) is not None:
             meta = c.metadata.model_copy(update={"deletion_timestamp": clock.now()})
             cluster.update_node_claim(c.model_copy(update={"metadata": meta}))
@@ -91,7 +92,7 @@ def test_the_cluster_marks_itself_unconsolidated_exactly_where_karpenters_state_
             cluster.apply(load(nodepool()).objects.nodepools[0])
         elif op[0] not in ("delete_timestamp", "nodepool"):
             change(cluster, clock, claims, nodes, op, serial=i)
-        moved = cluster.consolidation_version != count
+        moved = cluster.consolidation.version != count
         # `MarkForDeletion`/`UnmarkForDeletion` set the flag without comparing (the next
         # update compares against a state node that has it already).
         silent = op[0] in ("mark", "unmark")
@@ -105,10 +106,10 @@ def _cluster(*docs: object) -> tuple[Cluster, FakeClock]:
 
 
 def _moves(cluster: Cluster, act: object) -> bool:
-    count = cluster.consolidation_version
+    count = cluster.consolidation.version
     assert callable(act)
     act()
-    return cluster.consolidation_version != count
+    return cluster.consolidation.version != count
 
 
 def test_a_pod_created_pending_does_not_mark_the_cluster() -> None:
@@ -155,10 +156,10 @@ def test_a_deletion_timestamp_marks_the_cluster_unless_disruption_marked_the_nod
 
 def test_the_consolidation_state_moves_with_a_mark_and_every_five_minutes() -> None:
     cluster, _ = _cluster(node("ip-1", provider_id="aws:///a/i-1"), pod("p"))
-    first = cluster.consolidation_state(0.0)
-    assert cluster.consolidation_state(10.0) == first  # nothing marked
+    first = cluster.consolidation.state(0.0)
+    assert cluster.consolidation.state(10.0) == first  # nothing marked
     cluster.bind("default/p", "ip-1")
-    assert cluster.consolidation_state(20.0) == 20.0
-    assert cluster.consolidation_state(20.0 + CONSOLIDATION_STATE_RESET_S - 1) == 20.0
-    assert cluster.consolidation_state(20.0 + CONSOLIDATION_STATE_RESET_S) == 320.0
-    assert cluster.consolidation_state_resets_at() == 320.0 + CONSOLIDATION_STATE_RESET_S
+    assert cluster.consolidation.state(20.0) == 20.0
+    assert cluster.consolidation.state(20.0 + CONSOLIDATION_STATE_RESET_S - 1) == 20.0
+    assert cluster.consolidation.state(20.0 + CONSOLIDATION_STATE_RESET_S) == 320.0
+    assert cluster.consolidation.resets_at() == 320.0 + CONSOLIDATION_STATE_RESET_S

@@ -13,6 +13,7 @@ Called by `apis/serde.py`; read by the scheduler, disruption controllers and lin
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Annotated, Literal
 
 from pydantic import Field, StrictInt, StrictStr
@@ -149,8 +150,15 @@ class Disruption(KarpenterModel):
 
     @property
     def consolidate_after_seconds(self) -> int | None:
-        """Seconds a node must be consolidatable before acting; None for `Never`."""
-        return parse_karpenter_duration(self.consolidate_after)
+        """Seconds a node must be consolidatable before acting; None for `Never`. gpucap's one
+        reader of consolidateAfter (disruption, the simulator's cadence, lint), parsed once
+        per value: the disruption controller asks it of every candidate of every pass."""
+        return _consolidate_after_seconds(self.consolidate_after)
+
+
+@lru_cache(maxsize=256)
+def _consolidate_after_seconds(text: str) -> int | None:
+    return parse_karpenter_duration(text)
 
 
 class NodePoolSpec(KarpenterModel):

@@ -4,20 +4,28 @@ gpucap's manifests are frozen models and the cloud provider's instance-type list
 same object gives the same answer, and hot paths (the simulator's passes) meet the same objects
 again and again. `IdentityMemo(compute, size=N)` caches `compute(obj)` by `id(obj)`; each entry
 holds the object itself, so its id cannot be reused by another object while it is cached. When
-full it is cleared (cheap, and the next pass refills it). Used by `scheduling.resources`
-(pod requests per PodSpec), `state.snapshot` (base units per resource map) and the AWS launch
-filter (the name index per instance-type tuple).
+full it is cleared (cheap, and the next pass refills it).
+
+A memo over one run's objects belongs to that run, not to the process: two simulations in one
+process (tests, parallel sweep runs) must not share entries, and a run's objects must not
+outlive it in a module's table. Such a memo is declared at module level as a `Memo` (what to
+make, no state) and held in the run's `Memos` (one per `Cluster`: `Cluster.memos`), which makes
+its table on first use: `cluster.memos[_TAINTED].lookup(node)`. A `Memo` may make any table a
+run keeps (`Memo(dict)` for one keyed by name), not only an `IdentityMemo`. Module-level
+`IdentityMemo`s remain for values of process-wide static data (the catalog's instance-type
+tuples, parsed schema), which no run owns.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-__all__ = ["IdentityMemo"]
+__all__ = ["IdentityMemo", "Memo", "Memos"]
 
 K = TypeVar("K")
 V = TypeVar("V")
+T = TypeVar("T")
 
 
 class IdentityMemo(Generic[K, V]):
@@ -59,3 +67,38 @@ class IdentityMemo(Generic[K, V]):
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+class Memo(Generic[T]):
+    """A per-run table declared at module level: `make()` builds it, once per `Memos` that is
+    asked for it (see the module docstring). Holds no entries itself; compared by identity."""
+
+    __slots__ = ("make",)
+
+    def __init__(self, make: Callable[[], T]) -> None:
+        self.make = make
+
+    @staticmethod
+    def identity(compute: Callable[[K], V], *, size: int) -> Memo[IdentityMemo[K, V]]:
+        """A per-run `IdentityMemo(compute, size=size)`."""
+        return Memo(lambda: IdentityMemo(compute, size=size))
+
+
+class Memos:
+    """One run's tables (see the module docstring): `memos[memo]` is this run's table of the
+    module-level `memo`, made on first use. Owned by the run's `Cluster`; dropped with it."""
+
+    __slots__ = ("_tables",)
+
+    def __init__(self) -> None:
+        self._tables: dict[Memo[Any], Any] = {}
+
+    def __getitem__(self, memo: Memo[T]) -> T:
+        table: T | None = self._tables.get(memo)
+        if table is None:
+            table = self._tables[memo] = memo.make()
+        return table
+
+    def __len__(self) -> int:
+        """How many tables this run made."""
+        return len(self._tables)

@@ -21,13 +21,13 @@ from gpucap.apis.core import Node, Pod, PodSpec
 from gpucap.apis.quantity import base_units
 from gpucap.controllers.nodeclaim.podevents import PodEvents
 from gpucap.runtime.clock import Clock
-from gpucap.runtime.memo import IdentityMemo
+from gpucap.runtime.memo import Memo
 from gpucap.scheduling.resources import Resources, add, fits, pod_requests, subtract
 from gpucap.scheduling.taints import untolerated
 from gpucap.sim.bus import Bus, Loop
 from gpucap.state.cluster import Cluster
 
-__all__ = ["KubeScheduler", "requests_of"]
+__all__ = ["KubeScheduler"]
 
 
 class KubeScheduler:
@@ -38,6 +38,8 @@ class KubeScheduler:
         self.cluster = cluster
         self.pod_events = pod_events
         self.clock = clock
+        # What a pod takes from a node, per PodSpec object (the run's: `Cluster.memos`).
+        self.requests_of_spec = cluster.memos[_POD_TAKES].lookup
         self.loop = Loop("kube-scheduler", self.bind_all)
         self._on_node: dict[str, dict[str, Pod]] = {}  # node -> pods bound there
         self._where: dict[str, str] = {}  # pod -> its node
@@ -49,7 +51,7 @@ class KubeScheduler:
     def place(self, pod: Pod, node: str) -> None:
         self._on_node.setdefault(node, {})[pod.key] = pod
         self._where[pod.key] = node
-        self._used[node] = add(self._used.get(node, {}), requests_of(pod))
+        self._used[node] = add(self._used.get(node, {}), self.requests_of_spec(pod.spec))
 
     def unplace(self, key: str) -> None:
         """Pod `key` left its node (deleted, evicted, its node gone): free its requests and
@@ -60,7 +62,7 @@ class KubeScheduler:
         pod = self._on_node.get(node, {}).pop(key, None)
         if pod is None:
             return
-        self._used[node] = subtract(self._used.get(node, {}), requests_of(pod))
+        self._used[node] = subtract(self._used.get(node, {}), self.requests_of_spec(pod.spec))
         if self.cluster.node(node) is not None:
             self.pod_events.pod_changed(pod, node)
 
@@ -106,15 +108,14 @@ class KubeScheduler:
         self._unbindable.pop(key, None)
         self.bind(key, node_name)
 
-    @staticmethod
-    def can_bind(node: Node, pod: Pod, used: Resources | None) -> bool:
+    def can_bind(self, node: Node, pod: Pod, used: Resources | None) -> bool:
         if not node.is_ready:
             return False
         taints = [t for t in node.spec.taints if t.effect in ("NoSchedule", "NoExecute")]
         if untolerated(taints, pod.spec.tolerations) is not None:
             return False
         free = subtract(base_units(node.status.allocatable), used or {})
-        return fits(requests_of(pod), free)
+        return fits(self.requests_of(pod), free)
 
     def bind(self, key: str, node_name: str) -> None:
         status = self.cluster.pod(key).status.model_copy(
@@ -129,15 +130,14 @@ class KubeScheduler:
         self.bus.changed()
         self.bus.start_pod(pod, node_name, claim)
 
-
-def requests_of(pod: Pod) -> Resources:
-    """What the pod takes from a node (its requests and `pods: 1`), shared per `PodSpec`
-    object (frozen; the pods of a template share it): callers only read it."""
-    return _pod_takes(pod.spec)
+    def requests_of(self, pod: Pod) -> Resources:
+        """What the pod takes from a node (its requests and `pods: 1`), shared per `PodSpec`
+        object (frozen; the pods of a template share it): callers only read it."""
+        return self.requests_of_spec(pod.spec)
 
 
 def _pod_takes_of(spec: PodSpec) -> Resources:
     return add(pod_requests(spec), {"pods": 1})
 
 
-_pod_takes = IdentityMemo(_pod_takes_of, size=8192).lookup
+_POD_TAKES = Memo.identity(_pod_takes_of, size=8192)

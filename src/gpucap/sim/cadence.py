@@ -31,7 +31,6 @@ from gpucap.apis.nodepool import NodeClaim, NodePool
 from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider
 from gpucap.cloudprovider.aws.ec2.simulated import SimulatedEC2
 from gpucap.controllers.disruption.candidates import (
-    consolidate_after,
     consolidate_after_start,
     next_do_not_disrupt_expiry,
 )
@@ -181,7 +180,10 @@ class DisruptionCadence:
         return self._could[1]
 
     def _could_now(self) -> bool:
-        if any(consolidate_after(np) is not None for np in self.cluster.nodepools()):
+        if any(
+            np.spec.disruption.consolidate_after_seconds is not None
+            for np in self.cluster.nodepools()
+        ):
             return True
         # Whether a NodeClaim is drifted, per NodeClaim object (frozen models).
         seen: dict[str, tuple[NodeClaim, bool]] = {}
@@ -309,7 +311,7 @@ def _due_of(claim: NodeClaim, pools: Mapping[str, NodePool]) -> tuple[dt.datetim
     np = pools.get(claim.metadata.labels.get(NODEPOOL, ""))
     if np is None:
         return None, 0
-    after = consolidate_after(np)
+    after = np.spec.disruption.consolidate_after_seconds
     if not after:
         return None, 0
     start = consolidate_after_start(claim)

@@ -24,6 +24,9 @@ takes missing or zero resources from its NodeClaim, ...), plus what only a live 
   its NodeClaim status carries) for every resource its Node does not report yet; an initialized
   node counts what its Node advertises (a GPU time-sliced 4 ways counts 4). So a pool limited to
   `nvidia.com/gpu: 6` can launch six one-GPU nodes while they come up and is then at 24.
+- *Consolidation state* (`consolidation`, `state/consolidation.py`), which this class marks from
+  its own mutations (`mark_unconsolidated`), and the run's *memos* (`memos`, `runtime/memo.py`):
+  what the controllers keep about this cluster's objects from pass to pass, dropped with it.
 
 Called by the simulator's world (`sim/world.py`), the controllers (`controllers/nodeclaim`,
 `controllers/termination.py`, `controllers/interruption.py`) and the provisioner.
@@ -31,7 +34,6 @@ Called by the simulator's world (`sim/world.py`), the controllers (`controllers/
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, cast
@@ -48,8 +50,11 @@ from gpucap.apis.quantity import base_units
 from gpucap.apis.serde import KINDS, KubeObject, Manifest, Manifests, Source
 from gpucap.apis.workloads import DaemonSet
 from gpucap.runtime.clock import Clock
+from gpucap.runtime.memo import Memos
 from gpucap.scheduling.existingnode import StateNode
+from gpucap.state.consolidation import ConsolidationState
 from gpucap.state.snapshot import (
+    UNITS,
     Snapshot,
     claim_of,
     claim_state,
@@ -59,7 +64,6 @@ from gpucap.state.snapshot import (
 )
 
 __all__ = [
-    "CONSOLIDATION_STATE_RESET_S",
     "NOMINATION_WINDOW",
     "Applied",
     "Cluster",
@@ -70,8 +74,6 @@ __all__ = [
 # pkg/controllers/state/statenode.go `nominationWindow`: max(2 x BATCH_MAX_DURATION, 10s), with
 # BATCH_MAX_DURATION = 10s by default (pkg/operator/options/options.go): 20 seconds.
 NOMINATION_WINDOW = 20.0
-# pkg/controllers/state/cluster.go `ConsolidationState`: the state moves at least this often.
-CONSOLIDATION_STATE_RESET_S = 300.0
 
 _OWN_STORES = ("Pod", "Node", "NodeClaim")
 # Kinds whose every change marks the cluster unconsolidated: Karpenter's NodePool informer
@@ -216,12 +218,13 @@ class Cluster:
         self._dirty: set[str] = set()
         # Names of the NodeClaims without a provider ID (see `synced`).
         self._unlaunched: set[str] = set()
-        # Karpenter's consolidation state: bumped by `mark_unconsolidated`, which this class
+        # Karpenter's consolidation state, marked by `mark_unconsolidated`, which this class
         # calls from its own mutations (see there).
-        self._unconsolidated = 0
-        # What `consolidation_state` last returned, and the count of marks it had seen.
-        self._state_seen = -1
-        self._state_at = -math.inf
+        self.consolidation = ConsolidationState()
+        # This run's memos (`runtime/memo.py`): what the controllers keep from pass to pass
+        # about this cluster's objects lives and dies with the cluster, not the process.
+        self.memos = Memos()
+        self._units = self.memos[UNITS].lookup
 
     @classmethod
     def from_manifests(cls, manifests: Manifests, *, clock: Clock | None = None) -> Cluster:
@@ -410,10 +413,10 @@ class Cluster:
         built now (`snapshot` reuses the last one when its inputs are the same objects)."""
         node, claim, _, nominated, marked = inputs
         if node is not None:
-            base = node_state(node, claim, self.pods_on(node.metadata.name))
+            base = node_state(node, claim, self.pods_on(node.metadata.name), self._units)
         else:
             assert claim is not None
-            base = claim_state(claim)
+            base = claim_state(claim, self._units)
         built = (
             replace(
                 base,
@@ -643,35 +646,7 @@ class Cluster:
         NodeOverlay informers). Not: a pod created, Ready or nominated, a Node registering to
         its NodeClaim, taints, insufficient-capacity marks (the 5-minute reset of the
         consolidation state covers those)."""
-        self._unconsolidated += 1
-
-    @property
-    def consolidation_version(self) -> int:
-        """How many times the cluster was marked unconsolidated (see `mark_unconsolidated`);
-        read by tests (the disruption controller reads `consolidation_state`)."""
-        return self._unconsolidated
-
-    def consolidation_state(self, now: float) -> float:
-        """Karpenter's `Cluster.ConsolidationState`: a time (clock seconds) that moves whenever
-        the cluster was marked unconsolidated since the last call, and at least every 5
-        minutes (`CONSOLIDATION_STATE_RESET_S`), so that what the cluster cannot see (an
-        offering available again) is looked at now and then. A consolidation method that found
-        nothing remembers it and is skipped while it stays (`IsConsolidated`). `now` is the
-        caller's clock (the disruption controller's). Where Karpenter keeps the time of the
-        mark, gpucap keeps the time of the first call after it: the same moves, the reset
-        counted from that call (docs/design.md, "Disruption controller and consolidation")."""
-        if self._unconsolidated != self._state_seen or (
-            now - self._state_at >= CONSOLIDATION_STATE_RESET_S
-        ):
-            self._state_seen = self._unconsolidated
-            self._state_at = now
-        return self._state_at
-
-    def consolidation_state_resets_at(self) -> float:
-        """When (clock seconds) `consolidation_state` moves by itself, the cluster unchanged:
-        5 minutes after it last moved. Read by the simulator to wake a pass whose skipped
-        methods run then."""
-        return self._state_at + CONSOLIDATION_STATE_RESET_S
+        self.consolidation.mark()
 
     def _consolidation_view(self, key: str) -> tuple[bool, bool] | None:
         """The state node of provider ID `key` (a Node without one: its name), as

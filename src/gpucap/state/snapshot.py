@@ -17,18 +17,19 @@ DaemonSet, not finished. Called by `gpucap plan` and the simulator.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from gpucap.apis.core import Node, Pod, Taint
 from gpucap.apis.labels import INITIALIZED, NODEPOOL
 from gpucap.apis.nodepool import NodeClaim
 from gpucap.apis.quantity import Quantity, base_units
-from gpucap.runtime.memo import IdentityMemo
+from gpucap.runtime.memo import Memo
 from gpucap.scheduling.existingnode import StateNode
 from gpucap.scheduling.taints import DISRUPTED_TAINT
 
 __all__ = [
+    "UNITS",
     "Snapshot",
     "claim_of",
     "claim_state",
@@ -47,16 +48,13 @@ class Snapshot:
 
 
 # `base_units` per resource map object of a Node or NodeClaim status (frozen models: the
-# same map, the same numbers); the simulator snapshots every pass, mostly the same objects.
-# Entries hold the map; a copy is returned (callers may build on it). Bounded.
-_UNITS: IdentityMemo[Mapping[str, Quantity], dict[str, int]] = IdentityMemo(base_units, size=8192)
+# same map, the same numbers), the run's (`Cluster.memos[UNITS]`): the simulator snapshots
+# every pass, mostly the same objects. Entries hold the map; `node_state` and `claim_state`
+# copy what they read (callers may build on it). Bounded.
+UNITS = Memo.identity(base_units, size=8192)
 
-
-_units_of = _UNITS.lookup
-
-
-def _units(resources: Mapping[str, Quantity]) -> dict[str, int]:
-    return dict(_units_of(resources))
+# Base units of a resource map (`base_units`, or a run's `UNITS` lookup); read-only.
+Units = Callable[[Mapping[str, Quantity]], Mapping[str, int]]
 
 
 def _fill(primary: Mapping[str, int], fallback: Mapping[str, int]) -> dict[str, int]:
@@ -95,19 +93,22 @@ def claim_of(node: Node, by_node: Mapping[str, NodeClaim]) -> NodeClaim | None:
     )
 
 
-def node_state(node: Node, claim: NodeClaim | None, pods: Sequence[Pod]) -> StateNode:
-    """The state node of a Node, its NodeClaim (None: none matched) and its bound `pods`."""
+def node_state(
+    node: Node, claim: NodeClaim | None, pods: Sequence[Pod], units: Units = base_units
+) -> StateNode:
+    """The state node of a Node, its NodeClaim (None: none matched) and its bound `pods`;
+    `units` reads resource maps (the cluster's memo, `UNITS`)."""
     labels = dict(node.metadata.labels)
     managed = NODEPOOL in labels
     initialized = (not managed) or labels.get(INITIALIZED) == "true"
-    allocatable = _units(node.status.allocatable)
-    capacity = _units(node.status.capacity)
+    allocatable = dict(units(node.status.allocatable))
+    capacity = dict(units(node.status.capacity))
     startup: tuple[Taint, ...] = ()
     if claim is not None:
         startup = tuple(t.as_taint() for t in claim.spec.startup_taints)
         if managed and not initialized:
-            allocatable = _fill(allocatable, _units(claim.status.allocatable))
-            capacity = _fill(capacity, _units(claim.status.capacity))
+            allocatable = _fill(allocatable, units(claim.status.allocatable))
+            capacity = _fill(capacity, units(claim.status.capacity))
     deleting = node.metadata.deletion_timestamp is not None or any(
         t.key == DISRUPTED_TAINT.key and t.effect == DISRUPTED_TAINT.effect
         for t in node.spec.taints
@@ -125,13 +126,13 @@ def node_state(node: Node, claim: NodeClaim | None, pods: Sequence[Pod]) -> Stat
     )
 
 
-def claim_state(nc: NodeClaim) -> StateNode:
-    """The state node of a NodeClaim no Node matched (yet)."""
+def claim_state(nc: NodeClaim, units: Units = base_units) -> StateNode:
+    """The state node of a NodeClaim no Node matched (yet); `units` as `node_state`'s."""
     return StateNode(
         name=nc.name,
         labels=dict(nc.metadata.labels),
-        allocatable=_units(nc.status.allocatable),
-        capacity=_units(nc.status.capacity),
+        allocatable=dict(units(nc.status.allocatable)),
+        capacity=dict(units(nc.status.capacity)),
         taints=tuple(t.as_taint() for t in (*nc.spec.taints, *nc.spec.startup_taints)),
         startup_taints=tuple(t.as_taint() for t in nc.spec.startup_taints),
         initialized=False,

@@ -38,7 +38,7 @@ from gpucap.apis.goparse import atoi
 from gpucap.apis.labels import NODEPOOL
 from gpucap.apis.nodepool import Budget, NodeClaim, NodePool
 from gpucap.controllers.nodeclaim.conditions import INSTANCE_TERMINATING, is_true
-from gpucap.runtime.memo import IdentityMemo
+from gpucap.runtime.memo import Memo
 from gpucap.scheduling.existingnode import StateNode
 from gpucap.state.cluster import Cluster
 from gpucap.state.snapshot import Snapshot
@@ -147,9 +147,10 @@ def _claim_facts(claim: NodeClaim) -> tuple[bool, bool]:
     return is_true(claim, INSTANCE_TERMINATING), claim.metadata.deletion_timestamp is not None
 
 
-# Per Node / NodeClaim object (frozen: an update is a new object); a pass reads every node.
-_READY: IdentityMemo[Node, bool] = IdentityMemo(_node_facts, size=4096)
-_CLAIM: IdentityMemo[NodeClaim, tuple[bool, bool]] = IdentityMemo(_claim_facts, size=4096)
+# Per Node / NodeClaim object (frozen: an update is a new object), the run's
+# (`Cluster.memos`); a pass reads every node.
+_READY = Memo.identity(_node_facts, size=4096)
+_CLAIM = Memo.identity(_claim_facts, size=4096)
 
 
 def pool_counts(cluster: Cluster, snap: Snapshot | None = None) -> PoolCounts:
@@ -162,20 +163,17 @@ def pool_counts(cluster: Cluster, snap: Snapshot | None = None) -> PoolCounts:
     current = cluster.snapshot() if snap is None else None
     snap = snap if snap is not None else current
     assert snap is not None
-    last = _LAST_COUNT.get(id(cluster))
+    kept = cluster.memos[_LAST_COUNT]
+    last = kept.last
     is_current = current is not None or cluster.snapshot() is snap
-    if last is not None and last[0] is cluster and last[1] is snap and is_current:
-        return last[2]
+    if last is not None and last[0] is snap and is_current:
+        return last[1]
     if not is_current:
         # A snapshot taken before a change: its state nodes are not the cluster's objects'
         # now, so no row applies (and the cluster's count is kept).
         return _count(cluster, snap, None)[0]
-    counts, rows = _count(
-        cluster, snap, last[3] if last is not None and last[0] is cluster else None
-    )
-    if len(_LAST_COUNT) >= _LAST_COUNT_SIZE:
-        _LAST_COUNT.clear()
-    _LAST_COUNT[id(cluster)] = (cluster, snap, counts, rows)
+    counts, rows = _count(cluster, snap, last[2] if last is not None else None)
+    kept.last = (snap, counts, rows)
     return counts
 
 
@@ -187,14 +185,22 @@ def pool_counts(cluster: Cluster, snap: Snapshot | None = None) -> PoolCounts:
 # or an unclaimed Node's deletionTimestamp). The cluster's marks are read per count.
 _Row = tuple[StateNode, bool, Node | None, NodeClaim | None, str | None, bool, bool]
 
-# Per cluster (by id; each entry holds its cluster, so the id is not reused while it lives):
-# its last snapshot, that snapshot's count and rows (by the state node's id: the row holds
-# the state node, so the id is not reused while it is kept). A disruption pass whose cluster
-# did not change since the last one, and validation 15 s later, count the same nodes again;
-# after a change most state nodes are the last snapshot's objects (`Cluster.snapshot` reuses
-# a state node while its Node, NodeClaim, pods, nominations and mark are the same objects).
-_LAST_COUNT: dict[int, tuple[Cluster, Snapshot, PoolCounts, dict[int, _Row]]] = {}
-_LAST_COUNT_SIZE = 16
+
+class _LastCount:
+    """The cluster's last count (one per run, `Cluster.memos[_LAST_COUNT]`): its snapshot,
+    that snapshot's count and rows (by the state node's id: the row holds the state node, so
+    the id is not reused while it is kept). A disruption pass whose cluster did not change
+    since the last one, and validation 15 s later, count the same nodes again; after a change
+    most state nodes are the last snapshot's objects (`Cluster.snapshot` reuses a state node
+    while its Node, NodeClaim, pods, nominations and mark are the same objects)."""
+
+    __slots__ = ("last",)
+
+    def __init__(self) -> None:
+        self.last: tuple[Snapshot, PoolCounts, dict[int, _Row]] | None = None
+
+
+_LAST_COUNT: Memo[_LastCount] = Memo(_LastCount)
 
 
 def _row(cluster: Cluster, sn: StateNode) -> _Row:
@@ -205,10 +211,13 @@ def _row(cluster: Cluster, sn: StateNode) -> _Row:
     claim: NodeClaim | None = (
         cluster.node_claim_for_node(node) if node is not None else cluster.node_claim(sn.name)
     )
-    terminating, claim_deleted = _CLAIM.lookup(claim) if claim is not None else (False, False)
+    memos = cluster.memos
+    terminating, claim_deleted = (
+        memos[_CLAIM].lookup(claim) if claim is not None else (False, False)
+    )
     if terminating:
         return (sn, True, node, claim, None, False, False)
-    ready = node is not None and _READY.lookup(node)
+    ready = node is not None and memos[_READY].lookup(node)
     deleting = (
         sn.marked_for_deletion
         or claim_deleted

@@ -40,12 +40,10 @@ handed out again while every input but the clock is the same objects (`_Selectio
 from __future__ import annotations
 
 import datetime as dt
-import functools
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from gpucap.apis.core import Node, Pod, PodDisruptionBudget
-from gpucap.apis.duration import parse_karpenter_duration
 from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, NODEPOOL, ZONE
 from gpucap.apis.nodepool import NodeClaim, NodePool
 from gpucap.cloudprovider.types import CloudProvider
@@ -67,21 +65,23 @@ from gpucap.controllers.disruption.types import (
     PoolTotals,
 )
 from gpucap.controllers.nodeclaim.conditions import INITIALIZED, INSTANCE_TERMINATING, condition
-from gpucap.runtime.memo import IdentityMemo
+from gpucap.runtime.memo import Memo, Memos
 from gpucap.scheduling.existingnode import StateNode
 from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.state.cluster import Cluster
 from gpucap.state.snapshot import Snapshot
 
 __all__ = [
+    "CONSOLIDATION_FACTS",
     "DO_NOT_DISRUPT_BLOCKS",
     "DRIFTED",
+    "DRIFTED_REASON",
     "Gate",
     "Selected",
     "consolidatable",
     "consolidatable_gate",
-    "consolidate_after",
     "consolidate_after_start",
+    "consolidation_facts",
     "disruption_cost",
     "drifted_reason",
     "gate_passed",
@@ -105,12 +105,12 @@ def _when(text: str | None) -> dt.datetime | None:
 
 def consolidate_after_start(claim: NodeClaim) -> dt.datetime | None:
     """Where consolidateAfter counts from: the NodeClaim's last pod event, else when it became
-    Initialized; None while it is not Initialized. Memoised per NodeClaim object (frozen):
-    every pass asks for every candidate, and again per held-back node."""
-    return _FACTS.lookup(claim)[1]
+    Initialized; None while it is not Initialized (`CONSOLIDATION_FACTS` keeps it per
+    NodeClaim object for a run)."""
+    return consolidation_facts(claim)[1]
 
 
-def _consolidation_facts(claim: NodeClaim) -> tuple[bool, dt.datetime | None]:
+def consolidation_facts(claim: NodeClaim) -> tuple[bool, dt.datetime | None]:
     """(Initialized is True, where consolidateAfter counts from): what consolidatable and
     under_consolidate_after read of a NodeClaim, none of it the clock."""
     init = condition(claim, INITIALIZED)
@@ -119,16 +119,24 @@ def _consolidation_facts(claim: NodeClaim) -> tuple[bool, dt.datetime | None]:
     return True, _when(claim.status.last_pod_event_time) or _when(init.last_transition_time)
 
 
-def under_consolidate_after(claim: NodeClaim, nodepool: NodePool | None, now: dt.datetime) -> bool:
+def under_consolidate_after(
+    claim: NodeClaim, nodepool: NodePool | None, now: dt.datetime, *, memos: Memos | None = None
+) -> bool:
     """`IsUnderConsolidateAfter`: consolidateAfter is set and non-zero, the NodeClaim is
     Initialized, and less than consolidateAfter has passed since its last pod event (or its
-    initialization)."""
+    initialization). `memos`: the run's, to read the NodeClaim's facts through
+    (`CONSOLIDATION_FACTS`)."""
     if nodepool is None:
         return False
-    after = consolidate_after(nodepool)
+    after = nodepool.spec.disruption.consolidate_after_seconds
     if not after:
         return False
-    start = _FACTS.lookup(claim)[1]
+    facts = (
+        memos[CONSOLIDATION_FACTS].lookup(claim)
+        if memos is not None
+        else consolidation_facts(claim)
+    )
+    start = facts[1]
     if start is None:
         return False
     return (now - start).total_seconds() < after
@@ -149,10 +157,10 @@ def consolidatable_gate(claim: NodeClaim, nodepool: NodePool) -> Gate:
     """What `consolidatable` reads of the NodeClaim and NodePool, none of it the clock: the
     methods keep it per candidate (`Consolidation.should_disrupt`, `Emptiness`) and ask
     `gate_passed` each pass."""
-    after = consolidate_after(nodepool)
+    after = nodepool.spec.disruption.consolidate_after_seconds
     if after is None:
         return None
-    initialized, start = _FACTS.lookup(claim)
+    initialized, start = consolidation_facts(claim)
     if not initialized:
         return None
     if not after or start is None:
@@ -169,23 +177,18 @@ def gate_passed(gate: Gate, now: dt.datetime) -> bool:
 
 
 def drifted_reason(claim: NodeClaim) -> str:
-    """The Drifted condition's reason when it is True, else "" (memoised per NodeClaim
-    object, as `consolidate_after_start`; the controller asks it of every NodeClaim of every
-    pass)."""
-    return _DRIFTED.lookup(claim)
-
-
-def _drifted_reason(claim: NodeClaim) -> str:
+    """The Drifted condition's reason when it is True, else "" (`DRIFTED_REASON` keeps it per
+    NodeClaim object for a run: the controller asks it of every NodeClaim of every pass)."""
     c = condition(claim, DRIFTED)
     if c is None or c.status != "True":
         return ""
     return c.reason or DRIFTED
 
 
-_FACTS: IdentityMemo[NodeClaim, tuple[bool, dt.datetime | None]] = IdentityMemo(
-    _consolidation_facts, size=4096
-)
-_DRIFTED: IdentityMemo[NodeClaim, str] = IdentityMemo(_drifted_reason, size=4096)
+# Per NodeClaim object (frozen), the run's (`Cluster.memos`): every pass asks for every
+# NodeClaim, and again per held-back node.
+CONSOLIDATION_FACTS = Memo.identity(consolidation_facts, size=4096)
+DRIFTED_REASON = Memo.identity(drifted_reason, size=4096)
 
 
 def node_price(instance_type: InstanceType | None, zone: str, capacity_type: str) -> float:
@@ -199,22 +202,12 @@ def node_price(instance_type: InstanceType | None, zone: str, capacity_type: str
     return 0.0
 
 
-@functools.lru_cache(maxsize=256)
-def _seconds(text: str) -> int | None:
-    return parse_karpenter_duration(text)
-
-
-def consolidate_after(nodepool: NodePool) -> int | None:
-    """The NodePool's consolidateAfter in seconds (None: Never), parsed once per value."""
-    return _seconds(nodepool.spec.disruption.consolidate_after)
-
-
 def _terminating(claim: NodeClaim) -> bool:
     terminating = condition(claim, INSTANCE_TERMINATING)
     return terminating is not None and terminating.status == "True"
 
 
-_TERMINATING: IdentityMemo[NodeClaim, bool] = IdentityMemo(_terminating, size=4096)
+_TERMINATING = Memo.identity(_terminating, size=4096)
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,7 +239,7 @@ def _on_node(state: StateNode) -> _OnNode:
     )
 
 
-_ON_NODE: IdentityMemo[StateNode, _OnNode] = IdentityMemo(_on_node, size=4096)
+_ON_NODE = Memo.identity(_on_node, size=4096)
 
 
 def _by_name(offered: Sequence[InstanceType]) -> dict[str, InstanceType]:
@@ -255,9 +248,7 @@ def _by_name(offered: Sequence[InstanceType]) -> dict[str, InstanceType]:
 
 # Per instance-type sequence object (the cloud provider hands the same tuple out while its
 # offerings are the same); callers only read the dict.
-_BY_NAME: IdentityMemo[Sequence[InstanceType], dict[str, InstanceType]] = IdentityMemo(
-    _by_name, size=64
-)
+_BY_NAME = Memo.identity(_by_name, size=64)
 
 
 @dataclass(slots=True, eq=False)
@@ -288,12 +279,15 @@ def _row(
     state: StateNode,
     pools: Mapping[str, NodePool],
     types: Mapping[str, Mapping[str, InstanceType]],
+    *,
+    memos: Memos,
 ) -> _Row:
-    """The NodeClaim's row, from `_ROWS` while its inputs are the same objects."""
+    """The NodeClaim's row, from the run's `_ROWS` while its inputs are the same objects."""
+    rows = memos[_ROWS]
     pool_name = state.labels.get(NODEPOOL)
     nodepool = pools.get(pool_name) if pool_name is not None else None
     by_name = types.get(pool_name) if pool_name is not None else None
-    row = _ROWS.get(claim.name)
+    row = rows.get(claim.name)
     if (
         row is not None
         and row.claim is claim
@@ -309,7 +303,7 @@ def _row(
         state.initialized
         and claim.metadata.deletion_timestamp is None
         and node.metadata.deletion_timestamp is None
-        and not _TERMINATING.lookup(claim)
+        and not memos[_TERMINATING].lookup(claim)
         and node.metadata.annotations.get(DO_NOT_DISRUPT) != "true"
         and nodepool is not None
         and by_name is not None
@@ -321,36 +315,36 @@ def _row(
         nodepool,
         by_name,
         pool_name,
-        _ON_NODE.lookup(state),
+        memos[_ON_NODE].lookup(state),
         it,
         node_price(it, labels.get(ZONE, ""), labels.get(CAPACITY_TYPE, "")),
         fixed,
-        drifted_reason(claim),
+        memos[DRIFTED_REASON].lookup(claim),
     )
-    if len(_ROWS) >= _ROWS_SIZE:
-        _ROWS.clear()
-    _ROWS[claim.name] = row
+    if len(rows) >= _ROWS_SIZE:
+        rows.clear()
+    rows[claim.name] = row
     return row
 
 
-# NodeClaim name -> its row (see `_Row`); each row holds its objects, so identity checks on
-# them stay right while it lives.
-_ROWS: dict[str, _Row] = {}
+# NodeClaim name -> its row (see `_Row`), the run's; each row holds its objects, so identity
+# checks on them stay right while it lives.
+_ROWS: Memo[dict[str, _Row]] = Memo(dict)
 _ROWS_SIZE = 4096
 
 
 @dataclass(slots=True, eq=False)
 class _Selection:
-    """One `get_candidates` answer and every input it read but the clock: the cluster and its
-    snapshot (the same snapshot object means the same pods, Nodes, NodeClaims, nominations and
-    marks: `Cluster.snapshot`), the PDB objects (applying one does not change the snapshot),
-    the NodePool objects, each one's instance-type index (`None`: no types), the queue's
-    NodeClaims and the disruption class. `rows`: the rows past the fixed, queue, mark and
-    nomination checks, in NodeClaim order; of them only those with annotated pods (`clocked`)
-    can answer differently at another time. `cost` and `disruption`: the NodePool sums over
-    all managed rows. `limits`: the PDBs over the snapshot's pods."""
+    """One `get_candidates` answer and every input it read but the clock and the cluster (it is
+    kept in that cluster's memos): its snapshot (the same snapshot object means the same pods,
+    Nodes, NodeClaims, nominations and marks: `Cluster.snapshot`), the PDB objects (applying
+    one does not change the snapshot), the NodePool objects, each one's instance-type index
+    (`None`: no types), the queue's NodeClaims and the disruption class. `rows`: the rows
+    past the fixed, queue, mark and nomination checks, in NodeClaim order; of them only those
+    with annotated pods (`clocked`) can answer differently at another time. `cost` and
+    `disruption`: the NodePool sums over all managed rows. `limits`: the PDBs over the
+    snapshot's pods."""
 
-    cluster: Cluster
     snap: Snapshot
     pdbs: tuple[PodDisruptionBudget, ...]
     limits: Limits
@@ -368,7 +362,6 @@ class _Selection:
 
     def holds_for(
         self,
-        cluster: Cluster,
         snap: Snapshot,
         *,
         pdbs: Sequence[PodDisruptionBudget],
@@ -380,7 +373,6 @@ class _Selection:
         """Whether the answer was made from these inputs (all but the clock)."""
         return (
             self.snap is snap
-            and self.cluster is cluster
             and self.disruption_class == disruption_class
             and len(self.pdbs) == len(pdbs)
             and all(a is b for a, b in zip(self.pdbs, pdbs, strict=True))
@@ -427,10 +419,10 @@ def _totals(
     }
 
 
-# Disruption class -> the last `get_candidates` answer for it (see `_Selection`): a pass whose
-# cluster did not change since the last one (the clock only, or a command's queue waiting)
-# asks the same question again.
-_LAST: dict[str, _Selection] = {}
+# Disruption class -> the last `get_candidates` answer for it (see `_Selection`), the run's: a
+# pass whose cluster did not change since the last one (the clock only, or a command's queue
+# waiting) asks the same question again.
+_LAST: Memo[dict[str, _Selection]] = Memo(dict)
 
 
 def get_candidates(
@@ -477,6 +469,8 @@ def select_candidates(
     snap = snap if snap is not None else current
     assert snap is not None
     nodepools = cluster.nodepools()
+    memos = cluster.memos
+    by_name = memos[_BY_NAME].lookup
     by_pool: list[Mapping[str, InstanceType] | None] = []
     for np in nodepools:
         offered = (
@@ -484,14 +478,14 @@ def select_candidates(
             if instance_types is not None and np.name in instance_types
             else cloud_provider.get_instance_types(np)
         )
-        by_pool.append(_BY_NAME.lookup(offered) if offered else None)
+        by_pool.append(by_name(offered) if offered else None)
     flight = frozenset(in_flight)
     pdbs = cluster.pdbs()
-    last = _LAST.get(disruption_class)
+    answers = memos[_LAST]
+    last = answers.get(disruption_class)
     if (
         last is not None
         and last.holds_for(
-            cluster,
             snap,
             pdbs=pdbs,
             pools=nodepools,
@@ -513,7 +507,7 @@ def select_candidates(
         now=now,
         disruption_class=disruption_class,
     )
-    _LAST[disruption_class] = selection
+    answers[disruption_class] = selection
     return Selected(list(selection.found), dict(selection.totals), dict(selection.blocked))
 
 
@@ -549,6 +543,8 @@ def _select(
     clocked = False
     cost: dict[str, float] = {}
     disruption: dict[str, float] = {}
+    memos = cluster.memos
+    kept = memos[_ROWS]
     for claim in cluster.node_claims():
         status = claim.status
         node = by_provider_id.get(status.provider_id or "")
@@ -561,7 +557,7 @@ def _select(
         if state is None:
             continue
         claim_name = claim.name
-        row = _ROWS.get(claim_name)
+        row = kept.get(claim_name)
         if (
             row is None
             or row.claim is not claim
@@ -570,7 +566,7 @@ def _select(
             or (row.pool_name is not None and pools.get(row.pool_name) is not row.nodepool)
             or (row.pool_name is not None and types.get(row.pool_name) is not row.types)
         ):
-            row = _row(claim, node, state, pools, types)
+            row = _row(claim, node, state, pools, types, memos=memos)
         pool_name = row.pool_name
         if pool_name is not None:
             cost[pool_name] = cost.get(pool_name, 0.0) + row.price
@@ -591,7 +587,6 @@ def _select(
         else:
             out.append(candidate)
     return _Selection(
-        cluster,
         snap,
         tuple(pdbs),
         limits,
@@ -665,7 +660,8 @@ def next_do_not_disrupt_expiry(cluster: Cluster, now: dt.datetime) -> dt.datetim
     simulator does not poll while nothing changes, must look again then. Reads the annotated
     pods kept per state node object (`_OnNode`)."""
     nodes = cluster.snapshot().nodes
-    ends = (do_not_disrupt_until(_ON_NODE.lookup(n).annotated, now) for n in nodes)
+    on_node = cluster.memos[_ON_NODE].lookup
+    ends = (do_not_disrupt_until(on_node(n).annotated, now) for n in nodes)
     return min((e for e in ends if e is not None), default=None)
 
 
@@ -674,5 +670,5 @@ def disruption_cost(candidate: Candidate, now: dt.datetime) -> float:
     times the NodeClaim's lifetime remaining (karpenter-disruption.md §1.4). A function of the
     clock rather than a field, so that the candidate object stays the same from pass to pass;
     no v1.14 method reads it (they sort by savings ratio), tests do."""
-    on = _ON_NODE.lookup(candidate.state_node)
+    on = _on_node(candidate.state_node)
     return on.eviction * lifetime_at(expiry(candidate.node_claim), now)

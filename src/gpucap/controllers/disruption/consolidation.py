@@ -39,6 +39,7 @@ import datetime as dt
 import math
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import ClassVar
 
 from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE
 from gpucap.apis.nodepool import NodePool
@@ -46,7 +47,6 @@ from gpucap.cloudprovider.types import CloudProvider
 from gpucap.controllers.disruption.candidates import (
     Gate,
     consolidatable_gate,
-    consolidate_after,
     gate_passed,
     get_candidates,
 )
@@ -55,7 +55,7 @@ from gpucap.controllers.disruption.constants import (
     SPOT_TO_SPOT_THRESHOLD,
 )
 from gpucap.controllers.disruption.pending_room import PendingRoom
-from gpucap.controllers.disruption.room import OfferCache, Room, RoomCache
+from gpucap.controllers.disruption.room import ROOM_MEMO, OfferCache, Room, RoomCache
 from gpucap.controllers.disruption.simulation import (
     PassInputs,
     Simulation,
@@ -65,7 +65,7 @@ from gpucap.controllers.disruption.simulation import (
 from gpucap.controllers.disruption.types import GRACEFUL, Candidate, PoolTotals, Proposal
 from gpucap.controllers.provisioning.provisioner import Provisioner
 from gpucap.runtime.clock import Clock
-from gpucap.runtime.memo import IdentityMemo
+from gpucap.runtime.memo import IdentityMemo, Memo
 from gpucap.scheduling.instancetypes import (
     InstanceType,
     order_by_price,
@@ -115,9 +115,10 @@ class PassShared:
 
 class PassMemo:
     """What the disruption controller keeps from pass to pass besides the cluster: the
-    consolidation state read once per pass (`Cluster.consolidation_state`, which the cluster
+    consolidation state read once per pass (`Cluster.consolidation`, which the cluster
     moves itself), what the methods of one pass share (`shared`, from `new_pass` to
-    `end_pass`) and the offer and room caches of the consolidation pre-check (`room.py`)."""
+    `end_pass`), the offer and room caches of the consolidation pre-check (`room.py`) and the
+    run's memos (`Cluster.memos`: `memos`, and the pre-check's `room`)."""
 
     def __init__(self, cluster: Cluster, clock: Clock) -> None:
         self._cluster = cluster
@@ -128,6 +129,8 @@ class PassMemo:
         self.shared: PassShared | None = None
         self.offers = OfferCache()
         self.rooms = RoomCache()
+        self.memos = cluster.memos
+        self.room = cluster.memos[ROOM_MEMO]
 
     def new_pass(self) -> None:
         """A disruption pass begins: the state is read once for all its methods, which share
@@ -148,15 +151,15 @@ class PassMemo:
 
     def resets_at(self) -> float:
         """When (clock seconds) the consolidation state moves by itself, the cluster unchanged
-        (`Cluster.consolidation_state_resets_at`)."""
-        return self._cluster.consolidation_state_resets_at()
+        (`ConsolidationState.resets_at`)."""
+        return self._cluster.consolidation.resets_at()
 
     def current(self) -> float:
         """The cluster's consolidation state, read once per pass (outside a pass: each call)."""
         if self._pass == self._passes:
             return self._state
         self._pass = self._passes
-        self._state = self._cluster.consolidation_state(self._clock.monotonic())
+        self._state = self._cluster.consolidation.state(self._clock.monotonic())
         return self._state
 
 
@@ -257,20 +260,22 @@ def _wants(c: Candidate) -> Gate:
     labels = c.state_node.labels
     if CAPACITY_TYPE not in labels or "topology.kubernetes.io/zone" not in labels:
         return None
-    if consolidate_after(c.nodepool) is None or c.is_empty:
+    if c.nodepool.spec.disruption.consolidate_after_seconds is None or c.is_empty:
         return None
     if c.nodepool.spec.disruption.consolidation_policy == "WhenEmpty":
         return None
     return consolidatable_gate(c.node_claim, c.nodepool)
 
 
-# Per candidate object (frozen; candidate selection hands the same one out pass after pass):
-# every pass filters every candidate, multi- and single-node consolidation alike.
-_WANTS: IdentityMemo[Candidate, Gate] = IdentityMemo(_wants, size=4096)
-# Consolidation's sort key per candidate object (`Consolidation.sort`).
-_SORT_KEY: IdentityMemo[Candidate, tuple[float, str]] = IdentityMemo(
-    lambda c: (-c.savings_ratio, c.name), size=4096
-)
+def _sort_key(c: Candidate) -> tuple[float, str]:
+    return (-c.savings_ratio, c.name)
+
+
+# Per candidate object (frozen; candidate selection hands the same one out pass after pass),
+# the run's (`Cluster.memos`): every pass filters every candidate, multi- and single-node
+# consolidation alike, and sorts them (`Consolidation.sort`).
+_WANTS = Memo.identity(_wants, size=4096)
+_SORT_KEY = Memo.identity(_sort_key, size=4096)
 
 
 class Consolidation:
@@ -282,6 +287,8 @@ class Consolidation:
     reason = "Underutilized"
     disruption_class = GRACEFUL
     validates = True
+    # What `should_disrupt` keeps per candidate object (emptiness has its own).
+    wants: ClassVar[Memo[IdentityMemo[Candidate, Gate]]] = _WANTS
 
     def __init__(
         self,
@@ -307,6 +314,8 @@ class Consolidation:
         self.spot_to_spot = spot_to_spot
         self._last_state: float | None = None
         self._shared: PassShared | None = None
+        self._wants = memo.memos[self.wants].lookup
+        self._sort_key = memo.memos[_SORT_KEY].lookup
 
     # IsConsolidated / markConsolidated
     def is_consolidated(self) -> bool:
@@ -321,13 +330,12 @@ class Consolidation:
     def should_disrupt(self, c: Candidate) -> bool:
         """consolidation.go `ShouldDisrupt`, shared by multi- and single-node: what does not
         read the clock kept per candidate object (`_wants`), the clock compared each time."""
-        return gate_passed(_WANTS.lookup(c), self.clock.now())
+        return gate_passed(self._wants(c), self.clock.now())
 
-    @staticmethod
-    def sort(candidates: Sequence[Candidate]) -> list[Candidate]:
+    def sort(self, candidates: Sequence[Candidate]) -> list[Candidate]:
         """Price per unit of disruption, highest first (ties by name: Go's sort is unstable);
         the key kept per candidate object (every pass sorts the same ones)."""
-        return sorted(candidates, key=_SORT_KEY.lookup)
+        return sorted(candidates, key=self._sort_key)
 
     @staticmethod
     def within_budgets(
@@ -391,6 +399,7 @@ class Consolidation:
                 spot_to_spot=self.spot_to_spot,
                 offers=self.memo.offers,
                 cache=self.memo.rooms,
+                memo=self.memo.room,
             )
         return shared.room
 
@@ -415,7 +424,9 @@ class Consolidation:
                 # The pending pods' share of the existing nodes (`pending_room.py`), asked
                 # only of candidates the room let through.
                 if shared.pending is None:
-                    shared.pending = PendingRoom(inputs, self.provisioner, shared.room)
+                    shared.pending = PendingRoom(
+                        inputs, self.provisioner, shared.room, self.memo.memos
+                    )
                 if shared.pending.rules_out(candidates):
                     return None
         sim = self.simulate(candidates, inputs)
@@ -598,12 +609,11 @@ class SingleNodeConsolidation(Consolidation):
 
     name = "single-node-consolidation"
 
-    @classmethod
-    def order(cls, candidates: Sequence[Candidate]) -> list[Candidate]:
+    def order(self, candidates: Sequence[Candidate]) -> list[Candidate]:
         """The consolidation sort, then one candidate of each NodePool in turn (NodePools by
         name; Go's map order is random)."""
         by_pool: dict[str, list[Candidate]] = {}
-        for c in cls.sort(candidates):
+        for c in self.sort(candidates):
             by_pool.setdefault(c.nodepool.name, []).append(c)
         out: list[Candidate] = []
         longest = max((len(v) for v in by_pool.values()), default=0)

@@ -34,7 +34,7 @@ from gpucap.apis.core import Node
 from gpucap.apis.nodepool import NodeClaim, NodePool
 from gpucap.cloudprovider.types import CloudProvider, CloudProviderError
 from gpucap.controllers.disruption.budgets import budget_mapping, pool_counts
-from gpucap.controllers.disruption.candidates import drifted_reason, get_candidates
+from gpucap.controllers.disruption.candidates import DRIFTED_REASON, get_candidates
 from gpucap.controllers.disruption.consolidation import (
     Budgets,
     MultiNodeConsolidation,
@@ -58,7 +58,7 @@ from gpucap.controllers.provisioning.names import NodeClaimNames
 from gpucap.controllers.provisioning.provisioner import Provisioner, to_node_claim
 from gpucap.controllers.termination import Termination
 from gpucap.runtime.clock import Clock
-from gpucap.runtime.memo import IdentityMemo
+from gpucap.runtime.memo import Memo
 from gpucap.scheduling.taints import DISRUPTED_TAINT
 from gpucap.state.cluster import Cluster
 
@@ -270,7 +270,8 @@ class Disruption:
         seen: dict[str, tuple[list[Candidate], dict[str, PoolTotals]]] = {}
         wanted: dict[tuple[str, object], list[Candidate]] = {}
         self._skipped = False
-        if not any(drifted_reason(c) for c in self.cluster.node_claims()):
+        drifted = self.cluster.memos[DRIFTED_REASON].lookup
+        if not any(drifted(c) for c in self.cluster.node_claims()):
             seen[EVENTUAL] = ([], {})
         for i in range(start, len(self.methods)):
             method = self.methods[i]
@@ -404,8 +405,9 @@ class Disruption:
         """Nodes tainted by a command no longer queued, and not being deleted, are untainted."""
         held = self.in_flight()
         marked = self.cluster.marked_for_deletion()
+        tainted = self.cluster.memos[_TAINTED].lookup
         for node in self.cluster.nodes():
-            if not _TAINTED(node):
+            if not tainted(node):
                 continue
             if node.metadata.deletion_timestamp is not None or node.metadata.name in marked:
                 continue
@@ -452,8 +454,9 @@ def _tainted(node: Node) -> bool:
     return any(t.key == DISRUPTED_TAINT.key for t in node.spec.taints)
 
 
-# Per Node object (frozen): every pass looks at every node for a leftover taint.
-_TAINTED: IdentityMemo[Node, bool] = IdentityMemo(_tainted, size=4096)
+# Per Node object (frozen), the run's (`Cluster.memos`): every pass looks at every node for a
+# leftover taint.
+_TAINTED = Memo.identity(_tainted, size=4096)
 
 
 def _message(proposal: Proposal, replacements: Sequence[str]) -> str:

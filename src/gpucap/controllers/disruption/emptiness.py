@@ -14,16 +14,16 @@ deleted (some may have dropped out; none left abandons the command). Called by t
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import ClassVar
 
 from gpucap.controllers.disruption.candidates import (
     Gate,
     consolidatable_gate,
-    consolidate_after,
     gate_passed,
 )
 from gpucap.controllers.disruption.consolidation import Consolidation
 from gpucap.controllers.disruption.types import EMPTY, Candidate, PoolTotals, Proposal
-from gpucap.runtime.memo import IdentityMemo
+from gpucap.runtime.memo import IdentityMemo, Memo
 
 __all__ = ["Emptiness"]
 
@@ -31,13 +31,13 @@ __all__ = ["Emptiness"]
 def _wants(c: Candidate) -> Gate:
     """`Emptiness.should_disrupt` without the clock: not static, consolidateAfter not Never,
     empty; then when it is consolidatable. None: never."""
-    if c.static or consolidate_after(c.nodepool) is None or not c.is_empty:
+    if c.static or c.nodepool.spec.disruption.consolidate_after_seconds is None or not c.is_empty:
         return None
     return consolidatable_gate(c.node_claim, c.nodepool)
 
 
-# Per candidate object, as consolidation's.
-_WANTS: IdentityMemo[Candidate, Gate] = IdentityMemo(_wants, size=4096)
+# Per candidate object, as consolidation's (the run's: `Cluster.memos`).
+_WANTS = Memo.identity(_wants, size=4096)
 
 
 class Emptiness(Consolidation):
@@ -45,11 +45,12 @@ class Emptiness(Consolidation):
 
     name = "emptiness"
     reason = EMPTY
+    wants: ClassVar[Memo[IdentityMemo[Candidate, Gate]]] = _WANTS
 
     def should_disrupt(self, c: Candidate) -> bool:
         """Empty and consolidatable (see the module docstring): what does not read the clock
         kept per candidate object, the clock compared each time."""
-        return gate_passed(_WANTS.lookup(c), self.clock.now())
+        return gate_passed(self._wants(c), self.clock.now())
 
     def compute(
         self,

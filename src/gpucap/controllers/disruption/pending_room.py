@@ -20,7 +20,8 @@ of its kind (its requests within what the node has left, its taints tolerated: `
 `NodeRoom.takes`); so, per resource, their requests together must fit in what those nodes have
 left together. When they do not, the simulation would end in no command and is skipped.
 Pending pods may go to uninitialized nodes and to nodes inside their consolidateAfter: those
-count for them (and, as a bound, for the movers too). Built once per disruption pass.
+count for them (and, as a bound, for the movers too). Built once per disruption pass; what
+it keeps across passes (`_FEASIBLE`) is the run's (`Cluster.memos`).
 """
 
 from __future__ import annotations
@@ -28,18 +29,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from gpucap.apis.core import Pod
-from gpucap.controllers.disruption.room import (
-    NodeRoom,
-    PodKind,
-    Room,
-    all_offering_neutral,
-    charged_requests,
-    node_room,
-    pod_kind,
-)
+from gpucap.controllers.disruption.room import NodeRoom, PodKind, Room
 from gpucap.controllers.disruption.simulation import PassInputs
 from gpucap.controllers.disruption.types import Candidate
 from gpucap.controllers.provisioning.provisioner import Provisioner
+from gpucap.runtime.memo import Memo, Memos
 from gpucap.scheduling.resources import add
 
 __all__ = ["PendingRoom"]
@@ -50,8 +44,12 @@ _SPOT = "spot"
 class PendingRoom:
     """The pending pods' pre-check of one consolidation pass (see the module docstring)."""
 
-    def __init__(self, inputs: PassInputs, provisioner: Provisioner, room: Room) -> None:
+    def __init__(
+        self, inputs: PassInputs, provisioner: Provisioner, room: Room, memos: Memos | None = None
+    ) -> None:
+        """`memos`: the run's (`Cluster.memos`; None: nothing kept past this pass)."""
         self._inputs = inputs
+        self._feasible = (memos if memos is not None else Memos())[_FEASIBLE]
         self._provisioner = provisioner
         self._room = room
         # The pending pods that can get a NodeClaim: their requests summed and their kinds
@@ -93,8 +91,9 @@ class PendingRoom:
             headroom = self._headroom() if pending else None
             if headroom is not None:
                 placed = [p for p in pending if self._gets_a_node_claim(p, headroom)]
-                kinds = dict(pod_kind(p.spec) for p in placed)
-                self._demand = (add(*(charged_requests(p) for p in placed)), kinds)
+                memo = self._room.memo
+                kinds = dict(memo.kind(p.spec) for p in placed)
+                self._demand = (add(*(memo.charged(p.spec) for p in placed)), kinds)
         return self._demand
 
     def _headroom(self) -> dict[str, dict[str, int]] | None:
@@ -104,10 +103,10 @@ class PendingRoom:
         (topology or affinity could place a pod differently once nodes go), or minValues
         that finalizing a plan may drop a NodeClaim for (as `Scheduler.solve`'s stop)."""
         snap = self._inputs.snap
-        if not all_offering_neutral(snap.pending):
+        if not self._room.memo.all_neutral(snap.pending):
             return None
         live = []
-        lookup = node_room
+        lookup = self._room.memo.node_room
         for n in snap.nodes:
             if not lookup(n).neutral:
                 return None
@@ -132,7 +131,8 @@ class PendingRoom:
             tuple(id(d) for d in self._inputs.daemonsets),
             tuple(sorted((name, tuple(sorted(r.items()))) for name, r in headroom.items())),
         )
-        hit = _FEASIBLE.get(key)
+        feasible = self._feasible
+        hit = feasible.get(key)
         if hit is not None and hit[0] is pod:
             return hit[1]
         scheduler = self._provisioner.scheduler(
@@ -141,18 +141,18 @@ class PendingRoom:
         scheduler.remaining_resources = {name: dict(r) for name, r in headroom.items()}
         results = scheduler.solve([pod])
         answer = any(q.key == pod.key for c in results.new_node_claims for q in c.pods)
-        if len(_FEASIBLE) >= _FEASIBLE_SIZE:
-            _FEASIBLE.clear()
+        if len(feasible) >= _FEASIBLE_SIZE:
+            feasible.clear()
         # The entry holds the pod (its id stays its own); the NodePools, their instance-type
         # tuples and the DaemonSets are frozen objects kept by the cluster and the provider.
-        _FEASIBLE[key] = (pod, answer, self._inputs.pools, self._inputs.daemonsets)
+        feasible[key] = (pod, answer, self._inputs.pools, self._inputs.daemonsets)
         return answer
 
     def _takers_of(self, number: int, kind: PodKind) -> Mapping[str, Mapping[str, int]]:
         hit = self._takers.get(number)
         if hit is None:
             if self._live is None:
-                lookup = node_room
+                lookup = self._room.memo.node_room
                 self._live = {}
                 for n in self._inputs.snap.nodes:
                     if n.marked_for_deletion:
@@ -165,5 +165,7 @@ class PendingRoom:
         return hit
 
 
-_FEASIBLE: dict[tuple[object, ...], tuple[Pod, bool, object, object]] = {}
+# Per pod object and pass inputs (the NodePool, instance-type tuple and DaemonSet objects, the
+# headroom): whether the scheduler makes a NodeClaim for the pod alone (`_gets_a_node_claim`).
+_FEASIBLE: Memo[dict[tuple[object, ...], tuple[Pod, bool, object, object]]] = Memo(dict)
 _FEASIBLE_SIZE = 1024

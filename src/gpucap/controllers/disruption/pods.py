@@ -29,7 +29,6 @@ from gpucap.apis.core import Pod
 from gpucap.apis.duration import DurationError, parse_go_duration_ns, parse_karpenter_duration
 from gpucap.apis.goparse import parse_float
 from gpucap.apis.nodepool import NodeClaim
-from gpucap.runtime.memo import IdentityMemo
 from gpucap.scheduling.taints import DISRUPTED_TAINT
 
 __all__ = [
@@ -66,12 +65,8 @@ def is_active(pod: Pod) -> bool:
 
 
 def is_reschedulable(pod: Pod) -> bool:
-    """Whether the pod moves when its node goes (see the module docstring); memoised per pod
-    object (pods are frozen models: an update is a new object)."""
-    return _RESCHEDULABLE.lookup(pod)
-
-
-def _is_reschedulable(pod: Pod) -> bool:
+    """Whether the pod moves when its node goes (see the module docstring). Candidate
+    selection asks it once per state node object (`candidates._OnNode`)."""
     terminating = pod.metadata.deletion_timestamp is not None
     return (
         (is_active(pod) or (_owned_by(pod, "StatefulSet") and terminating))
@@ -165,12 +160,8 @@ def is_evictable(pod: Pod, now: dt.datetime) -> bool:
 
 
 def eviction_cost(pod: Pod) -> float:
-    """`EvictionCost` (see the module docstring); memoised per pod object, as
-    `is_reschedulable` (candidate selection asks for every pod on every pass)."""
-    return _EVICTION_COST.lookup(pod)
-
-
-def _eviction_cost(pod: Pod) -> float:
+    """`EvictionCost` (see the module docstring). Candidate selection asks it once per state
+    node object (`candidates._OnNode`)."""
     cost = 1.0
     deletion_cost = pod.metadata.annotations.get(POD_DELETION_COST)
     if deletion_cost is not None:
@@ -180,10 +171,6 @@ def _eviction_cost(pod: Pod) -> float:
     if pod.spec.priority is not None:
         cost += pod.spec.priority / 2.0**25
     return min(max(cost, -10.0), 10.0)
-
-
-_RESCHEDULABLE: IdentityMemo[Pod, bool] = IdentityMemo(_is_reschedulable, size=8192)
-_EVICTION_COST: IdentityMemo[Pod, float] = IdentityMemo(_eviction_cost, size=8192)
 
 
 @functools.lru_cache(maxsize=64)

@@ -30,7 +30,9 @@ allocatable of the types that count allows.
 Built once per pass from the pass's `PassInputs`; the per-kind answers (which nodes take a
 kind, their room, how many pods of a kind they hold) are carried to the next pass's `Room`
 and corrected for the nodes that changed (`RoomCache`); a candidate's movers are kept per
-candidate object while none carries do-not-disrupt (`_STEADY`).
+candidate object while none carries do-not-disrupt (`RoomMemo.steady`). What is kept per pod
+spec, state node or candidate object lives in the run's `RoomMemo` (`ROOM_MEMO`, held by the
+run's `Cluster.memos`), never in the process.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from gpucap.apis.labels import CAPACITY_TYPE, ZONE
 from gpucap.controllers.disruption.pods import DO_NOT_DISRUPT, do_not_disrupt_active
 from gpucap.controllers.disruption.simulation import PassInputs
 from gpucap.controllers.disruption.types import Candidate
-from gpucap.runtime.memo import IdentityMemo
+from gpucap.runtime.memo import IdentityMemo, Memo
 from gpucap.scheduling.existingnode import StateNode
 from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.nodeclaimtemplate import NodeClaimTemplate
@@ -55,16 +57,14 @@ from gpucap.scheduling.scheduler import PoolInput
 from gpucap.scheduling.taints import untolerated
 
 __all__ = [
+    "ROOM_MEMO",
     "NodeRoom",
     "OfferCache",
     "PodKind",
     "Room",
     "RoomCache",
-    "all_offering_neutral",
-    "charged_requests",
-    "node_room",
+    "RoomMemo",
     "offering_neutral",
-    "pod_kind",
 ]
 
 _OFFERING_KEYS = frozenset({ZONE, CAPACITY_TYPE})
@@ -75,7 +75,7 @@ def offering_neutral(pod: Pod) -> bool:
     """Whether `pod` can never narrow a NodeClaim's zone or capacity type: no nodeSelector or
     node-affinity term (required or preferred) names them, and it has no pod affinity,
     anti-affinity or topology spread (which narrow domains, its own or other pods')."""
-    return _NEUTRAL.lookup(pod.spec)
+    return _offering_neutral(pod.spec)
 
 
 def _offering_neutral(spec: PodSpec) -> bool:
@@ -160,73 +160,25 @@ class OfferCache:
         return entry[1], entry[2]
 
 
-def charged_requests(pod: Pod) -> Mapping[str, int]:
-    """What the scheduler charges for the pod (its requests plus `pods: 1`); read-only."""
-    return _REQUESTS.lookup(pod.spec)
-
-
-def _left(node: StateNode) -> dict[str, int] | None:
-    """The node's allocatable minus what its pods request; None when short of something.
-    Memoised per node name while the node has the same allocatable and pod objects (every
-    snapshot rebuilds its state nodes from the same frozen objects); read-only."""
-    hit = _LEFT.get(node.name)
-    if (
-        hit is not None
-        and hit[0] is node.allocatable
-        and len(hit[1]) == len(node.pods)
-        and all(a is b for a, b in zip(hit[1], node.pods, strict=True))
-    ):
-        return hit[2]
-    left: dict[str, int] | None = subtract(
-        dict(node.allocatable), add(*(charged_requests(p) for p in node.pods))
-    )
-    if left is not None and any(v < 0 for v in left.values()):
-        left = None
-    if len(_LEFT) >= _LEFT_SIZE:
-        _LEFT.clear()
-    _LEFT[node.name] = (node.allocatable, node.pods, left)
-    return left
-
-
 # What the pre-check asks of a mover: its requests (with `pods: 1`) and its tolerations. Bound
 # pods each have their own spec (with their node's name) but few kinds among them.
 PodKind = tuple[tuple[tuple[str, int], ...], tuple[Toleration, ...]]
-
-
-def _kind(spec: PodSpec) -> tuple[int, PodKind]:
-    """The spec's kind and a number standing for it (cheap to hash; numbers are never reused,
-    so caches keyed on them stay right when the table is cleared)."""
-    kind = (tuple(sorted(_REQUESTS.lookup(spec).items())), tuple(spec.tolerations))
-    number = _NUMBERS.get(kind)
-    if number is None:
-        if len(_NUMBERS) >= _KINDS_SIZE:
-            _NUMBERS.clear()
-        number = _NUMBERS[kind] = next(_COUNTER)
-    return number, kind
-
-
-_KINDS_SIZE = 4096
-_NUMBERS: dict[PodKind, int] = {}
-_COUNTER = itertools.count()
-_KIND: IdentityMemo[PodSpec, tuple[int, PodKind]] = IdentityMemo(_kind, size=8192)
-_NEUTRAL: IdentityMemo[PodSpec, bool] = IdentityMemo(_offering_neutral, size=8192)
-
 
 # What the pre-check asks of a candidate's movers: their summed requests, their kinds by
 # number, the set of those numbers (the key of `Room._room`) and how many movers are of each
 # kind; all read-only to callers.
 _Movers = tuple[dict[str, int], dict[int, PodKind], frozenset[int], dict[int, int]]
 
+_KINDS_SIZE = 4096
+_LEFT_SIZE = 4096
 
-def _movers_of(movers: Sequence[Pod]) -> _Movers:
-    """The movers' summed requests and their kinds (see `_Movers`)."""
-    kinds: dict[int, PodKind] = {}
-    counts: dict[int, int] = {}
-    for p in movers:
-        number, kind = _KIND.lookup(p.spec)
-        kinds[number] = kind
-        counts[number] = counts.get(number, 0) + 1
-    return add(*(charged_requests(p) for p in movers)), kinds, frozenset(kinds), counts
+
+def _charged(spec: PodSpec) -> Mapping[str, int]:
+    return add(pod_requests(spec), {"pods": 1})
+
+
+def _annotated(pods: Sequence[Pod]) -> bool:
+    return any(DO_NOT_DISRUPT in p.metadata.annotations for p in pods)
 
 
 def _how_many(requests: Iterable[tuple[str, int]], room: Mapping[str, int]) -> int:
@@ -234,32 +186,117 @@ def _how_many(requests: Iterable[tuple[str, int]], room: Mapping[str, int]) -> i
     return min((room.get(r, 0) // v for r, v in requests if v > 0), default=0)
 
 
-# Per reschedulable-pods tuple of a candidate (one per state node object, kept from pass to
-# pass by candidate selection) without a do-not-disrupt annotation among them.
-_ALL_MOVE: IdentityMemo[Sequence[Pod], _Movers] = IdentityMemo(_movers_of, size=4096)
-# Per reschedulable-pods tuple: whether one of them carries a do-not-disrupt annotation (the
-# clock decides only for those).
-_ANNOTATED: IdentityMemo[Sequence[Pod], bool] = IdentityMemo(
-    lambda pods: any(DO_NOT_DISRUPT in p.metadata.annotations for p in pods), size=4096
-)
-_REQUESTS: IdentityMemo[PodSpec, Mapping[str, int]] = IdentityMemo(
-    lambda spec: add(pod_requests(spec), {"pods": 1}), size=8192
-)
-_LEFT: dict[str, tuple[Mapping[str, int], tuple[Pod, ...], dict[str, int] | None]] = {}
-_LEFT_SIZE = 4096
+class RoomMemo:
+    """What the pre-check keeps of one run's objects from pass to pass, each answer per
+    object (frozen models, state nodes and candidates handed out again while unchanged; each
+    entry holds its object, so ids are not reused while it lives). One per run (`ROOM_MEMO`
+    in `Cluster.memos`), so two runs in one process share nothing; a `Room` built on its own
+    (tests) gets a fresh one. The lookups are plain functions (`IdentityMemo.lookup`) for the
+    hot loops; all read-only to callers."""
+
+    def __init__(self) -> None:
+        # Per PodSpec: what the scheduler charges for a pod of it (its requests plus `pods:
+        # 1`), its kind and number (`kind`), and whether it is offering-neutral.
+        self.charged = IdentityMemo(_charged, size=8192).lookup
+        self.kind = IdentityMemo(self._kind, size=8192).lookup
+        self.neutral = IdentityMemo(_offering_neutral, size=8192).lookup
+        # Kind -> its number (numbers are never reused, so caches keyed on them stay right
+        # when the table is cleared).
+        self._numbers: dict[PodKind, int] = {}
+        self._counter = itertools.count()
+        # Node name -> (allocatable, pods, what is left): see `left`.
+        self._left: dict[str, tuple[Mapping[str, int], tuple[Pod, ...], dict[str, int] | None]]
+        self._left = {}
+        # Per state node object: what the pre-check reads of it (`NodeRoom`).
+        self.node_room = IdentityMemo(self._node_room, size=4096).lookup
+        # Per pending-pods tuple of a snapshot (the same tuple while the snapshot is the same
+        # object): whether every pending pod is offering-neutral.
+        self.all_neutral = IdentityMemo(self._all_neutral, size=64).lookup
+        # Per reschedulable-pods tuple of a candidate (one per state node object, kept from
+        # pass to pass by candidate selection): whether one carries a do-not-disrupt
+        # annotation (the clock decides only for those), and the movers of one without.
+        self._annotated = IdentityMemo(_annotated, size=4096).lookup
+        self._all_move = IdentityMemo(self.movers_of, size=4096).lookup
+        # Per candidate object (candidate selection hands the same one out pass after pass
+        # while its node is the same): single-node consolidation asks for every candidate of
+        # every pass.
+        self.steady = IdentityMemo(self._steady, size=4096).lookup
+
+    def _kind(self, spec: PodSpec) -> tuple[int, PodKind]:
+        """The spec's kind and a number standing for it (cheap to hash)."""
+        kind = (tuple(sorted(self.charged(spec).items())), tuple(spec.tolerations))
+        number = self._numbers.get(kind)
+        if number is None:
+            if len(self._numbers) >= _KINDS_SIZE:
+                self._numbers.clear()
+            number = self._numbers[kind] = next(self._counter)
+        return number, kind
+
+    def left(self, node: StateNode) -> dict[str, int] | None:
+        """The node's allocatable minus what its pods request; None when short of something.
+        Kept per node name while the node has the same allocatable and pod objects (every
+        snapshot rebuilds its state nodes from the same frozen objects); read-only."""
+        hit = self._left.get(node.name)
+        if (
+            hit is not None
+            and hit[0] is node.allocatable
+            and len(hit[1]) == len(node.pods)
+            and all(a is b for a, b in zip(hit[1], node.pods, strict=True))
+        ):
+            return hit[2]
+        charged = self.charged
+        left: dict[str, int] | None = subtract(
+            dict(node.allocatable), add(*(charged(p.spec) for p in node.pods))
+        )
+        if left is not None and any(v < 0 for v in left.values()):
+            left = None
+        if len(self._left) >= _LEFT_SIZE:
+            self._left.clear()
+        self._left[node.name] = (node.allocatable, node.pods, left)
+        return left
+
+    def _node_room(self, node: StateNode) -> NodeRoom:
+        return NodeRoom(node, self)
+
+    def _all_neutral(self, pending: tuple[Pod, ...]) -> bool:
+        neutral = self.neutral
+        return all(neutral(p.spec) for p in pending)
+
+    def movers_of(self, movers: Sequence[Pod]) -> _Movers:
+        """The movers' summed requests and their kinds (see `_Movers`)."""
+        kinds: dict[int, PodKind] = {}
+        counts: dict[int, int] = {}
+        kind_of = self.kind
+        for p in movers:
+            number, kind = kind_of(p.spec)
+            kinds[number] = kind
+            counts[number] = counts.get(number, 0) + 1
+        charged = self.charged
+        return add(*(charged(p.spec) for p in movers)), kinds, frozenset(kinds), counts
+
+    def _steady(self, c: Candidate) -> _Movers | None:
+        """The candidate's movers when none of its reschedulable pods carries a do-not-disrupt
+        annotation (then all move, whatever the time); None otherwise."""
+        pods = c.reschedulable_pods
+        return None if self._annotated(pods) else self._all_move(pods)
+
+
+# The run's pre-check memo (`Cluster.memos[ROOM_MEMO]`).
+ROOM_MEMO: Memo[RoomMemo] = Memo(RoomMemo)
 
 
 class NodeRoom:
     """What the pre-check reads of one `StateNode` object, kept while the snapshot hands out
     that object (the same Node, pods and mark): whether its pods are offering-neutral, what it
-    has left (`_left`), its taints, and per mover kind (by number) whether the kind fits.
+    has left (`RoomMemo.left`), its taints, and per mover kind (by number) whether the kind fits.
     Nothing here reads the clock or the pass, so the answers hold from pass to pass."""
 
     __slots__ = ("_holds", "_takes", "left", "neutral", "taints")
 
-    def __init__(self, node: StateNode) -> None:
-        self.neutral = all(_NEUTRAL.lookup(p.spec) for p in node.pods)
-        self.left = _left(node)
+    def __init__(self, node: StateNode, memo: RoomMemo) -> None:
+        neutral = memo.neutral
+        self.neutral = all(neutral(p.spec) for p in node.pods)
+        self.left = memo.left(node)
         self.taints = tuple(node.taints)
         self._takes: dict[int, bool] = {}
         self._holds: dict[int, int] = {}
@@ -298,31 +335,6 @@ class NodeRoom:
         return hit
 
 
-_NODE_ROOM: IdentityMemo[StateNode, NodeRoom] = IdentityMemo(NodeRoom, size=4096)
-# Per pending-pods tuple of a snapshot (the same tuple while the snapshot is the same object):
-# whether every pending pod is offering-neutral.
-_PENDING_NEUTRAL: IdentityMemo[tuple[Pod, ...], bool] = IdentityMemo(
-    lambda pending: all(_NEUTRAL.lookup(p.spec) for p in pending), size=64
-)
-
-
-def node_room(node: StateNode) -> NodeRoom:
-    """What the pre-check reads of `node` (`NodeRoom`), kept per state node object."""
-    return _NODE_ROOM.lookup(node)
-
-
-def pod_kind(spec: PodSpec) -> tuple[int, PodKind]:
-    """The pre-check's kind of a pod spec (its charged requests and tolerations) and the
-    number standing for it (`NodeRoom.takes`, `NodeRoom.holds` are asked by number)."""
-    return _KIND.lookup(spec)
-
-
-def all_offering_neutral(pods: tuple[Pod, ...]) -> bool:
-    """Whether every pod of `pods` is `offering_neutral`, kept per tuple object (a
-    snapshot's pending pods)."""
-    return _PENDING_NEUTRAL.lookup(pods)
-
-
 def _lacks_spot(it: InstanceType, reqs: Requirements) -> bool:
     """No available spot offering `reqs` allows (then a NodeClaim of only such types is
     pinned to the other capacity types by the scheduler)."""
@@ -357,15 +369,19 @@ class Room:
         spot_to_spot: bool,
         offers: OfferCache | None = None,
         cache: RoomCache | None = None,
+        memo: RoomMemo | None = None,
     ) -> None:
+        """`offers`, `cache`: the consolidation method's (`PassMemo`); `memo`: the run's
+        (`ROOM_MEMO`; None: a fresh one)."""
         self.now = now
+        self.memo = memo = memo if memo is not None else RoomMemo()
         self.spot_to_spot = spot_to_spot
         # What each node a mover may go to has left, with its taints (`NodeRoom`).
         self.free: dict[str, NodeRoom] = {}
         free = self.free
         held = inputs.held_back
-        node_room = _NODE_ROOM.lookup
-        neutral = _PENDING_NEUTRAL.lookup(inputs.snap.pending)
+        node_room = memo.node_room
+        neutral = memo.all_neutral(inputs.snap.pending)
         for n in inputs.snap.nodes:
             node = node_room(n)
             if neutral and not node.neutral:
@@ -380,7 +396,7 @@ class Room:
         # Per mover kind (number): how many such pods the free nodes hold together.
         self._holds: dict[int, int] = {}
         # Candidate name -> (the candidate, its movers), for candidates with do-not-disrupt pods
-        # (the others: `_STEADY`).
+        # (the others: `RoomMemo.steady`).
         self._of: dict[str, tuple[Candidate, _Movers]] = {}
         # The previous pass's answers, valid for its `free`, and the names whose node changed
         # since (added, gone or another `NodeRoom`).
@@ -455,14 +471,14 @@ class Room:
     def movers(self, c: Candidate) -> _Movers:
         """What the candidate's movers (reschedulable pods without an active do-not-disrupt)
         request together, their kinds and the kinds' key: kept per candidate object when no
-        mover carries a do-not-disrupt annotation (`_STEADY`), else once per candidate and
+        mover carries a do-not-disrupt annotation (`RoomMemo.steady`), else once per candidate and
         pass (the clock decides; multi-node asks again for every prefix)."""
-        steady = _STEADY.lookup(c)
+        steady = self.memo.steady(c)
         if steady is not None:
             return steady
         hit = self._of.get(c.name)
         if hit is None or hit[0] is not c:
-            movers = _movers_of(
+            movers = self.memo.movers_of(
                 tuple(p for p in c.reschedulable_pods if not do_not_disrupt_active(p, self.now))
             )
             hit = self._of[c.name] = (c, movers)
@@ -539,15 +555,3 @@ class Room:
             if n > held + (_how_many(kind[0], best) if best else 0):
                 return False
         return True
-
-
-def _steady(c: Candidate) -> _Movers | None:
-    """The candidate's movers when none of its reschedulable pods carries a do-not-disrupt
-    annotation (then all move, whatever the time); None otherwise."""
-    pods = c.reschedulable_pods
-    return None if _ANNOTATED(pods) else _ALL_MOVE(pods)
-
-
-# Per candidate object (candidate selection hands the same one out pass after pass while its
-# node is the same): single-node consolidation asks for every candidate of every pass.
-_STEADY: IdentityMemo[Candidate, _Movers | None] = IdentityMemo(_steady, size=4096)

@@ -35,14 +35,11 @@ from gpucap.apis.core import Pod
 from gpucap.apis.labels import NODEPOOL
 from gpucap.apis.nodepool import NodePool
 from gpucap.apis.workloads import DaemonSet
-from gpucap.controllers.disruption.candidates import (
-    consolidate_after,
-    consolidate_after_start,
-    under_consolidate_after,
-)
+from gpucap.controllers.disruption.candidates import CONSOLIDATION_FACTS, under_consolidate_after
 from gpucap.controllers.disruption.pdb import Limits
 from gpucap.controllers.disruption.types import Candidate
 from gpucap.controllers.provisioning.provisioner import Provisioner, deleting_node_pods
+from gpucap.runtime.memo import Memo
 from gpucap.scheduling.existingnode import StateNode
 from gpucap.scheduling.scheduler import PoolInput, Results
 from gpucap.state.cluster import Cluster
@@ -110,8 +107,9 @@ def pass_inputs(
     )
 
 
-# Per snapshot object, the nodes `_watched` found (the last few snapshots).
-_WATCHED: dict[int, tuple[Snapshot, tuple[tuple[str, dt.datetime, int], ...]]] = {}
+# Per snapshot object, the nodes `_watched` found (the last few snapshots), the run's
+# (`Cluster.memos`).
+_WATCHED: Memo[dict[int, tuple[Snapshot, tuple[tuple[str, dt.datetime, int], ...]]]] = Memo(dict)
 _WATCHED_MAX = 8
 
 
@@ -122,12 +120,14 @@ def _watched(cluster: Cluster, snap: Snapshot) -> tuple[tuple[str, dt.datetime, 
     out a new snapshot object whenever anything changes (its version moves with every
     NodeClaim, NodePool and pod), so the same object means the same NodeClaims and NodePools,
     and the answer is kept per snapshot object; only the clock part is left to each pass."""
-    hit = _WATCHED.get(id(snap))
+    watched = cluster.memos[_WATCHED]
+    hit = watched.get(id(snap))
     if hit is not None and hit[0] is snap:
         return hit[1]
     claims = {c.status.node_name or c.name: c for c in cluster.node_claims()}
     # Each NodePool's consolidateAfter, looked up once per name (a fleet has few pools).
     afters: dict[str, int | None] = {}
+    facts = cluster.memos[CONSOLIDATION_FACTS].lookup
     out: list[tuple[str, dt.datetime, int]] = []
     for node in snap.nodes:
         if node.marked_for_deletion:
@@ -142,16 +142,18 @@ def _watched(cluster: Cluster, snap: Snapshot) -> tuple[tuple[str, dt.datetime, 
             after = afters[name]
         else:
             nodepool = cluster.nodepool(name)
-            after = afters[name] = consolidate_after(nodepool) if nodepool is not None else None
+            after = afters[name] = (
+                nodepool.spec.disruption.consolidate_after_seconds if nodepool is not None else None
+            )
         if not after:
             continue  # `under_consolidate_after` is False at any time
-        start = consolidate_after_start(claim)
+        start = facts(claim)[1]
         if start is None:
             continue
         out.append((node.name, start, after))
-    if len(_WATCHED) >= _WATCHED_MAX:
-        _WATCHED.clear()
-    _WATCHED[id(snap)] = (snap, tuple(out))
+    if len(watched) >= _WATCHED_MAX:
+        watched.clear()
+    watched[id(snap)] = (snap, tuple(out))
     return tuple(out)
 
 
@@ -231,6 +233,7 @@ def held_back(cluster: Cluster, nodes: Sequence[StateNode], now: dt.datetime) ->
         claim = claims.get(node.name)
         if claim is None or not node.managed:
             continue
-        if under_consolidate_after(claim, cluster.nodepool(node.nodepool or ""), now):
+        pool = cluster.nodepool(node.nodepool or "")
+        if under_consolidate_after(claim, pool, now, memos=cluster.memos):
             out.add(node.name)
     return frozenset(out)

@@ -15,7 +15,6 @@ from typing import Literal, Protocol
 from gpucap.apis.core import Node, Pod
 from gpucap.apis.nodepool import NodeClaim, NodePool
 from gpucap.controllers.disruption.pods import eviction_cost
-from gpucap.runtime.memo import IdentityMemo
 from gpucap.scheduling.existingnode import StateNode
 from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.nodeclaim import NodeClaim as SolverNodeClaim
@@ -68,7 +67,7 @@ class Candidate:
     def __post_init__(self) -> None:
         """`RescheduleDisruptionCost`: 1 plus the positive eviction costs of the pods that
         would move."""
-        cost = _RESCHEDULE_COST.lookup(self.reschedulable_pods)
+        cost = _reschedule_cost(self.reschedulable_pods)
         object.__setattr__(self, "reschedule_disruption_cost", cost)
 
     @property
@@ -93,11 +92,6 @@ class Candidate:
 
 def _reschedule_cost(pods: tuple[Pod, ...]) -> float:
     return PER_NODE_BASE_DISRUPTION_COST + sum(max(0.0, eviction_cost(p)) for p in pods)
-
-
-# Per reschedulable-pods tuple (candidate selection hands the same tuple out for the same
-# state node object, pass after pass).
-_RESCHEDULE_COST: IdentityMemo[tuple[Pod, ...], float] = IdentityMemo(_reschedule_cost, size=4096)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,61 @@
+"""Karpenter's consolidation state: a time that moves whenever the cluster was marked
+unconsolidated, and at least every 5 minutes (kubernetes-sigs/karpenter
+`pkg/controllers/state/cluster.go` @ 2266468104f3: `MarkUnconsolidated`, `ConsolidationState`
+and the timestamp they share, which Karpenter keeps on its `Cluster`; gpucap keeps them in this
+object, one per `Cluster`, `Cluster.consolidation`).
+
+The cluster marks it from its own mutations (`Cluster.mark_unconsolidated`: where Karpenter's
+cluster state does); the disruption controller reads it once per pass (`PassMemo.current`): a
+consolidation method that found nothing remembers the state and is skipped while it stays
+(`IsConsolidated`). The simulator reads `resets_at` to wake a pass whose skipped methods run
+again then.
+"""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["CONSOLIDATION_STATE_RESET_S", "ConsolidationState"]
+
+# pkg/controllers/state/cluster.go `ConsolidationState`: the state moves at least this often.
+CONSOLIDATION_STATE_RESET_S = 300.0
+
+
+class ConsolidationState:
+    """The consolidation state of one cluster (see the module docstring)."""
+
+    __slots__ = ("_at", "_marks", "_seen")
+
+    def __init__(self) -> None:
+        # How many times the cluster was marked unconsolidated.
+        self._marks = 0
+        # What `state` last returned, and the count of marks it had seen.
+        self._seen = -1
+        self._at = -math.inf
+
+    def mark(self) -> None:
+        """`MarkUnconsolidated`: something changed that may let consolidation act."""
+        self._marks += 1
+
+    @property
+    def version(self) -> int:
+        """How many times the cluster was marked unconsolidated; read by tests."""
+        return self._marks
+
+    def state(self, now: float) -> float:
+        """`ConsolidationState`: a time (clock seconds) that moves whenever the cluster was
+        marked since the last call, and at least every `CONSOLIDATION_STATE_RESET_S`, so that
+        what the cluster cannot see (an offering available again) is looked at now and then.
+        `now` is the caller's clock (the disruption controller's). Where Karpenter keeps the
+        time of the mark, gpucap keeps the time of the first call after it: the same moves,
+        the reset counted from that call (docs/design.md, "Disruption controller and
+        consolidation")."""
+        if self._marks != self._seen or now - self._at >= CONSOLIDATION_STATE_RESET_S:
+            self._seen = self._marks
+            self._at = now
+        return self._at
+
+    def resets_at(self) -> float:
+        """When (clock seconds) `state` moves by itself, the cluster unchanged: 5 minutes after
+        it last moved."""
+        return self._at + CONSOLIDATION_STATE_RESET_S
