@@ -26,7 +26,7 @@ from __future__ import annotations
 import bisect
 import datetime as dt
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,12 +56,13 @@ from gpucap.scheduling.passcache import ENTRY_ORDER, NodeEntry, PassCache
 from gpucap.scheduling.podclasses import PERMANENT, Hold, Refusals, class_key
 from gpucap.scheduling.poddata import PodData, pod_data, pod_requirements, validate_pod
 from gpucap.scheduling.refusal import (
-    NO_DYNAMIC_NODEPOOLS,
-    NO_TEMPLATES,
     NODE_LIMITS_EXHAUSTED,
     TYPES_EXCEED_LIMITS,
+    Cause,
+    PodError,
     Refusal,
     SchedulingError,
+    limited_pools,
 )
 from gpucap.scheduling.requirements import ALLOW_UNDEFINED_WELL_KNOWN, Requirement, Requirements
 from gpucap.scheduling.resources import Resources, add, fits
@@ -96,7 +97,7 @@ class Results:
 
     new_node_claims: list[NodeClaim]
     existing_nodes: list[ExistingNode]
-    pod_errors: dict[str, str]  # pod key -> reason, for pods that did not schedule
+    pod_errors: dict[str, PodError]  # pod key -> why, for pods that did not schedule
     pool_notes: dict[str, str]  # NodePool -> why it took no part (no compatible instance type)
     pods: dict[str, Pod]  # pod key -> pod, every pod considered
     # The solve stopped once it planned more NodeClaims than its caller allowed (`solve`'s
@@ -105,6 +106,14 @@ class Results:
 
     def pods_on_existing_nodes(self) -> dict[str, list[str]]:
         return {n.name: [p.key for p in n.pods] for n in self.existing_nodes if n.pods}
+
+    def limited_pools(self, keys: Iterable[str] | None = None) -> list[str]:
+        """The NodePools whose limits stopped a pod that did not schedule (of `keys` only,
+        when given), sorted: read from the errors' causes, never from their text."""
+        errors = self.pod_errors
+        if keys is None:
+            return limited_pools(errors.values())
+        return limited_pools(errors[k] for k in keys if k in errors)
 
 
 class Scheduler:
@@ -195,6 +204,7 @@ class Scheduler:
         self._pod_data: dict[str, PodData] = {}
         # NodePool -> (its remaining limits, the types within them, whether any is)
         self._within: dict[str, tuple[Resources, Mask, bool]] = {}
+        self._limit_errors: dict[tuple[str, Cause], PodError] = {}
 
     # ---- the main loop -----------------------------------------------------------------------
     def solve(self, pods: Sequence[Pod], *, stop_past: int | None = None) -> Results:
@@ -210,7 +220,7 @@ class Scheduler:
             and any(t.requirements.has_min_values() for t in self.templates)
         ):
             stop_past = None
-        errors: dict[str, str] = {}
+        errors: dict[str, PodError] = {}
         considered: dict[str, Pod] = {}
         # Each pod with its key, computed once (a relaxed copy keeps the pod's metadata, so
         # its key too).
@@ -219,9 +229,9 @@ class Scheduler:
         for i, pod in enumerate(pods):
             key = pod.key
             considered[key] = pod
-            reason = validate_pod(pod)
-            if reason is not None:
-                errors[key] = reason
+            invalid = validate_pod(pod)
+            if invalid is not None:
+                errors[key] = PodError(None, Cause.INVALID_POD, invalid)
                 continue
             if _DOES_NOT_EXIST_NODEPOOL in pod_requirements(pod).values():
                 continue  # the pod opted out of Karpenter: ignored silently
@@ -240,8 +250,8 @@ class Scheduler:
             if last_len.get(key) == len(queue):
                 break  # a full cycle without progress
             queue.popleft()
-            reason = self._try_schedule(pod, key)
-            if reason is None:
+            error = self._try_schedule(pod, key)
+            if error is None:
                 errors.pop(key, None)
                 if stop_past is not None and len(self.new_node_claims) > stop_past:
                     return Results(
@@ -253,7 +263,7 @@ class Scheduler:
                         stopped=True,
                     )
                 continue
-            errors[key] = reason
+            errors[key] = error
             self._update(pod, key)
             queue.append((pod, key))
             last_len[key] = len(queue)
@@ -277,7 +287,7 @@ class Scheduler:
         self.topology.update(pod)
         self._pod_data[key] = pod_data(pod, self.options)
 
-    def _try_schedule(self, pod: Pod, key: str) -> str | None:
+    def _try_schedule(self, pod: Pod, key: str) -> PodError | None:
         current = pod
         while True:
             try:
@@ -288,7 +298,7 @@ class Scheduler:
                     current, tolerate_prefer_no_schedule_taints=self.tolerate_prefer_no_schedule
                 )
                 if relaxed is None:
-                    return str(err)
+                    return err.pod_error()
                 current = relaxed
                 self._update(current, key)
 
@@ -385,22 +395,23 @@ class Scheduler:
             if placed:
                 return
         if not self.templates:
-            raise SchedulingError(NO_TEMPLATES if self.dynamic_pools else NO_DYNAMIC_NODEPOOLS)
-        errors: list[tuple[str, str]] = []
+            none = Cause.NO_TEMPLATES if self.dynamic_pools else Cause.NO_DYNAMIC_NODEPOOLS
+            raise SchedulingError(PodError.of(none))
+        errors: list[PodError] = []
         for template in self.templates:
             # A pool out of limits refuses every pod until one of its claims changes them:
             # answered from the memo, without building a claim (pods x pools otherwise).
             full = self._limits_exhausted(template)
             if full is not None:
-                errors.append((template.name, full))
+                errors.append(full)
                 continue
             try:
                 self._add_to_new_node_claim(template, pod, data)
                 return
             except SchedulingError as err:
                 # Formatted now: a topology message reads counts that later pods change.
-                errors.append((template.name, str(err)))
-        raise SchedulingError(lambda: "; ".join(f'nodepool "{n}": {e}' for n, e in errors))
+                errors.append(err.pod_error(template.name))
+        raise SchedulingError(PodError.of_nodepools(errors))
 
     def _try_claim(
         self, claim: NodeClaim, pod: Pod, data: PodData, refusals: Refusals | None
@@ -444,16 +455,22 @@ class Scheduler:
             cached = self._within[template.name] = (remaining, within, some)
         return cached[1], cached[2]
 
-    def _limits_exhausted(self, template: NodeClaimTemplate) -> str | None:
+    def _limits_exhausted(self, template: NodeClaimTemplate) -> PodError | None:
         """Why the pool's limits refuse any new NodeClaim (None when they do not)."""
         remaining = self.remaining_resources.get(template.name)
         if remaining is None:
             return None
         if remaining.get("nodes") == 0 and "nodes" in remaining:
-            return NODE_LIMITS_EXHAUSTED
-        if not self._within_limits(template, remaining)[1]:
-            return TYPES_EXCEED_LIMITS
-        return None
+            cause = Cause.NODE_LIMITS_EXHAUSTED
+        elif not self._within_limits(template, remaining)[1]:
+            cause = Cause.TYPES_EXCEED_LIMITS
+        else:
+            return None
+        # One value per pool and cause (it is immutable): pods x pools otherwise.
+        error = self._limit_errors.get((template.name, cause))
+        if error is None:
+            error = self._limit_errors[template.name, cause] = PodError.of(cause, template.name)
+        return error
 
     def _widen_room(self, count: int, claim: NodeClaim) -> None:
         """Raise bucket `count`'s room to cover `claim`, which is joining it with its pods."""
@@ -492,10 +509,10 @@ class Scheduler:
         remaining = self.remaining_resources.get(template.name)
         if remaining is not None:
             if remaining.get("nodes") == 0 and "nodes" in remaining:
-                raise SchedulingError(NODE_LIMITS_EXHAUSTED)
+                raise SchedulingError(NODE_LIMITS_EXHAUSTED, cause=Cause.NODE_LIMITS_EXHAUSTED)
             within, some = self._within_limits(template, remaining)
             if not some:
-                raise SchedulingError(TYPES_EXCEED_LIMITS)
+                raise SchedulingError(TYPES_EXCEED_LIMITS, cause=Cause.TYPES_EXCEED_LIMITS)
             options = within.copy()
         self._hostnames += 1
         hostname = f"hostname-placeholder-{self._hostnames:04d}"
@@ -617,7 +634,7 @@ class Scheduler:
         return out
 
     # ---- finalisation ------------------------------------------------------------------------
-    def _finalize(self, errors: dict[str, str]) -> None:
+    def _finalize(self, errors: dict[str, PodError]) -> None:
         counters: dict[str, int] = {}
         kept: list[NodeClaim] = []
         # Claims narrow to a few distinct option sets: the price order, the instance-type
@@ -651,11 +668,14 @@ class Scheduler:
             ordered = list(shared)
             _, unmet = satisfies_min_values(ordered, claim.requirements)
             if unmet and not self.relax_min_values:
+                error = PodError(
+                    claim.nodepool,
+                    Cause.MIN_VALUES,
+                    "pod didn't schedule because NodePool couldn't meet minValues "
+                    f'requirements (NodePool="{claim.nodepool}")',
+                )
                 for pod in claim.pods:
-                    errors[pod.key] = (
-                        "pod didn't schedule because NodePool couldn't meet minValues "
-                        f'requirements (NodePool="{claim.nodepool}")'
-                    )
+                    errors[pod.key] = error
                 continue
             claim.final_types = ordered
             min_values = claim.requirements.get_or_exists(INSTANCE_TYPE).min_values
