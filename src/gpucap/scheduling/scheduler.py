@@ -27,7 +27,7 @@ import bisect
 import datetime as dt
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -37,15 +37,25 @@ from gpucap.apis.labels import CAPACITY_TYPE, HOSTNAME, INSTANCE_TYPE, NODEPOOL,
 from gpucap.apis.nodepool import NodePool
 from gpucap.apis.quantity import base_units
 from gpucap.apis.workloads import DaemonSet
-from gpucap.scheduling import explanation, preferences
+from gpucap.scheduling import preferences
 from gpucap.scheduling.existingnode import ExistingNode, StateNode
 from gpucap.scheduling.explanation import PoolExplanation
+from gpucap.scheduling.filter import (
+    CLAIM_STEPS,
+    NODE_CLASS,
+    NODEPOOL_REQUIREMENTS,
+    WITHIN_LIMITS,
+    FilterInput,
+    TracedStep,
+    run_steps,
+)
 from gpucap.scheduling.instancetypes import (
     InstanceType,
+    InstanceTypeTable,
     Mask,
     satisfies_min_values,
 )
-from gpucap.scheduling.nodeclaim import NodeClaim
+from gpucap.scheduling.nodeclaim import NodeClaim, template_refusal
 from gpucap.scheduling.nodeclaimtemplate import (
     DaemonOverheadGroup,
     NodeClaimTemplate,
@@ -64,9 +74,8 @@ from gpucap.scheduling.refusal import (
     SchedulingError,
     limited_pools,
 )
-from gpucap.scheduling.requirements import ALLOW_UNDEFINED_WELL_KNOWN, Requirement, Requirements
+from gpucap.scheduling.requirements import Requirement, Requirements
 from gpucap.scheduling.resources import Resources, add, fits
-from gpucap.scheduling.taints import format_taint, untolerated
 from gpucap.scheduling.topology import CountedPod, Topology, has_anti_affinity
 
 __all__ = ["PoolInput", "Results", "Scheduler", "solve"]
@@ -81,6 +90,8 @@ _ROOM_BOUND = 2**62
 # In a consolidation simulation, a node under its consolidateAfter refusing a pod moving off a
 # candidate. Not kept by the pod classes (no `Hold`): the refusal is the pod's own, by key.
 _HELD_BACK = Refusal("node is under its NodePool's consolidateAfter")
+# `explain` filters with the NodePool's limits, not what is left of them: its line says so.
+_WITHIN_LIMITS_IF_EMPTY = replace(WITHIN_LIMITS, name=f"{WITHIN_LIMITS.name} (if it were empty)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -552,85 +563,61 @@ class Scheduler:
     # ---- explanation ---------------------------------------------------------------------------
     def explain(self, pod: Pod, pools: Sequence[PoolInput]) -> list[PoolExplanation]:
         """NodePool by NodePool, whether a new NodeClaim could take `pod` on its own, and how
-        many instance types survive each of Karpenter's filters (for `gpucap plan --explain`)."""
+        many instance types survive each of the scheduler's filters (for `gpucap plan
+        --explain`): the steps of `filter.SCHEDULER_STEPS`, traced, with the template's
+        taints and requirements checked where `NodeClaim.can_add` checks them."""
         data = pod_data(pod, self.options)
         templates = {t.name: t for t in self.templates}
+        # One table per type list (the pools of a node class share theirs).
+        tables: dict[int, InstanceTypeTable] = {}
         out: list[PoolExplanation] = []
         ordered = sorted(
             pools, key=lambda p: (-p.nodepool.effective_weight, _desc(p.nodepool.name))
         )
         for pool in ordered:
-            name = pool.nodepool.name
-            steps: list[tuple[str, int]] = [("offered by the node class", len(pool.instance_types))]
+            name, weight = pool.nodepool.name, pool.nodepool.effective_weight
+            table = tables.get(id(pool.instance_types))
+            if table is None:
+                table = tables[id(pool.instance_types)] = InstanceTypeTable(pool.instance_types)
+            everything = np.ones(len(table.types), dtype=np.bool_)
             template = templates.get(name)
             if template is None:
-                reason = self.pool_notes.get(name, "static NodePool (replicas set)")
-                out.append(PoolExplanation(name, pool.nodepool.effective_weight, steps, reason))
+                # No template: static, or the NodePool's step left nothing (its note says why).
+                _, head = run_steps(
+                    (NODE_CLASS,), FilterInput(table, Requirements()), everything, trace=True
+                )
+                verdict = self.pool_notes.get(name, "static NodePool (replicas set)")
+                out.append(_explanation(name, weight, head, verdict))
                 continue
-            steps.append(("meet the NodePool's requirements", len(template.instance_types)))
-            taint = untolerated(template.taints, pod.spec.tolerations)
-            if taint is not None:
-                out.append(
-                    PoolExplanation(
-                        name,
-                        pool.nodepool.effective_weight,
-                        steps,
-                        f"did not tolerate taint {format_taint(taint)}",
-                    )
-                )
-                continue
-            err = template.requirements.compatible(data.requirements, ALLOW_UNDEFINED_WELL_KNOWN)
-            if err is not None:
-                out.append(
-                    PoolExplanation(
-                        name,
-                        pool.nodepool.effective_weight,
-                        steps,
-                        f"incompatible requirements, {err}",
-                    )
-                )
-                continue
-            reqs = template.requirements.merge(data.requirements)
-            its = [it for it in template.instance_types if it.requirements.intersects(reqs) is None]
-            steps.append(("meet the pod's requirements", len(its)))
-            causes: list[str] = []
-            if not its:
-                causes = explanation.requirement_causes(template.instance_types, data.requirements)
-            fitting = [
-                it
-                for it in its
-                if any(
-                    it.name in g.instance_types
-                    and fits(add(data.requests, g.overhead), it.allocatable)
-                    for g in template.daemon_groups
-                )
-            ]
-            steps.append(("fit the pod plus DaemonSet overhead", len(fitting)))
-            if its and not fitting:
-                least = min(
-                    (g.overhead for g in template.daemon_groups),
-                    key=lambda o: sum(o.values()),
-                    default={},
-                )
-                causes = explanation.resource_causes(its, add(data.requests, least))
-            offered = [it for it in fitting if it.has_available_offering(reqs)]
-            steps.append(("have an available offering in an allowed zone", len(offered)))
-            if fitting and not offered:
-                causes = explanation.offering_causes(fitting, reqs)
-            limits = pool.nodepool.spec.limits
-            if limits is not None:
-                caps = base_units(limits)
-                within = [
-                    it for it in offered if all(it.capacity.get(k, 0) <= v for k, v in caps.items())
-                ]
-                steps.append(("fit within the NodePool's limits (if it were empty)", len(within)))
-                if offered and not within:
-                    causes = explanation.limit_causes(offered, caps)
-                offered = within
-            verdict = "usable" if offered else "no instance type left"
-            out.append(
-                PoolExplanation(name, pool.nodepool.effective_weight, steps, verdict, causes)
+            pool_input = FilterInput(
+                table, template.requirements, relax_min_values=self.relax_min_values
             )
+            _, head = run_steps(
+                (NODE_CLASS, NODEPOOL_REQUIREMENTS), pool_input, everything, trace=True
+            )
+            refused = template_refusal(template.taints, template.requirements, pod, data)
+            if refused is not None:
+                out.append(_explanation(name, weight, head, str(refused)))
+                continue
+            # The rest over the template's table: the types the NodePool's step kept.
+            assert template.table is not None
+            limits = pool.nodepool.spec.limits
+            pod_input = FilterInput(
+                template.table,
+                template.requirements.merge(data.requirements),
+                pod,
+                template.daemon_groups,
+                data.requests,
+                data.ports,
+                limits=base_units(limits) if limits is not None else None,
+                pod_reqs=data.requirements,
+            )
+            steps = CLAIM_STEPS if limits is None else (*CLAIM_STEPS, _WITHIN_LIMITS_IF_EMPTY)
+            left, tail = run_steps(
+                steps, pod_input, np.ones(len(template.table.types), dtype=np.bool_), trace=True
+            )
+            verdict = "usable" if left.any() else "no instance type left"
+            out.append(_explanation(name, weight, [*head, *tail], verdict))
         return out
 
     # ---- finalisation ------------------------------------------------------------------------
@@ -813,6 +800,16 @@ def _min_daemon_overhead(claim: NodeClaim) -> Resources:
         return {}
     keys = set().union(*overheads)
     return {k: min(o.get(k, 0) for o in overheads) for k in sorted(keys)}
+
+
+def _explanation(
+    nodepool: str, weight: int, trace: Sequence[TracedStep], verdict: str
+) -> PoolExplanation:
+    """A NodePool's explanation from its traced steps: each step's count, and the cause
+    given by the step that left nothing (if one did)."""
+    steps = [(t.name, len(t.kept)) for t in trace]
+    causes = next((t.cause for t in trace if t.cause), [])
+    return PoolExplanation(nodepool, weight, steps, verdict, causes)
 
 
 def _desc(name: str) -> tuple[int, ...]:
