@@ -117,6 +117,10 @@ class _FilterOutcome:
         return f"{text}, {res}"
 
 
+# Nothing requested (read only).
+_NOTHING: Resources = {}
+
+
 def _format_resources(resources: Mapping[str, int]) -> str:
     return "{" + ", ".join(f"{k}={v}" for k, v in format_base_units(resources).items()) + "}"
 
@@ -149,20 +153,19 @@ class FilterInput:
         reqs: Requirements,
         pod: Pod | None = None,
         groups: Sequence[DaemonOverheadGroup] = (),
-        requests: Resources | None = None,
-        ports: tuple[HostPort, ...] | None = None,
-        *,
+        requests: Resources = _NOTHING,
+        ports: tuple[HostPort, ...] = (),
         limits: Resources | None = None,
         pod_reqs: Requirements | None = None,
         relax_min_values: bool = False,
     ) -> None:
+        # Positional and without branches: `filter_options` builds one per pod tried on a
+        # new or planned NodeClaim. `ports` are `pod`'s host ports (the caller has them).
         self.table = table
         self.reqs = reqs
         self.pod = pod
         self.groups = groups
-        self.requests: Resources = requests if requests is not None else {}
-        if ports is None:
-            ports = host_ports(pod) if pod is not None else ()
+        self.requests = requests
         self.ports = ports
         self.limits = limits
         self.pod_reqs = pod_reqs
@@ -196,10 +199,8 @@ class FilterInput:
     def fits(self) -> Mask:
         """The types whose allocatable holds `requests` plus their DaemonSet group's overhead
         (the groups whose host ports clash with the pod's are skipped, as in Karpenter)."""
-        if self._fit is None:
-            self._group_masks()
-        assert self._fit is not None
-        return self._fit
+        fit = self._fit
+        return fit if fit is not None else self._group_masks()
 
     def covered(self) -> Mask:
         """The types of the groups `fits` did not skip (for the outcome's message)."""
@@ -218,7 +219,8 @@ class FilterInput:
             return self.everything()
         return self.table.within(self.limits)[0]
 
-    def _group_masks(self) -> None:
+    def _group_masks(self) -> Mask:
+        """Computes (once) `fits` and `covered`; returns the first."""
         table, pod, ports = self.table, self.pod, self.ports
         covered: Mask | None = None
         fit: Mask | None = None
@@ -240,6 +242,7 @@ class FilterInput:
         if covered is None or fit is None:
             covered = fit = np.zeros(len(table.types), dtype=np.bool_)
         self._covered, self._fit = covered, fit
+        return fit
 
     # ---- why a step left nothing (`FilterStep.why_none`) ------------------------------------
     def why_not_nodepool(self, types: Sequence[InstanceType]) -> list[str]:
@@ -338,25 +341,37 @@ def run_steps(
 ) -> tuple[Mask, Sequence[TracedStep]]:
     """The options of `inp.table` (`options`, a mask) that every step keeps (a new mask), and
     with `trace` what each step did (`TracedStep`, in order; nothing without it)."""
+    if trace:
+        return _traced(steps, inp, options)
     remaining: Mask | None = None
+    for step in steps:
+        if remaining is None:
+            # The first step's: a new mask (`options` and the steps' masks may be shared),
+            # narrowed in place by the others.
+            remaining = options & step.keep(inp)
+        else:
+            remaining &= step.keep(inp)
+    if remaining is None:
+        remaining = options.copy()
+    return remaining, _NO_TRACE
+
+
+def _traced(
+    steps: Sequence[FilterStep], inp: FilterInput, options: Mask
+) -> tuple[Mask, list[TracedStep]]:
+    """`run_steps` with `trace`: the same masks, each step's kept and rejected types noted."""
+    table = inp.table
+    remaining = options.copy()
     traced: list[TracedStep] = []
     for step in steps:
         kept = step.keep(inp)
-        if trace:
-            before = options if remaining is None else remaining
-            after = before & kept
-            types = inp.table.types_of(before)
-            left = inp.table.types_of(after)
-            cause = step.why_none(inp, types) if types and not left else []
-            traced.append(TracedStep(step.name, left, inp.table.types_of(before & ~kept), cause))
-            remaining = after
-        elif remaining is None:
-            remaining = options & kept  # the first step's: a new mask, narrowed in place after
-        else:
-            remaining &= kept
-    if remaining is None:
-        remaining = options.copy()
-    return remaining, (traced if trace else _NO_TRACE)
+        after = remaining & kept
+        types = table.types_of(remaining)
+        left = table.types_of(after)
+        cause = step.why_none(inp, types) if types and not left else []
+        traced.append(TracedStep(step.name, left, table.types_of(remaining & ~kept), cause))
+        remaining = after
+    return remaining, traced
 
 
 def filter_options(  # noqa: PLR0917 - mirrors filterInstanceTypesByRequirements
@@ -374,6 +389,8 @@ def filter_options(  # noqa: PLR0917 - mirrors filterInstanceTypesByRequirements
     options `CLAIM_STEPS` keep (they intersect `reqs`, fit `total_requests` plus their
     DaemonSet group's overhead, and have an allowed available offering), then the minValues
     check. `ports`: `pod`'s host ports when the caller has them (read from `pod` otherwise)."""
+    if ports is None:
+        ports = host_ports(pod) if pod is not None else ()
     inp = FilterInput(table, reqs, pod, groups, total_requests, ports)
     remaining, _ = run_steps(CLAIM_STEPS, inp, options)
     outcome = _FilterOutcome()
