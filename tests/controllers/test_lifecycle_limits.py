@@ -87,7 +87,8 @@ def test_the_gpu_limit_overruns_while_nodes_come_up_and_stops_once_they_initiali
     assert f.gpus() == 6
     assert f.cluster.nodepool_exceeded("gpu") == []
     (refused,) = results.pod_errors.values()
-    assert TYPES_EXCEED_LIMITS in refused  # the seventh GPU
+    assert TYPES_EXCEED_LIMITS in str(refused)  # the seventh GPU
+    assert refused.limited_pools() == {"gpu"}
     # They initialize, time-sliced 4 ways: the pool now counts 24 GPUs against its 6.
     f.initialize(*claims(f))
     assert f.gpus() == 24
@@ -98,7 +99,8 @@ def test_the_gpu_limit_overruns_while_nodes_come_up_and_stops_once_they_initiali
     results = f.batch()
     assert results.new_node_claims == []
     assert len(results.pod_errors) == 2
-    assert all(TYPES_EXCEED_LIMITS in e for e in results.pod_errors.values())
+    assert all(TYPES_EXCEED_LIMITS in str(e) for e in results.pod_errors.values())
+    assert results.limited_pools() == ["gpu"]
     assert len(claims(f)) == 6
 
 

@@ -131,3 +131,8 @@ def run(
     return solve(
         objs.pods, pools, state_nodes=state_nodes, daemonsets=objs.daemonsets, options=options
     )
+
+
+def reasons(results: Results) -> dict[str, str]:
+    """The pending pods' reasons as printed (`str` of each `PodError`)."""
+    return {key: str(error) for key, error in results.pod_errors.items()}

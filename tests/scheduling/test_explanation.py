@@ -1,9 +1,13 @@
-"""scheduling/explanation.py: the cause named when a filter of `plan --explain` leaves nothing."""
+"""scheduling/explanation.py and `Scheduler.explain`: the cause named when a filter of
+`plan --explain` leaves nothing."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
+from gpucap.apis.serde import load_text
 from gpucap.scheduling.explanation import (
     limit_causes,
     offering_causes,
@@ -11,7 +15,9 @@ from gpucap.scheduling.explanation import (
     resource_causes,
 )
 from gpucap.scheduling.requirements import Requirement, Requirements
-from tests.scheduling.builders import CPU_TYPES, GIB, GPU_TYPES, instance_type
+from gpucap.scheduling.scheduler import PoolInput, Scheduler
+from tests.builders import daemonset, pod, to_yaml
+from tests.scheduling.builders import CPU_TYPES, GIB, GPU_TYPES, cpu_pool, instance_type
 
 GPU_NAME = "karpenter.k8s.aws/instance-gpu-name"
 FAMILY = "karpenter.k8s.aws/instance-family"
@@ -116,3 +122,33 @@ def test_limits_that_only_fail_together_say_so() -> None:
     assert limit_causes(types, {"cpu": 3000, "nvidia.com/gpu": 0}) == [
         "each instance type is within some limits, but none within all of them"
     ]
+
+
+def _with_host_port(doc: dict[str, Any]) -> dict[str, Any]:
+    spec = doc["spec"]["template"]["spec"] if doc["kind"] == "DaemonSet" else doc["spec"]
+    spec["containers"][0]["ports"] = [{"containerPort": 9100, "hostPort": 9100}]
+    return doc
+
+
+def test_explain_names_the_daemonset_pod_that_holds_the_pods_host_port() -> None:
+    # The scheduler refuses the pod on every type (the DaemonSet pod runs on each and holds
+    # port 9100); explain's fit step runs the same filter, so it says so rather than "usable".
+    docs = [cpu_pool(), _with_host_port(daemonset("exporter")), _with_host_port(pod("p"))]
+    loaded = load_text(to_yaml(*docs), "t.yaml").objects
+    pools = [PoolInput(np, CPU_TYPES) for np in loaded.nodepools]
+    scheduler = Scheduler(pools, daemonsets=loaded.daemonsets, pending_pods=loaded.pods)
+    (the_pod,) = loaded.pods
+    assert scheduler.solve(loaded.pods).pod_errors
+    (explained,) = scheduler.explain(the_pod, pools)
+    assert explained.steps == [
+        ("offered by the node class", 3),
+        ("meet the NodePool's requirements", 3),
+        ("meet the pod's requirements", 3),
+        ("fit the pod plus DaemonSet overhead", 0),
+        ("have an available offering in an allowed zone", 0),
+        ("fit within the NodePool's limits (if it were empty)", 0),
+    ]
+    assert explained.verdict == "no instance type left"
+    (cause,) = explained.causes
+    assert cause.startswith("pod hostport conflicts with existing hostport configuration")
+    assert "9100/TCP used by kube-system/exporter" in cause

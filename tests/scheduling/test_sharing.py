@@ -242,7 +242,7 @@ def test_a_pod_no_pool_can_take_names_every_pool_and_why() -> None:
     objs = load_text(to_yaml(*docs), "t.yaml").objects
     types = [it for it in GPU_TYPES if it.name == "g5.12xlarge"]
     results = solve(objs.pods, [PoolInput(np, types) for np in objs.nodepools])
-    message = results.pod_errors["default/big"]
+    message = str(results.pod_errors["default/big"])
     assert message.startswith('nodepool "b": ') or message.startswith('nodepool "a": ')
     assert f'nodepool "a": {refusal.TYPES_EXCEED_LIMITS}' in message
     assert 'nodepool "b": no instance type' in message

@@ -15,6 +15,7 @@ from tests.scheduling.builders import (
     gpu_pool,
     instance_type,
     load_models,
+    reasons,
     run,
 )
 
@@ -34,7 +35,7 @@ def test_gpu_pod_without_toleration_is_unschedulable_on_a_pool_with_another_tain
     pool = edit(gpu_pool(), "spec.template.spec.taints", taints)
     result = run([pool, pod("p", gpu=1)], GPU_TYPES)
     assert result.new_node_claims == []
-    assert result.pod_errors == {
+    assert reasons(result) == {
         "default/p": 'nodepool "gpu": did not tolerate taint dedicated=ml:NoSchedule'
     }
 
@@ -53,9 +54,10 @@ def test_limits_of_six_gpus_stop_the_seventh_single_gpu_pod() -> None:
     pods = [gpu_pod(f"p{i}", cpu="3") for i in range(7)]  # one pod per 4-vCPU node
     result = run([pool, *pods], GPU_TYPES)
     assert len(result.new_node_claims) == 6
-    assert list(result.pod_errors.values()) == [
+    assert list(reasons(result).values()) == [
         'nodepool "gpu": all available instance types exceed limits for nodepool'
     ]
+    assert result.limited_pools() == ["gpu"]
 
 
 ONE_PER_NODE = {
@@ -81,9 +83,10 @@ def test_limits_subtract_the_largest_option_of_each_new_node_pessimistically() -
         ["g5.2xlarge", "g5.xlarge"],
         ["g5.2xlarge", "g5.xlarge"],
     ]
-    assert list(result.pod_errors.values()) == [
+    assert list(reasons(result).values()) == [
         'nodepool "gpu": all available instance types exceed limits for nodepool'
     ]
+    assert result.limited_pools() == ["gpu"]
 
 
 def test_a_node_time_sliced_four_ways_uses_four_of_the_limit() -> None:
@@ -108,7 +111,7 @@ def test_instance_gpu_count_in_one_rejects_a_two_gpu_pod() -> None:
     pool = edit(gpu_pool(), REQS, [GPU_COUNT_1])
     result = run([pool, gpu_pod("big", gpus=2)], GPU_TYPES)
     assert result.new_node_claims == []
-    assert result.pod_errors["default/big"].startswith(
+    assert reasons(result)["default/big"].startswith(
         'nodepool "gpu": no instance type has enough resources'
     )
 
@@ -184,7 +187,7 @@ def test_a_pool_whose_types_cannot_meet_min_values_is_skipped() -> None:
         "default": "skipping, nodepool minValues requirement is not met for label(s) "
         "(label(s)=[karpenter.k8s.aws/instance-family])"
     }
-    assert result.pod_errors == {
+    assert reasons(result) == {
         "default/p": "nodepool requirements filtered out all available instance types"
     }
 
@@ -195,7 +198,7 @@ def test_min_values_fails_the_claim_when_the_pod_narrows_it_below_the_minimum() 
     narrow = pod("p", cpu="3", nodeSelector={"karpenter.k8s.aws/instance-family": "m5"})
     result = run([edit(cpu_pool(), REQS, [req]), narrow], types)
     assert result.new_node_claims == []
-    assert result.pod_errors["default/p"].startswith(
+    assert reasons(result)["default/p"].startswith(
         'nodepool "default": minValues requirement is not met for label(s) '
         "(label(s)=[karpenter.k8s.aws/instance-family])"
     )
@@ -360,7 +363,7 @@ def test_do_not_schedule_spread_leaves_a_pod_pending_rather_than_exceed_max_skew
     dep = deployment("web", replicas=3, topologySpreadConstraints=spread)
     result = run([pool, dep], CPU_TYPES, state_nodes=(node,))
     assert sum(len(c.pods) for c in result.new_node_claims) == 2
-    (reason,) = result.pod_errors.values()
+    (reason,) = reasons(result).values()
     assert reason.startswith(
         'nodepool "default": unsatisfiable topology constraint for topology spread, '
         "key=topology.kubernetes.io/zone"
@@ -398,14 +401,14 @@ def test_a_pod_opting_out_with_nodepool_does_not_exist_is_ignored() -> None:
 def test_a_pod_selecting_a_hostname_is_not_provisioned_for() -> None:
     result = run([cpu_pool(), pod("p", nodeSelector={"kubernetes.io/hostname": "ip-1"})], CPU_TYPES)
     assert result.new_node_claims == []
-    assert result.pod_errors == {
+    assert reasons(result) == {
         "default/p": 'invalid node selector or affinity: label "kubernetes.io/hostname" is restricted'
     }
 
 
 def test_custom_label_selected_by_a_pod_must_be_defined_by_the_nodepool() -> None:
     result = run([cpu_pool(), pod("p", nodeSelector={"company.com/team": "ml"})], CPU_TYPES)
-    assert result.pod_errors["default/p"] == (
+    assert reasons(result)["default/p"] == (
         'nodepool "default": incompatible requirements, label "company.com/team" does not have '
         'known values (typo of "team"?)'
     )

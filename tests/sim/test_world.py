@@ -16,7 +16,6 @@ from gpucap.apis.serde import load_paths
 from gpucap.cloudprovider.aws.instancetype.catalog import Catalog, load_catalog
 from gpucap.operator.plan import plan
 from gpucap.sim.kubelet import image_pull_seconds, pull_bounds
-from gpucap.sim.podcontroller import PodController
 from gpucap.sim.recorder import Event
 from gpucap.sim.scenario import LoadedScenario, ScenarioError, load_scenario
 from gpucap.sim.world import SimulationResult, simulate
@@ -272,13 +271,28 @@ def test_at_latest_plus_a_release_rolls_the_fleet_one_node_at_a_time_by_drift() 
     assert all(e.get("decision") == "replace" for e in drifted)
 
 
-def test_limit_reasons_name_only_the_nodepools_whose_limits_stopped_the_pod() -> None:
-    reason = (
-        'nodepool "gpu": all available instance types exceed limits for nodepool; '
-        'nodepool "gpu-small": incompatible requirements; '
-        'nodepool "cpu": node limits have been exhausted for nodepool'
+def test_a_limit_of_gpu_small_is_not_blamed_on_gpu(tmp_path: Path) -> None:
+    # `gpu-small` (the story's pool, renamed) stops the seventh pod with its limit of 6 GPUs;
+    # `gpu`, a prefix of its name, refuses every pod for a taint they do not tolerate. The
+    # pod's reason names both; only `gpu-small` reached its limit (commit e0ac8fb: a
+    # substring test on the reason blamed `gpu` too).
+    folder = tmp_path / "prefix"
+    shutil.copytree(STORIES, folder)
+    small = (folder / "nodepool.yaml").read_text().replace("name: gpu\n", "name: gpu-small\n")
+    tainted = (
+        (folder / "nodepool.yaml")
+        .read_text()
+        .replace("value: present", "value: reserved")
+        .replace("key: nvidia.com/gpu, value", "key: dedicated, value")
     )
-    assert PodController._pools_at_limit(reason) == ["cpu", "gpu"]
+    (folder / "nodepool.yaml").write_text(f"{small}\n---\n{tainted}")
+    result = simulate(_load(folder / "limits.yaml"), _catalog())
+    assert len(launches(result)) == 6
+    (limit,) = of_type(result, "LimitReached")
+    assert limit.get("nodePool") == "gpu-small"
+    (pending,) = result.summary.get("pendingAtEnd")
+    assert 'nodepool "gpu": did not tolerate taint dedicated=reserved' in pending["reason"]
+    assert 'nodepool "gpu-small": all available instance types exceed limits' in pending["reason"]
 
 
 def test_scaling_past_the_pod_limit_of_a_run_is_one_line_naming_the_event(

@@ -1,12 +1,13 @@
 """Why a filter of `Scheduler.explain` left no instance type: one line per cause.
 
 Karpenter's own messages say that nothing was left ("no instance type met all requirements")
-but not what ruled the types out. `Scheduler.explain` (behind `gpucap plan --explain`) counts the
-types surviving each filter; when a filter empties the list, these functions name the cause from
-what the previous filter let through: the pod requirement no type has a value for (with the
-values the types do have), the resource larger than any type's allocatable, the zones and
-capacity types that have offerings, the limit below the smallest type. This goes further than
-Karpenter on purpose (docs/design.md). `PoolExplanation` is the answer per NodePool, which
+but not what ruled the types out. `Scheduler.explain` (behind `gpucap plan --explain`) traces the
+scheduler's filter steps (`filter.py`), counting the types surviving each; when a step empties
+the list, these functions (the steps' `why_none`) name the cause from what the earlier steps let
+through: the pod requirement no type has a value for (with the values the types do have), the
+resource larger than any type's allocatable, the zones and capacity types that have offerings,
+the limit below the smallest type. This goes further than Karpenter on purpose
+(docs/design.md). `PoolExplanation` is the answer per NodePool, which
 `plan --explain` renders (`cli/render.py`, `report/plan.py`).
 """
 

@@ -15,20 +15,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from gpucap.apis.core import Pod
+from gpucap.apis.core import Pod, Taint
 from gpucap.apis.labels import HOSTNAME
 from gpucap.scheduling.filter import filter_options
 from gpucap.scheduling.instancetypes import InstanceType, InstanceTypeTable, Mask
 from gpucap.scheduling.nodeclaimtemplate import DaemonOverheadGroup, NodeClaimTemplate
 from gpucap.scheduling.podclasses import PERMANENT, TARGET, Hold
 from gpucap.scheduling.poddata import PodData
-from gpucap.scheduling.refusal import SchedulingError
+from gpucap.scheduling.refusal import Refusal, SchedulingError
 from gpucap.scheduling.requirements import ALLOW_UNDEFINED_WELL_KNOWN, Requirements
 from gpucap.scheduling.resources import Resources, add
 from gpucap.scheduling.taints import format_taint, untolerated
 from gpucap.scheduling.topology import Topology, TopologyError
 
-__all__ = ["NodeClaim"]
+__all__ = ["NodeClaim", "template_refusal"]
 
 _INT64_MAX = 2**63 - 1  # `InstanceTypeTable.fits` compares requests capped here
 
@@ -102,15 +102,11 @@ class NodeClaim:
     ) -> tuple[Requirements, Mask]:
         """Whether `pod` fits; returns the narrowed requirements and options, or raises (with
         the reason's `Hold` for the pod classes, see `podclasses.py`)."""
-        taint = untolerated(self.template.taints, pod.spec.tolerations)
-        if taint is not None:
-            raise SchedulingError(
-                lambda: f"did not tolerate taint {format_taint(taint)}", PERMANENT
-            )
-        if not self.requirements.is_compatible(data.requirements, ALLOW_UNDEFINED_WELL_KNOWN):
-            # (The message, only built on a refusal, says why.)
-            err = self.requirements.compatible(data.requirements, ALLOW_UNDEFINED_WELL_KNOWN)
-            raise SchedulingError(lambda: f"incompatible requirements, {err}", TARGET)
+        refused = template_refusal(self.template.taints, self.requirements, pod, data)
+        if refused is not None:
+            # Built as it is raised: an exception kept in a local of this frame would form a
+            # cycle with its traceback (garbage only the collector frees; see loop.py).
+            raise refused.error()
         reqs = self.requirements.merge(data.requirements)
         try:
             topo = topology.add_requirements(
@@ -176,3 +172,20 @@ class NodeClaim:
         ports = data.ports
         for group in self.daemon_groups:
             group.host_ports.add(pod, ports)
+
+
+def template_refusal(
+    taints: tuple[Taint, ...], requirements: Requirements, pod: Pod, data: PodData
+) -> Refusal | None:
+    """Why a NodeClaim with `taints` and `requirements` refuses `pod` before its instance
+    types are looked at (the first checks of Karpenter's `NodeClaim.CanAdd`): a taint the pod
+    does not tolerate, or requirements that cannot meet the pod's; None when neither. Read by
+    `NodeClaim.can_add` and by `Scheduler.explain` for a NodePool's template."""
+    taint = untolerated(taints, pod.spec.tolerations)
+    if taint is not None:
+        return Refusal(lambda: f"did not tolerate taint {format_taint(taint)}", PERMANENT)
+    if not requirements.is_compatible(data.requirements, ALLOW_UNDEFINED_WELL_KNOWN):
+        # (The message, only built on a refusal, says why.)
+        err = requirements.compatible(data.requirements, ALLOW_UNDEFINED_WELL_KNOWN)
+        return Refusal(lambda: f"incompatible requirements, {err}", TARGET)
+    return None

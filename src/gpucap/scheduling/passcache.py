@@ -20,15 +20,13 @@ import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from gpucap.apis.core import Pod, Taint
 from gpucap.apis.labels import HOSTNAME
 from gpucap.apis.nodepool import NodePool
 from gpucap.apis.workloads import DaemonSet
 from gpucap.runtime.memo import IdentityMemo
 from gpucap.scheduling.existingnode import StateNode
-from gpucap.scheduling.filter import filter_options
+from gpucap.scheduling.filter import nodepool_types
 from gpucap.scheduling.hostports import HostPort, HostPortUsage, host_ports
 from gpucap.scheduling.instancetypes import InstanceType, InstanceTypeTable, Mask
 from gpucap.scheduling.nodeclaimtemplate import (
@@ -322,16 +320,7 @@ class PassCache:
         hit = self.pool_types.get(key)
         if hit is not None and hit[0] is base_table:
             return hit[1]
-        everything = [DaemonOverheadGroup(frozenset(), {}, HostPortUsage(), all_types)]
-        mask, _, outcome = filter_options(
-            base_table,
-            np.ones(len(base_table.types), dtype=np.bool_),
-            reqs,
-            None,
-            everything,
-            {},
-            relax_min_values=relax_min_values,
-        )
+        mask, outcome = nodepool_types(base_table, reqs, relax_min_values, all_types)
         out: tuple[bytes, tuple[InstanceType, ...]] | str
         if not mask.any():
             out = outcome.min_values_error or "requirements filtered out all instance types"

@@ -8,6 +8,13 @@ with the wording Karpenter uses where it has one; `Refusal` is the same answer r
 of raised, on the hot path where most tries fail and no one reads their messages. Both carry
 the reason's `Hold` for the pod classes (`podclasses.py`).
 
+`PodError` is what a pod's entry in `Results.pod_errors` holds: the text Karpenter prints and,
+beside it, what the readers act on (the `Cause`, and the NodePool it is about). Karpenter's
+readers do the same with typed Go errors (`IsReservedOfferingError`, `IsDRAError`, the
+`NodePool` key `serrors.Wrap` attaches to the limit errors in `addToNewNodeClaim`), never by
+reading the message back: a substring test on the message would blame NodePool `gpu` for a
+limit of `gpu-small`.
+
 The bottom of the scheduler's vocabulary (with `poddata.py` and `options.py`): the scheduler,
 its targets (`existingnode.py`, `nodeclaim.py`) and the provisioner read it; it imports none
 of them.
@@ -15,7 +22,9 @@ of them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import enum
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
 from gpucap.scheduling.podclasses import Hold
 
@@ -24,6 +33,8 @@ __all__ = [
     "NO_DYNAMIC_NODEPOOLS",
     "NO_TEMPLATES",
     "TYPES_EXCEED_LIMITS",
+    "Cause",
+    "PodError",
     "Refusal",
     "SchedulingError",
 ]
@@ -39,6 +50,77 @@ NODE_LIMITS_EXHAUSTED = "node limits have been exhausted for nodepool"
 TYPES_EXCEED_LIMITS = "all available instance types exceed limits for nodepool"
 
 
+class Cause(enum.Enum):
+    """What kind of reason a `PodError` gives (what its readers tell apart)."""
+
+    # `validate_pod`: Karpenter does not consider the pod at all (provisioner.go `Validate`).
+    INVALID_POD = "invalid pod"
+    NO_DYNAMIC_NODEPOOLS = "no dynamic NodePool"
+    NO_TEMPLATES = "no NodePool kept an instance type"
+    # A NodePool's limits: no NodeClaim left, or every instance type above what is left.
+    NODE_LIMITS_EXHAUSTED = "node limits exhausted"
+    TYPES_EXCEED_LIMITS = "instance types exceed limits"
+    # A new NodeClaim of the NodePool refused the pod (`NodeClaim.CanAdd`: taints,
+    # requirements, topology, the instance-type filter).
+    INCOMPATIBLE = "incompatible"
+    # The NodeClaim the pod was planned on lost it when finalized (`Solve`'s minValues check).
+    MIN_VALUES = "minValues not met"
+    # Every NodePool refused: one part per NodePool (`multierr.Combine` in `addToNewNodeClaim`).
+    NODEPOOLS = "every NodePool refused"
+
+
+# The causes that are a NodePool's limits (the `LimitReached` event, plan's --passes note).
+_LIMITS = frozenset({Cause.NODE_LIMITS_EXHAUSTED, Cause.TYPES_EXCEED_LIMITS})
+# The fixed wording of the causes that have one.
+_TEXT = {
+    Cause.NO_DYNAMIC_NODEPOOLS: NO_DYNAMIC_NODEPOOLS,
+    Cause.NO_TEMPLATES: NO_TEMPLATES,
+    Cause.NODE_LIMITS_EXHAUSTED: NODE_LIMITS_EXHAUSTED,
+    Cause.TYPES_EXCEED_LIMITS: TYPES_EXCEED_LIMITS,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PodError:
+    """Why a pod did not schedule (its entry in `Results.pod_errors`): `str()` is the text
+    Karpenter prints, `cause` and `nodepool` (None: about no single NodePool) are what callers
+    read. A `Cause.NODEPOOLS` error holds one part per NodePool tried, in the order tried;
+    its text joins theirs as `nodepool "NAME": why` with "; " (multierr's separator)."""
+
+    nodepool: str | None
+    cause: Cause
+    text: str
+    parts: tuple[PodError, ...] = ()
+
+    def __str__(self) -> str:
+        return self.text
+
+    @classmethod
+    def of(cls, cause: Cause, nodepool: str | None = None) -> PodError:
+        """An error whose cause has a fixed wording (the limits, no NodePool)."""
+        return cls(nodepool, cause, _TEXT[cause])
+
+    @classmethod
+    def of_nodepools(cls, parts: Sequence[PodError]) -> PodError:
+        """Every NodePool refused the pod, each for its own reason (`parts`, in order)."""
+        text = "; ".join(f'nodepool "{p.nodepool}": {p.text}' for p in parts)
+        return cls(None, Cause.NODEPOOLS, text, tuple(parts))
+
+    def limited_pools(self) -> frozenset[str]:
+        """The NodePools whose limits stopped the pod (in any part)."""
+        return frozenset(
+            e.nodepool for e in (self, *self.parts) if e.cause in _LIMITS and e.nodepool is not None
+        )
+
+
+def limited_pools(errors: Iterable[PodError]) -> list[str]:
+    """The NodePools whose limits stopped any of `errors`' pods, sorted."""
+    out: set[str] = set()
+    for error in errors:
+        out |= error.limited_pools()
+    return sorted(out)
+
+
 class SchedulingError(Exception):
     """A pod cannot go where it was tried; the message is Karpenter's wording where it has one.
 
@@ -46,19 +128,33 @@ class SchedulingError(Exception):
     not fitting one of many planned nodes, and their messages are never shown.
     """
 
-    def __init__(self, message: str | Exception | Callable[[], str], hold: Hold = None) -> None:
+    def __init__(
+        self,
+        message: str | Exception | PodError | Callable[[], str],
+        hold: Hold = None,
+        *,
+        cause: Cause = Cause.INCOMPATIBLE,
+    ) -> None:
         super().__init__()
         self._message = message
         # Why the target refused, for the pod classes (`podclasses.py`); None: not kept.
         self.hold = hold
+        self.cause = cause
 
     def __str__(self) -> str:
         m = self._message
         if isinstance(m, str):
             return m
-        if isinstance(m, Exception):
+        if isinstance(m, Exception | PodError):
             return str(m)
         return m()
+
+    def pod_error(self, nodepool: str | None = None) -> PodError:
+        """This error as a pod's `PodError` (about `nodepool`, when it is one NodePool's)."""
+        m = self._message
+        if isinstance(m, PodError):
+            return m
+        return PodError(nodepool, self.cause, str(self))
 
 
 class Refusal:

@@ -26,8 +26,8 @@ from __future__ import annotations
 import bisect
 import datetime as dt
 from collections import deque
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -37,15 +37,25 @@ from gpucap.apis.labels import CAPACITY_TYPE, HOSTNAME, INSTANCE_TYPE, NODEPOOL,
 from gpucap.apis.nodepool import NodePool
 from gpucap.apis.quantity import base_units
 from gpucap.apis.workloads import DaemonSet
-from gpucap.scheduling import explanation, preferences
+from gpucap.scheduling import preferences
 from gpucap.scheduling.existingnode import ExistingNode, StateNode
 from gpucap.scheduling.explanation import PoolExplanation
+from gpucap.scheduling.filter import (
+    CLAIM_STEPS,
+    NODE_CLASS,
+    NODEPOOL_REQUIREMENTS,
+    WITHIN_LIMITS,
+    FilterInput,
+    TracedStep,
+    run_steps,
+)
 from gpucap.scheduling.instancetypes import (
     InstanceType,
+    InstanceTypeTable,
     Mask,
     satisfies_min_values,
 )
-from gpucap.scheduling.nodeclaim import NodeClaim
+from gpucap.scheduling.nodeclaim import NodeClaim, template_refusal
 from gpucap.scheduling.nodeclaimtemplate import (
     DaemonOverheadGroup,
     NodeClaimTemplate,
@@ -56,16 +66,16 @@ from gpucap.scheduling.passcache import ENTRY_ORDER, NodeEntry, PassCache
 from gpucap.scheduling.podclasses import PERMANENT, Hold, Refusals, class_key
 from gpucap.scheduling.poddata import PodData, pod_data, pod_requirements, validate_pod
 from gpucap.scheduling.refusal import (
-    NO_DYNAMIC_NODEPOOLS,
-    NO_TEMPLATES,
     NODE_LIMITS_EXHAUSTED,
     TYPES_EXCEED_LIMITS,
+    Cause,
+    PodError,
     Refusal,
     SchedulingError,
+    limited_pools,
 )
-from gpucap.scheduling.requirements import ALLOW_UNDEFINED_WELL_KNOWN, Requirement, Requirements
+from gpucap.scheduling.requirements import Requirement, Requirements
 from gpucap.scheduling.resources import Resources, add, fits
-from gpucap.scheduling.taints import format_taint, untolerated
 from gpucap.scheduling.topology import CountedPod, Topology, has_anti_affinity
 
 __all__ = ["PoolInput", "Results", "Scheduler", "solve"]
@@ -80,6 +90,8 @@ _ROOM_BOUND = 2**62
 # In a consolidation simulation, a node under its consolidateAfter refusing a pod moving off a
 # candidate. Not kept by the pod classes (no `Hold`): the refusal is the pod's own, by key.
 _HELD_BACK = Refusal("node is under its NodePool's consolidateAfter")
+# `explain` filters with the NodePool's limits, not what is left of them: its line says so.
+_WITHIN_LIMITS_IF_EMPTY = replace(WITHIN_LIMITS, name=f"{WITHIN_LIMITS.name} (if it were empty)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +108,7 @@ class Results:
 
     new_node_claims: list[NodeClaim]
     existing_nodes: list[ExistingNode]
-    pod_errors: dict[str, str]  # pod key -> reason, for pods that did not schedule
+    pod_errors: dict[str, PodError]  # pod key -> why, for pods that did not schedule
     pool_notes: dict[str, str]  # NodePool -> why it took no part (no compatible instance type)
     pods: dict[str, Pod]  # pod key -> pod, every pod considered
     # The solve stopped once it planned more NodeClaims than its caller allowed (`solve`'s
@@ -105,6 +117,14 @@ class Results:
 
     def pods_on_existing_nodes(self) -> dict[str, list[str]]:
         return {n.name: [p.key for p in n.pods] for n in self.existing_nodes if n.pods}
+
+    def limited_pools(self, keys: Iterable[str] | None = None) -> list[str]:
+        """The NodePools whose limits stopped a pod that did not schedule (of `keys` only,
+        when given), sorted: read from the errors' causes, never from their text."""
+        errors = self.pod_errors
+        if keys is None:
+            return limited_pools(errors.values())
+        return limited_pools(errors[k] for k in keys if k in errors)
 
 
 class Scheduler:
@@ -195,6 +215,7 @@ class Scheduler:
         self._pod_data: dict[str, PodData] = {}
         # NodePool -> (its remaining limits, the types within them, whether any is)
         self._within: dict[str, tuple[Resources, Mask, bool]] = {}
+        self._limit_errors: dict[tuple[str, Cause], PodError] = {}
 
     # ---- the main loop -----------------------------------------------------------------------
     def solve(self, pods: Sequence[Pod], *, stop_past: int | None = None) -> Results:
@@ -210,7 +231,7 @@ class Scheduler:
             and any(t.requirements.has_min_values() for t in self.templates)
         ):
             stop_past = None
-        errors: dict[str, str] = {}
+        errors: dict[str, PodError] = {}
         considered: dict[str, Pod] = {}
         # Each pod with its key, computed once (a relaxed copy keeps the pod's metadata, so
         # its key too).
@@ -219,9 +240,9 @@ class Scheduler:
         for i, pod in enumerate(pods):
             key = pod.key
             considered[key] = pod
-            reason = validate_pod(pod)
-            if reason is not None:
-                errors[key] = reason
+            invalid = validate_pod(pod)
+            if invalid is not None:
+                errors[key] = PodError(None, Cause.INVALID_POD, invalid)
                 continue
             if _DOES_NOT_EXIST_NODEPOOL in pod_requirements(pod).values():
                 continue  # the pod opted out of Karpenter: ignored silently
@@ -240,8 +261,8 @@ class Scheduler:
             if last_len.get(key) == len(queue):
                 break  # a full cycle without progress
             queue.popleft()
-            reason = self._try_schedule(pod, key)
-            if reason is None:
+            error = self._try_schedule(pod, key)
+            if error is None:
                 errors.pop(key, None)
                 if stop_past is not None and len(self.new_node_claims) > stop_past:
                     return Results(
@@ -253,7 +274,7 @@ class Scheduler:
                         stopped=True,
                     )
                 continue
-            errors[key] = reason
+            errors[key] = error
             self._update(pod, key)
             queue.append((pod, key))
             last_len[key] = len(queue)
@@ -277,7 +298,7 @@ class Scheduler:
         self.topology.update(pod)
         self._pod_data[key] = pod_data(pod, self.options)
 
-    def _try_schedule(self, pod: Pod, key: str) -> str | None:
+    def _try_schedule(self, pod: Pod, key: str) -> PodError | None:
         current = pod
         while True:
             try:
@@ -288,7 +309,7 @@ class Scheduler:
                     current, tolerate_prefer_no_schedule_taints=self.tolerate_prefer_no_schedule
                 )
                 if relaxed is None:
-                    return str(err)
+                    return err.pod_error()
                 current = relaxed
                 self._update(current, key)
 
@@ -385,22 +406,23 @@ class Scheduler:
             if placed:
                 return
         if not self.templates:
-            raise SchedulingError(NO_TEMPLATES if self.dynamic_pools else NO_DYNAMIC_NODEPOOLS)
-        errors: list[tuple[str, str]] = []
+            none = Cause.NO_TEMPLATES if self.dynamic_pools else Cause.NO_DYNAMIC_NODEPOOLS
+            raise SchedulingError(PodError.of(none))
+        errors: list[PodError] = []
         for template in self.templates:
             # A pool out of limits refuses every pod until one of its claims changes them:
             # answered from the memo, without building a claim (pods x pools otherwise).
             full = self._limits_exhausted(template)
             if full is not None:
-                errors.append((template.name, full))
+                errors.append(full)
                 continue
             try:
                 self._add_to_new_node_claim(template, pod, data)
                 return
             except SchedulingError as err:
                 # Formatted now: a topology message reads counts that later pods change.
-                errors.append((template.name, str(err)))
-        raise SchedulingError(lambda: "; ".join(f'nodepool "{n}": {e}' for n, e in errors))
+                errors.append(err.pod_error(template.name))
+        raise SchedulingError(PodError.of_nodepools(errors))
 
     def _try_claim(
         self, claim: NodeClaim, pod: Pod, data: PodData, refusals: Refusals | None
@@ -444,16 +466,22 @@ class Scheduler:
             cached = self._within[template.name] = (remaining, within, some)
         return cached[1], cached[2]
 
-    def _limits_exhausted(self, template: NodeClaimTemplate) -> str | None:
+    def _limits_exhausted(self, template: NodeClaimTemplate) -> PodError | None:
         """Why the pool's limits refuse any new NodeClaim (None when they do not)."""
         remaining = self.remaining_resources.get(template.name)
         if remaining is None:
             return None
         if remaining.get("nodes") == 0 and "nodes" in remaining:
-            return NODE_LIMITS_EXHAUSTED
-        if not self._within_limits(template, remaining)[1]:
-            return TYPES_EXCEED_LIMITS
-        return None
+            cause = Cause.NODE_LIMITS_EXHAUSTED
+        elif not self._within_limits(template, remaining)[1]:
+            cause = Cause.TYPES_EXCEED_LIMITS
+        else:
+            return None
+        # One value per pool and cause (it is immutable): pods x pools otherwise.
+        error = self._limit_errors.get((template.name, cause))
+        if error is None:
+            error = self._limit_errors[template.name, cause] = PodError.of(cause, template.name)
+        return error
 
     def _widen_room(self, count: int, claim: NodeClaim) -> None:
         """Raise bucket `count`'s room to cover `claim`, which is joining it with its pods."""
@@ -492,10 +520,10 @@ class Scheduler:
         remaining = self.remaining_resources.get(template.name)
         if remaining is not None:
             if remaining.get("nodes") == 0 and "nodes" in remaining:
-                raise SchedulingError(NODE_LIMITS_EXHAUSTED)
+                raise SchedulingError(NODE_LIMITS_EXHAUSTED, cause=Cause.NODE_LIMITS_EXHAUSTED)
             within, some = self._within_limits(template, remaining)
             if not some:
-                raise SchedulingError(TYPES_EXCEED_LIMITS)
+                raise SchedulingError(TYPES_EXCEED_LIMITS, cause=Cause.TYPES_EXCEED_LIMITS)
             options = within.copy()
         self._hostnames += 1
         hostname = f"hostname-placeholder-{self._hostnames:04d}"
@@ -535,89 +563,65 @@ class Scheduler:
     # ---- explanation ---------------------------------------------------------------------------
     def explain(self, pod: Pod, pools: Sequence[PoolInput]) -> list[PoolExplanation]:
         """NodePool by NodePool, whether a new NodeClaim could take `pod` on its own, and how
-        many instance types survive each of Karpenter's filters (for `gpucap plan --explain`)."""
+        many instance types survive each of the scheduler's filters (for `gpucap plan
+        --explain`): the steps of `filter.SCHEDULER_STEPS`, traced, with the template's
+        taints and requirements checked where `NodeClaim.can_add` checks them."""
         data = pod_data(pod, self.options)
         templates = {t.name: t for t in self.templates}
+        # One table per type list (the pools of a node class share theirs).
+        tables: dict[int, InstanceTypeTable] = {}
         out: list[PoolExplanation] = []
         ordered = sorted(
             pools, key=lambda p: (-p.nodepool.effective_weight, _desc(p.nodepool.name))
         )
         for pool in ordered:
-            name = pool.nodepool.name
-            steps: list[tuple[str, int]] = [("offered by the node class", len(pool.instance_types))]
+            name, weight = pool.nodepool.name, pool.nodepool.effective_weight
+            table = tables.get(id(pool.instance_types))
+            if table is None:
+                table = tables[id(pool.instance_types)] = InstanceTypeTable(pool.instance_types)
+            everything = np.ones(len(table.types), dtype=np.bool_)
             template = templates.get(name)
             if template is None:
-                reason = self.pool_notes.get(name, "static NodePool (replicas set)")
-                out.append(PoolExplanation(name, pool.nodepool.effective_weight, steps, reason))
+                # No template: static, or the NodePool's step left nothing (its note says why).
+                _, head = run_steps(
+                    (NODE_CLASS,), FilterInput(table, Requirements()), everything, trace=True
+                )
+                verdict = self.pool_notes.get(name, "static NodePool (replicas set)")
+                out.append(_explanation(name, weight, head, verdict))
                 continue
-            steps.append(("meet the NodePool's requirements", len(template.instance_types)))
-            taint = untolerated(template.taints, pod.spec.tolerations)
-            if taint is not None:
-                out.append(
-                    PoolExplanation(
-                        name,
-                        pool.nodepool.effective_weight,
-                        steps,
-                        f"did not tolerate taint {format_taint(taint)}",
-                    )
-                )
-                continue
-            err = template.requirements.compatible(data.requirements, ALLOW_UNDEFINED_WELL_KNOWN)
-            if err is not None:
-                out.append(
-                    PoolExplanation(
-                        name,
-                        pool.nodepool.effective_weight,
-                        steps,
-                        f"incompatible requirements, {err}",
-                    )
-                )
-                continue
-            reqs = template.requirements.merge(data.requirements)
-            its = [it for it in template.instance_types if it.requirements.intersects(reqs) is None]
-            steps.append(("meet the pod's requirements", len(its)))
-            causes: list[str] = []
-            if not its:
-                causes = explanation.requirement_causes(template.instance_types, data.requirements)
-            fitting = [
-                it
-                for it in its
-                if any(
-                    it.name in g.instance_types
-                    and fits(add(data.requests, g.overhead), it.allocatable)
-                    for g in template.daemon_groups
-                )
-            ]
-            steps.append(("fit the pod plus DaemonSet overhead", len(fitting)))
-            if its and not fitting:
-                least = min(
-                    (g.overhead for g in template.daemon_groups),
-                    key=lambda o: sum(o.values()),
-                    default={},
-                )
-                causes = explanation.resource_causes(its, add(data.requests, least))
-            offered = [it for it in fitting if it.has_available_offering(reqs)]
-            steps.append(("have an available offering in an allowed zone", len(offered)))
-            if fitting and not offered:
-                causes = explanation.offering_causes(fitting, reqs)
-            limits = pool.nodepool.spec.limits
-            if limits is not None:
-                caps = base_units(limits)
-                within = [
-                    it for it in offered if all(it.capacity.get(k, 0) <= v for k, v in caps.items())
-                ]
-                steps.append(("fit within the NodePool's limits (if it were empty)", len(within)))
-                if offered and not within:
-                    causes = explanation.limit_causes(offered, caps)
-                offered = within
-            verdict = "usable" if offered else "no instance type left"
-            out.append(
-                PoolExplanation(name, pool.nodepool.effective_weight, steps, verdict, causes)
+            pool_input = FilterInput(
+                table, template.requirements, relax_min_values=self.relax_min_values
             )
+            _, head = run_steps(
+                (NODE_CLASS, NODEPOOL_REQUIREMENTS), pool_input, everything, trace=True
+            )
+            refused = template_refusal(template.taints, template.requirements, pod, data)
+            if refused is not None:
+                out.append(_explanation(name, weight, head, str(refused)))
+                continue
+            # The rest over the template's table: the types the NodePool's step kept.
+            assert template.table is not None
+            limits = pool.nodepool.spec.limits
+            pod_input = FilterInput(
+                template.table,
+                template.requirements.merge(data.requirements),
+                pod,
+                template.daemon_groups,
+                data.requests,
+                data.ports,
+                limits=base_units(limits) if limits is not None else None,
+                pod_reqs=data.requirements,
+            )
+            steps = CLAIM_STEPS if limits is None else (*CLAIM_STEPS, _WITHIN_LIMITS_IF_EMPTY)
+            left, tail = run_steps(
+                steps, pod_input, np.ones(len(template.table.types), dtype=np.bool_), trace=True
+            )
+            verdict = "usable" if left.any() else "no instance type left"
+            out.append(_explanation(name, weight, [*head, *tail], verdict))
         return out
 
     # ---- finalisation ------------------------------------------------------------------------
-    def _finalize(self, errors: dict[str, str]) -> None:
+    def _finalize(self, errors: dict[str, PodError]) -> None:
         counters: dict[str, int] = {}
         kept: list[NodeClaim] = []
         # Claims narrow to a few distinct option sets: the price order, the instance-type
@@ -651,11 +655,14 @@ class Scheduler:
             ordered = list(shared)
             _, unmet = satisfies_min_values(ordered, claim.requirements)
             if unmet and not self.relax_min_values:
+                error = PodError(
+                    claim.nodepool,
+                    Cause.MIN_VALUES,
+                    "pod didn't schedule because NodePool couldn't meet minValues "
+                    f'requirements (NodePool="{claim.nodepool}")',
+                )
                 for pod in claim.pods:
-                    errors[pod.key] = (
-                        "pod didn't schedule because NodePool couldn't meet minValues "
-                        f'requirements (NodePool="{claim.nodepool}")'
-                    )
+                    errors[pod.key] = error
                 continue
             claim.final_types = ordered
             min_values = claim.requirements.get_or_exists(INSTANCE_TYPE).min_values
@@ -793,6 +800,16 @@ def _min_daemon_overhead(claim: NodeClaim) -> Resources:
         return {}
     keys = set().union(*overheads)
     return {k: min(o.get(k, 0) for o in overheads) for k in sorted(keys)}
+
+
+def _explanation(
+    nodepool: str, weight: int, trace: Sequence[TracedStep], verdict: str
+) -> PoolExplanation:
+    """A NodePool's explanation from its traced steps: each step's count, and the cause
+    given by the step that left nothing (if one did)."""
+    steps = [(t.name, len(t.kept)) for t in trace]
+    causes = next((t.cause for t in trace if t.cause), [])
+    return PoolExplanation(nodepool, weight, steps, verdict, causes)
 
 
 def _desc(name: str) -> tuple[int, ...]:

@@ -25,7 +25,6 @@ disruption controller reads `ready_nodepools`. It tells the others through the b
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -49,7 +48,7 @@ from gpucap.controllers.provisioning.loop import not_planned
 from gpucap.controllers.provisioning.provisioner import Provisioner, deleting_node_pods
 from gpucap.runtime.clock import Clock
 from gpucap.scheduling.instancetypes import InstanceType
-from gpucap.scheduling.refusal import NODE_LIMITS_EXHAUSTED, TYPES_EXCEED_LIMITS
+from gpucap.scheduling.scheduler import Results
 from gpucap.sim.bus import Bus, Loop, created_now, pod_exists
 from gpucap.sim.recorder import Event
 from gpucap.state.cluster import Cluster
@@ -59,8 +58,6 @@ __all__ = ["POD_RETRY_SECONDS", "PodController"]
 # Karpenter's pod controller requeues a provisionable pod every 10 s
 # (pkg/controllers/provisioning/controller.go; karpenter-provisioning.md §3.1).
 POD_RETRY_SECONDS = 10.0
-# One NodePool's part of a pending reason (scheduling/scheduler.py: `nodepool "NAME": ...`).
-_POOL_REASON = re.compile(r'nodepool "((?:[^"\\]|\\.)*)": ([^;]*)')
 
 
 class PodController:
@@ -200,10 +197,12 @@ class PodController:
                 self._nominate(pod.key, claim.name)
             self.bus.launch(claim.name, planned.nodepool)
             acted = True
-        errors = self._not_ready_reasons(results.pod_errors)
+        errors = self._not_ready_reasons(
+            {key: str(error) for key, error in results.pod_errors.items()}
+        )
         if self._unmanaged:
             errors = self._not_planned(errors)
-        self._unschedulable(errors)
+        self._unschedulable(errors, results)
         # A later pass is skipped only when its inputs equal this pass's inputs *before* it
         # ran: what the pass itself did (nominations, NodeClaims, a launch that failed and
         # marked offerings unavailable and put its pods back) is new input for the next one,
@@ -283,14 +282,15 @@ class PodController:
         """Pod `key` is bound or deleted: a later PodUnschedulable for it is new again."""
         self._reasons.pop(key, None)
 
-    def _unschedulable(self, errors: Mapping[str, str]) -> None:
-        limited: set[str] = set()
+    def _unschedulable(self, errors: Mapping[str, str], results: Results) -> None:
+        """`PodUnschedulable` for each pod in `errors` (pod key -> the reason shown) whose
+        reason is new, and `LimitReached` for each NodePool whose limits now stop one of them
+        (from `results`' typed errors: which pools, not what the text says)."""
         for key, reason in errors.items():
             if self._reasons.get(key) != reason:
                 self._reasons[key] = reason
                 self.bus.emit("PodUnschedulable", pod=key, reason=reason)
-            if NODE_LIMITS_EXHAUSTED in reason or TYPES_EXCEED_LIMITS in reason:
-                limited.update(self._pools_at_limit(reason))
+        limited = set(results.limited_pools(errors))
         for pool in sorted(limited - self._limited):
             usage = self.cluster.nodepool_usage(pool)
             np = self.cluster.nodepool(pool)
@@ -303,16 +303,6 @@ class PodController:
                 message=f"limits ({', '.join(parts)}) stop new NodeClaims",
             )
         self._limited = limited
-
-    @staticmethod
-    def _pools_at_limit(reason: str) -> list[str]:
-        """The NodePools a pending reason says stopped the pod for their limits (the
-        scheduler joins one `nodepool "NAME": why` part per NodePool with "; ")."""
-        return sorted(
-            m.group(1)
-            for m in _POOL_REASON.finditer(reason)
-            if NODE_LIMITS_EXHAUSTED in m.group(2) or TYPES_EXCEED_LIMITS in m.group(2)
-        )
 
     def _not_ready_reasons(self, errors: Mapping[str, str]) -> dict[str, str]:
         """A pass's pending reasons with a part naming each not Ready NodePool that could take the

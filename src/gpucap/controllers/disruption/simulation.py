@@ -214,7 +214,7 @@ def simulate_scheduling(
         return None
     must_move = {p.key for p in movers} | {p.key for p in from_deleting}
     from_deleting_keys = {p.key for p in from_deleting}
-    errors = {k: v for k, v in results.pod_errors.items() if k in must_move}
+    errors = {k: str(v) for k, v in results.pod_errors.items() if k in must_move}
     for existing in results.existing_nodes:
         if existing.state.initialized:
             continue

@@ -53,7 +53,6 @@ from gpucap.scheduling.existingnode import StateNode
 from gpucap.scheduling.explanation import PoolExplanation
 from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.options import SchedulingOptions
-from gpucap.scheduling.refusal import NODE_LIMITS_EXHAUSTED, TYPES_EXCEED_LIMITS
 from gpucap.scheduling.resources import Resources, add, pod_requests
 from gpucap.scheduling.scheduler import PoolInput, Results, Scheduler
 from gpucap.state.inflight import launched_labels, launched_node
@@ -151,7 +150,9 @@ class Plan:
 
     node_claims: list[PlannedNodeClaim] = field(default_factory=list)
     existing: dict[str, list[str]] = field(default_factory=dict)  # node -> pod keys placed
-    pod_errors: dict[str, str] = field(default_factory=dict)  # pod key -> reason
+    # pod key -> reason, as printed (the last pass's `PodError`s as text, which `plan` may
+    # complete with the not Ready NodePools that could take the pod).
+    pod_errors: dict[str, str] = field(default_factory=dict)
     not_planned: dict[str, NotPlanned] = field(default_factory=dict)  # pod key -> who serves it
     pods: dict[str, Pod] = field(default_factory=dict)  # every pod considered
     notes: list[str] = field(default_factory=list)
@@ -344,14 +345,14 @@ def _run_passes(
         if not queue or launched == 0:
             break
     else:
-        if any(_for_limits(reason) for reason in results.pod_errors.values()):
+        if results.limited_pools():
             out.notes.append(
                 f"stopped after {max_passes} pass{'' if max_passes == 1 else 'es'}: pods left "
                 "pending for NodePool limits may fit in a later pass, once this pass's "
                 "NodeClaims count with the instance type they launch as (raise --passes)"
             )
     assert last is not None
-    out.pod_errors = dict(last.pod_errors)
+    out.pod_errors = {key: str(error) for key, error in last.pod_errors.items()}
     out.existing = {name: [p.key for p in pods] for name, pods in sorted(bound.items())}
     _static_requests(out.node_claims, last)
     first = out.pass_results[0]
@@ -387,11 +388,6 @@ def explain_first_pass(
     if pod is None:
         return None
     return scheduler.explain(pod, pools)
-
-
-def _for_limits(reason: str) -> bool:
-    """Whether a pending reason names a NodePool limit (in any NodePool's part of it)."""
-    return NODE_LIMITS_EXHAUSTED in reason or TYPES_EXCEED_LIMITS in reason
 
 
 def _requests(pod: Pod) -> Resources:
