@@ -16,7 +16,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from gpucap.cloudprovider.aws.catalog import Catalog, load_catalog
+from gpucap.cloudprovider.aws.instancetype.catalog import Catalog, load_catalog
 from gpucap.sim.recorder import json_line
 from gpucap.sim.scenario import load_scenario
 from gpucap.sim.world import SimulationResult, World
