@@ -18,7 +18,7 @@ both paths chose the same launch for every claim (they must: the equivalence pro
 tests/cloudprovider/aws/test_launch_vectorised.py says so on random inputs).
 
 Run: `python bench/launch.py [--pods 1000] [--repeat 5]`. CPU time (`time.process_time`), not
-wall time: the machine may be shared. Not a unit test; record figures in docs/design.md.
+wall time: the machine may be shared. Not a unit test; record figures in docs/perf-log.md.
 """
 
 from __future__ import annotations

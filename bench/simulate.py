@@ -22,7 +22,7 @@ load (`load_scenario`), run (`simulate`: the world and its summary), summary (`s
 passes and the peak pods and nodes. `--cli` also times `gpucap simulate FILE -o json` end to end
 in a subprocess when the installed command has `simulate`. `--profile` prints a cProfile of one
 run (cumulative, top 40). Not a unit test: figures depend on the machine (record them in
-docs/design.md "Simulator performance").
+docs/perf-log.md "Simulator performance").
 """
 
 from __future__ import annotations

@@ -172,7 +172,7 @@ def test_lws_exclusive_placement_gives_each_group_its_own_topology_domain(tmp_pa
                 strict=True,
                 reason="the scheduler bootstraps a self-affine group in the smallest zone, which "
                 "the anti-affinity of the first group already excludes; Karpenter picks a "
-                "random domain and retries (docs/design.md)",
+                "random domain and retries (docs/design/scheduling.md)",
             ),
         ),
         "kubernetes.io/hostname",

@@ -6,7 +6,7 @@ Fields and defaults follow the CRD (`aws/karpenter-provider-aws:pkg/apis/crds/`
 `metadataOptions`; the AMI family is *inferred* from the alias when `amiFamily` is absent
 (`EC2NodeClass.ami_family`), as the provider does at runtime. `kubelet` is typed as in v1.14.1;
 on Karpenter's main branch it became an open map checked by the controller, so unknown kubelet
-keys are kept rather than rejected (see docs/design.md).
+keys are kept rather than rejected (see docs/design/apis.md).
 Called by `apis/serde.py`; read by the catalog (capacity), AMI resolution, launch and lint.
 """
 

@@ -2,7 +2,7 @@
 
 Every limit here is enforced where the input is read or expanded, with a one-line error naming
 the file (and the document and field where there is one) and exit status 2; the README's
-"Errors" section lists them and `docs/design.md` says how the numbers were chosen. They are
+"Errors" section lists them and `docs/design/apis.md` says how the numbers were chosen. They are
 sized so that the largest real cluster export fits with room to spare: Kubernetes' own
 scalability thresholds stop a cluster at 150,000 pods, and a pod as `kubectl get pods -A -o
 json` prints it takes about 5-9 KB, so a whole cluster's pods are about 1 GiB of JSON.

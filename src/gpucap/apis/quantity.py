@@ -46,7 +46,7 @@ NANO = 10**9
 # (`maxAllowed` in apimachinery `pkg/api/resource/math.go`), and what every component that reads
 # a request as a number (kube-scheduler, kubelet) can hold. Larger decimal values Kubernetes keeps
 # as an `inf.Dec` (or an int64 with a huge scale) that those accessors cannot return; gpucap
-# rejects them instead of modelling a value no component reads faithfully (docs/design.md).
+# rejects them instead of modelling a value no component reads faithfully (docs/design/apis.md).
 MAX_UNITS = 2**63 - 1
 _MAX_NANOS = MAX_UNITS * NANO
 # A decimal exponent is an int32 in Kubernetes (`Scale`); wider ones are rejected (kubernetes PR

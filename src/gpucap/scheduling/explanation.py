@@ -7,7 +7,7 @@ the list, these functions (the steps' `why_none`) name the cause from what the e
 through: the pod requirement no type has a value for (with the values the types do have), the
 resource larger than any type's allocatable, the zones and capacity types that have offerings,
 the limit below the smallest type. This goes further than Karpenter on purpose
-(docs/design.md). `PoolExplanation` is the answer per NodePool, which
+(docs/design/scheduling.md). `PoolExplanation` is the answer per NodePool, which
 `plan --explain` renders (`cli/render.py`, `report/plan.py`).
 """
 

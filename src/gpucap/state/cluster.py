@@ -15,7 +15,7 @@ takes missing or zero resources from its NodeClaim, ...), plus what only a live 
   (its requests are taken there), so a second pass does not launch for it again. Deleting the
   NodeClaim returns its nominated pods to pending. Karpenter re-solves nominated pods each pass
   (they stay pending) and lands them on the same in-flight capacity; gpucap keeps them there,
-  as `plan`'s passes already do (docs/design.md, "Provisioning loop").
+  as `plan`'s passes already do (docs/design/scheduling.md, "Provisioning loop").
 - *Marked for deletion* (`mark_for_deletion`): disruption's decision before the NodeClaim is
   deleted; such state nodes do not count against limits and take no pods.
 - *NodePool usage* (`nodepool_usage`): Karpenter's `NodePoolResourcesFor`, the sum over the

@@ -48,7 +48,7 @@ class ConsolidationState:
         what the cluster cannot see (an offering available again) is looked at now and then.
         `now` is the caller's clock (the disruption controller's). Where Karpenter keeps the
         time of the mark, gpucap keeps the time of the first call after it: the same moves,
-        the reset counted from that call (docs/design.md, "Disruption controller and
+        the reset counted from that call (docs/design/controllers.md, "Disruption controller and
         consolidation")."""
         if self._marks != self._seen or now - self._at >= CONSOLIDATION_STATE_RESET_S:
             self._seen = self._marks

@@ -82,7 +82,7 @@ instance-type tuple, cached by identity; `launch_options`), a type at a time onl
 and `fleet_overrides` on a list), which is the specification the tables are tested against
 (hypothesis) and the path for input a table cannot hold exactly. Claims that end step 1 alike
 share steps 2-7: they are memoised per table by exactly what they read (`_vectorised`), so a
-NodePool's many claims cost one step 1 each. docs/design.md "Launch choice on tables" has the
+NodePool's many claims cost one step 1 each. docs/perf-log.md "Launch choice on tables" has the
 decisions.
 """
 
@@ -243,7 +243,7 @@ def launch_options(
     """Steps 1-5 for one claim, kept for steps 6-7 (`LaunchOptions`); raises
     InsufficientCapacityError as Karpenter's `filterInstanceTypes` does.
 
-    Runs on the arrays of a `LaunchTable` (see "Launch choice, vectorised" in docs/design.md):
+    Runs on the arrays of a `LaunchTable` (see "Launch choice, vectorised" in docs/perf-log.md):
     for a tuple the table of that tuple (cached by identity); for another sequence the table of
     `among` when it is a tuple holding every one of them (the NodePool's types the claim's
     options were drawn from: `plan` passes it), else a table built for this call. `among` only
