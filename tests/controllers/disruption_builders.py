@@ -16,8 +16,8 @@ from gpucap.controllers.disruption.controller import Disruption, DisruptionResul
 from gpucap.controllers.nodeclaim.lifecycle import Lifecycle
 from gpucap.controllers.nodeclaim.podevents import PodEvents
 from gpucap.controllers.nodeclaim.registering import advertise, registering_node
+from gpucap.controllers.nodeclaim.termination import Termination
 from gpucap.controllers.provisioning.provisioner import Provisioner
-from gpucap.controllers.termination import Termination
 from gpucap.runtime.clock import FakeClock
 from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.requirements import Requirement, Requirements

@@ -11,7 +11,7 @@ from gpucap.apis.nodepool import NodeClaim
 from gpucap.controllers.disruption.budgets import budget_mapping
 from gpucap.controllers.expiration import EXPIRED, Expiration
 from gpucap.controllers.nodeclaim.registering import advertise, registering_node
-from gpucap.controllers.termination import DO_NOT_DISRUPT
+from gpucap.controllers.nodeclaim.termination import DO_NOT_DISRUPT
 from tests.builders import nodepool
 from tests.controllers.lifecycle_builders import World, claim, world
 

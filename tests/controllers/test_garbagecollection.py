@@ -20,7 +20,7 @@ from gpucap.controllers.garbagecollection import (
     GarbageCollection,
 )
 from gpucap.controllers.nodeclaim.registering import registering_node
-from gpucap.controllers.termination import Termination
+from gpucap.controllers.nodeclaim.termination import Termination
 from gpucap.runtime.clock import FakeClock
 from gpucap.scheduling.requirements import Requirement, Requirements
 from gpucap.state.cluster import Cluster

@@ -6,7 +6,7 @@ from __future__ import annotations
 from gpucap.apis.core import Node
 from gpucap.controllers.nodeclaim.constants import INSTANCE_TERMINATION_REQUEUE, MIN_DRAIN_TIME
 from gpucap.controllers.nodeclaim.registering import advertise, registering_node, with_ready
-from gpucap.controllers.termination import Termination
+from gpucap.controllers.nodeclaim.termination import Termination
 from gpucap.scheduling.taints import DISRUPTED_TAINT
 from tests.builders import GPU_TOLERATION, edit, pod
 from tests.controllers.lifecycle_builders import World, provisioned, world

@@ -9,7 +9,7 @@ import pytest
 
 from gpucap.apis.core import Node, PodCondition
 from gpucap.controllers.nodeclaim.registering import advertise, registering_node
-from gpucap.controllers.termination import (
+from gpucap.controllers.nodeclaim.termination import (
     DO_NOT_DISRUPT,
     EVICTION_BACKOFF_MAX,
     TERMINATION_TIMESTAMP,

@@ -5,13 +5,13 @@ validates it: names are DNS names, label keys and values have their syntax and l
 port numbers, counts are not negative, selector operators take the values they need. Those rules
 live in kubernetes/kubernetes `pkg/apis/core/validation/validation.go`, `pkg/apis/apps/...`,
 `pkg/apis/batch/...`, `pkg/apis/policy/validation/validation.go` and apimachinery's
-`pkg/api/validation` and `pkg/util/validation` (sources and commits: docs/design/apis.md, "Kubernetes
-API rules"). They are written here once per API type (`core.v1.Container`, `meta.v1.LabelSelector`)
-so the schema walk applies each to every object of that type wherever it appears: in a Pod, a
-Deployment's template, a RayCluster's worker group. A rule reads the document as loaded (after
-the schema walk's normalization) and must tolerate values of the wrong type, which the walk has
-already reported. The walk judges an object after its fields, so a rule of a workload's spec
-runs after those of its pod template (the StatefulSet rule relies on it).
+`pkg/api/validation` and `pkg/util/validation` (sources and commits: docs/design/apis.md,
+"Kubernetes API rules"). They are written here once per API type (`core.v1.Container`,
+`meta.v1.LabelSelector`) so the schema walk applies each to every object of that type wherever
+it appears: in a Pod, a Deployment's template, a RayCluster's worker group. A rule reads the
+document as loaded (after the schema walk's normalization) and must tolerate values of the wrong
+type, which the walk has already reported. The walk judges an object after its fields, so a rule
+of a workload's spec runs after those of its pod template (the StatefulSet rule relies on it).
 
 Besides validation proper, the checks the API server makes when it *creates a pod* (image
 whitespace, matchLabelKeys after the label merge of `pkg/registry/core/pod/strategy.go`) are

@@ -7,7 +7,7 @@ A NodeClaim carries `spec.expireAfter` (copied from its NodePool at creation; de
 forceful: no disruption budget, no `karpenter.sh/do-not-disrupt` (node or pod) and no
 replacement comes first, and a claim that never registered expires too. Only the *decision*
 is forceful: the drain that follows still honours PodDisruptionBudgets and do-not-disrupt pods
-until the NodeClaim's terminationGracePeriod runs out (`controllers/termination.py`).
+until the NodeClaim's terminationGracePeriod runs out (`controllers/nodeclaim/termination.py`).
 Claims already being deleted are left alone.
 
 gpucap reads the creation time from `metadata.creationTimestamp`; a NodeClaim created without
@@ -25,7 +25,7 @@ import datetime as dt
 
 from gpucap.apis.duration import DurationError, parse_karpenter_duration
 from gpucap.apis.nodepool import NodeClaim
-from gpucap.controllers.termination import Termination
+from gpucap.controllers.nodeclaim.termination import Termination
 from gpucap.runtime.clock import Clock
 from gpucap.state.cluster import Cluster
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from gpucap.apis.nodepool import NodeClaim
 from gpucap.cloudprovider.types import CloudProvider, CloudProviderError, NodeClaimNotFoundError
 from gpucap.controllers.nodeclaim.conditions import REGISTERED, is_true
-from gpucap.controllers.termination import Termination
+from gpucap.controllers.nodeclaim.termination import Termination
 from gpucap.runtime.clock import Clock
 from gpucap.state.cluster import Cluster
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from gpucap.apis.nodepool import NodeClaim
-from gpucap.controllers.termination import Termination, TerminationResult
+from gpucap.controllers.nodeclaim.termination import Termination, TerminationResult
 from gpucap.state.cluster import Cluster
 
 __all__ = [

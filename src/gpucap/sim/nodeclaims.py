@@ -11,8 +11,9 @@ the simulator each controller returns a result record (`LifecycleResult`, `Termi
   NodeClaim's expiry is scheduled (`controllers/expiration.py`);
 - Initialized: the kubelet hears `claim_initialized`; a requeue asked for: a timer that runs the
   lifecycle controller again (`nodeclaim/lifecycle`);
-- termination (`controllers/termination.py`): evicted pods (`PodEvicted`) leave their node and
-  pend again, `NodeClaimDeleted` and `NodeTerminated` when the NodeClaim and Node are gone;
+- termination (`controllers/nodeclaim/termination.py`): evicted pods (`PodEvicted`) leave
+  their node and pend again, `NodeClaimDeleted` and `NodeTerminated` when the NodeClaim and
+  Node are gone;
 - disruption: `DisruptionDecision` per candidate of a decided command, `DisruptionAbandoned`, and
   the NodeClaims being deleted reconciled at once; expiration and garbage collection likewise,
   and a spot interruption warning (`controllers/interruption.py`).
@@ -42,7 +43,7 @@ from gpucap.controllers.garbagecollection import Collected
 from gpucap.controllers.interruption import Interruption
 from gpucap.controllers.nodeclaim.conditions import INITIALIZED, is_true
 from gpucap.controllers.nodeclaim.lifecycle import Lifecycle, LifecycleResult
-from gpucap.controllers.termination import TerminationResult
+from gpucap.controllers.nodeclaim.termination import TerminationResult
 from gpucap.runtime.clock import EPOCH, Clock
 from gpucap.sim.bus import GPU_KEYS, PRIORITY_CONTROLLER, Bus, created_now, pod_exists
 from gpucap.sim.engine import Timer

@@ -11,7 +11,7 @@ What it counts, and how:
   launch event's `pricePerHour`, prorated to the millisecond. EC2 bills Linux instances per second
   from the `running` state until `shutting-down`, with a 60-second minimum; gpucap starts at
   Launched (the instance is `pending` then, ~20 s early), stops at termination, and does not apply
-  the minimum or whole-second rounding: at most a minute per node either way, said in docs/design/sim.md.
+  the minimum or whole-second rounding: at most a minute per node either way (docs/design/sim.md).
 - Node-hours and GPU-hours (physical GPUs, the launch event's `gpus`) by instance type and
   capacity type, and the cost by the same keys.
 - GPU-hours advertised: each resource of `NodeInitialized.gpusAdvertised` from initialization to

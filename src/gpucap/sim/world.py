@@ -61,8 +61,8 @@ from gpucap.controllers.garbagecollection import GarbageCollection
 from gpucap.controllers.interruption import Interruption
 from gpucap.controllers.nodeclaim.lifecycle import Lifecycle
 from gpucap.controllers.nodeclaim.podevents import PodEvents
+from gpucap.controllers.nodeclaim.termination import Termination
 from gpucap.controllers.provisioning.names import NodeClaimNames
-from gpucap.controllers.termination import Termination
 from gpucap.operator.stack import simulated_aws
 from gpucap.runtime.clock import EPOCH, FakeClock
 from gpucap.runtime.collector import collector_paused

@@ -29,7 +29,7 @@ takes missing or zero resources from its NodeClaim, ...), plus what only a live 
   what the controllers keep about this cluster's objects from pass to pass, dropped with it.
 
 Called by the simulator's world (`sim/world.py`), the controllers (`controllers/nodeclaim`,
-`controllers/termination.py`, `controllers/interruption.py`) and the provisioner.
+`controllers/nodeclaim/termination.py`, `controllers/interruption.py`) and the provisioner.
 """
 
 from __future__ import annotations

@@ -54,9 +54,9 @@ from gpucap.controllers.disruption.types import (
     Proposal,
 )
 from gpucap.controllers.nodeclaim.conditions import INITIALIZED, is_true, with_condition
+from gpucap.controllers.nodeclaim.termination import Termination
 from gpucap.controllers.provisioning.names import NodeClaimNames
 from gpucap.controllers.provisioning.provisioner import Provisioner, to_node_claim
-from gpucap.controllers.termination import Termination
 from gpucap.runtime.clock import Clock
 from gpucap.runtime.memo import Memo
 from gpucap.scheduling.taints import DISRUPTED_TAINT

@@ -31,7 +31,7 @@ cluster's pods (`Limits.of(cluster)`):
   when the PDB says `AlwaysAllow`, or (`IfHealthyBudget`, the default) while the PDB has the
   healthy pods it wants.
 Called by candidate selection (`candidates.py`), the scheduling simulation (`simulation.py`)
-and the drain (`controllers/termination.py`).
+and the drain (`controllers/nodeclaim/termination.py`).
 """
 
 from __future__ import annotations

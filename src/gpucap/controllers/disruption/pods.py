@@ -16,7 +16,7 @@
   (`EvictionCost`); `lifetime_remaining` scales a node's disruption cost by how much of its
   expireAfter is left (`LifetimeRemaining`).
 Called by candidate selection (`candidates.py`), the PDB limits (`pdb.py`), the scheduling
-simulation and the drain (`controllers/termination.py`).
+simulation and the drain (`controllers/nodeclaim/termination.py`).
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ Each `reconcile(name)` runs the four sub-reconcilers in Karpenter's order on one
   reconcile, when the NodeClaim launches), deletes the NodeClaim (`launch_timeout`,
   `registration_timeout`); its instance is terminated by termination.
 
-A NodeClaim being deleted is handed to termination (`controllers/termination.py`).
+A NodeClaim being deleted is handed to termination (`controllers/nodeclaim/termination.py`).
 `reconcile` returns what changed and when to run again (`requeue_after`, seconds: the
 registration deadline while unregistered, the backoff after a failed launch, termination's
 requeue; None: run again only when something changes, e.g. the Node).
@@ -64,7 +64,7 @@ from gpucap.controllers.nodeclaim.constants import (
     REGISTRATION_TIMEOUT,
     backoff,
 )
-from gpucap.controllers.termination import Termination, TerminationResult
+from gpucap.controllers.nodeclaim.termination import Termination, TerminationResult
 from gpucap.runtime.clock import Clock
 from gpucap.scheduling.taints import UNREGISTERED_TAINT, is_known_ephemeral
 from gpucap.state.cluster import Cluster

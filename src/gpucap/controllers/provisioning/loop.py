@@ -29,8 +29,8 @@ Where gpucap differs:
   "no dynamic nodepools found", and those that fit are placed (kube-scheduler's part).
 The loop is `plan`'s (one run, no time); each pass is the Provisioner's (`provisioner.py`):
 the same pools (instance types from the cloud provider), the same scheduler, the NodeClaims the
-simulator creates. Launches are previewed (`launchpreview.py`), not created: see docs/design/scheduling.md
-"One provisioning path" for why. Called by `plan` (`operator/plan.py`).
+simulator creates. Launches are previewed (`launchpreview.py`), not created: see
+docs/design/scheduling.md "One provisioning path" for why. Called by `plan` (`operator/plan.py`).
 """
 
 from __future__ import annotations
