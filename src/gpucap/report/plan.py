@@ -5,8 +5,8 @@ pods with what ruled each NodePool out (`plan --explain`'s data).
 `plan_view(plan, manifests, catalog)` reads the `Plan` of `controllers/provisioning` and asks the
 same pure functions `plan` and `plan --explain` use; nothing is decided here:
 
-- The options of a NodeClaim are its scheduler NodeClaim's remaining instance types (the pass's
-  `Results`, matched in order), the requirements they were filtered with, and Karpenter's launch
+- The options of a NodeClaim are its scheduler NodeClaim's remaining instance types, the
+  requirements they were filtered with (both kept on the `PlannedNodeClaim`), and Karpenter's launch
   filters run on them once (`cloudprovider/aws/instance/launch.py: launch_filter`). For each
   option, the cheapest of its offerings; when that is cheaper than the launch, why it was not
   taken is the filters' trace's answer (`LaunchTrace.why`, which checks in Karpenter's order).
@@ -128,15 +128,8 @@ def _options(
 
 def plan_view(plan: Plan, manifests: Manifests, catalog: Catalog) -> PlanView:
     """The report's data for `plan` (see the module docstring)."""
-    # The scheduler's NodeClaims of each pass, in the order the loop turned them into claims.
-    scheduled: dict[str, tuple[Requirements, dict[str, int]]] = {}
-    for number, results in enumerate(plan.pass_results, 1):
-        mine = [c for c in plan.node_claims if c.pass_number == number and not c.static]
-        for planned, new in zip(mine, results.new_node_claims, strict=False):
-            scheduled[planned.name] = (new.requirements, dict(new.requests))
     claims = []
     for c in plan.node_claims:
-        reqs, requests = scheduled.get(c.name, (None, dict(c.requests)))
         launch = c.launch
         claims.append(
             ClaimView(
@@ -151,7 +144,7 @@ def plan_view(plan: Plan, manifests: Manifests, catalog: Catalog) -> PlanView:
                 launch_error=c.launch_error,
                 pods=[p.key for p in c.pods],
                 option_count=len(c.instance_types),
-                options=_options(c, reqs, requests),
+                options=_options(c, c.requirements, dict(c.requests)),
             )
         )
     pending = []

@@ -53,6 +53,7 @@ from gpucap.scheduling.existingnode import StateNode
 from gpucap.scheduling.explanation import PoolExplanation
 from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.options import SchedulingOptions
+from gpucap.scheduling.requirements import Requirements
 from gpucap.scheduling.resources import Resources, add, pod_requests
 from gpucap.scheduling.scheduler import PoolInput, Results, Scheduler
 from gpucap.state.inflight import launched_labels, launched_node
@@ -76,7 +77,9 @@ class PlannedNodeClaim:
     """A NodeClaim the plan creates: from provisioning pass `pass_number` (1, 2, ...) or, with
     `static` and pass 0, kept by a static NodePool. `instance_types` are its options (for a
     static NodeClaim, the types CreateFleet is offered); `labels` are the NodeClaim's own,
-    before launch; `launch` is what CreateFleet would start, or `launch_error` why not."""
+    before launch; `launch` is what CreateFleet would start, or `launch_error` why not;
+    `requirements` are the scheduler NodeClaim's, which its types were filtered with (None for a
+    static NodeClaim: the report reads them)."""
 
     name: str
     nodepool: str
@@ -90,6 +93,7 @@ class PlannedNodeClaim:
     static: bool = False
     launch: PreviewedLaunch | None = None
     launch_error: str | None = None
+    requirements: Requirements | None = None
 
     @property
     def launched_type(self) -> InstanceType | None:
@@ -326,6 +330,7 @@ def _run_passes(
                 labels=dict(new.labels),
                 taints=new.template.taints,
                 startup_taints=new.template.startup_taints,
+                requirements=new.requirements,
             )
             try:
                 claim.launch = preview.launch(
