@@ -51,7 +51,7 @@ def aws() -> tuple[Cluster, SimulatedEC2, AWSCloudProvider, FakeClock, GarbageCo
 
 
 def state(ec2: SimulatedEC2, provider_id: str | None, clock: FakeClock) -> str:
-    return ec2.instances[(provider_id or "").rsplit("/", 1)[1]].state(clock.now())
+    return ec2.instances[(provider_id or "").rsplit("/", 1)[1]].advance(clock.now())
 
 
 # ---- orphaned instances -------------------------------------------------------------------------

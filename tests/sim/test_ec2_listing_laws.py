@@ -95,8 +95,8 @@ def test_kept_listings_are_the_listings_described_anew(ops: list[tuple[Any, ...]
             assert kept.describe_instances(InstanceIds=ids) == plain.describe_instances(
                 InstanceIds=ids
             )
-    assert [i.state(clock.now()) for i in kept.instances.values()] == [
-        i.state(clock.now()) for i in plain.instances.values()
+    assert [i.advance(clock.now()) for i in kept.instances.values()] == [
+        i.advance(clock.now()) for i in plain.instances.values()
     ]
 
 

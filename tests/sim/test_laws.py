@@ -589,15 +589,15 @@ def orphans(world: World) -> list[str]:
     }
     claimed = set(instance_of.values())
     broken = [
-        f"instance {i.instance_id} ({i.instance_type}) is {i.state(now)} at the end without a NodeClaim"
+        f"instance {i.instance_id} ({i.instance_type}) is {i.advance(now)} at the end without a NodeClaim"
         for i in sorted(world.ec2.instances.values(), key=lambda i: i.instance_id)
-        if i.state(now) in ("pending", "running") and i.instance_id not in claimed
+        if i.advance(now) in ("pending", "running") and i.instance_id not in claimed
     ]
     for c in claims:
         if c.metadata.deletion_timestamp is not None or c.name not in instance_of:
             continue
         instance = world.ec2.instances.get(instance_of[c.name])
-        state = instance.state(now) if instance is not None else "absent"
+        state = instance.advance(now) if instance is not None else "absent"
         if state not in ("pending", "running"):
             broken.append(f"NodeClaim {c.name} is not being deleted but its instance is {state}")
     return broken

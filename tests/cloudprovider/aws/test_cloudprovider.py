@@ -195,9 +195,9 @@ def test_the_launched_instance_carries_the_tags_and_is_listed() -> None:
     launched = cp.create(gpu_claim())
     instance_id = (launched.status.provider_id or "").rsplit("/", 1)[1]
     assert api.instances[instance_id].tags["karpenter.sh/nodeclaim"] == "gpu-abcde"
-    assert api.instances[instance_id].state(clock.now()) == "pending"
+    assert api.instances[instance_id].advance(clock.now()) == "pending"
     clock.advance(dt.timedelta(minutes=1).total_seconds())
-    assert api.instances[instance_id].state(clock.now()) == "running"
+    assert api.instances[instance_id].advance(clock.now()) == "running"
     assert [nc.metadata.name for nc in cp.list()] == ["gpu-abcde"]
 
 
@@ -322,7 +322,7 @@ def test_a_spot_interruption_marks_the_offering_unavailable_and_reclaims_the_ins
     labels = launched.metadata.labels
     assert cp.unavailable.is_unavailable("spot", labels[INSTANCE_TYPE], labels[ZONE])
     clock.advance(120)
-    assert api.instances[instance_id].state(clock.now()) in ("shutting-down", "terminated")
+    assert api.instances[instance_id].advance(clock.now()) in ("shutting-down", "terminated")
     assert api.interruption_notices() == []
 
 

@@ -62,7 +62,6 @@ LAUNCH_LATENCY = dt.timedelta(seconds=15)
 # EC2 spot: the interruption warning comes two minutes before the instance is reclaimed.
 SPOT_INTERRUPTION_NOTICE = dt.timedelta(minutes=2)
 TERMINATION_LATENCY = dt.timedelta(seconds=30)
-ACCOUNT = "123456789012"
 # The (arch, Karpenter variant) images of each family's release that an alias reads (AL2's
 # x86_64 GPU AMI serves nvidia and neuron: its parameter is the one for nvidia).
 _RELEASE_IMAGES = {
@@ -108,7 +107,10 @@ class SimulatedInstance:
     terminated_at: dt.datetime | None = None
     interrupted_at: dt.datetime | None = None
 
-    def state(self, now: dt.datetime) -> str:
+    def advance(self, now: dt.datetime) -> str:
+        """Bring the instance to `now` and return its EC2 state: an interrupted spot instance
+        is reclaimed (its `terminated_at` set) when the two-minute notice runs out, which is why
+        this is not a pure read. Called by the simulated EC2 API's describe and fleet paths."""
         if (
             self.interrupted_at is not None
             and now >= self.interrupted_at + SPOT_INTERRUPTION_NOTICE
@@ -196,7 +198,8 @@ class SimulatedEC2:
         return [
             (i.instance_id, i.interrupted_at + SPOT_INTERRUPTION_NOTICE)
             for i in sorted(self.instances.values(), key=lambda i: i.instance_id)
-            if i.interrupted_at is not None and i.state(now) not in ("terminated", "shutting-down")
+            if i.interrupted_at is not None
+            and i.advance(now) not in ("terminated", "shutting-down")
         ]
 
     def schedule_ami_release(self, at: dt.datetime, kubernetes_version: str, version: str) -> None:
@@ -732,7 +735,7 @@ class SimulatedEC2:
         out = []
         for instance_id in ids or sorted(self.instances):
             inst = self.instances[instance_id]
-            state = inst.state(now)
+            state = inst.advance(now)
             if states is not None and state not in states:
                 continue
             tags = inst.tags
@@ -781,7 +784,7 @@ class SimulatedEC2:
                     f"The instance ID '{instance_id}' does not exist",
                     operation="TerminateInstances",
                 )
-            previous = inst.state(self.clock.now())
+            previous = inst.advance(self.clock.now())
             if inst.terminated_at is None:
                 inst.terminated_at = self.clock.now()
             self._touch(instance_id)
@@ -789,7 +792,7 @@ class SimulatedEC2:
                 {
                     "InstanceId": instance_id,
                     "PreviousState": {"Name": previous},
-                    "CurrentState": {"Name": inst.state(self.clock.now())},
+                    "CurrentState": {"Name": inst.advance(self.clock.now())},
                 }
             )
         return {"TerminatingInstances": out}
