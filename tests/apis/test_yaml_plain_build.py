@@ -15,7 +15,7 @@ from gpucap.apis import yamltext
 from gpucap.apis.limits import MAX_DEPTH, Budget
 from gpucap.apis.reading import InputError
 from gpucap.apis.yamltext import Builder, DuplicateKeyError, documents
-from tests.apis.test_json_fast_path import typed
+from tests.apis.typed import typed
 
 
 def build(text: str, *, plain: bool) -> list[Any]:

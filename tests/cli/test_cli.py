@@ -17,7 +17,7 @@ from gpucap.apis.serde import load_paths, load_text
 from gpucap.cli import loading
 from gpucap.cli import main as cli_main
 from gpucap.cli.main import app
-from tests.apis.test_validation import CASES
+from tests.apis.validation_cases import CASES
 from tests.builders import nodeclass, nodepool, to_yaml
 
 WORKSHOP = Path(__file__).resolve().parents[2] / "src" / "gpucap" / "data" / "examples" / "workshop"

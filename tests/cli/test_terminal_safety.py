@@ -23,7 +23,7 @@ import yaml
 from gpucap.apis.placeholders import substitute
 from gpucap.cli.main import DEMO_VALUES, main
 from gpucap.runtime.terminal import escape
-from tests.runtime.test_terminal import CLASSES, dangerous
+from tests.runtime.hostile_text import CLASSES, dangerous
 
 WORKSHOP = Path(__file__).resolve().parents[2] / "src" / "gpucap" / "data" / "examples" / "workshop"
 

@@ -20,7 +20,7 @@ from gpucap.scheduling.instancetypes import InstanceType, Offering
 from gpucap.scheduling.requirements import Requirements
 from tests.builders import load, nodepool
 from tests.scheduling.builders import GPU_TYPES
-from tests.scheduling.test_nodeoverlay import overlay
+from tests.scheduling.overlays import overlay
 
 POOLS: list[NodePool] = load(nodepool("gpu"), nodepool("other")).objects.nodepools
 PRICE = {"price": "0.01"}

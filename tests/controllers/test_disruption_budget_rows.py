@@ -21,8 +21,8 @@ from gpucap.runtime.clock import EPOCH
 from gpucap.scheduling.requirements import Requirement, Requirements
 from gpucap.state.snapshot import Snapshot
 from tests.controllers.disruption_builders import Env, env, gpu_pod, pool
-from tests.controllers.test_disruption_pass_memos import counted_from_scratch
-from tests.controllers.test_disruption_room import GPUS
+from tests.controllers.pass_memos import counted_from_scratch
+from tests.controllers.room_fleets import GPUS
 
 ACTIONS = [
     "bind",

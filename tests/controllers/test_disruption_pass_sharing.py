@@ -23,7 +23,7 @@ from gpucap.controllers.disruption.simulation import pass_inputs
 from gpucap.controllers.disruption.types import GRACEFUL, Candidate, PoolTotals
 from gpucap.controllers.nodeclaim.conditions import INSTANCE_TERMINATING, is_true
 from tests.controllers.disruption_builders import Env, env, gpu_pod, pool
-from tests.controllers.test_disruption_room import GPUS, fleets
+from tests.controllers.room_fleets import GPUS, fleets
 
 # What happens between two passes: a pending pod binds to node i, a bound pod goes, node i
 # is marked for deletion or unmarked, a new node comes up, the clock moves on.

@@ -17,7 +17,7 @@ from gpucap.controllers.disruption.consolidation import Consolidation
 from gpucap.controllers.disruption.pending_room import PendingRoom
 from gpucap.controllers.disruption.types import GRACEFUL, Candidate
 from tests.controllers.disruption_builders import Env
-from tests.controllers.test_disruption_simulation_laws import fleet_env, fleets, pendings
+from tests.controllers.simulation_fleets import fleet_env, fleets, pendings
 
 
 def _method_and_candidates(e: Env) -> tuple[Consolidation, list[Candidate]]:

@@ -10,8 +10,8 @@ from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, ZONE
 from gpucap.cloudprovider.aws.cache import UNAVAILABLE_OFFERINGS_TTL
 from gpucap.controllers.interruption import SPOT_INTERRUPTED, Interruption, instance_id
 from gpucap.controllers.nodeclaim.registering import advertise, registering_node
+from tests.controllers.aws_worlds import aws_world
 from tests.controllers.lifecycle_builders import claim
-from tests.controllers.test_lifecycle import aws_world
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "gpucap" / "controllers"
 

@@ -13,10 +13,6 @@ from gpucap.apis.labels import (
     REGISTERED,
     ZONE,
 )
-from gpucap.apis.serde import load_text
-from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider
-from gpucap.cloudprovider.aws.ec2.simulated import SimulatedEC2
-from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.cloudprovider.types import (
     CreateError,
     InsufficientCapacityError,
@@ -24,29 +20,15 @@ from gpucap.cloudprovider.types import (
 )
 from gpucap.controllers.nodeclaim import conditions as cond
 from gpucap.controllers.nodeclaim.constants import LAUNCH_TIMEOUT, REGISTRATION_TIMEOUT
-from gpucap.controllers.nodeclaim.lifecycle import Lifecycle
 from gpucap.controllers.nodeclaim.registering import advertise, registering_node, with_ready
 from gpucap.runtime.clock import FakeClock
-from gpucap.state.cluster import Cluster
-from tests.builders import GPU_TOLERATION, deployment, nodeclass, nodepool, to_yaml
-from tests.controllers.lifecycle_builders import STARTUP_TAINT, World, claim, provisioned, world
-
-PODS = ("default/vllm-0", "default/vllm-1")
-
-
-def launched(w: World, name: str = "gpu-1") -> None:
-    result = w.lifecycle.reconcile(name)
-    assert result.launched, result
-
-
-def register(w: World, name: str = "gpu-1", *, ready: bool = True) -> str:
-    """The kubelet of NodeClaim `name` registers its Node; returns the Node's name."""
-    nc = w.cluster.node_claim(name)
-    assert nc is not None
-    node = registering_node(nc, f"ip-{name}", ready=ready)
-    result = w.lifecycle.register(node)
-    assert result is not None
-    return node.metadata.name
+from tests.controllers.aws_worlds import (
+    PODS,
+    aws_world,
+    launched,
+    register,
+)
+from tests.controllers.lifecycle_builders import STARTUP_TAINT, claim, provisioned, world
 
 
 def test_launch_writes_back_what_the_provider_launched() -> None:
@@ -276,25 +258,6 @@ def test_condition_transition_times_move_only_when_the_status_changes() -> None:
 
 
 # ---- over AWSCloudProvider and SimulatedEC2 ---------------------------------------------------
-CATALOG = load_catalog("us-east-1")
-
-
-def aws_world() -> tuple[Cluster, SimulatedEC2, AWSCloudProvider, FakeClock, Lifecycle]:
-    loaded = load_text(
-        to_yaml(
-            nodepool(),
-            nodeclass(),
-            deployment(replicas=1, gpu=1, tolerations=[GPU_TOLERATION]),
-        ),
-        "t.yaml",
-    )
-    assert loaded.errors == []
-    clock = FakeClock()
-    cluster = Cluster.from_manifests(loaded.objects, clock=clock)
-    api = SimulatedEC2(CATALOG, clock)
-    api.publish_amis("1.36")
-    provider = AWSCloudProvider(api, CATALOG, clock, {nc.name: nc for nc in cluster.nodeclasses()})
-    return cluster, api, provider, clock, Lifecycle(cluster, provider, clock)
 
 
 @pytest.mark.parametrize("capacity", [True, False])

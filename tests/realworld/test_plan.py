@@ -10,7 +10,7 @@ from pathlib import Path
 
 from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from tests.builders import GPU_TOLERATION, pod
-from tests.cli.test_plan import cheapest_spot, plan_json, run_plan, vllm
+from tests.cli.plans import cheapest_spot, plan_json, run_plan, vllm
 from tests.realworld.corpus import real
 
 STATIC = (

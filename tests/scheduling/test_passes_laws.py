@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from gpucap.controllers.provisioning import Plan
 from tests.builders import GPU_TOLERATION, edit, pod
 from tests.scheduling.builders import CPU_TYPES, cpu_pool, gpu_pool
-from tests.scheduling.test_passes import ONE_PER_NODE, SIZED_GPU_TYPES, run_passes
+from tests.scheduling.passes import ONE_PER_NODE, SIZED_GPU_TYPES, run_passes
 
 pod_specs = st.lists(
     st.tuples(

@@ -38,7 +38,7 @@ from gpucap.scheduling.requirements import Requirement, Requirements
 from gpucap.scheduling.scheduler import PoolInput, Scheduler
 from gpucap.scheduling.topology import CountedPod, Topology, TopologyError
 from tests.scheduling.builders import GIB, ZONES
-from tests.scheduling.test_podclasses import (
+from tests.scheduling.podclass_cases import (
     HOST,
     ZONE,
     _nodes,

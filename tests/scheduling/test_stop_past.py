@@ -18,7 +18,7 @@ from gpucap.scheduling.options import SchedulingOptions
 from gpucap.scheduling.scheduler import PoolInput, Scheduler
 from tests.builders import edit, pod
 from tests.scheduling.builders import CPU_TYPES, cpu_pool, load_models
-from tests.scheduling.test_podclasses import (
+from tests.scheduling.podclass_cases import (
     _nodes,
     _pods,
     _pools,

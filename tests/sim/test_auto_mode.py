@@ -12,7 +12,7 @@ from typing import Any
 from gpucap.cli.simulate_render import format_summary, format_timeline
 from gpucap.sim.world import SimulationResult
 from tests.builders import GPU_TOLERATION, edit, nodepool, pod, to_yaml
-from tests.sim.test_nodepool_readiness import of_type, story
+from tests.sim.readiness_stories import of_type, story
 
 REF = "spec.template.spec.nodeClassRef"
 

@@ -16,7 +16,7 @@ import pytest
 from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.sim.scenario import load_scenario
 from gpucap.sim.world import World
-from tests.sim.test_disruption_stories import STORIES
+from tests.sim.storyruns import STORIES
 
 # Events at whose instant Karpenter's cluster state may be marked unconsolidated.
 MARKING = {

@@ -31,7 +31,7 @@ from gpucap.sim.kubelet import daemonsets_for
 from gpucap.sim.recorder import Event
 from gpucap.sim.scenario import load_scenario
 from gpucap.sim.world import SimulationResult, World
-from tests.sim.test_laws import (
+from tests.sim.laws import (
     DEVICE_PLUGIN,
     EXAMPLES,
     GPU_TAINT,

@@ -6,7 +6,7 @@ does for consolidateAfter."""
 
 from __future__ import annotations
 
-from tests.sim.test_disruption_stories import decisions, of_type, run
+from tests.sim.storyruns import decisions, of_type, run
 
 MINUTE = 60.0
 POLL = 10.0

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as dt
 import shutil
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -19,67 +18,23 @@ from hypothesis import strategies as st
 from gpucap.apis.serde import load_text
 from gpucap.cli.simulate_render import format_summary, format_timeline
 from gpucap.cloudprovider.aws.amifamily.releases import bundled_releases
-from gpucap.cloudprovider.aws.instancetype.catalog import Catalog, load_catalog
 from gpucap.lint.config import LintConfig
 from gpucap.lint.context import LintContext
 from gpucap.lint.runner import run
 from gpucap.operator.plan import plan
-from gpucap.sim.recorder import Event
 from gpucap.sim.scenario import load_scenario
-from gpucap.sim.world import SimulationResult, World, simulate
+from gpucap.sim.world import SimulationResult, World
 from tests.builders import edit, nodeclass, nodepool, to_yaml
-
-STORIES = Path(__file__).parent / "stories"
-CPU_POOL = """\
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: cpu}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: CLASS}
-      requirements:
-        - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m]}
-"""
-BAD_CLASS = (STORIES / "nodeclass.yaml").read_text().replace("v20260827", "v20250101")
+from tests.sim.readiness_stories import (
+    BAD_CLASS,
+    CPU_POOL,
+    STORIES,
+    _catalog,
+    of_type,
+    story,
+)
 
 
-@cache
-def _catalog(region: str = "us-east-1") -> Catalog:
-    return load_catalog(region)
-
-
-def story(
-    tmp_path: Path,
-    manifests: list[str],
-    *,
-    events: list[Any] = (),
-    duration: str = "30m",
-    **files: str,
-) -> SimulationResult:
-    """Run a scenario over copies of the stories' manifests plus `files` (name -> text)."""
-    folder = tmp_path / "story"
-    if not folder.exists():
-        shutil.copytree(STORIES, folder)
-    for name, text in files.items():
-        (folder / name).write_text(text)
-    doc = {
-        "apiVersion": "gpucap.dev/v1alpha1",
-        "kind": "Scenario",
-        "metadata": {"name": "readiness"},
-        "spec": {"duration": duration, "manifests": manifests, "events": list(events)},
-    }
-    (folder / "scenario.yaml").write_text(yaml.safe_dump(doc))
-    return simulate(load_scenario(str(folder / "scenario.yaml"), _catalog), _catalog())
-
-
-def of_type(result: SimulationResult, type_: str, **match: Any) -> list[Event]:
-    return [
-        e for e in result.events if e.type == type_ and all(e.get(k) == v for k, v in match.items())
-    ]
-
-
-# ---- a release has all its variants -----------------------------------------------------------
 def test_a_cpu_nodepool_on_the_workshops_pinned_release_launches(tmp_path: Path) -> None:
     result = story(
         tmp_path,

@@ -24,7 +24,7 @@ from gpucap.cloudprovider.aws.cache import UNAVAILABLE_OFFERINGS_TTL
 from gpucap.controllers.provisioning.batcher import BATCH_MAX_SECONDS
 from gpucap.sim.recorder import Event
 from gpucap.sim.world import POD_RETRY_SECONDS
-from tests.sim.test_laws import DEVICE_PLUGIN, Story, _deployment, _nodeclass, _nodepool
+from tests.sim.laws import DEVICE_PLUGIN, Story, _deployment, _nodeclass, _nodepool
 
 TYPES = ("g5.xlarge", "g6.xlarge")
 MARK_S = UNAVAILABLE_OFFERINGS_TTL.total_seconds()

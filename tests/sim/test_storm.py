@@ -23,7 +23,7 @@ from gpucap.controllers.provisioning.batcher import BATCH_MAX_SECONDS
 from gpucap.sim.recorder import Event
 from gpucap.sim.timeline import format_duration, timeline
 from gpucap.sim.world import NODE_MONITOR_GRACE_S
-from tests.sim.test_laws import Story, _deployment, _nodeclass, _nodepool
+from tests.sim.laws import Story, _deployment, _nodeclass, _nodepool
 
 WARNING_S = 120.0  # EC2's spot interruption notice
 # Termination looks at a blocked drain again at the latest after the eviction back-off's cap.

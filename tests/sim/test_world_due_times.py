@@ -2,7 +2,7 @@
 disruption pass, `DisruptionCadence._due_time` (per-NodeClaim entries kept by object identity,
 entries whose consolidateAfter ran out skipped) equals `next_disruption_time` of `due_inputs`
 computed from scratch over the cluster's NodeClaims and NodePools, on random scenarios
-(`test_laws.stories`: scale-downs that empty nodes, drift, AMI releases, interruptions,
+(`tests/sim/laws.py` `stories`: scale-downs that empty nodes, drift, AMI releases, interruptions,
 capacity windows, every consolidation policy and budget shape). A hand-made mutation of the
 shortcut (entries kept by name, so a NodeClaim's new last pod event is not seen) is caught."""
 
@@ -12,12 +12,12 @@ import datetime as dt
 
 from hypothesis import HealthCheck, example, given, note, settings
 
-import tests.sim.test_laws as laws
 from gpucap.apis.nodepool import NodeClaim
 from gpucap.sim import cadence as cadence_module
 from gpucap.sim.cadence import DisruptionCadence
 from gpucap.sim.world import World, due_inputs, next_disruption_time
-from tests.sim.test_laws import EXAMPLES, ROLLING, Story, stories
+from tests.sim import laws
+from tests.sim.laws import EXAMPLES, ROLLING, Story, stories
 
 
 class _Checked(DisruptionCadence):

@@ -14,11 +14,11 @@ import math
 import pytest
 from hypothesis import HealthCheck, example, given, note, settings
 
-import tests.sim.test_laws as laws
 from gpucap.sim.cadence import DisruptionCadence
 from gpucap.sim.world import World
-from tests.sim.test_laws import EXAMPLES, ROLLING, Story, stories
-from tests.sim.test_world_pod_trigger import WAITING
+from tests.sim import laws
+from tests.sim.laws import EXAMPLES, ROLLING, Story, stories
+from tests.sim.pod_trigger_stories import WAITING
 
 
 class _Chained(World):
