@@ -1,7 +1,7 @@
 """Reading input: a file, a pipe or stdin -> text, within the limits; JSON -> data, bounded.
 
 Every file gpucap reads from the user goes through here: manifests (`apis/serde.load_paths`),
-`render`'s inputs, `--catalog` and `--prices` (`cli/main.py`), the lint config
+`render`'s inputs, `--catalog` and `--prices` (`cli/catalogs.py`), the lint config
 (`lint/config.py`). Reading is in bounded chunks, so an endless stream (`/dev/zero`, `yes |`)
 stops at `MAX_FILE_BYTES` instead of filling memory; text is UTF-8, decoded as it arrives, so a
 binary or Latin-1 file is refused at its first bad byte, named by line and column. Whatever

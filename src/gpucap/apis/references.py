@@ -8,7 +8,7 @@ nothing. An input that
 holds no EC2NodeClass at all may be applied to a cluster that has them; an input that holds some,
 but not the one named, most likely misspells it (`gpus` beside `gpu`).
 
-Called by `gpucap validate` (`cli/main.py`): one warning per such NodePool, naming the file,
+Called by `gpucap validate` (`cli/validate.py`): one warning per such NodePool, naming the file,
 document and field, with the class it most likely meant; the exit status does not change.
 """
 

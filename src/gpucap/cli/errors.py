@@ -1,13 +1,12 @@
 """Bad input at the CLI: `BadInputError`, and `map_exceptions` for errors that come from elsewhere.
 
-Every input error derives from `runtime.errors.GpucapInputError`; the boundary (`cli/main.py`)
-prints it as `error: <message>` and exits 2, once, for every command. A command that finds a
-problem with its own options raises `BadInputError` with the line. Code whose failures are not
-input errors by type (boto3's `EC2APIError`, a plain ValueError from an AMI lookup) is wrapped
-in `map_exceptions`, which turns the listed types into `BadInputError` where they cross into the
-CLI, as httpx's `_transports/default.py` `map_httpcore_exceptions` turns httpcore's errors into
-its own at the transport.
-"""
+Every input error derives from `runtime.errors.GpucapInputError`; the boundary (`cli/app.py`'s
+`LazyGroup`) prints it as `error: <message>` and exits 2, once, for every command. A command
+that finds a problem with its own options raises `BadInputError` with the line. Code whose
+failures are not input errors by type (boto3's `EC2APIError`, a plain ValueError from an AMI
+lookup) is wrapped in `map_exceptions`, which turns the listed types into `BadInputError` where
+they cross into the CLI, as httpx's `_transports/default.py` `map_httpcore_exceptions` turns
+httpcore's errors into its own at the transport."""
 
 from __future__ import annotations
 

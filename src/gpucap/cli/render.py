@@ -2,7 +2,7 @@
 
 `describe` gives the one-line summary `gpucap validate` prints per object; `format_issue` the
 one-line error/warning; `format_list` the defaulted objects as a re-loadable `kind: List`.
-Called by `cli/main.py`.
+Called by the command modules (`cli/validate.py`, `cli/plan.py`, `cli/lint.py`, ...).
 
 Text for a terminal is returned as a list of lines, never as one string with newlines: the CLI's
 `Terminal` (`runtime/terminal.py`) escapes each line whole, so a user string holding a newline

@@ -8,10 +8,10 @@
   builds its rows from the event log alone.
 - `simulation_document(events, summary)`: the `-o json` document.
 
-Called by `cli/main.py`'s simulate and demo commands. As in `cli/render.py`, text is returned as
-lines, never escaped here: the CLI's `Terminal` escapes each line whole, so a name holding a
-newline or an escape sequence shows escaped inside its line (tables pad to the escaped width).
-"""
+Called by the simulate and demo commands (`cli/simulate.py`, `cli/demo.py`). As in
+`cli/render.py`, text is returned as lines, never escaped here: the CLI's `Terminal` escapes
+each line whole, so a name holding a newline or an escape sequence shows escaped inside its line
+(tables pad to the escaped width)."""
 
 from __future__ import annotations
 

@@ -7,10 +7,9 @@ derives from this root as well as from the builtin it always was (`ValueError`, 
 so code that caught the builtin still does. Its message is one line that names the file,
 document and field, or the option.
 
-Caught once, by the CLI's boundary (`cli/main.py`), which prints `error: <message>` and exits 2;
-nothing below the CLI catches the root. It lives in `runtime/`, the bottom layer, so that every
-layer can derive from it (pyproject's import contracts).
-"""
+Caught once, by the CLI's boundary (`cli/app.py`'s `LazyGroup`), which prints `error: <message>`
+and exits 2; nothing below the CLI catches the root. It lives in `runtime/`, the bottom layer,
+so that every layer can derive from it (pyproject's import contracts)."""
 
 from __future__ import annotations
 
