@@ -29,7 +29,6 @@ through the Provisioner) and by the contract tests.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,10 +55,10 @@ from gpucap.cloudprovider.aws.ec2.api import EC2API
 from gpucap.cloudprovider.aws.instance.launch import MinValuesPolicy
 from gpucap.cloudprovider.aws.instance.provider import InstanceProvider, parse_provider_id
 from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
-from gpucap.cloudprovider.aws.instancetype.settings import node_class_settings
+from gpucap.cloudprovider.aws.instancetype.provider import InstanceTypeProvider
 from gpucap.cloudprovider.types import InsufficientCapacityError, launched_node_claim
 from gpucap.runtime.clock import Clock
-from gpucap.scheduling.instancetypes import InstanceType, Offering
+from gpucap.scheduling.instancetypes import InstanceType
 
 __all__ = [
     "DEFAULT_EC2NODECLASS",
@@ -129,22 +128,11 @@ class AWSCloudProvider:
     amis: ImageProvider = field(init=False)
     instances: InstanceProvider = field(init=False)
     drift: Drift = field(init=False)
-    _types: dict[tuple[str, tuple[str, ...]], tuple[InstanceType, ...]] = field(
-        default_factory=dict
-    )
-    # `instance_types_for`'s last answer per node-class key, with the class object, the marks'
-    # sequence number and the span of the clock it holds for: from the instant it was built
-    # until the first mark then in force expires (None: none was). The answer reads only the
-    # class and the marks in force; with no mark made since (same sequence number) those are
-    # the same at every instant of that span (`expire` drops only marks no lookup sees), so the
-    # answer is too. Drift asks it for every NodeClaim every 5 minutes, provisioning every pass.
-    _types_now: dict[
-        str,
-        tuple[EC2NodeClass, int, dt.datetime, dt.datetime | None, tuple[InstanceType, ...]],
-    ] = field(default_factory=dict)
+    types: InstanceTypeProvider = field(init=False)
 
     def __post_init__(self) -> None:
         self.unavailable = UnavailableOfferings(self.clock)
+        self.types = InstanceTypeProvider(self.catalog, self.clock, self.unavailable)
         self.amis = ImageProvider(self.api, self.clock, self.kubernetes_version, self.images)
         self.instances = InstanceProvider(self.api, self.cluster_name, self.unavailable, self.amis)
         self.drift = Drift(
@@ -161,66 +149,10 @@ class AWSCloudProvider:
 
     # ---- instance types ------------------------------------------------------------------------
     def instance_types_for(self, nodeclass: EC2NodeClass) -> tuple[InstanceType, ...]:
-        """The node class's instance types with insufficient-capacity marks applied (rebuilt
-        only when the set of active marks changes, as Karpenter keys its cache on them: a mark
-        is made or one in force expires, see `_types_now`)."""
-        name = _DEFAULT_KEY if nodeclass is self.default_nodeclass else nodeclass.name
-        now = self.clock.now()
-        last = self._types_now.get(name)
-        if (
-            last is not None
-            and last[0] is nodeclass
-            and last[1] == self.unavailable.seq
-            and last[2] <= now
-            and (last[3] is None or now < last[3])
-        ):
-            return last[4]
-        result = self._instance_types_for(nodeclass, name)
-        self._types_now[name] = (
-            nodeclass,
-            self.unavailable.seq,
-            now,
-            self.unavailable.next_expiry(),
-            result,
-        )
-        return result
-
-    def _instance_types_for(self, nodeclass: EC2NodeClass, name: str) -> tuple[InstanceType, ...]:
-        self.unavailable.expire()
-        marks = tuple(self.unavailable.active())
-        key = (name, marks)
-        cached = self._types.get(key)
-        if cached is not None:
-            return cached
-        base = self.catalog.instance_types(node_class_settings(nodeclass))
-        if not marks:
-            # The catalog's own list: node classes with equal settings share it, and so do
-            # the scheduler's tables built from it.
-            self._types[key] = base
-            return base
-        out = []
-        for it in base:
-            offerings = tuple(
-                Offering(
-                    o.zone,
-                    o.capacity_type,
-                    o.price,
-                    o.available
-                    and not self.unavailable.is_unavailable(o.capacity_type, it.name, o.zone),
-                )
-                for o in it.offerings
-            )
-            if offerings == it.offerings:
-                out.append(it)
-            else:
-                out.append(
-                    InstanceType(it.name, it.requirements, it.capacity, it.allocatable, offerings)
-                )
-        result = tuple(out)
-        if len(self._types) > 64:
-            self._types.clear()
-        self._types[key] = result
-        return result
+        """The node class's instance types with insufficient-capacity marks applied (the
+        instance-type provider's `list`, keyed by the class's name or the default class's key)."""
+        key = _DEFAULT_KEY if nodeclass is self.default_nodeclass else nodeclass.name
+        return self.types.list(nodeclass, key)
 
     def nodeclass_for(self, name: str) -> EC2NodeClass | None:
         """The EC2NodeClass named `name`, else the default one (None when there is neither):
