@@ -14,7 +14,7 @@ from gpucap.state.cluster import Cluster
 from gpucap.state.consolidation import CONSOLIDATION_STATE_RESET_S
 from tests.builders import load, nodepool, pod
 from tests.state.builders import node, node_claim
-from tests.state.test_cluster_laws import BASE, CLAIMS, change, changes
+from tests.state.cluster_changes import CLAIMS, change, changes, fresh
 
 StateView = tuple[bool, bool]
 
@@ -79,10 +79,7 @@ with_timestamps = st.one_of(
 def test_the_cluster_marks_itself_unconsolidated_exactly_where_karpenters_state_does(
     ops: list[tuple[object, ...]],
 ) -> None:
-    clock = FakeClock()
-    cluster = Cluster.from_manifests(BASE, clock=clock)
-    claims = {c.name: c for c in cluster.node_claims()}
-    nodes = {n.metadata.name: n for n in cluster.nodes()}
+    cluster, clock, claims, nodes = fresh()
     for i, op in enumerate(ops):
         before, count = reference(cluster), cluster.consolidation.version
         if op[0] == "delete_timestamp" and (c := cluster.node_claim(str(op[1]))) is not None:
