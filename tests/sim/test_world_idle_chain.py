@@ -70,7 +70,9 @@ MARKS = laws.window_story(
     "marks",
     types=["g5.xlarge", "g5.2xlarge"],
     policy="WhenEmptyOrUnderutilized",
-    after="30s",
+    # 2 minutes: the pod's readiness (a cluster change that wakes the loop) comes well before
+    # the pod's consolidateAfter runs out, so the marks' end is what the idle loop must see.
+    after="2m",
     replicas=0,
     window_at="1m",
     scale_at="2m",

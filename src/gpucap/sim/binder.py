@@ -127,7 +127,6 @@ class KubeScheduler:
         claim = self.bus.claim_of_node(node_name)
         self.bus.emit("PodBound", pod=key, node=node_name, nodeClaim=claim)
         self.bus.pod_bound(key)
-        self.bus.changed()
         self.bus.start_pod(pod, node_name, claim)
 
     def requests_of(self, pod: Pod) -> Resources:

@@ -11,7 +11,9 @@ API server's watches rather than by calling one another. No Kubernetes component
 itself; it is the simulator's wiring.
 
 The bus keeps what every actor reads (the engine's time, the event log, the change counters) and
-carries the messages; `World._wire` connects each message to the one actor that hears it (an
+carries the messages. The change counters follow the cluster's and EC2's own change feeds
+(`Cluster.watch`, `SimulatedEC2.watch`; `cluster_changed`, `ec2_changed`): no actor reports a
+change it made. `World._wire` connects each message to the one actor that hears it (an
 unconnected message is an AttributeError). Messages run at once, in the caller's instant and
 order: the bus adds no delay and no event of its own, so a run is the same event for event as
 when the actors were one class.
@@ -32,7 +34,7 @@ from gpucap.controllers.nodeclaim.lifecycle import LifecycleResult
 from gpucap.controllers.reconciler import Reconciler
 from gpucap.sim.engine import Engine
 from gpucap.sim.recorder import Event, Recorder
-from gpucap.state.cluster import Cluster
+from gpucap.state.cluster import Cluster, ClusterChange
 
 __all__ = [
     "GPU_KEYS",
@@ -126,6 +128,23 @@ class Bus:
 
     def emit(self, type_: str, **fields: Any) -> Event:
         return self.recorder.emit(self.engine.now, type_, **fields)
+
+    def cluster_changed(self, change: ClusterChange) -> None:
+        """The cluster's change feed (`Cluster.watch`, wired by the World): every mutation is
+        something the scheduler sees; a Node's or NodeClaim's is also what garbage collection
+        reads."""
+        if change is ClusterChange.NODES:
+            self.claims_changed()
+        self.changed()
+
+    def ec2_changed(self, what: str) -> None:
+        """EC2's change feed (`SimulatedEC2.watch`, wired by the World): an instance is what
+        garbage collection reads; a pool's capacity or an AMI release changes what a launch or
+        drift finds, so the provisioner and the disruption loop look again."""
+        if what == "instances":
+            self.claims_changed()
+        else:
+            self.changed()
 
     def changed(self) -> None:
         """Something the scheduler sees changed: the disruption loop looks again."""

@@ -260,7 +260,6 @@ class DisruptionCadence:
     def _detect_drift(self) -> float | None:
         for name, reason in self.drift.reconcile():
             self.bus.emit("NodeClaimDrifted", nodeClaim=name, reason=reason)
-            self.bus.changed()
             self.engine.trigger(self.disruption_loop)
         return DRIFT_REQUEUE_S
 

@@ -118,7 +118,7 @@ def should_run(pod: Pod, node: Node) -> tuple[bool, bool]:
 class DaemonSetController:
     """Keeps one bound pod per DaemonSet on every node that should run it (see the module
     docstring). `place(pod, node)` and `unplace(key)` are called for every pod it binds or
-    deletes, `changed()` once after a call that did either."""
+    deletes (the cluster's change feed tells the rest of the simulator)."""
 
     def __init__(
         self,
@@ -127,13 +127,11 @@ class DaemonSetController:
         *,
         place: Callable[[Pod, str], None],
         unplace: Callable[[str], None],
-        changed: Callable[[], None],
     ) -> None:
         self.cluster = cluster
         self.clock = clock
         self._place = place
         self._unplace = unplace
-        self._changed = changed
         # Pod key -> the DaemonSet object it was made from (the pods this controller owns).
         self._made: dict[str, DaemonSet] = {}
         self._templates: dict[int, _Template] = {}  # id(DaemonSet) -> its template (holds it)
@@ -143,8 +141,7 @@ class DaemonSetController:
         daemonsets = self.cluster.daemonsets()
         if not daemonsets:
             return
-        if self._sync(node_name, [self._of(ds) for ds in daemonsets]):
-            self._changed()
+        self._sync(node_name, [self._of(ds) for ds in daemonsets])
 
     def daemonsets_changed(self) -> None:
         """A DaemonSet was applied or deleted: every node's daemon pods follow, the pods of a
@@ -152,18 +149,15 @@ class DaemonSetController:
         again."""
         templates = [self._of(ds) for ds in self.cluster.daemonsets()]
         live = {_ds_key(t.ds): t.ds for t in templates}
-        done = False
         for key, ds in list(self._made.items()):
             now = live.get(_ds_key(ds))
             if now is None or (now is not ds and now != ds):
-                done = self._delete(key) or done
+                self._delete(key)
             elif now is not ds:
                 self._made[key] = now  # applied again, the same: the pod stays
         self._templates = {id(t.ds): t for t in templates}
         for node in self.cluster.nodes():
-            done = self._sync(node.metadata.name, templates) or done
-        if done:
-            self._changed()
+            self._sync(node.metadata.name, templates)
 
     # ---- internals ------------------------------------------------------------------------------
     def _of(self, ds: DaemonSet) -> _Template:

@@ -102,7 +102,6 @@ class NodeClaimEvents:
             )
 
     def lifecycle_result(self, result: LifecycleResult, *, nodepool: str | None = None) -> None:
-        self.bus.claims_changed()
         name = result.node_claim
         claim = self.cluster.node_claim(name)
         if result.launched and claim is not None:
@@ -143,7 +142,6 @@ class NodeClaimEvents:
                     self.bus.pod_requeued(key)
         if result.requeue_after is not None and not result.gone:
             self._requeue_claim(name, result.requeue_after)
-        self.bus.changed()
 
     def _requeue_claim(self, name: str, after: float) -> None:
         old = self._claim_timers.pop(name, None)
@@ -200,7 +198,6 @@ class NodeClaimEvents:
 
     # ---- disruption, expiration, interruption, garbage collection ----------------------------
     def disrupted(self, result: DisruptionResult) -> None:
-        self.bus.claims_changed()
         command = result.decided
         if command is not None:
             replacements = [r.name for r in command.replacements]
@@ -219,10 +216,8 @@ class NodeClaimEvents:
                     replacements=replacements,
                     message=command.message,
                 )
-            self.bus.changed()
         for name in result.abandoned:
             self.bus.emit("DisruptionAbandoned", nodeClaim=name)
-            self.bus.changed()
         for name in result.deleting:
             self._reconcile_claim(name)
         if result.deleting or result.abandoned:
@@ -272,8 +267,6 @@ class NodeClaimEvents:
         for name in collected.node_claims:
             self.bus.emit("DisruptionDecision", nodeClaim=name, reason="GarbageCollected")
             self._reconcile_claim(name)
-        if collected.instances or collected.node_claims:
-            self.bus.changed()
 
     def _schedule_expiry(self, claim: NodeClaim) -> None:
         at = self.expiration.expires_at(claim)
@@ -289,17 +282,14 @@ class NodeClaimEvents:
             )
 
     def _expire(self) -> None:
-        self.bus.claims_changed()
         for name in self.expiration.reconcile():
             self.bus.emit(
                 "DisruptionDecision", nodeClaim=name, reason="Expired", method="expiration"
             )
-            self.bus.changed()
             self._reconcile_claim(name)
 
     # ---- termination --------------------------------------------------------------------------
     def _terminated(self, name: str, result: TerminationResult) -> None:
-        self.bus.claims_changed()
         for key in result.evicted:
             self.bus.emit("PodEvicted", pod=key, node=result.node, reason=result.reason or "")
             self.bus.pod_left(key)
@@ -321,7 +311,6 @@ class NodeClaimEvents:
             self.bus.node_removed(node)
         elif result.requeue_after is not None:
             self._requeue_claim(name, result.requeue_after)
-        self.bus.changed()
         self.bus.trigger_provisioning()
 
 

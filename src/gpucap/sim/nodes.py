@@ -122,7 +122,6 @@ class Kubelet:
             self.engine.cancel(sim.plugin_timer)
 
     def _register(self, name: str) -> None:
-        self.bus.claims_changed()
         claim = self.cluster.node_claim(name)
         sim = self._nodes.get(name)
         if claim is None or sim is None or claim.metadata.deletion_timestamp is not None:
@@ -305,7 +304,6 @@ class Kubelet:
         sim = self._nodes.get(name)
         if sim is None:
             return
-        self.bus.claims_changed()
         self.bus.emit("InstanceTerminated", nodeClaim=name, node=sim.node, reason=reason)
         self.engine.after(
             NODE_MONITOR_GRACE_S,
@@ -320,12 +318,10 @@ class Kubelet:
         node = self.cluster.node(sim.node) if sim is not None and sim.node else None
         if sim is None or node is None or not node.is_ready:
             return
-        self.bus.claims_changed()
         self.bus.emit("NodeNotReady", nodeClaim=name, node=sim.node, reason="InstanceTerminated")
         result = self.lifecycle.node_changed(with_ready(node, False))
         if result is not None:
             self.bus.claim_result(result)
-        self.bus.changed()
 
     def registered_node(self, name: str) -> str | None:
         """The Node the kubelet model registered for NodeClaim `name` (None: none, or not yet)."""

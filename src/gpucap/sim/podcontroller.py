@@ -178,11 +178,9 @@ class PodController:
             daemonsets=self.cluster.daemonsets(),
             pending=pending,
         )
-        acted = False
         for existing in results.existing_nodes:
             for pod in existing.pods:
                 self._nominate(pod.key, existing.name)
-                acted = True
         claims = self.provisioner.node_claims(results, names=self.names)
         for planned, unstamped in zip(results.new_node_claims, claims, strict=True):
             claim = created_now(unstamped, self.clock.now())
@@ -196,7 +194,6 @@ class PodController:
             for pod in planned.pods:
                 self._nominate(pod.key, claim.name)
             self.bus.launch(claim.name, planned.nodepool)
-            acted = True
         errors = self._not_ready_reasons(
             {key: str(error) for key, error in results.pod_errors.items()}
         )
@@ -210,8 +207,6 @@ class PodController:
         # fallback after an insufficient-capacity error). A pass that did nothing changes
         # nothing, so the next one, with the same inputs, is skipped.
         self._last_pass = fingerprint
-        if acted:
-            self.bus.changed()
         self.bus.trigger_bind()
         return None
 

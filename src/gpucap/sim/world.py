@@ -202,7 +202,6 @@ class World:
             self.clock,
             place=self.binder.place,
             unplace=self.binder.unplace,
-            changed=self.bus.changed,
         )
         self.kubelet = Kubelet(
             self.bus,
@@ -241,6 +240,9 @@ class World:
         bus.launch = self.claim_events.launch
         bus.disrupted = self.claim_events.disrupted
         bus.collected = self.claim_events.collected
+        # What changes, the bus hears from the cluster and EC2 themselves.
+        self.cluster.watch(bus.cluster_changed)
+        self.ec2.watch(bus.ec2_changed)
 
     # ---- running --------------------------------------------------------------------------------
     def run(self, on_step: Callable[[float], None] | None = None) -> SimulationResult:
@@ -338,7 +340,6 @@ class World:
             )
             self.ec2.publish_release(k8s, version)
             self.engine.trigger(self.cadence.drift_loop)
-        self.bus.changed()
 
     def _apply(self, obj: KubeObject) -> None:
         applied = self.cluster.apply(obj)
@@ -363,7 +364,6 @@ class World:
             self.daemonsets.daemonsets_changed()
         elif kind == "Node":
             self.daemonsets.node_changed(obj.metadata.name)
-        self.bus.changed()
 
     def _objects_changed(self, kind: str) -> None:
         """Re-wire what depends on the applied objects of `kind`."""
@@ -407,7 +407,7 @@ class World:
 
             def window_ends() -> None:
                 self.emit("CapacityChanged", available=not cap.available, **fields)
-                self.bus.changed()
+                self.ec2.ended("capacity")
                 self.bus.trigger_provisioning()
 
             self.engine.at(
@@ -418,7 +418,6 @@ class World:
             )
 
     def _interrupt(self, index: int, name: str) -> None:
-        self.bus.claims_changed()
         claim = self.cluster.node_claim(name)
         if claim is None or not claim.status.provider_id:
             self.emit(
@@ -438,9 +437,14 @@ class World:
             return
         self.emit("ScenarioEvent", index=index, kind="interrupt", detail=name)
         reclaim_at = self.ec2.interrupt(claim.status.provider_id.rsplit("/", 1)[-1])
+
+        def reclaimed() -> None:
+            self.ec2.ended("instances")  # the notice ran out: EC2 took the instance back
+            self.kubelet.reclaimed(name, "SpotInterruption")
+
         self.engine.after(
             (reclaim_at - self.clock.now()).total_seconds(),
-            lambda: self.kubelet.reclaimed(name, "SpotInterruption"),
+            reclaimed,
             priority=PRIORITY_KUBELET,
             label=f"EC2 reclaims {name}",
         )

@@ -27,6 +27,9 @@ takes missing or zero resources from its NodeClaim, ...), plus what only a live 
 - *Consolidation state* (`consolidation`, `state/consolidation.py`), which this class marks from
   its own mutations (`mark_unconsolidated`), and the run's *memos* (`memos`, `runtime/memo.py`):
   what the controllers keep about this cluster's objects from pass to pass, dropped with it.
+- *Change feed* (`watch`, `version`): every mutation calls the watchers with what it changed
+  (`ClusterChange`), from inside the mutation, as Karpenter's controllers hear of changes
+  through the API server's watches; the simulator's bus is the watcher (`sim/bus.py`).
 
 Called by the simulator's world (`sim/world.py`), the controllers (`controllers/nodeclaim`,
 `controllers/nodeclaim/termination.py`, `controllers/interruption.py`) and the provisioner.
@@ -34,6 +37,7 @@ Called by the simulator's world (`sim/world.py`), the controllers (`controllers/
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, cast
@@ -67,6 +71,7 @@ __all__ = [
     "NOMINATION_WINDOW",
     "Applied",
     "Cluster",
+    "ClusterChange",
     "Released",
     "object_key",
 ]
@@ -165,6 +170,14 @@ def _unbound(pod: Pod) -> Pod:
     return pod.model_copy(update={"spec": spec, "status": status})
 
 
+class ClusterChange(enum.Enum):
+    """What a mutation of the `Cluster` changed, as its change feed (`Cluster.watch`) says."""
+
+    PODS = "pods"  # a pod added, replaced, bound, unbound or deleted; a nomination made
+    NODES = "nodes"  # a Node or NodeClaim added, changed or removed; a deletion mark
+    OBJECTS = "objects"  # any other object applied or deleted (NodePools, DaemonSets, ...)
+
+
 class Cluster:
     """Mutable cluster state (see the module docstring). `clock` dates nominations; without
     one they never expire."""
@@ -225,6 +238,9 @@ class Cluster:
         # about this cluster's objects lives and dies with the cluster, not the process.
         self.memos = Memos()
         self._units = self.memos[UNITS].lookup
+        # The change feed (`watch`): who hears of every mutation, and how many there were.
+        self._watchers: list[Callable[[ClusterChange], None]] = []
+        self._changes = 0
 
     @classmethod
     def from_manifests(cls, manifests: Manifests, *, clock: Clock | None = None) -> Cluster:
@@ -512,6 +528,7 @@ class Cluster:
             raise KeyError(f"no NodeClaim {claim_name!r}")
         self._nominations[pod_key] = _Nomination(claim_name, until)
         self._version += 1
+        self._changed(ClusterChange.PODS)
 
     def nominations(self) -> dict[str, str]:
         """Pod key -> NodeClaim name, for the nominations in force."""
@@ -630,6 +647,24 @@ class Cluster:
                 pending.append(key)
         return Released(tuple(pending), tuple(deleted))
 
+    # ---- the change feed -----------------------------------------------------------------------
+    def watch(self, fn: Callable[[ClusterChange], None]) -> None:
+        """Call `fn` with the kind of every mutation from now on, inside the mutation (before
+        it returns; a mutation may call it more than once). The simulator's bus watches
+        (`sim/world.py` wires it): what Karpenter's controllers learn from the API server's
+        watches, its actors learn here, so no caller reports a change it made by hand."""
+        self._watchers.append(fn)
+
+    @property
+    def version(self) -> int:
+        """How many mutations the cluster has had (what `watch`'s callers heard)."""
+        return self._changes
+
+    def _changed(self, change: ClusterChange) -> None:
+        self._changes += 1
+        for fn in self._watchers:
+            fn(change)
+
     # ---- consolidation state -------------------------------------------------------------------
     def mark_unconsolidated(self) -> None:
         """Karpenter's `Cluster.MarkUnconsolidated` (kubernetes-sigs/karpenter
@@ -692,10 +727,12 @@ class Cluster:
         `MarkForDeletion`)."""
         self._marked.update(names)
         self._version += 1
+        self._changed(ClusterChange.NODES)
 
     def unmark_for_deletion(self, *names: str) -> None:
         self._marked.difference_update(names)
         self._version += 1
+        self._changed(ClusterChange.NODES)
 
     def marked_for_deletion(self) -> set[str]:
         return set(self._marked)
@@ -731,6 +768,7 @@ class Cluster:
             self._applied += 1
             source = Source("<applied>", self._applied)
         self._objects[key] = Manifest(obj, source, replaces=previous)
+        self._changed(ClusterChange.OBJECTS)
         if not isinstance(obj, POD_CREATORS):
             return Applied()
         old = self._pod_keys(key, previous)
@@ -750,6 +788,8 @@ class Cluster:
             self.delete_node_claim(name)
             return Applied()
         previous = self._objects.pop(object_key(kind, namespace, name), None)
+        if previous is not None:
+            self._changed(ClusterChange.OBJECTS)
         if previous is not None and kind in _UNCONSOLIDATING_KINDS:
             self.mark_unconsolidated()
         if previous is None or not isinstance(previous.obj, POD_CREATORS):
@@ -807,6 +847,7 @@ class Cluster:
     # provider ID (and NodeClaims by `status.nodeName`), and each name's insertion number
     # (its place in the map's order, for the scans' "first").
     def _set_claim(self, claim: NodeClaim) -> None:
+        self._changed(ClusterChange.NODES)
         self._dirty.add(claim.name)
         name = claim.name
         old = self._claims.get(name)
@@ -837,6 +878,7 @@ class Cluster:
             self._consolidation_changed(before, pid)
 
     def _pop_claim(self, name: str) -> None:
+        self._changed(ClusterChange.NODES)
         self._dirty.add(name)
         old = self._claims.pop(name, None)
         self._unlaunched.discard(name)
@@ -849,6 +891,7 @@ class Cluster:
             _unindex(self._claims_by_node_name, old.status.node_name, name)
 
     def _set_node(self, node: Node) -> None:
+        self._changed(ClusterChange.NODES)
         self._dirty.add(node.metadata.name)
         name = node.metadata.name
         old = self._nodes.get(name)
@@ -868,6 +911,7 @@ class Cluster:
         self._consolidation_changed(before, key)
 
     def _pop_node(self, name: str) -> None:
+        self._changed(ClusterChange.NODES)
         self._dirty.add(name)
         old = self._nodes.pop(name, None)
         if old is not None:
@@ -910,6 +954,7 @@ class Cluster:
         the version counters."""
         key = pod.key if key is None else key
         self._version += 1
+        self._changed(ClusterChange.PODS)
         old = self._pods.get(key)
         if old is None:
             self._seq[key] = self._next_seq
@@ -939,6 +984,7 @@ class Cluster:
         if pod is not None:
             self.mark_unconsolidated()  # `DeletePod`
             self._version += 1
+            self._changed(ClusterChange.PODS)
             del self._seq[key]
             node = pod.spec.node_name
             if node:

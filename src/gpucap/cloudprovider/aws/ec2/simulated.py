@@ -34,7 +34,7 @@ import datetime as dt
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -164,6 +164,27 @@ class SimulatedEC2:
     _listings: dict[Any, tuple[int, int, dt.datetime, dt.datetime, list[dict[str, Any]]]] = field(
         default_factory=dict
     )
+    # The change feed (`watch`).
+    _watchers: list[Callable[[str], None]] = field(default_factory=list)
+
+    # ---- the change feed -------------------------------------------------------------------------
+    def watch(self, fn: Callable[[str], None]) -> None:
+        """Call `fn` with what changed on every change of this EC2's state, inside the call that
+        made it: `"capacity"` (a pool opened or closed), `"instances"` (an instance launched,
+        terminated, tagged or interrupted), `"images"` (an AMI release published). The
+        simulator's bus watches it (`sim/world.py` wires it), beside the cluster's feed.
+        What changes with the clock alone (a capacity window running out, an interrupted
+        instance reclaimed) is reported by whoever scheduled that time (`ended`)."""
+        self._watchers.append(fn)
+
+    def ended(self, what: str) -> None:
+        """A change the clock made by itself (see `watch`): the simulator's timer for it
+        tells the watchers, as a real account's events would."""
+        self._changed(what)
+
+    def _changed(self, what: str) -> None:
+        for fn in self._watchers:
+            fn(what)
 
     # ---- scripted capacity ---------------------------------------------------------------------
     def set_capacity(
@@ -181,6 +202,7 @@ class SimulatedEC2:
         for z in zones:
             for ct in capacity_types:
                 self._capacity[(instance_type, z, ct)] = _Window(available, until)
+        self._changed("capacity")
 
     def interrupt(self, instance_id: str) -> dt.datetime:
         """Send a spot interruption warning; the instance is reclaimed two minutes later.
@@ -282,6 +304,7 @@ class SimulatedEC2:
                 self.parameters[release_version_parameter(k8s, family, arch, variant)] = (
                     release.release_version(k8s) or release.version
                 )
+        self._changed("images")
 
     def publish_release(self, kubernetes_version: str, version: str) -> None:
         """Make AL2023 release `version` the recommended one for a Kubernetes version, as AWS
@@ -300,6 +323,7 @@ class SimulatedEC2:
             self.parameters[release_version_parameter(k8s, "al2023", arch, variant)] = (
                 f"{k8s}.0-{digits}"
             )
+        self._changed("images")
 
     def _publish_image(
         self, family: str, k8s: str, image: tuple[str, str], version: str, *, created: str
@@ -646,6 +670,7 @@ class SimulatedEC2:
         listing are stale."""
         self._revision += 1
         self._instance_revision[instance_id] = self._revision
+        self._changed("instances")
 
     def describe_instances(self, **kwargs: Any) -> Response:
         """DescribeInstances by IDs or over every instance, with `instance-state-name`,
