@@ -7,7 +7,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpucap.state.cluster import Cluster, ClusterChange
+from gpucap.state.changes import ClusterChange
+from gpucap.state.cluster import Cluster
 from tests.builders import load, nodepool
 from tests.state.cluster_changes import change, changes, fresh, rebuilt
 

@@ -34,7 +34,8 @@ from gpucap.controllers.nodeclaim.lifecycle import LifecycleResult
 from gpucap.controllers.reconciler import Reconciler
 from gpucap.sim.engine import Engine
 from gpucap.sim.recorder import Event, Recorder
-from gpucap.state.cluster import Cluster, ClusterChange
+from gpucap.state.changes import ClusterChange
+from gpucap.state.cluster import Cluster
 
 __all__ = [
     "GPU_KEYS",

@@ -37,7 +37,6 @@ Called by the simulator's world (`sim/world.py`), the controllers (`controllers/
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, cast
@@ -47,7 +46,6 @@ from gpucap.apis.core import ConfigMap, Node, Pod, PodDisruptionBudget, PodStatu
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.expansion import POD_CREATORS, PodCreator, expand_keys
 from gpucap.apis.gpuoperator import ClusterPolicy
-from gpucap.apis.labels import INITIALIZED
 from gpucap.apis.nodeoverlay import NodeOverlay
 from gpucap.apis.nodepool import NodeClaim, NodePool
 from gpucap.apis.quantity import base_units
@@ -56,7 +54,8 @@ from gpucap.apis.workloads import DaemonSet
 from gpucap.runtime.clock import Clock
 from gpucap.runtime.memo import Memos
 from gpucap.scheduling.existingnode import StateNode
-from gpucap.state.consolidation import ConsolidationState
+from gpucap.state.changes import ClusterChange
+from gpucap.state.consolidation import ConsolidationState, state_node_view
 from gpucap.state.snapshot import (
     UNITS,
     Snapshot,
@@ -71,7 +70,6 @@ __all__ = [
     "NOMINATION_WINDOW",
     "Applied",
     "Cluster",
-    "ClusterChange",
     "Released",
     "object_key",
 ]
@@ -85,9 +83,6 @@ _OWN_STORES = ("Pod", "Node", "NodeClaim")
 # (`pkg/controllers/state/informer/nodepool.go`) and NodeOverlay controller
 # (`pkg/controllers/nodeoverlay/controller.go`, after it updates the instance type store).
 _UNCONSOLIDATING_KINDS = frozenset({"NodePool", "NodeOverlay"})
-# The NodeClaim condition `controllers/nodeclaim/conditions.py` names INSTANCE_TERMINATING (a
-# controller's module, which this layer does not import).
-_INSTANCE_TERMINATING = "InstanceTerminating"
 
 
 def object_key(kind: str, namespace: str | None, name: str) -> tuple[str, str, str]:
@@ -168,14 +163,6 @@ def _unbound(pod: Pod) -> Pod:
         update={"phase": "Pending", "conditions": [], "nominated_node_name": None}
     )
     return pod.model_copy(update={"spec": spec, "status": status})
-
-
-class ClusterChange(enum.Enum):
-    """What a mutation of the `Cluster` changed, as its change feed (`Cluster.watch`) says."""
-
-    PODS = "pods"  # a pod added, replaced, bound, unbound or deleted; a nomination made
-    NODES = "nodes"  # a Node or NodeClaim added, changed or removed; a deletion mark
-    OBJECTS = "objects"  # any other object applied or deleted (NodePools, DaemonSets, ...)
 
 
 class Cluster:
@@ -695,25 +682,7 @@ class Cluster:
             node = self._nodes[min(nodes, key=self._node_seq.__getitem__)]
         elif key in self._nodes and not self._nodes[key].spec.provider_id:
             node = self._nodes[key]
-        if claim is None and node is None:
-            return None
-        if claim is None:
-            assert node is not None
-            # StateNode.Initialized: a Node Karpenter does not manage always is.
-            return True, node.metadata.name in self._marked or (
-                node.metadata.deletion_timestamp is not None
-            )
-        initialized = node is not None and node.metadata.labels.get(INITIALIZED) == "true"
-        marked = (
-            claim.name in self._marked
-            or (node is not None and node.metadata.name in self._marked)
-            or claim.metadata.deletion_timestamp is not None
-            or any(
-                c.type == _INSTANCE_TERMINATING and c.status == "True"
-                for c in claim.status.conditions
-            )
-        )
-        return initialized, marked
+        return state_node_view(claim, node, self._marked)
 
     def _consolidation_changed(self, before: tuple[bool, bool] | None, key: str) -> None:
         """Mark the cluster unconsolidated when state node `key` appeared, went, or turned

@@ -14,8 +14,17 @@ again then.
 from __future__ import annotations
 
 import math
+from collections.abc import Set
 
-__all__ = ["CONSOLIDATION_STATE_RESET_S", "ConsolidationState"]
+from gpucap.apis.core import Node
+from gpucap.apis.labels import INITIALIZED
+from gpucap.apis.nodepool import NodeClaim
+
+__all__ = ["CONSOLIDATION_STATE_RESET_S", "ConsolidationState", "state_node_view"]
+
+# The NodeClaim condition `controllers/nodeclaim/conditions.py` names INSTANCE_TERMINATING (a
+# controller's module, which this layer does not import).
+_INSTANCE_TERMINATING = "InstanceTerminating"
 
 # pkg/controllers/state/cluster.go `ConsolidationState`: the state moves at least this often.
 CONSOLIDATION_STATE_RESET_S = 300.0
@@ -59,3 +68,28 @@ class ConsolidationState:
         """When (clock seconds) `state` moves by itself, the cluster unchanged: 5 minutes after
         it last moved."""
         return self._at + CONSOLIDATION_STATE_RESET_S
+
+
+def state_node_view(
+    claim: NodeClaim | None, node: Node | None, marked: Set[str]
+) -> tuple[bool, bool] | None:
+    """A state node (its NodeClaim and Node, either may be missing) as Karpenter's
+    `triggerConsolidationOnChange` compares it before and after a change:
+    `(Initialized(), MarkedForDeletion())`, or None when there is no state node. `marked`: the
+    names marked for deletion. Called by `Cluster` around each NodeClaim and Node write."""
+    if claim is None and node is None:
+        return None
+    if claim is None:
+        assert node is not None
+        # StateNode.Initialized: a Node Karpenter does not manage always is.
+        return True, node.metadata.name in marked or node.metadata.deletion_timestamp is not None
+    initialized = node is not None and node.metadata.labels.get(INITIALIZED) == "true"
+    deleting = (
+        claim.name in marked
+        or (node is not None and node.metadata.name in marked)
+        or claim.metadata.deletion_timestamp is not None
+        or any(
+            c.type == _INSTANCE_TERMINATING and c.status == "True" for c in claim.status.conditions
+        )
+    )
+    return initialized, deleting

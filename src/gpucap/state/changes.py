@@ -1,0 +1,21 @@
+"""`ClusterChange`: what a mutation of the `Cluster` changed, as its change feed says.
+
+The `Cluster` (`state/cluster.py`) calls its watchers (`Cluster.watch`) from inside every
+mutation with one of these, as Karpenter's controllers learn of changes from the API server's
+watches rather than from whoever made them; the simulator's bus (`sim/bus.py`) is the watcher
+that wakes the loops reading what changed.
+"""
+
+from __future__ import annotations
+
+import enum
+
+__all__ = ["ClusterChange"]
+
+
+class ClusterChange(enum.Enum):
+    """What a mutation of the `Cluster` changed (see the module docstring)."""
+
+    PODS = "pods"  # a pod added, replaced, bound, unbound or deleted; a nomination made
+    NODES = "nodes"  # a Node or NodeClaim added, changed or removed; a deletion mark
+    OBJECTS = "objects"  # any other object applied or deleted (NodePools, DaemonSets, ...)
