@@ -54,13 +54,54 @@ def test_the_basic_scenario_loads_with_every_event_resolved(catalog: Catalog) ->
     assert [m.ref for m in apply.manifests] == ["Deployment/default/vllm"]
     assert apply.documents[0]["metadata"]["name"] == "vllm"
     assert apply.source == "vllm.yaml"
-    assert capacity.capacity == CapacityAction("g5.xlarge", "us-east-1a", "spot", False, 1800.0)
+    assert capacity.capacity == CapacityAction(
+        "g5.xlarge", "us-east-1a", "spot", False, 1800.0, instance_types=("g5.xlarge",)
+    )
     assert (scale.ref, scale.replicas) == (("Deployment", "default", "vllm"), 3)
     assert interrupt.interrupt_node_claim == "gpu-1"
     assert ami.ami_release == ("1.36", "v20261001")
     assert [m.ref for m in inline.manifests] == ["Pod/default/probe"]
     assert inline.source.endswith("basic.yaml:events[5].apply.manifest")
     assert delete.ref == ("Deployment", "default", "vllm")
+
+
+def _capacity_event(tmp_path: Path, catalog: Catalog, event: str) -> CapacityAction:
+    f = tmp_path / "s.yaml"
+    f.write_text(
+        "apiVersion: gpucap.dev/v1alpha1\nkind: Scenario\nmetadata: {name: s}\nspec:\n"
+        f"  events:\n    - {{at: 1m, capacity: {event}}}\n"
+    )
+    action = load_scenario(str(f), catalog).actions[0].capacity
+    assert action is not None
+    return action
+
+
+def test_a_capacity_event_may_name_a_family_and_a_zone_without_a_type(
+    tmp_path: Path, catalog: Catalog
+) -> None:
+    cap = _capacity_event(tmp_path, catalog, "{instanceFamily: g6e, zone: us-east-1a, for: 2h}")
+    family = [i.name for i in catalog.infos if i.family == "g6e"]
+    assert set(cap.instance_types) == set(family)
+    assert (cap.instance_type, cap.instance_family, cap.zone, cap.duration) == (
+        None,
+        "g6e",
+        "us-east-1a",
+        7200.0,
+    )
+
+
+def test_a_capacity_event_naming_only_a_zone_and_spot_names_every_type_offered_there(
+    tmp_path: Path, catalog: Catalog
+) -> None:
+    cap = _capacity_event(tmp_path, catalog, "{zone: us-east-1e, capacityType: spot}")
+    offered = [
+        i.name
+        for i in catalog.infos
+        if i.offerings is None or "us-east-1e" in i.offerings.get("us-east-1", ())
+    ]
+    assert cap.instance_types == tuple(offered)
+    assert "g6e.xlarge" not in cap.instance_types  # g6e is not offered in us-east-1e
+    assert cap.capacity_type == "spot"
 
 
 def test_the_catalog_may_be_given_as_a_function_of_the_scenarios_region() -> None:
@@ -147,6 +188,14 @@ BAD_CASES = {
     "capacity-unknown-zone": "events[0].capacity.zone: 'us-east-1z' is not a zone of the "
     "catalog of us-east-1 (us-east-1a, us-east-1b, us-east-1c, us-east-1d, us-east-1e, "
     "us-east-1f)",
+    "capacity-names-nothing": "events[0].capacity: names no offerings: give an instanceType or "
+    "instanceFamily, a zone, a capacityType, or a combination",
+    "capacity-unknown-family": "events[0].capacity.instanceFamily: 'g6ee' is not an instance "
+    "family of the catalog of us-east-1 (did you mean 'g6e'?)",
+    "capacity-type-outside-family": "events[0].capacity.instanceFamily: g5.xlarge is of family "
+    "g5, not g6e",
+    "capacity-family-not-in-zone": "events[0].capacity.zone: no instance type of family g6e is "
+    "offered in us-east-1e",
     "scale-never-applied": "events[0].scale: Deployment/default/vllm is never applied before "
     "5m (not in spec.manifests nor an earlier apply event)",
     "delete-never-applied": "events[0].delete: NodePool/gpus is never applied before 5m (not "

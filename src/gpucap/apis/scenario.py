@@ -59,7 +59,10 @@ class ScaleAction(ObjectRef):
 
 
 class CapacityAction(KarpenterModel):
-    instance_type: StrictStr
+    # What the event selects: any combination of a type (or a family), a zone and a capacity
+    # type; at least one (`sim/scenario.py` checks them against the catalog).
+    instance_type: StrictStr | None = None
+    instance_family: StrictStr | None = None
     zone: StrictStr | None = None
     capacity_type: Literal["spot", "on-demand", "reserved"] | None = None
     available: StrictBool = False

@@ -160,7 +160,9 @@ def act1_sentences(result: SimulationResult, scenario: LoadedScenario) -> list[s
         fallback = [e for e in launches if e.t >= t_ice and e.get("capacityType") == "on-demand"]
         before = [e for e in launches if e.t < gone[0].t]
         said = (
-            f"{kind.capitalize()} {_families([str(e.get('instanceType')) for e in gone])} ran out "
+            f"{kind.capitalize()} "
+            f"{_families([str(e.get('instanceType') or e.get('instanceFamily')) for e in gone])}"
+            f" ran out "
             f"in {where} at {_at(gone[0].t)}; at {_at(t_ice)} the scale-up found none there"
         )
         if fallback:

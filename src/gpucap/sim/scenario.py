@@ -73,13 +73,17 @@ class ScenarioError(InputError):
 @dataclass(frozen=True, slots=True)
 class CapacityAction:
     """A capacity event: `available` for the offerings it names, from its time for `duration`
-    seconds (None: to the end). `zone`/`capacity_type` None: every zone / capacity type."""
+    seconds (None: to the end). `instance_type` None: every type (of `instance_family` when it
+    is set); `zone`/`capacity_type` None: every zone / capacity type. `instance_types`: the
+    catalog's types it names (what the world closes or opens)."""
 
-    instance_type: str
+    instance_type: str | None
     zone: str | None
     capacity_type: str | None
     available: bool
     duration: float | None
+    instance_family: str | None = None
+    instance_types: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -358,17 +362,44 @@ class _Loader:
         return (kind, namespace if namespaced else "", name)
 
     def capacity(self, at: FieldPath, e: ScenarioEvent, catalog: Catalog) -> CapacityAction:
+        """The capacity event resolved against the catalog: the types it names (one, a
+        family's, or all), each checked to exist; a zone checked to be the region's and to
+        offer at least one of them."""
         c = e.capacity
         assert c is not None
         field = (*at, "capacity")
+        if (c.instance_type, c.instance_family, c.zone, c.capacity_type) == (None,) * 4:
+            raise self.fail(
+                field,
+                "names no offerings: give an instanceType or instanceFamily, a zone, a "
+                "capacityType, or a combination",
+            )
         names = catalog.names
-        if c.instance_type not in names:
+        if c.instance_type is not None and c.instance_type not in names:
             hint = closest_name(c.instance_type, names)
             raise self.fail(
                 (*field, "instanceType"),
                 f"{c.instance_type!r} is not in the catalog of {catalog.region}"
                 + (f" (did you mean {hint!r}?)" if hint else ""),
             )
+        families = sorted({i.family for i in catalog.infos})
+        if c.instance_family is not None and c.instance_family not in families:
+            hint = closest_name(c.instance_family, families)
+            raise self.fail(
+                (*field, "instanceFamily"),
+                f"{c.instance_family!r} is not an instance family of the catalog of "
+                f"{catalog.region}" + (f" (did you mean {hint!r}?)" if hint else ""),
+            )
+        if c.instance_type is not None:
+            types: tuple[str, ...] = (c.instance_type,)
+            family = catalog.info(c.instance_type).family
+            if c.instance_family is not None and family != c.instance_family:
+                raise self.fail(
+                    (*field, "instanceFamily"),
+                    f"{c.instance_type} is of family {family}, not {c.instance_family}",
+                )
+        else:
+            types = tuple(i.name for i in catalog.infos if c.instance_family in (None, i.family))
         if c.zone is not None:
             if c.zone not in catalog.zones:
                 raise self.fail(
@@ -376,15 +407,31 @@ class _Loader:
                     f"{c.zone!r} is not a zone of the catalog of {catalog.region} "
                     f"({', '.join(catalog.zones)})",
                 )
-            offered = catalog.info(c.instance_type).offerings
-            if offered is not None and c.zone not in offered.get(catalog.region, ()):
+            types = tuple(t for t in types if _offered_in(catalog, t, c.zone))
+            if not types and c.instance_type is not None:
+                offered = catalog.info(c.instance_type).offerings or {}
                 zones = ", ".join(offered.get(catalog.region, ())) or "none"
                 raise self.fail(
                     (*field, "zone"),
                     f"{c.instance_type} is not offered in {c.zone} (its zones: {zones})",
                 )
+            if not types:
+                raise self.fail(
+                    (*field, "zone"),
+                    f"no instance type of family {c.instance_family} is offered in {c.zone}"
+                    if c.instance_family
+                    else f"no instance type is offered in {c.zone}",
+                )
         duration = None if c.for_ is None else parse_go_duration(c.for_)  # checked
-        return CapacityAction(c.instance_type, c.zone, c.capacity_type, c.available, duration)
+        return CapacityAction(
+            c.instance_type,
+            c.zone,
+            c.capacity_type,
+            c.available,
+            duration,
+            instance_family=c.instance_family,
+            instance_types=types,
+        )
 
     def check_refs(self, initial: Sequence[Manifest], actions: Sequence[ScenarioAction]) -> None:
         """Each scale/delete names an object applied before it and not deleted since."""
@@ -504,6 +551,12 @@ def ami_release_problem(version: str) -> str | None:
     except ValueError:
         return f"{version!r} is not an EKS AMI release version: {year}-{month}-{day} is not a date"
     return None
+
+
+def _offered_in(catalog: Catalog, instance_type: str, zone: str) -> bool:
+    """Whether the catalog offers `instance_type` in `zone` (a type without zone data: yes)."""
+    offered = catalog.info(instance_type).offerings
+    return offered is None or zone in offered.get(catalog.region, ())
 
 
 def _manifest_ref(m: Manifest) -> _REF:

@@ -108,8 +108,16 @@ def gpu_words(gpus: Mapping[str, Any]) -> str:
     return ", ".join(parts) if parts else "no GPUs"
 
 
-def offering_words(capacity_type: str | None, instance_type: str, zone: str | None) -> str:
-    what = f"{capacity_type} {instance_type}" if capacity_type else instance_type
+def offering_words(
+    capacity_type: str | None,
+    instance_type: str | None,
+    zone: str | None,
+    family: str | None = None,
+) -> str:
+    """`spot g5.xlarge in us-east-1a`, `on-demand g6e.* in every zone`, `spot in us-east-1a`:
+    the offerings a capacity event or a launch names."""
+    types = instance_type or (f"{family}.*" if family else None)
+    what = " ".join(w for w in (capacity_type, types) if w) or "every instance type"
     return f"{what} in {zone}" if zone else f"{what} in every zone"
 
 
@@ -254,7 +262,9 @@ class _Timeline:
         self.say(e.t, f"scenario events[{e.get('index')}]: {detail}")
 
     def on_CapacityChanged(self, e: Event, batch: list[int]) -> None:  # noqa: N802
-        what = offering_words(e.get("capacityType"), e.get("instanceType"), e.get("zone"))
+        what = offering_words(
+            e.get("capacityType"), e.get("instanceType"), e.get("zone"), e.get("instanceFamily")
+        )
         state = "capacity back" if e.get("available") else "no capacity"
         self.say(e.t, f"scenario: {what}: {state}")
 

@@ -386,7 +386,7 @@ class World:
         assert cap is not None
         until = None if cap.duration is None else self.now + cap.duration
         self.ec2.set_capacity(
-            cap.instance_type,
+            cap.instance_types or (cap.instance_type or "",),
             cap.zone,
             cap.capacity_type,
             available=cap.available,
@@ -401,6 +401,8 @@ class World:
             "zone": cap.zone,
             "capacityType": cap.capacity_type,
         }
+        if cap.instance_family is not None:
+            fields["instanceFamily"] = cap.instance_family
         self.emit("ScenarioEvent", index=action.index, kind="capacity")
         self.emit("CapacityChanged", available=cap.available, **fields)
         if until is not None and until <= self.scenario.duration:

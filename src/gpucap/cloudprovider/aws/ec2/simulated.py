@@ -189,19 +189,22 @@ class SimulatedEC2:
     # ---- scripted capacity ---------------------------------------------------------------------
     def set_capacity(
         self,
-        instance_type: str,
+        instance_type: str | Iterable[str],
         zone: str | None = None,
         capacity_type: str | None = None,
         *,
         available: bool,
         until: dt.datetime | None = None,
     ) -> None:
-        """Open or close pools (None: every zone / capacity type) until `until` (None: for good)."""
+        """Open or close the pools of one instance type or several (zone, capacity type None:
+        every zone / capacity type) until `until` (None: for good)."""
+        types = [instance_type] if isinstance(instance_type, str) else list(instance_type)
         zones = [zone] if zone else list(self.catalog.zones)
         capacity_types = [capacity_type] if capacity_type else ["spot", "on-demand"]
-        for z in zones:
-            for ct in capacity_types:
-                self._capacity[(instance_type, z, ct)] = _Window(available, until)
+        for name in types:
+            for z in zones:
+                for ct in capacity_types:
+                    self._capacity[(name, z, ct)] = _Window(available, until)
         self._changed("capacity")
 
     def interrupt(self, instance_id: str) -> dt.datetime:
