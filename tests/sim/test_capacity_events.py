@@ -82,3 +82,26 @@ def test_the_timeline_names_a_family_and_a_zone_in_words(tmp_path: Path) -> None
     out = runner.invoke(app, ["simulate", str(scenario)]).stdout
     assert "scenario: spot g6e.* in us-east-1a: no capacity" in out
     assert "scenario: spot g6e.* in us-east-1a: capacity back" in out
+
+
+def test_the_capacity_events_of_the_scenario_reference_load_as_written(tmp_path: Path) -> None:
+    from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog  # noqa: PLC0415
+    from gpucap.sim.scenario import load_scenario  # noqa: PLC0415
+
+    doc = (Path(__file__).parents[2] / "docs" / "scenario.md").read_text()
+    section = doc[doc.index("## Capacity events") :]
+    snippet = section[
+        section.index("```yaml") + 7 : section.index("```", section.index("```yaml") + 7)
+    ]
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(
+        "apiVersion: gpucap.dev/v1alpha1\nkind: Scenario\nmetadata: {name: doc}\n"
+        "spec:\n  duration: 6h\n" + "\n".join("  " + line for line in snippet.splitlines())
+    )
+    loaded = load_scenario(str(scenario), load_catalog)
+    kinds = [a.capacity for a in loaded.actions if a.capacity is not None]
+    assert [(c.instance_type, c.instance_family, c.zone, c.capacity_type) for c in kinds] == [
+        (None, None, "us-east-1a", "spot"),
+        (None, "g6e", None, None),
+        ("g5.xlarge", None, "us-east-1b", "on-demand"),
+    ]

@@ -333,3 +333,64 @@ def test_an_ami_release_version_is_accepted_exactly_when_its_digits_are_a_date(
     year, month, day = int(digits[:4]), int(digits[4:6]), int(digits[6:])
     is_date = year >= 1 and 1 <= month <= 12 and 1 <= day <= calendar.monthrange(year, month)[1]
     assert (ami_release_problem(f"v{digits}") is None) == is_date
+
+
+def test_every_problem_of_a_scenario_is_reported_in_one_run(
+    tmp_path: Path, catalog: Catalog
+) -> None:
+    f = tmp_path / "s.yaml"
+    f.write_text(
+        "apiVersion: gpucap.dev/v1alpha1\nkind: Scenario\nmetadata: {name: s}\nspec:\n"
+        "  duration: 2h\n  manifests: [missing.yaml]\n  timings: {lanch: 30s}\n  events:\n"
+        "    - {at: 1m, capacity: {zone: us-east-1z}}\n"
+        "    - {at: 5m, capacity: {instanceType: g5.xlarge2}}\n"
+    )
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(str(f), catalog)
+    assert [line.removeprefix(f"{f}: ") for line in caught.value.lines()] == [
+        f"manifests[0]: 'missing.yaml' does not exist (looked for {tmp_path}/missing.yaml)",
+        "events[0].capacity.zone: 'us-east-1z' is not a zone of the catalog of us-east-1 "
+        "(us-east-1a, us-east-1b, us-east-1c, us-east-1d, us-east-1e, us-east-1f)",
+        "events[1].capacity.instanceType: 'g5.xlarge2' is not in the catalog of us-east-1 "
+        "(did you mean 'g5.xlarge'?)",
+        "timings.lanch: unknown timing 'lanch' (did you mean 'launch'?)",
+    ]
+
+
+def test_the_cli_prints_one_error_line_per_scenario_problem(tmp_path: Path) -> None:
+    from typer.testing import CliRunner  # noqa: PLC0415 - the CLI only here
+
+    from gpucap.cli.main import app  # noqa: PLC0415
+
+    f = tmp_path / "s.yaml"
+    f.write_text(
+        "apiVersion: gpucap.dev/v1alpha1\nkind: Scenario\nmetadata: {name: s}\nspec:\n"
+        "  duration: 2h\n  events:\n"
+        "    - {at: 1h, capacity: {instanceFamily: g5e}}\n"
+        "    - {at: 5m, capacity: {zone: us-east-1z}}\n"
+    )
+    result = CliRunner().invoke(app, ["simulate", str(f)])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        f"error: {f}: events[0].capacity.instanceFamily: 'g5e' is not an instance family of "
+        "the catalog of us-east-1 (did you mean 'g5'?)",
+        f"error: {f}: events[1].capacity.zone: 'us-east-1z' is not a zone of the catalog of "
+        "us-east-1 (us-east-1a, us-east-1b, us-east-1c, us-east-1d, us-east-1e, us-east-1f)",
+    ]
+
+
+def test_every_problem_with_the_documents_form_is_reported_in_one_run(
+    tmp_path: Path, catalog: Catalog
+) -> None:
+    f = tmp_path / "s.yaml"
+    f.write_text(
+        "apiVersion: gpucap.dev/v1alpha1\nkind: Scenario\nmetadata: {name: s}\nspec:\n"
+        "  duration: 2 hours\n  events:\n"
+        "    - {at: 5 minutes, scale: {kind: Deployment, name: d, replicas: 1}}\n"
+    )
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(str(f), catalog)
+    assert [line.removeprefix(f"{f}: ") for line in caught.value.lines()] == [
+        "duration: '2 hours': unknown unit ' hours' (ns, us, ms, s, m or h)",
+        "events[0].at: '5 minutes': unknown unit ' minutes' (ns, us, ms, s, m or h)",
+    ]

@@ -157,7 +157,8 @@ class LazyGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except GpucapInputError as e:
-            err.line(f"error: {e}")
+            for line in e.lines():
+                err.line(f"error: {line}")
             raise typer.Exit(EXIT_BAD_INPUT) from None
 
 

@@ -18,3 +18,8 @@ __all__ = ["GpucapInputError"]
 
 class GpucapInputError(Exception):
     """Input gpucap cannot use; `str(e)` is the one line the user reads (without `error: `)."""
+
+    def lines(self) -> tuple[str, ...]:
+        """The lines the boundary prints, each after `error: `: one per problem (an error that
+        gathers several, such as a scenario's, has one line each)."""
+        return (str(self),)

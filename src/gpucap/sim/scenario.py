@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 import errno
+import functools
 import json
 import os
 import re
@@ -26,7 +27,7 @@ import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from gpucap.apis.apirules import dns1123_subdomain_problem
 from gpucap.apis.duration import DurationError, format_seconds, parse_go_duration
@@ -62,12 +63,23 @@ __all__ = [
 # The `spec.timings` keys (camelCase, as written) and the `Timings` fields they override.
 _TIMING_FIELDS = TIMING_FIELDS
 
+_T = TypeVar("_T")
+
 # Kinds a scale event may change: the workloads with `spec.replicas`.
 SCALABLE_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "LeaderWorkerSet")
 
 
 class ScenarioError(InputError):
-    """A scenario gpucap cannot run; the message is one line naming the file and the field."""
+    """A scenario gpucap cannot run: one line per problem, each naming the file and the field
+    (`problems`; `str` joins them with newlines). The loader reports every problem it can find
+    in one run (`_Loader.load`)."""
+
+    def __init__(self, *problems: str) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+    def lines(self) -> tuple[str, ...]:
+        return self.problems
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,15 +164,25 @@ class _Loader:
         self.inputs: list[str] = [path]
         self.base = Path(path).parent
         self.budget = Budget()  # one budget for the scenario and every file it names
+        self.problems: list[str] = []  # what `load` found so far (see `_gather`)
 
     def fail(self, path: FieldPath, message: str) -> ScenarioError:
         return ScenarioError(f"{self.path}: {format_path(path)}: {message}")
 
     # -- the document
+    def _gather(self, fn: Callable[[], _T]) -> _T | None:
+        """`fn()`, or None with its problems kept: the parts of a scenario that do not depend on
+        one another are each checked, so one run reports every problem."""
+        try:
+            return fn()
+        except ScenarioError as e:
+            self.problems.extend(e.problems)
+            return None
+
     def load(self, catalog_source: CatalogSource) -> LoadedScenario:
         sc = self.document()
         s = sc.spec
-        self.versions(sc)
+        self._gather(lambda: self.versions(sc))
         if isinstance(catalog_source, Catalog):
             catalog = catalog_source
             if catalog.region != s.region:
@@ -171,11 +193,25 @@ class _Loader:
             catalog = catalog_source(s.region)
         initial: list[Manifest] = []
         for i, name in enumerate(s.manifests):
-            loaded, _ = self.files(("manifests", i), name)
-            initial.extend(loaded)
-        actions = [self.action(i, e, catalog) for i, e in enumerate(s.events)]
+            files = self._gather(functools.partial(self.files, ("manifests", i), name))
+            if files is not None:
+                initial.extend(files[0])
+        gathered = [
+            self._gather(functools.partial(self.action, i, e, catalog))
+            for i, e in enumerate(s.events)
+        ]
+        actions = [a for a in gathered if a is not None]
         actions.sort(key=lambda a: (a.t, a.index))
-        self.check_refs(effective(initial), actions)
+        if not self.problems:
+            # Only over a whole scenario: a file that did not load would make its objects look
+            # never applied.
+            self._gather(lambda: self.check_refs(effective(initial), actions))
+        images = self._gather(lambda: self.images(sc))
+        timings = self._gather(lambda: self.timings(sc))
+        if self.problems:
+            raise ScenarioError(*self.problems)
+        assert images is not None
+        assert timings is not None
         return LoadedScenario(
             path=self.path,
             name=sc.metadata.name,
@@ -185,7 +221,7 @@ class _Loader:
             duration=parse_go_duration(s.duration),
             initial=tuple(effective(initial)),
             actions=tuple(actions),
-            images=self.images(sc),
+            images=images,
             ami_releases=None if s.ami_releases is None else dict(s.ami_releases),
             addons=tuple(
                 Addon(
@@ -195,7 +231,7 @@ class _Loader:
                 )
                 for a in s.addons
             ),
-            timings=self.timings(sc),
+            timings=timings,
             warnings=tuple(self.warnings),
             inputs=tuple(self.inputs),
         )
@@ -203,8 +239,8 @@ class _Loader:
     def document(self) -> Scenario:
         text = read_path(self.path, self.budget)  # InputError names the file
         result = load_text(text, self.path, budget=self.budget)
-        for issue in result.errors:
-            raise ScenarioError(self.scenario_issue(issue))
+        if result.errors:
+            raise ScenarioError(*(self.scenario_issue(issue) for issue in result.errors))
         self.warnings.extend(str(w) for w in result.warnings)
         loaded = [m.obj for m in result.manifests]
         if len(loaded) != 1 or not isinstance(loaded[0], Scenario):
