@@ -28,6 +28,7 @@ from typing import Any
 from gpucap.apis.core import Pod
 from gpucap.apis.gpu import GPU_RESOURCES, NVIDIA_GPU_SHARED
 from gpucap.apis.nodepool import NodeClaim
+from gpucap.cloudprovider.aws.instance.launch import MAX_LAUNCH_INSTANCE_TYPES
 from gpucap.controllers.disruption.controller import DisruptionResult
 from gpucap.controllers.garbagecollection import Collected
 from gpucap.controllers.nodeclaim.lifecycle import LifecycleResult
@@ -46,6 +47,7 @@ __all__ = [
     "Bus",
     "Loop",
     "created_now",
+    "instance_type_options",
     "pod_exists",
 ]
 
@@ -160,6 +162,16 @@ class Bus:
     def trigger_bind(self) -> None:
         """kube-scheduler looks at the nominated pods again."""
         self.engine.trigger(self.bind_loop)
+
+
+def instance_type_options(names: list[str]) -> dict[str, Any]:
+    """A `NodeClaimCreated` event's instance-type fields: the first 60 options (as many as
+    Karpenter's AWS provider sends to CreateFleet, `MAX_LAUNCH_INSTANCE_TYPES`) and how many
+    there were, so that a NodePool allowing 564 types does not write 564 names per event."""
+    return {
+        "instanceTypes": names[:MAX_LAUNCH_INSTANCE_TYPES],
+        "instanceTypeCount": len(names),
+    }
 
 
 def pod_exists(cluster: Cluster, key: str) -> bool:

@@ -45,7 +45,14 @@ from gpucap.controllers.nodeclaim.conditions import INITIALIZED, is_true
 from gpucap.controllers.nodeclaim.lifecycle import Lifecycle, LifecycleResult
 from gpucap.controllers.nodeclaim.termination import TerminationResult
 from gpucap.runtime.clock import EPOCH, Clock
-from gpucap.sim.bus import GPU_KEYS, PRIORITY_CONTROLLER, Bus, created_now, pod_exists
+from gpucap.sim.bus import (
+    GPU_KEYS,
+    PRIORITY_CONTROLLER,
+    Bus,
+    created_now,
+    instance_type_options,
+    pod_exists,
+)
 from gpucap.sim.engine import Timer
 from gpucap.state.cluster import Cluster
 
@@ -233,7 +240,7 @@ class NodeClaimEvents:
             "NodeClaimCreated",
             nodeClaim=claim.name,
             nodePool=nodepool,
-            instanceTypes=_instance_types_of(claim),
+            **instance_type_options(_instance_types_of(claim)),
             reason="replacement",
         )
         before = set(self.aws.unavailable.active())

@@ -49,7 +49,7 @@ from gpucap.controllers.provisioning.provisioner import Provisioner, deleting_no
 from gpucap.runtime.clock import Clock
 from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.scheduler import Results
-from gpucap.sim.bus import Bus, Loop, created_now, pod_exists
+from gpucap.sim.bus import Bus, Loop, created_now, instance_type_options, pod_exists
 from gpucap.sim.recorder import Event
 from gpucap.state.cluster import Cluster
 
@@ -189,7 +189,7 @@ class PodController:
                 "NodeClaimCreated",
                 nodeClaim=claim.name,
                 nodePool=planned.nodepool,
-                instanceTypes=[it.name for it in planned.instance_types],
+                **instance_type_options([it.name for it in planned.instance_types]),
             )
             for pod in planned.pods:
                 self._nominate(pod.key, claim.name)

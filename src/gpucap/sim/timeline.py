@@ -399,8 +399,8 @@ class _Timeline:
                 e.t, f"NodePool {e.get('nodePool')}: {self._launch_words(launched[0])}{for_pods}"
             )
             return
-        options = e.get("instanceTypes")
-        choice = f" ({plural(len(options), 'instance type')})" if options else ""
+        options = e.get("instanceTypeCount") or len(e.get("instanceTypes") or ())
+        choice = f" ({plural(options, 'instance type')})" if options else ""
         self.say(e.t, f"NodePool {e.get('nodePool')}: NodeClaim {claim} created{for_pods}{choice}")
 
     def on_NodeClaimLaunched(self, e: Event, batch: list[int]) -> None:  # noqa: N802
