@@ -20,6 +20,7 @@ The small word helpers (`clock_time`, `format_duration`, `format_age`, `plural`,
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,7 @@ __all__ = [
     "FALLBACK_WINDOW",
     "TimelineLine",
     "clock_time",
+    "collapse",
     "format_age",
     "format_duration",
     "format_timeline",
@@ -47,6 +49,15 @@ __all__ = [
 FALLBACK_WINDOW = 60.0
 # A fallback this soon after the failure (the next batch) is told without its delay.
 FALLBACK_WAIT_UNSAID = 1.0
+# Lines that say the same thing about objects of one series (`cpu-1`, `cpu-2`, ...) are told
+# once, with a count and a span (`collapse`), when at least this many come with at most
+# COLLAPSE_WINDOW between one and the next (Kubernetes aggregates similar events over 10
+# minutes: client-go's `EventCorrelator`).
+COLLAPSE_MIN = 3
+COLLAPSE_WINDOW = 600.0
+# An object's index in its series: `-12` in `cpu-12`, `default/vllm-3` (not `us-east-1a`).
+_SERIES_INDEX = re.compile(r"(?<=[a-z0-9])-\d+\b")
+_TIMES = "\N{MULTIPLICATION SIGN}"
 _NAMES_SHOWN = 3
 
 
@@ -565,12 +576,47 @@ class _Timeline:
         self.say(e.t, f"{node_words(e.get('node'), claim)} terminated{bill}")
 
 
-def timeline(events: Sequence[Event]) -> list[TimelineLine]:
+def timeline(events: Sequence[Event], *, start: dt.datetime = EPOCH) -> list[TimelineLine]:
     """The notable events in plain words, in time order (see the module docstring); events no
-    person needs (PodNominated alone) are left out, unknown types too."""
-    return _Timeline(events).run()
+    person needs (PodNominated alone) are left out, unknown types too; repeated lines
+    collapsed (`collapse`; `start` dates their spans)."""
+    return collapse(_Timeline(events).run(), start=start)
+
+
+def collapse(lines: Sequence[TimelineLine], *, start: dt.datetime = EPOCH) -> list[TimelineLine]:
+    """`lines` with each run of the same line told once: lines of one type whose words are equal
+    once the objects' series indexes are read as `N` (`NodeClaim cpu-N launch failed: ...`), at
+    least COLLAPSE_MIN of them, each within COLLAPSE_WINDOW of the one before, become one line
+    at the first one's place and time, with the count and the span (`NodeClaim cpu-N launch
+    failed`, the count, `between 00:00:01 and 05:59:50: ...`). Fewer, or further apart, stay as
+    they are. A bad day's log is thousands of such lines; the JSON keeps every event."""
+    groups: list[list[int]] = []
+    open_: dict[tuple[str, str], list[int]] = {}
+    for i, line in enumerate(lines):
+        key = (line.type, _SERIES_INDEX.sub("-N", line.text))
+        group = open_.get(key)
+        if group is None or line.t - lines[group[-1]].t > COLLAPSE_WINDOW:
+            group = open_[key] = []
+            groups.append(group)
+        group.append(i)
+    told: dict[int, TimelineLine] = {}
+    for group in groups:
+        if len(group) < COLLAPSE_MIN:
+            told.update((i, lines[i]) for i in group)
+            continue
+        first, last = lines[group[0]], lines[group[-1]]
+        texts = {lines[i].text for i in group}
+        text = first.text if len(texts) == 1 else _SERIES_INDEX.sub("-N", first.text)
+        if first.t == last.t:
+            span = f"at {clock_time(first.t, start)}"
+        else:
+            span = f"between {clock_time(first.t, start)} and {clock_time(last.t, start)}"
+        head, sep, tail = text.partition(": ")
+        said = f"{head} {_TIMES}{len(group)} {span}{sep}{tail}"
+        told[group[0]] = TimelineLine(first.t, said, first.type)
+    return [told[i] for i in sorted(told)]
 
 
 def format_timeline(events: Sequence[Event], *, start: dt.datetime = EPOCH) -> list[str]:
     """`timeline(events)` as lines `HH:MM:SS words` (`start` + t)."""
-    return [f"{clock_time(line.t, start)} {line.text}" for line in timeline(events)]
+    return [f"{clock_time(line.t, start)} {line.text}" for line in timeline(events, start=start)]
