@@ -125,7 +125,7 @@ def test_the_story_of_an_ice_the_fallback_and_a_pod_that_became_ready() -> None:
         "00:13:27 pod default/vllm-0 bound to ip-10-0-1-2 after 13m27s",
         "00:19:17 pod default/vllm-0 ready after 19m17s (pull 4m05s, load 1m24s)",
         "01:00:00 pod default/vllm-0 deleted",
-        "01:00:00 NodeClaim gpu-2 deleted: disrupted (Empty)",
+        "01:00:00 NodeClaim gpu-2 deleted: disrupted (empty)",
         "01:00:30 node ip-10-0-1-2 (gpu-2) terminated after 48m24s, $0.81",
     ]
 
@@ -214,7 +214,8 @@ def test_a_node_that_never_advertises_its_gpu_is_said_plainly() -> None:
             "GPU not advertised by the end of the run (daemonset/kube-system/nvdp still starting)",
         ),
         ({}, 1, "GPU never advertised (no device plugin advertised it)"),
-        ({}, 0, "never initialized"),
+        ({}, 0, "not initialized by the end of the run"),
+        ({"devicePlugin": None}, 0, "not initialized by the end of the run"),
     ],
 )
 def test_why_a_registered_node_never_initialized(
@@ -356,7 +357,7 @@ def test_interruption_limits_capacity_and_amis_in_words() -> None:
         "00:00:09 NodePool gpu reached its nvidia.com/gpu limit: limit 6 reached",
         "02:00:00 spot interruption warning for gpu-1 (spot g5.xlarge in us-east-1a): NodeClaim "
         "deleted, its pods will be provisioned again",
-        "02:00:00 pod default/a evicted from gpu-1: Interrupted",
+        "02:00:00 pod default/a evicted from gpu-1: interrupted",
         "02:30:00 scenario events[3]: scale Deployment default/vllm to 0",
         "02:30:01 scenario: g5.xlarge in every zone: capacity back",
     ]

@@ -40,7 +40,7 @@ def test_simulate_writes_the_report_and_prints_the_same_table(
     html = report.read_text(encoding="utf-8")
     assert html.startswith("<!DOCTYPE html>")
     assert "Scenario underutilized" in html
-    assert "NodeClaim gpu-1 to be disrupted: Underutilized" in html
+    assert "NodeClaim gpu-1 to be disrupted: underutilized" in html
 
 
 def test_plan_writes_the_report_and_prints_the_plan(

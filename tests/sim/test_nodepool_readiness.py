@@ -77,7 +77,7 @@ def test_a_nodepool_whose_alias_resolves_nothing_is_not_ready_once_and_gets_no_n
     assert pending == ["default/web", "default/web2"]
     lines = format_timeline(result.events)
     assert any(
-        "NodePool cpu is not Ready (NodeClassReadinessUnknown): EC2NodeClass gpu: AMIsReady Unknown"
+        "NodePool cpu is not Ready (node class readiness unknown): EC2NodeClass gpu: AMIsReady Unknown"
         in line
         and line.endswith("Karpenter ignores it, so its pods get no NodeClaim")
         for line in lines

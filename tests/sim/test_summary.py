@@ -243,6 +243,7 @@ def test_pods_pending_at_the_end_say_why() -> None:
             "nodeClaim": "gpu-1",
             "node": "ip-1",
             "instanceType": "g5.xlarge",
+            "gpus": 1,
             "registered": 50.0,
             "devicePlugin": None,
         }

@@ -127,7 +127,9 @@ def format_summary(summary: Mapping[str, Any], *, start: dt.datetime = EPOCH) ->
         for n in stuck:
             what = f"{n['instanceType']}, " if n["instanceType"] else ""
             why = "GPU never advertised"
-            if "devicePlugin" in n and n["devicePlugin"] is None:
+            if n.get("gpus") == 0:  # a node without GPUs waits for no device plugin
+                why = "not initialized by the end of the run"
+            elif "devicePlugin" in n and n["devicePlugin"] is None:
                 why += ": no device plugin in the cluster"
             elif "devicePlugin" in n:
                 why = f"GPU not advertised yet ({n['devicePlugin']} still starting)"

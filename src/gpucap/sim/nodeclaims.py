@@ -118,8 +118,8 @@ class NodeClaimEvents:
                 "LaunchFailed",
                 nodeClaim=name,
                 nodePool=nodepool or "",
-                reason="LaunchFailed",
-                message=result.error,
+                reason=result.error_reason or "LaunchFailed",
+                message=result.error_message or result.error,
             )
         if result.deleted is not None and result.termination is None and result.gone:
             if not result.launched and claim is None and nodepool is not None:

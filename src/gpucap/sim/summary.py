@@ -128,6 +128,8 @@ def _nomination_reason(claim: _Claim | None, name: str) -> str:
     if claim.deleted is not None or claim.terminated is not None:
         return f"{text}, which was deleted"
     if claim.registered is not None and claim.initialized is None:
+        if claim.launch is not None and not claim.launch.get("gpus"):
+            return f"{text}: its node registered, not initialized by the end of the run"
         return f"{text}: its node registered but never initialized (GPU never advertised)"
     if claim.launched is not None and claim.registered is None:
         return f"{text}: launched, its node not registered yet"
@@ -354,6 +356,7 @@ def summarize(events: Sequence[Event], *, end: float) -> dict[str, Any]:
                 "nodeClaim": c.name,
                 "node": c.registered.fields["node"],
                 "instanceType": c.launch["instanceType"] if c.launch else None,
+                "gpus": c.launch["gpus"] if c.launch else None,
                 "registered": c.registered.t,
             }
             if "devicePlugin" in c.registered.fields:

@@ -42,6 +42,7 @@ __all__ = [
     "offering_words",
     "plural",
     "price_words",
+    "reason_words",
     "timeline",
 ]
 
@@ -101,6 +102,30 @@ def format_age(seconds: float) -> str:
     if h < 24 * 8:
         return f"{h // 24}d{h % 24}h" if h % 24 else f"{h // 24}d"
     return f"{h // 24}d"
+
+
+# Reasons whose words are not just their parts (the rest: `reason_words` splits them).
+_REASON_WORDS = {
+    "SpotInterruption": "spot interruption",
+    "nodeclass_not_ready": "EC2NodeClass not ready",
+    "GarbageCollected": "instance gone (garbage collected)",
+}
+_WORD = re.compile(r"[A-Z][A-Z0-9]*(?=[A-Z][a-z]|[^A-Za-z0-9]|$)|[A-Z]?[a-z]+|\d+")
+
+
+def reason_words(reason: object) -> str:
+    """A reason code as words for prose (`insufficient_capacity` → `insufficient capacity`,
+    `SpotInterruption` → `spot interruption`, `AMINotFound` → `AMI not found`); a reason that is
+    already prose (has a space) as it is. The JSON keeps Karpenter's codes."""
+    text = "" if reason is None else str(reason)
+    if not text or " " in text:
+        return text
+    if text in _REASON_WORDS:
+        return _REASON_WORDS[text]
+    words = _WORD.findall(text.replace("_", " ").replace("-", " "))
+    if not words:
+        return text
+    return " ".join(w if len(w) > 1 and w.isupper() else w.lower() for w in words)
 
 
 def names_words(names: Sequence[str]) -> str:
@@ -291,7 +316,8 @@ class _Timeline:
         why = e.get("message") or e.get("reason")
         self.say(
             e.t,
-            f"NodePool {e.get('nodePool')} is not Ready ({e.get('reason')}): {why}; Karpenter "
+            f"NodePool {e.get('nodePool')} is not Ready ({reason_words(e.get('reason'))}): {why};"
+            " Karpenter "
             "ignores it, so its pods get no NodeClaim",
         )
 
@@ -382,7 +408,7 @@ class _Timeline:
         for p in group:
             self.evicted_at[p.get("pod")] = p.t
         who = f"pod {names[0]}" if len(group) == 1 else f"{len(group)} pods ({names_words(names)})"
-        self.say(e.t, f"{who} evicted from {e.get('node')}: {e.get('reason')}")
+        self.say(e.t, f"{who} evicted from {e.get('node')}: {reason_words(e.get('reason'))}")
 
     def on_PodDeleted(self, e: Event, batch: list[int]) -> None:  # noqa: N802
         group = [e, *self._take(batch, "PodDeleted")]
@@ -460,7 +486,7 @@ class _Timeline:
             if failed:
                 self.say(e.t, f"{gone} unavailable: {lost} not launched, its pods wait")
             else:
-                self.say(e.t, f"{gone} marked unavailable: {e.get('reason')}")
+                self.say(e.t, f"{gone} marked unavailable: {reason_words(e.get('reason'))}")
             return
         launch = self.events[j]
         self.done.add(j)
@@ -476,12 +502,14 @@ class _Timeline:
 
     def on_LaunchFailed(self, e: Event, batch: list[int]) -> None:  # noqa: N802
         self._take(batch, "NodeClaimDeleted", nodeClaim=e.get("nodeClaim"))
-        message = e.get("message")
-        self.say(
-            e.t,
-            f"NodeClaim {e.get('nodeClaim')} launch failed: {e.get('reason')}"
-            + (f": {message}" if message else ""),
-        )
+        reason, message = e.get("reason"), e.get("message") or ""
+        # The reason said once: not `launch failed: launch failed: ...`, nor the message's own
+        # `Reason: ` prefix again.
+        message = message.removeprefix(f"{reason}: ") if reason else message
+        parts = [reason_words(reason)] if reason and reason != "LaunchFailed" else []
+        parts += [message] if message else []
+        said = "".join(f": {p}" for p in parts)
+        self.say(e.t, f"NodeClaim {e.get('nodeClaim')} launch failed{said}")
 
     def on_NodeRegistered(self, e: Event, batch: list[int]) -> None:  # noqa: N802
         claim = e.get("nodeClaim")
@@ -495,7 +523,9 @@ class _Timeline:
             if no_plugin:  # the wait is the story: say it when it starts
                 self.say(e.t, f"{node} registered; GPU not advertised: no device plugin yet")
             return  # otherwise told when it initializes
-        if no_plugin:
+        if launch is not None and not gpus:  # no GPU: no device plugin to wait for
+            why = "not initialized by the end of the run"
+        elif no_plugin:
             why = "GPU never advertised: no device plugin in the cluster"
         elif "devicePlugin" in e.fields:
             why = (
@@ -541,12 +571,12 @@ class _Timeline:
     def on_DisruptionDecision(self, e: Event, batch: list[int]) -> None:  # noqa: N802
         claim = e.get("nodeClaim")
         if self._take(batch, "NodeClaimDeleted", nodeClaim=claim):
-            self.say(e.t, f"NodeClaim {claim} deleted: disrupted ({e.get('reason')})")
+            self.say(e.t, f"NodeClaim {claim} deleted: disrupted ({reason_words(e.get('reason'))})")
         else:
-            self.say(e.t, f"NodeClaim {claim} to be disrupted: {e.get('reason')}")
+            self.say(e.t, f"NodeClaim {claim} to be disrupted: {reason_words(e.get('reason'))}")
 
     def on_NodeClaimDeleted(self, e: Event, batch: list[int]) -> None:  # noqa: N802
-        reason = e.get("reason")
+        reason = reason_words(e.get("reason"))
         self.say(e.t, f"NodeClaim {e.get('nodeClaim')} deleted" + (f": {reason}" if reason else ""))
 
     def on_InstanceTerminated(self, e: Event, batch: list[int]) -> None:  # noqa: N802

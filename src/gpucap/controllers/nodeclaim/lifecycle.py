@@ -93,7 +93,8 @@ class LifecycleResult:
     `launched`/`registered`/`initialized` are set in the pass that made them true (`registered`
     and `initialized` carry the Node's name); `deleted` is the reason when this pass deleted the
     NodeClaim (`insufficient_capacity`, `nodeclass_not_ready`, `launch_timeout`,
-    `registration_timeout`); `error` the launch error's message; `waiting` the reason of the
+    `registration_timeout`); `error` the launch error (`reason: message`), `error_reason` and
+    `error_message` its parts (the Launched condition's); `waiting` the reason of the
     first lifecycle condition that is not True (`NodeNotFound`, `ResourceNotRegistered`, ...);
     `released` the pods pending again; `termination` what termination did in this pass."""
 
@@ -103,6 +104,8 @@ class LifecycleResult:
     initialized: str | None = None
     deleted: str | None = None
     error: str | None = None
+    error_reason: str | None = None
+    error_message: str | None = None
     waiting: str | None = None
     released: tuple[str, ...] = ()
     termination: TerminationResult | None = None
@@ -241,7 +244,13 @@ class Lifecycle:
             )
             return (
                 claim,
-                replace(result, error=f"{reason}: {message}", requeue_after=backoff(failures)),
+                replace(
+                    result,
+                    error=f"{reason}: {message}",
+                    error_reason=reason,
+                    error_message=message,
+                    requeue_after=backoff(failures),
+                ),
                 False,
             )
         self._failures.pop(claim.name, None)
