@@ -168,7 +168,7 @@ app = typer.Typer(
     help="Karpenter's GPU capacity model for Amazon EKS: lint, plan and simulate GPU NodePools "
     "before they cost money.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     # Help texts are plain text: with typer's default ("rich"), a help naming an optional part as
     # `[/X]` was read as a closing markup tag and `--help` crashed. None (inherited by every
