@@ -601,6 +601,13 @@ def _yaml_error(err: yaml.YAMLError) -> str:
     return f"invalid YAML: {problem}"
 
 
+# What gpucap itself writes (`plan -o yaml`, `simulate -o json`, `lint -o json`): a folder of
+# manifests that also holds a saved plan is read without a word about it.
+_OWN_OUTPUTS = frozenset(
+    ("gpucap.dev/v1alpha1", kind) for kind in ("Plan", "Simulation", "LintReport")
+)
+
+
 def _report_ignored(result: LoadResult, ignored: Counter[str]) -> None:
     if not ignored:
         return
@@ -649,7 +656,7 @@ def _load_document(  # noqa: PLR0917 - one document's context, passed down
         unknown = retired.unknown_karpenter_kind(api_version, kind)
         if unknown is not None:
             error(("kind",), unknown, ref)  # "no matches for kind": not a kind to ignore
-        else:
+        elif (api_version, kind) not in _OWN_OUTPUTS:
             ignored[kind] += 1
         return
     want_version, model, namespaced = KINDS[kind]
