@@ -166,3 +166,16 @@ def test_render_only_accepts_envsubst_shell_format(tmp_path: Path) -> None:
     f = _file(tmp_path, "kind: X\na: ${A}\nb: $B\nc: ${C}\n")
     result = run("render", f, "--only", "$A ${B}", env={"A": "1", "B": "2", "C": "3"})
     assert result.stdout == "kind: X\na: 1\nb: 2\nc: ${C}\n"
+
+
+def test_render_reads_a_directory_as_validate_and_plan_do(tmp_path: Path) -> None:
+    (tmp_path / "b.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n")
+    (tmp_path / "a.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {x: ${X}}\n"
+    )
+    result = CliRunner().invoke(app, ["render", str(tmp_path), "--set", "X=1"])
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == (
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {x: 1}\n---\n"
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n"
+    )

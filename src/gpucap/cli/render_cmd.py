@@ -17,7 +17,7 @@ import typer
 
 from gpucap.apis.placeholders import parse_only, pin_alias, terraform_template
 from gpucap.apis.placeholders import render as fill_placeholders
-from gpucap.apis.reading import read_path, read_stream
+from gpucap.apis.reading import manifest_files, read_path, read_stream
 from gpucap.cli.errors import BadInputError
 from gpucap.cli.options import KubernetesOption, OfflineOption, RegionOption, VariantOption
 from gpucap.cli.terminals import EXIT_BAD_INPUT, err
@@ -29,7 +29,9 @@ __all__ = ["render"]
 
 
 def render(  # noqa: PLR0917 - typer maps parameters to options
-    files: Annotated[list[str], typer.Argument(help="Manifest files, or - for stdin.")],
+    files: Annotated[
+        list[str], typer.Argument(help="Manifest files, directories, or - for stdin.")
+    ],
     set_: Annotated[
         list[str] | None,
         typer.Option("--set", help="KEY=VALUE, overrides the environment (repeatable)."),
@@ -73,7 +75,10 @@ def render(  # noqa: PLR0917 - typer maps parameters to options
         pinned = _recommended(kubernetes_version, variant, offline, region)
         values["AMI_VERSION"] = pinned
         explicit.append("AMI_VERSION")
-    texts = [(f, read_stream(sys.stdin, "<stdin>") if f == "-" else read_path(f)) for f in files]
+    texts = [
+        (f, read_stream(sys.stdin, "<stdin>") if f == "-" else read_path(f))
+        for f in _expanded(files)
+    ]
     for name, text in texts:
         template = terraform_template(text, name)
         if template is not None:  # `${var.x}` and `%{ for }` are Terraform's to fill
@@ -101,6 +106,18 @@ def render(  # noqa: PLR0917 - typer maps parameters to options
     # One file comes out byte for byte; several are joined as one multi-document stream.
     head = [t if t.endswith("\n") else t + "\n" for t in rendered[:-1]]
     sys.stdout.write("---\n".join([*head, rendered[-1]]))
+
+
+def _expanded(files: list[str]) -> list[str]:
+    """The files as given, a directory replaced by its manifest files (sorted, as `validate`
+    and `plan` read a directory)."""
+    out: list[str] = []
+    for f in files:
+        if f != "-" and os.path.isdir(f):
+            out.extend(sorted(str(p) for p in manifest_files(f)))
+        else:
+            out.append(f)
+    return out
 
 
 def _only(items: Iterable[str]) -> list[str]:
