@@ -69,7 +69,7 @@ MULTIPLE_PDBS = "eviction does not support multiple PDBs"
 
 def pdb_key(pdb: PodDisruptionBudget) -> str:
     """`namespace/name`, as Karpenter names a PDB (`client.ObjectKeyFromObject`)."""
-    return f"{pdb.metadata.namespace or 'default'}/{pdb.metadata.name}"
+    return f"{pdb.metadata.namespace}/{pdb.metadata.name}"
 
 
 def scaled(value: int | str, total: int) -> int:
@@ -164,13 +164,12 @@ class Limits:
 
     def selecting(self, pod: Pod) -> list[PodDisruptionBudget]:
         """The PDBs that select `pod` (its namespace, the selector matching its labels)."""
-        namespace = pod.metadata.namespace or "default"
+        namespace = pod.metadata.namespace
         labels = pod.metadata.labels
         return [
             b
             for b in self.pdbs
-            if (b.metadata.namespace or "default") == namespace
-            and matches_selector(b.spec.selector, labels)
+            if b.metadata.namespace == namespace and matches_selector(b.spec.selector, labels)
         ]
 
     def status(self, pdb: PodDisruptionBudget) -> _Status:
@@ -178,11 +177,11 @@ class Limits:
         hit = self._status.get(id(pdb))
         if hit is not None:
             return hit
-        namespace = pdb.metadata.namespace or "default"
+        namespace = pdb.metadata.namespace
         selected = [
             p
             for p in self.pods
-            if (p.metadata.namespace or "default") == namespace
+            if p.metadata.namespace == namespace
             and not is_terminal(p)
             and matches_selector(pdb.spec.selector, p.metadata.labels)
         ]
