@@ -16,11 +16,11 @@ from gpucap.controllers.disruption.candidates import get_candidates
 from gpucap.controllers.disruption.consolidation import SingleNodeConsolidation
 from gpucap.controllers.disruption.constants import SPOT_TO_SPOT_THRESHOLD
 from gpucap.controllers.disruption.controller import DisruptionResult
-from gpucap.controllers.disruption.pods import eviction_cost
 from gpucap.controllers.disruption.types import GRACEFUL, Candidate
 from gpucap.runtime.clock import EPOCH, FakeClock
 from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.requirements import Requirement, Requirements
+from gpucap.utils.pod import eviction_cost
 from tests.builders import edit, load, nodeclass
 from tests.controllers.disruption_builders import (
     Env,

@@ -8,9 +8,9 @@ from __future__ import annotations
 import datetime as dt
 
 from gpucap.controllers.disruption.candidates import disruption_cost, get_candidates
-from gpucap.controllers.disruption.pods import eviction_cost, lifetime_remaining
 from gpucap.controllers.disruption.types import GRACEFUL, Candidate
 from gpucap.runtime.clock import EPOCH
+from gpucap.utils.pod import eviction_cost, lifetime_remaining
 from tests.builders import edit
 from tests.controllers.disruption_builders import Env, env, gpu_pod, pool
 

@@ -11,14 +11,14 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpucap.controllers.disruption.pdb import Limits
-from gpucap.controllers.disruption.pods import (
+from gpucap.controllers.nodeclaim.conditions import with_condition
+from gpucap.runtime.clock import EPOCH
+from gpucap.utils.pdb import Limits
+from gpucap.utils.pod import (
     do_not_disrupt_active,
     do_not_disrupt_ends,
     do_not_disrupt_until,
 )
-from gpucap.controllers.nodeclaim.conditions import with_condition
-from gpucap.runtime.clock import EPOCH
 from tests.builders import edit, load
 from tests.controllers.disruption_builders import env, gpu_pod, pool
 

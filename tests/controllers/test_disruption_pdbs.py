@@ -16,13 +16,13 @@ from gpucap.controllers.disruption.candidates import (
     next_do_not_disrupt_expiry,
     select_candidates,
 )
-from gpucap.controllers.disruption.pdb import Limits
-from gpucap.controllers.disruption.pods import do_not_disrupt_until
 from gpucap.controllers.disruption.simulation import simulate_scheduling
 from gpucap.controllers.disruption.types import EVENTUAL, GRACEFUL, Blocked
 from gpucap.controllers.nodeclaim.conditions import with_condition
 from gpucap.controllers.provisioning.provisioner import Provisioner
 from gpucap.runtime.clock import EPOCH
+from gpucap.utils.pdb import Limits
+from gpucap.utils.pod import do_not_disrupt_until
 from tests.builders import edit, load
 from tests.controllers.disruption_builders import Env, env, gpu_pod, pool
 

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictInt, model_validator
 
-from gpucap.apis.meta import IntOrString, KubeModel, LabelSelector, ObjectMeta
+from gpucap.apis.meta import IntOrString, KubeModel, LabelSelector, NamespacedObjectMeta, ObjectMeta
 from gpucap.apis.quantity import Quantity
 
 __all__ = [
@@ -228,14 +228,14 @@ class PodTemplateSpec(KubeModel):
 class Pod(KubeModel):
     api_version: Literal["v1"] = "v1"
     kind: Literal["Pod"] = "Pod"
-    metadata: ObjectMeta
+    metadata: NamespacedObjectMeta
     spec: PodSpec
     status: PodStatus = Field(default_factory=lambda: _NO_STATUS)
 
     @property
     def key(self) -> str:
         """`namespace/name`, how gpucap names pods in every output."""
-        return f"{self.metadata.namespace or 'default'}/{self.metadata.name}"
+        return f"{self.metadata.namespace}/{self.metadata.name}"
 
 
 class NodeSpec(KubeModel):
@@ -273,7 +273,7 @@ class Node(KubeModel):
 class ConfigMap(KubeModel):
     api_version: Literal["v1"] = "v1"
     kind: Literal["ConfigMap"] = "ConfigMap"
-    metadata: ObjectMeta
+    metadata: NamespacedObjectMeta
     data: dict[str, str] = Field(default_factory=dict)
 
 
@@ -294,6 +294,6 @@ class PodDisruptionBudgetStatus(KubeModel):
 class PodDisruptionBudget(KubeModel):
     api_version: Literal["policy/v1"] = "policy/v1"
     kind: Literal["PodDisruptionBudget"] = "PodDisruptionBudget"
-    metadata: ObjectMeta
+    metadata: NamespacedObjectMeta
     spec: PodDisruptionBudgetSpec = Field(default_factory=PodDisruptionBudgetSpec)
     status: PodDisruptionBudgetStatus = Field(default_factory=PodDisruptionBudgetStatus)

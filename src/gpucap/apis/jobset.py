@@ -38,7 +38,13 @@ from pydantic import Field, StrictBool, StrictInt, StrictStr
 
 from gpucap.apis.core import Pod, PodTemplateSpec, Toleration
 from gpucap.apis.leaderworkerset import exclusive_affinity, sha1_hex
-from gpucap.apis.meta import KarpenterModel, KubeModel, LabelSelectorRequirement, ObjectMeta
+from gpucap.apis.meta import (
+    KarpenterModel,
+    KubeModel,
+    LabelSelectorRequirement,
+    NamespacedObjectMeta,
+    ObjectMeta,
+)
 from gpucap.apis.workloads import JobSpec, PodGroup, build_pod
 
 __all__ = ["JobSet", "ReplicatedJob", "job_name", "jobset_pod_groups", "pods_per_job"]
@@ -89,7 +95,7 @@ class JobSetSpec(KarpenterModel):
 class JobSet(KarpenterModel):
     api_version: Literal["jobset.x-k8s.io/v1alpha2"] = "jobset.x-k8s.io/v1alpha2"
     kind: Literal["JobSet"] = "JobSet"
-    metadata: ObjectMeta
+    metadata: NamespacedObjectMeta
     spec: JobSetSpec
     status: dict[str, Any] | None = None
 
@@ -123,7 +129,7 @@ def _path(i: int) -> tuple[str | int, ...]:
 
 
 def _maker(js: JobSet, rjob: ReplicatedJob) -> Callable[[int], Pod]:
-    namespace = js.metadata.namespace or "default"
+    namespace = js.metadata.namespace
     per_job = max(pods_per_job(rjob), 1)
     template: PodTemplateSpec = rjob.template.spec.template
     topology = rjob.template.metadata.annotations.get(

@@ -38,7 +38,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StrictBool, StrictInt, StrictStr
 
 from gpucap.apis.core import Container, Pod, PodTemplateSpec, ResourceRequirements
-from gpucap.apis.meta import KarpenterModel, KubeModel, ObjectMeta
+from gpucap.apis.meta import KarpenterModel, KubeModel, NamespacedObjectMeta
 from gpucap.apis.workloads import FieldPath, PodGroup, build_pod
 
 __all__ = [
@@ -116,7 +116,7 @@ class RayClusterSpec(KarpenterModel):
 class RayCluster(KarpenterModel):
     api_version: Literal["ray.io/v1"] = "ray.io/v1"
     kind: Literal["RayCluster"] = "RayCluster"
-    metadata: ObjectMeta
+    metadata: NamespacedObjectMeta
     spec: RayClusterSpec
     status: dict[str, Any] | None = None
 
@@ -137,7 +137,7 @@ class RayServiceSpec(KarpenterModel):
 class RayService(KarpenterModel):
     api_version: Literal["ray.io/v1"] = "ray.io/v1"
     kind: Literal["RayService"] = "RayService"
-    metadata: ObjectMeta
+    metadata: NamespacedObjectMeta
     spec: RayServiceSpec
     status: dict[str, Any] | None = None
 
@@ -171,7 +171,7 @@ class RayJobSpec(KarpenterModel):
 class RayJob(KarpenterModel):
     api_version: Literal["ray.io/v1"] = "ray.io/v1"
     kind: Literal["RayJob"] = "RayJob"
-    metadata: ObjectMeta
+    metadata: NamespacedObjectMeta
     spec: RayJobSpec
     status: dict[str, Any] | None = None
 

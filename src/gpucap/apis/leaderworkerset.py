@@ -44,7 +44,7 @@ from gpucap.apis.meta import (
     KarpenterModel,
     LabelSelector,
     LabelSelectorRequirement,
-    ObjectMeta,
+    NamespacedObjectMeta,
 )
 from gpucap.apis.workloads import PodGroup, build_pod
 
@@ -114,7 +114,7 @@ class LeaderWorkerSetSpec(KarpenterModel):
 class LeaderWorkerSet(KarpenterModel):
     api_version: Literal["leaderworkerset.x-k8s.io/v1"] = "leaderworkerset.x-k8s.io/v1"
     kind: Literal["LeaderWorkerSet"] = "LeaderWorkerSet"
-    metadata: ObjectMeta
+    metadata: NamespacedObjectMeta
     spec: LeaderWorkerSetSpec
     status: dict[str, Any] | None = None
 
@@ -179,7 +179,7 @@ def exclusive_affinity(
 def lws_pod_groups(lws: LeaderWorkerSet) -> list[PodGroup]:
     """Leaders (`<lws>-<g>`) then workers (`<lws>-<g>-<w>`), as the LWS controller makes them."""
     name = lws.metadata.name
-    namespace = lws.metadata.namespace or "default"
+    namespace = lws.metadata.namespace
     tpl = lws.spec.leader_worker_template
     replicas, size = lws.spec.replicas, tpl.size
     leader_tpl = tpl.leader_template or tpl.worker_template

@@ -8,6 +8,15 @@ Two bases, one wire format (camelCase, as `kubectl` writes it):
   (and round-trip); the loader checks every field name and JSON type of these kinds against the
   Kubernetes API schema (`schema.py`) before the model sees them, so typos are caught at any
   depth.
+
+Two metadata models: `ObjectMeta` for cluster-scoped kinds and templates (no namespace unless
+written), `NamespacedObjectMeta` for every namespaced kind gpucap models (Pod, the workloads,
+DaemonSet, PodDisruptionBudget, ConfigMap, JobSet, LeaderWorkerSet, the KubeRay kinds): its
+`namespace` is "default" when the input has none (absent, null or empty), as the API server
+gives an object created without one the request's namespace, which is kubectl's "default". The
+default is applied here, once, so every namespaced object the code handles has a namespace,
+whether loaded (`serde.py` also writes it into the raw document, for the object's reference and
+the pod UID) or built directly (tests, `workloads.build_pod`).
 """
 
 from __future__ import annotations
@@ -15,7 +24,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PlainValidator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
@@ -25,6 +34,7 @@ __all__ = [
     "KubeModel",
     "LabelSelector",
     "LabelSelectorRequirement",
+    "NamespacedObjectMeta",
     "ObjectMeta",
     "OwnerReference",
     "matches_selector",
@@ -73,6 +83,19 @@ class ObjectMeta(KubeModel):
     creation_timestamp: dt.datetime | None = None
     deletion_timestamp: dt.datetime | None = None
     owner_references: list[OwnerReference] = Field(default_factory=list)
+
+
+def _default_namespace(value: object) -> object:
+    # The API server on create: an object without a namespace (or an empty one) is created in
+    # the request's namespace, "default" for `kubectl apply` without `-n` or a context namespace.
+    return "default" if value is None or value == "" else value
+
+
+class NamespacedObjectMeta(ObjectMeta):
+    """The metadata of a namespaced kind: `namespace` is always set, "default" unless written
+    (see the module docstring)."""
+
+    namespace: Annotated[str, BeforeValidator(_default_namespace)] = "default"
 
 
 class LabelSelectorRequirement(KubeModel):

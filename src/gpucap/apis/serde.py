@@ -235,7 +235,7 @@ def object_ref(obj: KubeObject) -> str:
     """`Kind/name` (cluster scoped) or `Kind/namespace/name` (namespaced)."""
     _, _, namespaced = KINDS[obj.kind]
     if namespaced:
-        return f"{obj.kind}/{obj.metadata.namespace or 'default'}/{obj.metadata.name}"
+        return f"{obj.kind}/{obj.metadata.namespace}/{obj.metadata.name}"
     return f"{obj.kind}/{obj.metadata.name}"
 
 
@@ -674,6 +674,8 @@ def _load_document(  # noqa: PLR0917 - one document's context, passed down
         error(("metadata", "name"), "required field is missing", ref)
         return
     if namespaced:
+        # The raw document, not yet a model, needs its namespace now (the reference, the pod
+        # UID); the model (`NamespacedObjectMeta`) defaults it the same way.
         namespace = meta.get("namespace") or "default"
         data = {**data, "metadata": {**meta, "namespace": namespace}}
         ref = f"{kind}/{namespace}/{name}"

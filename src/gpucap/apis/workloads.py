@@ -24,7 +24,7 @@ from typing import Annotated, Literal, Protocol
 from pydantic import Field, StrictInt
 
 from gpucap.apis.core import Pod, PodSpec, PodTemplateSpec
-from gpucap.apis.meta import KubeModel, LabelSelector, ObjectMeta, OwnerReference
+from gpucap.apis.meta import KubeModel, LabelSelector, NamespacedObjectMeta, OwnerReference
 
 __all__ = [
     "DaemonSet",
@@ -83,7 +83,7 @@ class PodOwner(Protocol):
     @property
     def kind(self) -> str: ...
     @property
-    def metadata(self) -> ObjectMeta: ...
+    def metadata(self) -> NamespacedObjectMeta: ...
 
 
 def build_pod(
@@ -95,7 +95,7 @@ def build_pod(
 ) -> Pod:
     """A pod named `name` in `owner`'s namespace, controlled by `owner`, with a stable UID."""
     meta = owner.metadata
-    namespace = meta.namespace or "default"
+    namespace = meta.namespace
     ref = OwnerReference(
         api_version=owner.api_version,
         kind=owner.kind,
@@ -103,7 +103,7 @@ def build_pod(
         uid=meta.uid or "",
         controller=True,
     )
-    pod_meta = ObjectMeta(
+    pod_meta = NamespacedObjectMeta(
         name=name,
         namespace=namespace,
         labels=dict(labels),
@@ -124,21 +124,21 @@ class ReplicatedSpec(KubeModel):
 class Deployment(KubeModel):
     api_version: Literal["apps/v1"] = "apps/v1"
     kind: Literal["Deployment"] = "Deployment"
-    metadata: ObjectMeta
+    metadata: NamespacedObjectMeta
     spec: ReplicatedSpec
 
 
 class StatefulSet(KubeModel):
     api_version: Literal["apps/v1"] = "apps/v1"
     kind: Literal["StatefulSet"] = "StatefulSet"
-    metadata: ObjectMeta
+    metadata: NamespacedObjectMeta
     spec: ReplicatedSpec
 
 
 class ReplicaSet(KubeModel):
     api_version: Literal["apps/v1"] = "apps/v1"
     kind: Literal["ReplicaSet"] = "ReplicaSet"
-    metadata: ObjectMeta
+    metadata: NamespacedObjectMeta
     spec: ReplicatedSpec
 
 
@@ -152,7 +152,7 @@ class JobSpec(KubeModel):
 class Job(KubeModel):
     api_version: Literal["batch/v1"] = "batch/v1"
     kind: Literal["Job"] = "Job"
-    metadata: ObjectMeta
+    metadata: NamespacedObjectMeta
     spec: JobSpec
 
 
@@ -164,7 +164,7 @@ class DaemonSetSpec(KubeModel):
 class DaemonSet(KubeModel):
     api_version: Literal["apps/v1"] = "apps/v1"
     kind: Literal["DaemonSet"] = "DaemonSet"
-    metadata: ObjectMeta
+    metadata: NamespacedObjectMeta
     spec: DaemonSetSpec
 
 
@@ -208,7 +208,7 @@ def workload_pod_groups(workload: Workload, replicas: int | None = None) -> list
             template.metadata.annotations,
         )
 
-    namespace = workload.metadata.namespace or "default"
+    namespace = workload.metadata.namespace
 
     def key(i: int) -> str:
         return f"{namespace}/{name}-{i}"  # build_pod's namespace and name, as Pod.key joins them

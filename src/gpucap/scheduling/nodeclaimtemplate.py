@@ -27,6 +27,7 @@ from gpucap.apis.labels import (
     WELL_KNOWN_LABELS,
     restricted_label_problem,
 )
+from gpucap.apis.meta import NamespacedObjectMeta
 from gpucap.apis.nodepool import NodePool
 from gpucap.apis.workloads import DaemonSet
 from gpucap.scheduling import preferences
@@ -122,9 +123,10 @@ def _daemon_compatible(template: NodeClaimTemplate, it: InstanceType, pod: Pod) 
 
 def daemon_pod(ds: DaemonSet) -> Pod:
     """The pod a DaemonSet would run on a node (its template, named after the DaemonSet)."""
-    meta = ds.spec.template.metadata.model_copy(
-        update={"name": ds.metadata.name, "namespace": ds.metadata.namespace or "default"}
-    )
+    # The template's metadata (labels, annotations, ...) as a pod's: named after the DaemonSet,
+    # in its namespace.
+    template = {**dict(ds.spec.template.metadata), "name": ds.metadata.name}
+    meta = NamespacedObjectMeta(**{**template, "namespace": ds.metadata.namespace})
     return Pod(metadata=meta, spec=ds.spec.template.spec)
 
 

@@ -92,7 +92,7 @@ def class_key(
     meta = pod.metadata
     tolerations = pod.spec.tolerations
     topology = (
-        meta.namespace or "default",
+        meta.namespace,
         frozenset(meta.labels.items()),
         requirements,
         strict_requirements,

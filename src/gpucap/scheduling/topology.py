@@ -317,7 +317,7 @@ class TopologyGroup:
 
     def selects(self, pod: Pod) -> bool:
         # A nil selector matches nothing (Kubernetes LabelSelectorAsSelector(nil) = Nothing).
-        return (pod.metadata.namespace or "default") in self.namespaces and matches_selector(
+        return pod.metadata.namespace in self.namespaces and matches_selector(
             self.selector, pod.metadata.labels
         )
 
@@ -511,7 +511,7 @@ class Topology:
         # gpucap has no Namespace objects: a namespaceSelector selects the namespaces listed.
         if term.namespaces:
             return frozenset(term.namespaces)
-        return frozenset({pod.metadata.namespace or "default"})
+        return frozenset({pod.metadata.namespace})
 
     def _specs_for(self, pod: Pod) -> list[_GroupSpec]:
         """The groups `pod` owns, as what builds them: most pods share groups that exist
@@ -524,7 +524,7 @@ class Topology:
                 (
                     TopologyType.SPREAD,
                     tsc.topology_key,
-                    frozenset({pod.metadata.namespace or "default"}),
+                    frozenset({pod.metadata.namespace}),
                     _spread_selector(tsc, pod),
                     tsc.max_skew,
                     tsc.min_domains,
@@ -774,7 +774,7 @@ def _selecting_among(
     """The groups of `groups` whose selector matches `pod`, in creation order; memoised in
     `memo` by namespace and labels (all `selects` reads) until a group is added (groups are
     only ever added, so the count says whether the answer still holds)."""
-    key = (pod.metadata.namespace or "default", frozenset(pod.metadata.labels.items()))
+    key = (pod.metadata.namespace, frozenset(pod.metadata.labels.items()))
     hit = memo.get(key)
     if hit is not None and hit[0] == len(groups):
         return hit[1]

@@ -62,13 +62,13 @@ _DsKey = tuple[str, str]  # (namespace, name)
 
 
 def _ds_key(ds: DaemonSet) -> _DsKey:
-    return (ds.metadata.namespace or "default", ds.metadata.name)
+    return (ds.metadata.namespace, ds.metadata.name)
 
 
 def _owner(pod: Pod) -> _DsKey | None:
     for ref in pod.metadata.owner_references:
         if ref.kind == "DaemonSet":
-            return (pod.metadata.namespace or "default", ref.name)
+            return (pod.metadata.namespace, ref.name)
     return None
 
 
@@ -189,7 +189,7 @@ class DaemonSetController:
     def _create(self, t: _Template, node_name: str) -> bool:
         ds = t.ds
         name = f"{ds.metadata.name}-{node_name}"
-        namespace = ds.metadata.namespace or "default"
+        namespace = ds.metadata.namespace
         key = f"{namespace}/{name}"
         try:
             self.cluster.pod(key)

@@ -37,7 +37,7 @@ from gpucap.apis.gpuoperator import (
     choose_config,
     device_plugin_configs,
 )
-from gpucap.apis.meta import ObjectMeta
+from gpucap.apis.meta import NamespacedObjectMeta
 from gpucap.apis.serde import Manifests
 from gpucap.apis.workloads import DaemonSet
 from gpucap.cloudprovider.aws.coldstart import (
@@ -113,7 +113,7 @@ def _helm_term(key: str, value: str) -> NodeSelectorTerm:
 
 
 _HELM_PLUGIN_POD = Pod(
-    metadata=ObjectMeta(name=NVIDIA_DEVICE_PLUGIN, namespace=NVIDIA_DEVICE_PLUGIN),
+    metadata=NamespacedObjectMeta(name=NVIDIA_DEVICE_PLUGIN, namespace=NVIDIA_DEVICE_PLUGIN),
     spec=PodSpec(
         containers=[],
         tolerations=[
@@ -204,9 +204,7 @@ def device_plugin_for(
     if (ami_family or "").lower() == "bottlerocket":
         return _shared("ami/bottlerocket", timings.device_plugin, ami_config)
     configs = _configs(objects)
-    daemonsets = sorted(
-        objects.daemonsets, key=lambda d: (d.metadata.namespace or "default", d.metadata.name)
-    )
+    daemonsets = sorted(objects.daemonsets, key=lambda d: (d.metadata.namespace, d.metadata.name))
     for ds in daemonsets:
         # GPU Feature Discovery runs from the plugin's image but advertises no GPU.
         containers = [c for c in ds.spec.template.spec.containers if not runs_feature_discovery(c)]
@@ -214,7 +212,7 @@ def device_plugin_for(
         if not containers or not is_device_plugin(ds.metadata.name, images):
             continue
         if _plugin_lands(daemon_pod(ds), node_labels, node_taints):
-            source = f"daemonset/{ds.metadata.namespace or 'default'}/{ds.metadata.name}"
+            source = f"daemonset/{ds.metadata.namespace}/{ds.metadata.name}"
             delay = timings.daemonset_start + timings.device_plugin
             return _shared(source, delay, _config_for(node_labels, configs, None))
     for policy in sorted(objects.cluster_policies, key=lambda p: p.metadata.name):
@@ -329,7 +327,7 @@ def startup_seconds(pod: Pod, timings: Timings) -> float:
         value = -1.0
     if not value >= 0 or value == float("inf"):
         raise ValueError(
-            f"pod {pod.metadata.namespace or 'default'}/{pod.metadata.name}: annotation "
+            f"pod {pod.key}: annotation "
             f"{STARTUP_SECONDS_ANNOTATION}: {text!r} is not a number of seconds >= 0"
         )
     return value

@@ -35,7 +35,6 @@ from gpucap.apis.nodepool import NodePool
 from gpucap.apis.quantity import base_units
 from gpucap.cloudprovider.aws.automode import auto_mode_instance_types
 from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider
-from gpucap.controllers.disruption.pdb import Limits
 from gpucap.controllers.nodepool.readiness import (
     NodePoolReadiness,
     NotReadyNodePool,
@@ -52,6 +51,7 @@ from gpucap.scheduling.scheduler import Results
 from gpucap.sim.bus import Bus, Loop, created_now, instance_type_options, pod_exists
 from gpucap.sim.recorder import Event
 from gpucap.state.cluster import Cluster
+from gpucap.utils.pdb import Limits
 
 __all__ = ["POD_RETRY_SECONDS", "PodController"]
 

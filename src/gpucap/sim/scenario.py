@@ -33,6 +33,7 @@ from gpucap.apis.apirules import dns1123_subdomain_problem
 from gpucap.apis.duration import DurationError, format_seconds, parse_go_duration
 from gpucap.apis.errors import FieldPath, closest_name, format_path
 from gpucap.apis.limits import Budget, InputLimitError
+from gpucap.apis.meta import NamespacedObjectMeta
 from gpucap.apis.reading import InputError, manifest_files, os_reason, read_path
 from gpucap.apis.scenario import EVENT_ACTIONS, EVENT_KINDS, Scenario, ScenarioEvent
 from gpucap.apis.serde import (
@@ -597,12 +598,9 @@ def _offered_in(catalog: Catalog, instance_type: str, zone: str) -> bool:
 
 def _manifest_ref(m: Manifest) -> _REF:
     obj = m.obj
-    namespaced = KINDS[obj.kind][2]
-    return (
-        obj.kind,
-        (obj.metadata.namespace or "default") if namespaced else "",
-        obj.metadata.name,
-    )
+    meta = obj.metadata
+    namespace = meta.namespace if isinstance(meta, NamespacedObjectMeta) else ""
+    return (obj.kind, namespace, meta.name)
 
 
 def _show_ref(ref: _REF) -> str:

@@ -799,7 +799,7 @@ class Cluster:
 
     def pdbs(self) -> list[PodDisruptionBudget]:
         """The applied PodDisruptionBudgets, in the order applied (read by the PDB limits of
-        disruption and termination, `controllers/disruption/pdb.py`)."""
+        disruption and termination, `utils/pdb.py`)."""
         return self._of_kind("PodDisruptionBudget")
 
     def nodeoverlays(self) -> list[NodeOverlay]:

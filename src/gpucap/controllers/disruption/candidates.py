@@ -47,16 +47,6 @@ from gpucap.apis.core import Node, Pod, PodDisruptionBudget
 from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, NODEPOOL, ZONE
 from gpucap.apis.nodepool import NodeClaim, NodePool
 from gpucap.cloudprovider.types import CloudProvider
-from gpucap.controllers.disruption.pdb import MULTIPLE_PDBS, Limits
-from gpucap.controllers.disruption.pods import (
-    DO_NOT_DISRUPT,
-    do_not_disrupt_active,
-    do_not_disrupt_until,
-    eviction_cost,
-    expiry,
-    is_reschedulable,
-    lifetime_at,
-)
 from gpucap.controllers.disruption.types import (
     EVENTUAL,
     PER_NODE_BASE_DISRUPTION_COST,
@@ -70,6 +60,16 @@ from gpucap.scheduling.existingnode import StateNode
 from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.state.cluster import Cluster
 from gpucap.state.snapshot import Snapshot
+from gpucap.utils.pdb import MULTIPLE_PDBS, Limits
+from gpucap.utils.pod import (
+    DO_NOT_DISRUPT,
+    do_not_disrupt_active,
+    do_not_disrupt_until,
+    eviction_cost,
+    expiry,
+    is_reschedulable,
+    lifetime_at,
+)
 
 __all__ = [
     "CONSOLIDATION_FACTS",

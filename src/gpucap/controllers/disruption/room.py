@@ -44,7 +44,6 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from gpucap.apis.core import Pod, PodSpec, Toleration
 from gpucap.apis.labels import CAPACITY_TYPE, ZONE
-from gpucap.controllers.disruption.pods import DO_NOT_DISRUPT, do_not_disrupt_active
 from gpucap.controllers.disruption.simulation import PassInputs
 from gpucap.controllers.disruption.types import Candidate
 from gpucap.runtime.memo import IdentityMemo, Memo
@@ -55,6 +54,7 @@ from gpucap.scheduling.requirements import Requirements
 from gpucap.scheduling.resources import add, pod_requests, subtract
 from gpucap.scheduling.scheduler import PoolInput
 from gpucap.scheduling.taints import untolerated
+from gpucap.utils.pod import DO_NOT_DISRUPT, do_not_disrupt_active
 
 __all__ = [
     "ROOM_MEMO",

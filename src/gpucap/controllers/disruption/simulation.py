@@ -36,7 +36,6 @@ from gpucap.apis.labels import NODEPOOL
 from gpucap.apis.nodepool import NodePool
 from gpucap.apis.workloads import DaemonSet
 from gpucap.controllers.disruption.candidates import CONSOLIDATION_FACTS, under_consolidate_after
-from gpucap.controllers.disruption.pdb import Limits
 from gpucap.controllers.disruption.types import Candidate
 from gpucap.controllers.provisioning.provisioner import Provisioner, deleting_node_pods
 from gpucap.runtime.memo import Memo
@@ -44,6 +43,7 @@ from gpucap.scheduling.existingnode import StateNode
 from gpucap.scheduling.scheduler import PoolInput, Results
 from gpucap.state.cluster import Cluster
 from gpucap.state.snapshot import Snapshot
+from gpucap.utils.pdb import Limits
 
 __all__ = ["PassInputs", "Simulation", "held_back", "pass_inputs", "simulate_scheduling"]
 

@@ -14,10 +14,10 @@ from typing import Literal, Protocol
 
 from gpucap.apis.core import Node, Pod
 from gpucap.apis.nodepool import NodeClaim, NodePool
-from gpucap.controllers.disruption.pods import eviction_cost
 from gpucap.scheduling.existingnode import StateNode
 from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.nodeclaim import NodeClaim as SolverNodeClaim
+from gpucap.utils.pod import eviction_cost
 
 __all__ = [
     "EMPTY",

@@ -36,7 +36,7 @@ A Node that is not Ready and whose instance the provider no longer has skips the
 
 PodDisruptionBudgets are the applied `policy/v1` objects (`Cluster.pdbs()`); gpucap has no
 disruption controller writing their status, so the Eviction API's `disruptionsAllowed` is
-computed live from the pods, as candidate selection computes it (`disruption/pdb.py`, one
+computed live from the pods, as candidate selection computes it (`utils/pdb.py`, one
 module for both: `Limits.eviction_refusal`). Not modelled: pod shutdown time (an evicted or deleted
 pod is gone at once), pods stuck terminating, volume detachment (no volumes), the eviction
 queue's global rate limit. Called by the lifecycle controller (its own deletions), the
@@ -53,8 +53,6 @@ from gpucap.apis.core import Node, Pod, Taint, Toleration
 from gpucap.apis.duration import DurationError, parse_karpenter_duration
 from gpucap.apis.nodepool import NodeClaim
 from gpucap.cloudprovider.types import CloudProvider, CloudProviderError, NodeClaimNotFoundError
-from gpucap.controllers.disruption.pdb import Limits
-from gpucap.controllers.disruption.pods import do_not_disrupt_active, do_not_disrupt_ends
 from gpucap.controllers.nodeclaim.conditions import (
     DRAINED,
     INSTANCE_TERMINATING,
@@ -66,6 +64,8 @@ from gpucap.controllers.nodeclaim.constants import INSTANCE_TERMINATION_REQUEUE,
 from gpucap.runtime.clock import Clock
 from gpucap.scheduling.taints import DISRUPTED_TAINT
 from gpucap.state.cluster import Cluster
+from gpucap.utils.pdb import Limits
+from gpucap.utils.pod import do_not_disrupt_active, do_not_disrupt_ends
 
 __all__ = [
     "DO_NOT_DISRUPT",

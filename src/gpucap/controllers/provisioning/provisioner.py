@@ -46,13 +46,13 @@ from gpucap.apis.nodepool import NodeClaim, NodePool
 from gpucap.apis.quantity import format_base_units
 from gpucap.apis.workloads import DaemonSet
 from gpucap.cloudprovider.types import CloudProvider
-from gpucap.controllers.disruption.pdb import Limits
 from gpucap.scheduling import nodeclaim
 from gpucap.scheduling.existingnode import StateNode
 from gpucap.scheduling.options import SchedulingOptions
 from gpucap.scheduling.passcache import PassCache
 from gpucap.scheduling.requirements import Requirements
 from gpucap.scheduling.scheduler import PoolInput, Results, Scheduler
+from gpucap.utils.pdb import Limits
 
 __all__ = [
     "SCHEDULING_SIMULATION_KEYS",

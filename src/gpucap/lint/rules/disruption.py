@@ -180,11 +180,11 @@ class _Blocker:
 def _pdb_blockers(ctx: LintContext) -> list[_Blocker]:
     out: list[_Blocker] = []
     for pdb in ctx.of_kind(PodDisruptionBudget):
-        namespace = pdb.metadata.namespace or "default"
+        namespace = pdb.metadata.namespace
         selected = [
             ref
             for ref in ctx.pods
-            if (ref.pod.metadata.namespace or "default") == namespace
+            if ref.pod.metadata.namespace == namespace
             and matches_selector(pdb.spec.selector, ref.pod.metadata.labels)
         ]
         reason = _fully_blocking(pdb, _replicas(selected))

@@ -1,6 +1,8 @@
 """PodDisruptionBudgets, as Karpenter reads them when it picks and simulates disruption
 candidates (kubernetes-sigs/karpenter `pkg/utils/pdb/pdb.go` @ 2266468104f3) and as the Eviction
 API applies them when a node drains (kubernetes `pkg/registry/core/pod/storage/eviction.go`).
+Below the controllers, where Karpenter keeps it (`pkg/utils/pdb`): provisioning, disruption and
+termination all ask it, and none of them imports another for it.
 
 `Limits` is Karpenter's `pdb.Limits`, built once per question from the applied PDBs and the
 cluster's pods (`Limits.of(cluster)`):
@@ -30,8 +32,10 @@ cluster's pods (`Limits.of(cluster)`):
   "pdb <ns/name>", or None): a Ready pod goes while its PDB allows a disruption; an unready one
   when the PDB says `AlwaysAllow`, or (`IfHealthyBudget`, the default) while the PDB has the
   healthy pods it wants.
-Called by candidate selection (`candidates.py`), the scheduling simulation (`simulation.py`)
-and the drain (`controllers/nodeclaim/termination.py`).
+Called by candidate selection (`controllers/disruption/candidates.py`), the scheduling
+simulation (`controllers/disruption/simulation.py`), the provisioner (the pods of deleting
+nodes that move, `controllers/provisioning/provisioner.py`), the drain
+(`controllers/nodeclaim/termination.py`) and the simulator's pod controller.
 """
 
 from __future__ import annotations
@@ -42,13 +46,13 @@ from dataclasses import dataclass, field
 
 from gpucap.apis.core import Pod, PodDisruptionBudget
 from gpucap.apis.meta import matches_selector
-from gpucap.controllers.disruption.pods import (
+from gpucap.state.cluster import Cluster
+from gpucap.utils.pod import (
     do_not_disrupt_active,
     is_evictable,
     is_reschedulable,
     is_terminal,
 )
-from gpucap.state.cluster import Cluster
 
 __all__ = [
     "MULTIPLE_PDBS",
@@ -69,7 +73,7 @@ MULTIPLE_PDBS = "eviction does not support multiple PDBs"
 
 def pdb_key(pdb: PodDisruptionBudget) -> str:
     """`namespace/name`, as Karpenter names a PDB (`client.ObjectKeyFromObject`)."""
-    return f"{pdb.metadata.namespace or 'default'}/{pdb.metadata.name}"
+    return f"{pdb.metadata.namespace}/{pdb.metadata.name}"
 
 
 def scaled(value: int | str, total: int) -> int:
@@ -164,13 +168,12 @@ class Limits:
 
     def selecting(self, pod: Pod) -> list[PodDisruptionBudget]:
         """The PDBs that select `pod` (its namespace, the selector matching its labels)."""
-        namespace = pod.metadata.namespace or "default"
+        namespace = pod.metadata.namespace
         labels = pod.metadata.labels
         return [
             b
             for b in self.pdbs
-            if (b.metadata.namespace or "default") == namespace
-            and matches_selector(b.spec.selector, labels)
+            if b.metadata.namespace == namespace and matches_selector(b.spec.selector, labels)
         ]
 
     def status(self, pdb: PodDisruptionBudget) -> _Status:
@@ -178,11 +181,11 @@ class Limits:
         hit = self._status.get(id(pdb))
         if hit is not None:
             return hit
-        namespace = pdb.metadata.namespace or "default"
+        namespace = pdb.metadata.namespace
         selected = [
             p
             for p in self.pods
-            if (p.metadata.namespace or "default") == namespace
+            if p.metadata.namespace == namespace
             and not is_terminal(p)
             and matches_selector(pdb.spec.selector, p.metadata.labels)
         ]

@@ -1,5 +1,6 @@
-"""What the disruption controller asks of a pod (kubernetes-sigs/karpenter
-`pkg/utils/pod/scheduling.go` and `pkg/utils/disruption/disruption.go` @ 2266468104f3).
+"""What the disruption controller and the drain ask of a pod (kubernetes-sigs/karpenter
+`pkg/utils/pod/scheduling.go` and `pkg/utils/disruption/disruption.go` @ 2266468104f3; below
+the controllers, as Karpenter's `pkg/utils`).
 
 - `is_active`: not Succeeded/Failed and not terminating (no deletionTimestamp).
 - `is_reschedulable`: active, or a terminating StatefulSet pod; and not a DaemonSet's, not a
@@ -15,8 +16,8 @@
 - `eviction_cost`: 1, plus pod-deletion-cost / 2^27, plus priority / 2^25, clamped to [-10, 10]
   (`EvictionCost`); `lifetime_remaining` scales a node's disruption cost by how much of its
   expireAfter is left (`LifetimeRemaining`).
-Called by candidate selection (`candidates.py`), the PDB limits (`pdb.py`), the scheduling
-simulation and the drain (`controllers/nodeclaim/termination.py`).
+Called by candidate selection (`controllers/disruption/candidates.py`), the PDB limits
+(`utils/pdb.py`), the scheduling simulation and the drain (`controllers/nodeclaim/termination.py`).
 """
 
 from __future__ import annotations
