@@ -30,7 +30,7 @@ from gpucap.cli.render import format_explanation, plan_lines, write_plan
 from gpucap.cli.reporting import check_report_path, refuse_overwriting_inputs, write_plan_report
 from gpucap.cli.terminals import EXIT_BAD_INPUT, err, out
 from gpucap.controllers.provisioning import DEFAULT_MAX_PASSES
-from gpucap.operator.plan import explain_pod
+from gpucap.operator.plan import explain as explain_pending
 from gpucap.operator.plan import plan as make_plan
 from gpucap.runtime.collector import collector_paused
 
@@ -124,7 +124,7 @@ def _plan(  # noqa: PLR0917 - the `plan` command's options, as given
         write_plan_report(report, made, result.objects, cat, title=title, err=err)
     if explain is not None:
         key = explain if "/" in explain else f"default/{explain}"
-        explanation = explain_pod(result.objects, cat, key, kubernetes_version=kubernetes_version)
+        explanation = explain_pending(made, key)
         if explanation is None:
             raise BadInputError(f"--explain {explain}: no such pod in the input")
         np = made.not_planned.get(key)
