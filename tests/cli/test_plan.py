@@ -247,17 +247,43 @@ def test_explain_reads_the_plans_first_pass_and_builds_no_second_stack(
     assert len(built) == 1
 
 
-def test_explain_from_the_plan_equals_explain_from_the_manifests() -> None:
+def test_explain_from_the_plan_equals_explain_from_the_manifests_and_after_a_solve(
+    tmp_path: Path,
+) -> None:
     from gpucap.cli.loading import load_paths  # noqa: PLC0415
+    from gpucap.controllers.provisioning.provisioner import new_scheduler  # noqa: PLC0415
     from gpucap.operator.plan import explain, explain_pod, plan  # noqa: PLC0415
 
-    objects = load_paths([str(WORKSHOP)]).objects
+    f = tmp_path / "w.yaml"
+    picky = {"karpenter.k8s.aws/instance-gpu-name": "h100"}
+    f.write_text(
+        to_yaml(
+            pod("big", gpu=2, tolerations=[GPU_TOLERATION]),
+            pod("picky", gpu=1, tolerations=[GPU_TOLERATION], nodeSelector=picky),
+            pod("busybox"),
+        )
+    )
+    objects = load_paths([str(WORKSHOP), str(f)]).objects
     catalog = load_catalog("us-east-1")
     made = plan(objects, catalog)
-    keys = list(made.pods)
-    assert keys
-    for key in keys:
-        assert explain(made, key) == explain_pod(objects, catalog, key)
+    first = made.first_pass
+    assert first is not None
+    # The reference: the first pass solved, then asked (what `explain` did before it
+    # stopped solving; the explanation reads only what the scheduler is built with).
+    scheduler = new_scheduler(
+        first.pools,
+        state_nodes=first.state_nodes,
+        daemonsets=first.daemonsets,
+        pending=first.pending,
+        options=first.options,
+    )
+    solved = scheduler.solve(list(first.pending)).pods
+    assert len(made.pods) > 3
+    assert made.pod_errors
+    for key in made.pods:
+        explained = explain(made, key)
+        assert explained == explain_pod(objects, catalog, key)
+        assert explained == scheduler.explain(solved[key], first.pools)
     assert explain(made, "default/nope") is None
 
 

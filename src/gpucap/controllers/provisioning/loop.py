@@ -388,7 +388,13 @@ def explain_first_pass(pod_key: str, first: FirstPass) -> list[PoolExplanation] 
     """Why each NodePool can or cannot take pod `pod_key`, as the loop's first pass sees it
     (static NodeClaims in flight); None when the first pass does not consider that pod.
     `first` is what that pass started from (`Plan.first_pass`). A pure call: it rebuilds that
-    pass's scheduler over those inputs rather than keeping it in the `Plan`."""
+    pass's scheduler over those inputs rather than keeping it in the `Plan`, and does not
+    solve: `Scheduler.explain` reads only what the scheduler is built with (its templates,
+    pool notes and options), and the pods a pass considers are its queue, the last of a key
+    winning as in `Scheduler.solve` (tests/cli/test_plan.py compares with a solved pass)."""
+    pod = {p.key: p for p in first.pending}.get(pod_key)
+    if pod is None:
+        return None
     loop = _Loop(
         first.pools,
         preview=first.preview,
@@ -398,11 +404,7 @@ def explain_first_pass(pod_key: str, first: FirstPass) -> list[PoolExplanation] 
     )
     loop.static(Plan())
     queue = list(first.pending)
-    scheduler = loop.scheduler(queue)
-    pod = scheduler.solve(queue).pods.get(pod_key)
-    if pod is None:
-        return None
-    return scheduler.explain(pod, first.pools)
+    return loop.scheduler(queue).explain(pod, first.pools)
 
 
 def _requests(pod: Pod) -> Resources:
