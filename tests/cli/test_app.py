@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import subprocess
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -16,12 +17,16 @@ from typer.testing import CliRunner
 from gpucap.apis.reading import InputError
 from gpucap.cli.app import COMMANDS, app
 from gpucap.cli.errors import BadInputError, map_exceptions
-from gpucap.cli.simulate import EventsWriteError
+from gpucap.cli.reporting import check_report_path
+from gpucap.cli.simulate import EventsWriteError, SimulateOptions
+from gpucap.cli.simulate import run as simulate_run
 from gpucap.cloudprovider.aws.amifamily.ami import AMILookupError
 from gpucap.cloudprovider.aws.amifamily.releases import UnknownReleaseError
+from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
 from gpucap.cloudprovider.aws.instancetype.data import CatalogError
 from gpucap.lint.config import ConfigError
 from gpucap.runtime.errors import GpucapInputError
+from gpucap.runtime.terminal import Terminal
 from gpucap.sim.scenario import ScenarioError
 
 runner = CliRunner()
@@ -80,6 +85,37 @@ def test_an_input_error_raised_by_any_command_is_one_line_and_exit_2(
         assert result.exit_code == 2, command
         assert result.stderr == "error: pods.yaml: line 3: not a mapping\n", command
         assert result.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("check", "line"),
+    [
+        (lambda: check_report_path("-"), "--report -: the report is a file"),
+        (lambda: check_report_path(""), "--report '': not a valid file name"),
+        (
+            lambda: _simulate(SimulateOptions("s.yaml", speed=0.0)),
+            "--speed: 0.0 is not a positive number of virtual seconds",
+        ),
+        (
+            lambda: _simulate(SimulateOptions("-")),
+            "SCENARIO: a scenario is read from a file",
+        ),
+    ],
+)
+def test_simulate_and_the_report_checks_raise_input_errors_and_leave_printing_to_the_boundary(
+    check: Callable[[], None], line: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(BadInputError) as raised:
+        check()
+    assert str(raised.value).startswith(line)
+    assert capsys.readouterr() == ("", "")
+
+
+def _simulate(opts: SimulateOptions) -> None:
+    def no_catalog(region: str) -> Catalog:
+        raise AssertionError(f"the options are checked before the catalog ({region})")
+
+    simulate_run(opts, catalog_for=no_catalog, out=Terminal(), err=Terminal(stderr=True))
 
 
 def test_map_exceptions_turns_the_listed_types_into_input_errors_and_passes_the_rest() -> None:

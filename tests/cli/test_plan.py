@@ -227,6 +227,66 @@ def test_the_pending_list_points_to_explain_for_its_first_pod(tmp_path: Path) ->
     )
 
 
+def test_explain_reads_the_plans_first_pass_and_builds_no_second_stack(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gpucap.operator.plan as operator_plan  # noqa: PLC0415 - the module patched
+
+    built: list[object] = []
+    real = operator_plan.plan_stack
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        built.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(operator_plan, "plan_stack", counted)
+    f = tmp_path / "w.yaml"
+    f.write_text(to_yaml(pod("big", gpu=2, tolerations=[GPU_TOLERATION])))
+    result = runner.invoke(app, ["plan", str(WORKSHOP), str(f), "--explain", "big"])
+    assert result.exit_code == 0, result.stderr
+    assert len(built) == 1
+
+
+def test_explain_from_the_plan_equals_explain_from_the_manifests_and_after_a_solve(
+    tmp_path: Path,
+) -> None:
+    from gpucap.cli.loading import load_paths  # noqa: PLC0415
+    from gpucap.controllers.provisioning.provisioner import new_scheduler  # noqa: PLC0415
+    from gpucap.operator.plan import explain, explain_pod, plan  # noqa: PLC0415
+
+    f = tmp_path / "w.yaml"
+    picky = {"karpenter.k8s.aws/instance-gpu-name": "h100"}
+    f.write_text(
+        to_yaml(
+            pod("big", gpu=2, tolerations=[GPU_TOLERATION]),
+            pod("picky", gpu=1, tolerations=[GPU_TOLERATION], nodeSelector=picky),
+            pod("busybox"),
+        )
+    )
+    objects = load_paths([str(WORKSHOP), str(f)]).objects
+    catalog = load_catalog("us-east-1")
+    made = plan(objects, catalog)
+    first = made.first_pass
+    assert first is not None
+    # The reference: the first pass solved, then asked (what `explain` did before it
+    # stopped solving; the explanation reads only what the scheduler is built with).
+    scheduler = new_scheduler(
+        first.pools,
+        state_nodes=first.state_nodes,
+        daemonsets=first.daemonsets,
+        pending=first.pending,
+        options=first.options,
+    )
+    solved = scheduler.solve(list(first.pending)).pods
+    assert len(made.pods) > 3
+    assert made.pod_errors
+    for key in made.pods:
+        explained = explain(made, key)
+        assert explained == explain_pod(objects, catalog, key)
+        assert explained == scheduler.explain(solved[key], first.pools)
+    assert explain(made, "default/nope") is None
+
+
 def test_explain_of_an_unknown_pod_is_an_error(tmp_path: Path) -> None:
     result = runner.invoke(app, ["plan", str(WORKSHOP), "--explain", "nope"])
     assert result.exit_code == 2

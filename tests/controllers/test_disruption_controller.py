@@ -4,9 +4,15 @@ re-checks, no wait for drift, budgets, and replacements initialized before candi
 
 from __future__ import annotations
 
+from gpucap.apis.nodepool import NodePool
 from gpucap.cloudprovider.types import FakeCloudProvider, InsufficientCapacityError
 from gpucap.controllers.disruption.constants import COMMAND_VALIDATION_DELAY_S, POLLING_PERIOD_S
-from gpucap.controllers.disruption.controller import DISRUPTION_REASON, command_timeout
+from gpucap.controllers.disruption.controller import (
+    DISRUPTION_REASON,
+    DisruptionResult,
+    ProvisioningController,
+    command_timeout,
+)
 from gpucap.controllers.nodeclaim.conditions import condition, with_condition
 from gpucap.scheduling.taints import DISRUPTED_TAINT
 from gpucap.state.cluster import Cluster
@@ -263,3 +269,54 @@ def test_a_node_inside_its_consolidate_after_takes_no_pod_moving_off_a_candidate
     # From 1h50m y takes a (at the latest when the 5-minute consolidation state turns over).
     later = e.run(10 * 60)
     assert [r.decided.candidates[0].name for r in later if r.decided is not None] == ["x"]
+
+
+class _Provisioning:
+    """A provisioning controller (`ProvisioningController`) with NodePools chosen by the test
+    and names of its own; `cluster` is set once the environment is built."""
+
+    def __init__(self, *, ready: bool = True) -> None:
+        self.ready = ready
+        self.cluster: Cluster | None = None
+        self.asked: list[str] = []
+
+    def ready_nodepools(self) -> list[NodePool]:
+        assert self.cluster is not None
+        return self.cluster.nodepools() if self.ready else []
+
+    def names(self, nodepool: str) -> str:
+        self.asked.append(nodepool)
+        return f"{nodepool}-from-provisioner-{len(self.asked)}"
+
+
+def _drifted(provisioning: _Provisioning | None = None) -> tuple[Env, DisruptionResult]:
+    options: dict[str, ProvisioningController] = {}
+    if provisioning is not None:
+        options["provisioning"] = provisioning
+    e = env(pool(policy="WhenEmpty", after="Never"), gpu_pod("a"), **options)
+    if provisioning is not None:
+        provisioning.cluster = e.cluster
+    e.node("old", "g5.xlarge", pods=("default/a",))
+    drift(e, "old")
+    return e, e.reconcile()
+
+
+def test_a_replacement_is_named_by_the_provisioning_controller() -> None:
+    provisioning = _Provisioning()
+    e, result = _drifted(provisioning)
+    assert result.decided is not None
+    assert result.replacements == ("gpu-from-provisioner-1",)
+    assert provisioning.asked == ["gpu"]
+    assert e.cluster.node_claim("gpu-from-provisioner-1") is not None
+
+
+def test_without_a_provisioning_controller_replacements_get_names_of_their_own() -> None:
+    _, result = _drifted()
+    assert result.replacements == ("gpu-disruption-1",)
+
+
+def test_a_nodepool_the_provisioning_controller_leaves_out_takes_no_replacement() -> None:
+    # Drift replaces only when the pods fit somewhere: with no NodePool Ready, nowhere.
+    _, result = _drifted(_Provisioning(ready=False))
+    assert result.decided is None
+    assert result.replacements == ()

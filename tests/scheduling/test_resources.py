@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
 from typing import Any
 
 import pytest
@@ -9,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpucap.apis.core import PodSpec
+from gpucap.scheduling.passcache import PassCache
 from gpucap.scheduling.resources import (
     add,
     fits,
@@ -324,6 +327,25 @@ def test_arithmetic_does_not_mutate_its_inputs() -> None:
 def test_pod_requests_does_not_leak_state_between_pods() -> None:
     pod = spec([ctr("a", requests={"cpu": "1"})], init=[sidecar("s", cpu="1")])
     assert pod_requests(pod) == pod_requests(pod) == {"cpu": 2000}
+
+
+def test_pod_requests_keeps_no_spec_alive() -> None:
+    # A memo of it is the run's (issue 22 §7): a module-level table would keep the spec.
+    pod = spec([ctr("a", requests={"cpu": "1"})])
+    assert pod_requests(pod) == {"cpu": 1000}
+    ref = weakref.ref(pod)
+    del pod
+    gc.collect()
+    assert ref() is None
+
+
+def test_a_pass_cache_sums_a_spec_once_and_hands_out_copies() -> None:
+    cache = PassCache()
+    pod = spec([ctr("a", requests={"cpu": "1"})])
+    first = cache.pod_requests(pod)
+    first["pods"] = 1  # the scheduler adds Karpenter's `pods: 1` in place
+    assert cache.pod_requests(pod) == {"cpu": 1000}
+    assert len(cache.spec_requests) == 1
 
 
 # ----- laws ------------------------------------------------------------------------------------------

@@ -363,7 +363,7 @@ def run_demo(out: Terminal, err: Terminal, *, report: str | None = None) -> int:
     do not load, which would be gpucap's bug). With `report`, the same story is also written as
     an HTML report there (`demo_report`); a path that cannot take it is refused first."""
     if report is not None:
-        check_report_path(report, err)
+        check_report_path(report)
     out.line("gpucap demo: the EKS GPU workshop's manifests, placeholders filled with:")
     for k, v in DEMO_VALUES.items():
         out.line(f"  {k}={v}")
@@ -414,7 +414,7 @@ def run_demo(out: Terminal, err: Terminal, *, report: str | None = None) -> int:
             ],
             cat,
         )
-        write_report_or_exit(report, "gpucap demo: the EKS GPU workshop", sections, err)
+        write_report_or_exit(report, "gpucap demo: the EKS GPU workshop", sections)
         out.line()
         out.line(f"wrote the report to {report}")
     return 0

@@ -28,9 +28,9 @@ from gpucap.cli.options import (
 )
 from gpucap.cli.render import format_explanation, plan_lines, write_plan
 from gpucap.cli.reporting import check_report_path, refuse_overwriting_inputs, write_plan_report
-from gpucap.cli.terminals import EXIT_BAD_INPUT, err, out
+from gpucap.cli.terminals import EXIT_BAD_INPUT, out
 from gpucap.controllers.provisioning import DEFAULT_MAX_PASSES
-from gpucap.operator.plan import explain_pod
+from gpucap.operator.plan import explain as explain_pending
 from gpucap.operator.plan import plan as make_plan
 from gpucap.runtime.collector import collector_paused
 
@@ -108,9 +108,9 @@ def _plan(  # noqa: PLR0917 - the `plan` command's options, as given
     is what EC2NodeClass AMI aliases resolve for (which NodePools are Ready)."""
     check_output(output, ("table", "json", "yaml"))
     if report is not None:
-        check_report_path(report, err)
+        check_report_path(report)
         inputs = [*files, *(f for f in (catalog, prices) if f is not None)]
-        refuse_overwriting_inputs("--report", report, inputs, err)
+        refuse_overwriting_inputs("--report", report, inputs)
     # The catalog first: a region it has no prices for is refused before the input is read.
     cat = catalog_from_options(region, zones, catalog, prices)
     result = loading.load_paths(files)
@@ -121,10 +121,10 @@ def _plan(  # noqa: PLR0917 - the `plan` command's options, as given
     made = make_plan(result.objects, cat, max_passes=passes, kubernetes_version=kubernetes_version)
     if report is not None:
         title = f"gpucap plan {' '.join(files)}"
-        write_plan_report(report, made, result.objects, cat, title=title, err=err)
+        write_plan_report(report, made, result.objects, cat, title=title)
     if explain is not None:
         key = explain if "/" in explain else f"default/{explain}"
-        explanation = explain_pod(result.objects, cat, key, kubernetes_version=kubernetes_version)
+        explanation = explain_pending(made, key)
         if explanation is None:
             raise BadInputError(f"--explain {explain}: no such pod in the input")
         np = made.not_planned.get(key)

@@ -44,6 +44,7 @@ from rich.text import Text
 from gpucap.apis.reading import os_reason
 from gpucap.cli import terminals
 from gpucap.cli.catalogs import catalog_from_options
+from gpucap.cli.errors import BadInputError
 from gpucap.cli.options import (
     CatalogOption,
     OutputOption,
@@ -84,7 +85,6 @@ __all__ = [
     "simulate",
 ]
 
-EXIT_BAD_INPUT = 2
 OUTPUTS = ("table", "json", "yaml")
 # Virtual seconds per wall second of `--watch`: a node comes up (~1.5 min) in about two seconds,
 # an hour of scenario in a minute.
@@ -112,45 +112,40 @@ class SimulateOptions:
     report: str | None = None  # an HTML file (`--report`)
 
 
-def _fail(err: Terminal, message: str) -> typer.Exit:
-    err.line(f"error: {message}")
-    return typer.Exit(EXIT_BAD_INPUT)
-
-
-def _check_usage(opts: SimulateOptions, err: Terminal) -> None:
+def _check_usage(opts: SimulateOptions) -> None:
     """Options that cannot go together, each refused in one line before anything is read."""
     machine = opts.output in ("json", "yaml")
     if opts.events == "-" and machine:
-        raise _fail(
-            err,
+        raise BadInputError(
             f"--events -: stdout already carries the -o {opts.output} document; "
             "give --events a file name",
         )
     if opts.watch and machine:
-        raise _fail(err, f"--watch: the watch pane is a table; it cannot go with -o {opts.output}")
+        raise BadInputError(
+            f"--watch: the watch pane is a table; it cannot go with -o {opts.output}"
+        )
     if opts.watch and opts.events == "-":
-        raise _fail(err, "--watch: stdout shows the watch pane; give --events a file name")
+        raise BadInputError("--watch: stdout shows the watch pane; give --events a file name")
     if not (math.isfinite(opts.speed) and opts.speed > 0):
-        raise _fail(err, f"--speed: {opts.speed} is not a positive number of virtual seconds")
+        raise BadInputError(f"--speed: {opts.speed} is not a positive number of virtual seconds")
     if opts.report is not None:
-        check_report_path(opts.report, err)
+        check_report_path(opts.report)
     if opts.scenario == "-":
-        raise _fail(
-            err,
+        raise BadInputError(
             "SCENARIO: a scenario is read from a file (the manifests it names are relative to "
             "it), not from stdin",
         )
-    _check_outputs(opts, [opts.scenario], err)
+    _check_outputs(opts, [opts.scenario])
 
 
-def _check_outputs(opts: SimulateOptions, inputs: Sequence[str], err: Terminal) -> None:
+def _check_outputs(opts: SimulateOptions, inputs: Sequence[str]) -> None:
     """`--events` and `--report` name neither an input nor each other."""
     outputs = [("--events", opts.events), ("--report", opts.report)]
     for option, path in outputs:
         if path is not None:
-            refuse_overwriting_inputs(option, path, inputs, err)
+            refuse_overwriting_inputs(option, path, inputs)
     if opts.events not in (None, "-") and opts.events == opts.report:
-        raise _fail(err, f"--events {opts.events}: --report names the same file")
+        raise BadInputError(f"--events {opts.events}: --report names the same file")
 
 
 def _load(
@@ -161,8 +156,7 @@ def _load(
     def catalog(region: str) -> Catalog:
         # The scenario's spec.region is what runs; --region can only confirm it.
         if opts.region is not None and opts.region != region:
-            raise _fail(
-                err,
+            raise BadInputError(
                 f"--region {opts.region}: the scenario runs in spec.region {region} "
                 f"({opts.scenario}); drop --region or change spec.region",
             )
@@ -176,8 +170,7 @@ def _load(
         err.line(f"warning: {warning}", style="yellow")
     wanted = opts.kubernetes_version
     if wanted is not None and wanted != scenario.kubernetes_version:
-        raise _fail(
-            err,
+        raise BadInputError(
             f"--kubernetes-version {wanted}: the scenario runs Kubernetes "
             f"{scenario.kubernetes_version} (spec.kubernetesVersion in {opts.scenario}); drop "
             "the option or change the scenario",
@@ -223,20 +216,13 @@ class _EventsFile:
                 raise self._failure(e) from None
 
 
-def _open_events(path: str, err: Terminal) -> _EventsFile:
+def _open_events(path: str) -> _EventsFile:
     try:
         return _EventsFile(path, open(path, "w", encoding="utf-8", newline="\n"))
     except OSError as e:
-        raise _fail(err, f"--events {path}: cannot write: {os_reason(e)}") from None
+        raise BadInputError(f"--events {path}: cannot write: {os_reason(e)}") from None
     except ValueError:  # a NUL in the name
-        raise _fail(err, f"--events {path!r}: not a valid file name") from None
-
-
-def _close_events(events: _EventsFile, err: Terminal) -> None:
-    try:
-        events.close()
-    except EventsWriteError as e:
-        raise _fail(err, str(e)) from None
+        raise BadInputError(f"--events {path!r}: not a valid file name") from None
 
 
 def run(
@@ -250,19 +236,20 @@ def run(
     stdout_console: Console | None = None,
     stderr_console: Console | None = None,
 ) -> None:
-    """Run `gpucap simulate` (see the module docstring); raises `typer.Exit(2)` after printing
-    one `error:` line on bad input. `catalog_for(region)` is the CLI's catalog (bundled or
+    """Run `gpucap simulate` (see the module docstring); bad input raises a `GpucapInputError`
+    (`BadInputError` for the options), which the app's boundary prints as one `error:` line
+    before it exits 2. `catalog_for(region)` is the CLI's catalog (bundled or
     `--catalog`, `--prices`, `--zones`); `clock`, `sleep` and the consoles are the wall clock and
     the terminal, injected by tests."""
-    _check_usage(opts, err)
+    _check_usage(opts)
     scenario, catalog = _load(opts, catalog_for, err)
-    _check_outputs(opts, scenario.inputs, err)  # the files the scenario named are known now
+    _check_outputs(opts, scenario.inputs)  # the files the scenario named are known now
     wall = clock or RealClock()
     with ExitStack() as stack:
         sink: TextIO | None = sys.stdout if opts.events == "-" else None
         if opts.events is not None and opts.events != "-":
-            events_file = _open_events(opts.events, err)
-            stack.callback(_close_events, events_file, err)
+            events_file = _open_events(opts.events)
+            stack.callback(events_file.close)
             sink = cast("TextIO", events_file)  # the recorder writes and flushes, nothing else
         world = World(scenario, catalog, sink=sink)
         on_step: Callable[[float], None] | None = None
@@ -290,7 +277,7 @@ def run(
         if watch is not None:
             watch.finish(result.end)
     if opts.report is not None:
-        _write_report(opts.report, scenario, result, err)
+        _write_report(opts.report, scenario, result)
     if opts.events == "-":
         return
     if opts.output == "json":
@@ -316,9 +303,7 @@ def run(
     )
 
 
-def _write_report(
-    path: str, scenario: LoadedScenario, result: SimulationResult, err: Terminal
-) -> None:
+def _write_report(path: str, scenario: LoadedScenario, result: SimulationResult) -> None:
     from gpucap.report.page import SimulationSection  # noqa: PLC0415 - only with --report
     from gpucap.report.simulation import gpu_limits, simulation_view  # noqa: PLC0415
 
@@ -328,7 +313,7 @@ def _write_report(
     section = SimulationSection(
         f"Scenario {scenario.name}", view, subtitle=_header(scenario), start=result.start
     )
-    write_report_or_exit(path, f"gpucap simulate {scenario.name}", [section], err)
+    write_report_or_exit(path, f"gpucap simulate {scenario.name}", [section])
 
 
 def _header(scenario: LoadedScenario) -> str:

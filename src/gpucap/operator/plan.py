@@ -11,6 +11,10 @@ from that provider) and the provisioning loop (`controllers/provisioning/loop.py
 launch preview (`launch.LaunchPreview`: the launch filters and `fleet_pick` that the provider's
 `create` and the simulated CreateFleet run).
 
+The `Plan` keeps what its first pass started from (`Plan.first_pass`: the pools, the state
+nodes, the pending pods): `explain` reads why a pod stays pending from those, as `gpucap plan
+--explain` does, instead of building the stack and the pools again.
+
 Called by `gpucap plan` (and `--explain`), the report, the demo, bench and tests.
 """
 
@@ -40,6 +44,7 @@ from gpucap.controllers.nodepool.readiness import (
 from gpucap.controllers.nodepool.readiness import ready_nodepools as nodepool_readiness
 from gpucap.controllers.provisioning.loop import (
     DEFAULT_MAX_PASSES,
+    FirstPass,
     Plan,
     explain_first_pass,
     not_planned,
@@ -56,6 +61,7 @@ from gpucap.scheduling.scheduler import PoolInput
 from gpucap.state.snapshot import snapshot
 
 __all__ = [
+    "explain",
     "explain_pod",
     "plan",
     "plan_provider",
@@ -262,6 +268,15 @@ def provision(
     )
 
 
+def explain(made: Plan, pod_key: str) -> list[PoolExplanation] | None:
+    """`plan --explain`: why each Ready NodePool can or cannot take `pod_key` in `made`'s
+    first pass, from the inputs that pass started from (None when it did not consider such a
+    pending pod)."""
+    if made.first_pass is None:
+        raise ValueError("explain needs a Plan made by the provisioning loop")
+    return explain_first_pass(pod_key, made.first_pass)
+
+
 def explain_pod(
     manifests: Manifests,
     catalog: Catalog,
@@ -270,17 +285,18 @@ def explain_pod(
     options: SchedulingOptions | None = None,
     kubernetes_version: str = DEFAULT_KUBERNETES_VERSION,
 ) -> list[PoolExplanation] | None:
-    """`plan --explain`: why each Ready NodePool can or cannot take `pod_key` in the first pass
-    (None when the input has no such pending pod)."""
+    """`explain` without a plan at hand: the first pass's inputs built from `manifests` (what
+    `plan` builds); None when the input has no such pending pod. A caller holding the `Plan`
+    calls `explain` instead."""
     opts = options or SchedulingOptions()
     pools = pools_for(manifests, catalog, [], options=opts, kubernetes_version=kubernetes_version)
     snap = snapshot(manifests.pods, manifests.nodes, manifests.nodeclaims)
-    return explain_first_pass(
-        pod_key,
+    first = FirstPass(
         pools,
-        preview=LaunchPreview(opts.min_values_policy),
-        state_nodes=snap.nodes,
-        pending=snap.pending,
-        daemonsets=manifests.daemonsets,
-        options=opts,
+        LaunchPreview(opts.min_values_policy),
+        snap.nodes,
+        snap.pending,
+        manifests.daemonsets,
+        opts,
     )
+    return explain_first_pass(pod_key, first)

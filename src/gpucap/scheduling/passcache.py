@@ -20,7 +20,7 @@ import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from gpucap.apis.core import Pod, Taint
+from gpucap.apis.core import Pod, PodSpec, Taint
 from gpucap.apis.labels import HOSTNAME
 from gpucap.apis.nodepool import NodePool
 from gpucap.apis.workloads import DaemonSet
@@ -56,6 +56,9 @@ _CACHE_MAX = 64
 _NODE_CACHE_MAX = 4096
 # Bound pods' entries: one per pod object seen; cleared past this many.
 _POD_CACHE_MAX = 16384
+# Pod requests: one per PodSpec object seen (pending pods of a template share one); cleared
+# past this many.
+_SPEC_CACHE_MAX = 8192
 
 _DaemonKey = tuple[int, ...]
 # A DaemonSet tuple's serial number in its `PassCache` (never reused).
@@ -86,6 +89,8 @@ class PassCache:
       a few (a consolidation simulation), builds its existing nodes from these;
     - per node name while the `StateNode` is the same object (the cluster keeps unchanged
       ones) and the DaemonSets the same: all of the above for that node (`NodeEntry`);
+    - per PodSpec object: what a pod of that spec requests (`pod_requests`), read for every
+      pending pod of every pass (`pod_data`): the pods of one template share their spec;
     - per bound pod object: what it requests (plus `pods: 1`), whether a DaemonSet owns it,
       its key and host ports (`_BoundPod`), so a node whose pods changed reads only its new
       pods again (a node gains or loses a pod at a time, and the rest are the same objects);
@@ -139,6 +144,14 @@ class PassCache:
     pool_parts: IdentityMemo[NodePool, _PoolParts] = field(
         default_factory=lambda: IdentityMemo(_PoolParts.of, size=_CACHE_MAX)
     )
+    spec_requests: IdentityMemo[PodSpec, Resources] = field(
+        default_factory=lambda: IdentityMemo(pod_requests, size=_SPEC_CACHE_MAX)
+    )
+
+    def pod_requests(self, spec: PodSpec) -> Resources:
+        """`resources.pod_requests(spec)`, kept per PodSpec object (frozen: the same spec,
+        the same requests); a new dict each call, as `pod_requests` gives."""
+        return dict(self.spec_requests.lookup(spec))
 
     def parts_of(self, nodepool: NodePool) -> _PoolParts:
         """`_PoolParts.of(nodepool)`, kept per NodePool object (applied objects are replaced,

@@ -13,9 +13,10 @@ Part of the scheduler's vocabulary: read by the scheduler, its targets, the Daem
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from gpucap.apis.core import Pod
+from gpucap.apis.core import Pod, PodSpec
 from gpucap.apis.labels import NODEPOOL, restricted_label_problem
 from gpucap.scheduling.hostports import HostPort, host_ports
 from gpucap.scheduling.options import SchedulingOptions
@@ -56,8 +57,14 @@ def pod_requirements(pod: Pod, *, strict: bool = False) -> Requirements:
     return reqs
 
 
-def pod_data(pod: Pod, options: SchedulingOptions) -> PodData:
-    """What the scheduler reads of `pod` under `options` (see `PodData`)."""
+def pod_data(
+    pod: Pod,
+    options: SchedulingOptions,
+    requests_of: Callable[[PodSpec], Resources] = pod_requests,
+) -> PodData:
+    """What the scheduler reads of `pod` under `options` (see `PodData`). `requests_of` gives a
+    spec's requests as a new dict: `pod_requests`, or the scheduler's `PassCache.pod_requests`,
+    which keeps them per spec for the run."""
     strict = pod_requirements(pod, strict=True)
     aff = pod.spec.affinity
     preferred = (
@@ -69,7 +76,7 @@ def pod_data(pod: Pod, options: SchedulingOptions) -> PodData:
     requirements = (
         pod_requirements(pod) if preferred and options.preference_policy != "Ignore" else strict
     )
-    requests = pod_requests(pod.spec)  # a new dict: Karpenter's `pods: 1` is added in place
+    requests = requests_of(pod.spec)  # a new dict: Karpenter's `pods: 1` is added in place
     requests["pods"] = requests.get("pods", 0) + 1
     return PodData(requests, requirements, strict, host_ports(pod))
 

@@ -9,6 +9,12 @@ summed, sidecars (init containers with `restartPolicy: Always`) added, each ordi
 container's peak counted as a maximum, pod-level resources overriding cpu/memory, overhead added.
 `requests_for_pods` adds Karpenter's `pods: 1` per pod (`pkg/utils/resources/resources.go`).
 Called by the scheduler, the CLI summaries and lint rules.
+
+`pod_requests` keeps nothing: a memo of it is the run's (`runtime/memo.py`). The scheduler reads
+a pending pod's requests through its `PassCache` (`PassCache.pod_requests`, per `PodSpec`
+object: the pods of one template share their spec), the kube-scheduler model and the
+consolidation pre-check through their per-run memos (`Cluster.memos`); the other callers (lint,
+the CLI, readiness) read a pod once.
 """
 
 from __future__ import annotations
@@ -17,7 +23,6 @@ from collections.abc import Iterable, Mapping
 
 from gpucap.apis.core import PodSpec
 from gpucap.apis.quantity import base_units
-from gpucap.runtime.memo import IdentityMemo
 
 __all__ = [
     "Resources",
@@ -70,18 +75,10 @@ def fits(requests: Mapping[str, int], allocatable: Mapping[str, int]) -> bool:
     return True
 
 
-# `pod_requests` per PodSpec object: pods are frozen models and the pods of one template
-# share its spec, so the same spec is summed again and again (every pass, for every pod
-# bound to a node). `_REQUESTS` is defined below `_pod_requests`.
-
-
 def pod_requests(spec: PodSpec) -> Resources:
-    """The resources one pod requests (without Karpenter's `pods: 1`); a new dict each call
-    (memoised per spec object: `PodSpec` is immutable)."""
-    return dict(_REQUESTS(spec))
-
-
-def _pod_requests(spec: PodSpec) -> Resources:
+    """The resources one pod requests (without Karpenter's `pods: 1`); a new dict each call.
+    Pure (`PodSpec` is frozen), so a run may memoise it per spec object (see the module
+    docstring)."""
     reqs: Resources = add(*(base_units(c.resources.requests) for c in spec.containers))
     sidecars: Resources = {}
     init_peak: Resources = {}
@@ -111,6 +108,3 @@ def requests_for_pods(specs: Iterable[PodSpec]) -> Resources:
     for spec in specs:
         total = add(total, pod_requests(spec), {"pods": 1})
     return total
-
-
-_REQUESTS: IdentityMemo[PodSpec, Resources] = IdentityMemo(_pod_requests, size=8192)

@@ -149,6 +149,8 @@ class Scheduler:
         self.options = options or SchedulingOptions()
         self.relax_min_values = self.options.min_values_policy == "BestEffort"
         cache = cache if cache is not None else PassCache()
+        # Pending pods' requests per PodSpec object, kept by the cache for its passes.
+        self._requests_of = cache.pod_requests
         self.daemons, daemon_keys, daemon_serial = cache.daemons_of(daemonsets)
         ordered = sorted(
             (p for p in pools if not p.nodepool.is_static),
@@ -296,7 +298,7 @@ class Scheduler:
 
     def _update(self, pod: Pod, key: str) -> None:
         self.topology.update(pod)
-        self._pod_data[key] = pod_data(pod, self.options)
+        self._pod_data[key] = pod_data(pod, self.options, self._requests_of)
 
     def _try_schedule(self, pod: Pod, key: str) -> PodError | None:
         current = pod
@@ -566,7 +568,7 @@ class Scheduler:
         many instance types survive each of the scheduler's filters (for `gpucap plan
         --explain`): the steps of `filter.SCHEDULER_STEPS`, traced, with the template's
         taints and requirements checked where `NodeClaim.can_add` checks them."""
-        data = pod_data(pod, self.options)
+        data = pod_data(pod, self.options, self._requests_of)
         templates = {t.name: t for t in self.templates}
         # One table per type list (the pools of a node class share theirs).
         tables: dict[int, InstanceTypeTable] = {}

@@ -180,8 +180,7 @@ class World:
             self.termination,
             self.clock,
             on_create=self.claim_events.create_replacement,
-            names=self._names.next,
-            nodepools=self.pod_controller.ready_nodepools,
+            provisioning=self.pod_controller,
         )
         self.cadence = self.cadence_type(
             self.bus,

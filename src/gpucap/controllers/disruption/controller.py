@@ -15,7 +15,8 @@ happens and again at once after a pass that started a command:
    `reconcile` returns `requeue_after` and resumes the check when called at or after it). A
    proposal that no longer holds is dropped and the pass goes on with the next method.
 Starting a command (`StartCommand`): taint its candidates' nodes, set their DisruptionReason,
-create the replacements (added to the cluster, then handed to `on_create`, which launches them),
+create the replacements (named by the provisioning controller, added to the cluster, then handed
+to `on_create`, which launches them),
 mark the candidates for deletion and queue the command. The queue (`waitOrTerminate`) looks at a
 command with replacements every `QUEUE_BASE_DELAY_S` (1 s; a delete-only command is carried out
 as soon as it is queued): once every replacement is Initialized, each candidate is handed to
@@ -23,12 +24,20 @@ as soon as it is queued): once every replacement is Initialized, each candidate 
 older than the timeout (10 minutes for fewer than 7,500 commands) abandons the command: the
 candidates lose the taint, the condition and the mark, and stay. Replacements already made stay.
 Called by the simulator's world every `POLLING_PERIOD_S` and when `requeue_after` says.
+
+What it needs of provisioning it reads through the provisioning controller, as Karpenter's
+disruption controller reads it through its `provisioner` (`provisioner.go` @ 2266468104f3):
+the NodePools a scheduling simulation may use (`NewScheduler` lists the Ready ones itself) and
+each replacement's name (`Create`; the API server's `generateName` in Karpenter, the run's one
+`NodeClaimNames` here). The simulator's pod controller is that controller
+(`sim/podcontroller.py`); without one, every applied NodePool and a namer of its own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from gpucap.apis.core import Node
 from gpucap.apis.nodepool import NodeClaim, NodePool
@@ -68,6 +77,7 @@ __all__ = [
     "QUEUE_BASE_DELAY_S",
     "Disruption",
     "DisruptionResult",
+    "ProvisioningController",
     "command_timeout",
 ]
 
@@ -99,6 +109,26 @@ class DisruptionResult:
     abandoned: tuple[str, ...] = ()  # candidates of commands given up this pass (un-marked)
 
 
+class ProvisioningController(Protocol):
+    """What the disruption controller reads of Karpenter's provisioner besides its scheduler
+    (see the module docstring): `ready_nodepools()`, the NodePools a scheduling simulation may
+    use, and `names(nodepool)`, the next NodeClaim name of a NodePool. The simulator's
+    `PodController` is one."""
+
+    def ready_nodepools(self) -> Sequence[NodePool]: ...
+
+    def names(self, nodepool: str) -> str: ...
+
+
+class _EveryNodePool:
+    """The provisioning controller of a `Disruption` given none (tests): every applied NodePool,
+    and names of its own (`<nodepool>-disruption-<n>`, never one the cluster holds)."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.ready_nodepools = cluster.nodepools
+        self.names = NodeClaimNames(cluster.name_in_use, infix="disruption-").next
+
+
 @dataclass(slots=True)
 class _Queued:
     command: Command
@@ -126,9 +156,9 @@ class Disruption:
     `budgets(cluster, reason, now=...) -> {nodepool: allowed}` is the budget mapping
     (default: `budgets.budget_mapping`); `on_create(claim)` launches a replacement already added
     to the cluster (the world's lifecycle; a `CloudProviderError` abandons the command);
-    `names(nodepool)` names it; `nodepools()` are the Ready NodePools the scheduler may use
-    (default: every applied one); `spot_to_spot` and `static_capacity` are Karpenter's feature
-    gates (both off by default).
+    `provisioning` names it and says which NodePools the scheduler may use (see
+    `ProvisioningController`; default: every applied NodePool); `spot_to_spot` and
+    `static_capacity` are Karpenter's feature gates (both off by default).
     """
 
     name = "disruption"
@@ -143,8 +173,7 @@ class Disruption:
         *,
         budgets: Budgets | None = None,
         on_create: Callable[[NodeClaim], None] | None = None,
-        names: Callable[[str], str] | None = None,
-        nodepools: Callable[[], Sequence[NodePool]] | None = None,
+        provisioning: ProvisioningController | None = None,
         spot_to_spot: bool = False,
         static_capacity: bool = False,
     ) -> None:
@@ -155,8 +184,8 @@ class Disruption:
         self.clock = clock
         self._budgets: Budgets = budgets if budgets is not None else budget_mapping
         self._on_create = on_create
-        self._names = names or NodeClaimNames(cluster.name_in_use, infix="disruption-").next
-        pools = nodepools or cluster.nodepools
+        self.provisioning = provisioning if provisioning is not None else _EveryNodePool(cluster)
+        pools = self.provisioning.ready_nodepools
         self.memo = PassMemo(cluster, clock)
         shared = {
             "nodepools": pools,
@@ -349,7 +378,7 @@ class Disruption:
             self._mark_disrupted(c.node_claim.name, proposal.reason)
         replacements: list[NodeClaim] = []
         for planned in proposal.new_claims:
-            claim = to_node_claim(planned, name=self._names(planned.nodepool))
+            claim = to_node_claim(planned, name=self.provisioning.names(planned.nodepool))
             self.cluster.add_node_claim(claim)
             replacements.append(claim)
         try:

@@ -60,6 +60,7 @@ from gpucap.state.inflight import launched_labels, launched_node
 
 __all__ = [
     "DEFAULT_MAX_PASSES",
+    "FirstPass",
     "NotPlanned",
     "Plan",
     "PlannedNodeClaim",
@@ -146,6 +147,21 @@ def not_planned(
     return NotPlanned(by, tuple(u.name for u in taking if u.served_by == by))
 
 
+@dataclass(frozen=True, slots=True)
+class FirstPass:
+    """What the loop started from: the pools (each NodePool with its instance types), the
+    launch preview, the input's state nodes, the pending pods, the DaemonSets and the options.
+    Kept by the `Plan` so that `--explain` and the report explain from the very inputs the plan
+    used (`explain_first_pass`), without building the provider stack and the pools again."""
+
+    pools: Sequence[PoolInput]
+    preview: LaunchPreviewer
+    state_nodes: Sequence[StateNode]
+    pending: Sequence[Pod]
+    daemonsets: Sequence[DaemonSet]
+    options: SchedulingOptions
+
+
 @dataclass(slots=True)
 class Plan:
     """What the provisioning loop ends with: the NodeClaims of every pass (and of static
@@ -163,6 +179,8 @@ class Plan:
     passes: int = 0
     # Each pass's results (the first pass's scheduler is rebuilt by `explain_first_pass`).
     pass_results: list[Results] = field(default_factory=list)
+    # What the first pass started from (None for a `Plan` the loop did not make).
+    first_pass: FirstPass | None = field(default=None, repr=False, compare=False)
 
     @property
     def launches(self) -> dict[str, PreviewedLaunch]:
@@ -290,7 +308,7 @@ def _run_passes(
     max_passes: int,
 ) -> Plan:
     opts = options
-    out = Plan()
+    out = Plan(first_pass=FirstPass(pools, preview, state_nodes, pending, daemonsets, opts))
     loop = _Loop(
         pools, preview=preview, state_nodes=state_nodes, daemonsets=daemonsets, options=opts
     )
@@ -366,33 +384,27 @@ def _run_passes(
     return out
 
 
-def explain_first_pass(
-    pod_key: str,
-    pools: Sequence[PoolInput],
-    *,
-    preview: LaunchPreviewer,
-    state_nodes: Sequence[StateNode] = (),
-    pending: Sequence[Pod] = (),
-    daemonsets: Sequence[DaemonSet] = (),
-    options: SchedulingOptions | None = None,
-) -> list[PoolExplanation] | None:
+def explain_first_pass(pod_key: str, first: FirstPass) -> list[PoolExplanation] | None:
     """Why each NodePool can or cannot take pod `pod_key`, as the loop's first pass sees it
-    (static NodeClaims in flight); None when the first pass does not consider that pod. A
-    pure call: it rebuilds that pass's scheduler rather than keeping it in the `Plan`."""
-    loop = _Loop(
-        pools,
-        preview=preview,
-        state_nodes=state_nodes,
-        daemonsets=daemonsets,
-        options=options or SchedulingOptions(),
-    )
-    loop.static(Plan())
-    queue = list(pending)
-    scheduler = loop.scheduler(queue)
-    pod = scheduler.solve(queue).pods.get(pod_key)
+    (static NodeClaims in flight); None when the first pass does not consider that pod.
+    `first` is what that pass started from (`Plan.first_pass`). A pure call: it rebuilds that
+    pass's scheduler over those inputs rather than keeping it in the `Plan`, and does not
+    solve: `Scheduler.explain` reads only what the scheduler is built with (its templates,
+    pool notes and options), and the pods a pass considers are its queue, the last of a key
+    winning as in `Scheduler.solve` (tests/cli/test_plan.py compares with a solved pass)."""
+    pod = {p.key: p for p in first.pending}.get(pod_key)
     if pod is None:
         return None
-    return scheduler.explain(pod, pools)
+    loop = _Loop(
+        first.pools,
+        preview=first.preview,
+        state_nodes=first.state_nodes,
+        daemonsets=first.daemonsets,
+        options=first.options,
+    )
+    loop.static(Plan())
+    queue = list(first.pending)
+    return loop.scheduler(queue).explain(pod, first.pools)
 
 
 def _requests(pod: Pod) -> Resources:
