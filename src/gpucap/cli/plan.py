@@ -26,9 +26,9 @@ from gpucap.cli.options import (
     option_value,
     region_name,
 )
-from gpucap.cli.render import format_explanation, plan_lines, write_plan
+from gpucap.cli.render import format_explanation, limits_held, plan_lines, write_plan
 from gpucap.cli.reporting import check_report_path, refuse_overwriting_inputs, write_plan_report
-from gpucap.cli.terminals import EXIT_BAD_INPUT, out
+from gpucap.cli.terminals import EXIT_BAD_INPUT, EXIT_FINDINGS, out
 from gpucap.controllers.provisioning import DEFAULT_MAX_PASSES
 from gpucap.operator.plan import explain as explain_pending
 from gpucap.operator.plan import plan as make_plan
@@ -69,6 +69,14 @@ def plan(  # noqa: PLR0917 - typer maps parameters to options
         ),
     ] = DEFAULT_MAX_PASSES,
     report: ReportOption = None,
+    fail_on_pending: Annotated[
+        bool,
+        typer.Option(
+            "--fail-on-pending",
+            help="Exit 1 when any pod stays pending after every pass (the plan is printed as "
+            "usual): for CI.",
+        ),
+    ] = False,
 ) -> None:
     """Schedule the pending pods as Karpenter's provisioner would and print what it would
     launch, at what price, and why any pod stays Pending."""
@@ -89,6 +97,7 @@ def plan(  # noqa: PLR0917 - typer maps parameters to options
             passes,
             report,
             kubernetes_version,
+            fail_on_pending=fail_on_pending,
         )
 
 
@@ -103,6 +112,8 @@ def _plan(  # noqa: PLR0917 - the `plan` command's options, as given
     passes: int,
     report: str | None,
     kubernetes_version: str,
+    *,
+    fail_on_pending: bool = False,
 ) -> None:
     """The `plan` command's work, with the collector off (see `plan`); `kubernetes_version`
     is what EC2NodeClass AMI aliases resolve for (which NodePools are Ready)."""
@@ -123,7 +134,7 @@ def _plan(  # noqa: PLR0917 - the `plan` command's options, as given
         title = f"gpucap plan {' '.join(files)}"
         write_plan_report(report, made, result.objects, cat, title=title)
     if explain is not None:
-        key = explain if "/" in explain else f"default/{explain}"
+        key = _pod_key(explain, [p.key for p in result.objects.pods])
         explanation = explain_pending(made, key)
         if explanation is None:
             raise BadInputError(f"--explain {explain}: no such pod in the input")
@@ -135,6 +146,7 @@ def _plan(  # noqa: PLR0917 - the `plan` command's options, as given
                 made.pod_errors.get(key),
                 made.where(key),
                 np.reason if np is not None else None,
+                held=limits_held(made, result.objects, key),
             )
         )
         return
@@ -142,3 +154,21 @@ def _plan(  # noqa: PLR0917 - the `plan` command's options, as given
         out.lines(plan_lines(made))
     else:
         write_plan(made, output, sys.stdout)
+    if fail_on_pending and made.pod_errors:
+        # After the plan, as CI reads it: the output above says which pods and why.
+        raise typer.Exit(EXIT_FINDINGS)
+
+
+def _pod_key(given: str, pods: list[str]) -> str:
+    """The pod `--explain` names: `namespace/name` as given; a bare name, the one pod of that
+    name in any namespace (kubectl would look in the current namespace; a plan has none), or
+    the one-line refusal naming the candidates when several namespaces have it."""
+    if "/" in given:
+        return given
+    matches = sorted(k for k in pods if k.split("/", 1)[1] == given)
+    if len(matches) > 1:
+        raise BadInputError(
+            f"--explain {given}: pods named {given} in {len(matches)} namespaces: "
+            f"{', '.join(matches)}; give namespace/name"
+        )
+    return matches[0] if matches else f"default/{given}"

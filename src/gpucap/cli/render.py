@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 import yaml
@@ -27,13 +27,14 @@ from gpucap.apis.gpu import GPU_RESOURCES
 from gpucap.apis.gpuoperator import ClusterPolicy, device_plugin_configs
 from gpucap.apis.jobset import JobSet
 from gpucap.apis.kuberay import RayCluster, RayJob, RayService
+from gpucap.apis.labels import NODEPOOL
 from gpucap.apis.leaderworkerset import LeaderWorkerSet
 from gpucap.apis.meta import dump
 from gpucap.apis.nodeoverlay import NodeOverlay
 from gpucap.apis.nodepool import NodeClaim, NodePool
-from gpucap.apis.quantity import base_units, format_base_units
+from gpucap.apis.quantity import base_units, format_base_units, format_resource_value
 from gpucap.apis.scenario import Scenario
-from gpucap.apis.serde import Issue, KubeObject, Manifest
+from gpucap.apis.serde import Issue, KubeObject, Manifest, Manifests
 from gpucap.apis.workloads import (
     DaemonSet,
     Deployment,
@@ -60,6 +61,7 @@ __all__ = [
     "format_plan",
     "format_resources",
     "format_table",
+    "limits_held",
     "plan_document",
     "plan_lines",
     "write_plan",
@@ -548,17 +550,65 @@ def format_explanation(
     reason: str | None,
     where: str | None,
     not_planned: str | None = None,
+    *,
+    held: Mapping[str, str] | None = None,
 ) -> list[str]:
     """`gpucap plan --explain POD`: NodePool by NodePool, what survived each filter (for a pod
-    another Karpenter serves, `not_planned` says which and the planned pools follow)."""
+    another Karpenter serves, `not_planned` says which and the planned pools follow). `held`:
+    per NodePool whose limits held the pod, what they are and who uses them (`limits_held`),
+    said instead of a verdict that the pool could take it."""
     if not_planned is not None:
         head = not_planned
     else:
         head = f"scheduled on {where}" if where else f"pending: {reason}"
     lines = [f"pod {pod_key}: {head}"]
     for e in explanations:
-        lines.append(f"  NodePool {e.nodepool} (weight {e.weight}): {e.verdict}")
+        verdict = (held or {}).get(e.nodepool, e.verdict)
+        lines.append(f"  NodePool {e.nodepool} (weight {e.weight}): {verdict}")
         for label, count in e.steps:
             lines.append(f"    {count:5d} instance types {label}")
         lines.extend(f"    because {cause}" for cause in e.causes)
     return lines
+
+
+def limits_held(plan: Plan, manifests: Manifests, pod_key: str) -> dict[str, str]:
+    """Per NodePool whose limits held pending pod `pod_key` in the plan's last pass: each limit,
+    how much of it is in use and by which NodeClaims and nodes (`limit nvidia.com/gpu 8: 8 in
+    use by gpu-1..gpu-8`), from what the pass left of the limits (`Results.remaining`)."""
+    if not plan.pass_results or plan.where(pod_key) is not None:
+        return {}
+    last = plan.pass_results[-1]
+    error = last.pod_errors.get(pod_key)
+    if error is None:
+        return {}
+    out: dict[str, str] = {}
+    pools = {np.name: np for np in manifests.nodepools}
+    for name in sorted(error.limited_pools()):
+        nodepool, remaining = pools.get(name), last.remaining.get(name)
+        if nodepool is None or nodepool.spec.limits is None or remaining is None:
+            continue
+        users = [c.name for c in plan.node_claims if c.nodepool == name] + [
+            n.metadata.name for n in manifests.nodes if n.metadata.labels.get(NODEPOOL) == name
+        ]
+        by = f" by {_series(users)}" if users else ""
+        limits = base_units(nodepool.spec.limits)
+        said = [
+            f"limit {r} {format_resource_value(r, v)}: "
+            f"{format_resource_value(r, v - remaining.get(r, v))} in use"
+            for r, v in sorted(limits.items())
+        ]
+        out[name] = "held by its limits: " + "; ".join(said) + by
+    return out
+
+
+def _series(names: Sequence[str]) -> str:
+    """`gpu-1..gpu-6` for a run of one series, else the first three and how many more."""
+    parts = [n.rsplit("-", 1) for n in names]
+    if len(names) > 2 and all(len(p) == 2 and p[1].isdigit() for p in parts):
+        prefixes = {p[0] for p in parts}
+        numbers = sorted(int(p[1]) for p in parts)
+        if len(prefixes) == 1 and numbers == list(range(numbers[0], numbers[0] + len(numbers))):
+            prefix = parts[0][0]
+            return f"{prefix}-{numbers[0]}..{prefix}-{numbers[-1]}"
+    shown = ", ".join(names[:3])
+    return shown + (f" and {len(names) - 3} more" if len(names) > 3 else "")

@@ -27,7 +27,7 @@ import bisect
 import datetime as dt
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -114,6 +114,9 @@ class Results:
     # The solve stopped once it planned more NodeClaims than its caller allowed (`solve`'s
     # `stop_past`): the claims are not finalized and the pod errors are not complete.
     stopped: bool = False
+    # NodePool -> what was left of its limits when the pass ended (Karpenter's
+    # `remainingResources`; only pools with limits): what `plan --explain` says a limit held.
+    remaining: Mapping[str, Resources] = field(default_factory=dict)
 
     def pods_on_existing_nodes(self) -> dict[str, list[str]]:
         return {n.name: [p.key for p in n.pods] for n in self.existing_nodes if n.pods}
@@ -281,7 +284,14 @@ class Scheduler:
             queue.append((pod, key))
             last_len[key] = len(queue)
         self._finalize(errors)
-        return Results(self.new_node_claims, self.existing, errors, self.pool_notes, considered)
+        return Results(
+            self.new_node_claims,
+            self.existing,
+            errors,
+            self.pool_notes,
+            considered,
+            remaining=dict(self.remaining_resources),
+        )
 
     def _queue_key(self, pod: Pod, key: str, index: int) -> tuple[int, int, dt.datetime, int, str]:
         # Karpenter sorts by creationTimestamp then UID; manifests have no timestamps, and the
