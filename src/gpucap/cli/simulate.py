@@ -42,7 +42,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 from rich.text import Text
 
 from gpucap.apis.reading import os_reason
-from gpucap.cli import terminals
+from gpucap.cli import loading, terminals
 from gpucap.cli.catalogs import catalog_from_options
 from gpucap.cli.errors import BadInputError
 from gpucap.cli.options import (
@@ -66,6 +66,7 @@ from gpucap.cli.simulate_render import (
     simulation_document,
     watch_lines,
 )
+from gpucap.cli.terminals import EXIT_BAD_INPUT, EXIT_FINDINGS
 from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
 from gpucap.runtime.clock import EPOCH, Clock, RealClock
 from gpucap.runtime.errors import GpucapInputError
@@ -110,6 +111,7 @@ class SimulateOptions:
     region: str | None = None  # must agree with the scenario's spec.region when given
     kubernetes_version: str | None = None  # likewise with spec.kubernetesVersion
     report: str | None = None  # an HTML file (`--report`)
+    fail_on_pending: bool = False  # exit 1 when pods are pending at the end or never Ready
 
 
 def _check_usage(opts: SimulateOptions) -> None:
@@ -278,6 +280,23 @@ def run(
             watch.finish(result.end)
     if opts.report is not None:
         _write_report(opts.report, scenario, result)
+    _print(opts, scenario, result, watch, out)
+    if opts.fail_on_pending:
+        pods = result.summary["pods"]
+        if result.summary["pendingAtEnd"] or pods["neverReady"]:
+            # After everything was printed: the summary above says which pods and why.
+            raise typer.Exit(EXIT_FINDINGS)
+
+
+def _print(
+    opts: SimulateOptions,
+    scenario: LoadedScenario,
+    result: SimulationResult,
+    watch: Watch | None,
+    out: Terminal,
+) -> None:
+    """What stdout carries after the run: the document, or the table (see the module
+    docstring); nothing more with `--events -`."""
     if opts.events == "-":
         return
     if opts.output == "json":
@@ -449,7 +468,13 @@ class Watch:
 
 
 def simulate(  # noqa: PLR0917 - typer maps parameters to options
-    scenario: Annotated[str, typer.Argument(help="A Scenario file (gpucap.dev/v1alpha1).")],
+    scenario: Annotated[
+        list[str],
+        typer.Argument(
+            help="A Scenario file (gpucap.dev/v1alpha1); with --init, manifest files.",
+            metavar="SCENARIO",
+        ),
+    ],
     output: OutputOption = "table",
     events: Annotated[
         str | None,
@@ -492,15 +517,39 @@ def simulate(  # noqa: PLR0917 - typer maps parameters to options
     catalog: CatalogOption = None,
     prices: PricesOption = None,
     report: ReportOption = None,
+    fail_on_pending: Annotated[
+        bool,
+        typer.Option(
+            "--fail-on-pending",
+            help="Exit 1 when pods are pending at the end or some pod never became Ready "
+            "(everything is printed as usual): for CI.",
+        ),
+    ] = False,
+    init: Annotated[
+        bool,
+        typer.Option(
+            "--init",
+            help="Print a starter scenario over the given manifest files instead of running "
+            "one (gpucap simulate --init FILES... > scenario.yaml).",
+        ),
+    ] = False,
 ) -> None:
     """Run a scenario on a virtual clock: Karpenter provisioning GPU nodes over a simulated
     EC2 as pods come and go, capacity vanishes and spot is interrupted, and disrupting them
     (consolidation, drift, expiration, within budgets); print the timeline in plain words and
     the bill (-o json: the events and the summary)."""
+    if init:
+        _init(scenario, region or "us-east-1", zones, catalog, prices)
+        return
+    if len(scenario) != 1:
+        raise BadInputError(
+            f"SCENARIO: one scenario file, not {len(scenario)} "
+            "(--init writes a starter scenario over manifest files)"
+        )
     check_output(output, OUTPUTS)
     run(
         SimulateOptions(
-            scenario,
+            scenario[0],
             output=output,
             events=events,
             watch=watch,
@@ -508,10 +557,25 @@ def simulate(  # noqa: PLR0917 - typer maps parameters to options
             region=region,
             kubernetes_version=kubernetes_version,
             report=report,
+            fail_on_pending=fail_on_pending,
         ),
         catalog_for=lambda r: catalog_from_options(
-            r, zones, catalog, prices, where=f"{scenario}: spec.region"
+            r, zones, catalog, prices, where=f"{scenario[0]}: spec.region"
         ),
         out=terminals.out,
         err=terminals.err,
     )
+
+
+def _init(
+    files: list[str], region: str, zones: str | None, catalog: str | None, prices: str | None
+) -> None:
+    """`--init`: the starter scenario over `files` (`sim/starter.py`) on stdout."""
+    from gpucap.sim.starter import starter_scenario  # noqa: PLC0415 - only with --init
+
+    result = loading.load_paths(files)
+    loading.report_issues(result)
+    if not result.ok:
+        raise typer.Exit(EXIT_BAD_INPUT)
+    cat = catalog_from_options(region, zones, catalog, prices)
+    sys.stdout.write(starter_scenario(files, result.objects, cat))

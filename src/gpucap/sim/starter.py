@@ -7,7 +7,7 @@ EC2NodeClasses, DaemonSets, ...) is there from the start; the first scalable wor
 up at 1h05m, while spot capacity of the GPU families the NodePools can launch is gone in one
 zone from 1h for an hour (on-demand when no GPU pool allows spot), so Karpenter's
 insufficient-capacity cache and fallback show; at 4h the workload scales to zero and
-consolidation has two hours to empty the fleet. Every event carries a comment saying what it
+consolidation has four hours to empty the fleet. Every event carries a comment saying what it
 is for. Paths are written as given (relative to where the command runs: write the scenario
 beside them, or edit them).
 
@@ -106,7 +106,7 @@ def starter_scenario(
         f"metadata: {{name: {name}}}",
         "spec:",
         f"  region: {catalog.region}",
-        "  duration: 6h",
+        "  duration: 8h",
         "  # What the cluster has from the start: NodePools, EC2NodeClasses, DaemonSets, ...",
         f"  manifests: {_flow(initial)}",
     ]
