@@ -60,6 +60,7 @@ from gpucap.cli.reporting import (
     write_report_or_exit,
 )
 from gpucap.cli.simulate_render import (
+    fit_lines,
     format_duration,
     format_summary,
     format_timeline,
@@ -455,9 +456,11 @@ class Watch:
     def frame(self, t: float) -> list[str]:
         """The pane at virtual time `t`: nodes, then the latest timeline lines."""
         shown = [e for e in self.events if e.t <= t]
-        recent = format_timeline(shown, start=EPOCH)[-RECENT_LINES:]
+        # On a terminal the pane fits its width (columns dropped, lines wrapped at words).
+        width = self.console.width if self.live else None
+        recent = fit_lines(format_timeline(shown, start=EPOCH)[-RECENT_LINES:], width)
         head = f"gpucap simulate {self.name}: {self.speed:g}x"
-        return [head, *watch_lines(shown, now=t, start=EPOCH), "", *recent]
+        return [head, *watch_lines(shown, now=t, start=EPOCH, width=width), "", *recent]
 
     def _draw(self, t: float) -> None:
         assert self._live is not None

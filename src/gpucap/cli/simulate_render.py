@@ -16,6 +16,7 @@ each line whole, so a name holding a newline or an escape sequence shows escaped
 from __future__ import annotations
 
 import datetime as dt
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +37,7 @@ from gpucap.sim.timeline import (
 __all__ = [
     "NodeRow",
     "clock_time",
+    "fit_lines",
     "format_age",
     "format_duration",
     "format_summary",
@@ -189,22 +191,36 @@ class NodeRow:
     gpus_used: int
 
 
+# The watch table's columns, and the order in which they go when the terminal is too narrow
+# (the name and the status stay).
+_WATCH_COLUMNS = ("NAME", "TYPE", "CAPACITY", "ZONE", "AGE", "STATUS", "GPUS (ADVERTISED/USED)")
+_DROPPED_FIRST = ("AGE", "ZONE", "CAPACITY", "GPUS (ADVERTISED/USED)", "TYPE")
+
+
 def format_watch(
     t: float,
     rows: Sequence[NodeRow],
     *,
-    pending: int,
+    pending: int | Sequence[str],
     cost: float,
     start: dt.datetime = EPOCH,
+    width: int | None = None,
 ) -> list[str]:
-    """The watch pane: a header (virtual time, pending pods, cost so far) and the node table."""
+    """The watch pane: a header (virtual time, pending pods, cost so far), the pending pods by
+    name, and the node table. `width` (the terminal's): columns that do not fit are dropped,
+    least needed first, and the pending pods' line names as many as fit; never a word cut."""
+    names = [] if isinstance(pending, int) else list(pending)
+    count = pending if isinstance(pending, int) else len(names)
     header = (
-        f"{clock_time(t, start)}  {plural(len(rows), 'node')}  {plural(pending, 'pod')} pending  "
+        f"{clock_time(t, start)}  {plural(len(rows), 'node')}  {plural(count, 'pod')} pending  "
         f"${cost:.2f} so far"
     )
+    lines = [header]
+    if names:
+        lines.append(_fitted_names("pending: ", names, width))
     if not rows:
-        return [header, "No nodes."]
-    table = [["NAME", "TYPE", "CAPACITY", "ZONE", "AGE", "STATUS", "GPUS (ADVERTISED/USED)"]]
+        return [*lines, "No nodes."]
+    table = [list(_WATCH_COLUMNS)]
     table += [
         [
             r.name,
@@ -217,7 +233,44 @@ def format_watch(
         ]
         for r in rows
     ]
-    return [header, *format_table(table)]
+    shown = format_table(table)
+    for column in _DROPPED_FIRST:
+        if width is None or max(len(x) for x in shown) <= width:
+            break
+        i = table[0].index(column)
+        table = [row[:i] + row[i + 1 :] for row in table]
+        shown = format_table(table)
+    return [*lines, *shown]
+
+
+def _fitted_names(head: str, names: Sequence[str], width: int | None) -> str:
+    """`head` and the names, as many as fit in `width` with `and N more` after them."""
+    for n in range(len(names), 0, -1):
+        more = len(names) - n
+        text = head + ", ".join(names[:n]) + (f" and {more} more" if more else "")
+        if width is None or len(text) <= width:
+            return text
+    return head + f"{len(names)} pods"
+
+
+def fit_lines(lines: Sequence[str], width: int | None, indent: int = 9) -> list[str]:
+    """Each line wrapped at spaces to `width` (continuations indented `indent`, under a
+    timeline line's words); a single word longer than the width is left whole."""
+    if width is None:
+        return list(lines)
+    out: list[str] = []
+    for line in lines:
+        out.extend(
+            textwrap.wrap(
+                line,
+                width=max(width, indent + 10),
+                subsequent_indent=" " * indent,
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+            or [""]
+        )
+    return out
 
 
 def watch_rows(events: Sequence[Event], *, now: float) -> list[NodeRow]:
@@ -281,15 +334,23 @@ def watch_rows(events: Sequence[Event], *, now: float) -> list[NodeRow]:
     return rows
 
 
-def watch_lines(events: Sequence[Event], *, now: float, start: dt.datetime = EPOCH) -> list[str]:
-    """The watch pane at `now` from the event log: rows, pending pods and cost so far."""
+def watch_lines(
+    events: Sequence[Event],
+    *,
+    now: float,
+    start: dt.datetime = EPOCH,
+    width: int | None = None,
+) -> list[str]:
+    """The watch pane at `now` from the event log: rows, pending pods (named) and cost so far,
+    fitted to `width`."""
     summary = summarize(events, end=now)
     return format_watch(
         now,
         watch_rows(events, now=now),
-        pending=len(summary["pendingAtEnd"]),
+        pending=[p["pod"] for p in summary["pendingAtEnd"]],
         cost=summary["costUSD"],
         start=start,
+        width=width,
     )
 
 
