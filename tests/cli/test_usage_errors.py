@@ -36,7 +36,7 @@ CASES = [
     (["plan", "--explain", "web-0"], FILES_MISSING),
     (["validate"], FILES_MISSING),
     (["plan"], FILES_MISSING),
-    (["render"], "error: FILES: missing argument (Manifest files, or - for stdin)"),
+    (["render"], "error: FILES: missing argument (Manifest files, directories, or - for stdin)"),
     (["plan", POOL, "--bogus"], "error: --bogus: no such option"),
     (["plan", POOL, "-x"], "error: -x: no such option"),
     (
