@@ -37,6 +37,14 @@ CASES = [
     (["validate"], FILES_MISSING),
     (["plan"], FILES_MISSING),
     (["render"], "error: FILES: missing argument (Manifest files, directories, or - for stdin)"),
+    (
+        ["plan", "x.yaml", "--kubernetes-version", "abc"],
+        "error: --kubernetes-version: 'abc' is not a Kubernetes version (major.minor, e.g. 1.36)",
+    ),
+    (
+        ["simulate", "s.yaml", "--kubernetes-version", "1.x"],
+        "error: --kubernetes-version: '1.x' is not a Kubernetes version (major.minor, e.g. 1.36)",
+    ),
     (["plan", POOL, "--bogus"], "error: --bogus: no such option"),
     (["plan", POOL, "-x"], "error: -x: no such option"),
     (

@@ -33,6 +33,8 @@ __all__ = [
 
 # An AWS region name: us-east-1, us-gov-west-1, cn-north-1, eu-isoe-west-1.
 _REGION_NAME = re.compile(r"[a-z]{2}(-[a-z]+)+-[0-9]+")
+# EKS Kubernetes versions: major.minor in ASCII digits (`1.36`).
+_K8S_MINOR = re.compile(r"[0-9]{1,3}\.[0-9]{1,3}")
 
 
 def option_value(value: str | None) -> str | None:
@@ -50,6 +52,16 @@ def region_name(value: str | None) -> str | None:
     error naming --region, rather than a region without zones or instance types."""
     if option_value(value) is not None and not _REGION_NAME.fullmatch(value or ""):
         raise typer.BadParameter(f"'{value}' is not an AWS region name (like us-east-1)")
+    return value
+
+
+def kubernetes_minor(value: str | None) -> str | None:
+    """Callback of `plan`'s, `lint`'s and `simulate`'s `--kubernetes-version`: `major.minor`
+    (what EKS versions are), so that `abc` is a usage error naming the option rather than an
+    AMI lookup failing deep inside."""
+    if option_value(value) is not None and not _K8S_MINOR.fullmatch(value or ""):
+        shown = value if len(value or "") <= 40 else f"{(value or '')[:40]}..."
+        raise typer.BadParameter(f"'{shown}' is not a Kubernetes version (major.minor, e.g. 1.36)")
     return value
 
 

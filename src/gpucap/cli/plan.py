@@ -23,6 +23,7 @@ from gpucap.cli.options import (
     ReportOption,
     ZonesOption,
     check_output,
+    kubernetes_minor,
     option_value,
     region_name,
 )
@@ -47,7 +48,10 @@ def plan(  # noqa: PLR0917 - typer maps parameters to options
     ] = "us-east-1",
     zones: ZonesOption = None,
     kubernetes_version: Annotated[
-        str, typer.Option("--kubernetes-version", help="Cluster Kubernetes version.")
+        str,
+        typer.Option(
+            "--kubernetes-version", help="Cluster Kubernetes version.", callback=kubernetes_minor
+        ),
     ] = "1.36",
     catalog: CatalogOption = None,
     prices: PricesOption = None,

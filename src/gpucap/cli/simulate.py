@@ -52,6 +52,7 @@ from gpucap.cli.options import (
     ReportOption,
     ZonesOption,
     check_output,
+    kubernetes_minor,
     region_name,
 )
 from gpucap.cli.reporting import (
@@ -515,6 +516,7 @@ def simulate(  # noqa: PLR0917 - typer maps parameters to options
             "--kubernetes-version",
             help="The scenario's spec.kubernetesVersion (default 1.36) is what runs; given, "
             "this must equal it.",
+            callback=kubernetes_minor,
         ),
     ] = None,
     catalog: CatalogOption = None,
