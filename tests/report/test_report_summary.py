@@ -13,9 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from gpucap.cli.main import app
+from gpucap.report.figures import dollars_per_hour, price_ticks
 from tests.report.runs import STORIES
 
 runner = CliRunner()
@@ -231,3 +234,24 @@ def test_the_plan_reports_log_price_axis_keeps_a_cheap_cpu_node_visible_beside_a
     assert launched["marker"]["size"] >= 10  # the same dot for the cheap node as the dear one
     labels = dict(zip(xaxis["tickvals"], xaxis["ticktext"], strict=True))
     assert (labels[0.05], labels[10]) == ("$0.05/h", "$10/h")
+
+
+@given(
+    st.lists(st.floats(min_value=0.0001, max_value=500.0), min_size=1, max_size=6),
+)
+def test_the_price_ticks_bracket_every_price_in_1_2_5_steps_labelled_in_dollars_per_hour(
+    prices: list[float],
+) -> None:
+    lo, hi = min(prices), max(prices)
+    ticks = price_ticks(lo, hi)
+    assert ticks == sorted(ticks)
+    assert ticks[0] <= lo
+    assert ticks[-1] >= hi
+    assert ticks[0] > lo / 10  # and starts no further than one step of ten below it
+    for tick in ticks:
+        mantissa = tick / 10 ** math.floor(math.log10(tick) + 1e-9)
+        assert round(mantissa, 6) in (1, 2, 5)
+        label = dollars_per_hour(tick)
+        assert label.startswith("$")
+        assert label.endswith("/h")
+        assert math.isclose(float(label[1:-2].replace(",", "")), tick)
