@@ -3,7 +3,8 @@
 - `format_timeline(events, start=...)`: the notable events in plain words, one line each, at
   wall-clock-style virtual times (`start` + t); the wording lives in `sim/timeline.py`, shared
   with the HTML report's event table, and is re-exported here with its time and duration words.
-- `format_summary(summary)`: the summary of `sim/summary.py` as tables.
+- `format_summary(summary)`: the summary of `sim/summary.py` as tables: the view of
+  `report/summary.py` (which the HTML report renders too) laid out as text.
 - `format_watch(t, rows, pending=..., cost=...)`: the live watch pane; `watch_rows(events, now)`
   builds its rows from the event log alone.
 - `simulation_document(events, summary)`: the `-o json` document.
