@@ -3,7 +3,8 @@
 - `format_timeline(events, start=...)`: the notable events in plain words, one line each, at
   wall-clock-style virtual times (`start` + t); the wording lives in `sim/timeline.py`, shared
   with the HTML report's event table, and is re-exported here with its time and duration words.
-- `format_summary(summary)`: the summary of `sim/summary.py` as tables.
+- `format_summary(summary)`: the summary of `sim/summary.py` as tables: the view of
+  `report/summary.py` (which the HTML report renders too) laid out as text.
 - `format_watch(t, rows, pending=..., cost=...)`: the live watch pane; `watch_rows(events, now)`
   builds its rows from the event log alone.
 - `simulation_document(events, summary)`: the `-o json` document.
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpucap.cli.render import format_table
+from gpucap.report.summary import Sentence, summary_view
 from gpucap.runtime.clock import EPOCH
 from gpucap.sim.recorder import Event
 from gpucap.sim.summary import summarize
@@ -30,7 +32,6 @@ from gpucap.sim.timeline import (
     format_age,
     format_duration,
     format_timeline,
-    node_words,
     plural,
 )
 
@@ -50,129 +51,21 @@ __all__ = [
 
 
 # ---- the summary --------------------------------------------------------------------------------
-def _hours(h: float) -> str:
-    return f"{h:.2f}"
-
-
-def _stat(value: float | None) -> str:
-    return "-" if value is None else format_duration(value)
-
-
 def format_summary(summary: Mapping[str, Any], *, start: dt.datetime = EPOCH) -> list[str]:
-    """The summary as tables and sentences (see `sim/summary.py` for what each number is)."""
-    s = summary
-    lines = [
-        f"Simulated {format_duration(s['durationSeconds'])}: ${s['costUSD']:.2f} for "
-        f"{plural(s['nodeClaims']['launched'], 'node')}"
-    ]
-    if s["nodeHours"]:
-        rows = [["INSTANCE TYPE", "CAPACITY", "NODES", "NODE-HOURS", "GPU-HOURS", "COST"]]
-        for it, row in s["nodeHours"].items():
-            for cap, hours in row.items():
-                rows.append(
-                    [
-                        it,
-                        cap,
-                        str(s["nodes"][it][cap]),
-                        _hours(hours),
-                        _hours(s["gpuHours"][it][cap]),
-                        f"${s['costUSDByType'][it][cap]:.2f}",
-                    ]
-                )
-        nodes = sum(n for row in s["nodes"].values() for n in row.values())
-        node_hours = sum(h for row in s["nodeHours"].values() for h in row.values())
-        gpu_hours = sum(h for row in s["gpuHours"].values() for h in row.values())
-        rows.append(
-            ["total", "", str(nodes), _hours(node_hours), _hours(gpu_hours), f"${s['costUSD']:.2f}"]
-        )
-        lines += ["", *format_table(rows)]
-    resources = sorted(set(s["gpuHoursAdvertised"]) | set(s["gpuHoursRequested"]))
-    if resources:
-        rows = [
-            ["GPU RESOURCE", "ADVERTISED GPU-HOURS", "REQUESTED GPU-HOURS", "REQUESTED/ADVERTISED"]
-        ]
-        for r in resources:
-            adv = s["gpuHoursAdvertised"].get(r, 0.0)
-            req = s["gpuHoursRequested"].get(r, 0.0)
-            share = f"{100 * req / adv:.0f}%" if adv else "-"
-            rows.append([r, _hours(adv), _hours(req), share])
-        lines += ["", *format_table(rows)]
-    rows = [["TIME FROM CREATION TO", "PODS", "P50", "P95", "MAX"]]
-    for label, key in (("bound", "timeToBound"), ("ready", "timeToReady")):
-        st = s[key]
-        rows.append([label, str(st["count"]), _stat(st["p50"]), _stat(st["p95"]), _stat(st["max"])])
-    lines += [
-        "",
-        *format_table(rows),
-        "(percentiles are nearest-rank: an observed time, not interpolated)",
-    ]
+    """The summary as tables and sentences (see `sim/summary.py` for what each number is): the
+    view of `report/summary.py`, which the HTML report renders too, laid out as text."""
+    view = summary_view(summary, start=start)
+    lines = [view.headline]
+    for table in view.tables:
+        lines += ["", *format_table([list(table.header), *map(list, table.rows)])]
+        if table.note:
+            lines.append(table.note)
     lines.append("")
-    disruptions = ", ".join(f"{r} {n}" for r, n in s["disruptions"].items())
-    lines.append(f"Disruptions: {disruptions or 'none'}")
-    if s.get("servingPodsEvicted"):
-        n = s["servingPodsEvicted"]
-        lines.append(
-            f"Serving lost: {format_duration(s['servingLostSeconds'])} of pod time, "
-            f"{plural(n, 'eviction')} of a Ready pod (each until it was Ready again: "
-            "pull and model load included)"
-        )
-    c = s["nodeClaims"]
-    lines.append(
-        f"NodeClaims: {c['created']} created, {c['launched']} launched, {c['failed']} failed to "
-        f"launch, {c['initialized']} initialized, {c['terminated']} terminated"
-    )
-    if s["limitReached"]:
-        lines.append(f"NodePool limits reached: {plural(s['limitReached'], 'time')}")
-    stuck = s["uninitializedAtEnd"]
-    if stuck:
-        lines.append(f"Nodes never initialized ({len(stuck)}):")
-        for n in stuck:
-            what = f"{n['instanceType']}, " if n["instanceType"] else ""
-            why = "GPU never advertised"
-            if n.get("gpus") == 0:  # a node without GPUs waits for no device plugin
-                why = "not initialized by the end of the run"
-            elif "devicePlugin" in n and n["devicePlugin"] is None:
-                why += ": no device plugin in the cluster"
-            elif "devicePlugin" in n:
-                why = f"GPU not advertised yet ({n['devicePlugin']} still starting)"
-            lines.append(
-                f"  {node_words(n['node'], n['nodeClaim'])} ({what}registered "
-                f"{clock_time(n['registered'], start)}): {why}"
-            )
-    pending = s["pendingAtEnd"]
-    if pending:
-        lines.append(f"Pending at the end ({len(pending)}):")
-        lines += [
-            f"  {p['pod']} (since {clock_time(p['since'], start)}): {p['reason']}" for p in pending
-        ]
-    else:
-        lines.append("Pending at the end: none")
-    served = s.get("notPlanned") or []
-    if served:
-        lines.append(f"Not simulated, another Karpenter serves them ({len(served)}):")
-        lines += [
-            f"  {p['pod']} (since {clock_time(p['since'], start)}): {p['reason']}" for p in served
-        ]
-    lines += _never_ready(s, start)
-    return lines
-
-
-def _never_ready(s: Mapping[str, Any], start: dt.datetime) -> list[str]:
-    """How many pods never became Ready, and those deleted before they were (a workload scaled
-    to 0 before its pods ran is not hidden by "Pending at the end: none")."""
-    never = s["pods"].get("neverReady", 0)
-    if not never:
-        return []
-    deleted = s.get("deletedBeforeReady") or []
-    lines = [
-        f"Never Ready: {never} of {plural(s['pods']['created'], 'pod')} created"
-        + (f" ({len(deleted)} deleted before they were Ready)" if deleted else "")
-    ]
-    lines += [
-        f"  {d['pod']} (created {clock_time(d['created'], start)}, deleted "
-        f"{clock_time(d['deleted'], start)}): {d['reason']}"
-        for d in deleted
-    ]
+    for fact in view.facts:
+        if isinstance(fact, Sentence):
+            lines.append(fact.text)
+        else:
+            lines += [fact.heading, *(f"  {line}" for line in fact.lines)]
     return lines
 
 

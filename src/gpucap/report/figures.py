@@ -8,7 +8,8 @@ page hands to `Plotly.newPlot` (plotly.js, inlined by `report/page.py`).
   AMI, why it was created and why it went away; pods Pending / Bound / Ready; GPUs requested,
   advertised and physical against the NodePools' limits; cumulative cost by capacity type.
 - `plan_figure(view)`: each NodeClaim's instance-type options at their cheapest allowed offering's
-  price, the launched one marked, the cheaper ones not taken coloured apart.
+  price, a dot each on a log $/h axis (a $0.04/h CPU node stays visible beside a $12/h GPU
+  node), the launched one marked, the cheaper ones not taken coloured apart.
 
 Figures are dicts rather than `plotly.graph_objects` so the CLI pays no import of the plotly
 package for them; `tests/report/` validates them against plotly's schema. Called by
@@ -18,6 +19,7 @@ package for them; `tests/report/` validates them against plotly's schema. Called
 from __future__ import annotations
 
 import datetime as dt
+import math
 from typing import Any
 
 from gpucap.report.plan import PlanView
@@ -25,7 +27,14 @@ from gpucap.report.simulation import PHASES, NodeBar, SimulationView
 from gpucap.runtime.clock import EPOCH
 from gpucap.sim.timeline import clock_time, format_duration
 
-__all__ = ["CAPACITY_COLORS", "plan_figure", "simulation_figure", "trace_names"]
+__all__ = [
+    "CAPACITY_COLORS",
+    "dollars_per_hour",
+    "plan_figure",
+    "price_ticks",
+    "simulation_figure",
+    "trace_names",
+]
 
 CAPACITY_COLORS = {
     "spot": "#2a9d8f",
@@ -276,51 +285,107 @@ def trace_names(figure: dict[str, Any]) -> list[str]:
 
 
 def plan_figure(view: PlanView) -> dict[str, Any]:
-    """Each NodeClaim's options by price (see the module docstring)."""
+    """Each NodeClaim's options by price (see the module docstring): one dot per option on a
+    logarithmic $/h axis. Prices in one plan span three orders of magnitude (a $0.04/h CPU node
+    beside a $12.59/h g6e.48xlarge); on a linear axis the cheap ones collapse onto zero, so the
+    axis is log, its ticks at 1-2-5 steps labelled in $/h, and every option is a dot of the same
+    size that stays visible and hoverable. An option without a price has no place on a price
+    axis: it is left off the chart and listed in the tables under it."""
     groups = {"launched": [], "cheaper, not taken": [], "dearer": []}  # type: dict[str, list[Any]]
     colors = {"launched": "#2a9d8f", "cheaper, not taken": "#e9c46a", "dearer": "#adb5bd"}
     order: list[str] = []
+    unpriced = 0
     for claim in view.claims:
         for option in claim.options:
             label = f"{claim.name} · {option.instance_type}"
             order.append(label)
+            if option.price is None or option.price <= 0:
+                unpriced += 1
+                continue
             hover = [
                 f"<b>{_html(claim.name)}</b>: {_html(option.instance_type)}",
                 _html(f"cheapest allowed offering: {option.offering}"),
-                f"${option.price:.4f}/h" if option.price is not None else "no price",
+                f"${option.price:.4f}/h",
                 _html(option.why),
             ]
-            groups[option.status].append((label, option.price or 0.0, "<br>".join(hover)))
+            groups[option.status].append((label, option.price, "<br>".join(hover)))
     traces = []
     for status, rows in groups.items():
         if not rows:
             continue
         traces.append(
             {
-                "type": "bar",
-                "orientation": "h",
+                "type": "scatter",
+                "mode": "markers",
                 "name": status,
                 "y": [r[0] for r in rows],
                 "x": [r[1] for r in rows],
                 "hovertext": [r[2] for r in rows],
                 "hovertemplate": "%{hovertext}<extra></extra>",
-                "marker": {"color": colors[status]},
+                "marker": {
+                    "color": colors[status],
+                    "size": 14 if status == "launched" else 11,
+                    "symbol": "diamond" if status == "launched" else "circle",
+                    "line": {"color": "#1d2731", "width": 1},
+                },
             }
+        )
+    prices = [r[1] for rows in groups.values() for r in rows]
+    title = "$ per hour, log scale (equal distances are equal price ratios)"
+    if unpriced:
+        title += f"; {unpriced} option(s) without a price are not drawn"
+    xaxis: dict[str, Any] = {"title": {"text": title}, "type": "log", "showgrid": True}
+    if prices:
+        lo, hi = min(prices), max(prices)
+        ticks = price_ticks(lo, hi)
+        xaxis.update(
+            tickmode="array",
+            tickvals=ticks,
+            ticktext=[dollars_per_hour(t) for t in ticks],
+            # log axes take their range in powers of ten; a margin either side keeps the
+            # cheapest and the dearest dots whole
+            range=[math.log10(lo) - 0.15, math.log10(hi) + 0.15],
         )
     layout = {
         "height": max(160, 24 * len(order) + 80),
-        "margin": {"l": 220, "r": 20, "t": 30, "b": 40},
-        "barmode": "overlay",
+        "margin": {"l": 220, "r": 20, "t": 30, "b": 50},
         "hoverlabel": _HOVERLABEL,
-        "xaxis": {"title": {"text": "$ per hour"}, "rangemode": "tozero"},
+        "xaxis": xaxis,
         "yaxis": {
             "type": "category",
             "autorange": "reversed",
             "categoryorder": "array",
             "categoryarray": order,
             "automargin": True,
+            "showgrid": True,
         },
         "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
         "plot_bgcolor": "#ffffff",
     }
     return {"data": traces, "layout": layout}
+
+
+def price_ticks(lo: float, hi: float) -> list[float]:
+    """The price axis's ticks: 1, 2 and 5 times each power of ten from just below `lo` to just
+    above `hi` (both > 0)."""
+    if not 0 < lo <= hi:
+        raise ValueError("price_ticks needs 0 < lo <= hi")
+    ticks: list[float] = []
+    exponent = math.floor(math.log10(lo)) - 1
+    while True:
+        for step in (1, 2, 5):
+            tick = round(step * 10.0**exponent, 10)
+            if tick < lo / 2.5:
+                continue
+            ticks.append(tick)
+            if tick >= hi:
+                return ticks
+        exponent += 1
+
+
+def dollars_per_hour(price: float) -> str:
+    """A tick's label: `$0.05/h`, `$0.002/h`, `$20/h`."""
+    if price >= 1:
+        return f"${price:,.0f}/h"
+    decimals = max(2, -math.floor(math.log10(price)))
+    return f"${price:.{decimals}f}/h"

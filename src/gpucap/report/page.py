@@ -6,6 +6,8 @@ nothing is fetched when it is opened (no CDN, no fonts, no images from elsewhere
 - `render_page(title, sections)`: the HTML text. Each figure (`report/figures.py`) goes in as
   JSON inside `<script type="application/json">` with `<`, `>` and `&` escaped, so a name from a
   manifest cannot close the script; every other text goes through Jinja2's HTML autoescape.
+  A run's section shows the summary's tables and facts from `report/summary.py`, the view the
+  terminal's `format_summary` prints, so both say the same numbers in the same words.
 - `write_report(path, title, sections)`: writes it; an `OSError` names the problem.
 - `plotly_js()`: plotly.js as the `plotly` package ships it (read once, not imported).
 
@@ -29,6 +31,7 @@ from gpucap import __version__
 from gpucap.report.figures import CAPACITY_COLORS, plan_figure, simulation_figure
 from gpucap.report.plan import PlanView
 from gpucap.report.simulation import SimulationView
+from gpucap.report.summary import summary_view
 from gpucap.runtime.clock import EPOCH
 from gpucap.sim.timeline import clock_time, format_duration
 
@@ -107,6 +110,7 @@ def _context(title: str, sections: Sequence[Section]) -> dict[str, Any]:
                     "anchor": anchor,
                     "section": s,
                     "figure": figure_json(simulation_figure(s.view, start=s.start)),
+                    "summary": summary_view(s.view.summary, start=s.start),
                     "rows": [
                         {"at": clock_time(r.t, s.start), "category": r.category, "text": r.text}
                         for r in s.view.timeline
@@ -124,12 +128,21 @@ def _context(title: str, sections: Sequence[Section]) -> dict[str, Any]:
                 }
             )
     return {
-        "title": title,
+        "title": _page_title(title, sections),
         "version": __version__,
         "parts": parts,
         "colors": CAPACITY_COLORS,
         "plotly_js": plotly_js(),
     }
+
+
+def _page_title(title: str, sections: Sequence[Section]) -> str:
+    """The page's `<title>` and heading. A page of one run (`simulate --report`) also says its
+    section's subtitle, which names the scenario and its file (`Scenario NAME (PATH): ...`), so a
+    browser tab or a bookmark tells two scenarios' reports apart."""
+    if len(sections) == 1 and isinstance(sections[0], SimulationSection) and sections[0].subtitle:
+        return f"{title}: {sections[0].subtitle}"
+    return title
 
 
 def render_page(title: str, sections: Sequence[Section]) -> str:
