@@ -31,8 +31,9 @@ Single-node consolidation says why it found no command for a candidate, as Karpe
 `Unconsolidatable` events do (`unconsolidatable`, per NodeClaim, read by the controller): "Can't
 replace with a cheaper node", "Can't remove without creating N candidates", "SpotToSpot
 Consolidation is disabled, can't replace a spot node with a spot node", the spot-to-spot
-threshold, "Filtering by price: ..." (minValues). A candidate the pre-check rules out is
-simulated once per candidate object to learn which (`_why_not`).
+threshold, "Filtering by price: ..." (minValues). A candidate the pre-check rules out is not
+simulated: it is said to have nothing cheaper when the pre-check would let it through with a
+replacement of any price (`_why_not`).
 
 Not modelled: the 1-minute multi-node and 3-minute single-node timeouts (gpucap's simulation
 takes no wall-clock time, so the search always finishes), the Unconsolidatable events of a
@@ -703,13 +704,22 @@ class SingleNodeConsolidation(Consolidation):
         return []
 
     def _why_not(self, c: Candidate) -> None:
-        """Why a candidate the pre-check ruled out has no command (`unconsolidatable`): its
-        simulation, run once per candidate object (a new one comes with any change to its
-        node or pods) and kept; the pre-check promises that it ends in no command."""
+        """Why a candidate the pre-check ruled out has no command (`unconsolidatable`),
+        without its simulation (which the pre-check is there to spare): when the pre-check
+        lets its pods through with a replacement of any price, only a cheaper one was
+        missing ("Can't replace with a cheaper node"); otherwise its pods cannot all move
+        onto the other nodes and one new one, which Karpenter words with the scheduler's
+        errors: nothing is said. A spot candidate with spot-to-spot off is not asked (its
+        words depend on the replacement's capacity type, which only the simulation knows).
+        Kept per candidate object (a new one comes with any change to its node or pods)."""
         kept = self._ruled_out.get(c.node_claim.name)
         if kept is None or kept[0] is not c:
-            self._decide([c])
-            kept = (c, self._said)
+            said = ""
+            room = self._pass_room()
+            spot_held = c.capacity_type == "spot" and not self.spot_to_spot
+            if room is not None and not spot_held and room.may_move_one(replace(c, price=math.inf)):
+                said = NO_CHEAPER
+            kept = (c, said)
             if len(self._ruled_out) >= 4096:
                 self._ruled_out.clear()
             self._ruled_out[c.node_claim.name] = kept
