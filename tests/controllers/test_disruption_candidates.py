@@ -6,10 +6,17 @@ what depends on the clock: a do-not-disrupt duration, and the lifetime remaining
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
-from gpucap.controllers.disruption.candidates import disruption_cost, get_candidates
+from gpucap.cloudprovider.types import node_claim_for
+from gpucap.controllers.disruption.candidates import (
+    disruption_cost,
+    get_candidates,
+    select_candidates,
+)
 from gpucap.controllers.disruption.types import GRACEFUL, Candidate
 from gpucap.runtime.clock import EPOCH
+from gpucap.scheduling.requirements import Requirements
 from gpucap.utils.pod import eviction_cost, lifetime_remaining
 from tests.builders import edit
 from tests.controllers.disruption_builders import Env, env, gpu_pod, pool
@@ -81,3 +88,45 @@ def test_a_node_marked_for_deletion_or_in_the_queue_is_no_candidate() -> None:
     assert [c.name for c in found] == ["x"]
     e.cluster.mark_for_deletion("x")
     assert [c.name for c in _candidates(e, e.clock.now())] == ["y"]
+
+
+def _why(e: Env, **kw: Any) -> dict[str, str]:
+    """Per NodeClaim held back, the DisruptionBlocked message Karpenter would publish."""
+    selected = select_candidates(
+        e.cluster, e.provider, e.clock.now(), disruption_class=GRACEFUL, **kw
+    )
+    return {name: b.message for name, b in selected.blocked.items()}
+
+
+def test_a_node_annotated_do_not_disrupt_is_held_back_with_karpenters_words() -> None:
+    e = env(pool(), gpu_pod("a"))
+    e.node("x", "g5.12xlarge", gpus=4, annotations={"karpenter.sh/do-not-disrupt": "true"})
+    e.node("y", "g5.12xlarge", gpus=4)
+    assert _why(e) == {
+        "x": 'Disruption is blocked through the "karpenter.sh/do-not-disrupt" annotation'
+    }
+
+
+def test_a_node_marked_for_deletion_is_held_back_as_deleting_but_the_queues_own_without_a_word() -> (
+    None
+):
+    e = env(pool(), gpu_pod("a"))
+    e.node("x", "g5.12xlarge", gpus=4, annotations={"karpenter.sh/do-not-disrupt": "true"})
+    e.node("y", "g5.12xlarge", gpus=4)
+    e.cluster.mark_for_deletion("x", "y")
+    # Marked comes before the node's annotation (`ValidateNodeDisruptable`'s order).
+    assert _why(e) == {
+        "x": "Node is deleting or marked for deletion",
+        "y": "Node is deleting or marked for deletion",
+    }
+    assert _why(e, in_flight={"y"}) == {"x": "Node is deleting or marked for deletion"}
+
+
+def test_a_launched_nodeclaim_without_a_node_is_held_back_until_it_registers() -> None:
+    e = env(pool(), gpu_pod("a"))
+    e.node("y", "g5.12xlarge", gpus=4)
+    claim = node_claim_for("x", "gpu", Requirements(), {"cpu": 1000}, node_class="gpu")
+    e.cluster.add_node_claim(claim)
+    assert _why(e) == {}  # not launched: no provider ID, not in cluster state
+    assert e.lifecycle.reconcile("x").launched
+    assert _why(e) == {"x": "Nodeclaim does not have an associated node"}

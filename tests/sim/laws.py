@@ -1,7 +1,7 @@
 """What the simulator's law tests share (tests/sim/test_laws.py and the stories built on it):
 the `Story` (a scenario built in memory and run), the random-scenario strategy `stories`, the
 builders of its NodePools, EC2NodeClasses and Deployments, and `Laws`, the oracle that checks a
-run's event log against the five laws `test_laws.py` states. Not a test module: the other
+run's event log against the six laws `test_laws.py` states. Not a test module: the other
 tests import it instead of importing a test module.
 """
 
@@ -421,6 +421,7 @@ class Laws:
         initialized: dict[str, float] = {}  # claim -> when (until deleted)
         launched: dict[str, dict[str, int]] = {}  # claim -> physical capacity (until deleted)
         deciding: dict[str, str] = {}  # claim -> reason of its open DisruptionDecision
+        held: dict[str, str] = {}  # claim -> the DisruptionBlocked message in force
         last_pod_event: dict[str, float] = {}  # claim -> lastPodEventTime, deduplicated
         pod_on: dict[str, str] = {}  # pod -> claim it is bound to
 
@@ -453,9 +454,15 @@ class Laws:
                 initialized.pop(claim, None)
                 launched.pop(claim, None)
                 deciding.pop(claim, None)
+                held.pop(claim, None)
+            elif e.type == "DisruptionBlocked" and claim is not None:
+                self._blocked_on_change(e, held)
+            elif e.type == "DisruptionUnblocked" and claim is not None:
+                held.pop(claim, None)
             elif e.type == "DisruptionAbandoned":
                 deciding.pop(claim, None)
             elif e.type == "DisruptionDecision":
+                self._not_held(e, held)
                 deciding[claim] = e.get("reason")
                 if e.get("reason") in GRACEFUL:
                     self._budget(e, pool_of[claim], initialized, deciding, pool_of)
@@ -500,6 +507,28 @@ class Laws:
                 f"{sorted({deciding[c] for c in disrupting})}) after a {e.get('reason')} decision "
                 f"on {e.get('nodeClaim')}; the budget allows {allowed}"
             )
+
+    # law 6
+    def _blocked_on_change(self, e: Event, held: dict[str, str]) -> None:
+        claim, message = e.get("nodeClaim"), e.get("message")
+        if held.get(claim) == message:
+            self.broken.append(
+                f"DisruptionBlocked said twice at t={e.t:.0f}s: {claim} was already blocked "
+                f"with {message!r} and nothing freed it in between"
+            )
+        held[claim] = message
+
+    def _not_held(self, e: Event, held: dict[str, str]) -> None:
+        # A command's candidate is no node a DisruptionBlocked holds; drift, bounded by the
+        # NodeClaim's terminationGracePeriod, may take a node its pods hold.
+        claim, message = e.get("nodeClaim"), held.get(e.get("nodeClaim"))
+        if e.get("reason") not in GRACEFUL or message is None:
+            return
+        if e.get("reason") == "Drifted" and message.startswith(("Pod ", "Pdb ", "Eviction ")):
+            return
+        self.broken.append(
+            f"{claim} disrupted as {e.get('reason')} at t={e.t:.0f}s while blocked: {message!r}"
+        )
 
     # law 2
     def _limits(

@@ -1,6 +1,6 @@
 """Laws the simulated world keeps in every scenario (hypothesis, issue 11): small random
 scenarios (1-2 NodePools, 1-3 Deployments, 2-8 timed events, 2-30 h) are run end to end and
-their event log and final state checked against five laws, each an oracle written here from
+their event log and final state checked against six laws, each an oracle written here from
 Karpenter's rules (karpenter-disruption.md), not from gpucap's controllers:
 
 1. a graceful disruption (Empty, Drifted, Underutilized) is decided only while the NodePool's
@@ -13,7 +13,11 @@ Karpenter's rules (karpenter-disruption.md), not from gpucap's controllers:
    tolerations as EKS stores them, with those its admission adds to a GPU pod);
 4. no node is disrupted as Empty or Underutilized inside its NodePool's consolidateAfter;
 5. at the end, every running instance has a NodeClaim and every launched NodeClaim not being
-   deleted has a running instance.
+   deleted has a running instance;
+6. a disruption command's candidate has no DisruptionBlocked in force when it is decided (one
+   said and not followed by a DisruptionUnblocked; drift aside for what its pods hold), and a
+   node's DisruptionBlocked is said only when it changes (never the same message twice in a
+   row without a DisruptionUnblocked between).
 
 `GPUCAP_LAW_EXAMPLES=500 pytest tests/sim/test_laws.py` runs more scenarios than the default.
 """
@@ -46,7 +50,7 @@ from tests.sim.laws import (
 )
 @given(stories())
 @example(ROLLING)
-def test_every_random_scenario_keeps_the_five_laws(story: Story) -> None:
+def test_every_random_scenario_keeps_the_six_laws(story: Story) -> None:
     note(story.to_yaml())
     broken, _ = check_laws(story)
     assert not broken, "\n".join(broken)
@@ -163,3 +167,27 @@ def test_a_gpu_node_initialized_before_its_gpus_are_advertised_is_not_counted_ag
         for e in events
     ]
     assert Laws(ROLLING).check(events, {}) == []
+
+
+def test_the_laws_catch_a_decision_on_a_blocked_node_and_a_block_said_twice() -> None:
+    blocked = {"nodeClaim": "gpu-1", "node": "gpu-1", "message": "Pdb prevents pod evictions"}
+    events = _log(
+        *_node(0, "gpu-1"),
+        (7000, "DisruptionBlocked", blocked),
+        (7100, "DisruptionBlocked", blocked),
+        (7200, "DisruptionDecision", {"nodeClaim": "gpu-1", "reason": "Drifted"}),
+        (7300, "DisruptionDecision", {"nodeClaim": "gpu-1", "reason": "Empty"}),
+    )
+    broken = Laws(ROLLING).check(events, {})
+    assert [b.split(" ")[:3] for b in broken] == [
+        ["DisruptionBlocked", "said", "twice"],
+        ["gpu-1", "disrupted", "as"],  # Empty, while its PDB holds it (drift may go on)
+    ]
+    # Freed in between, both are fine.
+    freed = [*events[:-3], Event(7150, "DisruptionUnblocked", {"nodeClaim": "gpu-1"})]
+    freed += [
+        Event(7160, "DisruptionBlocked", blocked),
+        Event(7170, "DisruptionUnblocked", {"nodeClaim": "gpu-1"}),
+    ]
+    freed += [Event(7300, "DisruptionDecision", {"nodeClaim": "gpu-1", "reason": "Empty"})]
+    assert Laws(ROLLING).check(freed, {}) == []

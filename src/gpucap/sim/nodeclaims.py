@@ -16,7 +16,20 @@ the simulator each controller returns a result record (`LifecycleResult`, `Termi
   Node are gone;
 - disruption: `DisruptionDecision` per candidate of a decided command, `DisruptionAbandoned`, and
   the NodeClaims being deleted reconciled at once; expiration and garbage collection likewise,
-  and a spot interruption warning (`controllers/interruption.py`).
+  and a spot interruption warning (`controllers/interruption.py`). What a pass found held back is
+  said when it first appears or changes, not every pass (Karpenter's recorder dedupes an
+  object's event for 2 minutes, 15 for Unconsolidatable, and says it again after; the simulator
+  runs a pass only when something changed, so a repeat would say nothing new):
+  `DisruptionBlocked` for a managed node that is no candidate (its message Karpenter's,
+  `controllers/disruption/candidates.py`) and `DisruptionUnblocked` when a later pass finds it
+  free again (gpucap's: it tells when a block stops being in force); `DisruptionBlocked` for a
+  NodePool whose budget allows 0 for a reason (`nodePool`, `reason`), `DisruptionUnblocked`
+  when it allows more; `Unconsolidatable` for a node single-node consolidation found no command
+  for (said again only with another message);
+- termination: an eviction a PodDisruptionBudget refuses is followed from the first refusal;
+  `EvictionBlocked` (pod, node, pdb, its maxUnavailable or minAvailable, `since`, `for`) when
+  the pod finally goes (evicted, force-deleted at the drain deadline, or released with its
+  node) or at the end of the run if it never does (`evicted` false).
 The pods a NodeClaim releases pend again at once when it had a Node, else at the pod
 controller's requeue (Karpenter's provisioning node controller triggers on a deleting Node only).
 
@@ -30,6 +43,8 @@ controller (`pod_pending`, `pod_requeued`, `trigger_provisioning`).
 
 from __future__ import annotations
 
+from typing import Any
+
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, NODEPOOL, ZONE
 from gpucap.apis.nodepool import NodeClaim
@@ -38,6 +53,7 @@ from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider
 from gpucap.cloudprovider.aws.ec2.simulated import SimulatedEC2
 from gpucap.cloudprovider.types import InsufficientCapacityError
 from gpucap.controllers.disruption.controller import DisruptionResult
+from gpucap.controllers.disruption.types import Blocked
 from gpucap.controllers.expiration import Expiration
 from gpucap.controllers.garbagecollection import Collected
 from gpucap.controllers.interruption import Interruption
@@ -55,6 +71,7 @@ from gpucap.sim.bus import (
 )
 from gpucap.sim.engine import Timer
 from gpucap.state.cluster import Cluster
+from gpucap.utils.pdb import pdb_key
 
 __all__ = ["NodeClaimEvents"]
 
@@ -89,6 +106,16 @@ class NodeClaimEvents:
         self.until = until  # the run's end: an expiry after it is not scheduled
         self._claim_timers: dict[str, Timer] = {}
         self._images_of_class: dict[str, set[str]] = {}  # EC2NodeClass -> images launched
+        # What is held back and already said: NodeClaim -> its DisruptionBlocked message in
+        # force; (NodePool, reason) blocked by a budget; NodeClaim -> its last Unconsolidatable
+        # message.
+        self._blocked: dict[str, str] = {}
+        self._budget_blocked: set[tuple[str, str]] = set()
+        self._unconsolidatable: dict[str, str] = {}
+        # pod -> (node, PDB words, first refusal): evictions a PDB holds (`_held`), and
+        # whether the end-of-run timer that says the ones still held is set.
+        self._evictions_held: dict[str, tuple[str | None, dict[str, Any], float]] = {}
+        self._end_timer = False
 
     # ---- lifecycle -------------------------------------------------------------------------
     def launch(self, name: str, nodepool: str) -> None:
@@ -225,10 +252,61 @@ class NodeClaimEvents:
                 )
         for name in result.abandoned:
             self.bus.emit("DisruptionAbandoned", nodeClaim=name)
+        self._held_back(result)
         for name in result.deleting:
             self._reconcile_claim(name)
         if result.deleting or result.abandoned:
             self.bus.trigger_provisioning()
+
+    def _held_back(self, result: DisruptionResult) -> None:
+        """DisruptionBlocked, DisruptionUnblocked and Unconsolidatable for what this pass
+        found that was not said already (see the module docstring)."""
+        blocked = result.blocked
+        if blocked is not None:
+            for name in [n for n in self._blocked if n not in blocked]:
+                del self._blocked[name]
+                if self.cluster.node_claim(name) is not None:
+                    self.bus.emit(
+                        "DisruptionUnblocked", nodeClaim=name, node=self.bus.registered_node(name)
+                    )
+            for name, why in blocked.items():
+                message = why.message
+                if self._blocked.get(name) == message:
+                    continue
+                self._blocked[name] = message
+                self.bus.emit(
+                    "DisruptionBlocked",
+                    nodeClaim=name,
+                    node=self.bus.registered_node(name),
+                    **_named(why),
+                    message=message,
+                )
+        for reason, pools in result.budget_blocked.items():
+            for pool, held in sorted(k for k in self._budget_blocked if k[1] == reason):
+                if pool not in pools:
+                    self._budget_blocked.discard((pool, held))
+                    self.bus.emit("DisruptionUnblocked", nodePool=pool, reason=reason)
+            for pool in pools:
+                if (pool, reason) in self._budget_blocked:
+                    continue
+                self._budget_blocked.add((pool, reason))
+                self.bus.emit(
+                    "DisruptionBlocked",
+                    nodePool=pool,
+                    reason=reason,
+                    message=f"No allowed disruptions for disruption reason {reason} due to "
+                    "blocking budget",
+                )
+        for name, message in result.unconsolidatable.items():
+            if self._unconsolidatable.get(name) == message:
+                continue
+            self._unconsolidatable[name] = message
+            self.bus.emit(
+                "Unconsolidatable",
+                nodeClaim=name,
+                node=self.bus.registered_node(name),
+                message=message,
+            )
 
     def create_replacement(self, claim: NodeClaim) -> None:
         """A replacement the disruption controller added to the cluster: launch it now (a
@@ -297,6 +375,7 @@ class NodeClaimEvents:
 
     # ---- termination --------------------------------------------------------------------------
     def _terminated(self, name: str, result: TerminationResult) -> None:
+        self._pdb_holds(result)
         for key in result.evicted:
             self.bus.emit("PodEvicted", pod=key, node=result.node, reason=result.reason or "")
             self.bus.pod_left(key)
@@ -311,6 +390,7 @@ class NodeClaimEvents:
         for key in result.deleted_pods:
             self.bus.pod_left(key)
         if result.removed:
+            self._unblocked_gone(name)
             self.bus.emit("NodeClaimDeleted", nodeClaim=name, reason=result.reason or "")
             self.bus.emit("NodeTerminated", nodeClaim=name, node=result.node)
             self.bus.claim_removed(name)
@@ -319,6 +399,102 @@ class NodeClaimEvents:
         elif result.requeue_after is not None:
             self._requeue_claim(name, result.requeue_after)
         self.bus.trigger_provisioning()
+
+    def _unblocked_gone(self, name: str) -> None:
+        """A NodeClaim gone: what was said of it is no longer in force."""
+        self._blocked.pop(name, None)
+        self._unconsolidatable.pop(name, None)
+
+    def _pdb_holds(self, result: TerminationResult) -> None:
+        """The evictions a PodDisruptionBudget refused in this drain pass start being followed
+        (a back-off between refusals keeps them held); those held that went now, evicted,
+        force-deleted or released with their node, get their `EvictionBlocked`."""
+        now = self.bus.now
+        refused = dict(result.blocked)
+        for key, why in result.blocked:
+            if key in self._evictions_held or not (
+                why.startswith("pdb ") or why == "multiple pdbs"
+            ):
+                continue
+            self._evictions_held[key] = (result.node, self._pdb_fields(why), now)
+            if not self._end_timer:
+                self._end_timer = True
+                self.engine.at(
+                    self.until,
+                    self._evictions_never_passed,
+                    priority=PRIORITY_CONTROLLER + 100,
+                    label="evictions held at the end",
+                )
+        gone = (*result.evicted, *result.deleted_pods, *result.released, *result.force_deleted)
+        for key in dict.fromkeys(gone):
+            held = self._evictions_held.pop(key, None)
+            if held is not None:
+                self._eviction_blocked(key, held, evicted=True)
+        if result.node is None:
+            return
+        for key, held in list(self._evictions_held.items()):
+            # A held pod of this node's drain, neither refused nor gone now, left another way
+            # (its workload deleted it): no eviction to tell of.
+            if (
+                held[0] == result.node
+                and key not in refused
+                and (
+                    not pod_exists(self.cluster, key)
+                    or self.cluster.pod(key).spec.node_name != result.node
+                )
+            ):
+                del self._evictions_held[key]
+
+    def _pdb_fields(self, why: str) -> dict[str, Any]:
+        """What an EvictionBlocked event says of the PodDisruptionBudget that refused the
+        eviction ("pdb ns/name"): `pdb` and its `maxUnavailable` or `minAvailable`;
+        `multiplePDBs` when two or more select the pod."""
+        if not why.startswith("pdb "):
+            return {"pdb": None, "multiplePDBs": True}
+        key = why.removeprefix("pdb ")
+        fields: dict[str, Any] = {"pdb": key}
+        for pdb in self.cluster.pdbs():
+            if pdb_key(pdb) == key:
+                spec = pdb.spec
+                if spec.max_unavailable is not None:
+                    fields["maxUnavailable"] = spec.max_unavailable
+                elif spec.min_available is not None:
+                    fields["minAvailable"] = spec.min_available
+        return fields
+
+    def _eviction_blocked(
+        self, key: str, held: tuple[str | None, dict[str, Any], float], *, evicted: bool
+    ) -> None:
+        node, pdb, since = held
+        # The words of Karpenter's FailedDraining warning on the Node (terminator/eviction.go).
+        why = (
+            "eviction does not support multiple PDBs"
+            if pdb.get("multiplePDBs")
+            else "evicting pod violates a PDB"
+        )
+        self.bus.emit(
+            "EvictionBlocked",
+            pod=key,
+            node=node,
+            **pdb,
+            since=since,
+            evicted=evicted,
+            message=f"Failed to drain node, {why} (Pod={key})",
+            **{"for": self.bus.now - since},
+        )
+
+    def _evictions_never_passed(self) -> None:
+        """The end of the run: the evictions still held, said with how long so far."""
+        for key, held in sorted(self._evictions_held.items()):
+            self._eviction_blocked(key, held, evicted=False)
+        self._evictions_held.clear()
+
+
+def _named(why: Blocked) -> dict[str, str]:
+    """A DisruptionBlocked event's objects from its reason's structured values: `pod`,
+    `pdb` (or `pdbs`), `label`."""
+    words = {"Pod": "pod", "PodDisruptionBudget": "pdb", "PodDisruptionBudget(s)": "pdbs"}
+    return {words.get(k, k): v for k, v in why.values}
 
 
 def _instance_types_of(claim: NodeClaim) -> list[str]:

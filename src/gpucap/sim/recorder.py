@@ -87,6 +87,9 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "NodeTerminated": ("nodeClaim",),
     "LimitReached": ("nodePool",),
     "DisruptionDecision": ("nodeClaim", "reason"),
+    "DisruptionBlocked": ("message",),  # a node's (nodeClaim, node) or a NodePool's budget
+    "Unconsolidatable": ("nodeClaim", "node", "message"),
+    "EvictionBlocked": ("pod", "node", "pdb", "since", "for", "evicted"),
     "SpotInterruptionWarning": ("nodeClaim",),
 }
 

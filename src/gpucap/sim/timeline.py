@@ -59,6 +59,16 @@ COLLAPSE_WINDOW = 600.0
 # An object's index in its series: `-12` in `cpu-12`, `default/vllm-3` (not `us-east-1a`).
 _SERIES_INDEX = re.compile(r"(?<=[a-z0-9])-\d+\b")
 _TIMES = "\N{MULTIPLICATION SIGN}"
+# DisruptionBlocked messages that are a node's ordinary life (launching, initializing, taking
+# its pods, going away: candidates.py's first reasons): its other lines tell it; in the JSON.
+_NODE_LIFE = frozenset(
+    {
+        "Nodeclaim does not have an associated node",
+        "Node isn't initialized",
+        "Node is deleting or marked for deletion",
+        "Node is nominated for a pending pod",
+    }
+)
 _NAMES_SHOWN = 3
 
 
@@ -241,6 +251,8 @@ class _Timeline:
         self.lines: list[tuple[float, int, TimelineLine]] = []  # (t, order, line)
         self.evicted_at: dict[str, float] = {}  # pod -> its last eviction, seen so far
         self.instance_gone: dict[str, float] = {}  # NodeClaim -> when EC2 took its instance
+        # NodeClaim (or "NodePool <name> <reason>") -> whether its block in force was told
+        self.blocked: dict[str, bool] = {}
 
     def say(self, t: float, text: str) -> None:
         kind = self.current.type if self.current is not None else ""
@@ -574,6 +586,57 @@ class _Timeline:
             self.say(e.t, f"NodeClaim {claim} deleted: disrupted ({reason_words(e.get('reason'))})")
         else:
             self.say(e.t, f"NodeClaim {claim} to be disrupted: {reason_words(e.get('reason'))}")
+
+    def on_DisruptionBlocked(self, e: Event, batch: list[int]) -> None:  # noqa: N802
+        pool, claim, message = e.get("nodePool"), e.get("nodeClaim"), e.get("message") or ""
+        if claim is None:  # a NodePool's budget
+            reason = reason_words(e.get("reason"))
+            self.blocked[f"NodePool {pool} {e.get('reason')}"] = True
+            self.say(
+                e.t,
+                f"NodePool {pool}: no disruptions allowed for {reason}: its budget allows none",
+            )
+            return
+        told = message not in _NODE_LIFE
+        self.blocked[claim] = told
+        if not told:
+            return  # part of the node's own story, told by its other lines
+        named = [str(e.get(k)) for k in ("pod", "pdb", "pdbs") if e.get(k)]
+        objects = f" ({', '.join(named)})" if named else ""
+        self.say(e.t, f"{node_words(e.get('node'), claim)} cannot be disrupted: {message}{objects}")
+
+    def on_DisruptionUnblocked(self, e: Event, batch: list[int]) -> None:  # noqa: N802
+        pool, claim = e.get("nodePool"), e.get("nodeClaim")
+        if claim is None:
+            if self.blocked.pop(f"NodePool {pool} {e.get('reason')}", False):
+                reason = reason_words(e.get("reason"))
+                self.say(e.t, f"NodePool {pool}: its budget allows disruptions for {reason} again")
+            return
+        if self.blocked.pop(claim, False):
+            self.say(e.t, f"{node_words(e.get('node'), claim)} may be disrupted again")
+
+    def on_Unconsolidatable(self, e: Event, batch: list[int]) -> None:  # noqa: N802
+        self.say(
+            e.t,
+            f"{node_words(e.get('node'), e.get('nodeClaim'))} not consolidated: {e.get('message')}",
+        )
+
+    def on_EvictionBlocked(self, e: Event, batch: list[int]) -> None:  # noqa: N802
+        pod = str(e.get("pod"))
+        pdb = e.get("pdb")
+        if pdb is None:
+            by = "more than one PDB (an eviction supports one)"
+        else:
+            namespace = pod.split("/", 1)[0] + "/"
+            by = f"PDB {str(pdb).removeprefix(namespace)}"
+            for key in ("maxUnavailable", "minAvailable"):
+                if e.get(key) is not None:
+                    by += f" ({key} {e.get(key)})"
+        took = format_duration(e.get("for") or 0)
+        if e.get("evicted"):
+            self.say(e.t, f"eviction of {pod} blocked by {by} for {took}")
+        else:
+            self.say(e.t, f"eviction of {pod} still blocked by {by} at the end ({took})")
 
     def on_NodeClaimDeleted(self, e: Event, batch: list[int]) -> None:  # noqa: N802
         reason = reason_words(e.get("reason"))

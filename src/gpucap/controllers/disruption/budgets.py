@@ -20,6 +20,10 @@ BuildDisruptionBudgetMapping`).
   interruption, a manual delete) are already disrupting and use up the allowance; the result
   never goes below 0.
 
+`blocking_budgets` names the NodePools with nodes whose budgets allow 0 for a reason (Karpenter
+then publishes `NodePoolBlockedForDisruptionReason`, "No allowed disruptions for disruption
+reason X due to blocking budget", from `BuildDisruptionBudgetMapping`).
+
 Called by the disruption methods (emptiness, drift, consolidation) once per pass, for the
 method's reason; the controller counts the nodes once per pass (`pool_counts`) for every
 reason. Expiration, interruption and manual deletion never consult it.
@@ -48,6 +52,7 @@ __all__ = [
     "BudgetError",
     "PoolCounts",
     "allowed_disruptions",
+    "blocking_budgets",
     "budget_allows",
     "budget_is_active",
     "budget_mapping",
@@ -295,3 +300,18 @@ def budget_mapping(
         )
         for pool in cluster.nodepools()
     }
+
+
+def blocking_budgets(
+    cluster: Cluster, reason: str, *, now: dt.datetime, counts: PoolCounts
+) -> list[str]:
+    """The applied NodePools, in order, that have counted nodes (`counts`) and whose budgets
+    allow none of them to be disrupted for `reason` (`BuildDisruptionBudgetMapping` publishes
+    its NodePool event for these: the allowance itself is 0, before the nodes already
+    disrupting are taken off)."""
+    return [
+        pool.name
+        for pool in cluster.nodepools()
+        if counts.totals.get(pool.name, 0)
+        and pool_allowance(pool, reason, now=now, total_nodes=counts.totals[pool.name]) == 0
+    ]

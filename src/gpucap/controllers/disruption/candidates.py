@@ -17,9 +17,15 @@ A NodeClaim is a candidate when, in this order:
   may be evicted as far as its PodDisruptionBudget goes (`pdb.Limits.can_evict_pods`: no pod
   two PDBs select, none whose PDB allows no disruption now). For the eventual class, drift,
   both are waived when the NodeClaim has a terminationGracePeriod (its drain is bounded by
-  it). A node its pods hold is recorded with Karpenter's reason (`Blocked`: `pod has
-  "karpenter.sh/do-not-disrupt" annotation`, `pdb prevents pod evictions`, `eviction does not
-  support multiple PDBs`; `select_candidates`).
+  it).
+Every managed node held back but those in the queue is recorded with Karpenter's reason
+(`Blocked`, the DisruptionBlocked event's message; `select_candidates`): `nodeclaim does not
+have an associated node`, `node isn't initialized`, `node is deleting or marked for deletion`,
+`node is nominated for a pending pod`, `disruption is blocked through the
+"karpenter.sh/do-not-disrupt" annotation`, `node doesn't have required label`, `NodePool not
+found (NodePool=...)`, and for its pods `pod has "karpenter.sh/do-not-disrupt" annotation`,
+`pdb prevents pod evictions`, `eviction does not support multiple PDBs`. The node's own reasons
+are kept in its row (`_Row.unfit`), the per-pass ones (marks, nominations) are set lookups.
 Its price is the first offering of its instance type in its zone and capacity type (0 when
 unknown, as `resolveNodePrice`); its reschedulable pods are `pods.is_reschedulable`; its
 disruption cost (`disruption_cost`, asked with the time) is the eviction cost of all its pods
@@ -73,9 +79,15 @@ from gpucap.utils.pod import (
 
 __all__ = [
     "CONSOLIDATION_FACTS",
+    "DELETING",
     "DO_NOT_DISRUPT_BLOCKS",
     "DRIFTED",
     "DRIFTED_REASON",
+    "NODE_DO_NOT_DISRUPT",
+    "NOMINATED",
+    "NOT_INITIALIZED",
+    "NO_NODE",
+    "NO_NODEPOOL_LABEL",
     "Gate",
     "Selected",
     "consolidatable",
@@ -93,6 +105,14 @@ __all__ = [
 ]
 
 DRIFTED = "Drifted"
+# statenode.go `ValidateNodeDisruptable` and types.go `NewCandidate`: why a managed node is no
+# candidate, as the errors say it (the DisruptionBlocked event's message is the sentence).
+NO_NODE = "nodeclaim does not have an associated node"
+NOT_INITIALIZED = "node isn't initialized"
+DELETING = "node is deleting or marked for deletion"
+NOMINATED = "node is nominated for a pending pod"
+NODE_DO_NOT_DISRUPT = f'disruption is blocked through the "{DO_NOT_DISRUPT}" annotation'
+NO_NODEPOOL_LABEL = "node doesn't have required label"
 # statenode.go `ValidatePodsDisruptable`: the error of a pod whose do-not-disrupt is active.
 DO_NOT_DISRUPT_BLOCKS = f'pod has "{DO_NOT_DISRUPT}" annotation'
 
@@ -270,6 +290,9 @@ class _Row:
     price: float
     fixed: bool
     drifted: str  # `drifted_reason` of the NodeClaim
+    # Why `fixed` fails, as `ValidateNodeDisruptable` and `NewCandidate` say it, for the
+    # checks that read nothing per pass (deleting, not initialized, ...); None when it holds.
+    unfit: Blocked | None = None
     last: Candidate | None = None
 
 
@@ -320,11 +343,34 @@ def _row(
         node_price(it, labels.get(ZONE, ""), labels.get(CAPACITY_TYPE, "")),
         fixed,
         memos[DRIFTED_REASON].lookup(claim),
+        None if fixed else _unfit(claim, node, state, pool_name, memos=memos),
     )
     if len(rows) >= _ROWS_SIZE:
         rows.clear()
     rows[claim.name] = row
     return row
+
+
+def _unfit(
+    claim: NodeClaim, node: Node, state: StateNode, pool_name: str | None, *, memos: Memos
+) -> Blocked:
+    """Why a row's `fixed` checks fail, in `ValidateNodeDisruptable`'s order (not initialized,
+    deleting, the node's do-not-disrupt annotation, no NodePool label) and then `NewCandidate`'s
+    (its NodePool or its instance types not found). Nominations and marks, read per pass, are
+    `_why_held`'s."""
+    if not state.initialized:
+        return Blocked(NOT_INITIALIZED)
+    if (
+        claim.metadata.deletion_timestamp is not None
+        or node.metadata.deletion_timestamp is not None
+        or memos[_TERMINATING].lookup(claim)
+    ):
+        return Blocked(DELETING)
+    if node.metadata.annotations.get(DO_NOT_DISRUPT) == "true":
+        return Blocked(NODE_DO_NOT_DISRUPT)
+    if pool_name is None:
+        return Blocked(NO_NODEPOOL_LABEL, (("label", NODEPOOL),))
+    return Blocked(f"NodePool not found (NodePool={pool_name})")
 
 
 # NodeClaim name -> its row (see `_Row`), the run's; each row holds its objects, so identity
@@ -358,7 +404,10 @@ class _Selection:
     disruption: dict[str, float]
     found: list[Candidate]  # the answer when nothing is `clocked` (every row's candidate)
     totals: dict[str, PoolTotals]
-    blocked: dict[str, Blocked]  # NodeClaim name -> why its pods hold it (when not `clocked`)
+    # NodeClaim name -> why it is held back: its node (`held_back`) or its pods (those only
+    # when not `clocked`)
+    blocked: dict[str, Blocked]
+    held_back: dict[str, Blocked]
 
     def holds_for(
         self,
@@ -388,7 +437,7 @@ class _Selection:
         if not self.clocked:
             return Selected(list(self.found), dict(self.totals), dict(self.blocked))
         out: list[Candidate] = []
-        blocked: dict[str, Blocked] = {}
+        blocked: dict[str, Blocked] = dict(self.held_back)
         for row in self.rows:
             c = _candidate(row, now, self.disruption_class, self.limits)
             if isinstance(c, Blocked):
@@ -402,8 +451,9 @@ class _Selection:
 class Selected:
     """`select_candidates`' answer (`GetCandidatesWithTotals`): the candidates in NodeClaim
     order (before a method's own filter), the NodePool totals over all managed nodes, and, per
-    NodeClaim that passed every check of its own but is held by its pods, Karpenter's reason
-    (the DisruptionBlocked event's; drift's waiver aside)."""
+    managed NodeClaim held back (by its node's state, its NodePool or its pods; not those the
+    queue carries out), Karpenter's reason (the DisruptionBlocked event's; drift's waiver
+    aside)."""
 
     found: list[Candidate]
     totals: dict[str, PoolTotals]
@@ -533,11 +583,13 @@ def _select(
             by_provider_id.setdefault(n.spec.provider_id, n)
     # NodeClaims no candidate may come from: the queue's, the marked, those with a pod
     # nominated to them (a marked Node's name is checked on its own).
-    held = in_flight | marked | set(cluster.nominations().values())
+    nominated = set(cluster.nominations().values())
+    held = in_flight | marked | nominated
     # The PDBs over the pods of this snapshot (`NewLimits`, once per selection as Karpenter's
     # `GetCandidatesWithTotals`); every row is asked anew while there is a PDB.
     limits = Limits(pdbs, cluster.pods() if pdbs else ())
     out: list[Candidate] = []
+    held_back: dict[str, Blocked] = {}  # why the nodes that are no rows are held
     blocked: dict[str, Blocked] = {}
     rows: list[_Row] = []
     clocked = False
@@ -551,6 +603,10 @@ def _select(
         if node is None:
             node = cluster.node(status.node_name) if status.node_name else None
             if node is None:
+                # Cluster state knows a NodeClaim by its provider ID: one launched whose Node
+                # has not registered is a state node without a Node.
+                if status.provider_id and claim.name not in in_flight:
+                    held_back[claim.name] = _NO_NODE
                 continue
         node_name = node.metadata.name
         state = by_name.get(node_name)
@@ -574,6 +630,11 @@ def _select(
                 PER_NODE_BASE_DISRUPTION_COST + row.on.reschedule
             )
         if not row.fixed or claim_name in held or node_name in marked:
+            # The queue's own are no candidates without a word (`NewCandidate`'s first check).
+            if claim_name not in in_flight:
+                held_back[claim_name] = _why_held(
+                    row, claim_name in marked or node_name in marked, claim_name in nominated
+                )
             continue
         rows.append(row)
         if row.on.annotated:
@@ -600,8 +661,29 @@ def _select(
         disruption,
         out,
         _totals(out, cost, disruption),
-        blocked,
+        {**held_back, **blocked},
+        held_back,
     )
+
+
+_NO_NODE = Blocked(NO_NODE)
+_DELETING = Blocked(DELETING)
+_NOMINATED = Blocked(NOMINATED)
+
+
+def _why_held(row: _Row, marked: bool, nominated: bool) -> Blocked:
+    """Why a node that is not in the queue is no candidate before its pods are looked at:
+    `ValidateNodeDisruptable`'s first failing check (not initialized, deleting or marked,
+    nominated, then the row's own), else `NewCandidate`'s NodePool check (`_unfit`)."""
+    unfit = row.unfit
+    if unfit is not None and unfit.error in (NOT_INITIALIZED, DELETING):
+        return unfit
+    if marked:
+        return _DELETING
+    if nominated:
+        return _NOMINATED
+    assert unfit is not None  # `fixed` fails
+    return unfit
 
 
 def _candidate(

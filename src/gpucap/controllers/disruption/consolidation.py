@@ -27,8 +27,18 @@ the state also changes every 5 minutes). Validation after `COMMAND_VALIDATION_DE
 candidate still a candidate, within budget, and a new simulation still deletes (or still needs
 one replacement whose types include the command's).
 
+Single-node consolidation says why it found no command for a candidate, as Karpenter's
+`Unconsolidatable` events do (`unconsolidatable`, per NodeClaim, read by the controller): "Can't
+replace with a cheaper node", "Can't remove without creating N candidates", "SpotToSpot
+Consolidation is disabled, can't replace a spot node with a spot node", the spot-to-spot
+threshold, "Filtering by price: ..." (minValues). A candidate the pre-check rules out is not
+simulated: it is said to have nothing cheaper when the pre-check would let it through with a
+replacement of any price (`_why_not`).
+
 Not modelled: the 1-minute multi-node and 3-minute single-node timeouts (gpucap's simulation
-takes no wall-clock time, so the search always finishes), events and metrics.
+takes no wall-clock time, so the search always finishes), the Unconsolidatable events of a
+simulation whose pods cannot all schedule (Karpenter's message is the scheduler's errors) and
+of `ShouldDisrupt` (consolidation disabled, WhenEmpty and not empty, missing labels), metrics.
 Called by the disruption controller (`controller.py`).
 """
 
@@ -91,6 +101,11 @@ __all__ = [
 # pkg/apis/v1/nodepool.go `BalancedK`: a Balanced move must score at least 1/k.
 BALANCED_K = 2
 _CAPACITY_TYPE_PRECEDENCE = ("reserved", "spot", "on-demand")
+# consolidation.go's Unconsolidatable messages.
+NO_CHEAPER = "Can't replace with a cheaper node"
+SPOT_TO_SPOT_DISABLED = (
+    "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
+)
 
 Budgets = Callable[..., dict[str, int]]
 
@@ -184,6 +199,20 @@ def _below(
     if satisfies_min_values(kept, reqs)[1]:
         return None
     return kept
+
+
+def _price_words(
+    types: Sequence[InstanceType], reqs: Requirements, max_price: float, kept: object
+) -> str:
+    """The Unconsolidatable message when `_below` kept nothing (`kept` []: none cheaper) or
+    failed minValues (`kept` None: the labels not met, as Go prints a string slice)."""
+    if kept is not None:
+        return NO_CHEAPER
+    cheaper = [it for it in types if worst_launch_price(it, reqs) < max_price]
+    labels = " ".join(sorted(satisfies_min_values(cheaper, reqs)[1]))
+    return (
+        f"Filtering by price: minValues requirement is not met for label(s) (label(s)=[{labels}])"
+    )
 
 
 def _with_types(
@@ -316,6 +345,12 @@ class Consolidation:
         self._shared: PassShared | None = None
         self._wants = memo.memos[self.wants].lookup
         self._sort_key = memo.memos[_SORT_KEY].lookup
+        # NodeClaim -> why the last `compute` found no command for it alone (single-node).
+        self.unconsolidatable: dict[str, str] = {}
+        # What `_decide` said of the candidate it was last asked of alone ("" for none).
+        self._said = ""
+        # NodeClaim -> (the candidate object, why) for candidates the pre-check ruled out.
+        self._ruled_out: dict[str, tuple[Candidate, str]] = {}
 
     # IsConsolidated / markConsolidated
     def is_consolidated(self) -> bool:
@@ -416,6 +451,7 @@ class Consolidation:
 
     def _decide(self, candidates: Sequence[Candidate]) -> Proposal | None:
         """`compute_consolidation` past the pre-check: the simulation and the prices."""
+        self._said = ""
         shared = self._shared
         inputs: PassInputs | None = None
         if shared is not None:
@@ -436,6 +472,7 @@ class Consolidation:
         if not new:
             return Proposal(self.name, self.reason, tuple(candidates))
         if len(new) != 1:
+            self._said = f"Can't remove without creating {len(new)} candidates"
             return None
         claim = new[0]
         price = sum(c.price for c in candidates)
@@ -444,12 +481,14 @@ class Consolidation:
         allows_spot = ct is None or ct.has("spot")
         if all(c.capacity_type == "spot" for c in candidates) and allows_spot:
             if not self.spot_to_spot:
+                self._said = SPOT_TO_SPOT_DISABLED
                 return None  # the gate is off: no spot-to-spot command, prices aside
             return self._spot_to_spot(
                 candidates, claim, order_by_price(claim.instance_types, reqs), price
             )
         kept = _below(order_by_price(claim.instance_types, reqs), reqs, price)
         if not kept:
+            self._said = _price_words(claim.instance_types, reqs, price, kept)
             return None
         if allows_spot and (ct is None or ct.has("on-demand")):
             reqs = reqs.add(Requirement.new(CAPACITY_TYPE, "In", ["spot"]))
@@ -468,9 +507,14 @@ class Consolidation:
         spot = [it for it in types if it.has_available_offering(reqs)]
         kept = _below(spot, reqs, price)
         if not kept:
+            self._said = _price_words(spot, reqs, price, kept)
             return None
         if len(candidates) == 1:
             if len(kept) < SPOT_TO_SPOT_THRESHOLD:
+                self._said = (
+                    f"SpotToSpotConsolidation requires {SPOT_TO_SPOT_THRESHOLD} cheaper instance "
+                    f"type options than the current candidate to consolidate, got {len(kept)}"
+                )
                 return None
             limit = SPOT_TO_SPOT_THRESHOLD
             if reqs.has_min_values():
@@ -562,6 +606,7 @@ class MultiNodeConsolidation(Consolidation):
         candidates: list[Candidate],
         totals: Mapping[str, PoolTotals],
     ) -> list[Proposal]:
+        self.unconsolidatable = {}
         if self.is_consolidated():
             return []
         disruptable, constrained = self.within_budgets(self.sort(candidates), budgets)
@@ -629,6 +674,7 @@ class SingleNodeConsolidation(Consolidation):
         candidates: list[Candidate],
         totals: Mapping[str, PoolTotals],
     ) -> list[Proposal]:
+        self.unconsolidatable = {}
         if self.is_consolidated():
             return []
         constrained = False
@@ -645,11 +691,37 @@ class SingleNodeConsolidation(Consolidation):
                 if room is None:
                     room = self._pass_room()
                 if room is not None and not room.may_move_one(c):
+                    self._why_not(c)
                     continue
                 found = self._decide([c])
+                if found is None and self._said:
+                    self.unconsolidatable[c.node_claim.name] = self._said
                 if found is None or not approve_balanced(found, totals):
                     continue
                 return [found]
         if not constrained:
             self.mark_consolidated()
         return []
+
+    def _why_not(self, c: Candidate) -> None:
+        """Why a candidate the pre-check ruled out has no command (`unconsolidatable`),
+        without its simulation (which the pre-check is there to spare): when the pre-check
+        lets its pods through with a replacement of any price, only a cheaper one was
+        missing ("Can't replace with a cheaper node"); otherwise its pods cannot all move
+        onto the other nodes and one new one, which Karpenter words with the scheduler's
+        errors: nothing is said. A spot candidate with spot-to-spot off is not asked (its
+        words depend on the replacement's capacity type, which only the simulation knows).
+        Kept per candidate object (a new one comes with any change to its node or pods)."""
+        kept = self._ruled_out.get(c.node_claim.name)
+        if kept is None or kept[0] is not c:
+            said = ""
+            room = self._pass_room()
+            spot_held = c.capacity_type == "spot" and not self.spot_to_spot
+            if room is not None and not spot_held and room.may_move_one(replace(c, price=math.inf)):
+                said = NO_CHEAPER
+            kept = (c, said)
+            if len(self._ruled_out) >= 4096:
+                self._ruled_out.clear()
+            self._ruled_out[c.node_claim.name] = kept
+        if kept[1]:
+            self.unconsolidatable[c.node_claim.name] = kept[1]

@@ -35,17 +35,27 @@ each replacement's name (`Create`; the API server's `generateName` in Karpenter,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from gpucap.apis.core import Node
 from gpucap.apis.nodepool import NodeClaim, NodePool
 from gpucap.cloudprovider.types import CloudProvider, CloudProviderError
-from gpucap.controllers.disruption.budgets import budget_mapping, pool_counts
-from gpucap.controllers.disruption.candidates import DRIFTED_REASON, get_candidates
+from gpucap.controllers.disruption.budgets import (
+    PoolCounts,
+    blocking_budgets,
+    budget_mapping,
+    pool_counts,
+)
+from gpucap.controllers.disruption.candidates import (
+    DRIFTED_REASON,
+    get_candidates,
+    select_candidates,
+)
 from gpucap.controllers.disruption.consolidation import (
     Budgets,
+    Consolidation,
     MultiNodeConsolidation,
     PassMemo,
     SingleNodeConsolidation,
@@ -56,6 +66,8 @@ from gpucap.controllers.disruption.emptiness import Emptiness
 from gpucap.controllers.disruption.methods import Drift, StaticDrift
 from gpucap.controllers.disruption.types import (
     EVENTUAL,
+    GRACEFUL,
+    Blocked,
     Candidate,
     Command,
     Method,
@@ -100,13 +112,24 @@ def command_timeout(commands: int) -> float:
 
 @dataclass(frozen=True)
 class DisruptionResult:
-    """What one `reconcile` did."""
+    """What one `reconcile` did, and what its loop found held back (Karpenter publishes an
+    event for each as it finds it; the simulator's `NodeClaimEvents.disrupted` says each when
+    it first appears or changes). `blocked`: per managed NodeClaim the graceful candidate
+    selection held back (`candidates.Selected.blocked`, the DisruptionBlocked event's reason),
+    None when this reconcile selected no candidates (the queue or a validation only).
+    `budget_blocked`: per disruption reason whose budget mapping the pass built, the NodePools
+    with nodes whose budgets allow 0 (`budgets.blocking_budgets`). `unconsolidatable`: per
+    NodeClaim single-node consolidation found no command for, Karpenter's Unconsolidatable
+    message (`Consolidation.unconsolidatable`)."""
 
     decided: Command | None  # a new command this pass (emit DisruptionDecision)
     replacements: tuple[str, ...]  # NodeClaim names created this pass
     deleting: tuple[str, ...]  # candidates handed to termination this pass
     requeue_after: float | None
     abandoned: tuple[str, ...] = ()  # candidates of commands given up this pass (un-marked)
+    blocked: Mapping[str, Blocked] | None = None
+    budget_blocked: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    unconsolidatable: Mapping[str, str] = field(default_factory=dict)
 
 
 class ProvisioningController(Protocol):
@@ -148,6 +171,9 @@ class _Waiting:
 class _Pass:
     deleting: list[str] = field(default_factory=list)
     abandoned: list[str] = field(default_factory=list)
+    blocked: Mapping[str, Blocked] | None = None
+    budget_blocked: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    unconsolidatable: dict[str, str] = field(default_factory=dict)
 
 
 class Disruption:
@@ -235,6 +261,15 @@ class Disruption:
             )
         return dict(hit)
 
+    def _blocking(self, reason: str) -> tuple[str, ...]:
+        """The NodePools whose budgets allow none of their nodes to go for `reason`
+        (`budgets.blocking_budgets`, over the pass's node counts)."""
+        shared = self.memo.shared
+        counts = shared.counts if shared is not None else None
+        if not isinstance(counts, PoolCounts):
+            counts = pool_counts(self.cluster, self.memo.snapshot())
+        return tuple(blocking_budgets(self.cluster, reason, now=self.clock.now(), counts=counts))
+
     @property
     def next_poll(self) -> float:
         """When (clock seconds) the loop looks for new commands again; a `reconcile` before
@@ -302,6 +337,19 @@ class Disruption:
         drifted = self.cluster.memos[DRIFTED_REASON].lookup
         if not any(drifted(c) for c in self.cluster.node_claims()):
             seen[EVENTUAL] = ([], {})
+        # The graceful class always: Karpenter's every method selects candidates (and says why
+        # the others are held back) before it asks whether it is consolidated. Handed out
+        # again by `select_candidates` while the cluster is the same.
+        graceful = select_candidates(
+            self.cluster,
+            self.cloud_provider,
+            self.clock.now(),
+            disruption_class=GRACEFUL,
+            in_flight=self.in_flight(),
+            snap=self.memo.snapshot(),
+        )
+        seen[GRACEFUL] = (graceful.found, graceful.totals)
+        done.blocked = graceful.blocked
         for i in range(start, len(self.methods)):
             method = self.methods[i]
             if method.is_consolidated():
@@ -328,7 +376,11 @@ class Disruption:
             if not candidates:
                 continue
             budgets = self._pass_budgets(method.reason)
+            if method.reason not in done.budget_blocked:
+                done.budget_blocked[method.reason] = self._blocking(method.reason)
             proposals = method.compute(budgets, candidates, totals)
+            if isinstance(method, Consolidation):
+                done.unconsolidatable.update(method.unconsolidatable)
             if not proposals:
                 continue
             if method.validates:
@@ -367,6 +419,9 @@ class Disruption:
             tuple(done.deleting),
             max(0.0, min(waits)),
             tuple(done.abandoned),
+            done.blocked,
+            dict(done.budget_blocked),
+            dict(done.unconsolidatable),
         )
 
     # ---- StartCommand -------------------------------------------------------------------------
