@@ -85,6 +85,10 @@ _CATEGORY = {
     "DisruptionAbandoned": "disruption",
     "NodeClaimDrifted": "disruption",
     "SpotInterruptionWarning": "disruption",
+    "DisruptionBlocked": "disruption",
+    "DisruptionUnblocked": "disruption",
+    "Unconsolidatable": "disruption",
+    "EvictionBlocked": "disruption",
 }
 
 
