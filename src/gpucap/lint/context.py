@@ -444,18 +444,19 @@ class LintContext:
                 )
             launchable = found[1]
             gpu_types = [it for it in launchable if it.capacity.get(GPU_RESOURCE, 0) > 0]
-            own = (
-                _provider_gpus(types, provider_types, launchable)
-                if types is not provider_types
-                else {}
-            )
+            own: Mapping[str, int] = {}
+            if types is not provider_types:  # NodeOverlays changed some type of this pool
+                own_key = ("provider_gpus", id(types), id(launchable))
+                own = self.memo.get(own_key, own)
+                if own_key not in self.memo:
+                    own = self.memo[own_key] = _provider_gpus(types, provider_types, launchable)
             out.append(PoolView(m, np, nc, template, launchable, gpu_types, provider_gpus=own))
         gpu_pods = self._gpu_pods()
         for pool in out:
             pool.gpu_pool = _gpu_pool_reason(pool, gpu_pods)
         return out
 
-    @property
+    @cached_property
     def accepted_overlays(self) -> list[NodeOverlay]:
         """The NodeOverlays Karpenter accepts, in application order: all but those the stack's
         overlay pass rejected for a same-weight conflict (`judge_overlays`)."""
