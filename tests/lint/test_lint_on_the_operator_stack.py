@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gpucap.apis.serde import Manifests, load_text
 from gpucap.cloudprovider.aws.instancetype.settings import NodeClassSettings
@@ -154,3 +156,50 @@ def test_lint_builds_the_operator_stack_once_per_run(monkeypatch: pytest.MonkeyP
     ctx, _ = loaded(nodepool(), g6f_pool(), nodeclass(), price_overlay("cheap-g5", "0.01"))
     run(ctx, LintConfig())
     assert len(built) == 1
+
+
+# ---- the law: whatever the overlays, lint's types are plan's ----------------------------------
+G5 = {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["g5"]}
+REQUIREMENTS = (G5_XLARGE, ONE_GPU, G6F, G5)
+SPECS: tuple[dict[str, Any], ...] = (
+    {"price": "0.05"},
+    {"priceAdjustment": "-10%"},
+    {"priceAdjustment": "+0.5"},
+    {"capacity": {"nvidia.com/gpu": "4"}},
+    {"capacity": {"nvidia.com/gpu": "1"}},
+    {"capacity": {"nvidia.com/gpu.shared": "8"}},
+)
+
+
+@st.composite
+def overlays(draw: st.DrawFn) -> list[dict[str, Any]]:
+    out = []
+    for i in range(draw(st.integers(0, 4))):
+        spec: dict[str, Any] = {"requirements": [draw(st.sampled_from(REQUIREMENTS))]}
+        spec.update(draw(st.sampled_from(SPECS)))
+        weight = draw(st.sampled_from((None, 1, 2)))
+        if weight is not None:
+            spec["weight"] = weight
+        doc = {"apiVersion": "karpenter.sh/v1alpha1", "kind": "NodeOverlay"}
+        out.append({**doc, "metadata": {"name": f"overlay-{i}"}, "spec": spec})
+    return out
+
+
+@settings(max_examples=15, suppress_health_check=[HealthCheck.too_slow])
+@given(overlays())
+def test_whatever_the_overlays_lint_reads_the_types_plan_schedules_on(
+    docs: list[dict[str, Any]],
+) -> None:
+    ctx, manifests = loaded(nodepool(), g6f_pool(), nodeclass(), *docs)
+    planned = plan_types(manifests)
+    assert {p.name for p in ctx.pools} == set(planned)
+    for pool in ctx.pools:
+        assert shape(ctx.types_for(pool)) == shape(planned[pool.name])
+        assert [it.name for it in pool.gpu_types] == [
+            it.name for it in pool.instance_types if it.capacity.get("nvidia.com/gpu", 0) > 0
+        ]
+        # Physical GPUs are the AWS provider's, whatever an overlay advertises.
+        own = {it.name: it for it in ctx.stack.aws.get_instance_types(pool.nodepool)}
+        for it in pool.gpu_types:
+            physical = own[it.name].capacity.get("nvidia.com/gpu", 0)
+            assert pool.physical_gpus(it) == (physical or it.capacity["nvidia.com/gpu"])

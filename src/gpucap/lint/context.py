@@ -187,7 +187,7 @@ class PoolView:
         standard variant from the alias, without the plugin."""
         if self.is_auto_mode:
             return True
-        return self.is_bottlerocket and it.name not in self.overlay_gpu_names
+        return self.is_bottlerocket and self.provider_gpus.get(it.name) != 0
 
     @property
     def capacity_types(self) -> set[str]:
