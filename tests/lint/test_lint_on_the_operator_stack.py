@@ -144,6 +144,44 @@ def test_an_overlay_rejected_for_a_conflict_is_rejected_for_lint_as_for_plan() -
     assert {o.price for o in by_name(pool.instance_types, "g5.xlarge").offerings} == {0.02}
 
 
+def unresolved_class(name: str) -> dict[str, Any]:
+    """An EC2NodeClass whose alias resolves no AMI: its NodePools are not Ready."""
+    return edit(nodeclass(name), "spec.amiSelectorTerms", [{"alias": "al2023@v20000101"}])
+
+
+def not_ready_pool() -> dict[str, Any]:
+    return edit(nodepool("broken"), "spec.template.spec.nodeClassRef.name", "broken")
+
+
+def test_a_not_ready_nodepool_gets_the_overlays_plan_accepted() -> None:
+    docs = (nodepool(), nodeclass(), not_ready_pool(), unresolved_class("broken"))
+    ctx, manifests = loaded(*docs, price_overlay("cheap-g5", "0.01"))
+    assert [p.name for p in ctx.nodepool_readiness.ready] == ["gpu"]
+    assert set(plan_types(manifests)) == {"gpu"}
+    broken = next(p for p in ctx.pools if p.name == "broken")
+    assert {o.price for o in by_name(broken.instance_types, "g5.xlarge").offerings} == {0.01}
+
+
+def test_a_conflict_only_a_not_ready_nodepool_shows_rejects_no_overlay_plan_accepts() -> None:
+    # Both overlays set g5.xlarge's price in NodePool broken only, which plan does not judge.
+    only_broken = {"key": "karpenter.sh/nodepool", "operator": "In", "values": ["broken"]}
+    a, b = (
+        edit(price_overlay(name, price, weight=5), "spec.requirements", [G5_XLARGE, only_broken])
+        for name, price in (("a-cheap", "0.01"), ("b-cheaper", "0.02"))
+    )
+    a = edit(a, "spec.capacity", {"nvidia.com/gpu.shared": "8"})
+    docs = (nodepool(), nodeclass(), not_ready_pool(), unresolved_class("broken"), a, b)
+    ctx, manifests = loaded(*docs)
+    assert not [n for n in plan(manifests, CATALOG).notes if "conflicts with" in n]
+    assert [o.metadata.name for o in ctx.accepted_overlays] == ["b-cheaper", "a-cheap"]
+    broken = next(p for p in ctx.pools if p.name == "broken")
+    g5 = by_name(broken.instance_types, "g5.xlarge")
+    # The first accepted overlay in Karpenter's order (names descending) sets the price, and
+    # a-cheap, accepted, still adds its resource.
+    assert {o.price for o in g5.offerings} == {0.02}
+    assert g5.capacity["nvidia.com/gpu.shared"] == 8
+
+
 def test_lint_builds_the_operator_stack_once_per_run(monkeypatch: pytest.MonkeyPatch) -> None:
     built = []
     real = lint_context.plan_stack
