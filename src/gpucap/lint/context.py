@@ -28,6 +28,7 @@ provider's own types, and none of the AWS or GPU rules apply to it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -47,7 +48,7 @@ from gpucap.apis.labels import CAPACITY_TYPE
 from gpucap.apis.nodeoverlay import NodeOverlay
 from gpucap.apis.nodepool import NodePool
 from gpucap.apis.quantity import Quantity
-from gpucap.apis.serde import Manifest, Manifests, Source
+from gpucap.apis.serde import KubeObject, Manifest, Manifests, Source
 from gpucap.apis.workloads import DaemonSet
 from gpucap.cloudprovider.aws.amifamily.images import NODECLASS_READY, NodeClassReadiness
 from gpucap.cloudprovider.aws.automode import auto_mode_instance_types
@@ -60,6 +61,7 @@ from gpucap.controllers.nodepool.readiness import (
     UnmanagedNodePool,
     ready_nodepools,
 )
+from gpucap.controllers.provisioning.loop import Plan
 from gpucap.lint.registry import Finding, Severity
 from gpucap.operator.plan import (
     DEFAULT_KUBERNETES_VERSION,
@@ -67,6 +69,7 @@ from gpucap.operator.plan import (
     nodeclass_readiness,
     plan_stack,
 )
+from gpucap.operator.plan import plan as run_plan
 from gpucap.operator.plan import ready_nodepools as plan_readiness
 from gpucap.operator.stack import AWSStack
 from gpucap.scheduling.instancetypes import InstanceType
@@ -320,6 +323,28 @@ class LintContext:
     @cached_property
     def _objects(self) -> Manifests:
         return Manifests(tuple(self.manifests))
+
+    def plan(self, replace: Mapping[int, KubeObject] | None = None) -> Plan:
+        """`gpucap plan` over this input (`operator/plan.py` `plan`), or over it with some
+        objects replaced (`replace`: `id(manifest)` -> the object in its place), for rules
+        that compare what `plan` does with the input as written and with a fix (GPU007). The
+        plan of the input as written is made once per run."""
+        if not replace:
+            cached: Plan | None = self.memo.get(("plan",))
+            if cached is None:
+                cached = self.memo[("plan",)] = self._plan(self._objects)
+            return cached
+        items = tuple(
+            dataclasses.replace(m, obj=replace[id(m)]) if id(m) in replace else m
+            for m in self.manifests
+        )
+        return self._plan(Manifests(items))
+
+    def _plan(self, objects: Manifests) -> Plan:
+        try:
+            return run_plan(objects, self.catalog, kubernetes_version=self.kubernetes_version)
+        except ValueError:  # not a Kubernetes version the data can be asked about
+            return run_plan(objects, self.catalog, kubernetes_version=DEFAULT_KUBERNETES_VERSION)
 
     @cached_property
     def stack(self) -> AWSStack:

@@ -460,6 +460,7 @@ def _request_without_overlay(
     "getting less than they asked for.",
     fix="Set sharing.timeSlicing.failRequestsGreaterThanOne: true and have pods request 1.",
     source="NVIDIA GPU Operator time-slicing docs; NVIDIA/k8s-device-plugin README",
+    other=(("warning", "a pod on a shared pool requests more than one shared GPU"),),
 )
 def fail_requests_greater_than_one_off(ctx: LintContext) -> Iterable[Finding]:
     for m, key, cfg in ctx.device_plugin_configs:
@@ -524,6 +525,7 @@ def _applies(ctx: LintContext, pool: PoolView, m: Manifest, key: str) -> bool:
     fix="Set devicePlugin.config.default to a key of the ConfigMap, or label the NodePool "
     "template nvidia.com/device-plugin.config=<key>; include the ConfigMap in the lint input.",
     source="NVIDIA GPU Operator time-slicing docs (Applying the Default Configuration / Per Node)",
+    other=(("info", "the config's ConfigMap is not in the input, so nothing is checked"),),
 )
 def time_slicing_config_not_applied(ctx: LintContext) -> Iterable[Finding]:
     operator = operator_policy(ctx)
