@@ -550,9 +550,8 @@ def gpu_replicas_on_one_node(ctx: LintContext) -> Iterable[Finding]:
         claim, count = max(crowded, key=lambda cn: cn[1])
         assert claim.launch is not None
         spread = ctx.plan(replace={id(m): _with_hostname_spread(w)})
-        pending = [k for k in spread.pod_errors if k.startswith(f"{w.metadata.namespace}/")]
         with_spread = _cost(spread)
-        if pending and any(owned(spread.pods[k]) for k in pending if k in spread.pods):
+        if any(owned(spread.pods[k]) for k in spread.pod_errors if k in spread.pods):
             after = "with a hostname topology spread some replicas stay Pending"
         elif with_spread < as_is:
             after = (
