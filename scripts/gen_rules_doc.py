@@ -21,8 +21,10 @@ def render() -> str:
         "# gpucap lint rules",
         "",
         "Generated from the rules by `scripts/gen_rules_doc.py`; do not edit by hand.",
-        "`gpucap lint --explain ID` prints the same text. Severities: error (will not work),",
-        "warning (likely cost or availability incident), info (advice). Configure with",
+        "`gpucap lint --explain ID` prints the same text; `gpucap lint --list-rules` lists them.",
+        "Severities: error (will not work; `gpucap lint` exits 1), warning (likely cost or",
+        "availability incident), info (advice). A rule prints its own severity unless its",
+        "section names the case where it prints another. Configure with",
         "`[tool.gpucap.lint]` (select, ignore, severity) or suppress one finding with",
         "`# gpucap: ignore=ID` on or above the offending line.",
         "",
@@ -30,7 +32,8 @@ def render() -> str:
         "| --- | --- | --- | --- |",
     ]
     for r in rules:
-        lines.append(f"| [{r.id}](#{r.id.lower()}) | `{r.name}` | {r.severity} | {r.summary} |")
+        levels = ", ".join(r.severities)
+        lines.append(f"| [{r.id}](#{r.id.lower()}) | `{r.name}` | {levels} | {r.summary} |")
     for r in rules:
         lines += [
             "",
@@ -40,6 +43,7 @@ def render() -> str:
             "",
             f"**Checks:** {r.summary}",
             "",
+            *(f"**{level.capitalize()}** when {case}.\n" for level, case in r.other),
             f"**Why:** {r.why}",
             "",
             f"**Fix:** {r.fix}",

@@ -6,6 +6,7 @@ time-slicing settings). Builders of Karpenter's and Kubernetes' own kinds are `t
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +15,7 @@ from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.lint.config import LintConfig
 from gpucap.lint.context import LintContext
 from gpucap.lint.registry import Finding
+from gpucap.lint.rules import ALL
 from gpucap.lint.runner import run
 from tests.builders import to_yaml
 
@@ -22,6 +24,7 @@ __all__ = [
     "FILE",
     "TIME_SLICING",
     "Linted",
+    "check_public",
     "cluster_policy",
     "line_of",
     "lint",
@@ -62,7 +65,22 @@ def lint(rule_id: str, *docs: dict[str, Any]) -> Linted:
     assert not result.errors, [str(e) for e in result.errors]
     ctx = LintContext(result.manifests, CATALOG)
     findings = run(ctx, LintConfig(select=(rule_id,))).findings
+    for f in findings:
+        check_public(f)
     return Linted(text, [f for f in findings if f.rule == rule_id])
+
+
+RULES_BY_ID = {r.id: r for r in ALL}
+# What user output never names (issue 23): gpucap's internal design notes and seed files.
+INTERNAL_FILE = re.compile(r"\b[\w.-]+\.md\b|\bseed\b", re.IGNORECASE)
+
+
+def check_public(f: Finding) -> None:
+    """Every finding of every rule test: a severity its rule declares (docs/rules.md lists the
+    same), and no internal file named in its message."""
+    rule = RULES_BY_ID[f.rule]
+    assert f.severity in rule.severities, (f.rule, f.severity, rule.severities, f.message)
+    assert not INTERNAL_FILE.search(f.message), (f.rule, f.message)
 
 
 def cluster_policy(**spec: Any) -> dict[str, Any]:

@@ -240,8 +240,34 @@ def test_np004_pod_requests_more_gpus_than_any_type() -> None:
     f = only(findings, "NP004")
     assert f.object_ref == "Deployment/default/train"
     assert f.line == line_of(text, "nvidia.com/gpu: '2'")
-    assert "requests 2 nvidia.com/gpu but no NodePool it can use holds that many" in f.message
+    # Provably never scheduled (issue 23): an error, not a warning.
+    assert f.severity == "error"
+    assert "requests 2 nvidia.com/gpu but no NodePool it can use can launch a node" in f.message
     assert "gpu allows at most 1 per node" in f.message
+
+
+def test_np004_pod_held_by_a_limit_below_the_smallest_type_that_fits_is_an_error() -> None:
+    # 3 GPUs fit only a 4-GPU type; the limit of 3 lets no 4-GPU node launch, though the
+    # limit is at least the request.
+    np = edit(
+        edit(nodepool(), "spec.template.spec.requirements[3]", FOUR_GPU),
+        "spec.limits",
+        {"nvidia.com/gpu": "3"},
+    )
+    pod3 = deployment("train", replicas=1, gpu=3, tolerations=[GPU_TOLERATION])
+    findings, _ = lint(np, nodeclass(), pod3, select="NP004")
+    pod_findings = [f for f in findings if f.object_ref == "Deployment/default/train"]
+    (f,) = pod_findings
+    assert f.severity == "error"
+    assert "gpu is limited to 3 and its smallest type that holds them has 4" in f.message
+
+
+def test_np004_pod_another_pool_can_take_is_not_reported() -> None:
+    one = dict(FOUR_GPU, values=["1"])
+    small = edit(nodepool("small"), "spec.template.spec.requirements[3]", one)
+    big = deployment("train", gpu=2, tolerations=[GPU_TOLERATION])
+    findings, _ = lint(small, nodepool("big"), nodeclass(), big, select="NP004")
+    assert [f for f in findings if f.object_ref == "Deployment/default/train"] == []
 
 
 def test_np004_quiet_when_reachable() -> None:

@@ -8,6 +8,7 @@ catalog and the input, and prints the report. Registered by `cli/app.py`.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -54,6 +55,9 @@ def lint(  # noqa: PLR0917 - typer maps parameters to options
             "--explain", help="Print everything about one rule id.", callback=option_value
         ),
     ] = None,
+    list_rules: Annotated[
+        bool, typer.Option("--list-rules", help="List every rule: id, severity, name (-o json).")
+    ] = False,
     config: Annotated[
         str | None, typer.Option("--config", help="A .gpucap.toml or pyproject.toml to use.")
     ] = None,
@@ -82,12 +86,17 @@ def lint(  # noqa: PLR0917 - typer maps parameters to options
     why and a fix. Exit 1 on errors (or warnings with --strict), 0 otherwise, 2 on bad input."""
     rules = list(ALL)
     if explain is not None:
-        wanted = next((r for r in rules if explain in (r.id, r.name)), None)
+        # Ids are matched case-insensitively (`--explain gpu001`), as kube-linter and ruff do.
+        key = explain.casefold()
+        wanted = next((r for r in rules if key in (r.id.casefold(), r.name.casefold())), None)
         if wanted is None:
             raise BadInputError(f"--explain '{explain}': no such rule")
         out.lines(rule_help(wanted))
         return
     check_output(output, ("text", "json", "sarif"))
+    if list_rules:
+        _list_rules(rules, output)
+        return
     if not files:
         raise BadInputError("give manifest files or directories to lint")
     cfg = _config(config, rules)
@@ -134,6 +143,31 @@ def lint(  # noqa: PLR0917 - typer maps parameters to options
         raise typer.Exit(EXIT_BAD_INPUT)
     failing = report.count("error") + (report.count("warning") if strict else 0)
     raise typer.Exit(EXIT_FINDINGS if failing else EXIT_OK)
+
+
+def _list_rules(rules: list[Rule[LintContext]], output: str) -> None:
+    """`gpucap lint --list-rules`: a table (id, severity, name) or, with `-o json`, a list of
+    objects with the summary too. A rule's severities: the default first, then the others it
+    prints (`Rule.other`). SARIF has no rule-list form; it prints the table."""
+    if output == "json":
+        rows = [
+            {
+                "id": r.id,
+                "severity": r.severity,
+                "severities": list(r.severities),
+                "name": r.name,
+                "summary": r.summary,
+            }
+            for r in rules
+        ]
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return
+    width = max(len(r.id) for r in rules)
+    levels = {r.id: ",".join(r.severities) for r in rules}
+    level_width = max(len("SEVERITY"), *(len(v) for v in levels.values()))
+    out.line(f"{'ID':<{width}}  {'SEVERITY':<{level_width}}  NAME")
+    for r in rules:
+        out.line(f"{r.id:<{width}}  {levels[r.id]:<{level_width}}  {r.name}")
 
 
 def _config(config: str | None, rules: list[Rule[LintContext]]) -> LintConfig:

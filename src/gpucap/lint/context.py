@@ -1,14 +1,21 @@
 """Everything a lint rule may look at, computed once per run.
 
 Built from the loaded manifests (with their files and lines), the catalog and the options of
-`gpucap lint`: each NodePool resolved against the catalog through its EC2NodeClass (which
-instance types it can launch, which of them have NVIDIA GPUs, which AMI family and alias),
-which NodePools are Ready (`nodepool_readiness`: the EC2NodeClasses resolved as `plan` and
-`simulate` resolve them, over the bundled AMI releases, and Karpenter's readiness rules), the
+`gpucap lint`: each NodePool resolved (which instance types it can launch, which of them have
+NVIDIA GPUs, which AMI family and alias), which NodePools are Ready (`nodepool_readiness`:
+Karpenter's readiness rules over the EC2NodeClasses as the stack resolves their AMIs), the
 pods with the manifest they come from (a Deployment's pods point at the Deployment's pod
 template), the DaemonSets, the GPU Operator's ClusterPolicy and device-plugin configs, and
 known image sizes. `finding()` turns a rule's verdict into a `Finding` at the right `file:line`.
 Called by the lint runner; rules only read it.
+
+Lint stands on `plan`'s provider stack (`operator/plan.py` `plan_stack`, built once per run,
+`LintContext.stack`): the AWS cloud provider over a simulated EC2 with the bundled AMI releases,
+the NodeOverlay decorator over it, its overlays judged against the NodePools `plan` plans
+(`judge_overlays`). A NodePool's instance types are what that stack answers for it, overlaid
+prices and capacities included, so a rule and `plan` never disagree about which types a pool
+offers or what an overlay did; the types the AWS provider answers before the decorator give
+what is physical (`PoolView.physical_gpus`, GPUs that come only from an overlay).
 
 NodePools another Karpenter serves (`apis/automode.py`): an EKS Auto Mode pool is resolved
 against Auto Mode's instance types (`cloudprovider/aws/automode.py`: the catalog's supported
@@ -21,6 +28,7 @@ provider's own types, and none of the AWS or GPU rules apply to it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -40,14 +48,12 @@ from gpucap.apis.labels import CAPACITY_TYPE
 from gpucap.apis.nodeoverlay import NodeOverlay
 from gpucap.apis.nodepool import NodePool
 from gpucap.apis.quantity import Quantity
-from gpucap.apis.serde import Manifest, Source
+from gpucap.apis.serde import KubeObject, Manifest, Manifests, Source
 from gpucap.apis.workloads import DaemonSet
 from gpucap.cloudprovider.aws.amifamily.images import NODECLASS_READY, NodeClassReadiness
 from gpucap.cloudprovider.aws.automode import auto_mode_instance_types
-from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider, alias_readiness
 from gpucap.cloudprovider.aws.coldstart import KNOWN_IMAGE_SIZES, lookup_image_size
 from gpucap.cloudprovider.aws.ec2.api import EC2API
-from gpucap.cloudprovider.aws.ec2.simulated import SimulatedEC2
 from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
 from gpucap.cloudprovider.aws.instancetype.settings import NodeClassSettings, node_class_settings
 from gpucap.controllers.nodepool.readiness import (
@@ -55,11 +61,20 @@ from gpucap.controllers.nodepool.readiness import (
     UnmanagedNodePool,
     ready_nodepools,
 )
+from gpucap.controllers.provisioning.loop import Plan
 from gpucap.lint.registry import Finding, Severity
-from gpucap.runtime.clock import FakeClock
+from gpucap.operator.plan import (
+    DEFAULT_KUBERNETES_VERSION,
+    judge_overlays,
+    nodeclass_readiness,
+    plan_stack,
+)
+from gpucap.operator.plan import plan as run_plan
+from gpucap.operator.plan import ready_nodepools as plan_readiness
+from gpucap.operator.stack import AWSStack
 from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.nodeclaimtemplate import NodeClaimTemplate
-from gpucap.scheduling.nodeoverlay import PoolTypes, apply_overlays, evaluate_overlays
+from gpucap.scheduling.nodeoverlay import PoolTypes, ordered
 from gpucap.scheduling.requirements import ALLOW_UNDEFINED_WELL_KNOWN, Requirements
 
 __all__ = ["KNOWN_IMAGE_SIZES", "LintContext", "PodRef", "PoolView", "pool_types"]
@@ -88,12 +103,14 @@ class PodRef:
 
 @dataclass(eq=False)
 class PoolView:
-    """A NodePool resolved against the catalog (compared by identity).
+    """A NodePool resolved on the operator stack (compared by identity).
 
-    `gpu_types` are the launchable types with NVIDIA GPUs: those the catalog gives GPUs, and
-    those whose GPUs come only from a NodeOverlay (a fractional-GPU type the catalog counts as 0,
-    such as g6f), as copies carrying the overlay's `nvidia.com/gpu` capacity. `gpu_pool` says why
-    the pool counts as a GPU pool (see `LintContext.pools`), None when it does not.
+    `instance_types` are the launchable types as `plan` sees them (the NodeOverlays applied);
+    `gpu_types` those of them with `nvidia.com/gpu` capacity, which includes a type whose GPUs
+    come only from an overlay (a fractional-GPU type the catalog counts as 0, such as g6f).
+    `provider_gpus` holds, for each launchable type whose `nvidia.com/gpu` an overlay changed,
+    the count the AWS provider gives it before the overlays (`physical_gpus`). `gpu_pool` says
+    why the pool counts as a GPU pool (see `LintContext.pools`), None when it does not.
     """
 
     manifest: Manifest
@@ -103,7 +120,19 @@ class PoolView:
     instance_types: list[InstanceType]  # launchable: meet the pool's requirements, offered
     gpu_types: list[InstanceType] = field(default_factory=list)
     gpu_pool: str | None = None
-    overlay_gpu_names: set[str] = field(default_factory=set)  # GPUs only from a NodeOverlay
+    provider_gpus: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def overlay_gpu_names(self) -> set[str]:
+        """The launchable types whose GPUs come only from a NodeOverlay (none from AWS)."""
+        return {name for name, own in self.provider_gpus.items() if own == 0}
+
+    def physical_gpus(self, it: InstanceType) -> int:
+        """The NVIDIA GPUs of `it` as AWS counts them, before a NodeOverlay's capacity (a
+        time-slicing overlay's 4 on a 1-GPU type is 1); for a type whose GPUs come only from
+        an overlay, the overlay's count, since AWS gives it none."""
+        own = self.provider_gpus.get(it.name)
+        return own if own else it.capacity.get(GPU_RESOURCE, 0)
 
     @property
     def name(self) -> str:
@@ -161,7 +190,7 @@ class PoolView:
         standard variant from the alias, without the plugin."""
         if self.is_auto_mode:
             return True
-        return self.is_bottlerocket and it.name not in self.overlay_gpu_names
+        return self.is_bottlerocket and self.provider_gpus.get(it.name) != 0
 
     @property
     def capacity_types(self) -> set[str]:
@@ -197,9 +226,16 @@ class LintContext:
     # Per-run memo for rules (e.g. which pools a pod can land on): rules ask the same questions
     # about the same pods many times.
     memo: dict[tuple[Any, ...], Any] = field(default_factory=dict, repr=False)
-    _launchable: dict[tuple[int, Requirements], list[InstanceType]] = field(
-        default_factory=dict, repr=False
-    )
+    # (id of a type list, requirements) -> (that list, held so the id stays its, the launchable)
+    _launchable: dict[
+        tuple[int, Requirements], tuple[Sequence[InstanceType], list[InstanceType]]
+    ] = field(default_factory=dict, repr=False)
+    # Whether the stack resolved AMIs for `kubernetes_version` (False: not a version the data
+    # can be asked about; every EC2NodeClass then counts as Ready).
+    _versioned: bool = field(default=True, repr=False)
+    _classes: dict[str, NodeClassReadiness] | None = field(default=None, repr=False)
+    # The NodeOverlays the stack's overlay pass rejected (same-weight conflicts), by name.
+    _rejected: frozenset[str] = field(default=frozenset(), repr=False)
 
     # ---- objects by kind ------------------------------------------------------------------
     def of_kind(self, cls: type[K]) -> list[K]:
@@ -283,23 +319,93 @@ class LintContext:
                 out += [PodRef(admit(p), m, g.path) for g, p in sample_pods(obj)]
         return out
 
+    # ---- the operator stack ------------------------------------------------------------------
+    @cached_property
+    def _objects(self) -> Manifests:
+        return Manifests(tuple(self.manifests))
+
+    def plan(self, replace: Mapping[int, KubeObject] | None = None) -> Plan:
+        """`gpucap plan` over this input (`operator/plan.py` `plan`), or over it with some
+        objects replaced (`replace`: `id(manifest)` -> the object in its place), for rules
+        that compare what `plan` does with the input as written and with a fix (GPU007). The
+        plan of the input as written is made once per run."""
+        if not replace:
+            cached: Plan | None = self.memo.get(("plan",))
+            if cached is None:
+                cached = self.memo[("plan",)] = self._plan(self._objects)
+            return cached
+        items = tuple(
+            dataclasses.replace(m, obj=replace[id(m)]) if id(m) in replace else m
+            for m in self.manifests
+        )
+        return self._plan(Manifests(items))
+
+    def _plan(self, objects: Manifests) -> Plan:
+        try:
+            return run_plan(objects, self.catalog, kubernetes_version=self.kubernetes_version)
+        except ValueError:  # not a Kubernetes version the data can be asked about
+            return run_plan(objects, self.catalog, kubernetes_version=DEFAULT_KUBERNETES_VERSION)
+
+    @cached_property
+    def stack(self) -> AWSStack:
+        """`plan`'s provider stack over this input (`operator/plan.py` `plan_stack`), built
+        once per run, its NodeOverlays judged against the NodePools `plan` plans (its Ready
+        ones, `judge_overlays`). An EC2NodeClass whose capacity settings cannot be read is left
+        out of it, so its NodePools get the default class's types (the loader rejects such a
+        class first; this only keeps lint from failing on one)."""
+        objects = Manifests(tuple(m for m in self.manifests if _settings_readable(m)))
+        try:
+            stack = plan_stack(objects, self.catalog, kubernetes_version=self.kubernetes_version)
+        except ValueError:  # not a Kubernetes version the data can be asked about
+            self._versioned = False
+            stack = plan_stack(objects, self.catalog, kubernetes_version=DEFAULT_KUBERNETES_VERSION)
+        if stack.cloud.overlays:
+            self._judge_overlays(stack)
+        return stack
+
+    def _judge_overlays(self, stack: AWSStack) -> None:
+        """The NodeOverlay pass `plan` runs (`judge_overlays`, against its Ready NodePools),
+        whose rejected overlays lint keeps; then, when lint also resolves NodePools that pass
+        did not judge (not Ready ones), one pass over all of them, kept only if it rejects the
+        same overlays (so it accepts the same ones, and overlays every pool as `plan`'s verdict
+        would). A pool the decorator did not judge is matched on its own when asked; one pass
+        over all shares the matching between pools alike (a thousand not Ready pools would
+        otherwise be a thousand matchings of the whole catalog)."""
+        classes = self._classes_on(stack)
+        ready = plan_readiness(self._objects, stack.cloud, [], classes=classes).ready
+        evaluation = judge_overlays(stack.cloud, ready, [])
+        assert evaluation is not None  # the stack has overlays
+        self._rejected = frozenset(c.overlay for c in evaluation.conflicts)
+        judged = {id(np) for np in ready}
+        others = [
+            np
+            for np in self.of_kind(NodePool)
+            if id(np) not in judged and np.spec.template.spec.node_class_ref.served_by is None
+        ]
+        if not others:
+            return
+        wider = stack.cloud.evaluate([*ready, *others])
+        if frozenset(c.overlay for c in wider.conflicts) != self._rejected:
+            stack.cloud.evaluate(ready)  # back to plan's verdict; the others one by one
+
+    def _classes_on(self, stack: AWSStack) -> dict[str, NodeClassReadiness]:
+        """Each EC2NodeClass's readiness as `stack` resolves it (once per run)."""
+        if self._classes is None:
+            if self._versioned:
+                self._classes = nodeclass_readiness(self._objects, stack.cloud)
+            else:
+                names = (nc.metadata.name for nc in self.of_kind(EC2NodeClass))
+                self._classes = dict.fromkeys(names, NODECLASS_READY)
+        return self._classes
+
     # ---- readiness ---------------------------------------------------------------------------
     @cached_property
     def nodeclass_readiness(self) -> dict[str, NodeClassReadiness]:
         """Each EC2NodeClass's readiness by name, as `plan` and `simulate` see it: its alias
-        resolved over a simulated EC2 that published the bundled releases of the cluster's
-        Kubernetes version (`alias_readiness`; a class with its own AMIs counts as Ready)."""
-        classes = {nc.metadata.name: nc for nc in self.of_kind(EC2NodeClass)}
-        clock = FakeClock()
-        api = SimulatedEC2(self.catalog, clock)
-        try:
-            api.publish_amis(self.kubernetes_version)
-        except ValueError:  # not a Kubernetes version the data can be asked about
-            return dict.fromkeys(classes, NODECLASS_READY)
-        provider = AWSCloudProvider(
-            api, self.catalog, clock, classes, kubernetes_version=self.kubernetes_version
-        )
-        return alias_readiness(provider, classes.values())
+        resolved by the stack's AWS provider over the bundled releases of the cluster's
+        Kubernetes version (`alias_readiness`; a class with its own AMIs counts as Ready, and
+        every class does when the version is not one the data knows)."""
+        return self._classes_on(self.stack)
 
     @cached_property
     def nodepool_readiness(self) -> NodePoolReadiness:
@@ -309,22 +415,21 @@ class LintContext:
         return ready_nodepools(nodepools, self.nodeclass_readiness, missing_class="skip")
 
     # ---- NodePools resolved -----------------------------------------------------------------
-    def types_for(self, pool: PoolView, catalog: Catalog | None = None) -> Sequence[InstanceType]:
-        """The instance types `pool` chooses from in `catalog` (this run's by default): EKS Auto
-        Mode's for an Auto Mode pool, else the catalog's resolved for the pool's EC2NodeClass.
+    def types_for(self, pool: PoolView) -> Sequence[InstanceType]:
+        """The instance types `pool` chooses from: EKS Auto Mode's for an Auto Mode pool, else
+        what the operator stack answers for its NodePool (its EC2NodeClass's types, or the
+        default class's when the class is missing, as `plan` plans it; NodeOverlays applied).
         Kept for the run, so rules may memoise by the object."""
-        cat = catalog if catalog is not None else self.catalog
         if pool.is_auto_mode:
-            return self._auto_mode_types(cat)
-        return cat.instance_types(self.settings_for(pool.nodeclass))
+            return self._auto_mode_types()
+        return self.stack.cloud.get_instance_types(pool.nodepool)
 
-    def _auto_mode_types(self, catalog: Catalog) -> Sequence[InstanceType]:
-        key = ("auto_mode_types", id(catalog))
-        cached: tuple[Catalog, Sequence[InstanceType]] | None = self.memo.get(key)
-        if cached is None or cached[0] is not catalog:
-            cached = (catalog, auto_mode_instance_types(catalog))
-            self.memo[key] = cached
-        return cached[1]
+    def _auto_mode_types(self) -> Sequence[InstanceType]:
+        key = ("auto_mode_types",)
+        cached: Sequence[InstanceType] | None = self.memo.get(key)
+        if cached is None:
+            cached = self.memo[key] = auto_mode_instance_types(self.catalog)
+        return cached
 
     def settings_for(self, nodeclass: Manifest | None) -> NodeClassSettings:
         if nodeclass is None:
@@ -357,70 +462,51 @@ class LintContext:
             if ref.is_auto_mode:
                 nc = None
                 template = UnmanagedNodePool(np, AUTO_MODE).template
-                types = self._auto_mode_types(self.catalog)
+                types = self._auto_mode_types()
+                provider_types = types
             else:
                 nc = self.nodeclasses.get(ref.name)
                 template = NodeClaimTemplate.from_nodepool(np)
-                types = self.catalog.instance_types(self.settings_for(nc))
+                types = self.stack.cloud.get_instance_types(np)
+                provider_types = self.stack.aws.get_instance_types(np)
             reqs = template.requirements
             # Only keys the instance types define can rule one out (intersection ignores the
             # rest), so checking the reduced set gives the same answer and shares the memo
-            # across pools that differ only in their own labels.
-            keys = self._type_keys(types)
+            # across pools that differ only in their own labels. Overlays change no
+            # requirement or availability, so the provider's list decides for the overlaid one.
+            keys = self._type_keys(provider_types)
             reduced = Requirements({k: r for k, r in reqs.items() if k in keys})
             memo_key = (id(types), reduced)
-            launchable = self._launchable.get(memo_key)
-            if launchable is None:
-                launchable = [
-                    it
-                    for it in types
-                    if it.is_compatible(reduced) and it.has_available_offering(reqs)
-                ]
-                self._launchable[memo_key] = launchable
+            found = self._launchable.get(memo_key)
+            if found is None:
+                found = self._launchable[memo_key] = (
+                    types,
+                    [
+                        it
+                        for it in types
+                        if it.is_compatible(reduced) and it.has_available_offering(reqs)
+                    ],
+                )
+            launchable = found[1]
             gpu_types = [it for it in launchable if it.capacity.get(GPU_RESOURCE, 0) > 0]
-            out.append(PoolView(m, np, nc, template, launchable, gpu_types))
-        self._add_overlay_gpus(out)
+            own: Mapping[str, int] = {}
+            if types is not provider_types:  # NodeOverlays changed some type of this pool
+                own_key = ("provider_gpus", id(types), id(launchable))
+                own = self.memo.get(own_key, own)
+                if own_key not in self.memo:
+                    own = self.memo[own_key] = _provider_gpus(types, provider_types, launchable)
+            out.append(PoolView(m, np, nc, template, launchable, gpu_types, provider_gpus=own))
         gpu_pods = self._gpu_pods()
         for pool in out:
             pool.gpu_pool = _gpu_pool_reason(pool, gpu_pods)
         return out
 
-    @property
+    @cached_property
     def accepted_overlays(self) -> list[NodeOverlay]:
-        """The NodeOverlays Karpenter accepts, in application order (same-weight conflicts
-        rejected; `scheduling/nodeoverlay.py`)."""
-        key = ("accepted_overlays",)
-        accepted: list[NodeOverlay] | None = self.memo.get(key)
-        if accepted is None:
-            accepted = evaluate_overlays(self.overlays, [pool_types(p) for p in self.pools])[0]
-            self.memo[key] = accepted
-        return accepted
-
-    def _add_overlay_gpus(self, pools: list[PoolView]) -> None:
-        """Add to each pool's GPU types those that get `nvidia.com/gpu` only from an overlay."""
-        if not any(GPU_RESOURCE in (o.spec.capacity or {}) for o in self.overlays):
-            return
-        accepted = evaluate_overlays(self.overlays, [pool_types(p) for p in pools])[0]
-        self.memo[("accepted_overlays",)] = accepted
-        setting = [o for o in accepted if GPU_RESOURCE in (o.spec.capacity or {})]
-        views = [
-            PoolTypes(
-                p.name,
-                p.nodepool.spec.template.metadata.labels,
-                [it for it in p.instance_types if not it.capacity.get(GPU_RESOURCE, 0)],
-            )
-            for p in pools
-        ]
-        for pool, view, (applied, _) in zip(
-            pools, views, apply_overlays(setting, views), strict=True
-        ):
-            added = [
-                new
-                for old, new in zip(view.types, applied, strict=True)
-                if new is not old and new.capacity.get(GPU_RESOURCE, 0) > 0
-            ]
-            pool.gpu_types += added
-            pool.overlay_gpu_names = {it.name for it in added}
+        """The NodeOverlays Karpenter accepts, in application order: all but those the stack's
+        overlay pass rejected for a same-weight conflict (`judge_overlays`)."""
+        _ = self.stack  # the pass runs when the stack is built
+        return [o for o in ordered(self.overlays) if o.metadata.name not in self._rejected]
 
     def _gpu_pods(self) -> list[Pod]:
         return [ref.pod for ref in self.pods if pod_gpus(ref.pod) > 0]
@@ -492,6 +578,35 @@ class LintContext:
             object_ref=manifest.ref,
             path=format_path(path),
         )
+
+
+def _settings_readable(m: Manifest) -> bool:
+    """Whether `m` is not an EC2NodeClass, or one whose capacity settings can be read."""
+    if not isinstance(m.obj, EC2NodeClass):
+        return True
+    try:
+        node_class_settings(m.obj)
+    except ValueError:
+        return False
+    return True
+
+
+def _provider_gpus(
+    overlaid: Sequence[InstanceType],
+    provider: Sequence[InstanceType],
+    launchable: Sequence[InstanceType],
+) -> dict[str, int]:
+    """For each launchable type whose `nvidia.com/gpu` capacity the NodeOverlays changed, the
+    count the provider gave it (the decorator keeps the provider's order, one type for one)."""
+    wanted = {id(it) for it in launchable}
+    out = {}
+    for new, old in zip(overlaid, provider, strict=True):
+        if new is old or id(new) not in wanted:
+            continue
+        before = old.capacity.get(GPU_RESOURCE, 0)
+        if new.capacity.get(GPU_RESOURCE, 0) != before:
+            out[new.name] = before
+    return out
 
 
 def pool_types(pool: PoolView) -> PoolTypes:

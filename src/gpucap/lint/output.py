@@ -81,6 +81,7 @@ def rule_help(rule: Rule[Any]) -> list[str]:
         f"{rule.id} {rule.name} ({rule.severity})",
         "",
         f"Checks: {rule.summary}",
+        *(f"Prints {level} when {case}." for level, case in rule.other),
         "",
         f"Why: {rule.why}",
         "",

@@ -68,6 +68,14 @@ class Rule(Generic[C]):
     fix: str
     source: str
     check: Check[C] = field(compare=False, repr=False)
+    # The other severities the rule prints, each with the case it prints it in (docs/rules.md
+    # and `--list-rules` state them; a test holds the findings to them).
+    other: tuple[tuple[Severity, str], ...] = ()
+
+    @property
+    def severities(self) -> tuple[Severity, ...]:
+        """Every severity the rule can print, the declared (default) one first."""
+        return (self.severity, *(s for s, _ in self.other))
 
     @property
     def category(self) -> str:
@@ -96,11 +104,13 @@ class Registry(Generic[C]):
         why: str,
         fix: str,
         source: str,
+        other: tuple[tuple[Severity, str], ...] = (),
     ) -> Callable[[Check[C]], Check[C]]:
-        """Register a check as a rule (decorator); the function is returned unchanged."""
+        """Register a check as a rule (decorator); the function is returned unchanged. `other`:
+        the severities it prints besides `severity`, each with its case."""
 
         def register(check: Check[C]) -> Check[C]:
-            self.add(Rule(id, name, severity, summary, why, fix, source, check))
+            self.add(Rule(id, name, severity, summary, why, fix, source, check, other))
             return check
 
         return register

@@ -20,12 +20,14 @@ Called by `gpucap plan` (and `--explain`), the report, the demo, bench and tests
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from gpucap.apis.automode import AUTO_MODE
 from gpucap.apis.core import Pod
+from gpucap.apis.nodepool import NodePool
 from gpucap.apis.serde import Manifests
 from gpucap.apis.workloads import DaemonSet
+from gpucap.cloudprovider.aws.amifamily.images import NodeClassReadiness
 from gpucap.cloudprovider.aws.automode import auto_mode_instance_types
 from gpucap.cloudprovider.aws.cloudprovider import (
     DEFAULT_EC2NODECLASS,
@@ -34,7 +36,7 @@ from gpucap.cloudprovider.aws.cloudprovider import (
 )
 from gpucap.cloudprovider.aws.instance.launch import LaunchPreview
 from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
-from gpucap.cloudprovider.overlay import OverlaidCloudProvider
+from gpucap.cloudprovider.overlay import OverlaidCloudProvider, OverlayEvaluation
 from gpucap.controllers.nodepool.readiness import (
     NodePoolReadiness,
     NotReadyNodePool,
@@ -63,6 +65,8 @@ from gpucap.state.snapshot import snapshot
 __all__ = [
     "explain",
     "explain_pod",
+    "judge_overlays",
+    "nodeclass_readiness",
     "plan",
     "plan_provider",
     "plan_stack",
@@ -112,16 +116,51 @@ def plan_stack(
     )
 
 
-def ready_nodepools(
-    manifests: Manifests, provider: OverlaidCloudProvider, notes: list[str]
-) -> NodePoolReadiness:
-    """The NodePools `plan` plans (`readiness.ready_nodepools` with the default-class policy,
-    the EC2NodeClasses as `provider` resolves them), with a note for each one it leaves out or
-    plans with the default EC2NodeClass (input order)."""
+def nodeclass_readiness(
+    manifests: Manifests, provider: OverlaidCloudProvider
+) -> dict[str, NodeClassReadiness]:
+    """Each EC2NodeClass of `manifests` by name, Ready or not as the AWS provider under
+    `provider` resolves its AMIs (`alias_readiness`): what `plan` and lint decide which
+    NodePools are Ready from."""
     aws = provider.inner
     assert isinstance(aws, AWSCloudProvider)
-    readiness = alias_readiness(aws, manifests.nodeclasses)
+    return alias_readiness(aws, manifests.nodeclasses)
+
+
+def ready_nodepools(
+    manifests: Manifests,
+    provider: OverlaidCloudProvider,
+    notes: list[str],
+    *,
+    classes: Mapping[str, NodeClassReadiness] | None = None,
+) -> NodePoolReadiness:
+    """The NodePools `plan` plans (`readiness.ready_nodepools` with the default-class policy,
+    the EC2NodeClasses as `provider` resolves them, or `classes` when the caller has them
+    already), with a note for each one it leaves out or plans with the default EC2NodeClass
+    (input order)."""
+    readiness = nodeclass_readiness(manifests, provider) if classes is None else classes
     return nodepool_readiness(manifests.nodepools, readiness, missing_class="default", notes=notes)
+
+
+def judge_overlays(
+    provider: OverlaidCloudProvider, nodepools: Sequence[NodePool], notes: list[str]
+) -> OverlayEvaluation | None:
+    """The NodeOverlay controller's pass over the NodePools `plan` plans (its Ready ones):
+    which overlays Karpenter accepts, with a note for each conflict it rejects and each pool
+    whose types they change; None without overlays. Lint runs the same pass on the same pools,
+    so the types its rules read are those `plan` schedules on."""
+    if not provider.overlays:
+        return None
+    evaluation = provider.evaluate(nodepools)
+    notes.extend(str(c) for c in evaluation.conflicts)
+    for name, changed in evaluation.changed:
+        if changed:
+            notes.append(
+                f"NodePool {name}: NodeOverlays change {changed} instance type"
+                f"{'' if changed == 1 else 's'} (Karpenter applies them only with the "
+                "NodeOverlay feature gate on; it is off by default)"
+            )
+    return evaluation
 
 
 def _pools(
@@ -132,17 +171,7 @@ def _pools(
 ) -> tuple[list[PoolInput], NodePoolReadiness]:
     readiness = ready_nodepools(manifests, provider, notes)
     nodepools = readiness.ready
-    if provider.overlays:
-        # The NodeOverlay controller's pass: which overlays Karpenter accepts for these pools.
-        evaluation = provider.evaluate(nodepools)
-        notes.extend(str(c) for c in evaluation.conflicts)
-        for name, changed in evaluation.changed:
-            if changed:
-                notes.append(
-                    f"NodePool {name}: NodeOverlays change {changed} instance type"
-                    f"{'' if changed == 1 else 's'} (Karpenter applies them only with the "
-                    "NodeOverlay feature gate on; it is off by default)"
-                )
+    judge_overlays(provider, nodepools, notes)
     return provisioner.pools(nodepools), readiness
 
 

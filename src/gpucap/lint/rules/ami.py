@@ -212,9 +212,15 @@ def ami_alias_latest(ctx: LintContext) -> Iterable[Finding]:
     "the release together with the cluster.",
     source="aws/karpenter-provider-aws pkg/providers/amifamily (al2023.go, al2.go, ami.go), "
     "pkg/controllers/nodeclass/ami.go; kubernetes-sigs/karpenter "
-    "pkg/controllers/nodepool/readiness/controller.go; awslabs/amazon-eks-ami release notes; "
-    "the workshop (seed, step 2: READY False when AMI_VERSION does not exist for the "
-    "Kubernetes version)",
+    "pkg/controllers/nodepool/readiness/controller.go; awslabs/amazon-eks-ami release notes",
+    other=(
+        ("warning", "the release is marked abandoned in the EKS AMI release notes"),
+        (
+            "info",
+            "the release cannot be checked: newer than the bundled list, known only partly, "
+            "or SSM could not be read",
+        ),
+    ),
 )
 def ami_release_not_found(ctx: LintContext) -> Iterable[Finding]:
     api = ctx.ec2api
@@ -450,7 +456,7 @@ def _replaced(ctx: LintContext, m: Manifest) -> bool:
     "EC2NodeClass), then roll with a Drifted disruption budget; or pin a release on the same "
     "driver branch.",
     source="awslabs/amazon-eks-ami release notes; aws-samples/amazon-eks-machine-learning-with-"
-    "terraform-and-kubeflow#119; the workshop (seed, step 2: a driver bump can break workloads)",
+    "terraform-and-kubeflow#119",
 )
 def ami_nvidia_driver_major_change(ctx: LintContext) -> Iterable[Finding]:
     aliases = [a for a in _aliases(ctx, history=True) if a.family in RELEASE_FAMILIES]

@@ -134,7 +134,13 @@ def _controls_drift(budget: Budget) -> bool:
     '"0 8 * * mon-fri", duration: 10h}` to keep drift out of business hours (schedules are '
     "UTC).",
     source="Karpenter docs, disruption (NodePool Disruption Budgets); kubernetes-sigs/karpenter"
-    "#1581; karpenter-disruption.md §2",
+    "#1581",
+    other=(
+        (
+            "info",
+            "the budgets limit drift but at any hour (no Drifted budget with a schedule)",
+        ),
+    ),
 )
 def gpu_pool_default_budget(ctx: LintContext) -> Iterable[Finding]:
     for pool in _gpu_pools(ctx):
@@ -245,7 +251,7 @@ def _fully_blocking(pdb: PodDisruptionBudget, replicas: int | None) -> str | Non
     "forever (cordoned, still billed, never replaced by the rotation you wanted).",
     fix="Set `spec.template.spec.terminationGracePeriod` (e.g. 1h; changing it drifts existing "
     "nodes), or fix the PDB (maxUnavailable >= 1) and use a duration for do-not-disrupt.",
-    source="Karpenter docs, disruption (Expiration); karpenter-disruption.md §3.1, §3.2, §5",
+    source="Karpenter docs, disruption (Expiration)",
 )
 def expire_without_termination_grace(ctx: LintContext) -> Iterable[Finding]:
     pdbs = _pdb_blockers(ctx)
@@ -314,7 +320,7 @@ def _forceful(pool: PoolView) -> list[str]:
     "(when that feature gate is on) and manual deletion.",
     fix="Plan for the forceful methods: on-demand capacity or expireAfter: Never for pods that "
     "must not move, a terminationGracePeriod that bounds the drain, and replicas with a PDB.",
-    source="Karpenter docs, disruption (Pod-Level Controls); karpenter-disruption.md §3.1",
+    source="Karpenter docs, disruption (Pod-Level Controls)",
 )
 def do_not_disrupt_not_forceful(ctx: LintContext) -> Iterable[Finding]:
     seen: set[int] = set()

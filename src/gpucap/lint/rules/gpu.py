@@ -10,14 +10,17 @@ plugin) tolerates the GPU pools' taints.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from gpucap.apis.core import Pod, Taint, Toleration
+from gpucap.apis.core import Pod, Taint, Toleration, TopologySpreadConstraint
 from gpucap.apis.gpuoperator import ComponentSpec
+from gpucap.apis.labels import HOSTNAME, ZONE
+from gpucap.apis.meta import NamespacedObjectMeta
 from gpucap.apis.serde import Manifest
-from gpucap.apis.workloads import DaemonSet
-from gpucap.lint.context import LintContext, PoolView
+from gpucap.apis.workloads import DaemonSet, Deployment, StatefulSet
+from gpucap.controllers.provisioning.loop import Plan
+from gpucap.lint.context import LintContext, PoolView, pod_gpus
 from gpucap.lint.registry import Finding, Registry
 from gpucap.scheduling.daemonsets import (
     blocking_taint,
@@ -144,6 +147,12 @@ def _needs_plugin(pool: PoolView) -> list[InstanceType]:
     source="EKS Best Practices AI/ML (Use Kubernetes Device Plugin); Karpenter troubleshooting "
     "(Nodes not initialized); aws/karpenter-provider-aws#1914; Bottlerocket settings "
     "(kubelet-device-plugins)",
+    other=(
+        (
+            "info",
+            "no device plugin or GPU Operator is in the input at all (it may run outside it)",
+        ),
+    ),
 )
 def gpu_pool_without_device_plugin(ctx: LintContext) -> Iterable[Finding]:
     for pool in ctx.pools:
@@ -448,3 +457,135 @@ def custom_ami_mixed_gpu_pool(ctx: LintContext) -> Iterable[Finding]:
             "types: Karpenter cannot match the AMI to the instance type, so GPU nodes may boot "
             "an AMI without the NVIDIA driver (or CPU nodes the GPU AMI)",
         )
+
+
+# ---- GPU007 --------------------------------------------------------------------------------------
+# The topology keys that make replicas separate failure domains: a node, or a zone.
+_SPREAD_KEYS = frozenset({HOSTNAME, ZONE})
+
+
+def _spreads(pod: Pod) -> bool:
+    """The pod has a topology spread, or a pod anti-affinity (required or preferred), on
+    hostname or zone: its replicas are already kept apart (or asked to be)."""
+    if any(c.topology_key in _SPREAD_KEYS for c in pod.spec.topology_spread_constraints):
+        return True
+    anti = pod.spec.affinity.pod_anti_affinity if pod.spec.affinity else None
+    if anti is None:
+        return False
+    terms = [
+        *anti.required_during_scheduling_ignored_during_execution,
+        *(w.pod_affinity_term for w in anti.preferred_during_scheduling_ignored_during_execution),
+    ]
+    return any(t.topology_key in _SPREAD_KEYS for t in terms)
+
+
+def _with_hostname_spread(workload: Deployment | StatefulSet) -> Deployment | StatefulSet:
+    """`workload` with a hostname topology spread (maxSkew 1, DoNotSchedule) over its own pods
+    added to its template, the fix the finding prices."""
+    template = workload.spec.template
+    spread = TopologySpreadConstraint(
+        max_skew=1,
+        topology_key=HOSTNAME,
+        when_unsatisfiable="DoNotSchedule",
+        label_selector=workload.spec.selector,
+    )
+    spec = template.spec.model_copy(
+        update={"topology_spread_constraints": [*template.spec.topology_spread_constraints, spread]}
+    )
+    return workload.model_copy(
+        update={
+            "spec": workload.spec.model_copy(
+                update={"template": template.model_copy(update={"spec": spec})}
+            )
+        }
+    )
+
+
+def _cost(plan: Plan) -> float:
+    """$/h of the NodeClaims a plan launches."""
+    return sum(c.launch.price for c in plan.node_claims if c.launch is not None)
+
+
+@RULES.rule(
+    "GPU007",
+    "gpu-replicas-on-one-node",
+    "warning",
+    summary="A Deployment or StatefulSet of several GPU replicas has no pod anti-affinity or "
+    "topology spread on hostname or zone, and `plan` puts two or more of them on one node.",
+    why="Karpenter packs pending pods onto as few NodeClaims as it can: two 4-GPU replicas get "
+    "one 8-GPU node. That node is one failure domain (a spot interruption, a drain or a GPU "
+    "fault takes every replica down at once), and the larger type is often dearer than two "
+    "smaller ones. The finding prices both plans: as written and with a hostname spread.",
+    fix="Add `topologySpreadConstraints` with `topologyKey: kubernetes.io/hostname` (or "
+    "`topology.kubernetes.io/zone`), `maxSkew: 1`, `whenUnsatisfiable: DoNotSchedule` and the "
+    "workload's selector, or a pod anti-affinity on the same key.",
+    source="Karpenter docs, scheduling (Topology Spread; Pod Affinity/Anti-Affinity); EKS Best "
+    "Practices reliability (spread replicas across nodes and zones)",
+)
+def gpu_replicas_on_one_node(ctx: LintContext) -> Iterable[Finding]:
+    workloads: list[tuple[Manifest, Deployment | StatefulSet]] = [
+        *ctx.located(Deployment),
+        *ctx.located(StatefulSet),
+    ]
+    candidates = [
+        (m, w)
+        for m, w in workloads
+        if w.spec.replicas >= 2
+        and pod_gpus(Pod(metadata=_SAMPLE_META, spec=w.spec.template.spec)) > 0
+        and not _spreads(Pod(metadata=_SAMPLE_META, spec=w.spec.template.spec))
+    ]
+    if not candidates:
+        return
+    first = ctx.plan()
+    as_is = _cost(first)
+    for m, w in candidates:
+        owned = _owned_by(w)
+        crowded = [
+            (c, n)
+            for c in first.node_claims
+            if c.launch is not None and (n := sum(1 for p in c.pods if owned(p))) >= 2
+        ]
+        if not crowded:
+            continue
+        claim, count = max(crowded, key=lambda cn: cn[1])
+        assert claim.launch is not None
+        spread = ctx.plan(replace={id(m): _with_hostname_spread(w)})
+        with_spread = _cost(spread)
+        if any(owned(spread.pods[k]) for k in spread.pod_errors if k in spread.pods):
+            after = "with a hostname topology spread some replicas stay Pending"
+        elif with_spread < as_is:
+            after = (
+                f"with a hostname topology spread (maxSkew 1, DoNotSchedule) the plan costs "
+                f"${with_spread:.2f}/h, ${as_is - with_spread:.2f}/h less"
+            )
+        else:
+            after = (
+                f"with a hostname topology spread (maxSkew 1, DoNotSchedule) the plan costs "
+                f"${with_spread:.2f}/h, ${with_spread - as_is:.2f}/h more"
+            )
+        yield ctx.finding(
+            "GPU007",
+            "warning",
+            m,
+            ("spec", "template", "spec"),
+            f"{w.spec.replicas} GPU replicas with no pod anti-affinity or topology spread on "
+            f"hostname or zone: the plan puts {count} of them on one node "
+            f"({claim.launch.instance_type}, ${claim.launch.price:.2f}/h; the whole plan "
+            f"${as_is:.2f}/h): one failure domain; {after}",
+        )
+
+
+_SAMPLE_META = NamespacedObjectMeta(name="sample", namespace="default")
+
+
+def _owned_by(workload: Deployment | StatefulSet) -> Callable[[Pod], bool]:
+    """Whether a pod of the plan is one of `workload`'s (its controller owner)."""
+    kind, ns, name = workload.kind, workload.metadata.namespace, workload.metadata.name
+
+    def owned(pod: Pod) -> bool:
+        return pod.metadata.namespace == ns and any(
+            r.kind == kind and r.name == name and r.controller
+            for r in pod.metadata.owner_references
+        )
+
+    return owned

@@ -224,6 +224,13 @@ _MAX_REACH_CHECK = 10_000  # GPU limits above this are not checked for exact rea
     fix="Raise the limit to a multiple of the allowed types' capacity, widen the allowed "
     "instance types (instance-gpu-count, instance-size), or lower the pod's request.",
     source="aws/karpenter-provider-aws#6328, #8068, #7038",
+    other=(
+        (
+            "error",
+            "a GPU pod can never be scheduled: every NodePool it can use has no compatible "
+            "type with that many GPUs, or a GPU limit below the smallest type that has them",
+        ),
+    ),
 )
 def limit_unreachable(ctx: LintContext) -> Iterable[Finding]:
     for pool in ctx.pools:
@@ -267,6 +274,21 @@ def limit_unreachable(ctx: LintContext) -> Iterable[Finding]:
     yield from _gpu_requests_unreachable(ctx)
 
 
+def _fitting_gpus(ctx: LintContext, pool: PoolView, reqs: Requirements, gpus: int) -> list[int]:
+    """The GPU counts of the pool's compatible GPU types that hold `gpus` (once per pool,
+    requirements and count)."""
+    key = ("fitting_gpus", id(pool), reqs, gpus)
+    cached: list[int] | None = ctx.memo.get(key)
+    if cached is None:
+        cached = sorted(
+            n
+            for it in pool.gpu_types
+            if it.is_compatible(reqs) and (n := it.capacity.get(GPU_RESOURCE, 0)) >= gpus
+        )
+        ctx.memo[key] = cached
+    return cached
+
+
 def _most_gpus(ctx: LintContext, pool: PoolView, reqs: Requirements) -> int:
     """The most GPUs a compatible GPU type of the pool has (once per pool and requirements)."""
     key = ("most_gpus", id(pool), reqs)
@@ -281,6 +303,11 @@ def _most_gpus(ctx: LintContext, pool: PoolView, reqs: Requirements) -> int:
 
 
 def _gpu_requests_unreachable(ctx: LintContext) -> Iterable[Finding]:
+    """A GPU pod no NodePool it can use can ever launch a node for: every such pool either has
+    no compatible type with that many GPUs, or a GPU limit below the smallest type that has
+    them (Karpenter drops a type whose capacity exceeds the remaining limit, and with nothing
+    launched the remaining limit is the limit). Both are certain, so an error: the pod stays
+    Pending whatever the cluster's state."""
     seen: set[int] = set()
     for ref in ctx.pods:
         gpus = pod_gpus(ref.pod)
@@ -296,25 +323,29 @@ def _gpu_requests_unreachable(ctx: LintContext) -> Iterable[Finding]:
             continue  # no GPU pool for this pod at all: the pod rules say why
         problems: list[str] = []
         for pool in candidates:
-            most = _most_gpus(ctx, pool, reqs)
-            limits = base_units(pool.nodepool.spec.limits or {})
-            limit = limits.get(GPU_RESOURCE)
-            if most >= gpus and (limit is None or limit >= gpus):
+            fitting = _fitting_gpus(ctx, pool, reqs, gpus)
+            limit = base_units(pool.nodepool.spec.limits or {}).get(GPU_RESOURCE)
+            if fitting and (limit is None or limit >= fitting[0]):
                 break  # some pool can take it
-            if most < gpus:
-                problems.append(f"{pool.name} allows at most {most} per node")
+            if not fitting:
+                problems.append(
+                    f"{pool.name} allows at most {_most_gpus(ctx, pool, reqs)} per node"
+                )
             else:
-                problems.append(f"{pool.name} is limited to {limit}")
+                problems.append(
+                    f"{pool.name} is limited to {limit} and its smallest type that holds them "
+                    f"has {fitting[0]}"
+                )
         else:
             seen.add(id(ref.manifest))
             path = _gpu_request_path(ref)
             yield ctx.finding(
                 "NP004",
-                "warning",
+                "error",
                 ref.manifest,
                 path,
                 f"pod {ref.pod.key} requests {gpus} nvidia.com/gpu but no NodePool it can use "
-                f"holds that many ({'; '.join(problems)}): it would stay Pending",
+                f"can launch a node for it ({'; '.join(problems)}): it stays Pending",
             )
 
 
@@ -630,6 +661,12 @@ _PLACEMENT_KEYS = frozenset({ZONE, ZONE_ID, REGION, CAPACITY_TYPE})
     source="kubernetes-sigs/karpenter pkg/controllers/provisioning/provisioner.go (a NodePool "
     "whose requirements leave no instance type option is skipped with a NoCompatibleInstanceTypes "
     "event)",
+    other=(
+        (
+            "error",
+            "no instance type meets all the requirements: the pool can launch nothing",
+        ),
+    ),
 )
 def requirements_match_no_instance_type(ctx: LintContext) -> Iterable[Finding]:
     for pool in ctx.pools:

@@ -42,7 +42,7 @@ RULES.rule(
     "or `namespace: $NAMESPACE` is refused, and an env value reaches the program as written "
     "(the kubelet expands only `$(VAR)`).",
     fix="Fill it with `gpucap render` (fails on a missing variable) before applying.",
-    source="the workshop's envsubst step (seed, step 2); kubelet env expansion (expand.go)",
+    source="kubernetes/kubernetes pkg/kubelet/container (env expansion, expand.go)",
 )(_from_loader)
 
 RULES.rule(
@@ -53,5 +53,6 @@ RULES.rule(
     why="Only the kinds that decide capacity are modelled; anything else is reported once so "
     "nothing is silently dropped.",
     fix="Nothing to fix; remove the files from the lint input to silence it.",
-    source="gpucap contract.md (inputs)",
+    source="Karpenter docs, concepts (NodePools, NodeClasses, NodeOverlays: the kinds that "
+    "decide capacity)",
 )(_from_loader)

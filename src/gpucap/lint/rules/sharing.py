@@ -25,10 +25,14 @@ to be in use on a pool when its template sets `nvidia.com/mig.config` to a profi
 `all-disabled` (the MIG manager's default), or, without a ClusterPolicy, when the applied config
 sets `migStrategy: single` itself; and only on GPUs that support MIG.
 
-NodeOverlays match an instance type as Karpenter's overlay controller does
-(`scheduling/nodeoverlay.py`): the overlay's requirements must be compatible with the type's
-requirements plus the pool's name and template labels, and allow one of its offerings; the
-highest weight wins and a same-weight conflict rejects the later overlay.
+NodeOverlays are as `plan` applies them: the pools' instance types come from the operator stack
+with the accepted overlays applied (`LintContext.pools`), so a type's `nvidia.com/gpu` is what
+Karpenter sizes the node by; the physical count the device plugin multiplies is
+`PoolView.physical_gpus` (the AWS provider's count, before the overlays). Which overlay set a
+capacity is found among the overlays the stack accepted, in Karpenter's order
+(`scheduling/nodeoverlay.py` `capacity_overlay`: the overlay's requirements must be compatible
+with the type's requirements plus the pool's name and template labels, and allow one of its
+offerings).
 """
 
 from __future__ import annotations
@@ -160,9 +164,13 @@ def applied_config(ctx: LintContext, pool: PoolView) -> AppliedConfig | None:
 def overlay_capacity(
     ctx: LintContext, pool: PoolView, it: InstanceType, resource: str
 ) -> tuple[NodeOverlay, int] | None:
-    """The NodeOverlay that sets `resource` capacity on `it` in `pool`, and the value set
-    (Karpenter's order and conflict rules: `scheduling/nodeoverlay.py`)."""
-    return capacity_overlay(ctx.accepted_overlays, pool_types(pool), it, resource)
+    """The NodeOverlay that sets `resource` capacity on `it` in `pool`, and the value the
+    stack's overlaid type carries (the first accepted overlay that sets it, in Karpenter's
+    order: `scheduling/nodeoverlay.py`)."""
+    found = capacity_overlay(ctx.accepted_overlays, pool_types(pool), it, resource)
+    if found is None:
+        return None
+    return found[0], it.capacity.get(resource, found[1])
 
 
 def _overlay_sets_anywhere(ctx: LintContext, resource: str) -> bool:
@@ -218,7 +226,7 @@ def _types(types: Sequence[str], n: int = 3) -> str:
 
 
 def _min_gpus(pool: PoolView) -> int:
-    return min(it.capacity.get(GPU_RESOURCE, 0) for it in pool.gpu_types)
+    return min(pool.physical_gpus(it) for it in pool.gpu_types)
 
 
 def _max_nodes(limit: int, gpus: int, units_per_gpu: int, counted_at_launch: int) -> int:
@@ -258,7 +266,7 @@ def time_slicing_without_overlay(ctx: LintContext) -> Iterable[Finding]:
         missing: list[str] = []
         wrong: dict[tuple[str, int, int], list[str]] = {}
         for it in pool.gpu_types:
-            expected = it.capacity.get(GPU_RESOURCE, 0) * r
+            expected = pool.physical_gpus(it) * r
             found = overlay_capacity(ctx, pool, it, resource)
             if found is None:
                 missing.append(it.name)
@@ -314,7 +322,7 @@ def limits_vs_advertised_gpus(ctx: LintContext) -> Iterable[Finding]:
             continue
         limit, r = limits[GPU_RESOURCE].value(), applied.replicas
         g = _min_gpus(pool)
-        smallest = next(it for it in pool.gpu_types if it.capacity.get(GPU_RESOURCE) == g)
+        smallest = next(it for it in pool.gpu_types if pool.physical_gpus(it) == g)
         overlaid = overlay_capacity(ctx, pool, smallest, GPU_RESOURCE) is not None
         nodes = _max_nodes(limit, g, r, g * r if overlaid else g)
         if nodes == 0:
@@ -452,6 +460,7 @@ def _request_without_overlay(
     "getting less than they asked for.",
     fix="Set sharing.timeSlicing.failRequestsGreaterThanOne: true and have pods request 1.",
     source="NVIDIA GPU Operator time-slicing docs; NVIDIA/k8s-device-plugin README",
+    other=(("warning", "a pod on a shared pool requests more than one shared GPU"),),
 )
 def fail_requests_greater_than_one_off(ctx: LintContext) -> Iterable[Finding]:
     for m, key, cfg in ctx.device_plugin_configs:
@@ -516,6 +525,7 @@ def _applies(ctx: LintContext, pool: PoolView, m: Manifest, key: str) -> bool:
     fix="Set devicePlugin.config.default to a key of the ConfigMap, or label the NodePool "
     "template nvidia.com/device-plugin.config=<key>; include the ConfigMap in the lint input.",
     source="NVIDIA GPU Operator time-slicing docs (Applying the Default Configuration / Per Node)",
+    other=(("info", "the config's ConfigMap is not in the input, so nothing is checked"),),
 )
 def time_slicing_config_not_applied(ctx: LintContext) -> Iterable[Finding]:
     operator = operator_policy(ctx)
@@ -683,12 +693,12 @@ def mig_single_overloads_gpu_count(ctx: LintContext) -> Iterable[Finding]:
         ]
         if GPU_RESOURCE not in limits and not pods:
             continue
-        it = max(mig_types, key=lambda t: (t.capacity.get(GPU_RESOURCE, 0), t.name))
+        it = max(mig_types, key=lambda t: (pool.physical_gpus(t), t.name))
         gpu = _label_value(it, INSTANCE_GPU_NAME) or "GPU"
         memory = _label_value(it, INSTANCE_GPU_MEMORY)
         per_gpu = _mig_devices_per_gpu(profile, gpu, int(memory) if memory else None)
         most = per_gpu or MIG_GPUS[gpu]
-        physical = it.capacity.get(GPU_RESOURCE, 0)
+        physical = pool.physical_gpus(it)
         how = f" with {MIG_CONFIG_LABEL}={profile}" if profile else ""
         up_to = "" if per_gpu else "up to "
         head = (

@@ -106,7 +106,7 @@ def _estimate(ctx: LintContext, ref: PodRef, pool: PoolView) -> _Estimate:
     "replicas, cut the cold start (pre-pulled images, faster disks, cached models), and keep "
     "terminationGracePeriodSeconds at or below 120.",
     source="Karpenter docs, disruption (Interruption); EKS Best Practices AI/ML (Spot "
-    "considerations and use cases); landscape.md §4",
+    "considerations and use cases)",
 )
 def spot_cold_start_exceeds_notice(ctx: LintContext) -> Iterable[Finding]:
     seen: set[int] = set()

@@ -152,7 +152,8 @@ def gpu_root_volume_too_small(ctx: LintContext) -> Iterable[Finding]:
     "volumeInitializationRate).",
     source="EKS Best Practices AI/ML performance (Optimizing container image pull times; "
     "Consider NVMe for kubelet and containerd storage); aws/karpenter-provider-aws "
-    "pkg/apis/v1/ec2nodeclass.go (throughput 125-1000); landscape.md §4.3",
+    "pkg/apis/v1/ec2nodeclass.go (throughput 125-1000)",
+    other=(("warning", "the estimated image pull takes longer than the warning threshold"),),
 )
 def gp3_default_throughput(ctx: LintContext) -> Iterable[Finding]:
     for pool in ctx.pools:

@@ -1,0 +1,77 @@
+"""GPU007 (issue 23): several GPU replicas with nothing keeping them apart, which `plan` puts
+on one node: one failure domain. The finding prices the plan as written and with a hostname
+topology spread added to the workload."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from tests.builders import GPU_TOLERATION, deployment, edit, nodeclass, nodepool
+from tests.lint.builders import lint
+
+G6E_ON_DEMAND = edit(
+    nodepool(limits={"nvidia.com/gpu": "16"}),
+    "spec.template.spec.requirements",
+    [
+        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+        {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["g6e"]},
+    ],
+)
+HOSTNAME_SPREAD = {
+    "maxSkew": 1,
+    "topologyKey": "kubernetes.io/hostname",
+    "whenUnsatisfiable": "DoNotSchedule",
+    "labelSelector": {"matchLabels": {"app": "vllm"}},
+}
+
+
+def vllm(replicas: int, **extra: Any) -> dict[str, Any]:
+    """`replicas` 4-GPU vLLM replicas that tolerate the GPU pool."""
+    return deployment(
+        "vllm", replicas, gpu=4, cpu="8", memory="64Gi", tolerations=[GPU_TOLERATION], **extra
+    )
+
+
+def test_two_gpu_replicas_packed_on_one_node_warn_with_both_prices() -> None:
+    f = lint("GPU007", G6E_ON_DEMAND, nodeclass(), vllm(2)).only
+    assert f.severity == "warning"
+    assert "puts 2 of them on one node (g6e.48xlarge" in f.message
+    prices = [float(p) for p in re.findall(r"\$(\d+\.\d\d)/h", f.message)]
+    # The node, the plan as written, the plan with the spread, the difference.
+    assert len(prices) == 4
+    node, as_is, spread, saving = prices
+    assert node == as_is
+    assert spread < as_is
+    assert abs(as_is - spread - saving) < 0.011
+    assert "less" in f.message
+
+
+def test_replicas_already_spread_on_hostname_are_not_reported() -> None:
+    spread = vllm(2, topologySpreadConstraints=[HOSTNAME_SPREAD])
+    assert lint("GPU007", G6E_ON_DEMAND, nodeclass(), spread).findings == []
+
+
+def test_replicas_kept_apart_by_zone_anti_affinity_are_not_reported() -> None:
+    anti = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "labelSelector": {"matchLabels": {"app": "vllm"}},
+                    "topologyKey": "topology.kubernetes.io/zone",
+                }
+            ]
+        }
+    }
+    assert lint("GPU007", G6E_ON_DEMAND, nodeclass(), vllm(2, affinity=anti)).findings == []
+
+
+def test_one_gpu_replica_is_not_reported() -> None:
+    assert lint("GPU007", G6E_ON_DEMAND, nodeclass(), vllm(1)).findings == []
+
+
+def test_replicas_the_plan_already_puts_on_separate_nodes_are_not_reported() -> None:
+    # 8-GPU replicas: no g6e holds two, so each gets its own node without any spread.
+    big = deployment("vllm", 2, gpu=8, cpu="8", memory="64Gi", tolerations=[GPU_TOLERATION])
+    assert lint("GPU007", G6E_ON_DEMAND, nodeclass(), big).findings == []
