@@ -75,3 +75,23 @@ def test_replicas_the_plan_already_puts_on_separate_nodes_are_not_reported() -> 
     # 8-GPU replicas: no g6e holds two, so each gets its own node without any spread.
     big = deployment("vllm", 2, gpu=8, cpu="8", memory="64Gi", tolerations=[GPU_TOLERATION])
     assert lint("GPU007", G6E_ON_DEMAND, nodeclass(), big).findings == []
+
+
+def test_time_sliced_replicas_sharing_a_gpu_are_not_reported() -> None:
+    from pathlib import Path  # noqa: PLC0415
+
+    from typer.testing import CliRunner  # noqa: PLC0415
+
+    from gpucap.cli.main import app  # noqa: PLC0415
+
+    # aws-samples/karpenter-blueprints' node-overlay blueprint: four 1-slice replicas on one
+    # g5g.xlarge whose one GPU advertises 4 slices: packing them is the point.
+    blueprint = (
+        Path(__file__).resolve().parents[1]
+        / "realworld"
+        / "aws-samples__karpenter-blueprints"
+        / "blueprints"
+        / "node-overlay"
+    )
+    result = CliRunner().invoke(app, ["lint", str(blueprint)])
+    assert "GPU007" not in result.stdout

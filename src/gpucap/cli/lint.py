@@ -25,6 +25,7 @@ from gpucap.cli.options import (
     PricesOption,
     ZonesOption,
     check_output,
+    kubernetes_minor,
     option_value,
     region_name,
 )
@@ -68,7 +69,10 @@ def lint(  # noqa: PLR0917 - typer maps parameters to options
     catalog: CatalogOption = None,
     prices: PricesOption = None,
     kubernetes_version: Annotated[
-        str, typer.Option("--kubernetes-version", help="Cluster Kubernetes version.")
+        str,
+        typer.Option(
+            "--kubernetes-version", help="Cluster Kubernetes version.", callback=kubernetes_minor
+        ),
     ] = "1.36",
     image_size: Annotated[
         list[str] | None,

@@ -549,6 +549,10 @@ def gpu_replicas_on_one_node(ctx: LintContext) -> Iterable[Finding]:
             continue
         claim, count = max(crowded, key=lambda cn: cn[1])
         assert claim.launch is not None
+        if _shares_gpus(ctx, claim.launch.instance_type, [p for p in claim.pods if owned(p)]):
+            # Time-sliced or MIG replicas asking for more GPUs than the node physically has:
+            # packing them is the point of sharing, not an accident of the scheduler.
+            continue
         spread = ctx.plan(replace={id(m): _with_hostname_spread(w)})
         with_spread = _cost(spread)
         if any(owned(spread.pods[k]) for k in spread.pod_errors if k in spread.pods):
@@ -576,6 +580,16 @@ def gpu_replicas_on_one_node(ctx: LintContext) -> Iterable[Finding]:
 
 
 _SAMPLE_META = NamespacedObjectMeta(name="sample", namespace="default")
+
+
+def _shares_gpus(ctx: LintContext, instance_type: str, pods: Sequence[Pod]) -> bool:
+    """Whether `pods` ask for more GPUs than `instance_type` physically has (the node
+    advertises shared GPUs: time-slicing, MIG or an overlay)."""
+    try:
+        physical = ctx.catalog.info(instance_type).gpu_count
+    except KeyError:
+        return False
+    return sum(pod_gpus(p) for p in pods) > physical
 
 
 def _owned_by(workload: Deployment | StatefulSet) -> Callable[[Pod], bool]:
