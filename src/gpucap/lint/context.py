@@ -364,29 +364,31 @@ class LintContext:
         return stack
 
     def _judge_overlays(self, stack: AWSStack) -> None:
-        """The NodeOverlay pass `plan` runs (`judge_overlays`, against its Ready NodePools),
-        whose rejected overlays lint keeps; then, when lint also resolves NodePools that pass
-        did not judge (not Ready ones), one pass over all of them, kept only if it rejects the
-        same overlays (so it accepts the same ones, and overlays every pool as `plan`'s verdict
-        would). A pool the decorator did not judge is matched on its own when asked; one pass
-        over all shares the matching between pools alike (a thousand not Ready pools would
-        otherwise be a thousand matchings of the whole catalog)."""
+        """The NodeOverlay verdict `plan` reaches (`judge_overlays`, against its Ready
+        NodePools), whose rejected overlays lint keeps, with the decorator's store holding every
+        NodePool lint resolves when that costs no other verdict. A pool the decorator did not
+        judge is matched on its own when asked, so lint first judges all its pools in one pass
+        (which shares the matching between pools alike: a thousand not Ready pools would
+        otherwise be a thousand matchings of the catalog). No conflict among all pools means
+        none among the Ready ones, so that pass is `plan`'s verdict; with conflicts, `plan`'s
+        pass decides, and the wide pass is kept only if it rejects the same overlays."""
         classes = self._classes_on(stack)
         ready = plan_readiness(self._objects, stack.cloud, [], classes=classes).ready
-        evaluation = judge_overlays(stack.cloud, ready, [])
-        assert evaluation is not None  # the stack has overlays
-        self._rejected = frozenset(c.overlay for c in evaluation.conflicts)
         judged = {id(np) for np in ready}
         others = [
             np
             for np in self.of_kind(NodePool)
             if id(np) not in judged and np.spec.template.spec.node_class_ref.served_by is None
         ]
-        if not others:
+        if others and not stack.cloud.evaluate([*ready, *others]).conflicts:
             return
-        wider = stack.cloud.evaluate([*ready, *others])
-        if frozenset(c.overlay for c in wider.conflicts) != self._rejected:
-            stack.cloud.evaluate(ready)  # back to plan's verdict; the others one by one
+        evaluation = judge_overlays(stack.cloud, ready, [])
+        assert evaluation is not None  # the stack has overlays
+        self._rejected = frozenset(c.overlay for c in evaluation.conflicts)
+        if others:
+            wider = stack.cloud.evaluate([*ready, *others])
+            if frozenset(c.overlay for c in wider.conflicts) != self._rejected:
+                stack.cloud.evaluate(ready)  # back to plan's verdict; the others one by one
 
     def _classes_on(self, stack: AWSStack) -> dict[str, NodeClassReadiness]:
         """Each EC2NodeClass's readiness as `stack` resolves it (once per run)."""
