@@ -72,16 +72,11 @@ def test_no_module_imports_itself_back_through_a_cycle() -> None:
     assert cycles(edges) == []
 
 
-# Package loops known and not yet ended, each with what closes it. Both are the simulated EC2
-# API (`cloudprovider/aws/ec2/simulated.py`) reading the AMI releases and the launch choice of
-# the packages that call the EC2 API; Karpenter AWS keeps its fake EC2 API apart (`pkg/fake/`),
-# and moving it there touches the simulator's and lint's imports. Remove a pair once ended.
-KNOWN_PACKAGE_LOOPS = {
-    # ec2.simulated -> amifamily.releases, amifamily.resolver; amifamily.* -> ec2.api
-    ("gpucap.cloudprovider.aws.amifamily", "gpucap.cloudprovider.aws.ec2"),
-    # ec2.simulated -> instance.launch; instance.provider -> ec2.api
-    ("gpucap.cloudprovider.aws.ec2", "gpucap.cloudprovider.aws.instance"),
-}
+# Package loops known and not yet ended, each with what closes it (remove a pair once ended).
+# None: the last two were the simulated EC2 API sitting inside `ec2/` beside the seam while it
+# reads the AMI releases and the launch choice of the packages that call that seam; it lives in
+# `cloudprovider/aws/simulated/` now, as Karpenter AWS keeps its fake EC2 API in `pkg/fake/`.
+KNOWN_PACKAGE_LOOPS: set[tuple[str, str]] = set()
 
 
 def package_loops(graph: grimp.ImportGraph) -> set[tuple[str, str]]:

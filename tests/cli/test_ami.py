@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 from gpucap.cli import aws as cli_aws
 from gpucap.cli.main import app
 from gpucap.cloudprovider.aws.amifamily.releases import latest_release
-from gpucap.cloudprovider.aws.ec2.simulated import SimulatedEC2
 from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
+from gpucap.cloudprovider.aws.simulated.ec2 import SimulatedEC2
 from gpucap.runtime.clock import FakeClock
 
 WORKSHOP = Path(__file__).resolve().parents[2] / "src" / "gpucap" / "data" / "examples" / "workshop"

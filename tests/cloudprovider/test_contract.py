@@ -13,8 +13,8 @@ from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, ZONE
 from gpucap.apis.nodepool import NodePool
 from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider
-from gpucap.cloudprovider.aws.ec2.simulated import SimulatedEC2
 from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
+from gpucap.cloudprovider.aws.simulated.ec2 import SimulatedEC2
 from gpucap.cloudprovider.types import (
     CloudProvider,
     FakeCloudProvider,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from gpucap.apis.serde import load_text
 from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider
-from gpucap.cloudprovider.aws.ec2.simulated import SimulatedEC2
 from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
+from gpucap.cloudprovider.aws.simulated.ec2 import SimulatedEC2
 from gpucap.controllers.nodeclaim.lifecycle import Lifecycle
 from gpucap.controllers.nodeclaim.registering import registering_node
 from gpucap.runtime.clock import FakeClock

@@ -9,8 +9,8 @@ from typing import Any
 
 from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE
 from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider
-from gpucap.cloudprovider.aws.ec2.simulated import SimulatedEC2
 from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
+from gpucap.cloudprovider.aws.simulated.ec2 import SimulatedEC2
 from gpucap.cloudprovider.types import node_claim_for
 from gpucap.controllers.disruption.candidates import get_candidates
 from gpucap.controllers.disruption.consolidation import SingleNodeConsolidation

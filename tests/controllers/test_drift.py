@@ -22,8 +22,8 @@ from gpucap.apis.hashing import (
 from gpucap.apis.labels import INSTANCE_TYPE, NODEPOOL
 from gpucap.apis.nodepool import NodeClaim, NodePool
 from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider
-from gpucap.cloudprovider.aws.ec2.simulated import SimulatedEC2
 from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
+from gpucap.cloudprovider.aws.simulated.ec2 import SimulatedEC2
 from gpucap.cloudprovider.types import NodeClaimNotFoundError
 from gpucap.controllers.disruption.drift import (
     DRIFTED,

@@ -8,8 +8,8 @@ from __future__ import annotations
 from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE
 from gpucap.apis.nodepool import NodeClaim
 from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider
-from gpucap.cloudprovider.aws.ec2.simulated import SimulatedEC2
 from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
+from gpucap.cloudprovider.aws.simulated.ec2 import SimulatedEC2
 from gpucap.cloudprovider.types import FakeCloudProvider, node_claim_for
 from gpucap.controllers.garbagecollection import (
     GARBAGE_COLLECTED,

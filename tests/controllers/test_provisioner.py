@@ -13,9 +13,9 @@ from gpucap.apis.labels import CAPACITY_TYPE, INITIALIZED, INSTANCE_TYPE, NODEPO
 from gpucap.apis.nodepool import NodeClaim
 from gpucap.apis.serde import Manifests
 from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider
-from gpucap.cloudprovider.aws.ec2.simulated import SimulatedEC2
 from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.cloudprovider.aws.instancetype.settings import node_class_settings
+from gpucap.cloudprovider.aws.simulated.ec2 import SimulatedEC2
 from gpucap.cloudprovider.types import CloudProvider, FakeCloudProvider
 from gpucap.controllers.provisioning import Provisioner
 from gpucap.controllers.provisioning.provisioner import node_selector

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import gpucap.sim
-from gpucap.cloudprovider.aws.ec2.simulated import SimulatedEC2
 from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
+from gpucap.cloudprovider.aws.simulated.ec2 import SimulatedEC2
 from gpucap.runtime.clock import FakeClock
 from tests.builders import load, nodepool
 from tests.sim import laws

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider
-from gpucap.cloudprovider.aws.ec2.simulated import SimulatedEC2
 from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
+from gpucap.cloudprovider.aws.simulated.ec2 import SimulatedEC2
 from gpucap.runtime.clock import FakeClock
 from tests.builders import load, nodeclass
 

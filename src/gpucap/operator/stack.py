@@ -22,8 +22,8 @@ from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.nodeoverlay import NodeOverlay
 from gpucap.apis.nodepool import NodePool
 from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider
-from gpucap.cloudprovider.aws.ec2.simulated import SimulatedEC2
 from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
+from gpucap.cloudprovider.aws.simulated.ec2 import SimulatedEC2
 from gpucap.cloudprovider.overlay import OverlaidCloudProvider, Source, decorate
 from gpucap.controllers.provisioning.provisioner import Provisioner
 from gpucap.runtime.clock import Clock

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from gpucap.apis.labels import NODEPOOL
 from gpucap.apis.nodepool import NodeClaim, NodePool
 from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider
-from gpucap.cloudprovider.aws.ec2.simulated import SimulatedEC2
+from gpucap.cloudprovider.aws.simulated.ec2 import SimulatedEC2
 from gpucap.controllers.disruption.candidates import (
     consolidate_after_start,
     next_do_not_disrupt_expiry,

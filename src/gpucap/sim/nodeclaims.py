@@ -50,7 +50,7 @@ from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, NODEPOOL, ZONE
 from gpucap.apis.nodepool import NodeClaim
 from gpucap.apis.quantity import base_units
 from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider
-from gpucap.cloudprovider.aws.ec2.simulated import SimulatedEC2
+from gpucap.cloudprovider.aws.simulated.ec2 import SimulatedEC2
 from gpucap.cloudprovider.types import InsufficientCapacityError
 from gpucap.controllers.disruption.controller import DisruptionResult
 from gpucap.controllers.disruption.types import Blocked

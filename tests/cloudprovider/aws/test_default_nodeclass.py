@@ -7,9 +7,9 @@ import pytest
 
 from gpucap.apis.nodepool import NodeClaim, NodePool
 from gpucap.cloudprovider.aws.cloudprovider import DEFAULT_EC2NODECLASS, AWSCloudProvider
-from gpucap.cloudprovider.aws.ec2.simulated import SimulatedEC2
 from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.cloudprovider.aws.instancetype.settings import NodeClassSettings, node_class_settings
+from gpucap.cloudprovider.aws.simulated.ec2 import SimulatedEC2
 from gpucap.cloudprovider.types import InsufficientCapacityError, node_claim_for
 from gpucap.runtime.clock import FakeClock
 from gpucap.scheduling.requirements import Requirement, Requirements

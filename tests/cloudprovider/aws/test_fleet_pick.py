@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from gpucap.cloudprovider.aws.ec2.simulated import SimulatedEC2
 from gpucap.cloudprovider.aws.instance.launch import FleetOverride, fleet_pick
 from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
+from gpucap.cloudprovider.aws.simulated.ec2 import SimulatedEC2
 from gpucap.runtime.clock import FakeClock
 
 CATALOG = load_catalog("us-east-1")
