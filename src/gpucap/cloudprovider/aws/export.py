@@ -55,6 +55,7 @@ from typing import Any, Final
 from gpucap.cloudprovider.aws.ec2.api import EC2API, Response
 from gpucap.cloudprovider.aws.instancetype import capacity as cap
 from gpucap.runtime.logging import get_logger
+from gpucap.runtime.rfc3339 import parse_rfc3339
 
 __all__ = [
     "ARCHITECTURE_LABELS",
@@ -322,7 +323,7 @@ def _timestamp(value: Any) -> datetime | None:
         return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
     if isinstance(value, str) and value:
         try:
-            parsed = datetime.fromisoformat(value)
+            parsed = parse_rfc3339(value)
         except ValueError:
             return None
         return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)

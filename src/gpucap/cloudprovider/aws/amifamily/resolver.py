@@ -75,6 +75,7 @@ from gpucap.apis.labels import (
     WINDOWS_BUILD,
 )
 from gpucap.cloudprovider.aws.ec2.api import EC2APIError, Response
+from gpucap.runtime.rfc3339 import parse_rfc3339
 from gpucap.scheduling.requirements import Requirement, Requirements
 
 __all__ = [
@@ -621,7 +622,7 @@ def _parse_time(value: object, image_id: str, what: str) -> dt.datetime | None:
         when = value
     else:
         try:
-            when = dt.datetime.fromisoformat(str(value))
+            when = parse_rfc3339(str(value))
         except ValueError:
             raise AMIResolutionError(
                 f"image {image_id}: {what} {value!r} is not an RFC 3339 time"
