@@ -5,9 +5,9 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 SRC := src tests bench scripts
 
-.PHONY: test lint typecheck layers unit wheel golden browser bench bench-sim fuzz clean
+.PHONY: test lint typecheck layers unit unit310 wheel golden browser bench bench-sim fuzz clean
 
-test: browser lint typecheck layers unit wheel golden
+test: browser lint typecheck layers unit unit310 wheel golden
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,31 @@ layers: $(BIN)/.installed
 
 unit: $(BIN)/.installed
 	$(BIN)/pytest
+
+# Python 3.10, the oldest supported (Ubuntu 22.04's default; issue 23): the unit suite again in
+# a second virtualenv with the test extras (the gates above already hold the code to 3.10: ruff's
+# target-version, mypy's python_version). The first `python3.10` on PATH that runs, else pyenv's;
+# skipped with a message when there is none. PYTHON310=/path/to/python3.10 to choose one.
+VENV310 ?= .venv310
+PYTHON310 ?= $(firstword $(foreach p,$(shell command -v python3.10) \
+	$(wildcard $(HOME)/.pyenv/versions/3.10*/bin/python /root/.pyenv/versions/3.10*/bin/python), \
+	$(if $(shell '$(p)' -c 'import sys; print(sys.version_info[:2] == (3, 10))' 2>/dev/null \
+	| grep -x True),$(p))))
+python310 := $(PYTHON310)
+unit310:
+ifeq ($(python310),)
+	@echo "unit310: skipped: no Python 3.10 found (python3.10 on PATH, ~/.pyenv/versions/3.10*)"
+else
+	@echo "unit310: $(python310)"
+	$(MAKE) --no-print-directory $(VENV310)/bin/.installed PYTHON310='$(python310)'
+	$(VENV310)/bin/pytest
+endif
+
+$(VENV310)/bin/.installed: pyproject.toml
+	'$(python310)' -m venv $(VENV310)
+	$(VENV310)/bin/python -m pip install -q --upgrade pip
+	$(VENV310)/bin/python -m pip install -q -e '.[test]'
+	touch $@
 
 # Every recorded output (plan, explain, validate, lint, simulate and its events) byte-identical to
 # the fingerprint committed with the code (scripts/golden.py; issue 22).
@@ -69,4 +94,4 @@ fuzz: $(BIN)/.installed
 	$(BIN)/python bench/fuzz.py --minutes $(MINUTES) --seed $(SEED)
 
 clean:
-	rm -rf $(VENV) dist build .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) $(VENV310) dist build .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from gpucap.apis.cron import CronError, CronSchedule, parse_cron
 
-UTC = dt.UTC
+UTC = dt.timezone.utc
 # 2026-01-01 is a Thursday; 2026-01-04 a Sunday; 2026-01-05 a Monday; 2026-02-13 a Friday.
 THU = dt.datetime(2026, 1, 1, tzinfo=UTC)
 SAT = dt.datetime(2026, 1, 3, tzinfo=UTC)

@@ -13,6 +13,7 @@ import re
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from gpucap.apis.quantity import _SCAN
 from gpucap.apis.validation import _OVERLAY_PRICE_ADJUSTMENT, _schedule_shape
 
 # karpenter.sh_nodeoverlays.yaml, spec.priceAdjustment (kubernetes-sigs/karpenter @ 2266468104f3)
@@ -63,3 +64,27 @@ def test_the_schedule_shape_check_is_the_crd_pattern(text: str) -> None:
 def test_the_schedule_shape_of_thousands_of_spaces_is_answered() -> None:
     assert not _schedule_shape(" " * 2000 + "\n")
     assert _schedule_shape("0" + " *" * 2000)
+
+
+# apimachinery's quantity scanner as first written: a sign, digits, a fraction, then suffix letters,
+# a sign and digits, each taking all it can (Python 3.11's possessive quantifiers said so).
+_GREEDY_QUANTITY_SCAN = re.compile(
+    r"(?P<sign>[+-]?)(?P<int>[0-9]*)(?:\.(?P<frac>[0-9]*))?(?P<suffix>[eEinumkKMGTP]*[+-]?[0-9]*)"
+)
+
+
+@given(st.text(alphabet="+-.019eEiKMmx", max_size=12))
+@example("1.5Gi")
+@example("-1e+3")
+@example("+-5")
+@example("12x")
+@example(".")
+def test_the_quantity_scanner_splits_a_text_as_the_greedy_grammar_does(text: str) -> None:
+    ours, greedy = _SCAN.fullmatch(text), _GREEDY_QUANTITY_SCAN.fullmatch(text)
+    assert (ours and ours.groupdict()) == (greedy and greedy.groupdict())
+
+
+def test_a_quantity_of_a_hundred_thousand_digits_and_a_stray_letter_is_answered() -> None:
+    assert _SCAN.fullmatch("1" * 100_000 + "x") is None
+    assert _SCAN.fullmatch("-1." + "1" * 100_000 + "e" + "1" * 100_000 + "x") is None
+    assert _SCAN.fullmatch("1" * 100_000 + "e" + "1" * 100_000) is not None

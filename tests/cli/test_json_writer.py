@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from gpucap.cli import render
 
 
-class Colour(enum.StrEnum):
+class Colour(str, enum.Enum):  # enum.StrEnum from Python 3.11 on; the same str subclass
     RED = "red"
 
 

@@ -131,7 +131,7 @@ def test_the_story_of_an_ice_the_fallback_and_a_pod_that_became_ready() -> None:
 
 
 def test_times_are_the_start_time_plus_virtual_seconds() -> None:
-    start = dt.datetime(2026, 3, 1, 9, 30, tzinfo=dt.UTC)
+    start = dt.datetime(2026, 3, 1, 9, 30, tzinfo=dt.timezone.utc)
     lines = format_timeline([ev(725.9, "PodDeleted", pod="default/a")], start=start)
     assert lines == ["09:42:05 pod default/a deleted"]
 

@@ -12,6 +12,11 @@ from pathlib import Path
 from gpucap.cli import main as cli_main
 from gpucap.cli.app import COMMANDS
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: tomllib is tomli, added to the standard library in 3.11
+    import tomli as tomllib
+
 HEAVY = (
     "numpy",
     "pydantic",
@@ -101,8 +106,6 @@ def test_demo_values_are_still_exported_by_the_cli_module() -> None:
 def test_the_installed_script_is_console_which_exits_as_main_and_leaves_its_objects_frozen() -> (
     None
 ):
-    import tomllib  # noqa: PLC0415
-
     pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
     assert pyproject["project"]["scripts"]["gpucap"] == "gpucap.cli.main:console"
     # In a child: freezing is for the end of a process, not for this test run's collector.

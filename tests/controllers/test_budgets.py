@@ -24,7 +24,7 @@ from tests.builders import load, nodepool
 from tests.controllers.lifecycle_builders import World, provisioned, world
 
 # A Tuesday, 14:30 UTC.
-TUESDAY = dt.datetime(2026, 3, 3, 14, 30, tzinfo=dt.UTC)
+TUESDAY = dt.datetime(2026, 3, 3, 14, 30, tzinfo=dt.timezone.utc)
 
 
 def pool(*budgets: dict[str, Any]) -> NodePool:
@@ -133,7 +133,7 @@ def test_an_unreadable_budget_zeroes_the_pool_even_for_other_reasons() -> None:
 # ---- schedules -------------------------------------------------------------------------------
 def at(day: int, hour: int, minute: int = 0) -> dt.datetime:
     """March 2026: the 2nd is a Monday."""
-    return dt.datetime(2026, 3, day, hour, minute, tzinfo=dt.UTC)
+    return dt.datetime(2026, 3, day, hour, minute, tzinfo=dt.timezone.utc)
 
 
 @pytest.mark.parametrize(
@@ -296,7 +296,7 @@ def test_a_daily_window_is_active_exactly_for_its_duration_after_each_hit(
     budget = Budget.model_validate(
         {"nodes": "0", "schedule": f"{minute} {hour} * * *", "duration": f"{window_minutes}m"}
     )
-    now = dt.datetime(2026, 3, 2, tzinfo=dt.UTC) + dt.timedelta(minutes=offset)
+    now = dt.datetime(2026, 3, 2, tzinfo=dt.timezone.utc) + dt.timedelta(minutes=offset)
     # an independent oracle: the minutes since the latest hit at or before now
     since_hit = (now.hour * 60 + now.minute - (hour * 60 + minute)) % (24 * 60)
     assert budget_is_active(budget, now) is (since_hit < window_minutes)

@@ -132,7 +132,7 @@ def test_an_expired_node_still_drains_within_its_pdb_until_the_grace_period() ->
         result = t.reconcile("gpu-1")
         if result.evicted and evicted_at is None:
             evicted_at = w.clock.now()
-    expired = dt.datetime(2026, 1, 1, 1, 0, tzinfo=dt.UTC)
+    expired = dt.datetime(2026, 1, 1, 1, 0, tzinfo=dt.timezone.utc)
     assert evicted_at is not None
     # the pod's 30 s grace before the 30 min deadline
     lead = (evicted_at - expired).total_seconds()

@@ -14,7 +14,7 @@ Called by the driver (`driver.py`) and by `bench/fuzz.py`; deterministic (sorted
 from __future__ import annotations
 
 import json
-import tomllib
+import sys
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -24,6 +24,11 @@ from typing import Any, Literal
 import yaml
 
 from gpucap.cloudprovider.aws.instancetype.data import unpack_catalog_columns
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: tomllib is tomli, added to the standard library in 3.11
+    import tomli as tomllib
 
 __all__ = ["SCENARIO_FILE", "WORKSHOP", "Role", "Seed", "SeedFile", "all_seeds", "workshop_files"]
 

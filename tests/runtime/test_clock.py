@@ -12,7 +12,7 @@ from gpucap.runtime.clock import EPOCH, Clock, FakeClock, RealClock
 
 
 def test_epoch_is_a_fixed_utc_instant() -> None:
-    assert dt.datetime(2026, 1, 1, tzinfo=dt.UTC) == EPOCH
+    assert dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc) == EPOCH
     assert EPOCH.utcoffset() == dt.timedelta(0)
 
 
@@ -23,7 +23,7 @@ def test_fake_clock_starts_at_epoch_with_zero_monotonic_time() -> None:
 
 
 def test_fake_clock_starts_where_it_is_told() -> None:
-    start = dt.datetime(2030, 6, 1, 12, tzinfo=dt.UTC)
+    start = dt.datetime(2030, 6, 1, 12, tzinfo=dt.timezone.utc)
     clock = FakeClock(start)
     assert clock.now() == start
     assert clock.monotonic() == 0.0
@@ -132,9 +132,9 @@ def test_an_object_without_monotonic_is_not_a_clock() -> None:
 
 
 def test_real_clock_now_is_aware_utc_and_current() -> None:
-    before = dt.datetime.now(dt.UTC)
+    before = dt.datetime.now(dt.timezone.utc)
     now = RealClock().now()
-    after = dt.datetime.now(dt.UTC)
+    after = dt.datetime.now(dt.timezone.utc)
     assert now.tzinfo is not None
     assert now.utcoffset() == dt.timedelta(0)
     assert before <= now <= after

@@ -22,7 +22,7 @@ context for Bottlerocket EC2NodeClasses.
 
 from __future__ import annotations
 
-import tomllib
+import sys
 from typing import Any
 
 from gpucap.apis.gpu import NVIDIA_GPU
@@ -32,6 +32,11 @@ from gpucap.apis.gpuoperator import (
     Sharing,
     TimeSlicing,
 )
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: tomllib is tomli, added to the standard library in 3.11
+    import tomli as tomllib
 
 __all__ = ["NVIDIA_SETTINGS", "BottlerocketUserDataError", "device_plugin_config"]
 

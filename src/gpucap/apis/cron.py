@@ -59,7 +59,7 @@ class CronSchedule:
 
     def matches(self, t: dt.datetime) -> bool:
         """Whether the minute containing `t` (UTC) is a hit of this schedule."""
-        t = t.astimezone(dt.UTC)
+        t = t.astimezone(dt.timezone.utc)
         if t.minute not in self.minutes or t.hour not in self.hours or t.month not in self.months:
             return False
         dom = t.day in self.days_of_month
@@ -70,7 +70,7 @@ class CronSchedule:
 
     def last_hit_at_or_before(self, t: dt.datetime, horizon: dt.timedelta) -> dt.datetime | None:
         """The latest hit h with t - horizon < h <= t (minute resolution), or None."""
-        now = t.astimezone(dt.UTC)
+        now = t.astimezone(dt.timezone.utc)
         limit = now - horizon
         t = now.replace(second=0, microsecond=0)
         while t > limit:

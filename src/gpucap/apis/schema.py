@@ -174,7 +174,7 @@ def parse_schema(doc: dict[str, Any]) -> Schema:
 @cache
 def load_schema() -> Schema:
     """The bundled schema, read once."""
-    text = resources.files("gpucap.data").joinpath("kubernetes", "schema.json").read_text("utf-8")
+    text = (resources.files("gpucap.data") / "kubernetes" / "schema.json").read_text("utf-8")
     return parse_schema(json.loads(text))
 
 

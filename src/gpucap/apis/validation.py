@@ -78,7 +78,7 @@ _OVERLAY_PRICE = re.compile(r"^\d+(\.\d+)?$", re.ASCII)
 # Its `\d*\.?\d+` splits a run of digits every possible way, which Python's backtracking
 # engine pays for (3.7 s for 20,000 digits and a stray letter; RE2 is linear). The same language,
 # unambiguous: digits with an optional fraction, or a bare fraction.
-_DECIMAL_NUMBER = r"(?:[0-9]++(?:\.[0-9]++)?+|\.[0-9]++)"
+_DECIMAL_NUMBER = r"(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)"
 _OVERLAY_PRICE_ADJUSTMENT = re.compile(
     rf"[+-]{_DECIMAL_NUMBER}|\+{_DECIMAL_NUMBER}%|-[0-9]{{1,2}}(?:\.[0-9]+)?%|-100%"
 )

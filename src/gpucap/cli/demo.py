@@ -21,11 +21,11 @@ tests.
 
 from __future__ import annotations
 
+import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
-from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +56,11 @@ from gpucap.sim.world import SimulationResult, simulate
 if TYPE_CHECKING:
     from gpucap.report.page import PlanSection, SimulationSection
 
+    if sys.version_info >= (3, 11):
+        from importlib.resources.abc import Traversable
+    else:  # Python 3.10 has it in importlib.abc only
+        from importlib.abc import Traversable
+
 __all__ = [
     "ACTS",
     "DEMO_VALUES",
@@ -81,7 +86,7 @@ _REGION = "us-east-1"
 
 
 def _examples(name: str) -> Traversable:
-    return resources.files("gpucap.data").joinpath("examples", name)
+    return resources.files("gpucap.data") / "examples" / name
 
 
 def workshop_texts() -> list[tuple[str, str]]:

@@ -27,6 +27,7 @@ from gpucap.apis.duration import DurationError, parse_karpenter_duration
 from gpucap.apis.nodepool import NodeClaim
 from gpucap.controllers.nodeclaim.termination import Termination
 from gpucap.runtime.clock import Clock
+from gpucap.runtime.rfc3339 import parse_rfc3339
 from gpucap.state.cluster import Cluster
 
 __all__ = ["EXPIRED", "Expiration"]
@@ -94,7 +95,7 @@ class Expiration:
         if claim.metadata.creation_timestamp is not None:
             return claim.metadata.creation_timestamp
         times = [
-            dt.datetime.fromisoformat(c.last_transition_time)
+            parse_rfc3339(c.last_transition_time)
             for c in claim.status.conditions
             if c.last_transition_time
         ]

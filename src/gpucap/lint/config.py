@@ -19,7 +19,7 @@ Called by the CLI before running the rules.
 
 from __future__ import annotations
 
-import tomllib
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +30,11 @@ from gpucap.apis.quantity import Quantity
 from gpucap.apis.reading import InputError, int_message, read_path
 from gpucap.lint.registry import SEVERITIES, Rule, Severity
 from gpucap.runtime.errors import GpucapInputError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: tomllib is tomli, added to the standard library in 3.11
+    import tomli as tomllib
 
 __all__ = [
     "CLUSTER_COMPONENTS",

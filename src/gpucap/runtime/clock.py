@@ -18,7 +18,7 @@ from typing import Protocol, runtime_checkable
 __all__ = ["EPOCH", "Clock", "FakeClock", "RealClock"]
 
 # The default start of simulated time: fixed, so runs do not depend on when they are made.
-EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
 
 
 @runtime_checkable
@@ -34,7 +34,7 @@ class RealClock:
     """The wall clock. Only the boto3-facing shell and the CLI's real mode use it."""
 
     def now(self) -> dt.datetime:
-        return dt.datetime.now(dt.UTC)
+        return dt.datetime.now(dt.timezone.utc)
 
     def monotonic(self) -> float:
         return time.monotonic()
@@ -46,7 +46,7 @@ class FakeClock:
     def __init__(self, start: dt.datetime = EPOCH) -> None:
         if start.tzinfo is None:
             raise ValueError("FakeClock needs a timezone-aware start time")
-        self._start = start.astimezone(dt.UTC)
+        self._start = start.astimezone(dt.timezone.utc)
         self._now = self._start
 
     def now(self) -> dt.datetime:
@@ -66,7 +66,7 @@ class FakeClock:
         """Jump to `when`; it must not be earlier than the current time."""
         if when.tzinfo is None:
             raise ValueError("FakeClock.set needs a timezone-aware time")
-        when = when.astimezone(dt.UTC)
+        when = when.astimezone(dt.timezone.utc)
         if when < self._now:
             raise ValueError(f"cannot move a clock backwards from {self._now} to {when}")
         self._now = when

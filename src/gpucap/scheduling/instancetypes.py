@@ -186,7 +186,7 @@ class InstanceTypeTable:
             else:
                 mask &= column
         if mask is None:
-            return self.not_negative.copy()
+            return np.copy(self.not_negative)
         if self.negative:
             mask &= self.not_negative
         return mask

@@ -80,7 +80,7 @@ from gpucap.scheduling.topology import CountedPod, Topology, has_anti_affinity
 
 __all__ = ["PoolInput", "Results", "Scheduler", "solve"]
 
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 _DOES_NOT_EXIST_NODEPOOL = Requirement.new(NODEPOOL, "DoesNotExist")
 # A pod class starts keeping its candidate NodeClaims after a scan that tried this many.
 _KEEP_CANDIDATES = 16
@@ -678,14 +678,15 @@ class Scheduler:
                 continue
             claim.final_types = ordered
             min_values = claim.requirements.get_or_exists(INSTANCE_TYPE).min_values
-            finished = finished_by.get((*key, min_values))
+            finished_key = (*key, min_values)
+            finished = finished_by.get(finished_key)
             if finished is None:
                 names = Requirement.new(
                     INSTANCE_TYPE, "In", [it.name for it in ordered], min_values=min_values
                 )
                 # Adding the instance-type requirement leaves the zone and capacity type as
                 # they are, so the capacity types read the same two requirements.
-                finished = finished_by[(*key, min_values)] = (
+                finished = finished_by[finished_key] = (
                     names,
                     table.capacity_types(index, claim.requirements.add(names)),
                 )

@@ -30,6 +30,7 @@ from gpucap.apis.core import Pod
 from gpucap.apis.duration import DurationError, parse_go_duration_ns, parse_karpenter_duration
 from gpucap.apis.goparse import parse_float
 from gpucap.apis.nodepool import NodeClaim
+from gpucap.runtime.rfc3339 import parse_rfc3339
 from gpucap.scheduling.taints import DISRUPTED_TAINT
 
 __all__ = [
@@ -134,7 +135,7 @@ def _protection(value: str) -> dt.timedelta | None:
 
 
 def _started(text: str) -> dt.datetime:
-    return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return parse_rfc3339(text)
 
 
 def is_mirror(pod: Pod) -> bool:

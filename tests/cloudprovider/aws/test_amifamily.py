@@ -42,7 +42,7 @@ EKS = "/aws/service/eks/optimized-ami"
 GPU_COUNT = "karpenter.k8s.aws/instance-gpu-count"
 ACCEL_COUNT = "karpenter.k8s.aws/instance-accelerator-count"
 ARCH = "kubernetes.io/arch"
-NOW = dt.datetime(2026, 9, 1, tzinfo=dt.UTC)
+NOW = dt.datetime(2026, 9, 1, tzinfo=dt.timezone.utc)
 SELF_ACCOUNT = "111122223333"
 AMAZON_ACCOUNT = "602401143452"
 
@@ -888,7 +888,7 @@ def test_among_images_with_the_same_requirements_karpenter_keeps_one(
 def test_deprecated_is_reported_against_now() -> None:
     images = [image("ami-1", deprecation=PAST)]
     nc = node_class({"id": "ami-1"})
-    before = dt.datetime(2026, 7, 31, tzinfo=dt.UTC)
+    before = dt.datetime(2026, 7, 31, tzinfo=dt.timezone.utc)
     assert [a.deprecated for a in resolve_amis(nc, "1.36", FakeAWS(images=images), now=before)] == [
         False
     ]

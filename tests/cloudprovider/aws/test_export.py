@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import boto3
@@ -36,7 +36,7 @@ from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.cloudprovider.aws.instancetype.data import bundled_instance_type_infos, parse_catalog
 
 REGION = "us-east-1"
-NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
 
 live = pytest.mark.skipif(
     not os.environ.get("GPUCAP_LIVE_AWS"), reason="set GPUCAP_LIVE_AWS=1 to call real AWS"

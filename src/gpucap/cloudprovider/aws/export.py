@@ -48,13 +48,14 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from statistics import fmean
 from typing import Any, Final
 
 from gpucap.cloudprovider.aws.ec2.api import EC2API, Response
 from gpucap.cloudprovider.aws.instancetype import capacity as cap
 from gpucap.runtime.logging import get_logger
+from gpucap.runtime.rfc3339 import parse_rfc3339
 
 __all__ = [
     "ARCHITECTURE_LABELS",
@@ -319,13 +320,13 @@ def zone_offerings(response: Mapping[str, Any]) -> dict[str, list[str]]:
 
 def _timestamp(value: Any) -> datetime | None:
     if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
+        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
     if isinstance(value, str) and value:
         try:
-            parsed = datetime.fromisoformat(value)
+            parsed = parse_rfc3339(value)
         except ValueError:
             return None
-        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
     return None
 
 
@@ -458,7 +459,7 @@ def export_catalog(
     offering_request: dict[str, Any] = {"LocationType": "availability-zone"}
     spot_request: dict[str, Any] = {
         "ProductDescriptions": list(SPOT_PRODUCT_DESCRIPTIONS),
-        "StartTime": now if now is not None else datetime.now(UTC),
+        "StartTime": now if now is not None else datetime.now(timezone.utc),
     }
     if wanted is not None and len(wanted) <= NARROW_REQUEST_LIMIT:
         type_request["InstanceTypes"] = wanted

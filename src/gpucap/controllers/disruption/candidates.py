@@ -62,6 +62,7 @@ from gpucap.controllers.disruption.types import (
 )
 from gpucap.controllers.nodeclaim.conditions import INITIALIZED, INSTANCE_TERMINATING, condition
 from gpucap.runtime.memo import Memo, Memos
+from gpucap.runtime.rfc3339 import parse_rfc3339
 from gpucap.scheduling.existingnode import StateNode
 from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.state.cluster import Cluster
@@ -120,7 +121,7 @@ DO_NOT_DISRUPT_BLOCKS = f'pod has "{DO_NOT_DISRUPT}" annotation'
 def _when(text: str | None) -> dt.datetime | None:
     if not text:
         return None
-    return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return parse_rfc3339(text)
 
 
 def consolidate_after_start(claim: NodeClaim) -> dt.datetime | None:

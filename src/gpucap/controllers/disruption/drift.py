@@ -54,6 +54,7 @@ from gpucap.cloudprovider.types import CloudProvider, CloudProviderError
 from gpucap.controllers.disruption.hash import DRIFTED, NodePoolHash
 from gpucap.controllers.nodeclaim.conditions import LAUNCHED, condition, is_true, with_condition
 from gpucap.runtime.clock import Clock
+from gpucap.runtime.rfc3339 import parse_rfc3339
 from gpucap.scheduling.requirements import Requirement, Requirements
 from gpucap.state.cluster import Cluster
 
@@ -279,7 +280,7 @@ def _created(claim: NodeClaim) -> dt.datetime | None:
     if claim.metadata.creation_timestamp is not None:
         return claim.metadata.creation_timestamp
     times = [
-        dt.datetime.fromisoformat(c.last_transition_time)
+        parse_rfc3339(c.last_transition_time)
         for c in claim.status.conditions
         if c.last_transition_time
     ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 
 from gpucap.apis.nodepool import NodeClaim, NodeClaimCondition
+from gpucap.runtime.rfc3339 import parse_rfc3339
 
 __all__ = [
     "DRAINED",
@@ -48,7 +49,7 @@ def seconds_since(cond: NodeClaimCondition, now: dt.datetime) -> float:
     """Seconds from the condition's last transition to `now` (0 when it has none)."""
     if not cond.last_transition_time:
         return 0.0
-    return (now - dt.datetime.fromisoformat(cond.last_transition_time)).total_seconds()
+    return (now - parse_rfc3339(cond.last_transition_time)).total_seconds()
 
 
 def with_condition(

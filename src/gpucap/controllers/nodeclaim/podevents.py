@@ -12,10 +12,9 @@ world; read by disruption (`controllers/disruption/candidates.py: consolidatable
 
 from __future__ import annotations
 
-import datetime as dt
-
 from gpucap.apis.core import Pod
 from gpucap.runtime.clock import Clock
+from gpucap.runtime.rfc3339 import parse_rfc3339
 from gpucap.state.cluster import Cluster
 
 __all__ = ["DEDUPE_TIMEOUT", "PodEvents"]
@@ -43,7 +42,7 @@ class PodEvents:
             return False
         now = self.clock.now()
         last = claim.status.last_pod_event_time
-        if last and (now - dt.datetime.fromisoformat(last)).total_seconds() < DEDUPE_TIMEOUT:
+        if last and (now - parse_rfc3339(last)).total_seconds() < DEDUPE_TIMEOUT:
             return False
         status = claim.status.model_copy(update={"last_pod_event_time": now.isoformat()})
         self.cluster.update_node_claim(claim.model_copy(update={"status": status}))

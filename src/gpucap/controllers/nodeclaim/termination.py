@@ -62,6 +62,7 @@ from gpucap.controllers.nodeclaim.conditions import (
 )
 from gpucap.controllers.nodeclaim.constants import INSTANCE_TERMINATION_REQUEUE, MIN_DRAIN_TIME
 from gpucap.runtime.clock import Clock
+from gpucap.runtime.rfc3339 import parse_rfc3339
 from gpucap.scheduling.taints import DISRUPTED_TAINT
 from gpucap.state.cluster import Cluster
 from gpucap.utils.pdb import Limits
@@ -223,7 +224,7 @@ class Termination:
         if not text:
             return None
         try:
-            return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+            return parse_rfc3339(text)
         except ValueError:
             return None
 

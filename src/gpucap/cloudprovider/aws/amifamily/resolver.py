@@ -75,6 +75,7 @@ from gpucap.apis.labels import (
     WINDOWS_BUILD,
 )
 from gpucap.cloudprovider.aws.ec2.api import EC2APIError, Response
+from gpucap.runtime.rfc3339 import parse_rfc3339
 from gpucap.scheduling.requirements import Requirement, Requirements
 
 __all__ = [
@@ -510,9 +511,9 @@ def resolve_amis(
     `AliasError`, `UnsupportedAliasError`, `AMIDiscoveryError`, or `AMIResolutionError` for a
     failed AWS call. `now` (default: the current time) decides which images are deprecated.
     """
-    now = now if now is not None else dt.datetime.now(dt.UTC)
+    now = now if now is not None else dt.datetime.now(dt.timezone.utc)
     if now.tzinfo is None:
-        now = now.replace(tzinfo=dt.UTC)
+        now = now.replace(tzinfo=dt.timezone.utc)
     chosen: dict[Requirements, ResolvedAMI] = {}
     for query in image_queries(nodeclass, kubernetes_version, api):
         try:
@@ -621,12 +622,12 @@ def _parse_time(value: object, image_id: str, what: str) -> dt.datetime | None:
         when = value
     else:
         try:
-            when = dt.datetime.fromisoformat(str(value))
+            when = parse_rfc3339(str(value))
         except ValueError:
             raise AMIResolutionError(
                 f"image {image_id}: {what} {value!r} is not an RFC 3339 time"
             ) from None
-    return when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
+    return when if when.tzinfo is not None else when.replace(tzinfo=dt.timezone.utc)
 
 
 # ==== helpers ==================================================================================

@@ -42,6 +42,7 @@ them by.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -141,6 +142,15 @@ def fleet_instance_ids(response: Mapping[str, Any]) -> list[str]:
         if isinstance(instance, Mapping) and isinstance(instance.get("InstanceIds"), list):
             ids.extend(i for i in instance["InstanceIds"] if isinstance(i, str) and i)
     return ids
+
+
+def _add_note(err: BaseException, note: str) -> None:
+    """`err.add_note(note)`, which Python 3.10 lacks: there the note goes on the same
+    `__notes__` list by hand (3.10's traceback does not print it; the log line above says it)."""
+    if sys.version_info >= (3, 11):
+        err.add_note(note)
+    else:
+        vars(err).setdefault("__notes__", []).append(note)
 
 
 class BotoEC2API:
@@ -293,13 +303,14 @@ class BotoEC2API:
             self._ec2_call("terminate_instances", {"InstanceIds": ids})
         except EC2APIError as cleanup_err:
             _log.error("CreateFleet failed and instances %s could not be terminated", ids)
-            err.add_note(
+            _add_note(
+                err,
                 f"instances {', '.join(ids)} were launched but could not be terminated "
-                f"({cleanup_err}); terminate them by hand"
+                f"({cleanup_err}); terminate them by hand",
             )
             return
         _log.warning("CreateFleet failed after launching %s; terminated them", ids)
-        err.add_note(f"terminated {', '.join(ids)}, launched by the failed CreateFleet")
+        _add_note(err, f"terminated {', '.join(ids)}, launched by the failed CreateFleet")
 
     def describe_instances(self, **kwargs: Any) -> Response:
         return self._ec2_call("describe_instances", kwargs)

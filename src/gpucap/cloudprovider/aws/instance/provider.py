@@ -47,6 +47,7 @@ from gpucap.cloudprovider.types import (
     InsufficientCapacityError,
     NodeClaimNotFoundError,
 )
+from gpucap.runtime.rfc3339 import parse_rfc3339
 from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.requirements import Requirements
 
@@ -100,7 +101,7 @@ def _launch_time(value: object) -> dt.datetime | None:
         return value
     if isinstance(value, str):
         try:
-            return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+            return parse_rfc3339(value)
         except ValueError:
             return None
     return None
