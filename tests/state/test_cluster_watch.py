@@ -65,3 +65,12 @@ def test_deleting_what_is_not_there_is_no_change() -> None:
     cluster.delete("NodePool", None, "absent")
     cluster.delete("DaemonSet", "default", "absent")
     assert heard == []
+
+
+def test_a_pod_turning_ready_is_a_status_change() -> None:
+    cluster, _, _, _ = fresh()
+    heard = _heard(cluster)
+    pod = cluster.pods()[0]
+    ready = pod.model_copy(update={"status": pod.status.model_copy(update={"conditions": []})})
+    cluster.add_pod(ready)
+    assert heard == [ClusterChange.POD_STATUS]

@@ -118,6 +118,8 @@ class Bus:
     disrupted: Callable[[DisruptionResult], None]
     # NodeClaimEvents: what a garbage collection pass collected.
     collected: Callable[[Collected], None]
+    # The World: whether the cluster has a PodDisruptionBudget (see `cluster_changed`).
+    pdbs_present: Callable[[], bool]
 
     def __init__(self, engine: Engine, recorder: Recorder) -> None:
         self.engine = engine
@@ -135,7 +137,10 @@ class Bus:
     def cluster_changed(self, change: ClusterChange) -> None:
         """The cluster's change feed (`Cluster.watch`, wired by the World): every mutation is
         something the scheduler sees; a Node's or NodeClaim's is also what garbage collection
-        reads."""
+        reads. A pod's readiness alone is read by PodDisruptionBudgets only (their healthy
+        pods): it wakes the loops when the cluster has one (`pdbs_present`)."""
+        if change is ClusterChange.POD_STATUS and not self.pdbs_present():
+            return
         if change is ClusterChange.NODES:
             self.claims_changed()
         self.changed()

@@ -239,6 +239,7 @@ class World:
         bus.launch = self.claim_events.launch
         bus.disrupted = self.claim_events.disrupted
         bus.collected = self.claim_events.collected
+        bus.pdbs_present = lambda: bool(self.cluster.pdbs())
         # What changes, the bus hears from the cluster and EC2 themselves.
         self.cluster.watch(bus.cluster_changed)
         self.ec2.watch(bus.ec2_changed)

@@ -17,5 +17,8 @@ class ClusterChange(enum.Enum):
     """What a mutation of the `Cluster` changed (see the module docstring)."""
 
     PODS = "pods"  # a pod added, replaced, bound, unbound or deleted; a nomination made
+    # Only a pod's status conditions changed (it turned Ready), its spec, metadata and phase
+    # the same objects: what only PodDisruptionBudgets read (their healthy pods).
+    POD_STATUS = "podStatus"
     NODES = "nodes"  # a Node or NodeClaim added, changed or removed; a deletion mark
     OBJECTS = "objects"  # any other object applied or deleted (NodePools, DaemonSets, ...)

@@ -923,8 +923,15 @@ class Cluster:
         the version counters."""
         key = pod.key if key is None else key
         self._version += 1
-        self._changed(ClusterChange.PODS)
         old = self._pods.get(key)
+        self._changed(
+            ClusterChange.POD_STATUS
+            if old is not None
+            and old.spec is pod.spec
+            and old.metadata is pod.metadata
+            and old.status.phase == pod.status.phase
+            else ClusterChange.PODS
+        )
         if old is None:
             self._seq[key] = self._next_seq
             self._next_seq += 1
