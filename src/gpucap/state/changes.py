@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["ClusterChange"]
+from gpucap.apis.core import Pod
+
+__all__ = ["ClusterChange", "pod_change"]
 
 
 class ClusterChange(enum.Enum):
@@ -22,3 +24,17 @@ class ClusterChange(enum.Enum):
     POD_STATUS = "podStatus"
     NODES = "nodes"  # a Node or NodeClaim added, changed or removed; a deletion mark
     OBJECTS = "objects"  # any other object applied or deleted (NodePools, DaemonSets, ...)
+
+
+def pod_change(old: Pod | None, new: Pod) -> ClusterChange:
+    """What writing `new` over `old` (None: a new pod) changed: `POD_STATUS` when only the
+    status conditions did (the same spec and metadata objects, the same phase: a pod turning
+    Ready), else `PODS`."""
+    if (
+        old is not None
+        and old.spec is new.spec
+        and old.metadata is new.metadata
+        and old.status.phase == new.status.phase
+    ):
+        return ClusterChange.POD_STATUS
+    return ClusterChange.PODS

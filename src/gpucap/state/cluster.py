@@ -54,7 +54,7 @@ from gpucap.apis.workloads import DaemonSet
 from gpucap.runtime.clock import Clock
 from gpucap.runtime.memo import Memos
 from gpucap.scheduling.existingnode import StateNode
-from gpucap.state.changes import ClusterChange
+from gpucap.state.changes import ClusterChange, pod_change
 from gpucap.state.consolidation import ConsolidationState, state_node_view
 from gpucap.state.snapshot import (
     UNITS,
@@ -924,14 +924,7 @@ class Cluster:
         key = pod.key if key is None else key
         self._version += 1
         old = self._pods.get(key)
-        self._changed(
-            ClusterChange.POD_STATUS
-            if old is not None
-            and old.spec is pod.spec
-            and old.metadata is pod.metadata
-            and old.status.phase == pod.status.phase
-            else ClusterChange.PODS
-        )
+        self._changed(pod_change(old, pod))
         if old is None:
             self._seq[key] = self._next_seq
             self._next_seq += 1
