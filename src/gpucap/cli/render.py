@@ -610,5 +610,6 @@ def _series(names: Sequence[str]) -> str:
         if len(prefixes) == 1 and numbers == list(range(numbers[0], numbers[0] + len(numbers))):
             prefix = parts[0][0]
             return f"{prefix}-{numbers[0]}..{prefix}-{numbers[-1]}"
-    shown = ", ".join(names[:3])
-    return shown + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    from gpucap.sim.timeline import names_words  # noqa: PLC0415 - `validate` loads this module
+
+    return names_words(names)

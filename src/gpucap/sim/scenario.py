@@ -47,6 +47,7 @@ from gpucap.apis.serde import (
 from gpucap.apis.yamltext import documents
 from gpucap.cloudprovider.aws.coldstart import TIMING_FIELDS, TIMING_KEYS
 from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
+from gpucap.cloudprovider.aws.instancetype.resolve import offered_zones
 from gpucap.sim.kubelet import Addon
 
 __all__ = [
@@ -444,7 +445,8 @@ class _Loader:
                     f"{c.zone!r} is not a zone of the catalog of {catalog.region} "
                     f"({', '.join(catalog.zones)})",
                 )
-            types = tuple(t for t in types if _offered_in(catalog, t, c.zone))
+            zone, region, known = c.zone, catalog.region, catalog.zones
+            types = tuple(t for t in types if zone in offered_zones(catalog.info(t), region, known))
             if not types and c.instance_type is not None:
                 offered = catalog.info(c.instance_type).offerings or {}
                 zones = ", ".join(offered.get(catalog.region, ())) or "none"
@@ -588,12 +590,6 @@ def ami_release_problem(version: str) -> str | None:
     except ValueError:
         return f"{version!r} is not an EKS AMI release version: {year}-{month}-{day} is not a date"
     return None
-
-
-def _offered_in(catalog: Catalog, instance_type: str, zone: str) -> bool:
-    """Whether the catalog offers `instance_type` in `zone` (a type without zone data: yes)."""
-    offered = catalog.info(instance_type).offerings
-    return offered is None or zone in offered.get(catalog.region, ())
 
 
 def _manifest_ref(m: Manifest) -> _REF:

@@ -26,6 +26,7 @@ from gpucap.apis.gpu import GPU_RESOURCES
 from gpucap.apis.labels import CAPACITY_TYPE
 from gpucap.apis.serde import Manifests
 from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
+from gpucap.cloudprovider.aws.instancetype.resolve import offered_zones
 from gpucap.operator.plan import pools_for
 from gpucap.scheduling.nodeclaimtemplate import NodeClaimTemplate
 
@@ -74,8 +75,7 @@ def _zone(catalog: Catalog, family: str) -> str | None:
     zones: set[str] = set()
     for info in catalog.infos:
         if info.family == family:
-            offered = (info.offerings or {}).get(catalog.region)
-            zones.update(offered if offered is not None else catalog.zones)
+            zones |= offered_zones(info, catalog.region, catalog.zones)
     return min(zones) if zones else None
 
 
