@@ -32,6 +32,7 @@ from gpucap.controllers.disruption.drift import (
     REQUIREMENTS_DRIFTED,
     DriftDetection,
 )
+from gpucap.controllers.disruption.methods import not_all_pods_would_schedule
 from gpucap.controllers.nodeclaim import conditions as cond
 from gpucap.controllers.nodeclaim.lifecycle import Lifecycle
 from gpucap.controllers.provisioning.provisioner import Provisioner
@@ -584,3 +585,27 @@ def test_hash_drift_is_reported_before_requirement_drift() -> None:
         },
     )
     assert drift.reconcile() == [("gpu-1", NODEPOOL_DRIFTED)]
+
+
+@pytest.mark.parametrize(
+    ("errors", "message"),
+    [
+        ({}, "No Pod Scheduling Errors"),
+        (
+            {"default/b": "no room", "default/a": "taint"},
+            "Not all pods would schedule, default/a => taint default/b => no room ",
+        ),
+        (
+            {f"default/p{i}": "x" for i in range(7)},
+            "Not all pods would schedule, "
+            + "".join(f"default/p{i} => x " for i in range(5))
+            + " and 2 other(s)",
+        ),
+    ],
+)
+def test_drift_names_at_most_five_pods_that_would_not_schedule(
+    errors: dict[str, str], message: str
+) -> None:
+    """scheduler.go `NonPendingPodSchedulingErrors`, as drift's DisruptionBlocked message
+    (`pretty.Sentence`): every pod and its error up to five, then how many others."""
+    assert not_all_pods_would_schedule(errors).message == message

@@ -131,3 +131,67 @@ def test_an_eviction_a_pdb_holds_during_an_expiration_drain_is_told_with_its_dur
         line.endswith("eviction of default/llm-1 blocked by PDB llm (maxUnavailable 1) for 1m32s")
         for line in lines
     )
+
+
+def test_a_node_is_said_blocked_even_when_no_nodepool_consolidates(
+    capsys: Any, monkeypatch: Any
+) -> None:
+    """Karpenter builds candidates every pass whatever the methods find (`GetCandidates` ->
+    `NewCandidate` publishes DisruptionBlocked): with consolidateAfter Never everywhere the
+    simulator skips the passes, but still says what they would have held back."""
+    events = _events("never-consolidates", capsys, monkeypatch)
+    (blocked,) = _pod_held(events)
+    assert blocked["message"] == 'Pod has "karpenter.sh/do-not-disrupt" annotation'
+    assert blocked["pod"] == "default/sliced-0"
+
+
+def test_consolidation_disabled_is_said_unconsolidatable_per_node_and_once_per_pool(
+    capsys: Any, monkeypatch: Any
+) -> None:
+    """consolidation.go `ShouldDisrupt`: a candidate of a NodePool whose consolidateAfter is
+    Never gets Unconsolidatable "NodePool "gpu" has consolidation disabled" (the node its
+    do-not-disrupt pod holds is no candidate, so not it); the timeline tells the setting once
+    for the NodePool."""
+    events = _events("never-consolidates", capsys, monkeypatch)
+    said = _of(events, "Unconsolidatable")
+    assert [(e["nodeClaim"], e["message"]) for e in said] == [
+        ("gpu-2", 'NodePool "gpu" has consolidation disabled')
+    ]
+    lines = _timeline("never-consolidates", capsys, monkeypatch)
+    told = [line for line in lines if "never consolidated" in line]
+    assert len(told) == 1
+    assert "NodePool gpu: consolidateAfter is Never" in told[0]
+
+
+def test_a_non_empty_node_of_a_when_empty_pool_is_said_unconsolidatable(
+    capsys: Any, monkeypatch: Any
+) -> None:
+    """consolidation.go `ShouldDisrupt`: WhenEmpty pools only allow empty nodes to go."""
+    events = _events("drift-no-room", capsys, monkeypatch)
+    said = _of(events, "Unconsolidatable", nodeClaim="gpu-1")
+    assert said[0]["message"] == (
+        'NodePool "gpu" has consolidation policy WhenEmpty, but node is not empty'
+    )
+
+
+def test_a_drifted_node_whose_pods_cannot_move_is_held_with_the_schedulers_errors(
+    capsys: Any, monkeypatch: Any
+) -> None:
+    """drift.go `ComputeCommands`: a drifted candidate whose pods would not all schedule is
+    skipped with DisruptionBlocked naming each pod and its error
+    (`NonPendingPodSchedulingErrors`); the node stays and no replacement is made."""
+    events = _events("drift-no-room", capsys, monkeypatch)
+    held = [
+        e
+        for e in _of(events, "DisruptionBlocked", nodeClaim="gpu-1")
+        if e["message"].startswith("Not all pods would schedule")
+    ]
+    assert len(held) == 1
+    assert held[0]["message"].startswith(
+        'Not all pods would schedule, default/vllm-0 => nodepool "gpu": '
+    )
+    assert held[0]["t"] >= 1800
+    assert _of(events, "DisruptionDecision") == []
+    lines = _timeline("drift-no-room", capsys, monkeypatch)
+    (line,) = [x for x in lines if "cannot be disrupted: Not all pods would schedule" in x]
+    assert line == line.rstrip()

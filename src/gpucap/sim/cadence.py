@@ -86,6 +86,7 @@ class DisruptionCadence:
         self.idle_chains = True
         self._gc_idle: tuple[int, int] | None = None  # see `_collect`
         self._could: tuple[int, bool] = (-1, False)  # see `_could_disrupt`
+        self._held_version = -1  # the cluster version a skipped pass last spoke for
         # NodeClaim -> (the object, whether it is Drifted=True) (`_could_now`).
         self._drifted: dict[str, tuple[NodeClaim, bool]] = {}
         # What `_next_disruption_time` keeps: the NodePool objects, by name, whether one has a
@@ -126,7 +127,11 @@ class DisruptionCadence:
             and not self._could_disrupt()
         ):
             # No NodePool consolidates (consolidateAfter Never everywhere) and nothing drifted:
-            # every method's candidates are empty, the pass would find nothing.
+            # every method's candidates are empty, the pass would find nothing. What it would
+            # say is held back is said once per cluster version (it reads nothing else).
+            if self._held_version != self.bus.version:
+                self._held_version = self.bus.version
+                self.bus.disrupted(self.disruption.held_back())
             if self._idle_key is None or self._idle_key[0] != self.bus.version:
                 # Until the version changes, every run every 10 s would come here again (the
                 # check above needs this version; the queue and the memo of `_could_disrupt`

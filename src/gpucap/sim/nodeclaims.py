@@ -23,9 +23,13 @@ the simulator each controller returns a result record (`LifecycleResult`, `Termi
   `DisruptionBlocked` for a managed node that is no candidate (its message Karpenter's,
   `controllers/disruption/candidates.py`) and `DisruptionUnblocked` when a later pass finds it
   free again (gpucap's: it tells when a block stops being in force); `DisruptionBlocked` for a
-  NodePool whose budget allows 0 for a reason (`nodePool`, `reason`), `DisruptionUnblocked`
-  when it allows more; `Unconsolidatable` for a node single-node consolidation found no command
-  for (said again only with another message);
+  drifted node whose pods would not all schedule elsewhere (drift's, kept apart: only a pass
+  that reaches drift frees it); `DisruptionBlocked` for a NodePool whose budget allows 0 for a
+  reason (`nodePool`, `reason`), `DisruptionUnblocked` when it allows more; `Unconsolidatable`
+  for a node single-node consolidation found no command for, or consolidation turned away
+  (consolidation disabled, WhenEmpty and not empty; said again only with another message).
+  A pass the simulator skips (no NodePool consolidates, nothing drifted) still says what it
+  would have held back, once per cluster change (`Disruption.held_back`);
 - termination: an eviction a PodDisruptionBudget refuses is followed from the first refusal;
   `EvictionBlocked` (pod, node, pdb, its maxUnavailable or minAvailable, `since`, `for`) when
   the pod finally goes (evicted, force-deleted at the drain deadline, or released with its
@@ -43,6 +47,7 @@ controller (`pod_pending`, `pod_requeued`, `trigger_provisioning`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from gpucap.apis.ec2nodeclass import EC2NodeClass
@@ -110,6 +115,7 @@ class NodeClaimEvents:
         # force; (NodePool, reason) blocked by a budget; NodeClaim -> its last Unconsolidatable
         # message.
         self._blocked: dict[str, str] = {}
+        self._drift_blocked: dict[str, str] = {}  # drift's, said apart (its own passes)
         self._budget_blocked: set[tuple[str, str]] = set()
         self._unconsolidatable: dict[str, str] = {}
         # pod -> (node, PDB words, first refusal): evictions a PDB holds (`_held`), and
@@ -261,26 +267,10 @@ class NodeClaimEvents:
     def _held_back(self, result: DisruptionResult) -> None:
         """DisruptionBlocked, DisruptionUnblocked and Unconsolidatable for what this pass
         found that was not said already (see the module docstring)."""
-        blocked = result.blocked
-        if blocked is not None:
-            for name in [n for n in self._blocked if n not in blocked]:
-                del self._blocked[name]
-                if self.cluster.node_claim(name) is not None:
-                    self.bus.emit(
-                        "DisruptionUnblocked", nodeClaim=name, node=self.bus.registered_node(name)
-                    )
-            for name, why in blocked.items():
-                message = why.message
-                if self._blocked.get(name) == message:
-                    continue
-                self._blocked[name] = message
-                self.bus.emit(
-                    "DisruptionBlocked",
-                    nodeClaim=name,
-                    node=self.bus.registered_node(name),
-                    **_named(why),
-                    message=message,
-                )
+        if result.blocked is not None:
+            self._say_blocked(self._blocked, result.blocked)
+        if result.drift_blocked is not None:
+            self._say_blocked(self._drift_blocked, result.drift_blocked)
         for reason, pools in result.budget_blocked.items():
             for pool, held in sorted(k for k in self._budget_blocked if k[1] == reason):
                 if pool not in pools:
@@ -305,6 +295,28 @@ class NodeClaimEvents:
                 "Unconsolidatable",
                 nodeClaim=name,
                 node=self.bus.registered_node(name),
+                message=message,
+            )
+
+    def _say_blocked(self, said: dict[str, str], blocked: Mapping[str, Blocked]) -> None:
+        """DisruptionUnblocked for the NodeClaims in `said` no longer in `blocked`, and
+        DisruptionBlocked for each in `blocked` whose message is new (`said` updated)."""
+        for name in [n for n in said if n not in blocked]:
+            del said[name]
+            if self.cluster.node_claim(name) is not None:
+                self.bus.emit(
+                    "DisruptionUnblocked", nodeClaim=name, node=self.bus.registered_node(name)
+                )
+        for name, why in blocked.items():
+            message = why.message
+            if said.get(name) == message:
+                continue
+            said[name] = message
+            self.bus.emit(
+                "DisruptionBlocked",
+                nodeClaim=name,
+                node=self.bus.registered_node(name),
+                **_named(why),
                 message=message,
             )
 

@@ -70,6 +70,11 @@ _NODE_LIFE = frozenset(
     }
 )
 _NAMES_SHOWN = 3
+# Unconsolidatable messages that are a NodePool's setting, not a node's state: told once per
+# NodePool (every node of the pool gets them; the JSON keeps each).
+_POOL_SETTING = re.compile(
+    r'^NodePool "(?P<pool>[^"]*)" has (?:consolidation disabled|consolidation policy WhenEmpty)'
+)
 
 
 # ---- words for times, counts and objects ---------------------------------------------------------
@@ -253,6 +258,7 @@ class _Timeline:
         self.instance_gone: dict[str, float] = {}  # NodeClaim -> when EC2 took its instance
         # NodeClaim (or "NodePool <name> <reason>") -> whether its block in force was told
         self.blocked: dict[str, bool] = {}
+        self.pool_settings: set[str] = set()  # Unconsolidatable `_POOL_SETTING` lines said
 
     def say(self, t: float, text: str) -> None:
         kind = self.current.type if self.current is not None else ""
@@ -588,7 +594,8 @@ class _Timeline:
             self.say(e.t, f"NodeClaim {claim} to be disrupted: {reason_words(e.get('reason'))}")
 
     def on_DisruptionBlocked(self, e: Event, batch: list[int]) -> None:  # noqa: N802
-        pool, claim, message = e.get("nodePool"), e.get("nodeClaim"), e.get("message") or ""
+        pool, claim = e.get("nodePool"), e.get("nodeClaim")
+        message = str(e.get("message") or "").rstrip()  # Go's scheduler errors end in a space
         if claim is None:  # a NodePool's budget
             reason = reason_words(e.get("reason"))
             self.blocked[f"NodePool {pool} {e.get('reason')}"] = True
@@ -616,6 +623,20 @@ class _Timeline:
             self.say(e.t, f"{node_words(e.get('node'), claim)} may be disrupted again")
 
     def on_Unconsolidatable(self, e: Event, batch: list[int]) -> None:  # noqa: N802
+        message = str(e.get("message") or "")
+        setting = _POOL_SETTING.match(message)
+        if setting is not None:
+            if message not in self.pool_settings:
+                self.pool_settings.add(message)
+                pool = setting["pool"]
+                if "disabled" in message:
+                    words = "consolidateAfter is Never, its nodes are never consolidated"
+                else:
+                    words = (
+                        "consolidationPolicy WhenEmpty, its nodes with pods are not consolidated"
+                    )
+                self.say(e.t, f"NodePool {pool}: {words}")
+            return
         self.say(
             e.t,
             f"{node_words(e.get('node'), e.get('nodeClaim'))} not consolidated: {e.get('message')}",

@@ -35,10 +35,14 @@ threshold, "Filtering by price: ..." (minValues). A candidate the pre-check rule
 simulated: it is said to have nothing cheaper when the pre-check would let it through with a
 replacement of any price (`_why_not`).
 
+`ShouldDisrupt` says why it turns a candidate away, too (`should_disrupt_message`: its
+instance type unknown, a label missing, consolidation disabled, WhenEmpty and not empty); the
+controller gathers those for every candidate of a pass, whether or not a method then computes.
+
 Not modelled: the 1-minute multi-node and 3-minute single-node timeouts (gpucap's simulation
 takes no wall-clock time, so the search always finishes), the Unconsolidatable events of a
-simulation whose pods cannot all schedule (Karpenter's message is the scheduler's errors) and
-of `ShouldDisrupt` (consolidation disabled, WhenEmpty and not empty, missing labels), metrics.
+simulation whose pods cannot all schedule (Karpenter's message is the scheduler's errors; the
+pre-check spares most such simulations, so gpucap says nothing there), metrics.
 Called by the disruption controller (`controller.py`).
 """
 
@@ -88,6 +92,7 @@ from gpucap.state.snapshot import Snapshot
 
 __all__ = [
     "BALANCED_K",
+    "SHOULD_DISRUPT_MESSAGE",
     "Budgets",
     "Consolidation",
     "MultiNodeConsolidation",
@@ -95,6 +100,7 @@ __all__ = [
     "SingleNodeConsolidation",
     "approve_balanced",
     "estimated_savings",
+    "should_disrupt_message",
     "worst_launch_price",
 ]
 
@@ -296,6 +302,31 @@ def _wants(c: Candidate) -> Gate:
     return consolidatable_gate(c.node_claim, c.nodepool)
 
 
+def should_disrupt_message(c: Candidate) -> str | None:
+    """The Unconsolidatable message consolidation's `ShouldDisrupt` publishes when it turns
+    `c` away before looking at its consolidatable condition (consolidation.go, and
+    emptiness.go's for consolidation disabled, the same words); None when it says nothing
+    (a static NodePool's node, or one it does not turn away for those reasons). Go's `%q`
+    quotes the names. Called by the controller for every candidate of a pass."""
+    if c.static:
+        return None
+    labels = c.state_node.labels
+    if c.instance_type is None:
+        return f'Instance Type "{labels.get(INSTANCE_TYPE, "")}" not found'
+    for key in (CAPACITY_TYPE, "topology.kubernetes.io/zone"):
+        if key not in labels:
+            return f'Node does not have label "{key}"'
+    disruption = c.nodepool.spec.disruption
+    if disruption.consolidate_after_seconds is None:
+        return f'NodePool "{c.nodepool.name}" has consolidation disabled'
+    if not c.is_empty and disruption.consolidation_policy == "WhenEmpty":
+        return (
+            f'NodePool "{c.nodepool.name}" has consolidation policy WhenEmpty, '
+            "but node is not empty"
+        )
+    return None
+
+
 def _sort_key(c: Candidate) -> tuple[float, str]:
     return (-c.savings_ratio, c.name)
 
@@ -304,6 +335,7 @@ def _sort_key(c: Candidate) -> tuple[float, str]:
 # the run's (`Cluster.memos`): every pass filters every candidate, multi- and single-node
 # consolidation alike, and sorts them (`Consolidation.sort`).
 _WANTS = Memo.identity(_wants, size=4096)
+SHOULD_DISRUPT_MESSAGE = Memo.identity(should_disrupt_message, size=4096)
 _SORT_KEY = Memo.identity(_sort_key, size=4096)
 
 

@@ -54,6 +54,7 @@ from gpucap.controllers.disruption.candidates import (
     select_candidates,
 )
 from gpucap.controllers.disruption.consolidation import (
+    SHOULD_DISRUPT_MESSAGE,
     Budgets,
     Consolidation,
     MultiNodeConsolidation,
@@ -119,8 +120,11 @@ class DisruptionResult:
     None when this reconcile selected no candidates (the queue or a validation only).
     `budget_blocked`: per disruption reason whose budget mapping the pass built, the NodePools
     with nodes whose budgets allow 0 (`budgets.blocking_budgets`). `unconsolidatable`: per
-    NodeClaim single-node consolidation found no command for, Karpenter's Unconsolidatable
-    message (`Consolidation.unconsolidatable`)."""
+    NodeClaim single-node consolidation found no command for, or consolidation's
+    `ShouldDisrupt` turned away, Karpenter's Unconsolidatable message
+    (`Consolidation.unconsolidatable`, `should_disrupt_message`). `drift_blocked`: per drifted
+    NodeClaim whose pods would not all schedule elsewhere, drift's DisruptionBlocked reason
+    (`Drift.blocked`); None when the pass did not reach drift."""
 
     decided: Command | None  # a new command this pass (emit DisruptionDecision)
     replacements: tuple[str, ...]  # NodeClaim names created this pass
@@ -130,6 +134,7 @@ class DisruptionResult:
     blocked: Mapping[str, Blocked] | None = None
     budget_blocked: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     unconsolidatable: Mapping[str, str] = field(default_factory=dict)
+    drift_blocked: Mapping[str, Blocked] | None = None
 
 
 class ProvisioningController(Protocol):
@@ -174,6 +179,7 @@ class _Pass:
     blocked: Mapping[str, Blocked] | None = None
     budget_blocked: dict[str, tuple[str, ...]] = field(default_factory=dict)
     unconsolidatable: dict[str, str] = field(default_factory=dict)
+    drift_blocked: dict[str, Blocked] | None = None
 
 
 class Disruption:
@@ -350,8 +356,11 @@ class Disruption:
         )
         seen[GRACEFUL] = (graceful.found, graceful.totals)
         done.blocked = graceful.blocked
+        self._turned_away(graceful.found, done)
         for i in range(start, len(self.methods)):
             method = self.methods[i]
+            if isinstance(method, Drift):
+                done.drift_blocked = {}  # reached: what it held back before is free now
             if method.is_consolidated():
                 self._skipped = True
                 continue  # its compute would return nothing (IsConsolidated), candidates aside
@@ -381,6 +390,8 @@ class Disruption:
             proposals = method.compute(budgets, candidates, totals)
             if isinstance(method, Consolidation):
                 done.unconsolidatable.update(method.unconsolidatable)
+            if isinstance(method, Drift):
+                done.drift_blocked = dict(method.blocked or {})
             if not proposals:
                 continue
             if method.validates:
@@ -388,6 +399,45 @@ class Disruption:
                 return self._result(done, None, (), now)
             return self._started(proposals, done, now)
         self._next_loop = now + POLLING_PERIOD_S
+        return self._result(done, None, (), now)
+
+    def _turned_away(self, found: Sequence[Candidate], done: _Pass) -> None:
+        """Consolidation's `ShouldDisrupt` words for the candidates it turns away before
+        their consolidatable condition (`should_disrupt_message`): Karpenter asks it of every
+        candidate each pass, before a method checks whether it is consolidated."""
+        if not any(isinstance(m, Consolidation) for m in self.methods):
+            return
+        said = self.cluster.memos[SHOULD_DISRUPT_MESSAGE].lookup
+        for c in found:
+            message = said(c)
+            if message is not None:
+                done.unconsolidatable[c.node_claim.name] = message
+
+    def held_back(self) -> DisruptionResult:
+        """What a pass says is held back, without its methods: the DisruptionBlocked reasons
+        of candidate selection and consolidation's `ShouldDisrupt` words (Karpenter publishes
+        both every pass, whatever the methods then find). Called by the simulator instead of
+        a pass it skips because no method could find a command (no NodePool consolidates,
+        nothing drifted: drift reached, holding nothing back)."""
+        now = self.clock.monotonic()
+        done = _Pass()
+        if not self.cluster.synced():
+            return self._result(done, None, (), now)
+        self.memo.new_pass()
+        try:
+            graceful = select_candidates(
+                self.cluster,
+                self.cloud_provider,
+                self.clock.now(),
+                disruption_class=GRACEFUL,
+                in_flight=self.in_flight(),
+                snap=self.memo.snapshot(),
+            )
+        finally:
+            self.memo.end_pass()
+        done.blocked = graceful.blocked
+        done.drift_blocked = {}
+        self._turned_away(graceful.found, done)
         return self._result(done, None, (), now)
 
     def _started(self, proposals: list[Proposal], done: _Pass, now: float) -> DisruptionResult:
@@ -422,6 +472,7 @@ class Disruption:
             done.blocked,
             dict(done.budget_blocked),
             dict(done.unconsolidatable),
+            done.drift_blocked,
         )
 
     # ---- StartCommand -------------------------------------------------------------------------

@@ -8,7 +8,10 @@ not hold it back): drifted candidates of dynamic NodePools, oldest drift first, 
 (no reschedulable pod) before the rest. The first whose NodePool has `Drifted` budget left and
 whose pods all schedule (pending pods and pods of deleting nodes included; pods that will not
 be evicted get no capacity) becomes the one command of the pass, with every new NodeClaim of
-that simulation as its replacements (none, one or several). No consolidateAfter, no
+that simulation as its replacements (none, one or several). A candidate whose pods would not
+all schedule is held back with the scheduler's errors (`blocked`: drift.go publishes them in a
+DisruptionBlocked event, `NonPendingPodSchedulingErrors`: at most five pods, here in pod-key
+order where Go's map order is random). No consolidateAfter, no
 validation wait: the controller's next pass (immediately) takes the next node.
 
 Static drift (only with the `StaticCapacity` feature gate, off by default as in Karpenter):
@@ -28,13 +31,36 @@ from gpucap.apis.nodepool import NodePool
 from gpucap.cloudprovider.types import CloudProvider
 from gpucap.controllers.disruption.candidates import DRIFTED
 from gpucap.controllers.disruption.simulation import simulate_scheduling
-from gpucap.controllers.disruption.types import EVENTUAL, Candidate, PoolTotals, Proposal
+from gpucap.controllers.disruption.types import (
+    EVENTUAL,
+    Blocked,
+    Candidate,
+    PoolTotals,
+    Proposal,
+)
 from gpucap.controllers.nodeclaim.conditions import condition
 from gpucap.controllers.provisioning.provisioner import Provisioner
 from gpucap.runtime.clock import Clock
 from gpucap.state.cluster import Cluster
 
-__all__ = ["Drift", "StaticDrift"]
+__all__ = ["Drift", "StaticDrift", "not_all_pods_would_schedule"]
+
+# scheduler.go `NonPendingPodSchedulingErrors`: the pods it names at most.
+_MAX_ERRORS = 5
+
+
+def not_all_pods_would_schedule(errors: Mapping[str, str]) -> Blocked:
+    """Karpenter's `NonPendingPodSchedulingErrors` for the pods that must move but would not
+    schedule (`errors`: pod key -> the scheduler's error), as a DisruptionBlocked reason: each
+    pod and its error, the first five, then how many more; pods in key order (Go walks a map).
+    """
+    if not errors:
+        return Blocked("No Pod Scheduling Errors")
+    keys = sorted(errors)
+    words = "".join(f"{k} => {errors[k]} " for k in keys[:_MAX_ERRORS])
+    if len(keys) > _MAX_ERRORS:
+        words += f" and {len(keys) - _MAX_ERRORS} other(s)"
+    return Blocked("not all pods would schedule, " + words)
 
 
 class Drift:
@@ -57,6 +83,9 @@ class Drift:
         self.provisioner = provisioner
         self.clock = clock
         self.nodepools = nodepools
+        # The candidates the last `compute` held back because their pods would not all
+        # schedule (read by the controller); None until a compute ran.
+        self.blocked: dict[str, Blocked] | None = None
 
     def should_disrupt(self, c: Candidate) -> bool:
         return not c.static and bool(c.drifted)
@@ -75,6 +104,7 @@ class Drift:
         ordered = [c for c in ordered if not c.reschedulable_pods] + [
             c for c in ordered if c.reschedulable_pods
         ]
+        self.blocked = {}
         for c in ordered:
             if budgets.get(c.nodepool.name, 0) <= 0:
                 continue
@@ -86,7 +116,10 @@ class Drift:
                 now=self.clock.now(),
                 consolidation=False,
             )
-            if sim is None or not sim.all_non_pending_scheduled:
+            if sim is None:
+                continue  # the candidate is deleting: retried next pass
+            if not sim.all_non_pending_scheduled:
+                self.blocked[c.node_claim.name] = not_all_pods_would_schedule(sim.errors)
                 continue
             new = list(sim.results.new_node_claims)
             return [Proposal(self.name, self.reason, (c,), new, message=f"drifted ({c.drifted})")]
