@@ -13,11 +13,15 @@ import re
 
 __all__ = [
     "AWS_ALLOWED_KARPENTER_K8S_AWS_LABELS",
+    "CAPACITY_RESERVATION_ID",
+    "CAPACITY_RESERVATION_INTERRUPTIBLE",
+    "CAPACITY_RESERVATION_TYPE",
     "CAPACITY_TYPE",
     "CAPACITY_TYPES",
     "CORE_WELL_KNOWN_LABELS",
     "NODEPOOL",
     "NORMALIZED_LABELS",
+    "RESERVATION_KEYS",
     "WELL_KNOWN_LABELS",
     "is_label_value",
     "is_qualified_name",
@@ -64,6 +68,16 @@ INSTANCE_ACCELERATOR_MANUFACTURER = AWS + "instance-accelerator-manufacturer"
 INSTANCE_ACCELERATOR_COUNT = AWS + "instance-accelerator-count"
 INSTANCE_TENANCY = AWS + "instance-tenancy"
 ZONE_ID = "topology.k8s.aws/zone-id"
+# A reserved node's reservation (aws `pkg/apis/v1/labels.go`): only reserved offerings and
+# nodes have them (spot and on-demand offerings require them absent).
+CAPACITY_RESERVATION_ID = AWS + "capacity-reservation-id"
+CAPACITY_RESERVATION_TYPE = AWS + "capacity-reservation-type"
+CAPACITY_RESERVATION_INTERRUPTIBLE = AWS + "capacity-reservation-interruptible"
+RESERVATION_KEYS = (
+    CAPACITY_RESERVATION_ID,
+    CAPACITY_RESERVATION_TYPE,
+    CAPACITY_RESERVATION_INTERRUPTIBLE,
+)
 
 # The karpenter.k8s.aws keys a NodePool may use (the CRD's "label domain karpenter.k8s.aws is
 # restricted" rule lists exactly these).

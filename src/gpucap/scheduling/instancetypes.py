@@ -2,8 +2,14 @@
 
 An `InstanceType` is a name, its requirements (every well-known label: `In` its values, or
 `DoesNotExist`), capacity, allocatable and offerings; an `Offering` is one zone x capacity type
-with a price and whether it is available now (not ICE'd, priced, compatible). The cloud provider
-builds them (`cloudprovider/aws/instancetype/resolve.py`); the scheduler only reads them.
+with a price and whether it is available now (not ICE'd, priced, compatible), or, for capacity
+type `reserved`, one capacity reservation (its id, type, whether interruptible and how many
+instances it has free: Karpenter's `ReservationCapacity`). An offering's requirements are its
+zone and capacity type and the three reservation labels: a reserved offering's values,
+`DoesNotExist` for the others (aws `offering/base_resolver.go`,
+`reserved_capacity_resolver.go`). The cloud
+provider builds them (`cloudprovider/aws/instancetype/resolve.py`, reserved ones in
+`instancetype/provider.py`); the scheduler only reads them.
 
 The helpers here are Karpenter's: which offerings a requirement set allows, price ordering (the
 cheapest available compatible offering; gpucap breaks ties by name where Go's sort is unstable),
@@ -18,7 +24,13 @@ from typing import Any
 
 import numpy as np
 
-from gpucap.apis.labels import CAPACITY_TYPE, ZONE
+from gpucap.apis.labels import (
+    CAPACITY_RESERVATION_ID,
+    CAPACITY_RESERVATION_INTERRUPTIBLE,
+    CAPACITY_RESERVATION_TYPE,
+    CAPACITY_TYPE,
+    ZONE,
+)
 from gpucap.scheduling.requirements import Requirement, Requirements
 
 __all__ = [
@@ -27,9 +39,13 @@ __all__ = [
     "InstanceTypeTable",
     "Mask",
     "Offering",
+    "OfferingKey",
+    "allows_no_reservation",
     "cheapest_offering",
     "compatible_offerings",
+    "offering_key",
     "order_by_price",
+    "reservation_requirements",
     "satisfies_min_values",
     "truncate",
 ]
@@ -45,18 +61,74 @@ Mask = np.ndarray[Any, np.dtype[np.bool_]]
 
 @dataclass(frozen=True, slots=True)
 class Offering:
-    """One zone x capacity type of an instance type, price in USD/hour."""
+    """One zone x capacity type of an instance type, price in USD/hour; a reserved one is one
+    capacity reservation (`reservation_id` set, see the module docstring)."""
 
     zone: str
     capacity_type: str
     price: float
     available: bool
+    reservation_id: str = ""
+    reservation_type: str = ""  # "default" | "capacity-block" (reserved offerings only)
+    interruptible: bool = False
+    reservation_capacity: int = 0  # instances the reservation has free (Karpenter's cache)
 
     def allowed_by(self, reqs: Requirements) -> bool:
-        """Karpenter's offering compatibility: the zone and capacity type are allowed."""
+        """Karpenter's offering compatibility (`reqs.IsCompatible(offering requirements)`):
+        the zone and capacity type are allowed, and so are its reservation labels."""
         zone = reqs.get(ZONE)
         ct = reqs.get(CAPACITY_TYPE)
-        return (zone is None or zone.has(self.zone)) and (ct is None or ct.has(self.capacity_type))
+        return (
+            (zone is None or zone.has(self.zone))
+            and (ct is None or ct.has(self.capacity_type))
+            and self.reservation_allowed(reservation_requirements(reqs))
+        )
+
+    def reservation_allowed(self, reservation: _Reservation) -> bool:
+        """Whether the reservation labels' requirements (`reservation_requirements`) allow
+        this offering: a reserved one's values, or, for spot and on-demand, their absence (a
+        `NotIn` or `DoesNotExist` only: Karpenter's `Intersects` lets two negative
+        requirements meet)."""
+        if reservation is None:
+            return True
+        if not self.reservation_id:
+            return allows_no_reservation(reservation)
+        values = (self.reservation_id, self.reservation_type, _bool(self.interruptible))
+        return all(r is None or r.has(v) for r, v in zip(reservation, values, strict=True))
+
+
+_ABSENT = frozenset({"NotIn", "DoesNotExist"})
+# The requirements of the three reservation labels, or None when the set has none of them.
+_Reservation = tuple[Requirement | None, Requirement | None, Requirement | None] | None
+# What every offering question reads of a requirement set (the memo key of its answers).
+OfferingKey = tuple[Requirement | None, Requirement | None, _Reservation]
+
+
+def allows_no_reservation(reservation: _Reservation) -> bool:
+    """Whether the reservation labels' requirements allow a spot or on-demand offering (one
+    without the labels): each is absent, `NotIn` or `DoesNotExist`."""
+    return reservation is None or all(r is None or r.operator in _ABSENT for r in reservation)
+
+
+def _bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def reservation_requirements(reqs: Requirements) -> _Reservation:
+    """The requirements on the reservation labels (id, type, interruptible), None when there
+    is none (nearly always: only NodePools and pods that name a reservation have them)."""
+    rid = reqs.get(CAPACITY_RESERVATION_ID)
+    rtype = reqs.get(CAPACITY_RESERVATION_TYPE)
+    rint = reqs.get(CAPACITY_RESERVATION_INTERRUPTIBLE)
+    if rid is None and rtype is None and rint is None:
+        return None
+    return (rid, rtype, rint)
+
+
+def offering_key(reqs: Requirements) -> OfferingKey:
+    """What offering compatibility reads of `reqs`: its zone, capacity-type and reservation
+    requirements (the key of every per-requirement memo of offerings)."""
+    return (reqs.get(ZONE), reqs.get(CAPACITY_TYPE), reservation_requirements(reqs))
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -68,8 +140,8 @@ class InstanceType:
     capacity: Mapping[str, int]
     allocatable: Mapping[str, int]
     offerings: tuple[Offering, ...]
-    # Memoised by the zone and capacity-type requirements, the only keys offerings depend on.
-    _cheapest: dict[tuple[Requirement | None, Requirement | None], float | None] = field(
+    # Memoised by `offering_key`, the only requirements offerings depend on.
+    _cheapest: dict[OfferingKey, float | None] = field(
         default_factory=dict, repr=False, compare=False
     )
 
@@ -77,7 +149,7 @@ class InstanceType:
 
     def cheapest_price(self, reqs: Requirements) -> float | None:
         """The price of the cheapest available offering `reqs` allows; None when there is none."""
-        key = (reqs.get(ZONE), reqs.get(CAPACITY_TYPE))
+        key = offering_key(reqs)
         try:
             return self._cheapest[key]
         except KeyError:
@@ -112,6 +184,13 @@ class InstanceTypeTable:
     def __init__(self, types: Sequence[InstanceType]) -> None:
         self.types = list(types)
         self.index = {it.name: i for i, it in enumerate(self.types)}
+        # The types with a reserved offering (in table order): the only ones a NodeClaim can
+        # reserve through (`scheduling/nodeclaim.py`); empty without reservations.
+        self.reserved_rows: tuple[int, ...] = tuple(
+            i
+            for i, it in enumerate(self.types)
+            if any(o.capacity_type == "reserved" for o in it.offerings)
+        )
         self.resources = sorted({k for it in self.types for k in it.allocatable})
         self.column = {k: j for j, k in enumerate(self.resources)}
         self.allocatable = np.array(
@@ -140,22 +219,16 @@ class InstanceTypeTable:
         self._compatible: dict[
             tuple[Requirement | None, ...], np.ndarray[Any, np.dtype[np.bool_]]
         ] = {}
-        self._prices: dict[
-            tuple[Requirement | None, Requirement | None], np.ndarray[Any, np.dtype[np.float64]]
-        ] = {}
+        self._prices: dict[OfferingKey, np.ndarray[Any, np.dtype[np.float64]]] = {}
         by_name = sorted(range(len(self.types)), key=lambda i: self.types[i].name)
         self.name_rank = np.empty(len(self.types), dtype=np.int64)
         self.name_rank[by_name] = np.arange(len(self.types))
-        self._offered: dict[
-            tuple[Requirement | None, Requirement | None], np.ndarray[Any, np.dtype[np.bool_]]
-        ] = {}
+        self._offered: dict[OfferingKey, np.ndarray[Any, np.dtype[np.bool_]]] = {}
         # Capacity types as bits (sorted names), for `capacity_types`.
         self.capacity_type_names = sorted(
             {o.capacity_type for it in self.types for o in it.offerings}
         )
-        self._capacity_bits: dict[
-            tuple[Requirement | None, Requirement | None], np.ndarray[Any, np.dtype[np.int64]]
-        ] = {}
+        self._capacity_bits: dict[OfferingKey, np.ndarray[Any, np.dtype[np.int64]]] = {}
         # `most_allocatable` per mask (its bytes): planned NodeClaims narrow to a few distinct
         # option sets (749 computations, 16 distinct masks at Karpenter's 1,000-pod bench).
         self._most: dict[bytes, dict[str, int]] = {}
@@ -223,9 +296,9 @@ class InstanceTypeTable:
         return mask
 
     def offered(self, reqs: Requirements) -> np.ndarray[Any, np.dtype[np.bool_]]:
-        """Per type: it has an available offering `reqs` allows (memoised by zone and capacity
-        type, the only keys offerings depend on)."""
-        key = (reqs.get(ZONE), reqs.get(CAPACITY_TYPE))
+        """Per type: it has an available offering `reqs` allows (memoised by `offering_key`,
+        the only requirements offerings depend on)."""
+        key = offering_key(reqs)
         mask = self._offered.get(key)
         if mask is None:
             mask = np.fromiter(
@@ -291,7 +364,7 @@ class InstanceTypeTable:
     def prices(self, reqs: Requirements) -> np.ndarray[Any, np.dtype[np.float64]]:
         """Per type: the cheapest available offering `reqs` allows (inf when none), memoised
         by zone and capacity type."""
-        key = (reqs.get(ZONE), reqs.get(CAPACITY_TYPE))
+        key = offering_key(reqs)
         prices = self._prices.get(key)
         if prices is None:
             prices = np.fromiter(
@@ -322,9 +395,9 @@ class InstanceTypeTable:
         self, index: np.ndarray[Any, np.dtype[np.intp]], reqs: Requirements
     ) -> list[str]:
         """The capacity types of the available offerings `reqs` allows, across the types at
-        `index` (sorted); bits per type memoised by zone and capacity type, the only keys
+        `index` (sorted); bits per type memoised by `offering_key`, the only requirements
         offerings depend on."""
-        key = (reqs.get(ZONE), reqs.get(CAPACITY_TYPE))
+        key = offering_key(reqs)
         bits = self._capacity_bits.get(key)
         if bits is None:
             column = {name: 1 << j for j, name in enumerate(self.capacity_type_names)}
@@ -363,12 +436,14 @@ def compatible_offerings(it: InstanceType, reqs: Requirements) -> list[Offering]
     requirements looked up once per type rather than once per offering)."""
     zone = reqs.get(ZONE)
     ct = reqs.get(CAPACITY_TYPE)
+    reservation = reservation_requirements(reqs)
     return [
         o
         for o in it.offerings
         if o.available
         and (zone is None or zone.has(o.zone))
         and (ct is None or ct.has(o.capacity_type))
+        and (reservation is None or o.reservation_allowed(reservation))
     ]
 
 

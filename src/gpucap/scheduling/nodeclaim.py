@@ -6,6 +6,15 @@ the pool allows (within its limits) and keeps, as pods are added, every type tha
 them all (`CanAdd`: taints, requirements, topology, then the type filter of `filter.py`); it
 does not pick one. The scheduler finalizes it after the loop (`Scheduler._finalize`).
 
+Reserved capacity (`offeringsToReserve`, `Add`, `FinalizeScheduling`): when the pass has
+reservations, every pod added makes the claim hold one slot in *each* reservation whose
+available offering its remaining types and requirements allow (pessimistic: it may launch into
+any of them) and give back the ones it can no longer use (`reservationmanager.py`). In the
+provisioner's strict mode a pod is refused (`Cause.RESERVED_OFFERING`, never kept as a lasting
+refusal: other claims give slots back) when such a reservation exists but none has a slot
+left, or when it would take the claim off every reservation it holds. Finalizing a claim that
+holds reservations pins it to them: capacity type `reserved` only, the reservation ids `In`.
+
 Not `apis.nodepool.NodeClaim` (the API object): the provisioner turns one of these into that
 (`provisioner.to_node_claim`). Built and filled by the scheduler (`scheduler.py`); read by the
 provisioner and the disruption controllers.
@@ -18,19 +27,32 @@ from dataclasses import dataclass, field, replace
 from gpucap.apis.core import Pod, Taint
 from gpucap.apis.labels import HOSTNAME
 from gpucap.scheduling.filter import filter_options
-from gpucap.scheduling.instancetypes import InstanceType, InstanceTypeTable, Mask
+from gpucap.scheduling.instancetypes import InstanceType, InstanceTypeTable, Mask, Offering
 from gpucap.scheduling.nodeclaimtemplate import DaemonOverheadGroup, NodeClaimTemplate
 from gpucap.scheduling.podclasses import PERMANENT, TARGET, Hold
 from gpucap.scheduling.poddata import PodData
-from gpucap.scheduling.refusal import Refusal, SchedulingError
+from gpucap.scheduling.refusal import Cause, Refusal, SchedulingError
 from gpucap.scheduling.requirements import ALLOW_UNDEFINED_WELL_KNOWN, Requirements
+from gpucap.scheduling.reservationmanager import ReservationManager
 from gpucap.scheduling.resources import Resources, add
 from gpucap.scheduling.taints import format_taint, untolerated
 from gpucap.scheduling.topology import Topology, TopologyError
 
-__all__ = ["NodeClaim", "template_refusal"]
+__all__ = ["NONE_LEFT", "WOULD_LOSE_ALL", "Fit", "NodeClaim", "template_refusal"]
 
 _INT64_MAX = 2**63 - 1  # `InstanceTypeTable.fits` compares requests capped here
+_RESERVED = "reserved"
+# nodeclaim.go `offeringsToReserve`'s two ReservedOfferingErrors.
+NONE_LEFT = (
+    "one or more instance types with compatible reserved offerings are available, "
+    "but could not be reserved"
+)
+WOULD_LOSE_ALL = (
+    "satisfying updated nodeclaim constraints would remove all compatible reserved offering options"
+)
+# What `can_add` answers: the narrowed requirements and options, and the reserved offerings
+# the claim would hold with the pod (None: the pass has no reservation).
+Fit = tuple[Requirements, Mask, tuple[Offering, ...] | None]
 
 
 @dataclass(slots=True, eq=False)
@@ -54,6 +76,11 @@ class NodeClaim:
     # Per resource, the most any remaining option has allocatable (None: not computed since
     # the options last changed); see `may_fit`.
     _most: dict[str, int] | None = None
+    # The pass's reservations (None: it has none), whether the provisioner's strict mode
+    # holds, and the reserved offerings the claim holds (see the module docstring).
+    reservations: ReservationManager | None = None
+    strict_reservations: bool = False
+    reserved: tuple[Offering, ...] = ()
 
     def may_fit(self, requests: Resources) -> bool:
         """False when adding `requests` exceeds, for some resource, the most allocatable of any
@@ -99,9 +126,10 @@ class NodeClaim:
 
     def can_add(
         self, pod: Pod, data: PodData, topology: Topology, *, relax_min_values: bool
-    ) -> tuple[Requirements, Mask]:
-        """Whether `pod` fits; returns the narrowed requirements and options, or raises (with
-        the reason's `Hold` for the pod classes, see `podclasses.py`)."""
+    ) -> Fit:
+        """Whether `pod` fits; returns the narrowed requirements and options and the reserved
+        offerings the claim would hold (`Fit`), or raises (with the reason's `Hold` for the
+        pod classes, see `podclasses.py`)."""
         refused = template_refusal(self.template.taints, self.requirements, pod, data)
         if refused is not None:
             # Built as it is raised: an exception kept in a local of this frame would form a
@@ -151,7 +179,33 @@ class NodeClaim:
                 else None
             )
             raise SchedulingError(lambda: outcome.message(requests_of_pod), hold)
-        return reqs, remaining
+        if self.reservations is None:
+            return reqs, remaining, None
+        return reqs, remaining, self._offerings_to_reserve(remaining, reqs, self.reservations)
+
+    def _offerings_to_reserve(
+        self, options: Mask, reqs: Requirements, manager: ReservationManager
+    ) -> tuple[Offering, ...]:
+        """`offeringsToReserve`: the available reserved offerings of the remaining options
+        that `reqs` allows and the manager lets this claim hold (see the module docstring)."""
+        out: list[Offering] = []
+        compatible = False
+        types = self.table.types
+        for i in self.table.reserved_rows:
+            if not options[i]:
+                continue
+            for o in types[i].offerings:
+                if o.capacity_type != _RESERVED or not o.available or not o.allowed_by(reqs):
+                    continue
+                compatible = True
+                if manager.can_reserve(self.hostname, o):
+                    out.append(o)
+        if self.strict_reservations and not out:
+            if compatible:
+                raise SchedulingError(NONE_LEFT, cause=Cause.RESERVED_OFFERING)
+            if self.reserved:
+                raise SchedulingError(WOULD_LOSE_ALL, cause=Cause.RESERVED_OFFERING)
+        return tuple(out)
 
     def add(
         self,
@@ -160,7 +214,17 @@ class NodeClaim:
         reqs: Requirements,
         options: Mask,
         topology: Topology,
+        *,
+        reserve: tuple[Offering, ...] | None = None,
     ) -> None:
+        if reserve is not None and self.reservations is not None:
+            # Reserve the new set, then give back what dropped out of it (`Add`).
+            self.reservations.reserve(self.hostname, *reserve)
+            kept = {o.reservation_id for o in reserve}
+            self.reservations.release(
+                self.hostname, *(o for o in self.reserved if o.reservation_id not in kept)
+            )
+            self.reserved = reserve
         self.pods.append(pod)
         self.version += 1
         self._most = None  # looked up again (per mask, by the table) when next asked

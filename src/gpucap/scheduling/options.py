@@ -32,6 +32,11 @@ class SchedulingOptions:
     (scheduler.go `addToExistingNode`). Karpenter tells those apart by the pod being bound to a
     node that is not deleting; gpucap hands the scheduler every pod unbound, so the caller
     names the movers. New NodeClaims are never held back.
+
+    `reserved_offering_mode` (scheduler.go `ReservedOfferingMode`): `Strict` for the
+    provisioner's passes (Karpenter's `DisableReservedCapacityFallback`: a pod that a reservation
+    could take but none has room for waits for a later pass instead of going to spot or
+    on-demand), `Fallback` (the default) for every other simulation (disruption's).
     """
 
     preference_policy: Literal["Respect", "Ignore"] = "Respect"
@@ -40,3 +45,4 @@ class SchedulingOptions:
     consolidation: bool = False
     held_back: frozenset[str] = frozenset()
     movers: frozenset[str] = frozenset()
+    reserved_offering_mode: Literal["Fallback", "Strict"] = "Fallback"

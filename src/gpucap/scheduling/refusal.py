@@ -67,6 +67,11 @@ class Cause(enum.Enum):
     MIN_VALUES = "minValues not met"
     # Every NodePool refused: one part per NodePool (`multierr.Combine` in `addToNewNodeClaim`).
     NODEPOOLS = "every NodePool refused"
+    # Karpenter's `ReservedOfferingError` (the provisioner's strict reserved-offering mode): a
+    # compatible reservation is there but other planned NodeClaims hold all of it, or the pod
+    # would take the NodeClaim off every reservation it holds. Not relaxed, no lower-weight
+    # NodePool tried; the pod waits for a later pass (no FailedScheduling event).
+    RESERVED_OFFERING = "reserved offering"
 
 
 # The causes that are a NodePool's limits (the `LimitReached` event, plan's --passes note).

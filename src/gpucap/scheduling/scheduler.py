@@ -33,7 +33,13 @@ from typing import Any
 import numpy as np
 
 from gpucap.apis.core import Pod, Taint
-from gpucap.apis.labels import CAPACITY_TYPE, HOSTNAME, INSTANCE_TYPE, NODEPOOL, ZONE
+from gpucap.apis.labels import (
+    CAPACITY_RESERVATION_ID,
+    CAPACITY_TYPE,
+    HOSTNAME,
+    INSTANCE_TYPE,
+    NODEPOOL,
+)
 from gpucap.apis.nodepool import NodePool
 from gpucap.apis.quantity import base_units
 from gpucap.apis.workloads import DaemonSet
@@ -53,6 +59,8 @@ from gpucap.scheduling.instancetypes import (
     InstanceType,
     InstanceTypeTable,
     Mask,
+    OfferingKey,
+    offering_key,
     satisfies_min_values,
 )
 from gpucap.scheduling.nodeclaim import NodeClaim, template_refusal
@@ -75,6 +83,7 @@ from gpucap.scheduling.refusal import (
     limited_pools,
 )
 from gpucap.scheduling.requirements import Requirement, Requirements
+from gpucap.scheduling.reservationmanager import ReservationManager
 from gpucap.scheduling.resources import Resources, add, fits
 from gpucap.scheduling.topology import CountedPod, Topology, has_anti_affinity
 
@@ -205,6 +214,10 @@ class Scheduler:
         # The pods those nodes refuse (none when no node is held back).
         self._movers = self.options.movers if held else frozenset()
         self.new_node_claims: list[NodeClaim] = []
+        # The pass's reservations (`ReservationManager`), None when no pool offers one.
+        manager = ReservationManager(p.instance_types for p in ordered)
+        self.reservations: ReservationManager | None = manager if manager else None
+        self.strict_reservations = self.options.reserved_offering_mode == "Strict"
         # Planned NodeClaims by pod count, each bucket in creation order (see `_add`).
         self._by_count: dict[int, list[NodeClaim]] = {}
         # Per bucket, an upper bound of what its claims have left (see `_bucket_full`).
@@ -317,6 +330,10 @@ class Scheduler:
                 self._add(current, key)
                 return None
             except SchedulingError as err:
+                if err.cause is Cause.RESERVED_OFFERING:
+                    # The pod may schedule as it is once a reservation has room (later in
+                    # this pass or the next): its preferences are not relaxed (`trySchedule`).
+                    return err.pod_error()
                 relaxed = preferences.relax(
                     current, tolerate_prefer_no_schedule_taints=self.tolerate_prefer_no_schedule
                 )
@@ -434,6 +451,10 @@ class Scheduler:
             except SchedulingError as err:
                 # Formatted now: a topology message reads counts that later pods change.
                 errors.append(err.pod_error(template.name))
+                if err.cause is Cause.RESERVED_OFFERING:
+                    # A NodePool with a reservation the pod could use: no lower-weight pool
+                    # is tried (`addToNewNodeClaim`); the pod waits for the reservation.
+                    raise SchedulingError(err.pod_error(template.name), cause=err.cause) from err
         raise SchedulingError(PodError.of_nodepools(errors))
 
     def _try_claim(
@@ -456,13 +477,13 @@ class Scheduler:
                 refusals.note(claim, group)
             return False
         try:
-            reqs, its = claim.can_add(pod, data, self.topology, relax_min_values=False)
+            reqs, its, reserve = claim.can_add(pod, data, self.topology, relax_min_values=False)
         except SchedulingError as err:
             if refusals is not None:
                 refusals.note(claim, err.hold)
             return False
         count = len(claim.pods)
-        claim.add(pod, data, reqs, its, self.topology)
+        claim.add(pod, data, reqs, its, self.topology, reserve=reserve)
         self._rebucket(claim, count)
         return True
 
@@ -548,8 +569,10 @@ class Scheduler:
                 DaemonOverheadGroup(g.instance_types, g.overhead, g.host_ports.copy(), g.mask)
                 for g in template.daemon_groups
             ],
+            reservations=self.reservations,
+            strict_reservations=self.strict_reservations,
         )
-        reqs, fitting = claim.can_add(
+        reqs, fitting, reserve = claim.can_add(
             pod, data, self.topology, relax_min_values=self.relax_min_values
         )
         claim.min_values_relaxed = any(
@@ -559,7 +582,7 @@ class Scheduler:
             and r.min_values < orig.min_values
             for k, r in reqs.items()
         )
-        claim.add(pod, data, reqs, fitting, self.topology)
+        claim.add(pod, data, reqs, fitting, self.topology, reserve=reserve)
         self.new_node_claims.append(claim)
         self._seq[id(claim)] = len(self._seq)
         self._widen_room(1, claim)
@@ -637,25 +660,21 @@ class Scheduler:
         counters: dict[str, int] = {}
         kept: list[NodeClaim] = []
         # Claims narrow to a few distinct option sets: the price order, the instance-type
-        # requirement and the capacity types are functions of (table, options, the zone and
-        # capacity-type requirements, the instance-type minValues), computed once per such key.
+        # requirement and the capacity types are functions of (table, options, the offering
+        # requirements, the instance-type minValues), computed once per such key.
         ordered_by: dict[
-            tuple[int, bytes, Requirement | None, Requirement | None],
+            tuple[int, bytes, OfferingKey],
             tuple[np.ndarray[Any, np.dtype[np.intp]], list[InstanceType]],
         ] = {}
         finished_by: dict[
-            tuple[int, bytes, Requirement | None, Requirement | None, int | None],
+            tuple[int, bytes, OfferingKey, int | None],
             tuple[Requirement, list[str]],
         ] = {}
         for claim in sorted(self.new_node_claims, key=lambda c: c.hostname):
             claim.requirements = claim.requirements.without(HOSTNAME)
             claim.requests = add(claim.requests, _min_daemon_overhead(claim))
             table = claim.table
-            zone, capacity_type = (
-                claim.requirements.get(ZONE),
-                claim.requirements.get(CAPACITY_TYPE),
-            )
-            key = (id(table), claim.options.tobytes(), zone, capacity_type)
+            key = (id(table), claim.options.tobytes(), offering_key(claim.requirements))
             hit = ordered_by.get(key)
             if hit is None:
                 index = table.order_by_price_index(claim.options, claim.requirements)[
@@ -695,6 +714,17 @@ class Scheduler:
             if capacity_types:
                 claim.requirements = claim.requirements.add(
                     Requirement.new(CAPACITY_TYPE, "In", capacity_types)
+                )
+            if claim.reserved:
+                # `FinalizeScheduling`: a claim holding reservations launches into one of them
+                # (the capacity type replaced, not narrowed, by `reserved`).
+                claim.requirements = claim.requirements.without(CAPACITY_TYPE).add(
+                    Requirement.new(CAPACITY_TYPE, "In", ["reserved"]),
+                    Requirement.new(
+                        CAPACITY_RESERVATION_ID,
+                        "In",
+                        sorted({o.reservation_id for o in claim.reserved}),
+                    ),
                 )
             counters[claim.nodepool] = counters.get(claim.nodepool, 0) + 1
             claim.name = f"{claim.nodepool}-{counters[claim.nodepool]}"

@@ -584,6 +584,8 @@ def test_each_launch_filter_names_the_types_it_rejected() -> None:
     steps = trace.steps()
     assert [s.name for s in steps] == [
         "compatible-available-filter",
+        "capacity-reservation-type-filter",
+        "capacity-block-filter",
         "reserved-offering-filter",
         "exotic-instance-filter",
         "spot-offering-filter",

@@ -307,7 +307,8 @@ def _run_passes(
     options: SchedulingOptions,
     max_passes: int,
 ) -> Plan:
-    opts = options
+    # The provisioner's passes run in the strict reserved-offering mode (`Provisioner`).
+    opts = replace(options, reserved_offering_mode="Strict")
     out = Plan(first_pass=FirstPass(pools, preview, state_nodes, pending, daemonsets, opts))
     loop = _Loop(
         pools, preview=preview, state_nodes=state_nodes, daemonsets=daemonsets, options=opts

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Container, Sequence
+from dataclasses import replace
 from typing import Any
 
 from gpucap.apis.core import Pod
@@ -75,6 +76,9 @@ class Provisioner:
     ) -> None:
         self.cloud_provider = cloud_provider
         self.options = options or SchedulingOptions()
+        # The provisioning passes' own (`Provisioner.Schedule` disables the reserved-capacity
+        # fallback); every other simulation runs with `options` as given.
+        self.provisioning_options = replace(self.options, reserved_offering_mode="Strict")
         # Shared by this provisioner's passes (the simulator runs many over the same type
         # tuples); see `PassCache` for why a hit is the same answer.
         self.cache = PassCache()
@@ -116,7 +120,11 @@ class Provisioner:
         instance types from the cloud provider, the state nodes, DaemonSets and pending pods."""
         dynamic = [np for np in nodepools if not np.is_static]
         scheduler = self.scheduler(
-            self.pools(dynamic), state_nodes=state_nodes, daemonsets=daemonsets, pending=pending
+            self.pools(dynamic),
+            state_nodes=state_nodes,
+            daemonsets=daemonsets,
+            pending=pending,
+            options=self.provisioning_options,
         )
         return scheduler.solve(pending)
 

@@ -9,12 +9,20 @@ order (`STEPS`, then `truncate_step`):
 
 1. `compatible-available-filter`: compatible requirements, requests that fit, an available
    offering the claim allows;
-2. `reserved-offering-filter`: Karpenter's capacity-reservation-type, capacity-block and
-   reserved-offering filters in one (gpucap's `Offering` carries no reservation type);
-3. `exotic-instance-filter`: metal sizes and accelerator capacity, unless nothing else is left;
-4. `spot-offering-filter`: spot offerings priced above the cheapest on-demand one;
-5. `truncate`: the 60 cheapest (core `InstanceTypes.Truncate`; a minValues shortfall under
+2. `capacity-reservation-type-filter`: when the claim allows `reserved`, one kind of
+   reservation only (default, capacity block or interruptible: CreateFleet takes one market
+   type), the kind with the cheapest offering (ties: default, capacity block, interruptible);
+   the types with one keep only those offerings, the others are dropped;
+3. `capacity-block-filter`: when that kind is capacity blocks, the one type with the cheapest
+   capacity-block offering, with that offering only (CreateFleet takes one block);
+4. `reserved-offering-filter`: per type and zone the reserved offering with the most free
+   instances (CreateFleet takes one offering per pool); types without one dropped;
+5. `exotic-instance-filter`: metal sizes and accelerator capacity, unless nothing else is left;
+6. `spot-offering-filter`: spot offerings priced above the cheapest on-demand one;
+7. `truncate`: the 60 cheapest (core `InstanceTypes.Truncate`; a minValues shortfall under
    the Strict policy is an error).
+Steps 2-4 leave the types as they are when none has an available allowed reserved offering
+(a claim that does not allow `reserved`, or a NodeClass without reservations).
 
 The semantics of each step are `launch.py`'s steps 1-5 (its docstring says where Karpenter's
 code says more than the design notes). These functions are the plain, one-type-at-a-time
@@ -25,6 +33,7 @@ Called by `launch.py` (`reference_filter_instance_types`, `LaunchTrace.steps`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -44,10 +53,13 @@ from gpucap.scheduling.resources import fits
 
 __all__ = [
     "ALL_UNAVAILABLE",
+    "CAPACITY_BLOCK",
+    "CAPACITY_BLOCK_TYPE",
     "COMPATIBLE_AVAILABLE",
     "EXOTIC",
     "MIN_VALUES_TRUNCATED",
     "ON_DEMAND",
+    "RESERVATION_TYPE",
     "RESERVED",
     "RESERVED_OFFERING",
     "SPOT",
@@ -56,6 +68,8 @@ __all__ = [
     "TRUNCATE",
     "Filtered",
     "LaunchFilter",
+    "capacity_blocks",
+    "capacity_reservation_types",
     "compatible_available",
     "exotic_instances",
     "reserved_offerings",
@@ -67,6 +81,7 @@ __all__ = [
 ON_DEMAND: Final = "on-demand"
 SPOT: Final = "spot"
 RESERVED: Final = "reserved"
+CAPACITY_BLOCK_TYPE: Final = "capacity-block"
 
 # Karpenter's messages (aws instance.go: filterInstanceTypes), after "insufficient capacity, ".
 ALL_UNAVAILABLE: Final = "all requested instance types were unavailable during launch"
@@ -77,6 +92,8 @@ MIN_VALUES_TRUNCATED: Final = (
 
 # The steps' names: Karpenter's `Name()` of each filter (filter.go); `truncate` is gpucap's.
 COMPATIBLE_AVAILABLE: Final = "compatible-available-filter"
+RESERVATION_TYPE: Final = "capacity-reservation-type-filter"
+CAPACITY_BLOCK: Final = "capacity-block-filter"
 RESERVED_OFFERING: Final = "reserved-offering-filter"
 EXOTIC: Final = "exotic-instance-filter"
 SPOT_OFFERING: Final = "spot-offering-filter"
@@ -177,30 +194,103 @@ def _split(name: str, types: Sequence[InstanceType], passed: set[int]) -> Filter
     return Filtered(name, kept, rejected)
 
 
-# ---- 2. reserved offerings ----------------------------------------------------------------------
+# ---- 2-4. reservations ------------------------------------------------------------------------
+
+# `capacityReservationTypeFilter`'s tie-break between kinds of reservation of equal price.
+_KIND_PRIORITY: Final = {("default", False): 0, ("capacity-block", False): 1, ("default", True): 2}
+
+
+def _reserved(it: InstanceType, reqs: Requirements) -> list[Offering]:
+    """`it`'s available reserved offerings `reqs` allows, in offering order."""
+    return [o for o in compatible_offerings(it, reqs) if o.capacity_type == RESERVED]
+
+
+def capacity_reservation_types(
+    types: Sequence[InstanceType], reqs: Requirements, requests: Mapping[str, int]
+) -> Filtered:
+    """`capacityReservationTypeFilter`: when the claim allows `reserved`, the kind of
+    reservation (type, interruptible) whose cheapest available allowed offering is cheapest
+    (ties by `_KIND_PRIORITY`); its types keep only their offerings of that kind (their spot and
+    on-demand ones too are dropped), the other types are rejected. No such offering: every type
+    stays as it was. Karpenter returns the kept types in map order; here in input order."""
+    if not reqs.get_or_exists(CAPACITY_TYPE).has(RESERVED):
+        return Filtered(RESERVATION_TYPE, list(types), [])
+    cheapest: dict[tuple[str, bool], float] = {}
+    for it in types:
+        for o in _reserved(it, reqs):
+            kind = (o.reservation_type, o.interruptible)
+            if o.price < cheapest.get(kind, math.inf):
+                cheapest[kind] = o.price
+    if not cheapest:
+        return Filtered(RESERVATION_TYPE, list(types), [])
+    chosen = min(cheapest, key=lambda k: (cheapest[k], _KIND_PRIORITY.get(k, len(_KIND_PRIORITY))))
+    kept: list[InstanceType] = []
+    rejected: list[InstanceType] = []
+    for it in types:
+        if any((o.reservation_type, o.interruptible) == chosen for o in _reserved(it, reqs)):
+            offerings = tuple(
+                o
+                for o in it.offerings
+                if o.capacity_type == RESERVED and (o.reservation_type, o.interruptible) == chosen
+            )
+            kept.append(_with_offerings(it, offerings))
+        else:
+            rejected.append(it)
+    return Filtered(RESERVATION_TYPE, kept, rejected)
+
+
+def capacity_blocks(
+    types: Sequence[InstanceType], reqs: Requirements, requests: Mapping[str, int]
+) -> Filtered:
+    """`capacityBlockFilter`: when the claim allows `reserved` and the first offering of the
+    types is a capacity block's (after step 2, all are when that kind was chosen), the one type
+    with the cheapest available allowed capacity-block offering (the first on ties), with that
+    offering only; the others rejected. Otherwise every type stays as it was."""
+    if not reqs.get_or_exists(CAPACITY_TYPE).has(RESERVED):
+        return Filtered(CAPACITY_BLOCK, list(types), [])
+    first = next((o for it in types for o in it.offerings), None)
+    if first is None or first.reservation_type != CAPACITY_BLOCK_TYPE:
+        return Filtered(CAPACITY_BLOCK, list(types), [])
+    best: tuple[InstanceType, Offering] | None = None
+    for it in types:
+        blocks = [o for o in _reserved(it, reqs) if o.reservation_type == CAPACITY_BLOCK_TYPE]
+        if not blocks:
+            continue
+        offering = min(blocks, key=lambda o: o.price)  # the first of equal price
+        if best is None or best[1].price > offering.price:
+            best = (it, offering)
+    if best is None:
+        return Filtered(CAPACITY_BLOCK, list(types), [])
+    chosen, offering = best
+    return Filtered(
+        CAPACITY_BLOCK,
+        [_with_offerings(chosen, (offering,))],
+        [it for it in types if it.name != chosen.name],
+    )
 
 
 def reserved_offerings(
     types: Sequence[InstanceType], reqs: Requirements, requests: Mapping[str, int]
 ) -> Filtered:
-    """When the claim allows `reserved` and some type has an available allowed reserved
-    offering: those types with only their first such offering per zone; the others rejected.
-    Otherwise every type stays as it was."""
+    """`reservedOfferingFilter`: when the claim allows `reserved`, per type and zone the
+    available allowed reserved offering with the most free instances (the first on ties),
+    every other offering dropped; types without one rejected. When no type has one, every
+    type stays as it was."""
     if not reqs.get_or_exists(CAPACITY_TYPE).has(RESERVED):
         return Filtered(RESERVED_OFFERING, list(types), [])
     kept: list[InstanceType] = []
     rejected: list[InstanceType] = []
     for it in types:
         by_zone: dict[str, Offering] = {}
-        for offering in compatible_offerings(it, reqs):
-            if offering.capacity_type == RESERVED:
-                by_zone.setdefault(offering.zone, offering)
+        for offering in _reserved(it, reqs):
+            current = by_zone.get(offering.zone)
+            if current is None or offering.reservation_capacity > current.reservation_capacity:
+                by_zone[offering.zone] = offering
         if by_zone:
             kept.append(_with_offerings(it, tuple(by_zone.values())))
         else:
             rejected.append(it)
     if not kept:
-        # No reserved offering anywhere: nothing to prefer, every type stays as it was.
         return Filtered(RESERVED_OFFERING, list(types), [])
     return Filtered(RESERVED_OFFERING, kept, rejected)
 
@@ -273,6 +363,8 @@ def truncate_step(
 # aws instance.go `filterInstanceTypes`'s order (truncation follows).
 STEPS: Final[tuple[LaunchFilter, ...]] = (
     compatible_available,
+    capacity_reservation_types,
+    capacity_blocks,
     reserved_offerings,
     exotic_instances,
     spot_offerings,

@@ -15,11 +15,11 @@ Steps, in Karpenter's order (aws `pkg/providers/instance/instance.go: Create` an
    requirements (keys both define must intersect; a claim key the type lacks, such as a
    NodePool's custom label, passes), its allocatable fits the claim's requests, and it has an
    available offering the claim allows (zone, capacity type).
-2. reserved offerings (only when the claim allows `reserved`): keep the types that have an
-   available allowed reserved offering, with only those offerings, one per zone. Karpenter does
-   this in three filters (reservation type, capacity block, one offering per zone); gpucap's
-   `Offering` carries no reservation type, ID or remaining capacity, so they collapse into one
-   (every reservation counts as a default one; the first offering of a zone is kept).
+2. reservations (only when the claim allows `reserved` and some type has an available allowed
+   reserved offering; `filters.py` steps 2-4): one kind of reservation (the cheapest of
+   default, capacity block, interruptible), then for capacity blocks the one type with the
+   cheapest block, then per type and zone the reservation with the most free instances; the
+   types keep only those offerings, the types without one are dropped.
 3. exotic types (skipped when any requirement has minValues): drop types whose
    `instance-size` contains `metal`, or with non-zero `aws.amazon.com/neuron`,
    `aws.amazon.com/neuroncore`, `amd.com/gpu`, `nvidia.com/gpu` or `habana.ai/gaudi`
@@ -72,9 +72,9 @@ Where Karpenter's code says more than karpenter-provisioning.md §4.2-4.4 and co
   step 1 that cannot launch a disallowed capacity type.
 
 Not modelled: subnets (every zone of an offering is assumed to have one; Karpenter skips zones
-without), launch-template splits, tenancy, capacity blocks and interruptible reservations,
-placement groups, NodeOverlay price priorities, and the log line Karpenter writes when it falls
-back to on-demand with fewer than 5 instance types.
+without), launch-template splits other than per reservation, tenancy, placement groups,
+NodeOverlay price priorities, and the log line Karpenter writes when it falls back to
+on-demand with fewer than 5 instance types.
 
 How it runs: steps 1-7 run on the numpy arrays of a `launchtable.LaunchTable` (one per
 instance-type tuple, cached by identity; `launch_options`), a type at a time only in
@@ -113,6 +113,7 @@ from gpucap.scheduling.instancetypes import (
     InstanceType,
     Offering,
     compatible_offerings,
+    offering_key,
     satisfies_min_values,
 )
 from gpucap.scheduling.requirements import Requirement, Requirements
@@ -148,11 +149,16 @@ MinValuesPolicy = Literal["Strict", "BestEffort"]
 @dataclass(frozen=True, slots=True)
 class FleetOverride:
     """One CreateFleet launch-template override: a type in a zone, its `Priority` the price
-    (lower goes first)."""
+    (lower goes first); for a reserved launch, the reservation its launch template targets
+    (Karpenter makes one template per reservation, `getOverrides` keeps each template's
+    overrides to its reservation's offering)."""
 
     instance_type: str
     zone: str
     price: float
+    reservation_id: str = ""
+    reservation_type: str = ""
+    interruptible: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +171,7 @@ class Launch:
     capacity_type: str
     price: float
     overrides: tuple[FleetOverride, ...]
+    reservation_id: str = ""  # the reservation a reserved launch goes into
 
 
 # ==== the decision =============================================================================
@@ -210,6 +217,7 @@ def choose_launch(
         capacity_type=capacity_type,
         price=best.price,
         overrides=overrides,
+        reservation_id=best.reservation_id,
     )
     options.share_launch(chosen)
     return chosen
@@ -464,13 +472,22 @@ def fleet_overrides(
     instance_types: Sequence[InstanceType], requirements: Requirements, capacity_type: str
 ) -> tuple[FleetOverride, ...]:
     """The CreateFleet overrides: each type's available offerings of `capacity_type` that the
-    claim allows, one per type and zone, sorted by (price, instance type, zone)."""
+    claim allows, one per type and zone (after the reservation filters, a reserved type has
+    one reservation per zone), sorted by (price, instance type, zone)."""
     narrowed = _with_capacity_type(requirements, capacity_type)
     overrides: dict[tuple[str, str], FleetOverride] = {}
     for it in instance_types:
         for offering in compatible_offerings(it, narrowed):
             overrides.setdefault(
-                (it.name, offering.zone), FleetOverride(it.name, offering.zone, offering.price)
+                (it.name, offering.zone),
+                FleetOverride(
+                    it.name,
+                    offering.zone,
+                    offering.price,
+                    offering.reservation_id,
+                    offering.reservation_type,
+                    offering.interruptible,
+                ),
             )
     return tuple(sorted(overrides.values(), key=lambda o: (o.price, o.instance_type, o.zone)))
 
@@ -615,8 +632,7 @@ def _vectorised(
     min_values = reqs.has_min_values()
     key = (
         cur.tobytes(),
-        reqs.get(ZONE),
-        reqs.get(CAPACITY_TYPE),
+        offering_key(reqs),
         max_instance_types,
         (reqs, min_values_policy) if min_values else None,
     )
@@ -652,14 +668,14 @@ def _after_step_one(
     min_values_policy: MinValuesPolicy,
     max_instance_types: int,
 ) -> _Kept:
-    """Steps 2-5 on the rows `cur` step 1 kept (in input order); reads of `reqs` only its zone
-    and capacity-type requirements and, with `min_values`, its minValues (see `_vectorised`).
+    """Steps 2-5 on the rows `cur` step 1 kept (in input order); reads of `reqs` only its
+    offering requirements (`offering_key`) and, with `min_values`, its minValues (see
+    `_vectorised`).
 
     The offering-level steps run on the offerings of the rows step 1 keeps only (`off`, with
     `seg` the start of each row's run in it). The state between steps: `cur`, the rows still
     offered, in input order; `keep`, per offering in `off`, whether it is still among its
-    type's offerings (None: every type keeps all of its own); `rebuilt`, per row of `alive`,
-    whether the reserved step replaced it by a narrowed copy.
+    type's offerings (None: every type keeps all of its own).
     """
     present = np.zeros(len(table), dtype=np.bool_)
     present[cur] = True
@@ -670,18 +686,8 @@ def _after_step_one(
     ct = table.off_ct[off]
     price = table.price[off]
     keep: Mask | None = None
-    rebuilt: Mask | None = None
     capacity_types = reqs.get_or_exists(CAPACITY_TYPE)
-    # 2. reserved offerings: the first available allowed reserved offering per type and zone.
-    if capacity_types.has(RESERVED):
-        candidates = np.flatnonzero(allowed & (ct == table.ct_code(RESERVED)))
-        if len(candidates):
-            pools = local[candidates] * len(table.zones) + table.off_zone[off[candidates]]
-            _, first = np.unique(pools, return_index=True)
-            keep = np.zeros(len(off), dtype=np.bool_)
-            keep[candidates[first]] = True
-            rebuilt = np.logical_or.reduceat(keep, seg)
-            cur = cur[rebuilt[np.searchsorted(alive, cur)]]
+    # 2. reserved offerings: none in an exact table (`LaunchTable.exact`), nothing to do.
     # 3. exotic types, unless they are all that is left
     if not min_values:
         generic = cur[~table.exotic[cur]]
@@ -718,8 +724,6 @@ def _after_step_one(
     if keep is not None:
         current &= keep
         cut = np.add.reduceat(keep.astype(np.int64), seg) < table.n_offerings[alive]
-        if rebuilt is not None:
-            cut |= rebuilt
         begin = seg.tolist()
         narrowed = [
             keep[begin[i] : begin[i] + int(table.n_offerings[r])].tolist() if cut[i] else None

@@ -15,16 +15,19 @@ so that each filter is a few array operations:
   accelerator capacity);
 - the offerings of every row laid end to end (zone code, capacity-type code, price, available,
   the `Offering` objects themselves), with each row's first offering index, so "has an available
-  allowed offering", "cheapest allowed offering" and the per-offering pruning of the reserved and
-  spot filters are masks and segment reductions;
+  allowed offering", "cheapest allowed offering" and the per-offering pruning of the spot filter
+  are masks and segment reductions;
 - name ranks (the order of `sorted` on the names) and zone ranks for the price orderings' ties.
 
 Exactness: every answer is the one `Requirements.is_compatible`, `resources.fits`,
 `InstanceType.cheapest_price` etc. give for that type; `exact` is False when the arrays cannot
 say so (a NaN price, whose comparisons Python's `min`/`sorted` treat order-dependently; an
-allocatable beyond int64), and `launch.py` then takes its reference path. Tables are immutable
-after construction apart from their memos. Built and cached by `launch.py` per instance-type
-tuple (by identity, `runtime.memo.IdentityMemo`).
+allocatable beyond int64; a reserved offering: the reservation filters pick among
+reservations by type and free capacity, which the arrays do not hold), and `launch.py` then
+takes its reference path. The requirements on the reservation labels are answered here all the
+same (every offering of an exact table is spot or on-demand: allowed when they allow absence).
+Tables are immutable after construction apart from their memos. Built and cached by
+`launch.py` per instance-type tuple (by identity, `runtime.memo.IdentityMemo`).
 """
 
 from __future__ import annotations
@@ -37,9 +40,14 @@ from typing import Any, Final
 
 import numpy as np
 
-from gpucap.apis.labels import CAPACITY_TYPE, ZONE
 from gpucap.cloudprovider.aws.instancetype import capacity as cap
-from gpucap.scheduling.instancetypes import InstanceType, Offering
+from gpucap.scheduling.instancetypes import (
+    InstanceType,
+    Offering,
+    OfferingKey,
+    allows_no_reservation,
+    offering_key,
+)
 from gpucap.scheduling.requirements import ALLOW_UNDEFINED_WELL_KNOWN, Requirement, Requirements
 
 __all__ = ["EXOTIC_RESOURCES", "LaunchTable", "Mask"]
@@ -190,7 +198,9 @@ class LaunchTable:
         )
         self.price: Floats = np.fromiter((o.price for o in self.offerings), np.float64, count=m)
         self.available: Mask = np.fromiter((o.available for o in self.offerings), np.bool_, count=m)
-        self.exact = self.exact and not any(math.isnan(o.price) for o in self.offerings)
+        self.exact = self.exact and not any(
+            math.isnan(o.price) or o.capacity_type == "reserved" for o in self.offerings
+        )
         # Rows with offerings, for segment reductions (`reduceat` needs non-empty segments).
         self._seg_rows: Ints = np.flatnonzero(counts > 0)
         self._seg_start: Ints = self.start[self._seg_rows]
@@ -212,9 +222,9 @@ class LaunchTable:
                 self._requires[key] = requires
         self._key_codes: dict[str, _KeyCodes] = {}
         self._answers: dict[tuple[str, Requirement], Mask] = {}
-        self._allowed: dict[tuple[Requirement | None, Requirement | None], Mask] = {}
-        self._offered: dict[tuple[Requirement | None, Requirement | None], Mask] = {}
-        self._cheapest: dict[tuple[Requirement | None, Requirement | None], Floats] = {}
+        self._allowed: dict[OfferingKey, Mask] = {}
+        self._offered: dict[OfferingKey, Mask] = {}
+        self._cheapest: dict[OfferingKey, Floats] = {}
         self._rows: dict[tuple[InstanceType, ...], Ints] = {}
         # `launch.py`'s memo of steps 2-7 per outcome of step 1 (see `launch._vectorised`):
         # what they answer depends on the rows step 1 keeps and on a few requirements only.
@@ -318,13 +328,16 @@ class LaunchTable:
         return mask
 
     def allowed(self, reqs: Requirements) -> Mask:
-        """Per offering: available and allowed by the claim's zone and capacity type
-        (`compatible_offerings`), memoised by those two requirements."""
-        zone, ct = reqs.get(ZONE), reqs.get(CAPACITY_TYPE)
-        key = (zone, ct)
+        """Per offering: available and allowed by the claim's zone, capacity type and
+        reservation labels (`compatible_offerings`), memoised by `offering_key`."""
+        key = offering_key(reqs)
         mask = self._allowed.get(key)
         if mask is None:
+            zone, ct, reservation = key
             mask = self.available.copy()
+            if not allows_no_reservation(reservation):
+                # Every offering here is spot or on-demand (`exact`): none has the labels.
+                mask[:] = False
             if zone is not None:
                 mask &= self.zones_allowed(zone)[self.off_zone]
             if ct is not None:
@@ -340,7 +353,7 @@ class LaunchTable:
 
     def offered(self, reqs: Requirements) -> Mask:
         """Per row: it has an offering `allowed(reqs)` selects (memoised the same way)."""
-        key = (reqs.get(ZONE), reqs.get(CAPACITY_TYPE))
+        key = offering_key(reqs)
         mask = self._offered.get(key)
         if mask is None:
             mask = np.zeros(len(self.types), dtype=np.bool_)
@@ -377,7 +390,7 @@ class LaunchTable:
 
     def cheapest_allowed(self, reqs: Requirements) -> Floats:
         """`cheapest(allowed(reqs))`, memoised like `allowed` (the rows' own offerings)."""
-        key = (reqs.get(ZONE), reqs.get(CAPACITY_TYPE))
+        key = offering_key(reqs)
         prices = self._cheapest.get(key)
         if prices is None:
             prices = self.cheapest(self.allowed(reqs))
