@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from gpucap.apis.core import Taint
-from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, NODEPOOL, ZONE
+from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, NODEPOOL, RESERVATION_KEYS, ZONE
 from gpucap.apis.meta import ObjectMeta
 from gpucap.apis.nodepool import NodeClaim, NodeClaimStatus, NodePool
 from gpucap.apis.quantity import Quantity, base_units
@@ -119,10 +119,12 @@ def launched_node_claim(
     """The NodeClaim as Karpenter writes it back after a launch (aws `instanceToNodeClaim`,
     core `PopulateNodeClaimDetails`): the type's single-valued labels, the zone and capacity
     type used, then the NodeClaim's own labels on top; capacity and allocatable of the type with
-    zero-valued resources removed."""
+    zero-valued resources removed. The reservation labels are not taken from the type (one
+    reservation makes them single-valued on it, and a spot or on-demand launch of the type is
+    in none): a reserved launch passes them in `extra_labels`."""
     labels: dict[str, str] = {}
     for key, req in sorted(instance_type.requirements.items()):
-        if req.operator == "In" and len(req.values) == 1:
+        if req.operator == "In" and len(req.values) == 1 and key not in RESERVATION_KEYS:
             labels[key] = next(iter(req.values))
     labels[ZONE] = zone
     labels[CAPACITY_TYPE] = capacity_type

@@ -14,10 +14,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
+from gpucap.apis.labels import (
+    CAPACITY_RESERVATION_ID,
+    CAPACITY_RESERVATION_INTERRUPTIBLE,
+    CAPACITY_RESERVATION_TYPE,
+)
 from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.requirements import Requirements
 
-__all__ = ["LaunchPreviewer", "PreviewedLaunch"]
+__all__ = ["LaunchPreviewer", "PreviewedLaunch", "reservation_labels"]
 
 
 class PreviewedLaunch(Protocol):
@@ -34,6 +39,27 @@ class PreviewedLaunch(Protocol):
 
     @property
     def price(self) -> float: ...
+
+    @property
+    def reservation_id(self) -> str: ...  # "" unless a reserved launch
+
+    @property
+    def reservation_type(self) -> str: ...
+
+    @property
+    def interruptible(self) -> bool: ...
+
+
+def reservation_labels(launch: PreviewedLaunch) -> dict[str, str]:
+    """The reservation labels a reserved launch gives its node (aws `instanceToNodeClaim`);
+    none for spot and on-demand."""
+    if not launch.reservation_id:
+        return {}
+    return {
+        CAPACITY_RESERVATION_ID: launch.reservation_id,
+        CAPACITY_RESERVATION_TYPE: launch.reservation_type or "default",
+        CAPACITY_RESERVATION_INTERRUPTIBLE: "true" if launch.interruptible else "false",
+    }
 
 
 class LaunchPreviewer(Protocol):

@@ -15,11 +15,12 @@ reservation it was not built with and on reserving past zero; here both are `Val
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 
 from gpucap.scheduling.instancetypes import InstanceType, Offering
 
-__all__ = ["ReservationManager"]
+__all__ = ["ReservationManager", "with_reservations_used"]
 
 _RESERVED = "reserved"
 
@@ -83,3 +84,32 @@ class ReservationManager:
     def held(self, hostname: str) -> frozenset[str]:
         """The reservation ids `hostname` holds."""
         return frozenset(self._held.get(hostname, ()))
+
+
+def with_reservations_used(
+    types: Sequence[InstanceType], used: Mapping[str, int]
+) -> Sequence[InstanceType]:
+    """`types` as a later pass sees them after `used` launches into each reservation (the
+    capacity-reservation provider's `MarkLaunched`: the free count goes down, and an offering
+    whose count reaches zero is unavailable). `types` itself when no reserved offering of theirs
+    was used. Called by `plan`'s provisioning loop between passes (the simulator's provider
+    keeps the counts itself)."""
+    out: list[InstanceType] = []
+    changed = False
+    for it in types:
+        offerings = tuple(
+            replace(
+                o,
+                reservation_capacity=max(0, o.reservation_capacity - used[o.reservation_id]),
+                available=o.available and o.reservation_capacity - used[o.reservation_id] > 0,
+            )
+            if o.reservation_id and used.get(o.reservation_id)
+            else o
+            for o in it.offerings
+        )
+        if offerings == it.offerings:
+            out.append(it)
+            continue
+        changed = True
+        out.append(InstanceType(it.name, it.requirements, it.capacity, it.allocatable, offerings))
+    return tuple(out) if changed else types

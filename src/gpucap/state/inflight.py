@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from gpucap.apis.core import Pod, Taint
-from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, ZONE
+from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, RESERVATION_KEYS, ZONE
 from gpucap.scheduling.existingnode import StateNode
 from gpucap.scheduling.instancetypes import InstanceType
 
@@ -29,17 +29,25 @@ __all__ = ["launched_labels", "launched_node"]
 
 
 def launched_labels(
-    labels: Mapping[str, str], instance_type: InstanceType, zone: str, capacity_type: str
+    labels: Mapping[str, str],
+    instance_type: InstanceType,
+    zone: str,
+    capacity_type: str,
+    reservation: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The labels a launched NodeClaim carries: its own, then the single-valued requirements of
-    the instance type it became, its zone, capacity type and instance type (sorted by key)."""
+    the instance type it became, its zone, capacity type and instance type, and for a launch
+    into a reservation its reservation labels (sorted by key)."""
     out = dict(labels)
     for key, req in sorted(instance_type.requirements.items()):
-        if req.operator == "In" and len(req.values) == 1:
+        # The reservation labels come with a reserved launch, never from the type (aws
+        # `instanceToNodeClaim`: a type with one reservation has them single-valued).
+        if req.operator == "In" and len(req.values) == 1 and key not in RESERVATION_KEYS:
             out.setdefault(key, next(iter(req.values)))
     out[ZONE] = zone
     out[CAPACITY_TYPE] = capacity_type
     out[INSTANCE_TYPE] = instance_type.name
+    out.update(reservation or {})
     return dict(sorted(out.items()))
 
 

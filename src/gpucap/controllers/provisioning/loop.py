@@ -43,7 +43,11 @@ from gpucap.apis.core import Pod, Taint
 from gpucap.apis.labels import OS
 from gpucap.apis.workloads import DaemonSet
 from gpucap.cloudprovider.types import InsufficientCapacityError
-from gpucap.controllers.launchpreview import LaunchPreviewer, PreviewedLaunch
+from gpucap.controllers.launchpreview import (
+    LaunchPreviewer,
+    PreviewedLaunch,
+    reservation_labels,
+)
 from gpucap.controllers.nodepool.readiness import UnmanagedNodePool
 from gpucap.controllers.provisioning.names import NodeClaimNames
 from gpucap.controllers.provisioning.provisioner import new_scheduler
@@ -54,6 +58,7 @@ from gpucap.scheduling.explanation import PoolExplanation
 from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.options import SchedulingOptions
 from gpucap.scheduling.requirements import Requirements
+from gpucap.scheduling.reservationmanager import with_reservations_used
 from gpucap.scheduling.resources import Resources, add, pod_requests
 from gpucap.scheduling.scheduler import PoolInput, Results, Scheduler
 from gpucap.state.inflight import launched_labels, launched_node
@@ -110,7 +115,13 @@ class PlannedNodeClaim:
         it = self.launched_type
         if it is None or self.launch is None:
             return dict(sorted(self.labels.items()))
-        return launched_labels(self.labels, it, self.launch.zone, self.launch.capacity_type)
+        return launched_labels(
+            self.labels,
+            it,
+            self.launch.zone,
+            self.launch.capacity_type,
+            reservation_labels(self.launch),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,6 +331,7 @@ def _run_passes(
     # A NodeClaim's options are some of its NodePool's types: the launch preview reuses what
     # it derived from those (a hint; the launch is the same without it).
     pool_types = {p.nodepool.name: p.instance_types for p in pools}
+    used: dict[str, int] = {}  # launches into each reservation so far
     while out.passes < max_passes:
         out.passes += 1
         results = loop.scheduler(queue).solve(queue)
@@ -364,6 +376,15 @@ def _run_passes(
             if claim.launch is not None:
                 inflight[claim.name] = claim
                 launched += 1
+                if claim.launch.reservation_id:
+                    used[claim.launch.reservation_id] = used.get(claim.launch.reservation_id, 0) + 1
+        if used:
+            # The next pass sees the reservations' counts after these launches (Karpenter's
+            # `MarkLaunched`): a reservation with no instance left is no longer offered.
+            loop.pools = [
+                PoolInput(p.nodepool, with_reservations_used(p.instance_types, used)) for p in pools
+            ]
+            pool_types = {p.nodepool.name: p.instance_types for p in loop.pools}
         pending_keys = results.pod_errors
         queue = [p for p in queue if p.key in pending_keys] if pending_keys else []
         if not queue or launched == 0:

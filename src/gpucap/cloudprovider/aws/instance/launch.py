@@ -171,7 +171,10 @@ class Launch:
     capacity_type: str
     price: float
     overrides: tuple[FleetOverride, ...]
-    reservation_id: str = ""  # the reservation a reserved launch goes into
+    # The reservation a reserved launch goes into ("" for spot and on-demand).
+    reservation_id: str = ""
+    reservation_type: str = ""
+    interruptible: bool = False
 
 
 # ==== the decision =============================================================================
@@ -218,6 +221,8 @@ def choose_launch(
         price=best.price,
         overrides=overrides,
         reservation_id=best.reservation_id,
+        reservation_type=best.reservation_type,
+        interruptible=best.interruptible,
     )
     options.share_launch(chosen)
     return chosen
