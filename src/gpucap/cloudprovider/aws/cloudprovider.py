@@ -191,7 +191,7 @@ class AWSCloudProvider:
             capacity_type=instance.capacity_type,
             provider_id=instance.provider_id,
             image_id=instance.image_id,
-            extra_labels={EC2NODECLASS: nodeclass.name},
+            extra_labels={EC2NODECLASS: nodeclass.name, **instance.reservation_labels()},
             annotations={
                 NODECLASS_HASH_ANNOTATION: self.drift.hash_of(nodeclass),
                 NODECLASS_HASH_VERSION_ANNOTATION: NODECLASS_HASH_VERSION,

@@ -15,8 +15,20 @@ with an insufficient-capacity code unavailable for 3 minutes (after every call, 
 and returns the launched `Instance` or raises Karpenter's error. The cloud provider turns the
 `Instance` into the launched NodeClaim.
 
-Not modelled: launch templates (one named template per node class stands in for Karpenter's
-split by AMI/maxPods/EFA), capacity reservations, placement groups, subnet IP accounting.
+A reserved launch (capacity type `reserved`: the claim holds reservations and one has room)
+goes into a reservation as Karpenter sends it: one launch template per reservation (preference
+`capacity-reservations-only`, the reservation as target; the market type `capacity-block` or
+`interruptible-capacity-reservation` where it is one), each with its overrides, and the fleet's
+default target capacity type `capacity-block`, `reserved-capacity` (interruptible, with
+`ReservedCapacityOptions`) or `on-demand` (an ODCR). Its errors do not go to the
+insufficient-capacity cache: each reservation an unfulfillable error names is marked as having
+no instance left (`reservations.mark_unavailable`), and a launch into one counts it down
+(`mark_launched`). Reading an instance back, it is `reserved` while EC2 describes it in a
+reservation with that preference (`capacityTypeFromInstance`): an ODCR that ended leaves it
+on-demand.
+
+Not modelled: launch templates other than one per node class and one per reservation (Karpenter
+also splits by AMI/maxPods/EFA), placement groups, subnet IP accounting.
 Called by `AWSCloudProvider` (create, get, list, delete, the node class status) and by drift
 (`drift.py`: the instance's subnet).
 """
@@ -27,10 +39,19 @@ import datetime as dt
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from gpucap.apis.ec2nodeclass import EC2NodeClass
-from gpucap.apis.labels import CAPACITY_TYPE, EC2NODECLASS, INSTANCE_TYPE, NODEPOOL, ZONE
+from gpucap.apis.labels import (
+    CAPACITY_RESERVATION_ID,
+    CAPACITY_RESERVATION_INTERRUPTIBLE,
+    CAPACITY_RESERVATION_TYPE,
+    CAPACITY_TYPE,
+    EC2NODECLASS,
+    INSTANCE_TYPE,
+    NODEPOOL,
+    ZONE,
+)
 from gpucap.apis.meta import ObjectMeta
 from gpucap.apis.nodepool import NodeClaim
 from gpucap.apis.quantity import Quantity, base_units
@@ -41,7 +62,13 @@ from gpucap.cloudprovider.aws.cache import (
     UnavailableOfferings,
 )
 from gpucap.cloudprovider.aws.ec2.api import EC2API, EC2APIError
-from gpucap.cloudprovider.aws.instance.launch import MinValuesPolicy, launch_options
+from gpucap.cloudprovider.aws.instance.filters import CAPACITY_BLOCK_TYPE as CAPACITY_BLOCK
+from gpucap.cloudprovider.aws.instance.filters import RESERVED
+from gpucap.cloudprovider.aws.instance.launch import (
+    FleetOverride,
+    MinValuesPolicy,
+    launch_options,
+)
 from gpucap.cloudprovider.types import (
     CreateError,
     InsufficientCapacityError,
@@ -56,6 +83,7 @@ __all__ = [
     "NODECLAIM_TAG",
     "Instance",
     "InstanceProvider",
+    "ReservationMarks",
     "parse_provider_id",
 ]
 
@@ -63,16 +91,38 @@ NODECLAIM_TAG = "karpenter.sh/nodeclaim"
 CLUSTER_NAME_TAG = "eks:eks-cluster-name"
 
 
+class ReservationMarks(Protocol):
+    """The capacity-reservation provider's availability counts the launch changes (aws
+    `capacityreservation.Provider`'s `MarkLaunched`, `MarkUnavailable`)."""
+
+    def mark_launched(self, reservation_id: str) -> None: ...
+
+    def mark_unavailable(self, *reservation_ids: str) -> None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Instance:
     """The instance CreateFleet launched (aws `instance.Instance`): what the cloud provider
-    writes back on the NodeClaim."""
+    writes back on the NodeClaim; a reserved one names its reservation."""
 
     id: str
     instance_type: InstanceType
     zone: str
     capacity_type: str
     image_id: str
+    reservation_id: str = ""
+    reservation_type: str = ""
+    interruptible: bool = False
+
+    def reservation_labels(self) -> dict[str, str]:
+        """The reservation labels of a reserved instance's node (none otherwise)."""
+        if not self.reservation_id:
+            return {}
+        return {
+            CAPACITY_RESERVATION_ID: self.reservation_id,
+            CAPACITY_RESERVATION_TYPE: self.reservation_type or "default",
+            CAPACITY_RESERVATION_INTERRUPTIBLE: "true" if self.interruptible else "false",
+        }
 
     @property
     def provider_id(self) -> str:
@@ -86,6 +136,13 @@ def parse_provider_id(provider_id: str) -> tuple[str, str]:
         raise NodeClaimNotFoundError(f"provider id {provider_id!r} is not an AWS instance")
     zone, instance_id = provider_id[len(prefix) :].split("/", 1)
     return zone, instance_id
+
+
+def reservation_preference(inst: Mapping[str, Any]) -> str | None:
+    """An instance description's `CapacityReservationSpecification` preference."""
+    spec = inst.get("CapacityReservationSpecification") or {}
+    preference = spec.get("CapacityReservationPreference")
+    return str(preference) if preference is not None else None
 
 
 def _gib(size: str | None) -> int | None:
@@ -116,6 +173,8 @@ class InstanceProvider:
     # The cloud provider's insufficient-capacity cache: CreateFleet errors are marked in it.
     unavailable: UnavailableOfferings
     images: ImageProvider
+    # The capacity-reservation provider's counts (None: no reservation in play).
+    reservations: ReservationMarks | None = None
     _subnets: dict[str, str] | None = None
     _templates: set[str] = field(default_factory=set)
     # `to_node_claim`'s answer per instance ID with the description fields it read: garbage
@@ -159,11 +218,13 @@ class InstanceProvider:
             raise CreateError("LaunchFailed", "no instance types satisfy requirements of amis")
         overrides = options.overrides(capacity_type, only=with_image)
         subnets = self.subnet_by_zone()
-        request = self._create_fleet_request(
-            node_claim,
-            nodeclass,
-            capacity_type,
-            [
+        # One launch template per reservation ("" for spot and on-demand: the class's own).
+        by_reservation: dict[str, list[dict[str, Any]]] = {}
+        reserved_by_pool: dict[tuple[str, str], FleetOverride] = {}
+        for o in overrides:
+            if o.zone not in subnets:
+                continue
+            by_reservation.setdefault(o.reservation_id, []).append(
                 {
                     "InstanceType": o.instance_type,
                     "SubnetId": subnets[o.zone],
@@ -171,22 +232,25 @@ class InstanceProvider:
                     "AvailabilityZone": o.zone,
                     "Priority": o.price,
                 }
-                for o in overrides
-                if o.zone in subnets
-            ],
+            )
+            if o.reservation_id:
+                reserved_by_pool[(o.instance_type, o.zone)] = o
+        request = self._create_fleet_request(
+            node_claim, nodeclass, capacity_type, by_reservation, reserved_by_pool
         )
-        self._ensure_launch_template(
-            request["LaunchTemplateConfigs"][0]["LaunchTemplateSpecification"][
-                "LaunchTemplateName"
-            ],
-            nodeclass,
-        )
+        for config in request["LaunchTemplateConfigs"]:
+            spec = config["LaunchTemplateSpecification"]
+            self._ensure_launch_template(spec["LaunchTemplateName"], nodeclass, spec.get("_target"))
+            spec.pop("_target", None)
         try:
             response = self.api.create_fleet(**request)
         except EC2APIError as err:
             raise CreateError("CreateFleetFailed", str(err)) from err
         errors = response.get("Errors") or []
-        self._record_errors(errors, capacity_type)
+        if capacity_type == RESERVED:
+            self._record_reservation_errors(errors, reserved_by_pool)
+        else:
+            self._record_errors(errors, capacity_type)
         instances = [
             i for fleet in response.get("Instances") or [] for i in fleet.get("InstanceIds", [])
         ]
@@ -206,17 +270,46 @@ class InstanceProvider:
             first = response["Instances"][0]
             chosen = first["LaunchTemplateAndOverrides"]["Overrides"]
             it = next(t for t in types if t.name == chosen["InstanceType"])
-            return Instance(
+            zone = chosen["AvailabilityZone"]
+            into = reserved_by_pool.get((it.name, zone)) if capacity_type == RESERVED else None
+            instance = Instance(
                 id=instances[0],
                 instance_type=it,
-                zone=chosen["AvailabilityZone"],
+                zone=zone,
                 capacity_type=capacity_type,
                 image_id=chosen.get("ImageId") or image_of[it.name],
+                reservation_id=into.reservation_id if into is not None else "",
+                reservation_type=into.reservation_type if into is not None else "",
+                interruptible=into.interruptible if into is not None else False,
             )
         except (KeyError, StopIteration, ValueError) as err:
             # Never leave an instance behind that no NodeClaim will track.
             self.api.terminate_instances(InstanceIds=instances)
             raise CreateError("LaunchFailed", f"unexpected CreateFleet response: {err!r}") from err
+        if instance.reservation_id and self.reservations is not None:
+            self.reservations.mark_launched(instance.reservation_id)
+        return instance
+
+    def _record_reservation_errors(
+        self,
+        errors: Sequence[Mapping[str, Any]],
+        reserved_by_pool: Mapping[tuple[str, str], FleetOverride],
+    ) -> None:
+        """aws `updateUnavailableOfferingsCache` for a reserved launch: the reservations of the
+        overrides an unfulfillable error names have no instance left (until the next listing
+        from EC2); the insufficient-capacity cache is not touched."""
+        gone: list[str] = []
+        for e in errors:
+            if e.get("ErrorCode", "") not in ICE_ERROR_CODES:
+                continue
+            override = (e.get("LaunchTemplateAndOverrides") or {}).get("Overrides") or {}
+            into = reserved_by_pool.get(
+                (override.get("InstanceType", ""), override.get("AvailabilityZone", ""))
+            )
+            if into is not None and into.reservation_id not in gone:
+                gone.append(into.reservation_id)
+        if gone and self.reservations is not None:
+            self.reservations.mark_unavailable(*gone)
 
     def _record_errors(self, errors: Sequence[Mapping[str, Any]], capacity_type: str) -> None:
         for e in errors:
@@ -234,7 +327,8 @@ class InstanceProvider:
         node_claim: NodeClaim,
         nodeclass: EC2NodeClass,
         capacity_type: str,
-        overrides: list[dict[str, Any]],
+        by_reservation: Mapping[str, list[dict[str, Any]]],
+        reserved_by_pool: Mapping[tuple[str, str], FleetOverride],
     ) -> dict[str, Any]:
         nodepool = node_claim.metadata.labels.get(NODEPOOL, "")
         tags = {
@@ -246,40 +340,62 @@ class InstanceProvider:
             f"kubernetes.io/cluster/{self.cluster_name}": "owned",
         }
         tag_list = [{"Key": k, "Value": v} for k, v in sorted(tags.items())]
-        template = (
-            "karpenter.k8s.aws/"
-            + hashlib.sha256(f"{self.cluster_name}/{nodeclass.name}".encode()).hexdigest()[:20]
-        )
+        configs: list[dict[str, Any]] = []
+        for reservation_id, overrides in (by_reservation or {"": []}).items():
+            key = f"{self.cluster_name}/{nodeclass.name}"
+            if reservation_id:
+                key += f"/{reservation_id}"
+            spec: dict[str, Any] = {
+                "LaunchTemplateName": "karpenter.k8s.aws/"
+                + hashlib.sha256(key.encode()).hexdigest()[:20],
+                "Version": "$Latest",
+            }
+            if reservation_id:
+                into = next(
+                    o for o in reserved_by_pool.values() if o.reservation_id == reservation_id
+                )
+                spec["_target"] = into  # the template's reservation (taken off before sending)
+            configs.append({"LaunchTemplateSpecification": spec, "Overrides": overrides})
+        target = capacity_type
+        first = next(iter(reserved_by_pool.values()), None)
+        if capacity_type == RESERVED:
+            # `defaultTargetCapacityType`: what kind of reservation the launch goes into.
+            target = (
+                "capacity-block"
+                if first is not None and first.reservation_type == CAPACITY_BLOCK
+                else "reserved-capacity"
+                if first is not None and first.interruptible
+                else "on-demand"
+            )
         request: dict[str, Any] = {
             "Type": "instant",
             "TargetCapacitySpecification": {
-                "DefaultTargetCapacityType": capacity_type,
+                "DefaultTargetCapacityType": target,
                 "TotalTargetCapacity": 1,
             },
-            "LaunchTemplateConfigs": [
-                {
-                    "LaunchTemplateSpecification": {
-                        "LaunchTemplateName": template,
-                        "Version": "$Latest",
-                    },
-                    "Overrides": overrides,
-                }
-            ],
+            "LaunchTemplateConfigs": configs,
             "TagSpecifications": [
                 {"ResourceType": r, "Tags": tag_list} for r in ("instance", "volume", "fleet")
             ],
         }
         if capacity_type == "spot":
             request["SpotOptions"] = {"AllocationStrategy": "price-capacity-optimized"}
-        else:
+        elif target == "reserved-capacity":
+            request["ReservedCapacityOptions"] = {
+                "ReservationTypes": ["interruptible-capacity-reservation"]
+            }
+        elif target != "capacity-block":
             request["OnDemandOptions"] = {"AllocationStrategy": "lowest-price"}
         if nodeclass.spec.context:
             request["Context"] = nodeclass.spec.context
         return request
 
-    def _ensure_launch_template(self, name: str, nodeclass: EC2NodeClass) -> None:
+    def _ensure_launch_template(
+        self, name: str, nodeclass: EC2NodeClass, into: FleetOverride | None = None
+    ) -> None:
         """Karpenter's launch template provider creates the node class's template on first use
-        (user data, block devices, metadata options, security groups live there)."""
+        (user data, block devices, metadata options, security groups live there); `into`: the
+        reservation a reserved launch's template targets (`CreateLaunchTemplateInputBuilder`)."""
         if name in self._templates:
             return
         try:
@@ -318,6 +434,17 @@ class InstanceProvider:
             ]
             if devices:
                 data["BlockDeviceMappings"] = devices
+            if into is not None:
+                data["CapacityReservationSpecification"] = {
+                    "CapacityReservationPreference": "capacity-reservations-only",
+                    "CapacityReservationTarget": {"CapacityReservationId": into.reservation_id},
+                }
+                if into.reservation_type == CAPACITY_BLOCK:
+                    data["InstanceMarketOptions"] = {"MarketType": "capacity-block"}
+                elif into.interruptible:
+                    data["InstanceMarketOptions"] = {
+                        "MarketType": "interruptible-capacity-reservation"
+                    }
             try:
                 self.api.create_launch_template(LaunchTemplateName=name, LaunchTemplateData=data)
             except EC2APIError as create_err:
@@ -374,6 +501,8 @@ class InstanceProvider:
             inst.get("InstanceLifecycle"),
             inst.get("LaunchTime"),
             inst.get("ImageId"),
+            inst.get("CapacityReservationId"),
+            reservation_preference(inst),
         )
         claim = kept[1] if kept is not None and kept[0] == read else self._build_node_claim(inst)
         if len(self._claims_of) >= 8192:
@@ -385,11 +514,24 @@ class InstanceProvider:
     def _build_node_claim(self, inst: Mapping[str, Any]) -> NodeClaim:
         tags = {t["Key"]: t["Value"] for t in inst.get("Tags", [])}
         zone = inst["Placement"]["AvailabilityZone"]
+        lifecycle = inst.get("InstanceLifecycle")
         labels = {
             INSTANCE_TYPE: inst["InstanceType"],
             ZONE: zone,
-            CAPACITY_TYPE: "spot" if inst.get("InstanceLifecycle") == "spot" else "on-demand",
+            CAPACITY_TYPE: "spot" if lifecycle == "spot" else "on-demand",
         }
+        reservation = inst.get("CapacityReservationId")
+        if reservation and reservation_preference(inst) == "capacity-reservations-only":
+            # `capacityTypeFromInstance`: in a reservation it targeted; an ODCR that ended
+            # (EC2 clears the ID) leaves it on-demand.
+            labels[CAPACITY_TYPE] = RESERVED
+            labels[CAPACITY_RESERVATION_ID] = reservation
+            labels[CAPACITY_RESERVATION_TYPE] = (
+                CAPACITY_BLOCK if lifecycle == CAPACITY_BLOCK else "default"
+            )
+            labels[CAPACITY_RESERVATION_INTERRUPTIBLE] = (
+                "true" if lifecycle == "interruptible-capacity-reservation" else "false"
+            )
         if NODEPOOL in tags:
             labels[NODEPOOL] = tags[NODEPOOL]
         meta = ObjectMeta(
