@@ -15,9 +15,10 @@ EC2's side, modelled:
   characters, `?` exactly one, `\\` escapes); the other filters match exactly.
 - Time: a file is a snapshot, and reservations move on in virtual time as EC2 moves them
   (`state_at`): a `scheduled` reservation (a Capacity Block or future-dated ODCR bought ahead)
-  is `active` from its `StartDate`, and an `active` or `scheduled` one with an `EndDate` is
-  `expired` from then. No other state changes by itself (a `pending` or `payment-pending` one
-  stays as written). The answer carries the state at that time.
+  is `active` from its `StartDate` (without one it stays `scheduled`), and an `active` or
+  `scheduled` one with an `EndDate` is `expired` from then. No other state changes by itself
+  (a `pending` or `payment-pending` one stays as written). The answer carries the state at
+  that time.
 - `MaxResults`/`NextToken` page through the answer (MaxResults is refused together with IDs,
   as EC2 refuses it).
 """
@@ -49,7 +50,7 @@ def state_at(item: CapacityReservationItem, now: dt.datetime) -> str:
     state: str = item.state
     if state in ("active", "scheduled") and item.end_date is not None and now >= item.end_date:
         return "expired"
-    if state == "scheduled" and (item.start_date is None or now >= item.start_date):
+    if state == "scheduled" and item.start_date is not None and now >= item.start_date:
         return "active"
     return state
 
