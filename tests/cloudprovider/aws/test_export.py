@@ -888,3 +888,12 @@ def test_an_exported_item_with_every_ec2_field_parses() -> None:
     document = {"CapacityReservations": [dict(MOTO_RESERVATIONS[1], NewFieldFromEC2={"x": 1})]}
     (item,) = parse_reservations(document, source="export").capacity_reservations
     assert item.capacity_reservation_id == MOTO_RESERVATIONS[1]["CapacityReservationId"]
+
+
+def test_reservations_out_cannot_be_the_catalog_file() -> None:
+    result = CliRunner().invoke(
+        app,
+        ["catalog", "export", "--from-aws", "-o", "same.json", "--reservations-out", "same.json"],
+    )
+    assert result.exit_code == 2
+    assert "error: --reservations-out: the same file as --output" in result.output
