@@ -5,6 +5,12 @@ A fake EC2API answers with canned, boto-shaped responses (four instance types th
 price -- and two it must leave out). The entries must be what the catalog-file schema says and
 `catalog.parse_catalog` must accept them. One run goes through BotoEC2API against moto (real
 DescribeInstanceTypes data), its fields checked against the bundled catalog.
+
+The reservations export (`--reservations-out`) also runs through BotoEC2API against moto. moto
+5.2.6 does not implement DescribeCapacityReservations, so the test extends moto: it registers
+the action on moto's EC2 response class (`EC2Response.describe_capacity_reservations`, served by
+the in-process moto server), answering pages by `MaxResults`/`NextToken`; the real boto3 client
+serializes the request and parses moto's XML answer, and botocore's paginator follows the pages.
 """
 
 from __future__ import annotations
@@ -13,12 +19,17 @@ import json
 import os
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
 from botocore.stub import ANY, Stubber
+from typer.testing import CliRunner
 
+from gpucap.apis.capacityreservation import load_reservations, parse_reservations
+from gpucap.cli import aws as cli_aws
+from gpucap.cli.main import app
 from gpucap.cloudprovider.aws.ec2.api import EC2API, Response
 from gpucap.cloudprovider.aws.ec2.boto import PRICING_REGION, BotoEC2API
 from gpucap.cloudprovider.aws.export import (
@@ -26,9 +37,11 @@ from gpucap.cloudprovider.aws.export import (
     PER_TYPE_PRICING_LIMIT,
     catalog_entry,
     export_catalog,
+    export_reservations,
     latest_spot_prices,
     on_demand_prices,
     pricing_filters,
+    reservations_json,
     spot_price_summary,
     zone_offerings,
 )
@@ -326,6 +339,7 @@ class FakeEC2API:
     create_launch_template = _unused
     describe_subnets = _unused
     describe_security_groups = _unused
+    describe_capacity_reservations = _unused
     get_parameter = _unused
     get_parameters_by_path = _unused
 
@@ -741,3 +755,145 @@ def test_live_export_of_one_gpu_type() -> None:
     (info,) = parse_catalog([entry], source="live")
     assert info.gpu_count == 1
     assert info.max_pods_eni == 58
+
+
+# ---- capacity reservations through BotoEC2API against moto (DescribeCapacityReservations added) --
+
+START = datetime(2026, 3, 1, 11, 30, tzinfo=timezone.utc)
+MOTO_RESERVATIONS: list[dict[str, Any]] = [
+    {
+        "CapacityReservationId": f"cr-{n:017x}",
+        "OwnerId": "123456789012",
+        "CapacityReservationArn": f"arn:aws:ec2:{REGION}:123456789012:capacity-reservation/cr-{n}",
+        "AvailabilityZoneId": "use1-az1",
+        "InstanceType": "p5.48xlarge" if n % 2 else "g5.xlarge",
+        "InstancePlatform": "Linux/UNIX",
+        "AvailabilityZone": f"{REGION}a",
+        "Tenancy": "default",
+        "TotalInstanceCount": 4,
+        "AvailableInstanceCount": n % 5,
+        "EbsOptimized": True,
+        "EphemeralStorage": False,
+        "State": "active" if n % 3 else "scheduled",
+        "StartDate": START,
+        "EndDate": START + timedelta(days=n + 1),
+        "EndDateType": "limited",
+        "InstanceMatchCriteria": "targeted",
+        "CreateDate": START - timedelta(days=1),
+        "Tags": [{"Key": "team", "Value": "ml"}],
+        "CapacityAllocations": [],
+        "ReservationType": "capacity-block" if n % 2 else "default",
+        "Interruptible": n == 4,
+    }
+    for n in range(7)
+]
+MOTO_PAGE = 3
+
+
+def _moto_describe_capacity_reservations(self: Any) -> Any:
+    """DescribeCapacityReservations for moto's EC2 response class: MOTO_RESERVATIONS, paged by
+    MaxResults (MOTO_PAGE when absent, so an unpaged call still gets several pages)."""
+    from moto.core.responses import ActionResult  # noqa: PLC0415 -- moto only in moto tests
+
+    start = int(self._get_param("NextToken") or 0)
+    end = start + int(self._get_param("MaxResults") or MOTO_PAGE)
+    result: dict[str, Any] = {"CapacityReservations": MOTO_RESERVATIONS[start:end]}
+    if end < len(MOTO_RESERVATIONS):
+        result["NextToken"] = str(end)
+    return ActionResult(result)
+
+
+@pytest.fixture
+def moto_with_reservations(
+    moto_export_api: tuple[BotoEC2API, Stubber], monkeypatch: pytest.MonkeyPatch
+) -> tuple[BotoEC2API, Stubber]:
+    from moto.ec2.responses import EC2Response  # noqa: PLC0415
+
+    monkeypatch.setattr(
+        EC2Response,
+        "describe_capacity_reservations",
+        _moto_describe_capacity_reservations,
+        raising=False,
+    )
+    return moto_export_api
+
+
+def test_the_reservations_export_reads_every_page_and_loads_as_a_reservations_file(
+    moto_with_reservations: tuple[BotoEC2API, Stubber], tmp_path: Path
+) -> None:
+    api, _ = moto_with_reservations
+
+    document = export_reservations(api)
+    path = tmp_path / "reservations.json"
+    path.write_text(reservations_json(document), encoding="utf-8")
+    loaded = load_reservations(str(path))
+
+    ids = [r.capacity_reservation_id for r in loaded.capacity_reservations]
+    assert ids == sorted(r["CapacityReservationId"] for r in MOTO_RESERVATIONS)  # 3 pages
+    first, block, interruptible = (loaded.capacity_reservations[i] for i in (0, 1, 4))
+    assert (first.reservation_type, first.state, first.available_instance_count) == (
+        "default",
+        "scheduled",
+        0,
+    )
+    assert (block.reservation_type, block.instance_type, block.end_date) == (
+        "capacity-block",
+        "p5.48xlarge",
+        START + timedelta(days=2),
+    )
+    assert interruptible.interruptible
+    assert first.tag_map == {"team": "ml"}
+    text = path.read_text(encoding="utf-8")
+    assert '"StartDate": "2026-03-01T11:30:00+00:00"' in text  # as the AWS CLI prints times
+    assert '"CapacityReservationArn"' in text  # EC2's other fields kept, ignored on load
+
+
+def test_catalog_export_writes_the_reservations_file_with_reservations_out(
+    moto_with_reservations: tuple[BotoEC2API, Stubber],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    api, pricing = moto_with_reservations
+    for _ in range(2):  # the region-wide GetProducts queries (shared tenancy, bare metal)
+        pricing.add_response(
+            "get_products",
+            {"FormatVersion": "aws_v1", "PriceList": [price_item("g5.xlarge", "1.006")]},
+            {"ServiceCode": "AmazonEC2", "Filters": ANY},
+        )
+    monkeypatch.setattr(cli_aws, "aws_api", lambda region: api)
+    catalog, reservations = tmp_path / "catalog.json", tmp_path / "reservations.json"
+
+    result = CliRunner().invoke(
+        app,
+        [
+            "catalog",
+            "export",
+            "--from-aws",
+            "--region",
+            REGION,
+            "-o",
+            str(catalog),
+            "--reservations-out",
+            str(reservations),
+        ],
+    )
+
+    assert result.exit_code == 0, result.output
+    assert f"wrote 7 capacity reservations for {REGION} to {reservations}" in result.output
+    assert len(load_reservations(str(reservations)).capacity_reservations) == 7
+    assert parse_catalog(json.loads(catalog.read_text(encoding="utf-8")), source="moto")
+
+
+def test_an_exported_item_with_every_ec2_field_parses() -> None:
+    document = {"CapacityReservations": [dict(MOTO_RESERVATIONS[1], NewFieldFromEC2={"x": 1})]}
+    (item,) = parse_reservations(document, source="export").capacity_reservations
+    assert item.capacity_reservation_id == MOTO_RESERVATIONS[1]["CapacityReservationId"]
+
+
+def test_reservations_out_cannot_be_the_catalog_file() -> None:
+    result = CliRunner().invoke(
+        app,
+        ["catalog", "export", "--from-aws", "-o", "same.json", "--reservations-out", "same.json"],
+    )
+    assert result.exit_code == 2
+    assert "error: --reservations-out: the same file as --output" in result.output

@@ -41,6 +41,12 @@ transit, and `capacity_types` from `SupportedUsageClasses`. Types usable neither
 spot (capacity blocks only), or missing vCPUs, memory or ENI limits, are left out with a warning.
 Branch ENIs, Spot Advisor figures and Karpenter's published allocatable are not in these APIs
 and stay absent.
+
+`export_reservations(api)` is the account's capacity reservations in the region (ODCRs, Capacity
+Blocks, interruptible reservations; every state, every page of DescribeCapacityReservations)
+as a reservations file (`apis/capacityreservation.py`): the response as boto3 returns it, items
+sorted by ID, times in RFC 3339 as the AWS CLI prints them, so the file is what
+`aws ec2 describe-capacity-reservations` prints and `--reservations` reads it back.
 """
 
 from __future__ import annotations
@@ -65,11 +71,13 @@ __all__ = [
     "SPOT_PRODUCT_DESCRIPTIONS",
     "catalog_entry",
     "export_catalog",
+    "export_reservations",
     "instance_type_filters",
     "is_karpenter_instance_type",
     "latest_spot_prices",
     "on_demand_prices",
     "pricing_filters",
+    "reservations_json",
     "spot_price_summary",
     "zone_offerings",
 ]
@@ -490,3 +498,28 @@ def export_catalog(
         entry["on_demand_price_usd_per_hour"] = {region: on_demand.get(name)}
         entry["spot_price_usd_per_hour"] = {region: spot_price_summary(spot.get(name, {}))}
     return ordered
+
+
+# ==== capacity reservations =====================================================================
+
+
+def export_reservations(api: EC2API) -> dict[str, Any]:
+    """The region's capacity reservations as a reservations file's document (see the module
+    docstring). Raises `EC2APIError` when the call fails."""
+    response = api.describe_capacity_reservations()
+    items = sorted(
+        (dict(r) for r in response.get("CapacityReservations") or []),
+        key=lambda r: str(r.get("CapacityReservationId", "")),
+    )
+    return {"CapacityReservations": items}
+
+
+def _json_time(value: object) -> str:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def reservations_json(document: Mapping[str, Any]) -> str:
+    """A reservations document as the file's text: JSON, times as ISO 8601 / RFC 3339."""
+    return json.dumps(document, indent=4, default=_json_time) + "\n"

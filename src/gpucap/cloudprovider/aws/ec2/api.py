@@ -11,7 +11,8 @@ Requests and responses are plain dicts in botocore's shapes (e.g. `create_fleet(
 returns `{"FleetId": ..., "Instances": [...], "Errors": [...]}`). Implementations raise
 `EC2APIError` (with the AWS error code) for a failed call; CreateFleet reports per-override
 failures in `Errors`, as EC2 does, rather than raising.
-Called by the AWS cloud provider (`cloudprovider.py`), AMI resolution and `catalog export`.
+Called by the AWS cloud provider (`cloudprovider.py`), AMI resolution, the capacity-reservation
+provider and `catalog export`.
 """
 
 from __future__ import annotations
@@ -65,6 +66,8 @@ class EC2API(Protocol):
     def describe_subnets(self, **kwargs: Any) -> Response: ...
 
     def describe_security_groups(self, **kwargs: Any) -> Response: ...
+
+    def describe_capacity_reservations(self, **kwargs: Any) -> Response: ...
 
     # ---- SSM ---------------------------------------------------------------------------------
     def get_parameter(self, **kwargs: Any) -> Response: ...

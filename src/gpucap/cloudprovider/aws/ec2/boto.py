@@ -336,6 +336,10 @@ class BotoEC2API:
     def describe_security_groups(self, **kwargs: Any) -> Response:
         return self._ec2_call("describe_security_groups", kwargs)
 
+    def describe_capacity_reservations(self, **kwargs: Any) -> Response:
+        """Every page merged (botocore pages it by `NextToken`, `MaxResults` at most 1,000)."""
+        return self._ec2_call("describe_capacity_reservations", kwargs)
+
     # ---- SSM -----------------------------------------------------------------------------------
     def get_parameter(self, **kwargs: Any) -> Response:
         return self._call(self._ssm, "get_parameter", kwargs)

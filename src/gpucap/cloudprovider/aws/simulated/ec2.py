@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpucap.apis.capacityreservation import Reservations
 from gpucap.cloudprovider.aws.amifamily.releases import (
     RELEASE_FAMILIES,
     AMIRelease,
@@ -49,6 +50,7 @@ from gpucap.cloudprovider.aws.amifamily.resolver import (
     release_version_parameter,
     ssm_parameter_name,
 )
+from gpucap.cloudprovider.aws.capacityreservation.describe import FileReservationsAPI
 from gpucap.cloudprovider.aws.ec2.api import EC2APIError, Response
 from gpucap.cloudprovider.aws.instance.launch import FleetOverride, fleet_pick
 from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
@@ -166,6 +168,8 @@ class SimulatedEC2:
     )
     # The change feed (`watch`).
     _watchers: list[Callable[[str], None]] = field(default_factory=list)
+    # The account's capacity reservations (a reservations file); none unless given.
+    reservations: Reservations = field(default_factory=Reservations)
 
     # ---- the change feed -------------------------------------------------------------------------
     def watch(self, fn: Callable[[str], None]) -> None:
@@ -488,6 +492,12 @@ class SimulatedEC2:
     @staticmethod
     def subnet_for(zone: str) -> str:
         return "subnet-" + hashlib.sha256(zone.encode()).hexdigest()[:17]
+
+    def describe_capacity_reservations(self, **kwargs: Any) -> Response:
+        """EC2's answer from `reservations` at the clock's time (capacityreservation/describe)."""
+        self.calls.append("DescribeCapacityReservations")
+        api = FileReservationsAPI(self.reservations, self.clock)
+        return api.describe_capacity_reservations(**kwargs)
 
     def describe_security_groups(self, **kwargs: Any) -> Response:
         self.calls.append("DescribeSecurityGroups")
