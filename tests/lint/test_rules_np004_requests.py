@@ -157,3 +157,8 @@ def test_np004_error_exactly_when_plan_leaves_the_pod_pending(
     loaded = load_text(to_yaml(*docs), "law.yaml")
     pending = "default/p" in plan(Manifests(tuple(loaded.manifests)), CATALOG).pod_errors
     assert bool(errors) == pending, (cpu, memory_gi, limit, agent, errors)
+
+
+def test_np004_pod_already_bound_to_a_node_is_not_reported() -> None:
+    bound = pod("big", cpu="500", nodeName="somewhere")
+    assert lint("NP004", general(), nodeclass(), bound).findings == []

@@ -404,8 +404,8 @@ def _requests_unreachable(ctx: LintContext, flagged: set[int]) -> Iterable[Findi
     Pending: an error."""
     seen = set(flagged)
     for ref in ctx.pods:
-        if id(ref.manifest) in seen:
-            continue
+        if id(ref.manifest) in seen or ref.pod.spec.node_name:
+            continue  # reported already, or bound to a node: it runs somewhere
         verdict = _never_fits(ctx, ref.pod)
         if verdict is None:
             continue
