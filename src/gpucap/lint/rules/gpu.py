@@ -135,7 +135,7 @@ def _needs_plugin(pool: PoolView) -> list[InstanceType]:
     "error",
     summary="A GPU NodePool's nodes get no NVIDIA device plugin: the one in the input cannot run "
     "there (node selector / affinity, devicePlugin.enabled: false, the operator's tolerations), "
-    "or none is in the input (info: it may be installed outside it).",
+    "or none is in the input.",
     why="EKS AL2023 NVIDIA AMIs ship the driver, not the device plugin. Without it the node never "
     "advertises nvidia.com/gpu, Karpenter never marks it initialized, GPU pods stay Pending and "
     "the node stays on the bill (it is never consolidated). Bottlerocket's NVIDIA variants and "
@@ -147,9 +147,9 @@ def _needs_plugin(pool: PoolView) -> list[InstanceType]:
     "--namespace nvidia-device-plugin --create-namespace) or the GPU Operator before the first "
     "GPU pod, able to run on the GPU pool's nodes; if the cluster has it, declare it: "
     '`cluster = ["nvidia-device-plugin"]` (or "gpu-operator") under [tool.gpucap.lint].',
-    source="EKS Best Practices AI/ML (Use Kubernetes Device Plugin); Karpenter troubleshooting "
-    "(Nodes not initialized); aws/karpenter-provider-aws#1914; Bottlerocket settings "
-    "(kubelet-device-plugins)",
+    source="EKS Best Practices AI/ML (Use Kubernetes Device Plugin); Karpenter docs, "
+    "troubleshooting (Nodes not initialized); aws/karpenter-provider-aws#1914; Bottlerocket "
+    "settings (kubelet-device-plugins)",
     other=(
         (
             "info",
@@ -210,7 +210,7 @@ def gpu_pool_without_device_plugin(ctx: LintContext) -> Iterable[Finding]:
     "node is never initialized.",
     fix="Add tolerations for the pool's taints to the device plugin (GPU Operator: "
     "daemonsets.tolerations).",
-    source="Karpenter troubleshooting; aws-samples/karpenter-blueprints nvidia-gpu-workload",
+    source="Karpenter docs, troubleshooting; aws-samples/karpenter-blueprints nvidia-gpu-workload",
 )
 def device_plugin_does_not_tolerate(ctx: LintContext) -> Iterable[Finding]:
     for pool in ctx.pools:
@@ -327,8 +327,8 @@ def _why_daemon_cannot_run(pool: PoolView, ds: DaemonSet) -> str | None:
     fix="Deploy the component that removes the taint (tolerating the pool's taints and startup "
     "taints), or drop the startup taint; if the remover is deployed separately, include its "
     "DaemonSet in the lint input or ignore this rule for the line.",
-    source="Karpenter troubleshooting (NodePool startup taints); Karpenter NodePools "
-    "(spec.template.spec.startupTaints); kubernetes-sigs/karpenter "
+    source="Karpenter docs, troubleshooting (NodePool startup taints); Karpenter docs, "
+    "NodePools (spec.template.spec.startupTaints); kubernetes-sigs/karpenter "
     "pkg/controllers/nodeclaim/lifecycle/initialization.go",
 )
 def startup_taint_without_remover(ctx: LintContext) -> Iterable[Finding]:
@@ -438,7 +438,7 @@ def _examples(names: Sequence[str], n: int = 3) -> str:
     "accelerated AMI. Karpenter's docs say to use a separate EC2NodeClass for accelerated AMIs.",
     fix="Split the pool: one NodePool + EC2NodeClass (accelerated AMI) restricted to GPU instance "
     "types, one for the rest; or restrict this pool to one kind of instance type.",
-    source="Karpenter NodeClasses (spec.amiSelectorTerms)",
+    source="Karpenter docs, NodeClasses (spec.amiSelectorTerms)",
 )
 def custom_ami_mixed_gpu_pool(ctx: LintContext) -> Iterable[Finding]:
     for pool in ctx.pools:

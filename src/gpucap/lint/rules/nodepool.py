@@ -257,7 +257,7 @@ def limit_unreachable(ctx: LintContext) -> Iterable[Finding]:
                 continue
             path = ("spec", "limits", resource)
             smallest = min(sizes)
-            text = format_resource_value(resource, value)
+            text = _amount(resource, value)
             if value < smallest:
                 holder = min(
                     (it for it in types if it.capacity.get(resource, 0) == smallest),
@@ -269,7 +269,7 @@ def limit_unreachable(ctx: LintContext) -> Iterable[Finding]:
                     pool.manifest,
                     path,
                     f"limit {resource}: {text} is below the smallest allowed instance type "
-                    f"({holder.name} has {format_resource_value(resource, smallest)}): the pool "
+                    f"({holder.name} has {_amount(resource, smallest)}): the pool "
                     "can never launch a node" + (" with GPUs" if resource == GPU_RESOURCE else ""),
                 )
             elif resource == GPU_RESOURCE and value <= _MAX_REACH_CHECK:
@@ -913,11 +913,11 @@ _PLACEMENT_KEYS = frozenset({ZONE, ZONE_ID, REGION, CAPACITY_TYPE})
     "warning",
     summary="A NodePool requirement allows a value (instance type, family, size, GPU name...) "
     "that no instance type in the catalog has, or the requirements together leave nothing "
-    "to launch (error).",
+    "to launch.",
     why="Karpenter does not reject unknown values: it intersects the requirements with the "
     "instance types it knows, so a typo such as `g5.xlage` or `g6x` is dropped without a word. "
-    "If nothing is left, the pool is skipped ('nodepool requirements filtered out all instance "
-    "types') and its pods stay Pending.",
+    'If nothing is left, the pool is skipped ("nodepool requirements filtered out all instance '
+    'types") and its pods stay Pending.',
     fix="Correct the value (the message suggests the closest known one); a real type or family "
     "that is not offered in the region is named with the regions that offer it: lint with "
     "`--region` for the cluster's region, or drop it from this region's pools; if the type is "
@@ -1044,7 +1044,7 @@ def _known_values(ctx: LintContext, types: Sequence[InstanceType], key: str) -> 
     summary="A NodePool's nodeClassRef names an EC2NodeClass the input does not have, while "
     "the input has other EC2NodeClasses (a typo such as `gpus` for `gpu`).",
     why="Karpenter's NodePool readiness sets NodeClassReady False (NodeClassNotFound) and the "
-    "provisioner ignores a NodePool that is not Ready ('ignoring nodepool, not ready'): "
+    'provisioner ignores a NodePool that is not Ready ("ignoring nodepool, not ready"): '
     "nothing launches for the pods that need it, and they stay Pending without an event that "
     "names the pool. (A NodePool linted without any EC2NodeClass is not flagged: `plan` plans "
     "it with a default one.)",
@@ -1085,8 +1085,8 @@ def nodeclass_not_found(ctx: LintContext) -> Iterable[Finding]:
     "Linux.",
     why="EKS Auto Mode labels its instance types under its own domain: "
     "eks.amazonaws.com/instance-family, -category, -gpu-name, ... where self-managed Karpenter "
-    "has karpenter.k8s.aws/instance-family, ... (the EKS user guide's 'EKS Auto Mode Supported "
-    "Labels'). A karpenter.k8s.aws requirement is not one of them, so it does not choose the "
+    'has karpenter.k8s.aws/instance-family, ... (the EKS user guide, "EKS Auto Mode Supported '
+    'Labels"). A karpenter.k8s.aws requirement is not one of them, so it does not choose the '
     "pool's instance types the way it reads: a GPU pool written with Karpenter's labels can "
     "launch any supported type. Auto Mode runs Linux only and does not support "
     "kubernetes.io/os or node.kubernetes.io/windows-build.",
