@@ -371,8 +371,7 @@ def _gpu_request_path(ref: PodRef) -> tuple[str | int, ...]:
     return (*ref.base, "containers")
 
 
-# What a pod may request that the instance types hold (any other resource, a custom device no
-# type lists, is not judged here: nothing in the input says which nodes would have it).
+# The resources NP004's messages name first; the others follow by name.
 _FIRST = ("cpu", "memory")
 
 
@@ -487,6 +486,8 @@ def _pool_refusal(
     """Why `pool` can never launch a node for a pod with requirements `reqs` and `requests`
     (the resources it names, and the sentence); None when it can."""
     types = [it for it in pool.instance_types if it.is_compatible(reqs)]
+    # A resource no instance type lists (a custom device, hugepages) is not judged: nothing in
+    # the input says which nodes would have it.
     known = _defined_resources(ctx, pool)
     wanted = {r: v for r, v in requests.items() if r in known}
     if not types or not wanted:
