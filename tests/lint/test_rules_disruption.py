@@ -156,7 +156,7 @@ def test_dis003_fully_blocking_pdb() -> None:
     findings, text = lint(np, nodeclass(), vllm, pdb, select="DIS003")
     f = only(findings, "DIS003")
     assert f.line == line_of(text, "expireAfter: 168h")
-    assert "PodDisruptionBudget default/vllm (minAvailable: 1 with 1 replica(s))" in f.message
+    assert "PodDisruptionBudget default/vllm (minAvailable: 1 with 1 replica)" in f.message
 
 
 def test_dis003_quiet() -> None:

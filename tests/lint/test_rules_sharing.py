@@ -110,7 +110,7 @@ def test_the_workshop_gpu_limit_binds_at_a_quarter_of_its_value() -> None:
     assert (f.rule, f.severity) == ("TS002", "warning")
     assert f.file == str(nodepool_file)
     assert f.line == line_of(nodepool_file.read_text(), "limits:", "nvidia.com/gpu")
-    assert "limits nvidia.com/gpu=6" in f.message
+    assert "the limit nvidia.com/gpu=6 counts advertised GPUs" in f.message
     assert "replicas 4" in f.message
     assert "about 6/4 = 1.5 physical GPUs, not 6" in f.message
 

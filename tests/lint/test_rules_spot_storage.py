@@ -80,7 +80,7 @@ def test_spot001_vllm_cold_start_on_spot() -> None:
     assert "pod default/vllm-0 can run on spot (NodePool gpu)" in f.message
     # 200Gi gp3 without throughput: 125 MiB/s; 21 + 30 + 30 + 221 + 84 = 386 s
     assert "about 386 s" in f.message
-    assert "image pull 221 s (9.0Gi compressed + 18.0Gi unpacked at 125 MiB/s)" in f.message
+    assert "image pull 221 s (9Gi compressed + 18Gi unpacked at 125 MiB/s)" in f.message
     assert "more than the 120 s spot notice" in f.message
 
 
@@ -116,8 +116,8 @@ def test_stg001_no_block_device_mappings() -> None:
     assert f.severity == "warning"
     assert f.object_ref == "EC2NodeClass/gpu"
     assert f.line == line_of(text, "role:") - 1  # the EC2NodeClass's spec
-    assert "has no blockDeviceMappings: nodes get the 20.0Gi default root volume" in f.message
-    assert "vllm/vllm-openai:v0.11.0: 9.0Gi compressed, 18.0Gi unpacked" in f.message
+    assert "has no blockDeviceMappings: nodes get the 20Gi default root volume" in f.message
+    assert "vllm/vllm-openai:v0.11.0: 9Gi compressed, 18Gi unpacked" in f.message
 
 
 def test_stg001_volume_smaller_than_images() -> None:
@@ -125,7 +125,7 @@ def test_stg001_volume_smaller_than_images() -> None:
     findings, text = lint(nodepool(), nc, vllm(), select="STG001")
     f = only(findings, "STG001")
     assert f.line == line_of(text, "volumeSize: 25Gi")
-    assert "volume of 25.0Gi for NodePool gpu is smaller than 27.0Gi needed" in f.message
+    assert "volume of 25Gi for NodePool gpu is smaller than 27Gi needed" in f.message
 
 
 def test_stg001_quiet() -> None:
@@ -148,8 +148,8 @@ def test_stg001_workshop_20gi_root_volume() -> None:
     f = only(findings, "STG001")
     assert (f.file, f.severity) == ("ec2nodeclass.yaml", "warning")
     assert f.line == line_of(text, "volumeSize: 20Gi")
-    assert "volume of 20.0Gi for NodePool gpu is smaller than 27.0Gi" in f.message
-    assert "vllm/vllm-openai:v0.11.0: 9.0Gi compressed" in f.message
+    assert "volume of 20Gi for NodePool gpu is smaller than 27Gi" in f.message
+    assert "vllm/vllm-openai:v0.11.0: 9Gi compressed" in f.message
 
 
 # ==== STG002 ===================================================================================

@@ -8,13 +8,14 @@ other rule module (an import-linter contract): what several families share is in
 from gpucap.lint.context import LintContext
 from gpucap.lint.registry import Registry, Rule
 
-from . import ami, disruption, gpu, nodepool, pods, schema, sharing, spot, storage
+from . import ami, disruption, gpu, limits, nodepool, pods, schema, sharing, spot, storage
 
 __all__ = [
     "ALL",
     "ami",
     "disruption",
     "gpu",
+    "limits",
     "nodepool",
     "pods",
     "schema",
@@ -27,6 +28,7 @@ ALL: tuple[Rule[LintContext], ...] = Registry.joined(
     ami.RULES,
     disruption.RULES,
     gpu.RULES,
+    limits.RULES,
     nodepool.RULES,
     pods.RULES,
     schema.RULES,

@@ -149,8 +149,8 @@ def _release_date(version: str) -> dt.date | None:
     summary="An EC2NodeClass selects its AMI with `<family>@latest`.",
     why="Every new AMI release drifts (replaces) all out-of-date nodes, on AWS's release "
     "schedule rather than yours; on GPU pools a release can also change the NVIDIA driver and "
-    'the CUDA version it supports. Karpenter: @latest is for pre-production; "we strongly '
-    'recommend pinning".',
+    "the CUDA version it supports. Karpenter's docs keep @latest for pre-production and "
+    "recommend pinning a version in production.",
     fix="Pin a release (`alias: al2023@vYYYYMMDD`, from the SSM parameter "
     "…/recommended/release_version) and upgrade deliberately, with a Drifted disruption budget.",
     source="EKS Best Practices Karpenter (Lock down AMIs in production clusters); Karpenter docs, "
@@ -204,7 +204,7 @@ def ami_alias_latest(ctx: LintContext) -> Iterable[Finding]:
     "when gpucap has AWS access).",
     why="Karpenter reads one SSM parameter per architecture and variant of the alias; if none "
     "exists the EC2NodeClass never becomes Ready (AMIsReady stays Unknown), its NodePools are "
-    "not Ready and the provisioner ignores them ('ignoring nodepool, not ready'): their pods "
+    'not Ready and the provisioner ignores them ("ignoring nodepool, not ready"): their pods '
     "stay Pending. If only the NVIDIA (or standard) variant is missing, those instance types "
     "get no AMI and their launches fail.",
     fix="Pick a release that exists for your Kubernetes version (`gpucap ami` lists them, or "

@@ -233,7 +233,10 @@ def _fully_blocking(pdb: PodDisruptionBudget, replicas: int | None) -> str | Non
         and replicas is not None
         and spec.min_available >= replicas
     ):
-        return f"minAvailable: {spec.min_available} with {replicas} replica(s)"
+        return (
+            f"minAvailable: {spec.min_available} with {replicas} "
+            f"replica{'' if replicas == 1 else 's'}"
+        )
     if pdb.status.disruptions_allowed == 0 and pdb.status.expected_pods:
         return "status.disruptionsAllowed: 0"
     return None

@@ -13,13 +13,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from gpucap.apis.core import Pod, Taint, Toleration, TopologySpreadConstraint
+from gpucap.apis.core import Pod, PodTemplateSpec, Taint, Toleration, TopologySpreadConstraint
 from gpucap.apis.gpuoperator import ComponentSpec
 from gpucap.apis.labels import HOSTNAME, ZONE
-from gpucap.apis.meta import NamespacedObjectMeta
+from gpucap.apis.leaderworkerset import EXCLUSIVE_TOPOLOGY, LeaderWorkerSet
+from gpucap.apis.leaderworkerset import GROUP_INDEX as LWS_GROUP_INDEX
+from gpucap.apis.leaderworkerset import SET_NAME as LWS_SET_NAME
+from gpucap.apis.meta import LabelSelector, NamespacedObjectMeta
 from gpucap.apis.serde import Manifest
 from gpucap.apis.workloads import DaemonSet, Deployment, StatefulSet
-from gpucap.controllers.provisioning.loop import Plan
+from gpucap.controllers.provisioning.loop import Plan, PlannedNodeClaim
 from gpucap.lint.context import LintContext, PoolView, pod_gpus
 from gpucap.lint.registry import Finding, Registry
 from gpucap.scheduling.daemonsets import (
@@ -132,7 +135,7 @@ def _needs_plugin(pool: PoolView) -> list[InstanceType]:
     "error",
     summary="A GPU NodePool's nodes get no NVIDIA device plugin: the one in the input cannot run "
     "there (node selector / affinity, devicePlugin.enabled: false, the operator's tolerations), "
-    "or none is in the input (info: it may be installed outside it).",
+    "or none is in the input.",
     why="EKS AL2023 NVIDIA AMIs ship the driver, not the device plugin. Without it the node never "
     "advertises nvidia.com/gpu, Karpenter never marks it initialized, GPU pods stay Pending and "
     "the node stays on the bill (it is never consolidated). Bottlerocket's NVIDIA variants and "
@@ -144,9 +147,9 @@ def _needs_plugin(pool: PoolView) -> list[InstanceType]:
     "--namespace nvidia-device-plugin --create-namespace) or the GPU Operator before the first "
     "GPU pod, able to run on the GPU pool's nodes; if the cluster has it, declare it: "
     '`cluster = ["nvidia-device-plugin"]` (or "gpu-operator") under [tool.gpucap.lint].',
-    source="EKS Best Practices AI/ML (Use Kubernetes Device Plugin); Karpenter troubleshooting "
-    "(Nodes not initialized); aws/karpenter-provider-aws#1914; Bottlerocket settings "
-    "(kubelet-device-plugins)",
+    source="EKS Best Practices AI/ML (Use Kubernetes Device Plugin); Karpenter docs, "
+    "troubleshooting (Nodes not initialized); aws/karpenter-provider-aws#1914; Bottlerocket "
+    "settings (kubelet-device-plugins)",
     other=(
         (
             "info",
@@ -207,7 +210,7 @@ def gpu_pool_without_device_plugin(ctx: LintContext) -> Iterable[Finding]:
     "node is never initialized.",
     fix="Add tolerations for the pool's taints to the device plugin (GPU Operator: "
     "daemonsets.tolerations).",
-    source="Karpenter troubleshooting; aws-samples/karpenter-blueprints nvidia-gpu-workload",
+    source="Karpenter docs, troubleshooting; aws-samples/karpenter-blueprints nvidia-gpu-workload",
 )
 def device_plugin_does_not_tolerate(ctx: LintContext) -> Iterable[Finding]:
     for pool in ctx.pools:
@@ -324,8 +327,8 @@ def _why_daemon_cannot_run(pool: PoolView, ds: DaemonSet) -> str | None:
     fix="Deploy the component that removes the taint (tolerating the pool's taints and startup "
     "taints), or drop the startup taint; if the remover is deployed separately, include its "
     "DaemonSet in the lint input or ignore this rule for the line.",
-    source="Karpenter troubleshooting (NodePool startup taints); Karpenter NodePools "
-    "(spec.template.spec.startupTaints); kubernetes-sigs/karpenter "
+    source="Karpenter docs, troubleshooting (NodePool startup taints); Karpenter docs, "
+    "NodePools (spec.template.spec.startupTaints); kubernetes-sigs/karpenter "
     "pkg/controllers/nodeclaim/lifecycle/initialization.go",
 )
 def startup_taint_without_remover(ctx: LintContext) -> Iterable[Finding]:
@@ -435,7 +438,7 @@ def _examples(names: Sequence[str], n: int = 3) -> str:
     "accelerated AMI. Karpenter's docs say to use a separate EC2NodeClass for accelerated AMIs.",
     fix="Split the pool: one NodePool + EC2NodeClass (accelerated AMI) restricted to GPU instance "
     "types, one for the rest; or restrict this pool to one kind of instance type.",
-    source="Karpenter NodeClasses (spec.amiSelectorTerms)",
+    source="Karpenter docs, NodeClasses (spec.amiSelectorTerms)",
 )
 def custom_ami_mixed_gpu_pool(ctx: LintContext) -> Iterable[Finding]:
     for pool in ctx.pools:
@@ -463,6 +466,10 @@ def custom_ami_mixed_gpu_pool(ctx: LintContext) -> Iterable[Finding]:
 # The topology keys that make replicas separate failure domains: a node, or a zone.
 _SPREAD_KEYS = frozenset({HOSTNAME, ZONE})
 
+# A workload whose GPU replicas GPU007 checks: the pods of a Deployment or a StatefulSet, or
+# the groups (a leader and its workers) of a LeaderWorkerSet.
+Replicated = Deployment | StatefulSet | LeaderWorkerSet
+
 
 def _spreads(pod: Pod) -> bool:
     """The pod has a topology spread, or a pod anti-affinity (required or preferred), on
@@ -479,26 +486,83 @@ def _spreads(pod: Pod) -> bool:
     return any(t.topology_key in _SPREAD_KEYS for t in terms)
 
 
-def _with_hostname_spread(workload: Deployment | StatefulSet) -> Deployment | StatefulSet:
+def _templates(workload: Replicated) -> list[PodTemplateSpec]:
+    """The pod templates of `workload`: a Deployment's or StatefulSet's one; a
+    LeaderWorkerSet's leader template (when it has its own) and worker template."""
+    if isinstance(workload, LeaderWorkerSet):
+        lwt = workload.spec.leader_worker_template
+        leader = [lwt.leader_template] if lwt.leader_template is not None else []
+        return [*leader, lwt.worker_template]
+    return [workload.spec.template]
+
+
+def _gpu_pods(workload: Replicated) -> list[Pod]:
+    """A sample pod of each of `workload`'s templates that requests GPUs."""
+    samples = (Pod(metadata=_SAMPLE_META, spec=t.spec) for t in _templates(workload))
+    return [p for p in samples if pod_gpus(p) > 0]
+
+
+def _kept_apart(workload: Replicated, gpu_pods: Sequence[Pod]) -> bool:
+    """The replicas are already kept apart on hostname or zone: every GPU template spreads
+    (`_spreads`), or a LeaderWorkerSet's exclusive-topology annotation names one of those keys
+    (the LWS webhook gives each leader a required anti-affinity to the other groups on that
+    key, and the workers follow their leader: `apis/leaderworkerset.py`)."""
+    exclusive = isinstance(workload, LeaderWorkerSet) and (
+        workload.metadata.annotations.get(EXCLUSIVE_TOPOLOGY) in _SPREAD_KEYS
+    )
+    return exclusive or all(_spreads(p) for p in gpu_pods)
+
+
+def _replica_of(workload: Replicated) -> Callable[[Pod], str | None]:
+    """Which replica a GPU pod of the plan belongs to: the pod itself for a Deployment or a
+    StatefulSet, its group (`group-index` label) for a LeaderWorkerSet; None for a pod that is
+    not one of `workload`'s or requests no GPU."""
+    owned = _owned_by(workload)
+    by_group = isinstance(workload, LeaderWorkerSet)
+
+    def replica(pod: Pod) -> str | None:
+        if not owned(pod) or pod_gpus(pod) <= 0:
+            return None
+        return pod.metadata.labels.get(LWS_GROUP_INDEX) if by_group else pod.key
+
+    return replica
+
+
+def _with_hostname_spread(workload: Replicated) -> Replicated:
     """`workload` with a hostname topology spread (maxSkew 1, DoNotSchedule) over its own pods
-    added to its template, the fix the finding prices."""
-    template = workload.spec.template
+    added to its templates, the fix the finding prices (a LeaderWorkerSet's over every pod of
+    the set, selected by the `leaderworkerset.sigs.k8s.io/name` label the LWS controller puts
+    on them)."""
+    if isinstance(workload, LeaderWorkerSet):
+        selector = LabelSelector(match_labels={LWS_SET_NAME: workload.metadata.name})
+        lwt = workload.spec.leader_worker_template
+        update: dict[str, PodTemplateSpec] = {
+            "worker_template": _add_spread(lwt.worker_template, selector)
+        }
+        if lwt.leader_template is not None:
+            update["leader_template"] = _add_spread(lwt.leader_template, selector)
+        spec = workload.spec.model_copy(
+            update={"leader_worker_template": lwt.model_copy(update=update)}
+        )
+        return workload.model_copy(update={"spec": spec})
+    template = _add_spread(workload.spec.template, workload.spec.selector)
+    return workload.model_copy(
+        update={"spec": workload.spec.model_copy(update={"template": template})}
+    )
+
+
+def _add_spread(template: PodTemplateSpec, selector: LabelSelector) -> PodTemplateSpec:
+    """`template` with a hostname topology spread (maxSkew 1, DoNotSchedule) over `selector`."""
     spread = TopologySpreadConstraint(
         max_skew=1,
         topology_key=HOSTNAME,
         when_unsatisfiable="DoNotSchedule",
-        label_selector=workload.spec.selector,
+        label_selector=selector,
     )
     spec = template.spec.model_copy(
         update={"topology_spread_constraints": [*template.spec.topology_spread_constraints, spread]}
     )
-    return workload.model_copy(
-        update={
-            "spec": workload.spec.model_copy(
-                update={"template": template.model_copy(update={"spec": spec})}
-            )
-        }
-    )
+    return template.model_copy(update={"spec": spec})
 
 
 def _cost(plan: Plan) -> float:
@@ -510,73 +574,107 @@ def _cost(plan: Plan) -> float:
     "GPU007",
     "gpu-replicas-on-one-node",
     "warning",
-    summary="A Deployment or StatefulSet of several GPU replicas has no pod anti-affinity or "
-    "topology spread on hostname or zone, and `plan` puts two or more of them on one node.",
+    summary="A Deployment or StatefulSet of several GPU replicas, or a LeaderWorkerSet of "
+    "several groups with GPU pods, has no pod anti-affinity or topology spread on hostname or "
+    "zone, and `plan` puts two or more replicas (groups) on one node.",
     why="Karpenter packs pending pods onto as few NodeClaims as it can: two 4-GPU replicas get "
     "one 8-GPU node. That node is one failure domain (a spot interruption, a drain or a GPU "
     "fault takes every replica down at once), and the larger type is often dearer than two "
     "smaller ones. The finding prices both plans: as written and with a hostname spread.",
     fix="Add `topologySpreadConstraints` with `topologyKey: kubernetes.io/hostname` (or "
     "`topology.kubernetes.io/zone`), `maxSkew: 1`, `whenUnsatisfiable: DoNotSchedule` and the "
-    "workload's selector, or a pod anti-affinity on the same key.",
+    "workload's selector, or a pod anti-affinity on the same key. For a LeaderWorkerSet, "
+    "select its pods by `leaderworkerset.sigs.k8s.io/name`, or set the annotation "
+    "`leaderworkerset.sigs.k8s.io/exclusive-topology` to one of those keys (one group per node "
+    "or zone).",
     source="Karpenter docs, scheduling (Topology Spread; Pod Affinity/Anti-Affinity); EKS Best "
-    "Practices reliability (spread replicas across nodes and zones)",
+    "Practices reliability (spread replicas across nodes and zones); LeaderWorkerSet docs "
+    "(exclusive placement)",
 )
 def gpu_replicas_on_one_node(ctx: LintContext) -> Iterable[Finding]:
-    workloads: list[tuple[Manifest, Deployment | StatefulSet]] = [
+    workloads: list[tuple[Manifest, Replicated]] = [
         *ctx.located(Deployment),
         *ctx.located(StatefulSet),
+        *ctx.located(LeaderWorkerSet),
     ]
     candidates = [
         (m, w)
         for m, w in workloads
-        if w.spec.replicas >= 2
-        and pod_gpus(Pod(metadata=_SAMPLE_META, spec=w.spec.template.spec)) > 0
-        and not _spreads(Pod(metadata=_SAMPLE_META, spec=w.spec.template.spec))
+        if w.spec.replicas >= 2 and (gpu := _gpu_pods(w)) and not _kept_apart(w, gpu)
     ]
     if not candidates:
         return
     first = ctx.plan()
     as_is = _cost(first)
     for m, w in candidates:
-        owned = _owned_by(w)
+        replica = _replica_of(w)
         crowded = [
             (c, n)
             for c in first.node_claims
-            if c.launch is not None and (n := sum(1 for p in c.pods if owned(p))) >= 2
+            if c.launch is not None and (n := len({r for p in c.pods if (r := replica(p))})) >= 2
         ]
         if not crowded:
             continue
         claim, count = max(crowded, key=lambda cn: cn[1])
         assert claim.launch is not None
-        if _shares_gpus(ctx, claim.launch.instance_type, [p for p in claim.pods if owned(p)]):
+        if _shares_gpus(ctx, claim.launch.instance_type, [p for p in claim.pods if replica(p)]):
             # Time-sliced or MIG replicas asking for more GPUs than the node physically has:
             # packing them is the point of sharing, not an accident of the scheduler.
             continue
-        spread = ctx.plan(replace={id(m): _with_hostname_spread(w)})
-        with_spread = _cost(spread)
-        if any(owned(spread.pods[k]) for k in spread.pod_errors if k in spread.pods):
-            after = "with a hostname topology spread some replicas stay Pending"
-        elif with_spread < as_is:
-            after = (
-                f"with a hostname topology spread (maxSkew 1, DoNotSchedule) the plan costs "
-                f"${with_spread:.2f}/h, ${as_is - with_spread:.2f}/h less"
-            )
-        else:
-            after = (
-                f"with a hostname topology spread (maxSkew 1, DoNotSchedule) the plan costs "
-                f"${with_spread:.2f}/h, ${with_spread - as_is:.2f}/h more"
-            )
-        yield ctx.finding(
+        yield _replicas_finding(ctx, m, w, claim, count, as_is)
+
+
+def _replicas_finding(  # noqa: PLR0917 - the finding's parts, computed by the caller
+    ctx: LintContext,
+    m: Manifest,
+    w: Replicated,
+    claim: PlannedNodeClaim,
+    count: int,
+    as_is: float,
+) -> Finding:
+    """GPU007's finding for `w`, whose replicas (`count` of them) share `claim`: the plan as
+    written and priced again with a hostname spread."""
+    assert claim.launch is not None
+    spread = ctx.plan(replace={id(m): _with_hostname_spread(w)})
+    with_spread = _cost(spread)
+    # Pods the plan as written leaves Pending too (a NodePool limit) are no fault of the spread.
+    more = _pending(spread, w) - _pending(ctx.plan(), w)
+    if more > 0:
+        stays = "one more of its pods stays" if more == 1 else f"{more} more of its pods stay"
+        after = f"with a hostname topology spread {stays} Pending"
+    elif with_spread < as_is:
+        after = (
+            f"with a hostname topology spread (maxSkew 1, DoNotSchedule) the plan costs "
+            f"${with_spread:.2f}/h, ${as_is - with_spread:.2f}/h less"
+        )
+    else:
+        after = (
+            f"with a hostname topology spread (maxSkew 1, DoNotSchedule) the plan costs "
+            f"${with_spread:.2f}/h, ${with_spread - as_is:.2f}/h more"
+        )
+    node = (
+        f"({claim.launch.instance_type}, ${claim.launch.price:.2f}/h; the whole plan "
+        f"${as_is:.2f}/h): one failure domain; {after}"
+    )
+    if isinstance(w, LeaderWorkerSet):
+        size = w.spec.leader_worker_template.size
+        return ctx.finding(
             "GPU007",
             "warning",
             m,
-            ("spec", "template", "spec"),
-            f"{w.spec.replicas} GPU replicas with no pod anti-affinity or topology spread on "
-            f"hostname or zone: the plan puts {count} of them on one node "
-            f"({claim.launch.instance_type}, ${claim.launch.price:.2f}/h; the whole plan "
-            f"${as_is:.2f}/h): one failure domain; {after}",
+            ("spec", "leaderWorkerTemplate"),
+            f"{w.spec.replicas} groups of {size} pod{'' if size == 1 else 's'} with GPUs and "
+            "no pod anti-affinity, topology spread or exclusive topology on hostname or zone: "
+            f"the plan puts GPU pods of {count} groups on one node {node}",
         )
+    return ctx.finding(
+        "GPU007",
+        "warning",
+        m,
+        ("spec", "template", "spec"),
+        f"{w.spec.replicas} GPU replicas with no pod anti-affinity or topology spread on "
+        f"hostname or zone: the plan puts {count} of them on one node {node}",
+    )
 
 
 _SAMPLE_META = NamespacedObjectMeta(name="sample", namespace="default")
@@ -592,7 +690,13 @@ def _shares_gpus(ctx: LintContext, instance_type: str, pods: Sequence[Pod]) -> b
     return sum(pod_gpus(p) for p in pods) > physical
 
 
-def _owned_by(workload: Deployment | StatefulSet) -> Callable[[Pod], bool]:
+def _pending(plan: Plan, workload: Replicated) -> int:
+    """How many of `workload`'s pods `plan` leaves Pending."""
+    owned = _owned_by(workload)
+    return sum(1 for k in plan.pod_errors if k in plan.pods and owned(plan.pods[k]))
+
+
+def _owned_by(workload: Replicated) -> Callable[[Pod], bool]:
     """Whether a pod of the plan is one of `workload`'s (its controller owner)."""
     kind, ns, name = workload.kind, workload.metadata.namespace, workload.metadata.name
 

@@ -1,7 +1,7 @@
 """NodePool rules: structure, limits, capacity flexibility (landscape.md §3.4) and readiness.
 
-NP001-NP012. Which pools a pod can land on, and the other questions several families ask, are
-`lint/queries.py`.
+NP001-NP012 but NP004 (`lint/rules/limits.py`: what no pool can ever launch). Which pools a pod
+can land on, and the other questions several families ask, are `lint/queries.py`.
 """
 
 from __future__ import annotations
@@ -18,26 +18,22 @@ from gpucap.apis.automode import (
 from gpucap.apis.labels import AWS as AWS_LABEL_PREFIX
 from gpucap.apis.labels import CAPACITY_TYPE, NORMALIZED_LABELS, REGION, ZONE, ZONE_ID
 from gpucap.apis.labels import INSTANCE_FAMILY as AWS_INSTANCE_FAMILY
-from gpucap.apis.quantity import base_units, format_resource_value
 from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.cloudprovider.aws.instancetype.data import bundled_instance_type_infos
 from gpucap.cloudprovider.aws.instancetype.resolve import resolve_instance_type
 from gpucap.controllers.disruption.constants import SPOT_TO_SPOT_THRESHOLD
 from gpucap.controllers.nodepool.readiness import NODECLASS_NOT_FOUND
-from gpucap.lint.context import GPU_RESOURCE, LintContext, PodRef, PoolView, pod_gpus
+from gpucap.lint.context import GPU_RESOURCE, LintContext, PodRef, PoolView
 from gpucap.lint.queries import (
     SPOT,
     landing_pools,
     meta_path,
     name_list,
     spot_types,
-    tolerates_pool,
     written,
 )
 from gpucap.lint.registry import Finding, Registry
 from gpucap.scheduling.instancetypes import InstanceType, truncate
-from gpucap.scheduling.poddata import pod_requirements
-from gpucap.scheduling.requirements import Requirements
 from gpucap.scheduling.taints import format_taint
 
 __all__ = ["RULES"]
@@ -195,166 +191,6 @@ def gpu_pool_no_limits(ctx: LintContext) -> Iterable[Finding]:
                 f"GPU NodePool limits only {others}, not nvidia.com/gpu: the GPU count (and the "
                 "spend) is bounded only indirectly",
             )
-
-
-# ==== NP004 ====================================================================================
-
-
-def _reachable(total: int, sizes: set[int]) -> int:
-    """The largest sum <= total of any number of items of the given sizes."""
-    ok = [False] * (total + 1)
-    ok[0] = True
-    for n in range(1, total + 1):
-        ok[n] = any(s <= n and ok[n - s] for s in sizes)
-    return max(n for n in range(total + 1) if ok[n])
-
-
-_MAX_REACH_CHECK = 10_000  # GPU limits above this are not checked for exact reachability
-
-
-@RULES.rule(
-    "NP004",
-    "limit-unreachable",
-    "warning",
-    summary="A NodePool limit is below the smallest allowed instance type (or GPU limits can "
-    "only be partly used), or a GPU pod requests more GPUs than any type it may use holds.",
-    why="Karpenter drops every instance type whose capacity would exceed the remaining limits "
-    '("all available instance types exceed limits for nodepool"); a pod whose GPU request no '
-    "allowed type holds stays Pending.",
-    fix="Raise the limit to a multiple of the allowed types' capacity, widen the allowed "
-    "instance types (instance-gpu-count, instance-size), or lower the pod's request.",
-    source="aws/karpenter-provider-aws#6328, #8068, #7038",
-    other=(
-        (
-            "error",
-            "a GPU pod can never be scheduled: every NodePool it can use has no compatible "
-            "type with that many GPUs, or a GPU limit below the smallest type that has them",
-        ),
-    ),
-)
-def limit_unreachable(ctx: LintContext) -> Iterable[Finding]:
-    for pool in ctx.pools:
-        limits = pool.nodepool.spec.limits
-        if not limits or not pool.instance_types:
-            continue
-        for resource, value in base_units(limits).items():
-            types = pool.gpu_types if resource == GPU_RESOURCE else pool.instance_types
-            sizes = {it.capacity.get(resource, 0) for it in types} - {0}
-            if not sizes:
-                continue
-            path = ("spec", "limits", resource)
-            smallest = min(sizes)
-            text = format_resource_value(resource, value)
-            if value < smallest:
-                holder = min(
-                    (it for it in types if it.capacity.get(resource, 0) == smallest),
-                    key=lambda it: it.name,
-                )
-                yield ctx.finding(
-                    "NP004",
-                    "warning",
-                    pool.manifest,
-                    path,
-                    f"limit {resource}: {text} is below the smallest allowed instance type "
-                    f"({holder.name} has {format_resource_value(resource, smallest)}): the pool "
-                    "can never launch a node" + (" with GPUs" if resource == GPU_RESOURCE else ""),
-                )
-            elif resource == GPU_RESOURCE and value <= _MAX_REACH_CHECK:
-                reach = _reachable(value, sizes)
-                if reach < value:
-                    counts = ", ".join(str(s) for s in sorted(sizes))
-                    yield ctx.finding(
-                        "NP004",
-                        "warning",
-                        pool.manifest,
-                        path,
-                        f"limit {resource}: {text} cannot be reached with the allowed GPU counts "
-                        f"per node ({counts}): at most {reach} GPUs can be launched",
-                    )
-    yield from _gpu_requests_unreachable(ctx)
-
-
-def _fitting_gpus(ctx: LintContext, pool: PoolView, reqs: Requirements, gpus: int) -> list[int]:
-    """The GPU counts of the pool's compatible GPU types that hold `gpus` (once per pool,
-    requirements and count)."""
-    key = ("fitting_gpus", id(pool), reqs, gpus)
-    cached: list[int] | None = ctx.memo.get(key)
-    if cached is None:
-        cached = sorted(
-            n
-            for it in pool.gpu_types
-            if it.is_compatible(reqs) and (n := it.capacity.get(GPU_RESOURCE, 0)) >= gpus
-        )
-        ctx.memo[key] = cached
-    return cached
-
-
-def _most_gpus(ctx: LintContext, pool: PoolView, reqs: Requirements) -> int:
-    """The most GPUs a compatible GPU type of the pool has (once per pool and requirements)."""
-    key = ("most_gpus", id(pool), reqs)
-    cached: int | None = ctx.memo.get(key)
-    if cached is None:
-        cached = max(
-            (it.capacity.get(GPU_RESOURCE, 0) for it in pool.gpu_types if it.is_compatible(reqs)),
-            default=0,
-        )
-        ctx.memo[key] = cached
-    return cached
-
-
-def _gpu_requests_unreachable(ctx: LintContext) -> Iterable[Finding]:
-    """A GPU pod no NodePool it can use can ever launch a node for: every such pool either has
-    no compatible type with that many GPUs, or a GPU limit below the smallest type that has
-    them (Karpenter drops a type whose capacity exceeds the remaining limit, and with nothing
-    launched the remaining limit is the limit). Both are certain, so an error: the pod stays
-    Pending whatever the cluster's state."""
-    seen: set[int] = set()
-    for ref in ctx.pods:
-        gpus = pod_gpus(ref.pod)
-        if gpus <= 0 or id(ref.manifest) in seen:
-            continue
-        reqs = pod_requirements(ref.pod, strict=True)
-        candidates = [
-            p
-            for p in ctx.pools_for_pod(ref.pod)
-            if p.can_launch_gpus and tolerates_pool(ref.pod, p)
-        ]
-        if not candidates:
-            continue  # no GPU pool for this pod at all: the pod rules say why
-        problems: list[str] = []
-        for pool in candidates:
-            fitting = _fitting_gpus(ctx, pool, reqs, gpus)
-            limit = base_units(pool.nodepool.spec.limits or {}).get(GPU_RESOURCE)
-            if fitting and (limit is None or limit >= fitting[0]):
-                break  # some pool can take it
-            if not fitting:
-                problems.append(
-                    f"{pool.name} allows at most {_most_gpus(ctx, pool, reqs)} per node"
-                )
-            else:
-                problems.append(
-                    f"{pool.name} is limited to {limit} and its smallest type that holds them "
-                    f"has {fitting[0]}"
-                )
-        else:
-            seen.add(id(ref.manifest))
-            path = _gpu_request_path(ref)
-            yield ctx.finding(
-                "NP004",
-                "error",
-                ref.manifest,
-                path,
-                f"pod {ref.pod.key} requests {gpus} nvidia.com/gpu but no NodePool it can use "
-                f"can launch a node for it ({'; '.join(problems)}): it stays Pending",
-            )
-
-
-def _gpu_request_path(ref: PodRef) -> tuple[str | int, ...]:
-    for i, c in enumerate(ref.pod.spec.containers):
-        for kind in ("limits", "requests"):
-            if GPU_RESOURCE in getattr(c.resources, kind):
-                return (*ref.base, "containers", i, "resources", kind, GPU_RESOURCE)
-    return (*ref.base, "containers")
 
 
 # ==== NP005 ====================================================================================
@@ -648,11 +484,11 @@ _PLACEMENT_KEYS = frozenset({ZONE, ZONE_ID, REGION, CAPACITY_TYPE})
     "warning",
     summary="A NodePool requirement allows a value (instance type, family, size, GPU name...) "
     "that no instance type in the catalog has, or the requirements together leave nothing "
-    "to launch (error).",
+    "to launch.",
     why="Karpenter does not reject unknown values: it intersects the requirements with the "
     "instance types it knows, so a typo such as `g5.xlage` or `g6x` is dropped without a word. "
-    "If nothing is left, the pool is skipped ('nodepool requirements filtered out all instance "
-    "types') and its pods stay Pending.",
+    'If nothing is left, the pool is skipped ("nodepool requirements filtered out all instance '
+    'types") and its pods stay Pending.',
     fix="Correct the value (the message suggests the closest known one); a real type or family "
     "that is not offered in the region is named with the regions that offer it: lint with "
     "`--region` for the cluster's region, or drop it from this region's pools; if the type is "
@@ -779,7 +615,7 @@ def _known_values(ctx: LintContext, types: Sequence[InstanceType], key: str) -> 
     summary="A NodePool's nodeClassRef names an EC2NodeClass the input does not have, while "
     "the input has other EC2NodeClasses (a typo such as `gpus` for `gpu`).",
     why="Karpenter's NodePool readiness sets NodeClassReady False (NodeClassNotFound) and the "
-    "provisioner ignores a NodePool that is not Ready ('ignoring nodepool, not ready'): "
+    'provisioner ignores a NodePool that is not Ready ("ignoring nodepool, not ready"): '
     "nothing launches for the pods that need it, and they stay Pending without an event that "
     "names the pool. (A NodePool linted without any EC2NodeClass is not flagged: `plan` plans "
     "it with a default one.)",
@@ -820,8 +656,8 @@ def nodeclass_not_found(ctx: LintContext) -> Iterable[Finding]:
     "Linux.",
     why="EKS Auto Mode labels its instance types under its own domain: "
     "eks.amazonaws.com/instance-family, -category, -gpu-name, ... where self-managed Karpenter "
-    "has karpenter.k8s.aws/instance-family, ... (the EKS user guide's 'EKS Auto Mode Supported "
-    "Labels'). A karpenter.k8s.aws requirement is not one of them, so it does not choose the "
+    'has karpenter.k8s.aws/instance-family, ... (the EKS user guide, "EKS Auto Mode Supported '
+    'Labels"). A karpenter.k8s.aws requirement is not one of them, so it does not choose the '
     "pool's instance types the way it reads: a GPU pool written with Karpenter's labels can "
     "launch any supported type. Auto Mode runs Linux only and does not support "
     "kubernetes.io/os or node.kubernetes.io/windows-build.",

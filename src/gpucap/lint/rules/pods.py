@@ -87,8 +87,8 @@ def _gpu_limit_path(ref: PodRef) -> tuple[str | int, ...]:
     "none and the scheduler and Karpenter would not count it.",
     fix="Move the GPU to limits of the container that uses it "
     "(resources.limits.nvidia.com/gpu: N).",
-    source="kubernetes.io/docs/tasks/manage-gpus/scheduling-gpus/; Kubernetes pod-level "
-    "resources (cpu and memory only)",
+    source="Kubernetes docs, Schedule GPUs (kubernetes.io/docs/tasks/manage-gpus/"
+    "scheduling-gpus/); Kubernetes docs, pod-level resources (cpu and memory only)",
 )
 def gpu_request_without_limit(ctx: LintContext) -> Iterable[Finding]:
     for ref in ctx.pods:
@@ -127,7 +127,7 @@ def gpu_request_without_limit(ctx: LintContext) -> Iterable[Finding]:
     "nvidia.com/gpu with effect NoExecute, still needs a toleration written in the pod.",
     fix="Add a toleration for the GPU pool's taint (its key, value and effect), or drop that "
     "taint from the pool.",
-    source="Karpenter scheduling (taints and tolerations); kubernetes/kubernetes "
+    source="Karpenter docs, scheduling (Taints and Tolerations); kubernetes/kubernetes "
     "plugin/pkg/admission/extendedresourcetoleration/admission.go",
 )
 def gpu_pod_missing_toleration(ctx: LintContext) -> Iterable[Finding]:
@@ -292,18 +292,19 @@ def gpu_pod_no_gpu_type_selector(ctx: LintContext) -> Iterable[Finding]:
             for name, ms in sorted(models.items())
         )
         memory_note = (
-            f" with as little as {memories[0] // 1024} GiB of GPU memory"
+            f", with as little as {memories[0] // 1024} GiB of GPU memory"
             if len(memories) > 1
             else ""
         )
+        which = "NodePool" if len(pools) == 1 else "NodePools"
         yield ctx.finding(
             "POD004",
             "info",
             ref.manifest,
             _gpu_limit_path(ref),
-            f"requests {GPU_RESOURCE} without a GPU-model selector, and NodePool "
+            f"requests {GPU_RESOURCE} without a GPU-model selector, and {which} "
             f"{', '.join(p.name for p in pools)} can give it {listed}: it may land on a "
-            f"different GPU{memory_note} than intended; pin "
+            f"different GPU than intended{memory_note}; pin "
             "karpenter.k8s.aws/instance-gpu-name or a minimum instance-gpu-memory",
         )
 
@@ -394,7 +395,8 @@ def _undefined_discovered(
     fix="Add the label to the NodePool's template labels (or a requirement on it) for the pool "
     "meant to run the pod, or drop the selector (select the GPU with "
     "karpenter.k8s.aws/instance-gpu-name or the nvidia.com/gpu resource request instead).",
-    source="Karpenter scheduling (requirements Compatible: label does not have known values); "
+    source="kubernetes-sigs/karpenter pkg/scheduling/requirements.go (Compatible: label does "
+    "not have known values); "
     "NVIDIA GPU Feature Discovery labels",
 )
 def pod_requires_discovered_label(ctx: LintContext) -> Iterable[Finding]:

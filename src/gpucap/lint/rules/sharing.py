@@ -253,7 +253,7 @@ def _max_nodes(limit: int, gpus: int, units_per_gpu: int, counted_at_launch: int
     fix="Add a NodeOverlay per GPU count (requirement karpenter.k8s.aws/instance-gpu-count In "
     "[n]) with capacity nvidia.com/gpu = n x R (or the renamed resource), or drop time-slicing.",
     source="kubernetes-sigs/karpenter#729, #2140; NVIDIA GPU Operator time-slicing docs (a node "
-    "with 8 GPUs and 10 replicas advertises 80); Karpenter NodeOverlays",
+    "with 8 GPUs and 10 replicas advertises 80); Karpenter docs, NodeOverlays",
 )
 def time_slicing_without_overlay(ctx: LintContext) -> Iterable[Finding]:
     for pool in ctx.pools:
@@ -309,8 +309,8 @@ def time_slicing_without_overlay(ctx: LintContext) -> Iterable[Finding]:
     "initialize. (MIG single strategy, which also inflates nvidia.com/gpu, is MIG002.)",
     fix="Express the limit in advertised GPUs (physical GPUs wanted x R) and add a NodeOverlay so "
     "new nodes are counted the same way (TS001), or limit by nodes / cpu instead.",
-    source="kubernetes-sigs/karpenter pkg/controllers/state/{cluster.go,statenode.go}; "
-    "Karpenter NodePools (spec.limits) [derived from code]",
+    source="kubernetes-sigs/karpenter pkg/controllers/state/cluster.go and statenode.go; "
+    "Karpenter docs, NodePools (spec.limits)",
 )
 def limits_vs_advertised_gpus(ctx: LintContext) -> Iterable[Finding]:
     for pool in ctx.pools:
@@ -329,8 +329,8 @@ def limits_vs_advertised_gpus(ctx: LintContext) -> Iterable[Finding]:
             outcome = f"no {g}-GPU node can launch at all"
         else:
             outcome = (
-                f"Karpenter stops after {nodes} node(s) of {g} GPU: {nodes * g} physical, "
-                f"advertising {nodes * g * r}"
+                f"Karpenter stops after {nodes} node{'' if nodes == 1 else 's'} of {g} GPU"
+                f"{'' if g == 1 else 's'}: {nodes * g} physical, advertising {nodes * g * r}"
             )
         shift = (
             ""
@@ -343,7 +343,7 @@ def limits_vs_advertised_gpus(ctx: LintContext) -> Iterable[Finding]:
             "warning",
             pool.manifest,
             ("spec", "limits", GPU_RESOURCE),
-            f"limits {GPU_RESOURCE}={limit} is counted in advertised GPUs, and {applied.sharing} "
+            f"the limit {GPU_RESOURCE}={limit} counts advertised GPUs, and {applied.sharing} "
             f"({applied.where}, replicas {r}) makes each physical GPU advertise {r}: the "
             f"effective cap is about {limit}/{r} = {_ratio(limit, r)} physical GPUs, not {limit} "
             f"({outcome}){shift}",
@@ -374,7 +374,7 @@ def _shared_names(ctx: LintContext) -> set[str]:
     "with capacity nvidia.com/gpu.shared = GPUs x replicas for the GPU instance types; or set "
     "renameByDefault: false.",
     source="NVIDIA GPU Operator time-slicing docs; NVIDIA/k8s-device-plugin README (time-slicing, "
-    "renameByDefault); Karpenter NodeOverlays [derived for Karpenter]",
+    "renameByDefault); Karpenter docs, NodeOverlays",
 )
 def rename_resource_mismatch(ctx: LintContext) -> Iterable[Finding]:
     shared = _shared_names(ctx)
@@ -452,15 +452,14 @@ def _request_without_overlay(
     "TS004",
     "fail-requests-greater-than-one-off",
     "info",
-    summary="A time-slicing config leaves failRequestsGreaterThanOne unset or false (warning when "
-    "a pod requests more than one shared GPU in a container).",
+    summary="A time-slicing config leaves failRequestsGreaterThanOne unset or false.",
     why="NVIDIA recommends failRequestsGreaterThanOne: true: asking for more than one time-sliced "
     "GPU does not buy a proportional share of compute (the replicas may all be the same GPU). "
     "With it true such pods fail at admission (UnexpectedAdmissionError) instead of silently "
     "getting less than they asked for.",
     fix="Set sharing.timeSlicing.failRequestsGreaterThanOne: true and have pods request 1.",
     source="NVIDIA GPU Operator time-slicing docs; NVIDIA/k8s-device-plugin README",
-    other=(("warning", "a pod on a shared pool requests more than one shared GPU"),),
+    other=(("warning", "a pod on a shared pool requests more than one shared GPU in a container"),),
 )
 def fail_requests_greater_than_one_off(ctx: LintContext) -> Iterable[Finding]:
     for m, key, cfg in ctx.device_plugin_configs:
@@ -488,8 +487,9 @@ def fail_requests_greater_than_one_off(ctx: LintContext) -> Iterable[Finding]:
                     offenders.append(f"{ref.manifest.ref} ({resource}: {most})")
         severity: Severity = "warning" if offenders else "info"
         tail = (
-            f"; {', '.join(offenders[:3])} request(s) more than one shared GPU and would get "
-            "less compute than asked"
+            f"; {', '.join(offenders[:3])} "
+            f"{'requests' if len(offenders) == 1 else 'request'} more than one shared GPU and "
+            f"would get less compute than asked"
             if offenders
             else ""
         )
@@ -520,8 +520,7 @@ def _applies(ctx: LintContext, pool: PoolView, m: Manifest, key: str) -> bool:
     why="By default the GPU Operator does not apply the time-slicing configuration to any node: "
     "a node gets it only through devicePlugin.config.default or its "
     "nvidia.com/device-plugin.config label, and only if the ConfigMap has that key. Otherwise "
-    "GPUs are not shared and capacity plans built on the replicas are wrong. When the ConfigMap "
-    "itself is not in the input this is reported at info level (it cannot be checked).",
+    "GPUs are not shared and capacity plans built on the replicas are wrong.",
     fix="Set devicePlugin.config.default to a key of the ConfigMap, or label the NodePool "
     "template nvidia.com/device-plugin.config=<key>; include the ConfigMap in the lint input.",
     source="NVIDIA GPU Operator time-slicing docs (Applying the Default Configuration / Per Node)",
@@ -600,7 +599,7 @@ def time_slicing_config_not_applied(ctx: LintContext) -> Iterable[Finding]:
     "nvidia.com/mig-<g>g.<m>gb = GPUs x devices per GPU (NodeOverlay feature gate on), or use "
     "the single strategy (see MIG002).",
     source="NVIDIA/k8s-device-plugin README (MIG_STRATEGY); NVIDIA GPU feature discovery (mixed); "
-    "Karpenter NodeOverlays [derived for Karpenter]",
+    "Karpenter docs, NodeOverlays",
 )
 def mig_mixed_without_overlay(ctx: LintContext) -> Iterable[Finding]:
     for ref in ctx.pods:
@@ -715,7 +714,7 @@ def mig_single_overloads_gpu_count(ctx: LintContext) -> Iterable[Finding]:
                 "warning",
                 pool.manifest,
                 ("spec", "limits", GPU_RESOURCE),
-                f"{head}: limits {GPU_RESOURCE}={limit} caps the pool at {cap}, not {limit}",
+                f"{head}: the limit {GPU_RESOURCE}={limit} caps the pool at {cap}, not {limit}",
             )
         else:
             names = ", ".join(ref.manifest.ref for ref in pods[:3])

@@ -84,8 +84,7 @@ def _estimate(ctx: LintContext, ref: PodRef, pool: PoolView) -> _Estimate:
     if compressed:
         pull = pull_seconds(compressed, uncompressed, mib_s)
         detail = (
-            f" ({compressed / GIB:.1f}Gi compressed + {uncompressed / GIB:.1f}Gi unpacked at "
-            f"{mib_s:.0f} MiB/s)"
+            f" ({_gib(compressed)} compressed + {_gib(uncompressed)} unpacked at {mib_s:.0f} MiB/s)"
         )
         stages.append(("image pull", pull, detail))
     if any(_is_model_server(c.image or "") for c in ref.pod.spec.containers):
@@ -163,3 +162,8 @@ def _image_path(ref: PodRef) -> tuple[str | int, ...]:
         if _is_model_server(c.image or ""):
             return (*ref.base, "containers", i, "image")
     return (*ref.base, "containers")
+
+
+def _gib(n: int) -> str:
+    """`n` bytes in Gi, with one decimal only when it is not whole (`9Gi`, `9.5Gi`)."""
+    return f"{n / GIB:.1f}".removesuffix(".0") + "Gi"

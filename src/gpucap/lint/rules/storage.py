@@ -77,7 +77,8 @@ def pool_images(ctx: LintContext, pool: PoolView) -> PoolImages:
 
 
 def _gib(n: float) -> str:
-    return f"{n / GIB:.1f}Gi"
+    """`n` bytes in Gi, with one decimal only when it is not whole (`20Gi`, `9.5Gi`)."""
+    return f"{n / GIB:.1f}".removesuffix(".0") + "Gi"
 
 
 # ==== STG001 ===================================================================================
@@ -91,7 +92,7 @@ def _gib(n: float) -> str:
     "volume smaller than 2.5x the compressed size (and than compressed + unpacked) of the "
     "images of the GPU pods that can land there.",
     why="containerd keeps the compressed layers and the unpacked snapshot on the same disk: "
-    "vLLM images are about 9-12 GB compressed and 18-29 GB unpacked, so a 20Gi root volume "
+    "vLLM images are about 9-12 GiB compressed and 18-29 GiB unpacked, so a 20Gi root volume "
     "fills up (image pull fails, or the kubelet evicts pods for ephemeral storage).",
     fix="Set blockDeviceMappings on the root device (/dev/xvda on AL2023) with volumeSize of "
     "at least 100Gi (the Karpenter blueprint's GPU NodeClass), or instanceStorePolicy: RAID0 "
@@ -123,7 +124,8 @@ def gpu_root_volume_too_small(ctx: LintContext) -> Iterable[Finding]:
                 f"the {_gib(DEFAULT_EBS_VOLUME_SIZE)} default root volume{detail}",
             )
         elif images.known and disk.size < need:
-            unknown = f" ({len(images.unknown)} image(s) of unknown size not counted)"
+            n = len(images.unknown)
+            unknown = f" ({n} image{'' if n == 1 else 's'} of unknown size not counted)"
             yield ctx.finding(
                 "STG001",
                 "warning",
@@ -142,8 +144,8 @@ def gpu_root_volume_too_small(ctx: LintContext) -> Iterable[Finding]:
     "STG002",
     "gp3-default-throughput-large-images",
     "info",
-    summary="A GPU pool pulls multi-GB images onto gp3 at the default 125 MiB/s; the message "
-    "gives the disk-bound pull estimate (a warning above 2 minutes).",
+    summary="A GPU pool pulls multi-GiB images onto gp3 at the default 125 MiB/s; the message "
+    "gives the disk-bound pull estimate.",
     why="On a fresh node the pull is bounded by the root volume: the compressed layers and the "
     "unpacked snapshot are both written, e.g. 9 + 18 GiB of vLLM at 125 MiB/s takes about "
     "3.7 minutes before network and decompression limits.",
@@ -153,7 +155,9 @@ def gpu_root_volume_too_small(ctx: LintContext) -> Iterable[Finding]:
     source="EKS Best Practices AI/ML performance (Optimizing container image pull times; "
     "Consider NVMe for kubelet and containerd storage); aws/karpenter-provider-aws "
     "pkg/apis/v1/ec2nodeclass.go (throughput 125-1000)",
-    other=(("warning", "the estimated image pull takes longer than the warning threshold"),),
+    other=(
+        ("warning", f"the estimated image pull takes longer than {PULL_WARNING_S // 60} minutes"),
+    ),
 )
 def gp3_default_throughput(ctx: LintContext) -> Iterable[Finding]:
     for pool in ctx.pools:
