@@ -38,6 +38,7 @@ from pydantic import BaseModel, ValidationError
 from gpucap.apis import retired
 from gpucap.apis.admission import admit
 from gpucap.apis.apirules import object_meta_problems
+from gpucap.apis.capacityreservation import Reservations
 from gpucap.apis.core import ConfigMap, Node, Pod, PodDisruptionBudget
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.errors import FieldPath, format_path, translate
@@ -315,9 +316,12 @@ def _report_duplicates(result: LoadResult) -> None:
 
 @dataclass(frozen=True, slots=True)
 class Manifests:
-    """The loaded objects by kind, in input order; workloads expanded into pods."""
+    """The loaded objects by kind, in input order; workloads expanded into pods; and the
+    account's capacity reservations when the user gave a reservations file (`--reservations`,
+    a Scenario's `spec.reservations`): not a Kubernetes object, EC2's answer."""
 
     items: tuple[Manifest, ...]
+    reservations: Reservations = field(default_factory=Reservations)
 
     def of_kind(self, kind: str) -> list[Any]:
         return [m.obj for m in self.items if m.obj.kind == kind]

@@ -15,6 +15,7 @@ from typing import Annotated
 
 import typer
 
+from gpucap.apis.capacityreservation import Reservations, load_reservations
 from gpucap.apis.reading import os_reason
 from gpucap.apis.serde import LIMIT, LoadResult
 from gpucap.cli import aws, loading
@@ -23,6 +24,7 @@ from gpucap.cli.errors import BadInputError
 from gpucap.cli.options import (
     CatalogOption,
     PricesOption,
+    ReservationsOption,
     ZonesOption,
     check_output,
     kubernetes_minor,
@@ -85,6 +87,7 @@ def lint(  # noqa: PLR0917 - typer maps parameters to options
     aws_: Annotated[
         bool, typer.Option("--aws", help="Check AMI releases against SSM (real AWS).")
     ] = False,
+    reservations: ReservationsOption = None,
 ) -> None:
     """Find GPU NodePool mistakes before they reach a cluster: rules with stable ids, each with a
     why and a fix. Exit 1 on errors (or warnings with --strict), 0 otherwise, 2 on bad input."""
@@ -128,6 +131,9 @@ def lint(  # noqa: PLR0917 - typer maps parameters to options
         previous_ami_release=ami_previous,
         ec2api=aws.aws_api(region) if aws_ else None,
         cluster=cfg.cluster,
+        reservations=(
+            load_reservations(reservations) if reservations is not None else Reservations()
+        ),
     )
     issues = [i for i in result.issues if i.rule != "DUPLICATE"]
     report = run_lint(ctx, cfg, issues=issues, rules=rules)

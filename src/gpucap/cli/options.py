@@ -89,6 +89,18 @@ ZonesOption = Annotated[
     typer.Option(help="Comma-separated zones (default: the region's).", callback=option_value),
 ]
 
+# `--reservations FILE` of plan, lint and simulate: the account's capacity reservations, as
+# `aws ec2 describe-capacity-reservations` prints them (or `catalog export --reservations-out`).
+ReservationsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--reservations",
+        metavar="FILE",
+        help="Capacity reservations (DescribeCapacityReservations output, YAML or JSON) that "
+        "EC2NodeClasses may select.",
+    ),
+]
+
 # `--report FILE` of simulate, plan and demo: the HTML report (`cli/reporting.py`, `report/`).
 ReportOption = Annotated[
     str | None,

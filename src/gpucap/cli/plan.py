@@ -8,11 +8,13 @@ Thin like every command: read the catalog and the input, call `operator.plan`, f
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from typing import Annotated
 
 import typer
 
+from gpucap.apis.capacityreservation import load_reservations
 from gpucap.cli import loading
 from gpucap.cli.catalogs import catalog_from_options
 from gpucap.cli.errors import BadInputError
@@ -21,6 +23,7 @@ from gpucap.cli.options import (
     OutputOption,
     PricesOption,
     ReportOption,
+    ReservationsOption,
     ZonesOption,
     check_output,
     kubernetes_minor,
@@ -81,6 +84,7 @@ def plan(  # noqa: PLR0917 - typer maps parameters to options
             "usual): for CI.",
         ),
     ] = False,
+    reservations: ReservationsOption = None,
 ) -> None:
     """Schedule the pending pods as Karpenter's provisioner would and print what it would
     launch, at what price, and why any pod stays Pending."""
@@ -102,6 +106,7 @@ def plan(  # noqa: PLR0917 - typer maps parameters to options
             report,
             kubernetes_version,
             fail_on_pending=fail_on_pending,
+            reservations=reservations,
         )
 
 
@@ -118,13 +123,14 @@ def _plan(  # noqa: PLR0917 - the `plan` command's options, as given
     kubernetes_version: str,
     *,
     fail_on_pending: bool = False,
+    reservations: str | None = None,
 ) -> None:
     """The `plan` command's work, with the collector off (see `plan`); `kubernetes_version`
     is what EC2NodeClass AMI aliases resolve for (which NodePools are Ready)."""
     check_output(output, ("table", "json", "yaml"))
     if report is not None:
         check_report_path(report)
-        inputs = [*files, *(f for f in (catalog, prices) if f is not None)]
+        inputs = [*files, *(f for f in (catalog, prices, reservations) if f is not None)]
         refuse_overwriting_inputs("--report", report, inputs)
     # The catalog first: a region it has no prices for is refused before the input is read.
     cat = catalog_from_options(region, zones, catalog, prices)
@@ -133,10 +139,13 @@ def _plan(  # noqa: PLR0917 - the `plan` command's options, as given
     if not result.ok:
         raise typer.Exit(EXIT_BAD_INPUT)
     result.release_texts()  # plan asks for no line from here on: the input text can go
-    made = make_plan(result.objects, cat, max_passes=passes, kubernetes_version=kubernetes_version)
+    objects = result.objects
+    if reservations is not None:
+        objects = dataclasses.replace(objects, reservations=load_reservations(reservations))
+    made = make_plan(objects, cat, max_passes=passes, kubernetes_version=kubernetes_version)
     if report is not None:
         title = f"gpucap plan {' '.join(files)}"
-        write_plan_report(report, made, result.objects, cat, title=title)
+        write_plan_report(report, made, objects, cat, title=title)
     if explain is not None:
         key = _pod_key(explain, [p.key for p in result.objects.pods])
         explanation = explain_pending(made, key)
@@ -150,7 +159,7 @@ def _plan(  # noqa: PLR0917 - the `plan` command's options, as given
                 made.pod_errors.get(key),
                 made.where(key),
                 np.reason if np is not None else None,
-                held=limits_held(made, result.objects, key),
+                held=limits_held(made, objects, key),
             )
         )
         return

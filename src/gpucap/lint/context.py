@@ -38,6 +38,7 @@ from gpucap.apis.admission import admit
 from gpucap.apis.automode import AUTO_MODE, AUTO_MODE_GROUP, AUTO_MODE_WELL_KNOWN_LABELS
 from gpucap.apis.bottlerocket import BottlerocketUserDataError
 from gpucap.apis.bottlerocket import device_plugin_config as bottlerocket_device_plugin_config
+from gpucap.apis.capacityreservation import Reservations
 from gpucap.apis.core import ConfigMap, Pod
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.errors import format_path
@@ -222,6 +223,8 @@ class LintContext:
     ec2api: EC2API | None = None
     # `cluster` from the lint configuration: components installed outside the input.
     cluster: frozenset[str] = frozenset()
+    # `--reservations FILE`: the account's capacity reservations (none by default).
+    reservations: Reservations = field(default_factory=Reservations)
     _keys_cache: dict[int, frozenset[str]] = field(default_factory=dict, repr=False)
     # Per-run memo for rules (e.g. which pools a pod can land on): rules ask the same questions
     # about the same pods many times.
@@ -322,7 +325,7 @@ class LintContext:
     # ---- the operator stack ------------------------------------------------------------------
     @cached_property
     def _objects(self) -> Manifests:
-        return Manifests(tuple(self.manifests))
+        return Manifests(tuple(self.manifests), self.reservations)
 
     def plan(self, replace: Mapping[int, KubeObject] | None = None) -> Plan:
         """`gpucap plan` over this input (`operator/plan.py` `plan`), or over it with some
@@ -338,7 +341,7 @@ class LintContext:
             dataclasses.replace(m, obj=replace[id(m)]) if id(m) in replace else m
             for m in self.manifests
         )
-        return self._plan(Manifests(items))
+        return self._plan(Manifests(items, self.reservations))
 
     def _plan(self, objects: Manifests) -> Plan:
         try:
@@ -353,7 +356,9 @@ class LintContext:
         ones, `judge_overlays`). An EC2NodeClass whose capacity settings cannot be read is left
         out of it, so its NodePools get the default class's types (the loader rejects such a
         class first; this only keeps lint from failing on one)."""
-        objects = Manifests(tuple(m for m in self.manifests if _settings_readable(m)))
+        objects = Manifests(
+            tuple(m for m in self.manifests if _settings_readable(m)), self.reservations
+        )
         try:
             stack = plan_stack(objects, self.catalog, kubernetes_version=self.kubernetes_version)
         except ValueError:  # not a Kubernetes version the data can be asked about

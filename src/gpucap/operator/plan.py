@@ -113,6 +113,7 @@ def plan_stack(
         kubernetes_version=kubernetes_version,
         default_nodeclass=DEFAULT_EC2NODECLASS,
         options=options,
+        reservations=manifests.reservations,
     )
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from gpucap.apis.capacityreservation import Reservations
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.nodeoverlay import NodeOverlay
 from gpucap.apis.nodepool import NodePool
@@ -55,6 +56,7 @@ def simulated_aws(
     default_nodeclass: EC2NodeClass | None = None,
     options: SchedulingOptions | None = None,
     ami_releases: Mapping[str, Sequence[str]] | None = None,
+    reservations: Reservations | None = None,
 ) -> AWSStack:
     """The stack over a fresh `SimulatedEC2` of `catalog` on `clock`, with the bundled EKS AMI
     releases of `kubernetes_version` published and then `ami_releases` (per Kubernetes minor,
@@ -62,8 +64,11 @@ def simulated_aws(
     to it as the scenario applies EC2NodeClasses); `overlays` and `nodepools` are fixed
     sequences or accessors (`cloudprovider/overlay.py`). `default_nodeclass` is what a NodePool
     whose EC2NodeClass is missing gets (`plan`'s policy; None: Karpenter's, no types).
-    `options` set the Provisioner's and the provider's minValues policy."""
+    `options` set the Provisioner's and the provider's minValues policy; `reservations` are
+    the account's capacity reservations (EC2's, a reservations file)."""
     ec2 = SimulatedEC2(catalog, clock)
+    if reservations is not None:
+        ec2.reservations = reservations
     ec2.publish_amis(kubernetes_version)
     for k8s, versions in sorted((ami_releases or {}).items()):
         for version in sorted(versions):

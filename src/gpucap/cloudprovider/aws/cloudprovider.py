@@ -34,7 +34,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpucap.apis.ec2nodeclass import EC2NodeClass
-from gpucap.apis.labels import CAPACITY_TYPE, EC2NODECLASS, INSTANCE_TYPE, ZONE
+from gpucap.apis.labels import (
+    CAPACITY_RESERVATION_ID,
+    CAPACITY_TYPE,
+    EC2NODECLASS,
+    INSTANCE_TYPE,
+    ZONE,
+)
 from gpucap.apis.nodepool import NodeClaim, NodePool
 from gpucap.apis.placeholders import placeholders
 from gpucap.cloudprovider.aws.amifamily.images import (
@@ -45,6 +51,11 @@ from gpucap.cloudprovider.aws.amifamily.images import (
     NodeClassReadiness,
 )
 from gpucap.cloudprovider.aws.cache import UnavailableOfferings
+from gpucap.cloudprovider.aws.capacityreservation.provider import (
+    CapacityReservation,
+    CapacityReservationProvider,
+)
+from gpucap.cloudprovider.aws.capacityreservation.status import CapacityReservationStatus
 from gpucap.cloudprovider.aws.drift import (
     NODECLASS_HASH_ANNOTATION,
     NODECLASS_HASH_VERSION,
@@ -56,7 +67,15 @@ from gpucap.cloudprovider.aws.instance.launch import MinValuesPolicy
 from gpucap.cloudprovider.aws.instance.provider import InstanceProvider, parse_provider_id
 from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
 from gpucap.cloudprovider.aws.instancetype.provider import InstanceTypeProvider
-from gpucap.cloudprovider.types import InsufficientCapacityError, launched_node_claim
+from gpucap.cloudprovider.aws.instancetype.reserved import (
+    ReservedCapacity,
+    with_reserved_offerings,
+)
+from gpucap.cloudprovider.types import (
+    InsufficientCapacityError,
+    NodeClaimNotFoundError,
+    launched_node_claim,
+)
 from gpucap.runtime.clock import Clock
 from gpucap.scheduling.instancetypes import InstanceType
 
@@ -129,12 +148,28 @@ class AWSCloudProvider:
     instances: InstanceProvider = field(init=False)
     drift: Drift = field(init=False)
     types: InstanceTypeProvider = field(init=False)
+    # Karpenter's capacity-reservation provider over the same EC2API (the `ReservedCapacity`
+    # feature gate is on by default in v1.14; gpucap always has it on).
+    capacity_reservations: CapacityReservationProvider = field(init=False)
+    # `instance_types_for`'s last answer per node class with reservations: the class's types
+    # without them, the reservations' offerings as read, and the types with them.
+    _reserved: dict[
+        str, tuple[tuple[InstanceType, ...], tuple[ReservedCapacity, ...], tuple[InstanceType, ...]]
+    ] = field(init=False)
 
     def __post_init__(self) -> None:
         self.unavailable = UnavailableOfferings(self.clock)
         self.types = InstanceTypeProvider(self.catalog, self.clock, self.unavailable)
         self.amis = ImageProvider(self.api, self.clock, self.kubernetes_version, self.images)
-        self.instances = InstanceProvider(self.api, self.cluster_name, self.unavailable, self.amis)
+        self.capacity_reservations = CapacityReservationProvider(self.api, self.clock)
+        self._reserved = {}
+        self.instances = InstanceProvider(
+            self.api,
+            self.cluster_name,
+            self.unavailable,
+            self.amis,
+            reservations=self.capacity_reservations,
+        )
         self.drift = Drift(
             self.api,
             self.clock,
@@ -150,9 +185,44 @@ class AWSCloudProvider:
     # ---- instance types ------------------------------------------------------------------------
     def instance_types_for(self, nodeclass: EC2NodeClass) -> tuple[InstanceType, ...]:
         """The node class's instance types with insufficient-capacity marks applied (the
-        instance-type provider's `list`, keyed by the class's name or the default class's key)."""
+        instance-type provider's `list`, keyed by the class's name or the default class's key),
+        and a reserved offering per reservation the class selects (`instancetype/reserved.py`,
+        Karpenter's `InjectOfferings`)."""
         key = _DEFAULT_KEY if nodeclass is self.default_nodeclass else nodeclass.name
-        return self.types.list(nodeclass, key)
+        types = self.types.list(nodeclass, key)
+        if not nodeclass.spec.capacity_reservation_selector_terms:
+            return types
+        reserved = tuple(self.reserved_capacity(nodeclass))
+        kept = self._reserved.get(key)
+        if kept is not None and kept[0] is types and kept[1] == reserved:
+            return kept[2]
+        out = with_reserved_offerings(types, reserved)
+        self._reserved[key] = (types, reserved, out)
+        return out
+
+    def reservations_for(self, nodeclass: EC2NodeClass) -> list[CapacityReservation]:
+        """The reservations the class selects now (the capacity-reservation provider's
+        `list` of its `capacityReservationSelectorTerms`; none without terms)."""
+        terms = nodeclass.spec.capacity_reservation_selector_terms
+        return self.capacity_reservations.list(terms) if terms else []
+
+    def reserved_capacity(self, nodeclass: EC2NodeClass) -> list[ReservedCapacity]:
+        """What the class's reserved offerings read of each selected reservation: its kind,
+        the provider's free count and whether it is `expiring` (a Capacity Block in its last
+        40 minutes, the node class status's state)."""
+        now = self.clock.now()
+        return [
+            ReservedCapacity(
+                r.id,
+                r.instance_type,
+                r.zone,
+                r.reservation_type,
+                r.interruptible,
+                self.capacity_reservations.get_available_instance_count(r.id),
+                CapacityReservationStatus.of(r, now).state == "expiring",
+            )
+            for r in self.reservations_for(nodeclass)
+        ]
 
     def nodeclass_for(self, name: str) -> EC2NodeClass | None:
         """The EC2NodeClass named `name`, else the default one (None when there is neither):
@@ -206,8 +276,16 @@ class AWSCloudProvider:
         return self.instances.list()
 
     def delete(self, node_claim: NodeClaim) -> None:
+        """aws `CloudProvider.Delete`; once the instance is confirmed gone, a reserved one's
+        reservation gets its instance back (`MarkTerminated`)."""
         _, instance_id = parse_provider_id(node_claim.status.provider_id or "")
-        self.instances.delete(instance_id)
+        try:
+            self.instances.delete(instance_id)
+        except NodeClaimNotFoundError:
+            reservation = node_claim.metadata.labels.get(CAPACITY_RESERVATION_ID)
+            if reservation:
+                self.capacity_reservations.mark_terminated(reservation)
+            raise
 
     # ---- drift ----------------------------------------------------------------------------
     def is_drifted(self, node_claim: NodeClaim) -> str:

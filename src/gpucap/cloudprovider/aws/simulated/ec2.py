@@ -16,6 +16,20 @@ through this store, agree: an alias resolves unless gpucap knows it cannot.
 Capacity is scripted: `set_capacity(instance_type, zone, capacity_type, available=False,
 until=...)` makes a pool refuse launches (EC2's `InsufficientInstanceCapacity`) for a window.
 
+Capacity reservations (`reservations`, a reservations file): DescribeCapacityReservations answers
+from it at the clock's time (`capacityreservation/describe.py`: a scheduled one turns active at
+its start, one with an end expires then), with the free count EC2 would report: the file's
+`AvailableInstanceCount` less the instances launched into it that are not terminated. A fleet
+whose launch template targets a reservation (`capacity-reservations-only`) launches only into
+it: `ReservationCapacityExceeded` when it has no instance free, `InsufficientInstanceCapacity`
+when it is not active or is another type or zone. An instance in a reservation is described with
+its `CapacityReservationId` while the reservation lasts (an ODCR's instances run on as on-demand
+after its end; EC2 clears the ID) and, for a Capacity Block, with the `capacity-block`
+lifecycle; EC2 takes a Capacity Block's instances back from 30 minutes before its end
+(`CAPACITY_BLOCK_RECLAIM`), and an interruptible reservation's two minutes after `reclaim`
+(`INTERRUPTIBLE_NOTICE`). `reservation_times` lists when any of that happens, for the
+simulator's timers.
+
 CreateFleet is modelled on EC2 Fleet `instant` requests with `launch.fleet_pick`, the one model
 of the fleet's choice that `plan`'s launch column also uses: the overrides of the requested
 capacity type are tried in the order of their `Priority` (the AWS provider sets it to the
@@ -38,7 +52,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpucap.apis.capacityreservation import Reservations
+from gpucap.apis.capacityreservation import CapacityReservationItem, Reservations
 from gpucap.cloudprovider.aws.amifamily.releases import (
     RELEASE_FAMILIES,
     AMIRelease,
@@ -50,7 +64,10 @@ from gpucap.cloudprovider.aws.amifamily.resolver import (
     release_version_parameter,
     ssm_parameter_name,
 )
-from gpucap.cloudprovider.aws.capacityreservation.describe import FileReservationsAPI
+from gpucap.cloudprovider.aws.capacityreservation.describe import FileReservationsAPI, state_at
+from gpucap.cloudprovider.aws.capacityreservation.status import (
+    CAPACITY_BLOCK_EXPIRATION_PERIOD as CAPACITY_BLOCK_EXPIRING,
+)
 from gpucap.cloudprovider.aws.ec2.api import EC2APIError, Response
 from gpucap.cloudprovider.aws.instance.launch import FleetOverride, fleet_pick
 from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
@@ -95,6 +112,14 @@ _WINDOWS = re.compile(
 )
 
 
+# EC2 starts terminating a Capacity Block's instances this long before its end (the EC2 user
+# guide, "Capacity Blocks"; 60 minutes for UltraServer types, not modelled).
+CAPACITY_BLOCK_RECLAIM = dt.timedelta(minutes=30)
+# An interruptible reservation's owner reclaims it: its instances get this warning first (the
+# EC2 user guide, "interruptible Capacity Reservations").
+INTERRUPTIBLE_NOTICE = dt.timedelta(minutes=2)
+
+
 @dataclass(slots=True)
 class SimulatedInstance:
     instance_id: str
@@ -108,6 +133,21 @@ class SimulatedInstance:
     tags: dict[str, str]
     terminated_at: dt.datetime | None = None
     interrupted_at: dt.datetime | None = None
+    # The capacity reservation it runs in, and until when EC2 describes it there (None: the
+    # reservation has no end); `reservation_type` "default" | "capacity-block".
+    reservation_id: str = ""
+    reservation_type: str = ""
+    interruptible: bool = False
+    reservation_until: dt.datetime | None = None
+    # When EC2 takes it back by itself (a Capacity Block's end, a reclaimed interruptible
+    # reservation); None: never.
+    reclaim_at: dt.datetime | None = None
+
+    def in_reservation(self, now: dt.datetime) -> bool:
+        """Whether EC2 describes it in its reservation at `now`."""
+        return bool(self.reservation_id) and (
+            self.reservation_until is None or now < self.reservation_until
+        )
 
     def advance(self, now: dt.datetime) -> str:
         """Bring the instance to `now` and return its EC2 state: an interrupted spot instance
@@ -121,6 +161,13 @@ class SimulatedInstance:
             end = self.interrupted_at + SPOT_INTERRUPTION_NOTICE
             if self.terminated_at is None or self.terminated_at > end:
                 self.terminated_at = end
+        reclaim = self.reclaim_at
+        if (
+            reclaim is not None
+            and now >= reclaim
+            and (self.terminated_at is None or self.terminated_at > reclaim)
+        ):
+            self.terminated_at = reclaim
         if self.terminated_at is not None:
             return (
                 "terminated" if now >= self.terminated_at + TERMINATION_LATENCY else "shutting-down"
@@ -158,8 +205,11 @@ class SimulatedEC2:
     # Bumped by every change to an instance the API makes (launch, terminate, tags, interrupt):
     # what a description reads besides the clock.
     _revision: int = 0
-    # Instance ID -> (its revision, its state, its description) (see `_describe`).
-    _described: dict[str, tuple[int, str, dict[str, Any]]] = field(default_factory=dict)
+    # Instance ID -> (its revision, its state and whether in its reservation, its description)
+    # (see `_describe`).
+    _described: dict[str, tuple[int, tuple[str, bool], dict[str, Any]]] = field(
+        default_factory=dict
+    )
     _instance_revision: dict[str, int] = field(default_factory=dict)
     # Filters -> (revision, instance count, valid from, valid until, descriptions): the last
     # answer of a whole listing (see `_listing`).
@@ -170,6 +220,10 @@ class SimulatedEC2:
     _watchers: list[Callable[[str], None]] = field(default_factory=list)
     # The account's capacity reservations (a reservations file); none unless given.
     reservations: Reservations = field(default_factory=Reservations)
+    # Launch template name -> its data (a reserved launch's target lives there).
+    template_data: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Reservation ID -> when its owner reclaimed it (interruptible reservations, `reclaim`).
+    _reclaimed: dict[str, dt.datetime] = field(default_factory=dict)
 
     # ---- the change feed -------------------------------------------------------------------------
     def watch(self, fn: Callable[[str], None]) -> None:
@@ -494,10 +548,100 @@ class SimulatedEC2:
         return "subnet-" + hashlib.sha256(zone.encode()).hexdigest()[:17]
 
     def describe_capacity_reservations(self, **kwargs: Any) -> Response:
-        """EC2's answer from `reservations` at the clock's time (capacityreservation/describe)."""
+        """EC2's answer from `reservations` at the clock's time (capacityreservation/describe),
+        each with the free count it has now (`reservation_available`)."""
         self.calls.append("DescribeCapacityReservations")
-        api = FileReservationsAPI(self.reservations, self.clock)
+        live = Reservations(
+            capacity_reservations=tuple(
+                item.model_copy(
+                    update={"available_instance_count": self.reservation_available(item)}
+                )
+                for item in self.reservations.capacity_reservations
+            )
+        )
+        api = FileReservationsAPI(live, self.clock)
         return api.describe_capacity_reservations(**kwargs)
+
+    # ---- capacity reservations -----------------------------------------------------------------
+    def _reservation(self, reservation_id: str) -> CapacityReservationItem | None:
+        return next(
+            (
+                r
+                for r in self.reservations.capacity_reservations
+                if r.capacity_reservation_id == reservation_id
+            ),
+            None,
+        )
+
+    def reservation_available(self, item: CapacityReservationItem) -> int:
+        """The instances `item` has free now: the file's count less the instances launched
+        into it that EC2 has not terminated (a reclaimed interruptible reservation: none)."""
+        if item.capacity_reservation_id in self._reclaimed:
+            return 0
+        now = self.clock.now()
+        used = sum(
+            1
+            for inst in self.instances.values()
+            if inst.reservation_id == item.capacity_reservation_id
+            and inst.advance(now) not in ("terminated", "shutting-down")
+        )
+        return max(0, item.available_instance_count - used)
+
+    def reservation_state(self, item: CapacityReservationItem) -> str:
+        """EC2's state of `item` now (`describe.state_at`)."""
+        return state_at(item, self.clock.now())
+
+    def reclaim(self, reservation_id: str) -> dt.datetime:
+        """The owner of an interruptible reservation takes it back: its instances get the
+        two-minute warning and are terminated then, and it has no instance free from now on.
+        Returns when the instances go. Called by a scenario's `reclaim` event."""
+        item = self._reservation(reservation_id)
+        if item is None:
+            raise EC2APIError(
+                "InvalidCapacityReservationId.NotFound",
+                f"The capacity reservation ID '{reservation_id}' does not exist",
+            )
+        if not item.interruptible:
+            raise EC2APIError(
+                "InvalidParameterValue", f"{reservation_id} is not an interruptible reservation"
+            )
+        now = self.clock.now()
+        self._reclaimed[reservation_id] = now
+        end = now + INTERRUPTIBLE_NOTICE
+        for inst in self.instances.values():
+            if inst.reservation_id == reservation_id and inst.terminated_at is None:
+                inst.reclaim_at = end
+                self._touch(inst.instance_id)
+        self._changed("reservations")
+        return end
+
+    def reservation_interruptions(self) -> list[tuple[str, dt.datetime]]:
+        """Instances of reclaimed interruptible reservations under their warning and not yet
+        gone: (id, when EC2 takes them)."""
+        now = self.clock.now()
+        return [
+            (i.instance_id, i.reclaim_at)
+            for i in sorted(self.instances.values(), key=lambda i: i.instance_id)
+            if i.reservation_id in self._reclaimed
+            and i.reclaim_at is not None
+            and i.advance(now) not in ("terminated", "shutting-down")
+        ]
+
+    def reservation_times(self) -> list[dt.datetime]:
+        """Every time after now at which a reservation changes by itself (a start, an end, a
+        Capacity Block's reclaim 30 minutes before its end, a Capacity Block's 40-minute
+        `expiring` mark Karpenter reads): the simulator sets a timer for each (`ended`)."""
+        now = self.clock.now()
+        out: set[dt.datetime] = set()
+        for r in self.reservations.capacity_reservations:
+            for t in (r.start_date, r.end_date):
+                if t is not None and t > now:
+                    out.add(t)
+            if r.reservation_type == "capacity-block" and r.end_date is not None:
+                for lead in (CAPACITY_BLOCK_RECLAIM, CAPACITY_BLOCK_EXPIRING):
+                    if r.end_date - lead > now:
+                        out.add(r.end_date - lead)
+        return sorted(out)
 
     def describe_security_groups(self, **kwargs: Any) -> Response:
         self.calls.append("DescribeSecurityGroups")
@@ -564,6 +708,7 @@ class SimulatedEC2:
                 operation="CreateLaunchTemplate",
             )
         self.launch_templates[name] = f"lt-{len(self.launch_templates) + 1:017x}"
+        self.template_data[name] = dict(kwargs.get("LaunchTemplateData") or {})
         return {
             "LaunchTemplate": {
                 "LaunchTemplateName": name,
@@ -576,7 +721,9 @@ class SimulatedEC2:
         """EC2 Fleet `instant`: `launch.fleet_pick` over the overrides of the target capacity
         type (by their `Priority`, ties by type then zone); every override passed over adds an
         error (`Unsupported` when the catalog does not offer it, else
-        `InsufficientInstanceCapacity`); the instances launch in the chosen pool."""
+        `InsufficientInstanceCapacity`); the instances launch in the chosen pool. The overrides
+        of a launch template that targets a capacity reservation launch only into it (see the
+        module docstring)."""
         self.calls.append("CreateFleet")
         if kwargs.get("Type") != "instant":
             raise EC2APIError(
@@ -588,27 +735,46 @@ class SimulatedEC2:
         capacity_type = target.get("DefaultTargetCapacityType", "on-demand")
         count = int(target.get("TotalTargetCapacity", 1))
         tags = _tags_for(kwargs.get("TagSpecifications", []), "instance")
-        prices = self._prices(capacity_type)
+        reserved_configs = any(
+            self._target_reservation(c) is not None for c in kwargs.get("LaunchTemplateConfigs", [])
+        )
+        # A reservation's instances are billed at the on-demand price (an ODCR's rate).
+        prices = self._prices("on-demand" if reserved_configs else capacity_type)
         # Each override as gpucap's fleet model sees it: its `Priority` (the AWS provider sets
-        # the offering price; lower goes first), else the simulated price; one per type x zone.
-        requested: dict[tuple[str, str], tuple[FleetOverride, Mapping[str, Any]]] = {}
+        # the offering price; lower goes first), else the simulated price; one per type x zone
+        # (and reservation).
+        requested: dict[
+            tuple[str, str, str],
+            tuple[FleetOverride, Mapping[str, Any], CapacityReservationItem | None],
+        ] = {}
         for config in kwargs.get("LaunchTemplateConfigs", []):
+            into = self._target_reservation(config)
+            rid = into.capacity_reservation_id if into is not None else ""
             for o in config.get("Overrides", []):
-                key = (o["InstanceType"], o["AvailabilityZone"])
-                priority = o.get("Priority", prices.get(key, float("inf")))
-                requested.setdefault(key, (FleetOverride(key[0], key[1], float(priority)), o))
+                key = (o["InstanceType"], o["AvailabilityZone"], rid)
+                priority = o.get("Priority", prices.get(key[:2], float("inf")))
+                requested.setdefault(
+                    key, (FleetOverride(key[0], key[1], float(priority), rid), o, into)
+                )
 
         def launchable(override: FleetOverride) -> bool:
             key = (override.instance_type, override.zone)
+            if override.reservation_id:
+                into = requested[(key[0], key[1], override.reservation_id)][2]
+                return into is not None and self._reservation_refusal(into, *key) is None
             return key in prices and self.has_capacity(key[0], key[1], capacity_type)
 
-        pick = fleet_pick((f for f, _ in requested.values()), has_capacity=launchable)
+        pick = fleet_pick((f for f, _, _ in requested.values()), has_capacity=launchable)
         self._next_fleet += 1
         fleet_id = f"fleet-{self._next_fleet:08x}-sim"
         errors: list[dict[str, Any]] = []
         for passed in pick.passed_over:
-            o = requested[(passed.instance_type, passed.zone)][1]
-            if (passed.instance_type, passed.zone) not in prices:
+            key3 = (passed.instance_type, passed.zone, passed.reservation_id)
+            _, o, into = requested[key3]
+            if into is not None:
+                code, message = self._reservation_refusal(into, *key3[:2]) or ("", "")
+                errors.append(_fleet_error(o, code, message))
+            elif key3[:2] not in prices:
                 errors.append(
                     _fleet_error(
                         o, "Unsupported", "The requested configuration is currently not supported."
@@ -625,9 +791,20 @@ class SimulatedEC2:
                 )
         launched: list[SimulatedInstance] = []
         if pick.chosen is not None:
-            key = (pick.chosen.instance_type, pick.chosen.zone)
+            key3 = (pick.chosen.instance_type, pick.chosen.zone, pick.chosen.reservation_id)
+            _, o, into = requested[key3]
             while len(launched) < count:
-                launched.append(self._launch(requested[key][1], capacity_type, prices[key], tags))
+                if into is not None and self._reservation_refusal(into, *key3[:2]) is not None:
+                    break  # the reservation is full: EC2 launches what it can
+                launched.append(
+                    self._launch(
+                        o,
+                        "reserved" if into is not None else capacity_type,
+                        prices.get(key3[:2], 0.0),
+                        tags,
+                        into=into,
+                    )
+                )
         response: dict[str, Any] = {"FleetId": fleet_id, "Errors": errors, "Instances": []}
         if launched:
             first = launched[0]
@@ -648,6 +825,49 @@ class SimulatedEC2:
             ]
         return response
 
+    def _target_reservation(self, config: Mapping[str, Any]) -> CapacityReservationItem | None:
+        """The reservation a launch template config's template targets (preference
+        `capacity-reservations-only`), None for an ordinary one; an ID the account does not
+        have is EC2's error."""
+        spec = config.get("LaunchTemplateSpecification") or {}
+        data = self.template_data.get(spec.get("LaunchTemplateName", ""), {})
+        crs = data.get("CapacityReservationSpecification") or {}
+        if crs.get("CapacityReservationPreference") != "capacity-reservations-only":
+            return None
+        rid = (crs.get("CapacityReservationTarget") or {}).get("CapacityReservationId", "")
+        item = self._reservation(rid)
+        if item is None:
+            raise EC2APIError(
+                "InvalidCapacityReservationId.NotFound",
+                f"The capacity reservation ID '{rid}' does not exist",
+                operation="CreateFleet",
+            )
+        return item
+
+    def _reservation_refusal(
+        self, item: CapacityReservationItem, instance_type: str, zone: str
+    ) -> tuple[str, str] | None:
+        """Why EC2 cannot launch `instance_type` in `zone` into `item` now (error code and
+        message), None when it can."""
+        rid = item.capacity_reservation_id
+        if (item.instance_type, item.availability_zone) != (instance_type, zone):
+            return (
+                "InsufficientInstanceCapacity",
+                f"The capacity reservation {rid} is for {item.instance_type} in "
+                f"{item.availability_zone}.",
+            )
+        if self.reservation_state(item) != "active" or rid in self._reclaimed:
+            return (
+                "InsufficientInstanceCapacity",
+                f"The capacity reservation {rid} is not active.",
+            )
+        if self.reservation_available(item) <= 0:
+            return (
+                "ReservationCapacityExceeded",
+                f"The capacity reservation {rid} has no available capacity.",
+            )
+        return None
+
     def _prices(self, capacity_type: str) -> dict[tuple[str, str], float]:
         """The catalog's price per (type, zone) for `capacity_type`. Built once per capacity
         type: the catalog does not change during a run (capacity windows live in
@@ -660,7 +880,13 @@ class SimulatedEC2:
         return out
 
     def _launch(
-        self, override: Mapping[str, Any], capacity_type: str, price: float, tags: dict[str, str]
+        self,
+        override: Mapping[str, Any],
+        capacity_type: str,
+        price: float,
+        tags: dict[str, str],
+        *,
+        into: CapacityReservationItem | None = None,
     ) -> SimulatedInstance:
         self._next_instance += 1
         instance = SimulatedInstance(
@@ -674,6 +900,14 @@ class SimulatedEC2:
             launched_at=self.clock.now(),
             tags=dict(tags),
         )
+        if into is not None:
+            end = into.end_date
+            instance.reservation_id = into.capacity_reservation_id
+            instance.reservation_type = into.reservation_type
+            instance.interruptible = into.interruptible
+            instance.reservation_until = end
+            if into.reservation_type == "capacity-block" and end is not None:
+                instance.reclaim_at = end - CAPACITY_BLOCK_RECLAIM
         self.instances[instance.instance_id] = instance
         self._touch(instance.instance_id)
         return instance
@@ -740,9 +974,10 @@ class SimulatedEC2:
         return out
 
     def _stable_until(self, now: dt.datetime) -> dt.datetime:
-        """The first time after `now` at which some instance's `state()` may change without a
-        call changing it: launch latency over, an interruption notice running out, a
-        termination finishing (`dt.datetime.max` when none is ahead)."""
+        """The first time after `now` at which some instance's description may change without
+        a call changing it: launch latency over, an interruption notice running out, a
+        termination finishing, a reclaim, a reservation ending (`dt.datetime.max` when none is
+        ahead)."""
         soonest = dt.datetime.max.replace(tzinfo=now.tzinfo)
         for inst in self.instances.values():
             times = [inst.launched_at + LAUNCH_LATENCY]
@@ -751,6 +986,10 @@ class SimulatedEC2:
                 times += [end, end + TERMINATION_LATENCY]
             if inst.terminated_at is not None:
                 times.append(inst.terminated_at + TERMINATION_LATENCY)
+            if inst.reclaim_at is not None:
+                times += [inst.reclaim_at, inst.reclaim_at + TERMINATION_LATENCY]
+            if inst.reservation_until is not None:
+                times.append(inst.reservation_until)
             for t in times:
                 if now < t < soonest:
                     soonest = t
@@ -788,27 +1027,40 @@ class SimulatedEC2:
         """An instance's description, the same object while the instance did not change
         through the API and its state is the same (see `_listing`)."""
         revision = self._instance_revision.get(inst.instance_id, -1)
+        attached = inst.in_reservation(self.clock.now())
         kept = self._described.get(inst.instance_id)
         if (
             self.cache_descriptions
             and kept is not None
             and kept[0] == revision
-            and kept[1] == state
+            and kept[1] == (state, attached)
         ):
             return kept[2]
-        out = {
+        lifecycle = "spot" if inst.capacity_type == "spot" else None
+        if inst.reservation_type == "capacity-block":
+            lifecycle = "capacity-block"
+        elif inst.interruptible:
+            lifecycle = "interruptible-capacity-reservation"
+        out: dict[str, Any] = {
             "InstanceId": inst.instance_id,
             "InstanceType": inst.instance_type,
             "ImageId": inst.image_id,
             "SubnetId": inst.subnet_id,
             "Placement": {"AvailabilityZone": inst.zone},
             "State": {"Name": state},
-            "InstanceLifecycle": "spot" if inst.capacity_type == "spot" else None,
+            "InstanceLifecycle": lifecycle,
             "LaunchTime": inst.launched_at.isoformat(),
             "Tags": [{"Key": k, "Value": v} for k, v in sorted(inst.tags.items())],
         }
+        if inst.reservation_id:
+            out["CapacityReservationSpecification"] = {
+                "CapacityReservationPreference": "capacity-reservations-only",
+                "CapacityReservationTarget": {"CapacityReservationId": inst.reservation_id},
+            }
+            if attached:
+                out["CapacityReservationId"] = inst.reservation_id
         if self.cache_descriptions:
-            self._described[inst.instance_id] = (revision, state, out)
+            self._described[inst.instance_id] = (revision, (state, attached), out)
         return out
 
     def terminate_instances(self, **kwargs: Any) -> Response:
