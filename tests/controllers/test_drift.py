@@ -37,6 +37,8 @@ from gpucap.controllers.nodeclaim import conditions as cond
 from gpucap.controllers.nodeclaim.lifecycle import Lifecycle
 from gpucap.controllers.provisioning.provisioner import Provisioner
 from gpucap.runtime.clock import FakeClock
+from gpucap.scheduling.instancetypes import InstanceType, Offering
+from gpucap.scheduling.requirements import Requirements
 from gpucap.state.cluster import Cluster
 from tests.builders import GPU_TOLERATION, deployment, edit, load, nodeclass, nodepool
 from tests.controllers.lifecycle_builders import World, provisioned, world
@@ -609,3 +611,67 @@ def test_drift_names_at_most_five_pods_that_would_not_schedule(
     """scheduler.go `NonPendingPodSchedulingErrors`, as drift's DisruptionBlocked message
     (`pretty.Sentence`): every pod and its error up to five, then how many others."""
     assert not_all_pods_would_schedule(errors).message == message
+
+
+class _Types:
+    """A cloud provider answering only instance types (what `_instance_type_gone` asks)."""
+
+    def __init__(self, types: list[Any]) -> None:
+        self.types = types
+
+    def get_instance_types(self, nodepool: Any) -> list[Any]:
+        return self.types
+
+
+@pytest.mark.parametrize(
+    ("offered", "gone"),
+    [
+        (("reserved",), False),
+        (("on-demand",), False),
+        (("reserved", "on-demand"), False),
+        (("spot",), True),
+        ((), True),
+    ],
+)
+def test_a_reserved_node_is_checked_against_reserved_and_on_demand_offerings(
+    offered: tuple[str, ...], gone: bool
+) -> None:
+    """core drift_test.go Context "Reserved Capacity", table "InstanceTypeNotFound": a reserved
+    NodeClaim (perhaps demoted since) is found while its type has a reserved or an on-demand
+    offering in its zone, its reservation labels not compared."""
+    offerings = tuple(
+        Offering(
+            "us-east-1a",
+            ct,
+            1.0,
+            True,
+            reservation_id="cr-other" if ct == "reserved" else "",
+            reservation_type="default" if ct == "reserved" else "",
+        )
+        for ct in offered
+    )
+    types = [InstanceType("g5.xlarge", Requirements.of(), {}, {}, offerings)]
+    claim = NodeClaim.model_validate(
+        {
+            "metadata": {
+                "name": "gpu-1",
+                "labels": {
+                    INSTANCE_TYPE: "g5.xlarge",
+                    "topology.kubernetes.io/zone": "us-east-1a",
+                    "karpenter.sh/capacity-type": "reserved",
+                    "karpenter.k8s.aws/capacity-reservation-id": "cr-gone",
+                    "karpenter.k8s.aws/capacity-reservation-type": "default",
+                },
+            },
+            "spec": {
+                "requirements": [],
+                "nodeClassRef": {
+                    "group": "karpenter.k8s.aws",
+                    "kind": "EC2NodeClass",
+                    "name": "gpu",
+                },
+            },
+        }
+    )
+    drift = DriftDetection(Cluster(), _Types(types), FakeClock())  # type: ignore[arg-type]
+    assert drift._instance_type_gone(pool(), claim) is gone

@@ -48,7 +48,14 @@ from gpucap.apis.hashing import (
     NODEPOOL_HASH_VERSION_ANNOTATION,
     nodepool_hash,
 )
-from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, NODEPOOL, ZONE
+from gpucap.apis.labels import (
+    CAPACITY_RESERVATION_ID,
+    CAPACITY_RESERVATION_TYPE,
+    CAPACITY_TYPE,
+    INSTANCE_TYPE,
+    NODEPOOL,
+    ZONE,
+)
 from gpucap.apis.nodepool import NodeClaim, NodeClaimCondition, NodePool
 from gpucap.cloudprovider.types import CloudProvider, CloudProviderError
 from gpucap.controllers.disruption.hash import DRIFTED, NodePoolHash
@@ -242,10 +249,13 @@ class DriftDetection:
         else:
             reqs = Requirements.from_labels(labels)
             if labels.get(CAPACITY_TYPE) == _RESERVED:
-                # A reserved NodeClaim may since have been demoted to on-demand.
-                reqs = reqs.without(CAPACITY_TYPE).add(
-                    Requirement.new(CAPACITY_TYPE, "In", [_RESERVED, "on-demand"])
-                )
+                # A reserved NodeClaim may since have been demoted to on-demand; its
+                # reservation is the provider's to judge (`CapacityReservationDrift`), so the
+                # reservation id and type labels (core `ReservedCapacityLabels`; not the
+                # interruptible one, as in Karpenter) are not compared.
+                reqs = reqs.without(
+                    CAPACITY_TYPE, CAPACITY_RESERVATION_ID, CAPACITY_RESERVATION_TYPE
+                ).add(Requirement.new(CAPACITY_TYPE, "In", [_RESERVED, "on-demand"]))
             gone = not any(o.allowed_by(reqs) for o in it.offerings)
         verdicts[key] = gone
         return gone
