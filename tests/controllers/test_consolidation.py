@@ -10,6 +10,7 @@ from typing import Any
 from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE
 from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider
 from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
+from gpucap.cloudprovider.aws.instancetype.reserved import ReservedCapacity, with_reserved_offerings
 from gpucap.cloudprovider.aws.simulated.ec2 import SimulatedEC2
 from gpucap.cloudprovider.types import node_claim_for
 from gpucap.controllers.disruption.candidates import get_candidates
@@ -317,3 +318,32 @@ def test_a_decision_never_rests_on_a_node_that_is_not_initialized() -> None:
     proposal = single.compute_consolidation([x()])
     assert proposal is not None
     assert proposal.decision == "delete"
+
+
+def test_a_reserved_node_can_be_consolidated_into_a_cheaper_reservation() -> None:
+    """core consolidation_test.go Context "Reserved Capacity": "can consolidate from one
+    reserved offering to another". Reserved offerings cost the on-demand price over ten
+    million, so the cheaper type's reservation is still cheaper, and the replacement is pinned
+    to reserved capacity."""
+    types = list(
+        with_reserved_offerings(
+            GPU_TYPES,
+            [
+                ReservedCapacity("cr-big", "g5.2xlarge", "us-east-1a", available=1),
+                ReservedCapacity("cr-small", "g5.xlarge", "us-east-1a", available=1),
+            ],
+        )
+    )
+    e = env(pool(capacity_types=("reserved", "on-demand")), gpu_pod("vllm-0"), types=types)
+    e.node("big", "g5.2xlarge", capacity_type="reserved", pods=("default/vllm-0",))
+    results = e.run(60)
+    assert decided(results) == [("single-node-consolidation", "replace", ("big",))]
+    command = results[0].decided
+    assert command is not None
+    claim = command.replacements[0]
+    assert requirement_values(claim, INSTANCE_TYPE) == ["g5.xlarge"]
+    assert requirement_values(claim, CAPACITY_TYPE) == ["reserved"]
+    # Pinned to every reservation the simulation's claim held (the big type's too, as in
+    # Karpenter: the price filter narrows the types after `FinalizeScheduling`); with only
+    # g5.xlarge left, it can launch into cr-small alone.
+    assert "cr-small" in requirement_values(claim, "karpenter.k8s.aws/capacity-reservation-id")
