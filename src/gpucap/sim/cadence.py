@@ -86,7 +86,9 @@ class DisruptionCadence:
         self.idle_chains = True
         self._gc_idle: tuple[int, int] | None = None  # see `_collect`
         self._could: tuple[int, bool] = (-1, False)  # see `_could_disrupt`
-        self._held_version = -1  # the cluster version a skipped pass last spoke for
+        # The cluster version a skipped pass last spoke for, and when (see `_disrupt`).
+        self._held_version = -1
+        self._held_at = -math.inf
         # NodeClaim -> (the object, whether it is Drifted=True) (`_could_now`).
         self._drifted: dict[str, tuple[NodeClaim, bool]] = {}
         # What `_next_disruption_time` keeps: the NodePool objects, by name, whether one has a
@@ -128,9 +130,13 @@ class DisruptionCadence:
         ):
             # No NodePool consolidates (consolidateAfter Never everywhere) and nothing drifted:
             # every method's candidates are empty, the pass would find nothing. What it would
-            # say is held back is said once per cluster version (it reads nothing else).
+            # say is held back (it reads the cluster only) is said when the cluster changed,
+            # at most once per polling period, as Karpenter's 10-s passes say it.
             if self._held_version != self.bus.version:
-                self._held_version = self.bus.version
+                wait = self._held_at + POLLING_PERIOD_S - self.bus.now
+                if wait > 0:
+                    return wait
+                self._held_version, self._held_at = self.bus.version, self.bus.now
                 self.bus.disrupted(self.disruption.held_back())
             if self._idle_key is None or self._idle_key[0] != self.bus.version:
                 # Until the version changes, every run every 10 s would come here again (the
