@@ -162,7 +162,8 @@ def make_case(seed: int, index: int) -> Case:
         if oracle_case is not None:
             return oracle_case
     role = rng.choices(
-        ("manifests", "catalog", "prices", "lint-config", "scenario"), (70, 8, 8, 7, 7)
+        ("manifests", "catalog", "prices", "lint-config", "scenario", "reservations"),
+        (70, 8, 8, 7, 7, 6),
     )[0]
     s = rng.choice([x for x in seeds if x.role == role])
     target = rng.randrange(len(s.files))
@@ -274,7 +275,7 @@ def commands_for(case: Case, m: Materialized) -> list[Command]:
     if case.oracle is not None:
         return [Command(("validate", *files))]
     role = case.seed.role
-    if role in ("catalog", "prices"):
+    if role in ("catalog", "prices", "reservations"):
         opt = f"--{role}"
         return [
             Command(("plan", opt, m.target, *files)),

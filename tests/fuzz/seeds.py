@@ -37,7 +37,7 @@ WORKSHOP = REPO / "src" / "gpucap" / "data" / "examples" / "workshop"
 REALWORLD = REPO / "tests" / "realworld"
 STORIES = REPO / "tests" / "sim" / "stories"
 
-Role = Literal["manifests", "catalog", "prices", "lint-config", "scenario"]
+Role = Literal["manifests", "catalog", "prices", "lint-config", "scenario", "reservations"]
 Format = Literal["yaml", "json", "toml"]
 
 
@@ -137,6 +137,38 @@ SCENARIO_FILE = "scenario.yaml"
 SCENARIO_MANIFESTS = ("nodeclass.yaml", "nodepool.yaml", "device-plugin.yaml", "vllm.yaml")
 
 
+# A DescribeCapacityReservations answer: an ODCR and a Capacity Block (`--reservations`).
+RESERVATIONS = {
+    "CapacityReservations": [
+        {
+            "CapacityReservationId": "cr-0123456789abcdef0",
+            "InstanceType": "g5.xlarge",
+            "AvailabilityZone": "us-east-1a",
+            "OwnerId": "123456789012",
+            "TotalInstanceCount": 2,
+            "AvailableInstanceCount": 2,
+            "InstanceMatchCriteria": "targeted",
+            "ReservationType": "default",
+            "State": "active",
+            "Tags": [{"Key": "team", "Value": "inference"}],
+        },
+        {
+            "CapacityReservationId": "cr-0fedcba9876543210",
+            "InstanceType": "p5.48xlarge",
+            "AvailabilityZone": "us-east-1b",
+            "OwnerId": "123456789012",
+            "TotalInstanceCount": 1,
+            "AvailableInstanceCount": 1,
+            "InstanceMatchCriteria": "targeted",
+            "ReservationType": "capacity-block",
+            "State": "scheduled",
+            "StartDate": "2026-01-01T02:00:00Z",
+            "EndDate": "2026-01-02T02:00:00Z",
+        },
+    ]
+}
+
+
 @cache
 def all_seeds() -> tuple[Seed, ...]:
     """Every seed, in a fixed order (the case list depends on it)."""
@@ -162,6 +194,13 @@ def all_seeds() -> tuple[Seed, ...]:
                 SeedFile(SCENARIO_FILE, "yaml", tuple(yaml.safe_load_all(SCENARIO))),
                 *(_yaml_file(STORIES / name, name) for name in SCENARIO_MANIFESTS),
             ),
+        )
+    )
+    seeds.append(
+        Seed(
+            "reservations",
+            "reservations",
+            (SeedFile("reservations.json", "json", (RESERVATIONS,)),),
         )
     )
     return tuple(seeds)

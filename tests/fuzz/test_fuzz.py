@@ -73,6 +73,7 @@ def test_cases_cover_every_role_and_oracles() -> None:
         "prices",
         "lint-config",
         "scenario",
+        "reservations",
     }
     assert sum(c.oracle is not None for c in cases) == 50
 
