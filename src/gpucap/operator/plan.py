@@ -20,13 +20,18 @@ Called by `gpucap plan` (and `--explain`), the report, the demo, bench and tests
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from gpucap.apis.automode import AUTO_MODE
+from gpucap.apis.capacityreservation import CapacityReservationItem
 from gpucap.apis.core import Pod
 from gpucap.apis.nodepool import NodePool
 from gpucap.apis.serde import Manifests
 from gpucap.apis.workloads import DaemonSet
+from gpucap.cloudprovider.aws.capacityreservation.describe import state_at
+from gpucap.cloudprovider.aws.capacityreservation.provider import select
 from gpucap.cloudprovider.aws.amifamily.images import NodeClassReadiness
 from gpucap.cloudprovider.aws.automode import auto_mode_instance_types
 from gpucap.cloudprovider.aws.cloudprovider import (
@@ -54,7 +59,7 @@ from gpucap.controllers.provisioning.loop import (
 )
 from gpucap.controllers.provisioning.provisioner import Provisioner
 from gpucap.operator.stack import AWSStack, simulated_aws
-from gpucap.runtime.clock import FakeClock
+from gpucap.runtime.clock import EPOCH, FakeClock
 from gpucap.scheduling.existingnode import StateNode
 from gpucap.scheduling.explanation import PoolExplanation
 from gpucap.scheduling.instancetypes import InstanceType
@@ -63,6 +68,8 @@ from gpucap.scheduling.scheduler import PoolInput
 from gpucap.state.snapshot import snapshot
 
 __all__ = [
+    "ReservationUse",
+    "ReservationsUse",
     "explain",
     "explain_pod",
     "judge_overlays",
@@ -73,6 +80,7 @@ __all__ = [
     "pools_for",
     "provision",
     "ready_nodepools",
+    "reservations_use",
 ]
 
 # The Kubernetes minor `plan` resolves AMI aliases for (the CLI's `--kubernetes-version` default).
@@ -330,3 +338,109 @@ def explain_pod(
         opts,
     )
     return explain_first_pass(pod_key, first)
+
+
+# ---- reservations --------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class ReservationUse:
+    """One reservation some EC2NodeClass of the input selects, and what the plan puts in it:
+    `available` is its free count when the plan starts (the file's AvailableInstanceCount),
+    `node_claims` the planned NodeClaims launched into it (never more than `available`: the
+    provider's count goes down with each launch, `loop.py`)."""
+
+    id: str
+    instance_type: str
+    zone: str
+    reservation_type: str  # "default" (an ODCR) or "capacity-block"
+    interruptible: bool
+    available: int
+    node_claims: tuple[str, ...]
+    nodeclasses: tuple[str, ...]  # the EC2NodeClasses whose terms select it
+
+    @property
+    def used(self) -> int:
+        return len(self.node_claims)
+
+    @property
+    def kind(self) -> str:
+        """`default`, `capacity-block` or `interruptible` (an interruptible ODCR)."""
+        return "interruptible" if self.interruptible else self.reservation_type
+
+
+@dataclass(frozen=True, slots=True)
+class ReservationsUse:
+    """`plan --reservations`: the selected reservations' use (`uses`, by id) and, per
+    reservation of the file that no EC2NodeClass selects, why (`unselected`: id -> words)."""
+
+    uses: tuple[ReservationUse, ...]
+    unselected: tuple[tuple[str, str], ...]
+
+
+def reservations_use(manifests: Manifests, made: Plan) -> ReservationsUse:
+    """What `made` does with the reservations of `manifests` (`plan`'s RESERVATIONS table):
+    each EC2NodeClass's `capacityReservationSelectorTerms` select among them as Karpenter's
+    provider would at the plan's time (`FakeClock`'s start, which `plan_stack` runs on)."""
+    by_claim = {
+        c.name: c.launch.reservation_id
+        for c in made.node_claims
+        if c.launch is not None and c.launch.reservation_id
+    }
+    selected: dict[str, list[str]] = {}
+    first: dict[str, ReservationUse] = {}
+    termed = [nc for nc in manifests.nodeclasses if nc.spec.capacity_reservation_selector_terms]
+    for nc in termed:
+        terms = nc.spec.capacity_reservation_selector_terms or []
+        for r in select(terms, manifests.reservations, EPOCH):
+            selected.setdefault(r.id, []).append(nc.name)
+            if r.id not in first:
+                first[r.id] = ReservationUse(
+                    r.id,
+                    r.instance_type,
+                    r.zone,
+                    r.reservation_type,
+                    r.interruptible,
+                    r.available_instance_count,
+                    tuple(sorted(n for n, rid in by_claim.items() if rid == r.id)),
+                    (),
+                )
+    uses = tuple(
+        ReservationUse(
+            u.id,
+            u.instance_type,
+            u.zone,
+            u.reservation_type,
+            u.interruptible,
+            u.available,
+            u.node_claims,
+            tuple(selected[u.id]),
+        )
+        for u in sorted(first.values(), key=lambda u: u.id)
+    )
+    unselected = tuple(
+        (item.capacity_reservation_id, _unselected_why(item, [nc.name for nc in termed]))
+        for item in manifests.reservations.capacity_reservations
+        if item.capacity_reservation_id not in first
+    )
+    return ReservationsUse(uses, unselected)
+
+
+def _unselected_why(item: CapacityReservationItem, termed: Sequence[str]) -> str:
+    """Why no EC2NodeClass selects `item`: Karpenter lists `active` reservations only, drops
+    one at or past its end, and otherwise only what some class's terms match."""
+    state = state_at(item, EPOCH)
+    if state == "scheduled" and item.start_date is not None:
+        return f"not started: it starts at {_iso(item.start_date)} (Karpenter lists active ones)"
+    if item.end_date is not None and item.end_date <= EPOCH:
+        return f"ended at {_iso(item.end_date)}"
+    if state != "active":
+        return f"state {state} (Karpenter selects active reservations only)"
+    if not termed:
+        return "no EC2NodeClass has capacityReservationSelectorTerms"
+    return (
+        "matched by no capacityReservationSelectorTerms "
+        f"(of EC2NodeClass {', '.join(termed)}: ids, tags and owner)"
+    )
+
+
+def _iso(when: dt.datetime) -> str:
+    return when.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
