@@ -30,10 +30,10 @@ from gpucap.apis.core import Pod
 from gpucap.apis.nodepool import NodePool
 from gpucap.apis.serde import Manifests
 from gpucap.apis.workloads import DaemonSet
-from gpucap.cloudprovider.aws.capacityreservation.describe import state_at
-from gpucap.cloudprovider.aws.capacityreservation.provider import select
 from gpucap.cloudprovider.aws.amifamily.images import NodeClassReadiness
 from gpucap.cloudprovider.aws.automode import auto_mode_instance_types
+from gpucap.cloudprovider.aws.capacityreservation.describe import state_at
+from gpucap.cloudprovider.aws.capacityreservation.provider import select
 from gpucap.cloudprovider.aws.cloudprovider import (
     DEFAULT_EC2NODECLASS,
     AWSCloudProvider,
