@@ -275,7 +275,7 @@ def _allows_other_than_reserved(pool: PoolView) -> bool:
     "Reservations and Capacity Blocks (v1.14)",
 )
 def reservations_need_feature_gate(ctx: LintContext) -> Iterable[Finding]:
-    for m, nc in _termed(ctx):
+    for m, _ in _termed(ctx):
         yield ctx.finding(
             "RES004",
             "info",
@@ -306,7 +306,7 @@ def reservations_need_feature_gate(ctx: LintContext) -> Iterable[Finding]:
 def reservations_unknown(ctx: LintContext) -> Iterable[Finding]:
     if ctx.reservations is not None:
         return
-    for m, nc in _termed(ctx):
+    for m, _ in _termed(ctx):
         yield ctx.finding(
             "RES005",
             "info",
