@@ -36,7 +36,7 @@ from gpucap.cli.terminals import EXIT_BAD_INPUT, EXIT_FINDINGS, out
 from gpucap.controllers.provisioning import DEFAULT_MAX_PASSES
 from gpucap.operator.plan import explain as explain_pending
 from gpucap.operator.plan import plan as make_plan
-from gpucap.operator.plan import reservations_use
+from gpucap.operator.plan import reservation_causes, reservations_use
 from gpucap.runtime.collector import collector_paused
 
 __all__ = ["plan"]
@@ -161,6 +161,7 @@ def _plan(  # noqa: PLR0917 - the `plan` command's options, as given
                 made.where(key),
                 np.reason if np is not None else None,
                 held=limits_held(made, objects, key),
+                reservations=reservation_causes(objects, made, key),
             )
         )
         return

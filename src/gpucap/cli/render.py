@@ -621,7 +621,7 @@ def _reservations_table(doc: dict[str, Any]) -> list[str]:
             if not launch.get("reservationId"):
                 ct = launch["capacityType"]
                 others[ct] = others.get(ct, 0) + 1
-        rest = "".join(f"; {n} on {ct}" for ct, n in sorted(others.items()))
+        rest = "".join(f"; {n} {ct}" for ct, n in sorted(others.items()))
         lines.append(f"{reserved} of {len(launched)} new node(s) in reservations{rest}")
     if any(launch.get("reservationId") for launch in launched):
         lines.append(
@@ -644,6 +644,7 @@ def format_explanation(
     not_planned: str | None = None,
     *,
     held: Mapping[str, str] | None = None,
+    reservations: Sequence[tuple[str, str]] = (),
 ) -> list[str]:
     """`gpucap plan --explain POD`: NodePool by NodePool, what survived each filter (for a pod
     another Karpenter serves, `not_planned` says which and the planned pools follow). `held`:
@@ -660,6 +661,10 @@ def format_explanation(
         for label, count in e.steps:
             lines.append(f"    {count:5d} instance types {label}")
         lines.extend(f"    because {cause}" for cause in e.causes)
+    # With --reservations: each reservation of the file, and why the pod does not get it.
+    if reservations:
+        lines.append("  reservations:")
+        lines.extend(f"    {rid}: {why}" for rid, why in reservations)
     return lines
 
 
