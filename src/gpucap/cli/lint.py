@@ -15,7 +15,7 @@ from typing import Annotated
 
 import typer
 
-from gpucap.apis.capacityreservation import Reservations, load_reservations
+from gpucap.apis.capacityreservation import load_reservations
 from gpucap.apis.reading import os_reason
 from gpucap.apis.serde import LIMIT, LoadResult
 from gpucap.cli import aws, loading
@@ -131,9 +131,7 @@ def lint(  # noqa: PLR0917 - typer maps parameters to options
         previous_ami_release=ami_previous,
         ec2api=aws.aws_api(region) if aws_ else None,
         cluster=cfg.cluster,
-        reservations=(
-            load_reservations(reservations) if reservations is not None else Reservations()
-        ),
+        reservations=load_reservations(reservations) if reservations is not None else None,
     )
     issues = [i for i in result.issues if i.rule != "DUPLICATE"]
     report = run_lint(ctx, cfg, issues=issues, rules=rules)

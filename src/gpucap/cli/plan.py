@@ -36,6 +36,7 @@ from gpucap.cli.terminals import EXIT_BAD_INPUT, EXIT_FINDINGS, out
 from gpucap.controllers.provisioning import DEFAULT_MAX_PASSES
 from gpucap.operator.plan import explain as explain_pending
 from gpucap.operator.plan import plan as make_plan
+from gpucap.operator.plan import reservation_causes, reservations_use
 from gpucap.runtime.collector import collector_paused
 
 __all__ = ["plan"]
@@ -160,13 +161,16 @@ def _plan(  # noqa: PLR0917 - the `plan` command's options, as given
                 made.where(key),
                 np.reason if np is not None else None,
                 held=limits_held(made, objects, key),
+                reservations=reservation_causes(objects, made, key),
             )
         )
         return
+    # Only with --reservations: a plan without it prints what it always printed.
+    used = reservations_use(objects, made) if reservations is not None else None
     if output == "table":
-        out.lines(plan_lines(made))
+        out.lines(plan_lines(made, used))
     else:
-        write_plan(made, output, sys.stdout)
+        write_plan(made, output, sys.stdout, used)
     if fail_on_pending and made.pod_errors:
         # After the plan, as CI reads it: the output above says which pods and why.
         raise typer.Exit(EXIT_FINDINGS)

@@ -51,6 +51,7 @@ from gpucap.scheduling.resources import pod_requests
 
 if TYPE_CHECKING:  # only in annotations: `validate` does not load the scheduler (start-up)
     from gpucap.controllers.provisioning import Plan, PlannedNodeClaim
+    from gpucap.operator.plan import ReservationsUse
     from gpucap.scheduling.explanation import PoolExplanation
 
 __all__ = [
@@ -283,15 +284,19 @@ def _claim_entry(claim: PlannedNodeClaim) -> dict[str, Any]:
             "capacityType": launch.capacity_type,
             "pricePerHour": launch.price,
         }
+        # Only for a launch into a reservation: plans without one keep their document.
+        if launch.reservation_id:
+            entry["launch"]["reservationId"] = launch.reservation_id
     else:
         entry["launchError"] = claim.launch_error or ""
     return entry
 
 
-def plan_document(plan: Plan) -> dict[str, Any]:
+def plan_document(plan: Plan, reservations: ReservationsUse | None = None) -> dict[str, Any]:
     """The `Plan` JSON of contract.md (stable keys; `pass` and `static` per NodeClaim and
     `passes` in the summary added for the provisioning loop; `notPlanned` and its count in the
-    summary when some pod is left to EKS Auto Mode or the KWOK provider)."""
+    summary when some pod is left to EKS Auto Mode or the KWOK provider; `reservations` and a
+    launch's `reservationId` with `--reservations`)."""
     claims = [_claim_entry(c) for c in plan.node_claims]
     existing = [{"name": name, "pods": pods} for name, pods in sorted(plan.existing.items())]
     unschedulable = [
@@ -318,6 +323,11 @@ def plan_document(plan: Plan) -> dict[str, Any]:
             }
             for key, np in sorted(plan.not_planned.items())
         ]
+    if reservations is not None:
+        doc["reservations"] = _reservations_section(reservations)
+        doc["reservationsNotSelected"] = [
+            {"id": rid, "reason": why} for rid, why in reservations.unselected
+        ]
     doc["notes"] = list(plan.notes)
     doc["summary"] = {
         "nodeClaims": len(claims),
@@ -332,6 +342,25 @@ def plan_document(plan: Plan) -> dict[str, Any]:
     return doc
 
 
+def _reservations_section(use: ReservationsUse) -> list[dict[str, Any]]:
+    """`reservations` of the plan document: each selected reservation (id order) with its free
+    count when the plan starts and the NodeClaims launched into it."""
+    return [
+        {
+            "id": u.id,
+            "instanceType": u.instance_type,
+            "zone": u.zone,
+            "type": u.reservation_type,
+            "interruptible": u.interruptible,
+            "available": u.available,
+            "used": u.used,
+            "nodeClaims": list(u.node_claims),
+            "nodeClasses": list(u.nodeclasses),
+        }
+        for u in use.uses
+    ]
+
+
 def format_plan(plan: Plan, output: str) -> str:
     """The plan as JSON or YAML (`output`), for machines; `plan_lines` is the table."""
     out = io.StringIO()
@@ -339,13 +368,15 @@ def format_plan(plan: Plan, output: str) -> str:
     return out.getvalue()
 
 
-def write_plan(plan: Plan, output: str, stream: TextIO) -> None:
+def write_plan(
+    plan: Plan, output: str, stream: TextIO, reservations: ReservationsUse | None = None
+) -> None:
     """`format_plan` written to `stream` piece by piece (`gpucap plan -o json|yaml`): the same
     text, without holding it whole, nor the JSON encoder's millions of pieces, at once."""
     # The document is a tree of fresh dicts and lists with no cycles, growing with the pods:
     # collector passes over it while it is built made JSON cost more per pod at 50,000 pods.
     with collector_paused():
-        doc = plan_document(plan)
+        doc = plan_document(plan, reservations)
         if output != "json":
             yaml.safe_dump(doc, stream, sort_keys=False, default_flow_style=False)
             return
@@ -466,9 +497,10 @@ class _JsonText:
         self.pieces.append(close)
 
 
-def plan_lines(plan: Plan) -> list[str]:
-    """The plan for a terminal: new NodeClaims, existing nodes used, pending pods, summary."""
-    return _plan_table(plan_document(plan))
+def plan_lines(plan: Plan, reservations: ReservationsUse | None = None) -> list[str]:
+    """The plan for a terminal: new NodeClaims, existing nodes used, the reservations (with
+    `--reservations`), pending pods, summary."""
+    return _plan_table(plan_document(plan, reservations))
 
 
 def _plan_table(doc: dict[str, Any]) -> list[str]:
@@ -498,7 +530,7 @@ def _plan_table(doc: dict[str, Any]) -> list[str]:
                     launch.get("instanceType", "(launch fails)"),
                     launch.get("zone", "-"),
                     launch.get("capacityType", "-"),
-                    f"{launch['pricePerHour']:.4f}" if launch else "-",
+                    _price_cell(launch),
                     str(len(c["instanceTypeOptions"])),
                     ", ".join(c["pods"]),
                 ]
@@ -509,6 +541,8 @@ def _plan_table(doc: dict[str, Any]) -> list[str]:
     for c in claims:
         if c["launch"] is None:
             lines.append(f"{c['name']}: launch would fail: {c.get('launchError', '')}")
+    if "reservations" in doc:
+        lines += _reservations_table(doc)
     if doc["existingNodes"]:
         lines.append("")
         lines += format_table(
@@ -544,6 +578,64 @@ def _plan_table(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _price_cell(launch: Mapping[str, Any]) -> str:
+    """$/HOUR of a launch: a reserved node says `reserved`, as its cost is the reservation's
+    (Karpenter's offering price, on-demand over 10,000,000, only orders it first)."""
+    if not launch:
+        return "-"
+    if launch.get("reservationId"):
+        return "reserved"
+    return f"{launch['pricePerHour']:.4f}"
+
+
+def _reservations_table(doc: dict[str, Any]) -> list[str]:
+    """RESERVATIONS: per selected reservation, its free count when the plan starts, what the
+    plan puts in it and what is left; then how many new nodes went into reservations and where
+    the others went, and the file's reservations no EC2NodeClass selects."""
+    selected = doc["reservations"]
+    lines = [""]
+    if selected:
+        rows = [["RESERVATION", "INSTANCE TYPE", "ZONE", "KIND", "FREE", "USED", "LEFT"]]
+        for r in selected:
+            kind = "interruptible" if r["interruptible"] else r["type"]
+            left = r["available"] - r["used"]
+            rows.append(
+                [
+                    r["id"],
+                    r["instanceType"],
+                    r["zone"],
+                    kind,
+                    str(r["available"]),
+                    str(r["used"]),
+                    str(left),
+                ]
+            )
+        lines += format_table(rows)
+    else:
+        lines.append("No reservation is selected by an EC2NodeClass of the input.")
+    launched = [c["launch"] for c in doc["nodeClaims"] if c["launch"] is not None]
+    if launched:
+        reserved = sum(1 for launch in launched if launch.get("reservationId"))
+        others: dict[str, int] = {}
+        for launch in launched:
+            if not launch.get("reservationId"):
+                ct = launch["capacityType"]
+                others[ct] = others.get(ct, 0) + 1
+        rest = "".join(f"; {n} {ct}" for ct, n in sorted(others.items()))
+        lines.append(f"{reserved} of {len(launched)} new node(s) in reservations{rest}")
+    if any(launch.get("reservationId") for launch in launched):
+        lines.append(
+            "note: reserved nodes show `reserved` for $/HOUR: the reservation pays for them "
+            "(Karpenter prices a reserved offering at on-demand/10,000,000, which orders "
+            "reserved before spot and on-demand)"
+        )
+    lines += [
+        f"note: reservation {r['id']} is not selected: {r['reason']}"
+        for r in doc["reservationsNotSelected"]
+    ]
+    return lines
+
+
 def format_explanation(
     pod_key: str,
     explanations: list[PoolExplanation],
@@ -552,6 +644,7 @@ def format_explanation(
     not_planned: str | None = None,
     *,
     held: Mapping[str, str] | None = None,
+    reservations: Sequence[tuple[str, str]] = (),
 ) -> list[str]:
     """`gpucap plan --explain POD`: NodePool by NodePool, what survived each filter (for a pod
     another Karpenter serves, `not_planned` says which and the planned pools follow). `held`:
@@ -568,6 +661,10 @@ def format_explanation(
         for label, count in e.steps:
             lines.append(f"    {count:5d} instance types {label}")
         lines.extend(f"    because {cause}" for cause in e.causes)
+    # With --reservations: each reservation of the file, and why the pod does not get it.
+    if reservations:
+        lines.append("  reservations:")
+        lines.extend(f"    {rid}: {why}" for rid, why in reservations)
     return lines
 
 

@@ -223,8 +223,9 @@ class LintContext:
     ec2api: EC2API | None = None
     # `cluster` from the lint configuration: components installed outside the input.
     cluster: frozenset[str] = frozenset()
-    # `--reservations FILE`: the account's capacity reservations (none by default).
-    reservations: Reservations = field(default_factory=Reservations)
+    # `--reservations FILE`: the account's capacity reservations; None when not given (the
+    # account's reservations are unknown, RES005; the stack then has none).
+    reservations: Reservations | None = None
     _keys_cache: dict[int, frozenset[str]] = field(default_factory=dict, repr=False)
     # Per-run memo for rules (e.g. which pools a pod can land on): rules ask the same questions
     # about the same pods many times.
@@ -239,6 +240,11 @@ class LintContext:
     _classes: dict[str, NodeClassReadiness] | None = field(default=None, repr=False)
     # The NodeOverlays the stack's overlay pass rejected (same-weight conflicts), by name.
     _rejected: frozenset[str] = field(default=frozenset(), repr=False)
+
+    @property
+    def known_reservations(self) -> Reservations:
+        """The reservations given (none without `--reservations`)."""
+        return self.reservations if self.reservations is not None else Reservations()
 
     # ---- objects by kind ------------------------------------------------------------------
     def of_kind(self, cls: type[K]) -> list[K]:
@@ -325,7 +331,7 @@ class LintContext:
     # ---- the operator stack ------------------------------------------------------------------
     @cached_property
     def _objects(self) -> Manifests:
-        return Manifests(tuple(self.manifests), self.reservations)
+        return Manifests(tuple(self.manifests), self.known_reservations)
 
     def plan(self, replace: Mapping[int, KubeObject] | None = None) -> Plan:
         """`gpucap plan` over this input (`operator/plan.py` `plan`), or over it with some
@@ -341,7 +347,7 @@ class LintContext:
             dataclasses.replace(m, obj=replace[id(m)]) if id(m) in replace else m
             for m in self.manifests
         )
-        return self._plan(Manifests(items, self.reservations))
+        return self._plan(Manifests(items, self.known_reservations))
 
     def _plan(self, objects: Manifests) -> Plan:
         try:
@@ -357,7 +363,7 @@ class LintContext:
         out of it, so its NodePools get the default class's types (the loader rejects such a
         class first; this only keeps lint from failing on one)."""
         objects = Manifests(
-            tuple(m for m in self.manifests if _settings_readable(m)), self.reservations
+            tuple(m for m in self.manifests if _settings_readable(m)), self.known_reservations
         )
         try:
             stack = plan_stack(objects, self.catalog, kubernetes_version=self.kubernetes_version)

@@ -20,15 +20,22 @@ Called by `gpucap plan` (and `--explain`), the report, the demo, bench and tests
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from gpucap.apis.automode import AUTO_MODE
+from gpucap.apis.capacityreservation import CapacityReservationItem
 from gpucap.apis.core import Pod
+from gpucap.apis.labels import CAPACITY_TYPE, INSTANCE_TYPE, ZONE
 from gpucap.apis.nodepool import NodePool
 from gpucap.apis.serde import Manifests
 from gpucap.apis.workloads import DaemonSet
 from gpucap.cloudprovider.aws.amifamily.images import NodeClassReadiness
 from gpucap.cloudprovider.aws.automode import auto_mode_instance_types
+from gpucap.cloudprovider.aws.capacityreservation.describe import state_at
+from gpucap.cloudprovider.aws.capacityreservation.provider import CapacityReservation, select
+from gpucap.cloudprovider.aws.capacityreservation.status import CapacityReservationStatus
 from gpucap.cloudprovider.aws.cloudprovider import (
     DEFAULT_EC2NODECLASS,
     AWSCloudProvider,
@@ -54,15 +61,21 @@ from gpucap.controllers.provisioning.loop import (
 )
 from gpucap.controllers.provisioning.provisioner import Provisioner
 from gpucap.operator.stack import AWSStack, simulated_aws
-from gpucap.runtime.clock import FakeClock
+from gpucap.runtime.clock import EPOCH, FakeClock
 from gpucap.scheduling.existingnode import StateNode
 from gpucap.scheduling.explanation import PoolExplanation
 from gpucap.scheduling.instancetypes import InstanceType
+from gpucap.scheduling.nodeclaimtemplate import NodeClaimTemplate
 from gpucap.scheduling.options import SchedulingOptions
+from gpucap.scheduling.poddata import pod_requirements
+from gpucap.scheduling.requirements import Requirements
 from gpucap.scheduling.scheduler import PoolInput
+from gpucap.scheduling.taints import untolerated
 from gpucap.state.snapshot import snapshot
 
 __all__ = [
+    "ReservationUse",
+    "ReservationsUse",
     "explain",
     "explain_pod",
     "judge_overlays",
@@ -73,6 +86,8 @@ __all__ = [
     "pools_for",
     "provision",
     "ready_nodepools",
+    "reservation_causes",
+    "reservations_use",
 ]
 
 # The Kubernetes minor `plan` resolves AMI aliases for (the CLI's `--kubernetes-version` default).
@@ -330,3 +345,202 @@ def explain_pod(
         opts,
     )
     return explain_first_pass(pod_key, first)
+
+
+# ---- reservations --------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class ReservationUse:
+    """One reservation some EC2NodeClass of the input selects, and what the plan puts in it:
+    `available` is its free count when the plan starts (the file's AvailableInstanceCount),
+    `node_claims` the planned NodeClaims launched into it (never more than `available`: the
+    provider's count goes down with each launch, `loop.py`)."""
+
+    id: str
+    instance_type: str
+    zone: str
+    reservation_type: str  # "default" (an ODCR) or "capacity-block"
+    interruptible: bool
+    available: int
+    node_claims: tuple[str, ...]
+    nodeclasses: tuple[str, ...]  # the EC2NodeClasses whose terms select it
+
+    @property
+    def used(self) -> int:
+        return len(self.node_claims)
+
+    @property
+    def kind(self) -> str:
+        """`default`, `capacity-block` or `interruptible` (an interruptible ODCR)."""
+        return "interruptible" if self.interruptible else self.reservation_type
+
+
+@dataclass(frozen=True, slots=True)
+class ReservationsUse:
+    """`plan --reservations`: the selected reservations' use (`uses`, by id) and, per
+    reservation of the file that no EC2NodeClass selects, why (`unselected`: id -> words)."""
+
+    uses: tuple[ReservationUse, ...]
+    unselected: tuple[tuple[str, str], ...]
+
+
+def reservations_use(manifests: Manifests, made: Plan) -> ReservationsUse:
+    """What `made` does with the reservations of `manifests` (`plan`'s RESERVATIONS table):
+    each EC2NodeClass's `capacityReservationSelectorTerms` select among them as Karpenter's
+    provider would at the plan's time (`FakeClock`'s start, which `plan_stack` runs on)."""
+    by_claim = {
+        c.name: c.launch.reservation_id
+        for c in made.node_claims
+        if c.launch is not None and c.launch.reservation_id
+    }
+    selected: dict[str, list[str]] = {}
+    first: dict[str, ReservationUse] = {}
+    termed = [nc for nc in manifests.nodeclasses if nc.spec.capacity_reservation_selector_terms]
+    for nc in termed:
+        terms = nc.spec.capacity_reservation_selector_terms or []
+        for r in select(terms, manifests.reservations, EPOCH):
+            selected.setdefault(r.id, []).append(nc.name)
+            if r.id not in first:
+                first[r.id] = ReservationUse(
+                    r.id,
+                    r.instance_type,
+                    r.zone,
+                    r.reservation_type,
+                    r.interruptible,
+                    r.available_instance_count,
+                    tuple(sorted(n for n, rid in by_claim.items() if rid == r.id)),
+                    (),
+                )
+    uses = tuple(
+        ReservationUse(
+            u.id,
+            u.instance_type,
+            u.zone,
+            u.reservation_type,
+            u.interruptible,
+            u.available,
+            u.node_claims,
+            tuple(selected[u.id]),
+        )
+        for u in sorted(first.values(), key=lambda u: u.id)
+    )
+    unselected = tuple(
+        (item.capacity_reservation_id, _unselected_why(item, [nc.name for nc in termed]))
+        for item in manifests.reservations.capacity_reservations
+        if item.capacity_reservation_id not in first
+    )
+    return ReservationsUse(uses, unselected)
+
+
+def _unselected_why(item: CapacityReservationItem, termed: Sequence[str]) -> str:
+    """Why no EC2NodeClass selects `item`: Karpenter lists `active` reservations only, drops
+    one at or past its end, and otherwise only what some class's terms match."""
+    state = state_at(item, EPOCH)
+    if state == "scheduled" and item.start_date is not None:
+        return f"not started: it starts at {_iso(item.start_date)} (Karpenter lists active ones)"
+    if item.end_date is not None and item.end_date <= EPOCH:
+        return f"ended at {_iso(item.end_date)}"
+    if state != "active":
+        return f"state {state} (Karpenter selects active reservations only)"
+    if not termed:
+        return "no EC2NodeClass has capacityReservationSelectorTerms"
+    return (
+        "matched by no capacityReservationSelectorTerms "
+        f"(of EC2NodeClass {', '.join(termed)}: ids, tags and owner)"
+    )
+
+
+def _iso(when: dt.datetime) -> str:
+    return when.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def reservation_causes(manifests: Manifests, made: Plan, pod_key: str) -> list[tuple[str, str]]:
+    """`plan --explain POD --reservations`: per reservation of the file that the pod does not
+    get, why, NodePool by NodePool (id, words): not selected by the pool's EC2NodeClass (or by
+    any: not started, ended, not active, no term matches), `reserved` not allowed, its instance
+    type or zone excluded by the pool or the pod, the pod not tolerating the pool's taints, a
+    Capacity Block in its last 40 minutes (`expiring`), or full (none free, or all held by the
+    plan's other NodeClaims). A reservation the pod's NodeClaim launched into is said so."""
+    pod = made.pods.get(pod_key)
+    if pod is None or not manifests.reservations.capacity_reservations:
+        return []
+    use = reservations_use(manifests, made)
+    uses = {u.id: u for u in use.uses}
+    unselected = dict(use.unselected)
+    pod_reqs = pod_requirements(pod, strict=True)
+    where = made.where(pod_key)
+    # The NodePools the pod could get a node from: their requirements meet the pod's and the
+    # pod tolerates their taints (what the scheduler checks before offerings).
+    pools = [
+        np
+        for np in manifests.nodepools
+        if (t := NodeClaimTemplate.from_nodepool(np)).requirements.intersects(pod_reqs) is None
+        and untolerated(t.taints, pod.spec.tolerations) is None
+    ]
+    selected: dict[str, dict[str, CapacityReservation]] = {}
+    for nc in manifests.nodeclasses:
+        name = nc.name
+        terms = nc.spec.capacity_reservation_selector_terms or []
+        selected[name] = {r.id: r for r in select(terms, manifests.reservations, EPOCH)}
+    out: list[tuple[str, str]] = []
+    for item in manifests.reservations.capacity_reservations:
+        rid = item.capacity_reservation_id
+        u = uses.get(rid)
+        if u is not None and where is not None and where in u.node_claims:
+            out.append((rid, f"the pod's NodeClaim {where} launches into it"))
+            continue
+        if rid in unselected:
+            out.append((rid, unselected[rid]))
+            continue
+        pod_cause = _requirements_exclude(pod_reqs, item.instance_type, item.availability_zone)
+        if pod_cause is not None:
+            out.append((rid, f"the pod's requirements exclude {pod_cause}"))
+            continue
+        why = [_pool_cause(np, selected.get(_class(np), {}), rid) for np in pools]
+        if any(w == "" for w in why) and u is not None:
+            said = [_full(u, where)]
+        else:
+            said = [w for w in why if w] or [
+                "no NodePool the pod can use (its requirements and tolerations) selects it"
+            ]
+        out.append((rid, "; ".join(said) or "usable by the pod"))
+    return out
+
+
+def _class(np: NodePool) -> str:
+    return np.spec.template.spec.node_class_ref.name
+
+
+def _pool_cause(np: NodePool, selected: Mapping[str, CapacityReservation], rid: str) -> str:
+    """Why NodePool `np` cannot give the pod reservation `rid` ("" when it can)."""
+    name = _class(np)
+    r = selected.get(rid)
+    if r is None:
+        return f"NodePool {np.name}: not selected by its EC2NodeClass {name}"
+    template = NodeClaimTemplate.from_nodepool(np)
+    reqs = template.requirements
+    ct = reqs.get(CAPACITY_TYPE)
+    if ct is not None and not ct.has("reserved"):
+        return f"NodePool {np.name} does not allow capacity type reserved"
+    excluded = _requirements_exclude(reqs, r.instance_type, r.zone)
+    if excluded is not None:
+        return f"NodePool {np.name} excludes {excluded}"
+    if CapacityReservationStatus.of(r, EPOCH).state == "expiring":
+        return "expiring: a Capacity Block in its last 40 minutes is not offered"
+    return ""
+
+
+def _requirements_exclude(reqs: Requirements, instance_type: str, zone: str) -> str | None:
+    for key, value, what in ((INSTANCE_TYPE, instance_type, "instance type"), (ZONE, zone, "zone")):
+        req = reqs.get(key)
+        if req is not None and not req.has(value):
+            return f"{what} {value}"
+    return None
+
+
+def _full(u: ReservationUse, where: str | None) -> str:
+    if u.available == 0:
+        return "full: no instance free"
+    if u.used >= u.available:
+        return f"full: all {u.available} held by NodeClaim(s) {', '.join(u.node_claims)}"
+    on = f" (the pod went to {where})" if where else ""
+    return f"usable by the pod: {u.available - u.used} of {u.available} left{on}"

@@ -14,6 +14,10 @@ same pure functions `plan` and `plan --explain` use; nothing is decided here:
   `MAX_EXPLAINED` pending pods (each explanation is a scheduling pass). Pods another Karpenter
   serves (EKS Auto Mode, KWOK) are not pending: they are listed apart, with who serves them.
 
+With a reservations file (`--reservations`), the notes end with each selected reservation's
+use (free, used by the plan, left: `plan`'s RESERVATIONS table) and why the others are not
+selected.
+
 Called by the CLI's `plan --report` and `demo --report` (through `report/page.py`). Pure.
 """
 
@@ -25,7 +29,7 @@ from gpucap.apis.serde import Manifests
 from gpucap.cloudprovider.aws.instance.launch import launch_filter
 from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
 from gpucap.controllers.provisioning import Plan, PlannedNodeClaim
-from gpucap.operator.plan import explain_pod
+from gpucap.operator.plan import explain_pod, reservations_use
 from gpucap.scheduling.explanation import PoolExplanation
 from gpucap.scheduling.instancetypes import Offering
 from gpucap.scheduling.requirements import Requirements
@@ -157,7 +161,24 @@ def plan_view(plan: Plan, manifests: Manifests, catalog: Catalog) -> PlanView:
         existing=dict(plan.existing),
         pending=pending,
         unexplained=max(0, len(keys) - MAX_EXPLAINED),
-        notes=list(plan.notes),
+        notes=[*plan.notes, *_reservation_notes(plan, manifests)],
         price_per_hour=round(sum(launch.price for launch in plan.launches.values()), 6),
         not_planned={k: np.reason for k, np in sorted(plan.not_planned.items())},
     )
+
+
+def _reservation_notes(plan: Plan, manifests: Manifests) -> list[str]:
+    """`plan`'s RESERVATIONS table as notes (none without reservations in the input)."""
+    if not manifests.reservations.capacity_reservations:
+        return []
+    use = reservations_use(manifests, plan)
+    out = []
+    for u in use.uses:
+        into = f" ({', '.join(u.node_claims)})" if u.node_claims else ""
+        out.append(
+            f"reservation {u.id} ({u.kind}, {u.instance_type} in {u.zone}): {u.available} "
+            f"free, {u.used} used by this plan{into}, {u.available - u.used} left; reserved "
+            "nodes are paid by the reservation, not by the hour"
+        )
+    out += [f"reservation {rid} is not selected: {why}" for rid, why in use.unselected]
+    return out

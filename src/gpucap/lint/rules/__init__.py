@@ -8,7 +8,19 @@ other rule module (an import-linter contract): what several families share is in
 from gpucap.lint.context import LintContext
 from gpucap.lint.registry import Registry, Rule
 
-from . import ami, disruption, gpu, limits, nodepool, pods, schema, sharing, spot, storage
+from . import (
+    ami,
+    disruption,
+    gpu,
+    limits,
+    nodepool,
+    pods,
+    reservations,
+    schema,
+    sharing,
+    spot,
+    storage,
+)
 
 __all__ = [
     "ALL",
@@ -18,6 +30,7 @@ __all__ = [
     "limits",
     "nodepool",
     "pods",
+    "reservations",
     "schema",
     "sharing",
     "spot",
@@ -31,6 +44,7 @@ ALL: tuple[Rule[LintContext], ...] = Registry.joined(
     limits.RULES,
     nodepool.RULES,
     pods.RULES,
+    reservations.RULES,
     schema.RULES,
     sharing.RULES,
     spot.RULES,
