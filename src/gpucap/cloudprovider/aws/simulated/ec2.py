@@ -16,19 +16,7 @@ through this store, agree: an alias resolves unless gpucap knows it cannot.
 Capacity is scripted: `set_capacity(instance_type, zone, capacity_type, available=False,
 until=...)` makes a pool refuse launches (EC2's `InsufficientInstanceCapacity`) for a window.
 
-Capacity reservations (`reservations`, a reservations file): DescribeCapacityReservations answers
-from it at the clock's time (`capacityreservation/describe.py`: a scheduled one turns active at
-its start, one with an end expires then), with the free count EC2 would report: the file's
-`AvailableInstanceCount` less the instances launched into it that are not terminated. A fleet
-whose launch template targets a reservation (`capacity-reservations-only`) launches only into
-it: `ReservationCapacityExceeded` when it has no instance free, `InsufficientInstanceCapacity`
-when it is not active or is another type or zone. An instance in a reservation is described with
-its `CapacityReservationId` while the reservation lasts (an ODCR's instances run on as on-demand
-after its end; EC2 clears the ID) and, for a Capacity Block, with the `capacity-block`
-lifecycle; EC2 takes a Capacity Block's instances back from 30 minutes before its end
-(`CAPACITY_BLOCK_RECLAIM`), and an interruptible reservation's two minutes after `reclaim`
-(`INTERRUPTIBLE_NOTICE`). `reservation_times` lists when any of that happens, for the
-simulator's timers.
+Capacity reservations: EC2's side of them is `reservations.py` (`ReservationsEC2`).
 
 CreateFleet is modelled on EC2 Fleet `instant` requests with `launch.fleet_pick`, the one model
 of the fleet's choice that `plan`'s launch column also uses: the overrides of the requested
@@ -47,7 +35,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,122 +44,37 @@ from gpucap.cloudprovider.aws.amifamily.releases import (
     RELEASE_FAMILIES,
     AMIRelease,
     coverage_end,
-    releases_for,
 )
 from gpucap.cloudprovider.aws.amifamily.resolver import (
-    AL2023_VARIANTS,
     release_version_parameter,
     ssm_parameter_name,
-)
-from gpucap.cloudprovider.aws.capacityreservation.describe import FileReservationsAPI, state_at
-from gpucap.cloudprovider.aws.capacityreservation.status import (
-    CAPACITY_BLOCK_EXPIRATION_PERIOD as CAPACITY_BLOCK_EXPIRING,
 )
 from gpucap.cloudprovider.aws.ec2.api import EC2APIError, Response
 from gpucap.cloudprovider.aws.instance.launch import FleetOverride, fleet_pick
 from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
+from gpucap.cloudprovider.aws.simulated.amis import (
+    BOTTLEROCKET,
+    PINNED_AL2,
+    PINNED_AL2023,
+    RELEASE_IMAGES,
+    WINDOWS,
+    ami_name,
+    bundled,
+    release_date,
+)
+from gpucap.cloudprovider.aws.simulated.instance import (
+    LAUNCH_LATENCY,
+    SPOT_INTERRUPTION_NOTICE,
+    TERMINATION_LATENCY,
+    SimulatedInstance,
+)
+from gpucap.cloudprovider.aws.simulated.reservations import (
+    CAPACITY_BLOCK_RECLAIM,
+    ReservationsEC2,
+)
 from gpucap.runtime.clock import Clock
 
 __all__ = ["LAUNCH_LATENCY", "SimulatedEC2", "SimulatedInstance"]
-
-# Time from CreateFleet to a running instance; EC2 typically reports 10-30 s. The node still
-# has to boot and join (the simulator's kubelet model adds that).
-LAUNCH_LATENCY = dt.timedelta(seconds=15)
-# EC2 spot: the interruption warning comes two minutes before the instance is reclaimed.
-SPOT_INTERRUPTION_NOTICE = dt.timedelta(minutes=2)
-TERMINATION_LATENCY = dt.timedelta(seconds=30)
-# The (arch, Karpenter variant) images of each family's release that an alias reads (AL2's
-# x86_64 GPU AMI serves nvidia and neuron: its parameter is the one for nvidia).
-_RELEASE_IMAGES = {
-    "al2023": tuple((arch, v) for arch, variants in AL2023_VARIANTS.items() for v in variants),
-    "al2": (("x86_64", "standard"), ("arm64", "standard"), ("x86_64", "nvidia")),
-}
-_EKS = "/aws/service/eks/optimized-ami"
-# Parameters gpucap has no data on (see `SimulatedEC2._stand_in`).
-_PINNED_AL2023 = re.compile(
-    rf"^{_EKS}/(?P<k8s>\d+\.\d+)/amazon-linux-2023/(?P<arch>x86_64|arm64)/"
-    r"(?P<variant>standard|nvidia|neuron)/amazon-eks-node-al2023-(?P=arch)-(?P=variant)-"
-    r"(?P=k8s)-(?P<version>v\d{8})/image_id$",
-    re.ASCII,
-)
-_PINNED_AL2 = re.compile(
-    rf"^{_EKS}/(?P<k8s>\d+\.\d+)/amazon-linux-2(?:|-arm64|-gpu)/"
-    r"amazon-eks-(?:arm64-|gpu-)?node-(?P=k8s)-(?P<version>v\d{8})/image_id$",
-    re.ASCII,
-)
-_BOTTLEROCKET = re.compile(
-    r"^/aws/service/bottlerocket/aws-k8s-(?P<k8s>\d+\.\d+)(?:-nvidia)?/(?P<arch>x86_64|arm64)/"
-    r"[^/]+/image_id$",
-    re.ASCII,
-)
-_WINDOWS = re.compile(
-    r"^/aws/service/ami-windows-latest/Windows_Server-\d{4}-English-Core-EKS_Optimized-"
-    r"\d+\.\d+/image_id$",
-    re.ASCII,
-)
-
-
-# EC2 starts terminating a Capacity Block's instances this long before its end (the EC2 user
-# guide, "Capacity Blocks"; 60 minutes for UltraServer types, not modelled).
-CAPACITY_BLOCK_RECLAIM = dt.timedelta(minutes=30)
-# An interruptible reservation's owner reclaims it: its instances get this warning first (the
-# EC2 user guide, "interruptible Capacity Reservations").
-INTERRUPTIBLE_NOTICE = dt.timedelta(minutes=2)
-
-
-@dataclass(slots=True)
-class SimulatedInstance:
-    instance_id: str
-    instance_type: str
-    zone: str
-    subnet_id: str
-    image_id: str
-    capacity_type: str
-    price: float
-    launched_at: dt.datetime
-    tags: dict[str, str]
-    terminated_at: dt.datetime | None = None
-    interrupted_at: dt.datetime | None = None
-    # The capacity reservation it runs in, and until when EC2 describes it there (None: the
-    # reservation has no end); `reservation_type` "default" | "capacity-block".
-    reservation_id: str = ""
-    reservation_type: str = ""
-    interruptible: bool = False
-    reservation_until: dt.datetime | None = None
-    # When EC2 takes it back by itself (a Capacity Block's end, a reclaimed interruptible
-    # reservation); None: never.
-    reclaim_at: dt.datetime | None = None
-
-    def in_reservation(self, now: dt.datetime) -> bool:
-        """Whether EC2 describes it in its reservation at `now`."""
-        return bool(self.reservation_id) and (
-            self.reservation_until is None or now < self.reservation_until
-        )
-
-    def advance(self, now: dt.datetime) -> str:
-        """Bring the instance to `now` and return its EC2 state: an interrupted spot instance
-        is reclaimed (its `terminated_at` set) when the two-minute notice runs out, which is why
-        this is not a pure read. Called by the simulated EC2 API's describe and fleet paths."""
-        if (
-            self.interrupted_at is not None
-            and now >= self.interrupted_at + SPOT_INTERRUPTION_NOTICE
-        ):
-            # EC2 reclaims the instance when the two-minute notice runs out.
-            end = self.interrupted_at + SPOT_INTERRUPTION_NOTICE
-            if self.terminated_at is None or self.terminated_at > end:
-                self.terminated_at = end
-        reclaim = self.reclaim_at
-        if (
-            reclaim is not None
-            and now >= reclaim
-            and (self.terminated_at is None or self.terminated_at > reclaim)
-        ):
-            self.terminated_at = reclaim
-        if self.terminated_at is not None:
-            return (
-                "terminated" if now >= self.terminated_at + TERMINATION_LATENCY else "shutting-down"
-            )
-        return "running" if now >= self.launched_at + LAUNCH_LATENCY else "pending"
 
 
 @dataclass(slots=True)
@@ -182,7 +84,7 @@ class _Window:
 
 
 @dataclass(slots=True)
-class SimulatedEC2:
+class SimulatedEC2(ReservationsEC2):
     """An in-memory EC2 + SSM over a catalog (see the module docstring)."""
 
     catalog: Catalog
@@ -343,8 +245,8 @@ class SimulatedEC2:
         k8s = kubernetes_version
         for family in RELEASE_FAMILIES:
             newest: dict[tuple[str, str], AMIRelease] = {}
-            for release in reversed(_bundled(k8s, family)):
-                for arch, variant in _RELEASE_IMAGES[family]:
+            for release in reversed(bundled(k8s, family)):
+                for arch, variant in RELEASE_IMAGES[family]:
                     if not release.has(k8s, family, arch, variant):
                         continue
                     self._publish_image(
@@ -359,7 +261,7 @@ class SimulatedEC2:
                     ):
                         newest[(arch, variant)] = release
             for (arch, variant), release in newest.items():
-                name = _ami_name(family, k8s, arch, variant, release.version)
+                name = ami_name(family, k8s, arch, variant, release.version)
                 latest = ssm_parameter_name(f"{family}@latest", k8s, arch, variant)
                 self.parameters[latest] = self.image_id_for(name)
                 self.parameters[release_version_parameter(k8s, family, arch, variant)] = (
@@ -373,12 +275,12 @@ class SimulatedEC2:
         `amiReleases`). A release the bundled list does not have gets an image and a pinned
         parameter per arch x variant, dated by its version (`vYYYYMMDD`)."""
         k8s = kubernetes_version
-        if version in {r.version for r in _bundled(k8s, "al2023")}:
+        if version in {r.version for r in bundled(k8s, "al2023")}:
             self.publish_amis(k8s, recommended=version)
             return
         digits = version.removeprefix("v")
         created = f"{digits[:4]}-{digits[4:6]}-{digits[6:8]}"
-        for arch, variant in _RELEASE_IMAGES["al2023"]:
+        for arch, variant in RELEASE_IMAGES["al2023"]:
             image_id = self._publish_image("al2023", k8s, (arch, variant), version, created=created)
             self.parameters[ssm_parameter_name("al2023@latest", k8s, arch, variant)] = image_id
             self.parameters[release_version_parameter(k8s, "al2023", arch, variant)] = (
@@ -392,7 +294,7 @@ class SimulatedEC2:
         """Register one EKS AMI (arch, variant) of a release (once) and its pinned SSM
         parameter; its image ID. `created`: the release's date, `YYYY-MM-DD`."""
         arch, variant = image
-        name = _ami_name(family, k8s, arch, variant, version)
+        name = ami_name(family, k8s, arch, variant, version)
         image_id = self.image_id_for(name)
         if image_id not in self.images:
             self.register_image(
@@ -408,21 +310,21 @@ class SimulatedEC2:
         release for its Kubernetes minor). A release within the list's dates that it does not
         have, and anything else, stays missing. Whether it published."""
         end = coverage_end()
-        for family, pattern in (("al2023", _PINNED_AL2023), ("al2", _PINNED_AL2)):
+        for family, pattern in (("al2023", PINNED_AL2023), ("al2", PINNED_AL2)):
             match = pattern.match(name)
             if match is None:
                 continue
-            created = _release_date(match["version"])
+            created = release_date(match["version"])
             if created is None or created <= end:
                 return False
-            for image in _RELEASE_IMAGES[family]:
+            for image in RELEASE_IMAGES[family]:
                 self._publish_image(
                     family, match["k8s"], image, match["version"], created=created.isoformat()
                 )
             return name in self.parameters
-        match = _BOTTLEROCKET.match(name)
+        match = BOTTLEROCKET.match(name)
         arch = match["arch"] if match is not None else "x86_64"
-        if match is None and _WINDOWS.match(name) is None:
+        if match is None and WINDOWS.match(name) is None:
             return False
         # The image is named after its parameter, so each parameter has its own, stable one.
         image_name = "gpucap-stand-in" + name.removesuffix("/image_id").replace("/", "-")
@@ -546,102 +448,6 @@ class SimulatedEC2:
     @staticmethod
     def subnet_for(zone: str) -> str:
         return "subnet-" + hashlib.sha256(zone.encode()).hexdigest()[:17]
-
-    def describe_capacity_reservations(self, **kwargs: Any) -> Response:
-        """EC2's answer from `reservations` at the clock's time (capacityreservation/describe),
-        each with the free count it has now (`reservation_available`)."""
-        self.calls.append("DescribeCapacityReservations")
-        live = Reservations(
-            capacity_reservations=tuple(
-                item.model_copy(
-                    update={"available_instance_count": self.reservation_available(item)}
-                )
-                for item in self.reservations.capacity_reservations
-            )
-        )
-        api = FileReservationsAPI(live, self.clock)
-        return api.describe_capacity_reservations(**kwargs)
-
-    # ---- capacity reservations -----------------------------------------------------------------
-    def _reservation(self, reservation_id: str) -> CapacityReservationItem | None:
-        return next(
-            (
-                r
-                for r in self.reservations.capacity_reservations
-                if r.capacity_reservation_id == reservation_id
-            ),
-            None,
-        )
-
-    def reservation_available(self, item: CapacityReservationItem) -> int:
-        """The instances `item` has free now: the file's count less the instances launched
-        into it that EC2 has not terminated (a reclaimed interruptible reservation: none)."""
-        if item.capacity_reservation_id in self._reclaimed:
-            return 0
-        now = self.clock.now()
-        used = sum(
-            1
-            for inst in self.instances.values()
-            if inst.reservation_id == item.capacity_reservation_id
-            and inst.advance(now) not in ("terminated", "shutting-down")
-        )
-        return max(0, item.available_instance_count - used)
-
-    def reservation_state(self, item: CapacityReservationItem) -> str:
-        """EC2's state of `item` now (`describe.state_at`)."""
-        return state_at(item, self.clock.now())
-
-    def reclaim(self, reservation_id: str) -> dt.datetime:
-        """The owner of an interruptible reservation takes it back: its instances get the
-        two-minute warning and are terminated then, and it has no instance free from now on.
-        Returns when the instances go. Called by a scenario's `reclaim` event."""
-        item = self._reservation(reservation_id)
-        if item is None:
-            raise EC2APIError(
-                "InvalidCapacityReservationId.NotFound",
-                f"The capacity reservation ID '{reservation_id}' does not exist",
-            )
-        if not item.interruptible:
-            raise EC2APIError(
-                "InvalidParameterValue", f"{reservation_id} is not an interruptible reservation"
-            )
-        now = self.clock.now()
-        self._reclaimed[reservation_id] = now
-        end = now + INTERRUPTIBLE_NOTICE
-        for inst in self.instances.values():
-            if inst.reservation_id == reservation_id and inst.terminated_at is None:
-                inst.reclaim_at = end
-                self._touch(inst.instance_id)
-        self._changed("reservations")
-        return end
-
-    def reservation_interruptions(self) -> list[tuple[str, dt.datetime]]:
-        """Instances of reclaimed interruptible reservations under their warning and not yet
-        gone: (id, when EC2 takes them)."""
-        now = self.clock.now()
-        return [
-            (i.instance_id, i.reclaim_at)
-            for i in sorted(self.instances.values(), key=lambda i: i.instance_id)
-            if i.reservation_id in self._reclaimed
-            and i.reclaim_at is not None
-            and i.advance(now) not in ("terminated", "shutting-down")
-        ]
-
-    def reservation_times(self) -> list[dt.datetime]:
-        """Every time after now at which a reservation changes by itself (a start, an end, a
-        Capacity Block's reclaim 30 minutes before its end, a Capacity Block's 40-minute
-        `expiring` mark Karpenter reads): the simulator sets a timer for each (`ended`)."""
-        now = self.clock.now()
-        out: set[dt.datetime] = set()
-        for r in self.reservations.capacity_reservations:
-            for t in (r.start_date, r.end_date):
-                if t is not None and t > now:
-                    out.add(t)
-            if r.reservation_type == "capacity-block" and r.end_date is not None:
-                for lead in (CAPACITY_BLOCK_RECLAIM, CAPACITY_BLOCK_EXPIRING):
-                    if r.end_date - lead > now:
-                        out.add(r.end_date - lead)
-        return sorted(out)
 
     def describe_security_groups(self, **kwargs: Any) -> Response:
         self.calls.append("DescribeSecurityGroups")
@@ -824,49 +630,6 @@ class SimulatedEC2:
                 }
             ]
         return response
-
-    def _target_reservation(self, config: Mapping[str, Any]) -> CapacityReservationItem | None:
-        """The reservation a launch template config's template targets (preference
-        `capacity-reservations-only`), None for an ordinary one; an ID the account does not
-        have is EC2's error."""
-        spec = config.get("LaunchTemplateSpecification") or {}
-        data = self.template_data.get(spec.get("LaunchTemplateName", ""), {})
-        crs = data.get("CapacityReservationSpecification") or {}
-        if crs.get("CapacityReservationPreference") != "capacity-reservations-only":
-            return None
-        rid = (crs.get("CapacityReservationTarget") or {}).get("CapacityReservationId", "")
-        item = self._reservation(rid)
-        if item is None:
-            raise EC2APIError(
-                "InvalidCapacityReservationId.NotFound",
-                f"The capacity reservation ID '{rid}' does not exist",
-                operation="CreateFleet",
-            )
-        return item
-
-    def _reservation_refusal(
-        self, item: CapacityReservationItem, instance_type: str, zone: str
-    ) -> tuple[str, str] | None:
-        """Why EC2 cannot launch `instance_type` in `zone` into `item` now (error code and
-        message), None when it can."""
-        rid = item.capacity_reservation_id
-        if (item.instance_type, item.availability_zone) != (instance_type, zone):
-            return (
-                "InsufficientInstanceCapacity",
-                f"The capacity reservation {rid} is for {item.instance_type} in "
-                f"{item.availability_zone}.",
-            )
-        if self.reservation_state(item) != "active" or rid in self._reclaimed:
-            return (
-                "InsufficientInstanceCapacity",
-                f"The capacity reservation {rid} is not active.",
-            )
-        if self.reservation_available(item) <= 0:
-            return (
-                "ReservationCapacityExceeded",
-                f"The capacity reservation {rid} has no available capacity.",
-            )
-        return None
 
     def _prices(self, capacity_type: str) -> dict[tuple[str, str], float]:
         """The catalog's price per (type, zone) for `capacity_type`. Built once per capacity
@@ -1148,33 +911,6 @@ class SimulatedEC2:
                 json.dumps(_price_list_entry(info.name, self.catalog.region, price), sort_keys=True)
             )
         return {"PriceList": out}
-
-
-def _bundled(k8s: str, family: str) -> tuple[AMIRelease, ...]:
-    """The bundled releases with an image of `family` for Kubernetes `k8s`, newest first."""
-    by_version = {
-        r.version: r
-        for arch in ("x86_64", "arm64")
-        for r in releases_for(k8s, family, arch, include_abandoned=True)
-    }
-    return tuple(sorted(by_version.values(), key=lambda r: r.date, reverse=True))
-
-
-def _ami_name(family: str, k8s: str, arch: str, variant: str, version: str) -> str:
-    """The EKS AMI name of a release's image, as Karpenter's pinned alias names it."""
-    if family == "al2023":
-        return f"amazon-eks-node-al2023-{arch}-{variant}-{k8s}-{version}"
-    if variant != "standard":
-        return f"amazon-eks-gpu-node-{k8s}-{version}"
-    return f"amazon-eks-{'arm64-' if arch == 'arm64' else ''}node-{k8s}-{version}"
-
-
-def _release_date(version: str) -> dt.date | None:
-    """The date in a release version (`v20261001`), None when it is not a real date."""
-    try:
-        return dt.date(int(version[1:5]), int(version[5:7]), int(version[7:9]))
-    except ValueError:
-        return None
 
 
 def _tags_for(specs: Iterable[Mapping[str, Any]], resource: str) -> dict[str, str]:
