@@ -165,9 +165,9 @@ BAD_CASES = {
     "unknown-event-kind-far": "events[0].reboot: unknown event kind 'reboot'; an event has 'at' "
     "and one of apply, scale, delete, capacity, interrupt, amiRelease",
     "two-actions": "events[0]: an event needs exactly one action of apply, scale, delete, "
-    "capacity, interrupt, amiRelease; found 2",
+    "capacity, interrupt, amiRelease, reclaim; found 2",
     "no-action": "events[0]: an event needs exactly one action of apply, scale, delete, "
-    "capacity, interrupt, amiRelease; found 0",
+    "capacity, interrupt, amiRelease, reclaim; found 0",
     "bad-at": "events[0].at: '5 minutes': unknown unit ' minutes' (ns, us, ms, s, m or h)",
     "bad-for": "events[0].capacity.for: '30mins': unknown unit 'mins' (ns, us, ms, s, m or h)",
     "bad-duration": "duration: '2 hours': unknown unit ' hours' (ns, us, ms, s, m or h)",

@@ -4,7 +4,10 @@ A scenario names the manifests applied at t=0, optional image sizes for the cold
 optional AMI releases, add-ons installed outside the manifests (`addons`: the NVIDIA device
 plugin or the GPU Operator, as Helm installs them), cold-start timing overrides (`timings`), and
 timed events, each with exactly one action (apply, scale, delete, capacity, interrupt,
-amiRelease). Times are Go durations (`5m`, `1h30m`). This module parses, and
+amiRelease, reclaim). `reservations` names the account's capacity reservations (a file shaped
+like EC2's DescribeCapacityReservations answer, or that document inline) and `start` the
+simulated clock's start (RFC 3339), so that reservations' real dates can be run. Times are Go
+durations (`5m`, `1h30m`). This module parses, and
 `apis/validation.py` checks what needs nothing else; the simulator's loader
 (`sim/scenario.py`) checks the rest against the catalog and the files and resolves it.
 """
@@ -27,9 +30,9 @@ __all__ = [
     "ScenarioEvent",
 ]
 
-EVENT_ACTIONS = ("apply", "scale", "delete", "capacity", "interrupt", "ami_release")
+EVENT_ACTIONS = ("apply", "scale", "delete", "capacity", "interrupt", "ami_release", "reclaim")
 # The actions as the YAML spells them (event "kinds").
-EVENT_KINDS = ("apply", "scale", "delete", "capacity", "interrupt", "amiRelease")
+EVENT_KINDS = ("apply", "scale", "delete", "capacity", "interrupt", "amiRelease", "reclaim")
 # What `spec.addons[].name` may name.
 ADDON_NAMES = ("nvidia-device-plugin", "gpu-operator")
 # The longest scenario gpucap runs: 30 days. A month is the longest horizon anyone plans a GPU
@@ -78,6 +81,11 @@ class AMIReleaseAction(KarpenterModel):
     version: StrictStr
 
 
+class ReclaimAction(KarpenterModel):
+    # The interruptible capacity reservation its owner takes back (`cr-...`).
+    reservation: StrictStr
+
+
 class ScenarioEvent(KarpenterModel):
     at: StrictStr
     apply: ApplyAction | None = None
@@ -86,6 +94,7 @@ class ScenarioEvent(KarpenterModel):
     capacity: CapacityAction | None = None
     interrupt: InterruptAction | None = None
     ami_release: AMIReleaseAction | None = None
+    reclaim: ReclaimAction | None = None
 
     @property
     def actions(self) -> list[str]:
@@ -113,6 +122,11 @@ class ScenarioSpec(KarpenterModel):
     addons: list[AddonSpec] = Field(default_factory=list)
     timings: dict[StrictStr, StrictStr] = Field(default_factory=dict)
     events: list[ScenarioEvent] = Field(default_factory=list)
+    # The simulated clock's start (RFC 3339); None: `runtime/clock.py` EPOCH.
+    start: StrictStr | None = None
+    # Capacity reservations: a file (relative to the scenario) or the document inline
+    # (`{CapacityReservations: [...]}`); checked by the loader (`sim/scenario.py`).
+    reservations: StrictStr | dict[str, Any] | None = None
 
 
 class Scenario(KarpenterModel):

@@ -774,7 +774,7 @@ def _scenario_event(e: Any, p: Path, duration: str, total: float | None) -> Foun
         yield Violation(
             p,
             "an event needs exactly one action of apply, scale, delete, capacity, interrupt, "
-            f"amiRelease; found {len(actions)}",
+            f"amiRelease, reclaim; found {len(actions)}",
         )
     if e.apply is not None and (e.apply.file is None) == (e.apply.manifest is None):
         yield Violation((*p, "apply"), "set exactly one of 'file' and 'manifest'")

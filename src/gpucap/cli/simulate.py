@@ -25,6 +25,7 @@ names): refused in one line before anything is written, rather than overwriting 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import sys
@@ -41,6 +42,7 @@ from rich.live import Live
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
+from gpucap.apis.capacityreservation import load_reservations
 from gpucap.apis.reading import os_reason
 from gpucap.cli import loading, terminals
 from gpucap.cli.catalogs import catalog_from_options
@@ -50,6 +52,7 @@ from gpucap.cli.options import (
     OutputOption,
     PricesOption,
     ReportOption,
+    ReservationsOption,
     ZonesOption,
     check_output,
     kubernetes_minor,
@@ -114,6 +117,7 @@ class SimulateOptions:
     kubernetes_version: str | None = None  # likewise with spec.kubernetesVersion
     report: str | None = None  # an HTML file (`--report`)
     fail_on_pending: bool = False  # exit 1 when pods are pending at the end or never Ready
+    reservations: str | None = None  # a reservations file; replaces spec.reservations
 
 
 def _check_usage(opts: SimulateOptions) -> None:
@@ -169,7 +173,12 @@ def _load(
 
     # A ScenarioError (an InputError) is one line naming file and field: the app's boundary
     # prints it (cli/app.py).
-    scenario = load_scenario(opts.scenario, catalog)
+    # `--reservations`, read as `plan --reservations` reads it, stands in for the scenario's
+    # spec.reservations.
+    given = None if opts.reservations is None else load_reservations(opts.reservations)
+    scenario = load_scenario(opts.scenario, catalog, reservations=given)
+    if opts.reservations is not None:
+        scenario = dataclasses.replace(scenario, inputs=(*scenario.inputs, opts.reservations))
     for warning in scenario.warnings:
         err.line(f"warning: {warning}", style="yellow")
     wanted = opts.kubernetes_version
@@ -522,6 +531,7 @@ def simulate(  # noqa: PLR0917 - typer maps parameters to options
     catalog: CatalogOption = None,
     prices: PricesOption = None,
     report: ReportOption = None,
+    reservations: ReservationsOption = None,
     fail_on_pending: Annotated[
         bool,
         typer.Option(
@@ -563,6 +573,7 @@ def simulate(  # noqa: PLR0917 - typer maps parameters to options
             kubernetes_version=kubernetes_version,
             report=report,
             fail_on_pending=fail_on_pending,
+            reservations=reservations,
         ),
         catalog_for=lambda r: catalog_from_options(
             r, zones, catalog, prices, where=f"{scenario[0]}: spec.region"

@@ -65,7 +65,7 @@ from gpucap.controllers.interruption import Interruption
 from gpucap.controllers.nodeclaim.conditions import INITIALIZED, is_true
 from gpucap.controllers.nodeclaim.lifecycle import Lifecycle, LifecycleResult
 from gpucap.controllers.nodeclaim.termination import TerminationResult
-from gpucap.runtime.clock import EPOCH, Clock
+from gpucap.runtime.clock import Clock
 from gpucap.sim.bus import (
     GPU_KEYS,
     PRIORITY_CONTROLLER,
@@ -193,6 +193,14 @@ class NodeClaimEvents:
             priority=PRIORITY_CONTROLLER,
             label=f"nodeclaim {name}",
         )
+
+    def reconcile_claim(self, name: str) -> None:
+        """Reconcile NodeClaim `name` now (a controller deleted it) and tell what followed."""
+        self._reconcile_claim(name)
+
+    def terminated(self, name: str, result: TerminationResult) -> None:
+        """What a termination pass of NodeClaim `name` did, told (evictions, removal)."""
+        self._terminated(name, result)
 
     def _reconcile_claim(self, name: str) -> None:
         self._claim_timers.pop(name, None)
@@ -369,7 +377,7 @@ class NodeClaimEvents:
         at = self.expiration.expires_at(claim)
         if at is None:
             return
-        t = (at - EPOCH).total_seconds()
+        t = (at - self.engine.clock_at(0.0)).total_seconds()
         if t <= self.until:
             self.engine.at(
                 max(t, self.bus.now),

@@ -6,7 +6,10 @@ field errors are the loader's. Then what needs more than the document is checked
 the manifest files it names (relative to the scenario file, loaded exactly as `plan` loads
 files, under one input budget), capacity events against the catalog, scale/delete events
 against the objects applied before them (spec.manifests, then apply events in time order), the
-NodeClaim names of interrupt events, `timings` keys and values, `addons`.
+NodeClaim names of interrupt events, `timings` keys and values, `addons`, `start` (an RFC 3339
+time), `reservations` (a DescribeCapacityReservations document, a file relative to the scenario
+or inline, read by `apis/capacityreservation.py`) and the reservations `reclaim` events name
+(an interruptible one that the reservations hold).
 
 Any problem is a `ScenarioError`: one line naming the scenario file and the field, with the
 event's index (`basic.yaml: events[3].capacity.instanceType: 'g9.huge' is not in the catalog
@@ -30,6 +33,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from gpucap.apis.apirules import dns1123_subdomain_problem
+from gpucap.apis.capacityreservation import Reservations, load_reservations, parse_reservations
 from gpucap.apis.duration import DurationError, format_seconds, parse_go_duration
 from gpucap.apis.errors import FieldPath, closest_name, format_path
 from gpucap.apis.limits import Budget, InputLimitError
@@ -48,6 +52,8 @@ from gpucap.apis.yamltext import documents
 from gpucap.cloudprovider.aws.coldstart import TIMING_FIELDS, TIMING_KEYS
 from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
 from gpucap.cloudprovider.aws.instancetype.resolve import offered_zones
+from gpucap.runtime.clock import EPOCH
+from gpucap.runtime.rfc3339 import parse_rfc3339
 from gpucap.sim.kubelet import Addon
 
 __all__ = [
@@ -106,7 +112,7 @@ class ScenarioAction:
 
     index: int
     t: float
-    kind: str  # "apply" | "scale" | "delete" | "capacity" | "interrupt" | "amiRelease"
+    kind: str  # "apply" | "scale" | "delete" | "capacity" | "interrupt" | "amiRelease" | "reclaim"
     documents: tuple[dict[str, Any], ...] = ()  # apply: the documents as written
     source: str = ""  # apply: the file, or "<scenario>:events[i].apply.manifest"
     ref: tuple[str, str, str] | None = None  # scale/delete: (kind, namespace or "", name)
@@ -114,6 +120,7 @@ class ScenarioAction:
     capacity: CapacityAction | None = None
     interrupt_node_claim: str | None = None
     ami_release: tuple[str, str] | None = None  # (kubernetesVersion, version)
+    reclaim_reservation: str | None = None  # reclaim: the reservation's id
     # apply: the documents loaded and validated (the later of an object twice), as `plan` loads
     # them; not in SIM-INTERFACES, added because the world applies objects, not dicts.
     manifests: tuple[Manifest, ...] = ()
@@ -141,15 +148,22 @@ class LoadedScenario:
     # Every file the scenario read (itself first), so that the CLI can refuse to write an
     # output over one of them (`--events`, `--report`). Not in SIM-INTERFACES.
     inputs: tuple[str, ...] = ()
+    # `spec.start`: the simulated clock's start (EPOCH unless given).
+    start: dt.datetime = EPOCH
+    # `spec.reservations`: the account's capacity reservations; None when the scenario has none.
+    reservations: Reservations | None = None
 
 
 CatalogSource = Catalog | Callable[[str], Catalog]
 
 
-def load_scenario(path: str, catalog: CatalogSource) -> LoadedScenario:
+def load_scenario(
+    path: str, catalog: CatalogSource, *, reservations: Reservations | None = None
+) -> LoadedScenario:
     """Load and check the scenario at `path`. `catalog` is the region's catalog, or a function
-    from the scenario's region to it (so the caller need not read the region first)."""
-    return _Loader(path).load(catalog)
+    from the scenario's region to it (so the caller need not read the region first).
+    `reservations` (`simulate --reservations`) replace the scenario's `spec.reservations`."""
+    return _Loader(path, reservations).load(catalog)
 
 
 # ---- the loader -------------------------------------------------------------------------------
@@ -159,8 +173,9 @@ _AMI_VERSION = re.compile(r"v[0-9]{8}")
 
 
 class _Loader:
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, reservations: Reservations | None = None) -> None:
         self.path = path
+        self.given_reservations = reservations
         self.first_apply: dict[_REF, ScenarioAction] = {}
         self.warnings: list[str] = []
         self.inputs: list[str] = [path]
@@ -204,6 +219,13 @@ class _Loader:
         ]
         actions = [a for a in gathered if a is not None]
         actions.sort(key=lambda a: (a.t, a.index))
+        start = self._gather(lambda: self.start(sc))
+        reservations = self._gather(lambda: self.reservations(sc))
+        if reservations is not None or s.reservations is None:
+            # (a file that did not load says so once; its ids are not then unknown too)
+            for a in actions:
+                if a.reclaim_reservation is not None:
+                    self._gather(functools.partial(self.check_reclaim, a, reservations))
         if not self.problems:
             # Only over a whole scenario: a file that did not load would make its objects look
             # never applied.
@@ -236,7 +258,62 @@ class _Loader:
             timings=timings,
             warnings=tuple(self.warnings),
             inputs=tuple(self.inputs),
+            start=start or EPOCH,
+            reservations=reservations,
         )
+
+    # -- time and reservations
+    def start(self, sc: Scenario) -> dt.datetime:
+        """`spec.start`: an RFC 3339 time with a zone, in UTC."""
+        text = sc.spec.start
+        if text is None:
+            return EPOCH
+        try:
+            when = parse_rfc3339(text)
+        except ValueError:
+            raise self.fail(
+                ("start",), f"{text!r} is not an RFC 3339 time (e.g. 2026-03-01T00:00:00Z)"
+            ) from None
+        if when.tzinfo is None:
+            raise self.fail(("start",), f"{text!r} has no zone: add Z (UTC) or an offset")
+        return when.astimezone(dt.timezone.utc)
+
+    def reservations(self, sc: Scenario) -> Reservations | None:
+        """`spec.reservations`: the file (relative to the scenario) or the inline document,
+        read as `plan --reservations` reads a file; its errors are this field's."""
+        if self.given_reservations is not None:
+            return self.given_reservations
+        given = sc.spec.reservations
+        if given is None:
+            return None
+        try:
+            if isinstance(given, str):
+                target = given if os.path.isabs(given) else str(self.base / given)
+                self.inputs.append(target)
+                return load_reservations(target)
+            return parse_reservations(given, source=f"{self.path}:reservations")
+        except InputError as err:
+            raise self.fail(("reservations",), str(err)) from None
+
+    def check_reclaim(self, action: ScenarioAction, reservations: Reservations | None) -> None:
+        """A `reclaim` event names an interruptible reservation of `spec.reservations`."""
+        rid = action.reclaim_reservation
+        field = ("events", action.index, "reclaim", "reservation")
+        known = reservations.by_id() if reservations is not None else {}
+        item = known.get(rid or "")
+        if item is None:
+            hint = closest_name(rid or "", sorted(known))
+            raise self.fail(
+                field,
+                f"{rid!r} is not among spec.reservations"
+                + (f" (did you mean {hint!r}?)" if hint else ""),
+            )
+        if not item.interruptible:
+            raise self.fail(
+                field,
+                f"{rid} is not an interruptible reservation (Interruptible: true); only those "
+                "can be reclaimed by their owner",
+            )
 
     def document(self) -> Scenario:
         text = read_path(self.path, self.budget)  # InputError names the file
@@ -377,6 +454,8 @@ class _Loader:
             if problem is not None:
                 raise self.fail((*at, "interrupt", "nodeClaim"), f"not a NodeClaim name: {problem}")
             return ScenarioAction(i, t, kind, interrupt_node_claim=name)
+        if e.reclaim is not None:
+            return ScenarioAction(i, t, kind, reclaim_reservation=e.reclaim.reservation)
         assert e.ami_release is not None
         r = e.ami_release
         if not _K8S_VERSION.fullmatch(r.kubernetes_version):

@@ -76,6 +76,7 @@ from gpucap.sim.nodeclaims import NodeClaimEvents
 from gpucap.sim.nodes import NODE_MONITOR_GRACE_S, Kubelet
 from gpucap.sim.podcontroller import POD_RETRY_SECONDS, PodController
 from gpucap.sim.recorder import Event, Recorder
+from gpucap.sim.reservations import ReservationActor, reservation_summary
 from gpucap.sim.scenario import LoadedScenario, ScenarioAction, ScenarioError
 from gpucap.sim.summary import summarize
 from gpucap.state.cluster import Cluster
@@ -113,7 +114,7 @@ class World:
     ) -> None:
         self.scenario = scenario
         self.catalog = catalog
-        self.clock = FakeClock()
+        self.clock = FakeClock(scenario.start)
         self.engine = Engine(self.clock, seed=scenario.seed)
         self.recorder = Recorder(sink=sink)
         self.bus = Bus(self.engine, self.recorder)
@@ -136,6 +137,7 @@ class World:
             nodepools=self.cluster.nodepools,
             kubernetes_version=scenario.kubernetes_version,
             ami_releases=scenario.ami_releases,
+            reservations=scenario.reservations,
         )
         self.ec2 = stack.ec2
         self.aws = stack.aws
@@ -154,7 +156,12 @@ class World:
         self.lifecycle = Lifecycle(
             self.cluster, self.cloud, self.clock, termination=self.termination
         )
-        self.interruption = Interruption(self.cluster, self.termination, marker=self.aws)
+        self.interruption = Interruption(
+            self.cluster,
+            self.termination,
+            marker=self.aws,
+            reservations=self.aws.capacity_reservations,
+        )
         self.pod_events = PodEvents(self.cluster, self.clock)
         self.expiration = Expiration(self.cluster, self.termination, self.clock)
         self.drift = DriftDetection(self.cluster, self.cloud, self.clock)
@@ -213,6 +220,24 @@ class World:
             catalog=catalog,
             nodeclasses=self.nodeclasses,
         )
+        # Capacity reservations on the clock and Karpenter's controllers for them; only when
+        # the scenario has reservations (`sim/reservations.py`).
+        self.reservations: ReservationActor | None = None
+        if scenario.reservations is not None and scenario.reservations.capacity_reservations:
+            self.reservations = ReservationActor(
+                self.bus,
+                self.cluster,
+                self.ec2,
+                cloud=self.cloud,
+                provider=self.aws.capacity_reservations,
+                termination=self.termination,
+                interruption=self.interruption,
+                clock=self.clock,
+                until=scenario.duration,
+                terminated=self.claim_events.terminated,
+                reconcile_claim=self.claim_events.reconcile_claim,
+                reclaimed=self.kubelet.reclaimed,
+            )
         self._wire()
 
     def _wire(self) -> None:
@@ -260,6 +285,8 @@ class World:
         self.engine.every(self.cadence.disruption_loop, priority=PRIORITY_CONTROLLER + 1)
         self.engine.every(self.cadence.drift_loop, priority=PRIORITY_CONTROLLER + 2)
         self.engine.every(self.cadence.collection_loop, priority=PRIORITY_CONTROLLER + 3)
+        if self.reservations is not None:
+            self.reservations.start()
         # The run makes almost no cyclic garbage (the 24-hour bench day with consolidation
         # leaves ~900 objects in cycles) while the heap it keeps (catalog, cluster state, the
         # event log) grows: the collector's full passes over it were ~7% of that run. Paused
@@ -268,7 +295,12 @@ class World:
             self.engine.run(self.scenario.duration, on_step=on_step)
         end = self.scenario.duration
         events = list(self.recorder.events)
-        return SimulationResult(events, summarize(events, end=end), end)
+        summary = summarize(events, end=end)
+        if self.reservations is not None:
+            summary["reservations"] = reservation_summary(
+                self.ec2, events, start=self.scenario.start, end=end
+            )
+        return SimulationResult(events, summary, end, self.scenario.start)
 
     @property
     def now(self) -> float:
@@ -326,6 +358,9 @@ class World:
             self._capacity(action)
         elif action.kind == "interrupt" and action.interrupt_node_claim is not None:
             self._interrupt(action.index, action.interrupt_node_claim)
+        elif action.kind == "reclaim" and action.reclaim_reservation is not None:
+            if self.reservations is not None:
+                self.reservations.reclaim(action.index, action.reclaim_reservation)
         elif action.kind == "amiRelease" and action.ami_release is not None:
             k8s, version = action.ami_release
             self.emit(

@@ -177,6 +177,7 @@ class AWSCloudProvider:
             self.instances,
             self.unavailable,
             self.instance_types_for,
+            reservation_ids=lambda nc: frozenset(r.id for r in self.reservations_for(nc)),
         )
 
     def name(self) -> str:

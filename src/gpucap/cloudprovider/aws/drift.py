@@ -96,6 +96,9 @@ class Drift:
             frozenset[str],
         ],
     ] = field(default_factory=dict)
+    # The IDs of the reservations a class selects now (its `status.capacityReservations`);
+    # None: reservations are not modelled by this stack.
+    reservation_ids: Callable[[EC2NodeClass], frozenset[str]] | None = None
 
     def is_drifted(self, node_claim: NodeClaim, nodeclass: EC2NodeClass) -> str:
         """Why the NodeClaim no longer matches `nodeclass`, its EC2NodeClass (aws
@@ -109,13 +112,17 @@ class Drift:
           an `@latest` alias drifts its nodes once the cache serves a new release; a pinned
           alias resolves to the same image for ever and never drifts on a release;
         - `SubnetDrift`: the instance's subnet is not among the class's subnets (gpucap does not
-          filter subnets by selector, so this is "the subnet is gone").
+          filter subnets by selector, so this is "the subnet is gone");
+        - `CapacityReservationDrift`: EC2 still describes the instance in a reservation (its
+          `CapacityReservationId`) that the class no longer selects (aws
+          `isCapacityReservationDrifted`); an instance whose reservation ended reads without
+          the ID and never drifts this way (it is demoted to on-demand instead).
 
         "" when none applies. Raises `NodeClassNotReadyError` when the class resolves no AMI
         and `NodeClaimNotFoundError` when the instance is gone: Karpenter's drift check errors
         and leaves the Drifted condition as it was. Not modelled: `SecurityGroupDrift` (gpucap
         neither resolves security-group selectors nor attaches groups at launch, so it cannot
-        compare them), capacity-reservation and placement-group drift (gpucap has neither)."""
+        compare them) and placement-group drift (gpucap has no placement groups)."""
         annotations = node_claim.metadata.annotations
         now = self.clock.now()
         seq = self.unavailable.seq
@@ -184,7 +191,7 @@ class Drift:
         types: Sequence[InstanceType],
         subnets: frozenset[str],
     ) -> str:
-        """AMI then subnet drift (see `is_drifted`)."""
+        """AMI, subnet, then capacity-reservation drift (see `is_drifted`)."""
         if self._ami_drifted(node_claim, nodeclass, images, types):
             return "AMIDrift"
         instance = self.instances.describe(
@@ -192,6 +199,13 @@ class Drift:
         )
         if subnets and instance.get("SubnetId") and instance["SubnetId"] not in subnets:
             return "SubnetDrift"
+        reservation = instance.get("CapacityReservationId")
+        if (
+            reservation
+            and self.reservation_ids is not None
+            and reservation not in self.reservation_ids(nodeclass)
+        ):
+            return "CapacityReservationDrift"
         return ""
 
     def hash_of(self, nodeclass: EC2NodeClass) -> str:
