@@ -88,7 +88,7 @@ def summary_view(summary: Mapping[str, Any], *, start: dt.datetime = EPOCH) -> S
         f"Simulated {format_duration(s['durationSeconds'])}: ${s['costUSD']:.2f} for "
         f"{plural(s['nodeClaims']['launched'], 'node')}"
     )
-    tables = [t for t in (_cost(s), _gpu_hours(s)) if t is not None]
+    tables = [t for t in (_cost(s), _reservations(s), _gpu_hours(s)) if t is not None]
     tables.append(_latency(s))
     return SummaryView(headline, tuple(tables), tuple(_facts(s, start)))
 
@@ -121,6 +121,34 @@ def _cost(s: Mapping[str, Any]) -> SummaryTable | None:
         tuple(rows),
         numeric=(2, 3, 4, 5),
         total=True,
+    )
+
+
+def _reservations(s: Mapping[str, Any]) -> SummaryTable | None:
+    """Per capacity reservation (only when the run had some, `sim/reservations.py`): what it
+    cost, and its instance-hours used and idle within the run."""
+    found = s.get("reservations")
+    if not found:
+        return None
+    rows = tuple(
+        (
+            r["reservation"],
+            r["reservationType"],
+            f"{r['instances']} x {r['instanceType']} {r['zone']}",
+            f"${r['paid']:.2f}",
+            _hours(r["usedHours"]),
+            _hours(r["idleHours"]),
+        )
+        for r in found
+    )
+    return SummaryTable(
+        "reservations",
+        ("RESERVATION", "TYPE", "RESERVES", "PAID", "USED INSTANCE-HOURS", "IDLE INSTANCE-HOURS"),
+        rows,
+        numeric=(3, 4, 5),
+        note="a Capacity Block is paid up front for its whole duration (on-demand price x "
+        "instances x hours, gpucap's assumption); an ODCR costs the on-demand price of every "
+        "reserved instance while active; the cost table above bills the instances themselves",
     )
 
 

@@ -235,6 +235,9 @@ def reservation_summary(
         price = prices.get((r.instance_type, r.availability_zone), 0.0)
         lo = max(start, r.start_date) if r.start_date is not None else start
         hi = min(run_end, r.end_date) if r.end_date is not None else run_end
+        reclaimed = ec2.reclaimed_at(rid)
+        if reclaimed is not None:
+            hi = min(hi, reclaimed)  # its owner took it back: it holds nothing from then on
         window = max(0.0, (hi - lo).total_seconds()) / 3600
         capacity = window * r.total_instance_count
         used = 0.0

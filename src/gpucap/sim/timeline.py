@@ -663,9 +663,49 @@ class _Timeline:
         reason = reason_words(e.get("reason"))
         self.say(e.t, f"NodeClaim {e.get('nodeClaim')} deleted" + (f": {reason}" if reason else ""))
 
+    def on_CapacityReservationChanged(self, e: Event, batch: list[int]) -> None:  # noqa: N802
+        words = {
+            "active": "starts: its reserved offerings appear",
+            "expiring": "is a Capacity Block 40 minutes from its end: Karpenter deletes its "
+            "NodeClaims and offers it no more",
+            "reclaiming": "is 30 minutes from its end: EC2 takes its instances back",
+            "expired": "ends",
+        }
+        self.say(
+            e.t,
+            f"capacity reservation {e.get('reservation')} ({e.get('instanceType')} in "
+            f"{e.get('zone')}) {words.get(str(e.get('state')), str(e.get('state')))}",
+        )
+
+    def on_CapacityReservationInstanceInterrupted(  # noqa: N802
+        self, e: Event, batch: list[int]
+    ) -> None:
+        claim = e.get("nodeClaim")
+        self._take(batch, "DisruptionDecision", nodeClaim=claim)
+        self.say(
+            e.t,
+            f"interruptible capacity reservation {e.get('reservation')} reclaimed by its owner: "
+            f"{claim} gets EC2's two-minute warning; Karpenter marks the reservation unavailable "
+            "and deletes the NodeClaim",
+        )
+
+    def on_CapacityTypeDemoted(self, e: Event, batch: list[int]) -> None:  # noqa: N802
+        self.say(
+            e.t,
+            f"NodeClaim {e.get('nodeClaim')} relabelled on-demand: its instance is no longer in "
+            "its reservation (consolidation now prices it as on-demand)",
+        )
+
     def on_InstanceTerminated(self, e: Event, batch: list[int]) -> None:  # noqa: N802
         claim = e.get("nodeClaim")
         self.instance_gone[claim] = e.t
+        if e.get("reason") in ("CapacityBlockEnded", "CapacityReservationInterrupted"):
+            self.say(
+                e.t,
+                f"EC2 took back the reserved instance of {node_words(e.get('node'), claim)} "
+                f"({reason_words(e.get('reason'))}): the node stops reporting",
+            )
+            return
         self.say(
             e.t,
             f"EC2 took back the spot instance of {node_words(e.get('node'), claim)} before its "

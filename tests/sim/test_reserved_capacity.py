@@ -1,0 +1,141 @@
+"""Reserved capacity in simulate (issue 24): the story tests/sim/stories/reserved/ (a p5.48xlarge
+Capacity Block for a training Job, a g6e.xlarge ODCR and an interruptible g6e.xlarge reservation
+for inference) run once, and rules named after Karpenter's tests
+(aws `pkg/controllers/capacityreservation/{expiration,capacitytype}/suite_test.go`,
+`pkg/controllers/interruption/suite_test.go`), checked on what the run did."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import pytest
+
+from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
+from gpucap.runtime.clock import EPOCH
+from gpucap.sim.recorder import Event
+from gpucap.sim.scenario import ScenarioError, load_scenario
+from gpucap.sim.timeline import format_timeline
+from gpucap.sim.world import SimulationResult, World
+
+STORY = Path(__file__).parent / "stories" / "reserved" / "reserved.yaml"
+HOUR = 3600.0
+
+
+@functools.cache
+def _run() -> SimulationResult:
+    catalog = load_catalog("us-east-1")
+    return World(load_scenario(str(STORY), catalog), catalog).run()
+
+
+def _of(type_: str, **match: object) -> list[Event]:
+    return [
+        e for e in _run().events if e.type == type_ and all(e.get(k) == v for k, v in match.items())
+    ]
+
+
+def _launch(claim: str) -> Event:
+    (e,) = _of("NodeClaimLaunched", nodeClaim=claim)
+    return e
+
+
+def test_the_first_provisioning_fills_the_reservations() -> None:
+    launches = [e for e in _of("NodeClaimLaunched") if e.t < 60]
+    assert sorted((e.get("instanceType"), e.get("capacityType")) for e in launches) == [
+        ("g6e.xlarge", "reserved"),
+        ("g6e.xlarge", "reserved"),
+        ("g6e.xlarge", "reserved"),
+        ("p5.48xlarge", "reserved"),
+    ]
+
+
+def test_spec_start_dates_the_run() -> None:
+    result = _run()
+    assert result.start != EPOCH
+    assert result.start.isoformat() == "2026-12-07T00:00:00+00:00"
+
+
+def test_should_delete_nodeclaims_associated_with_expiring_capacity_block_reservations() -> None:
+    (decision,) = _of("DisruptionDecision", reason="CapacityBlockExpiring")
+    assert decision.get("nodeClaim") == "training-1"
+    # 40 minutes before the block's end (04:00), not later than the controller's minute.
+    assert 3 * HOUR + 20 * 60 <= decision.t < 3 * HOUR + 21 * 60
+
+
+def test_should_not_delete_nodeclaims_associated_with_standard_capacity_reservations_within_the_capacity_block_expiration_window() -> (
+    None
+):
+    expired = {
+        e.get("nodeClaim") for e in _of("DisruptionDecision", reason="CapacityBlockExpiring")
+    }
+    assert not any(str(c).startswith("inference") for c in expired)
+
+
+def test_should_demote_nodeclaims_and_nodes_from_reserved_to_on_demand() -> None:
+    demoted = _of("CapacityTypeDemoted")
+    # The ODCR ends at 05:00: its two instances run on as on-demand.
+    assert sorted(e.get("nodeClaim") for e in demoted) == ["inference-1", "inference-2"]
+    assert all(5 * HOUR <= e.t < 5 * HOUR + 60 for e in demoted)
+
+
+def test_should_delete_the_nodeclaim_when_receiving_a_capacity_reservation_interruption_warning() -> (
+    None
+):
+    (warning,) = _of("CapacityReservationInstanceInterrupted")
+    assert warning.t == 2 * HOUR
+    assert warning.get("reservation") == "cr-0intr"
+    claim = warning.get("nodeClaim")
+    assert _of(
+        "NodeClaimDeleted", nodeClaim=claim, reason="capacity_reservation_interrupted"
+    ) or _of("NodeClaimDeleted", nodeClaim=claim)
+
+
+def test_should_mark_the_capacity_reservation_as_unavailable_when_getting_an_interruption_warning() -> (
+    None
+):
+    # The pod of the reclaimed node is not placed in the reclaimed reservation again: it falls
+    # back to on-demand.
+    after = [e for e in _of("NodeClaimLaunched", nodePool="inference") if e.t >= 2 * HOUR]
+    assert after
+    assert after[0].get("capacityType") == "on-demand"
+
+
+def test_a_capacity_block_pays_for_its_whole_duration() -> None:
+    rows = {r["reservation"]: r for r in _run().summary["reservations"]}
+    block = rows["cr-0block"]
+    price = _launch("training-1").get("pricePerHour")
+    assert block["paid"] == pytest.approx(price * 4, abs=0.01)
+    assert block["usedHours"] + block["idleHours"] == pytest.approx(4.0, abs=0.02)
+
+
+def test_a_reclaimed_reservation_holds_nothing_after_the_reclaim() -> None:
+    rows = {r["reservation"]: r for r in _run().summary["reservations"]}
+    assert rows["cr-0intr"]["capacityHours"] == pytest.approx(2.0)
+
+
+def test_the_timeline_tells_the_reservations_in_words() -> None:
+    text = "\n".join(format_timeline(_run().events, start=_run().start))
+    assert "Capacity Block 40 minutes from its end" in text
+    assert "relabelled on-demand" in text
+    assert "reclaimed by its owner" in text
+
+
+def test_a_reclaim_of_an_unknown_or_standard_reservation_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "r.yaml").write_text((STORY.parent / "reservations.yaml").read_text())
+    (tmp_path / "s.yaml").write_text(
+        "apiVersion: gpucap.dev/v1alpha1\nkind: Scenario\nmetadata: {name: s}\n"
+        "spec:\n  start: 'yesterday'\n  reservations: r.yaml\n  events:\n"
+        "    - {at: 1m, reclaim: {reservation: cr-0nope}}\n"
+        "    - {at: 2m, reclaim: {reservation: cr-0odcr}}\n"
+    )
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(str(tmp_path / "s.yaml"), load_catalog("us-east-1"))
+    lines = err.value.lines()
+    assert len(lines) == 3
+    assert "start: 'yesterday' is not an RFC 3339 time" in lines[2] or any(
+        "start:" in line for line in lines
+    )
+    assert any("events[0].reclaim.reservation: 'cr-0nope' is not among" in line for line in lines)
+    assert any(
+        "events[1].reclaim.reservation: cr-0odcr is not an interruptible" in line for line in lines
+    )
