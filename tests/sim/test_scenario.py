@@ -163,7 +163,7 @@ LOOKED = str(BAD / "manifests")
 BAD_CASES = {
     "unknown-event-kind": "events[0].scael: unknown event kind 'scael' (did you mean 'scale'?)",
     "unknown-event-kind-far": "events[0].reboot: unknown event kind 'reboot'; an event has 'at' "
-    "and one of apply, scale, delete, capacity, interrupt, amiRelease",
+    "and one of apply, scale, delete, capacity, interrupt, amiRelease, reclaim",
     "two-actions": "events[0]: an event needs exactly one action of apply, scale, delete, "
     "capacity, interrupt, amiRelease, reclaim; found 2",
     "no-action": "events[0]: an event needs exactly one action of apply, scale, delete, "
