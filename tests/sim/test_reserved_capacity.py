@@ -139,3 +139,99 @@ def test_a_reclaim_of_an_unknown_or_standard_reservation_is_refused(tmp_path: Pa
     assert any(
         "events[1].reclaim.reservation: cr-0odcr is not an interruptible" in line for line in lines
     )
+
+
+# ---- drift (aws pkg/cloudprovider/suite_test.go, Context "Capacity Reservations") -----------
+_ODCR = """CapacityReservations:
+  - {CapacityReservationId: cr-0a, InstanceType: g6e.xlarge, AvailabilityZone: us-east-1b,
+     OwnerId: "123456789012", TotalInstanceCount: 1, AvailableInstanceCount: 1,
+     InstanceMatchCriteria: targeted, State: active, END}
+  - {CapacityReservationId: cr-0b, InstanceType: g6e.xlarge, AvailabilityZone: us-east-1c,
+     OwnerId: "123456789012", TotalInstanceCount: 1, AvailableInstanceCount: 1,
+     InstanceMatchCriteria: targeted, State: active}
+"""
+_CLASS = """apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: gpu}
+spec:
+  amiSelectorTerms: [{alias: al2023@v20260827}]
+  role: KarpenterNodeRole-sim
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: sim}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: sim}}]
+  capacityReservationSelectorTerms: [{id: ID}]
+"""
+_POOL_AND_APP = """---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: inference}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu}
+      requirements:
+        - {key: karpenter.sh/capacity-type, operator: In, values: [reserved, on-demand]}
+        - {key: node.kubernetes.io/instance-type, operator: In, values: [g6e.xlarge]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: vllm, namespace: default}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: vllm}}
+  template:
+    metadata: {labels: {app: vllm}}
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.6.0
+          resources: {requests: {cpu: "1"}, limits: {nvidia.com/gpu: "1"}}
+"""
+
+
+def _drift_run(tmp_path: Path, *, end: str, events: str) -> SimulationResult:
+    (tmp_path / "r.yaml").write_text(_ODCR.replace("END", end))
+    (tmp_path / "m.yaml").write_text(_CLASS.replace("ID", "cr-0a") + _POOL_AND_APP)
+    (tmp_path / "c2.yaml").write_text(_CLASS.replace("ID", "cr-0b"))
+    (tmp_path / "s.yaml").write_text(
+        "apiVersion: gpucap.dev/v1alpha1\nkind: Scenario\nmetadata: {name: s}\n"
+        "spec:\n  start: '2026-12-07T00:00:00Z'\n  duration: 50m\n  reservations: r.yaml\n"
+        f"  manifests: [m.yaml]\n  events: {events}\n"
+    )
+    catalog = load_catalog("us-east-1")
+    return World(load_scenario(str(tmp_path / "s.yaml"), catalog), catalog).run()
+
+
+def test_should_dynamically_drift_nodeclaims_for_capacity_reservations(tmp_path: Path) -> None:
+    # The class stops selecting cr-0a at 20m: its instance, still in cr-0a, drifts.
+    result = _drift_run(
+        tmp_path, end="EndDateType: unlimited", events="[{at: 20m, apply: {file: c2.yaml}}]"
+    )
+    first = next(e for e in result.events if e.type == "NodeClaimLaunched")
+    assert first.get("capacityType") == "reserved"
+    drifted = [e for e in result.events if e.type == "NodeClaimDrifted"]
+    assert [(e.get("nodeClaim"), e.get("reason")) for e in drifted][:1] == [
+        (first.get("nodeClaim"), "CapacityReservationDrift")
+    ]
+    assert drifted[0].t >= 20 * 60
+
+
+def test_should_not_drift_when_capacity_reservation_falls_back_to_on_demand(
+    tmp_path: Path,
+) -> None:
+    # cr-0a ends at 20m: EC2 describes the instance without it; it is demoted, not drifted.
+    result = _drift_run(tmp_path, end="EndDate: '2026-12-07T00:20:00Z'", events="[]")
+    assert not [e for e in result.events if e.type == "NodeClaimDrifted"]
+    assert [e.get("nodeClaim") for e in result.events if e.type == "CapacityTypeDemoted"] == [
+        "inference-1"
+    ]
+
+
+def test_a_demoted_node_with_its_interruptible_label_drifts_instance_type_not_found() -> None:
+    # Karpenter keeps `capacity-reservation-interruptible` on a demoted NodeClaim while on-demand
+    # offerings require it not to exist: core's instanceTypeNotFound drifts it (its first hour
+    # past); docs/design/controllers.md, "Capacity-reservation controllers".
+    reasons = {(e.get("nodeClaim"), e.get("reason")) for e in _of("NodeClaimDrifted")}
+    assert reasons == {
+        ("inference-1", "InstanceTypeNotFound"),
+        ("inference-2", "InstanceTypeNotFound"),
+    }
