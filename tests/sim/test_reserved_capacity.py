@@ -10,7 +10,9 @@ import functools
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from gpucap.cli.main import app
 from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.runtime.clock import EPOCH
 from gpucap.sim.recorder import Event
@@ -235,3 +237,55 @@ def test_a_demoted_node_with_its_interruptible_label_drifts_instance_type_not_fo
         ("inference-1", "InstanceTypeNotFound"),
         ("inference-2", "InstanceTypeNotFound"),
     }
+
+
+# ---- input: inline reservations, --reservations, errors --------------------------------------
+def _scenario(tmp_path: Path, spec: str) -> Path:
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "apiVersion: gpucap.dev/v1alpha1\nkind: Scenario\nmetadata: {name: s}\nspec:\n" + spec
+    )
+    return path
+
+
+def test_inline_reservations_are_read_as_a_file_is(tmp_path: Path) -> None:
+    spec = (
+        "  reservations:\n    CapacityReservations:\n"
+        "      - {CapacityReservationId: cr-0a, InstanceType: g6e.xlarge, "
+        "AvailabilityZone: us-east-1b, OwnerId: '123456789012', TotalInstanceCount: 2, "
+        "AvailableInstanceCount: 1, InstanceMatchCriteria: targeted, State: active}\n"
+    )
+    loaded = load_scenario(str(_scenario(tmp_path, spec)), load_catalog("us-east-1"))
+    assert loaded.reservations is not None
+    (item,) = loaded.reservations.capacity_reservations
+    assert (item.capacity_reservation_id, item.available_instance_count) == ("cr-0a", 1)
+
+
+def test_a_bad_reservations_file_is_one_line_naming_the_scenario_field(tmp_path: Path) -> None:
+    (tmp_path / "r.yaml").write_text("CapacityReservations: [{CapacityReservationId: cr-0a}]\n")
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(
+            str(_scenario(tmp_path, "  reservations: r.yaml\n")), load_catalog("us-east-1")
+        )
+    (line,) = err.value.lines()
+    assert line.startswith(f"{tmp_path / 's.yaml'}: reservations: {tmp_path / 'r.yaml'}: ")
+
+
+def test_no_reservations_leave_the_run_without_a_reservations_summary() -> None:
+    # The summary (and every recorded output) is as before when a scenario has none.
+    story = Path(__file__).parent / "stories" / "ami-pinned.yaml"
+    loaded = load_scenario(str(story), load_catalog("us-east-1"))
+    assert loaded.reservations is None
+    assert World(loaded, load_catalog("us-east-1")).reservations is None
+
+
+def test_simulate_reservations_option_replaces_spec_reservations(tmp_path: Path) -> None:
+    (tmp_path / "m.yaml").write_text(_CLASS.replace("ID", "cr-0b") + _POOL_AND_APP)
+    (tmp_path / "r.yaml").write_text(_ODCR.replace("END", "EndDateType: unlimited"))
+    scenario = _scenario(tmp_path, "  duration: 5m\n  manifests: [m.yaml]\n")
+    result = CliRunner().invoke(
+        app, ["simulate", str(scenario), "--reservations", str(tmp_path / "r.yaml"), "-o", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    assert '"reservation": "cr-0b"' in result.output
+    assert '"capacityType": "reserved"' in result.output
