@@ -60,6 +60,8 @@ _REASONS = {
     "Expired": "expiration: it reached its NodePool's expireAfter",
     "Interrupted": "spot interruption: EC2 reclaimed the instance",
     "GarbageCollected": "garbage collection: its instance was gone",
+    "CapacityBlockExpiring": "capacity reservation: its Capacity Block ends in 40 minutes",
+    "CapacityReservationInterrupted": "capacity reservation: its owner reclaimed it",
 }
 
 _CATEGORY = {
@@ -89,6 +91,8 @@ _CATEGORY = {
     "DisruptionUnblocked": "disruption",
     "Unconsolidatable": "disruption",
     "EvictionBlocked": "disruption",
+    "CapacityReservationInstanceInterrupted": "disruption",
+    "CapacityTypeDemoted": "nodes",
 }
 
 
