@@ -26,6 +26,7 @@ names): refused in one line before anything is written, rather than overwriting 
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
 import math
 import sys
@@ -275,6 +276,7 @@ def run(
                 clock=wall,
                 sleep=sleep,
                 console=stdout_console or plain_console(stderr=False),
+                start=scenario.start,
             )
             stack.enter_context(watch)
             on_step = watch.step
@@ -419,8 +421,10 @@ class Watch:
         clock: Clock,
         sleep: Callable[[float], None],
         console: Console,
+        start: dt.datetime = EPOCH,
     ) -> None:
         self.events = events
+        self.start = start  # the scenario's `spec.start`: what the clock times count from
         self.name = name
         self.speed = speed
         self.clock = clock
@@ -468,9 +472,9 @@ class Watch:
         shown = [e for e in self.events if e.t <= t]
         # On a terminal the pane fits its width (columns dropped, lines wrapped at words).
         width = self.console.width if self.live else None
-        recent = fit_lines(format_timeline(shown, start=EPOCH)[-RECENT_LINES:], width)
+        recent = fit_lines(format_timeline(shown, start=self.start)[-RECENT_LINES:], width)
         head = f"gpucap simulate {self.name}: {self.speed:g}x"
-        return [head, *watch_lines(shown, now=t, start=EPOCH, width=width), "", *recent]
+        return [head, *watch_lines(shown, now=t, start=self.start, width=width), "", *recent]
 
     def _draw(self, t: float) -> None:
         assert self._live is not None
