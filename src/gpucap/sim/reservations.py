@@ -100,6 +100,8 @@ class ReservationActor:
         )
         self.demotion = CapacityTypeDemotion(cluster, cloud)
         self._told_gone: set[str] = set()
+        # Reservation ID -> when a scenario's `reclaim` took it back (for the bill).
+        self.reclaimed_at: dict[str, dt.datetime] = {}
 
     # ---- the clock ----------------------------------------------------------------------------
     def start(self) -> None:
@@ -175,6 +177,7 @@ class ReservationActor:
             "ScenarioEvent", index=index, kind="reclaim", detail=f"reclaim {reservation_id}"
         )
         end = self.ec2.reclaim(reservation_id)
+        self.reclaimed_at[reservation_id] = self.clock.now()
         warned = [i for i, _ in self.ec2.reservation_interruptions()]
         for result in self.interruption.handle(CAPACITY_RESERVATION_INTERRUPTED, warned):
             self.bus.emit(
@@ -214,7 +217,11 @@ def _changes(r: CapacityReservationItem) -> list[tuple[dt.datetime, str]]:
 
 # ---- the bill ------------------------------------------------------------------------------------
 def reservation_summary(
-    ec2: SimulatedEC2, events: object, *, start: dt.datetime, end: float
+    ec2: SimulatedEC2,
+    reclaimed: Mapping[str, dt.datetime],
+    *,
+    start: dt.datetime,
+    end: float,
 ) -> list[dict[str, object]]:
     """Per reservation, over the run: what it cost (`paid`), the instance-hours it held
     (`capacityHours`, within the run), those its instances used (`usedHours`) and those left
@@ -224,9 +231,8 @@ def reservation_summary(
     every reserved instance while it is active within the run, used or not. The nodes' own bill
     (the summary's cost) is unchanged: EC2 records an instance in a reservation at the
     on-demand price, so a used ODCR slot is counted there too; `idle` is what the reservation
-    cost beyond the instances that ran in it. `events` is unused (the instances are read from
-    EC2); kept so the summary's callers pass what the run left."""
-    del events
+    cost beyond the instances that ran in it. `reclaimed`: when a `reclaim` event took an
+    interruptible reservation back (it holds nothing from then on)."""
     run_end = start + dt.timedelta(seconds=end)
     prices = ec2.catalog.available_prices("on-demand")
     out: list[dict[str, object]] = []
@@ -235,9 +241,8 @@ def reservation_summary(
         price = prices.get((r.instance_type, r.availability_zone), 0.0)
         lo = max(start, r.start_date) if r.start_date is not None else start
         hi = min(run_end, r.end_date) if r.end_date is not None else run_end
-        reclaimed = ec2.reclaimed_at(rid)
-        if reclaimed is not None:
-            hi = min(hi, reclaimed)  # its owner took it back: it holds nothing from then on
+        if rid in reclaimed:
+            hi = min(hi, reclaimed[rid])  # its owner took it back
         window = max(0.0, (hi - lo).total_seconds()) / 3600
         capacity = window * r.total_instance_count
         used = 0.0

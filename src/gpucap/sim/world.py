@@ -298,7 +298,7 @@ class World:
         summary = summarize(events, end=end)
         if self.reservations is not None:
             summary["reservations"] = reservation_summary(
-                self.ec2, events, start=self.scenario.start, end=end
+                self.ec2, self.reservations.reclaimed_at, start=self.scenario.start, end=end
             )
         return SimulationResult(events, summary, end, self.scenario.start)
 
