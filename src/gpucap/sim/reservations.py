@@ -34,7 +34,8 @@ from gpucap.cloudprovider.aws.capacityreservation.status import (
     CAPACITY_BLOCK_EXPIRATION_PERIOD,
     CapacityReservationStatus,
 )
-from gpucap.cloudprovider.aws.simulated.ec2 import CAPACITY_BLOCK_RECLAIM, SimulatedEC2
+from gpucap.cloudprovider.aws.simulated.ec2 import SimulatedEC2
+from gpucap.cloudprovider.aws.simulated.reservations import CAPACITY_BLOCK_RECLAIM
 from gpucap.cloudprovider.types import CloudProvider
 from gpucap.controllers.capacityreservation.capacitytype import CapacityTypeDemotion
 from gpucap.controllers.capacityreservation.expiration import (
