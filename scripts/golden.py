@@ -17,9 +17,12 @@ message. A fingerprint says which files differ, not how: record both commits to 
 
 What is recorded (one file per command: its exit code, stdout and stderr; plus the event log of
 each simulation):
-- `simulate -o json` and `--events` of every story (tests/sim/stories), every good scenario
-  (tests/sim/scenarios/good), the bundled example stories and both 24-hour bench days
-  (bench/simulate.py's generator, disruption off and on);
+- `simulate -o json` and `--events` of every story (tests/sim/stories, and the reserved-capacity
+  story in tests/sim/stories/reserved), every good scenario (tests/sim/scenarios/good), the
+  bundled example stories and both 24-hour bench days (bench/simulate.py's generator,
+  disruption off and on);
+- `plan -o json|table`, `lint -o json` and one `--explain` of the reserved-capacity example
+  (examples/reserved-capacity.yaml with its reservations file);
 - `plan -o json|yaml|table`, `plan --explain` of every unschedulable pod and of the first
   placed pod (at most 4 a input), `validate -o json` and `lint -o json` of the workshop, every
   realworld group and file (tests/realworld/PROVENANCE.yaml) and the bench's 1,000- and
@@ -108,6 +111,8 @@ def scenarios(work: Path) -> list[tuple[str, Path]]:
     found += [(f"scenario-{p.stem}", p) for p in sorted(good.glob("*.yaml"))]
     examples = ROOT / "src/gpucap/data/examples/story"
     found += [(f"example-{p.stem}", p) for p in sorted(examples.glob("*.yaml"))]
+    reserved = ROOT / "tests/sim/stories/reserved"
+    found += [(f"story-reserved-{p.stem}", p) for p in sorted(reserved.glob("*.yaml"))]
     for disruption in (False, True):
         tag = "on" if disruption else "off"
         out = work / f"bench-{tag}"
@@ -152,6 +157,22 @@ def _plan_runs(name: str, paths: tuple[str, ...]) -> list[Run]:
     ]
 
 
+def _reserved_runs() -> list[Run]:
+    """`plan` and `lint` of the bundled reserved-capacity example with its reservations."""
+    given = (
+        "examples/reserved-capacity.yaml",
+        "--reservations",
+        "examples/reserved-capacity-reservations.yaml",
+    )
+    return [
+        Run(f"plan-{fmt}-reserved-capacity", ("plan", *given, "-o", fmt))
+        for fmt in ("json", "table")
+    ] + [
+        Run("lint-reserved-capacity", ("lint", *given, "-o", "json")),
+        Run("explain-reserved-capacity", ("plan", *given, "--explain", "default/vllm-2")),
+    ]
+
+
 def _explain_runs(exe: str, out: Path, name: str, paths: tuple[str, ...]) -> list[Run]:
     """`plan --explain` of the unschedulable pods and the first placed one (at most 4)."""
     recorded = (out / f"plan-json-{_slug(name)}.out").read_text()
@@ -190,6 +211,8 @@ def record(out: Path, jobs: int, only: str | None) -> None:
     runs += [
         Run(f"simulate-{n}", ("simulate", _rel(p), "-o", "json"), events=True) for n, p in sims
     ]
+    if chosen("reserved-capacity"):
+        runs += _reserved_runs()
     with ThreadPoolExecutor(jobs) as pool:
         list(pool.map(lambda r: _execute(exe, work_out, r), runs))
         explains = [r for n, p in inputs for r in _explain_runs(exe, work_out, n, p)]
