@@ -50,6 +50,7 @@ from gpucap.controllers.disruption.budgets import (
 )
 from gpucap.controllers.disruption.candidates import (
     DRIFTED_REASON,
+    Selected,
     get_candidates,
     select_candidates,
 )
@@ -346,17 +347,8 @@ class Disruption:
         # The graceful class always: Karpenter's every method selects candidates (and says why
         # the others are held back) before it asks whether it is consolidated. Handed out
         # again by `select_candidates` while the cluster is the same.
-        graceful = select_candidates(
-            self.cluster,
-            self.cloud_provider,
-            self.clock.now(),
-            disruption_class=GRACEFUL,
-            in_flight=self.in_flight(),
-            snap=self.memo.snapshot(),
-        )
+        graceful = self._graceful(done)
         seen[GRACEFUL] = (graceful.found, graceful.totals)
-        done.blocked = graceful.blocked
-        self._turned_away(graceful.found, done)
         for i in range(start, len(self.methods)):
             method = self.methods[i]
             if isinstance(method, Drift):
@@ -401,6 +393,21 @@ class Disruption:
         self._next_loop = now + POLLING_PERIOD_S
         return self._result(done, None, (), now)
 
+    def _graceful(self, done: _Pass) -> Selected:
+        """The graceful class's candidates of this pass, with what candidate selection and
+        consolidation's `ShouldDisrupt` say is held back noted in `done`."""
+        graceful = select_candidates(
+            self.cluster,
+            self.cloud_provider,
+            self.clock.now(),
+            disruption_class=GRACEFUL,
+            in_flight=self.in_flight(),
+            snap=self.memo.snapshot(),
+        )
+        done.blocked = graceful.blocked
+        self._turned_away(graceful.found, done)
+        return graceful
+
     def _turned_away(self, found: Sequence[Candidate], done: _Pass) -> None:
         """Consolidation's `ShouldDisrupt` words for the candidates it turns away before
         their consolidatable condition (`should_disrupt_message`): Karpenter asks it of every
@@ -425,19 +432,10 @@ class Disruption:
             return self._result(done, None, (), now)
         self.memo.new_pass()
         try:
-            graceful = select_candidates(
-                self.cluster,
-                self.cloud_provider,
-                self.clock.now(),
-                disruption_class=GRACEFUL,
-                in_flight=self.in_flight(),
-                snap=self.memo.snapshot(),
-            )
+            self._graceful(done)
         finally:
             self.memo.end_pass()
-        done.blocked = graceful.blocked
         done.drift_blocked = {}
-        self._turned_away(graceful.found, done)
         return self._result(done, None, (), now)
 
     def _started(self, proposals: list[Proposal], done: _Pass, now: float) -> DisruptionResult:
