@@ -20,7 +20,6 @@ Called by `gpucap plan` (and `--explain`), the report, the demo, bench and tests
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -62,6 +61,7 @@ from gpucap.controllers.provisioning.loop import (
 from gpucap.controllers.provisioning.provisioner import Provisioner
 from gpucap.operator.stack import AWSStack, simulated_aws
 from gpucap.runtime.clock import EPOCH, FakeClock
+from gpucap.runtime.rfc3339 import format_rfc3339
 from gpucap.scheduling.existingnode import StateNode
 from gpucap.scheduling.explanation import PoolExplanation
 from gpucap.scheduling.instancetypes import InstanceType
@@ -436,9 +436,10 @@ def _unselected_why(item: CapacityReservationItem, termed: Sequence[str]) -> str
     one at or past its end, and otherwise only what some class's terms match."""
     state = state_at(item, EPOCH)
     if state == "scheduled" and item.start_date is not None:
-        return f"not started: it starts at {_iso(item.start_date)} (Karpenter lists active ones)"
+        start = format_rfc3339(item.start_date)
+        return f"not started: it starts at {start} (Karpenter lists active ones)"
     if item.end_date is not None and item.end_date <= EPOCH:
-        return f"ended at {_iso(item.end_date)}"
+        return f"ended at {format_rfc3339(item.end_date)}"
     if state != "active":
         return f"state {state} (Karpenter selects active reservations only)"
     if not termed:
@@ -447,10 +448,6 @@ def _unselected_why(item: CapacityReservationItem, termed: Sequence[str]) -> str
         "matched by no capacityReservationSelectorTerms "
         f"(of EC2NodeClass {', '.join(termed)}: ids, tags and owner)"
     )
-
-
-def _iso(when: dt.datetime) -> str:
-    return when.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def reservation_causes(manifests: Manifests, made: Plan, pod_key: str) -> list[tuple[str, str]]:

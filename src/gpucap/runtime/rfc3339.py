@@ -5,6 +5,8 @@ of any number of digits (past microseconds cut off). Python 3.10's `fromisoforma
 and `2026-07-14T00:00:00.000Z` is how EC2 writes an image's CreationDate; there the extended
 form RFC 3339 uses is read (3.11's other ISO 8601 forms, `20260101T0000` say, are not).
 
+`format_rfc3339` writes a time as Kubernetes' metav1.Time does: UTC, to the second, with `Z`.
+
 Called wherever gpucap reads a time string: conditions and annotations of the input, EC2 and SSM
 responses.
 """
@@ -15,7 +17,7 @@ import datetime as dt
 import re
 import sys
 
-__all__ = ["parse_rfc3339"]
+__all__ = ["format_rfc3339", "parse_rfc3339"]
 
 # Python 3.10 only: the extended form (a date, then any one separator and a time, then `Z` or
 # an offset); its `fromisoformat` would also skip a stray character before the offset, which
@@ -38,3 +40,8 @@ def parse_rfc3339(text: str) -> dt.datetime:
         start, end = m.span("fraction")
         text = text[:start] + m["fraction"][:7].ljust(7, "0") + text[end:]
     return dt.datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
+
+
+def format_rfc3339(when: dt.datetime) -> str:
+    """`when` in UTC to the second with a `Z` (`2026-01-01T04:00:00Z`), as metav1.Time writes it."""
+    return when.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -17,7 +17,6 @@ Registered into `rules.ALL` by `lint/rules/__init__.py`.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Iterable
 
 from gpucap.apis.capacityreservation import Reservations
@@ -30,6 +29,7 @@ from gpucap.lint.context import LintContext, PoolView, pod_gpus
 from gpucap.lint.queries import landing_pools, name_list
 from gpucap.lint.registry import Finding, Registry
 from gpucap.runtime.clock import EPOCH
+from gpucap.runtime.rfc3339 import format_rfc3339
 from gpucap.scheduling.poddata import pod_requirements
 from gpucap.scheduling.requirements import Requirements
 
@@ -107,10 +107,6 @@ def _excludes(reqs: Requirements, r: CapacityReservation) -> str | None:
         if req is not None and not req.has(value):
             return f"{what} {value}"
     return None
-
-
-def _when(t: dt.datetime) -> str:
-    return t.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 # ==== RES001 ===================================================================================
@@ -247,7 +243,7 @@ def capacity_block_ends_under_long_running_workload(ctx: LintContext) -> Iterabl
             ("spec",),
             f"its GPU pods can only run in Capacity Block(s) {blocks} (NodePool "
             f"{', '.join(p.name for p in pools)} allows only `reserved`), which end by "
-            f"{_when(last)}: from then on its pods stay Pending",
+            f"{format_rfc3339(last)}: from then on its pods stay Pending",
         )
 
 

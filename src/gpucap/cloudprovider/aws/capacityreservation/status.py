@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from gpucap.cloudprovider.aws.capacityreservation.provider import CapacityReservation
+from gpucap.runtime.rfc3339 import format_rfc3339
 
 __all__ = [
     "CAPACITY_BLOCK_EXPIRATION_PERIOD",
@@ -72,9 +73,7 @@ class CapacityReservationStatus:
         reservation never ends, RFC 3339 in UTC to the second as metav1.Time writes it)."""
         out: dict[str, Any] = {"availabilityZone": self.availability_zone}
         if self.end_time is not None:
-            out["endTime"] = self.end_time.astimezone(dt.timezone.utc).strftime(
-                "%Y-%m-%dT%H:%M:%SZ"
-            )
+            out["endTime"] = format_rfc3339(self.end_time)
         out.update(
             {
                 "id": self.id,
