@@ -215,9 +215,10 @@ def capacity_reservation_types(
     stays as it was. Karpenter returns the kept types in map order; here in input order."""
     if not reqs.get_or_exists(CAPACITY_TYPE).has(RESERVED):
         return Filtered(RESERVATION_TYPE, list(types), [])
+    reserved = [_reserved(it, reqs) for it in types]
     cheapest: dict[tuple[str, bool], float] = {}
-    for it in types:
-        for o in _reserved(it, reqs):
+    for found in reserved:
+        for o in found:
             kind = (o.reservation_type, o.interruptible)
             if o.price < cheapest.get(kind, math.inf):
                 cheapest[kind] = o.price
@@ -226,8 +227,8 @@ def capacity_reservation_types(
     chosen = min(cheapest, key=lambda k: (cheapest[k], _KIND_PRIORITY.get(k, len(_KIND_PRIORITY))))
     kept: list[InstanceType] = []
     rejected: list[InstanceType] = []
-    for it in types:
-        if any((o.reservation_type, o.interruptible) == chosen for o in _reserved(it, reqs)):
+    for it, mine in zip(types, reserved, strict=True):
+        if any((o.reservation_type, o.interruptible) == chosen for o in mine):
             offerings = tuple(
                 o
                 for o in it.offerings

@@ -238,10 +238,16 @@ class InstanceProvider:
         request = self._create_fleet_request(
             node_claim, nodeclass, capacity_type, by_reservation, reserved_by_pool
         )
-        for config in request["LaunchTemplateConfigs"]:
-            spec = config["LaunchTemplateSpecification"]
-            self._ensure_launch_template(spec["LaunchTemplateName"], nodeclass, spec.get("_target"))
-            spec.pop("_target", None)
+        # Each reservation's template targets it (the first override naming it says how).
+        into_of: dict[str, FleetOverride] = {}
+        for o in reserved_by_pool.values():
+            into_of.setdefault(o.reservation_id, o)
+        for reservation_id in by_reservation or {"": []}:
+            self._ensure_launch_template(
+                self._template_name(nodeclass, reservation_id),
+                nodeclass,
+                into_of.get(reservation_id),
+            )
         try:
             response = self.api.create_fleet(**request)
         except EC2APIError as err:
@@ -342,19 +348,10 @@ class InstanceProvider:
         tag_list = [{"Key": k, "Value": v} for k, v in sorted(tags.items())]
         configs: list[dict[str, Any]] = []
         for reservation_id, overrides in (by_reservation or {"": []}).items():
-            key = f"{self.cluster_name}/{nodeclass.name}"
-            if reservation_id:
-                key += f"/{reservation_id}"
-            spec: dict[str, Any] = {
-                "LaunchTemplateName": "karpenter.k8s.aws/"
-                + hashlib.sha256(key.encode()).hexdigest()[:20],
+            spec = {
+                "LaunchTemplateName": self._template_name(nodeclass, reservation_id),
                 "Version": "$Latest",
             }
-            if reservation_id:
-                into = next(
-                    o for o in reserved_by_pool.values() if o.reservation_id == reservation_id
-                )
-                spec["_target"] = into  # the template's reservation (taken off before sending)
             configs.append({"LaunchTemplateSpecification": spec, "Overrides": overrides})
         target = capacity_type
         first = next(iter(reserved_by_pool.values()), None)
@@ -389,6 +386,13 @@ class InstanceProvider:
         if nodeclass.spec.context:
             request["Context"] = nodeclass.spec.context
         return request
+
+    def _template_name(self, nodeclass: EC2NodeClass, reservation_id: str) -> str:
+        """The launch template of the class (and of one reservation, for a reserved launch)."""
+        key = f"{self.cluster_name}/{nodeclass.name}"
+        if reservation_id:
+            key += f"/{reservation_id}"
+        return "karpenter.k8s.aws/" + hashlib.sha256(key.encode()).hexdigest()[:20]
 
     def _ensure_launch_template(
         self, name: str, nodeclass: EC2NodeClass, into: FleetOverride | None = None

@@ -541,11 +541,14 @@ class SimulatedEC2(ReservationsEC2):
         capacity_type = target.get("DefaultTargetCapacityType", "on-demand")
         count = int(target.get("TotalTargetCapacity", 1))
         tags = _tags_for(kwargs.get("TagSpecifications", []), "instance")
-        reserved_configs = any(
-            self._target_reservation(c) is not None for c in kwargs.get("LaunchTemplateConfigs", [])
-        )
+        # Each config with the reservation its template targets (None: an ordinary one).
+        configs = [
+            (config, self._target_reservation(config))
+            for config in kwargs.get("LaunchTemplateConfigs", [])
+        ]
         # A reservation's instances are billed at the on-demand price (an ODCR's rate).
-        prices = self._prices("on-demand" if reserved_configs else capacity_type)
+        reserved = any(into is not None for _, into in configs)
+        prices = self._prices("on-demand" if reserved else capacity_type)
         # Each override as gpucap's fleet model sees it: its `Priority` (the AWS provider sets
         # the offering price; lower goes first), else the simulated price; one per type x zone
         # (and reservation).
@@ -553,8 +556,7 @@ class SimulatedEC2(ReservationsEC2):
             tuple[str, str, str],
             tuple[FleetOverride, Mapping[str, Any], CapacityReservationItem | None],
         ] = {}
-        for config in kwargs.get("LaunchTemplateConfigs", []):
-            into = self._target_reservation(config)
+        for config, into in configs:
             rid = into.capacity_reservation_id if into is not None else ""
             for o in config.get("Overrides", []):
                 key = (o["InstanceType"], o["AvailabilityZone"], rid)
