@@ -28,6 +28,7 @@ __all__ = [
     "label_value_problem",
     "normalize_label",
     "qualified_name_problem",
+    "reservation_labels",
 ]
 
 # ---- core (karpenter.sh) ------------------------------------------------------------------
@@ -133,6 +134,20 @@ KNOWN_VALUES: dict[str, frozenset[str]] = {
     CAPACITY_TYPE: frozenset(CAPACITY_TYPES),
     INSTANCE_TENANCY: frozenset({"default", "dedicated"}),
 }
+
+
+def reservation_labels(
+    reservation_id: str, reservation_type: str, interruptible: bool
+) -> dict[str, str]:
+    """The reservation labels of a node launched into reservation `reservation_id` (aws
+    `instanceToNodeClaim`; `reservation_type` "" reads as `default`); none without one."""
+    if not reservation_id:
+        return {}
+    return {
+        CAPACITY_RESERVATION_ID: reservation_id,
+        CAPACITY_RESERVATION_TYPE: reservation_type or "default",
+        CAPACITY_RESERVATION_INTERRUPTIBLE: "true" if interruptible else "false",
+    }
 
 
 def normalize_label(key: str) -> str:

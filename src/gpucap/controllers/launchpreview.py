@@ -14,11 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
-from gpucap.apis.labels import (
-    CAPACITY_RESERVATION_ID,
-    CAPACITY_RESERVATION_INTERRUPTIBLE,
-    CAPACITY_RESERVATION_TYPE,
-)
+from gpucap.apis.labels import reservation_labels as labels_of_reservation
 from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.requirements import Requirements
 
@@ -53,13 +49,9 @@ class PreviewedLaunch(Protocol):
 def reservation_labels(launch: PreviewedLaunch) -> dict[str, str]:
     """The reservation labels a reserved launch gives its node (aws `instanceToNodeClaim`);
     none for spot and on-demand."""
-    if not launch.reservation_id:
-        return {}
-    return {
-        CAPACITY_RESERVATION_ID: launch.reservation_id,
-        CAPACITY_RESERVATION_TYPE: launch.reservation_type or "default",
-        CAPACITY_RESERVATION_INTERRUPTIBLE: "true" if launch.interruptible else "false",
-    }
+    return labels_of_reservation(
+        launch.reservation_id, launch.reservation_type, launch.interruptible
+    )
 
 
 class LaunchPreviewer(Protocol):

@@ -43,14 +43,12 @@ from typing import Any, Protocol
 
 from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.labels import (
-    CAPACITY_RESERVATION_ID,
-    CAPACITY_RESERVATION_INTERRUPTIBLE,
-    CAPACITY_RESERVATION_TYPE,
     CAPACITY_TYPE,
     EC2NODECLASS,
     INSTANCE_TYPE,
     NODEPOOL,
     ZONE,
+    reservation_labels,
 )
 from gpucap.apis.meta import ObjectMeta
 from gpucap.apis.nodepool import NodeClaim
@@ -116,13 +114,7 @@ class Instance:
 
     def reservation_labels(self) -> dict[str, str]:
         """The reservation labels of a reserved instance's node (none otherwise)."""
-        if not self.reservation_id:
-            return {}
-        return {
-            CAPACITY_RESERVATION_ID: self.reservation_id,
-            CAPACITY_RESERVATION_TYPE: self.reservation_type or "default",
-            CAPACITY_RESERVATION_INTERRUPTIBLE: "true" if self.interruptible else "false",
-        }
+        return reservation_labels(self.reservation_id, self.reservation_type, self.interruptible)
 
     @property
     def provider_id(self) -> str:
@@ -529,12 +521,12 @@ class InstanceProvider:
             # `capacityTypeFromInstance`: in a reservation it targeted; an ODCR that ended
             # (EC2 clears the ID) leaves it on-demand.
             labels[CAPACITY_TYPE] = RESERVED
-            labels[CAPACITY_RESERVATION_ID] = reservation
-            labels[CAPACITY_RESERVATION_TYPE] = (
-                CAPACITY_BLOCK if lifecycle == CAPACITY_BLOCK else "default"
-            )
-            labels[CAPACITY_RESERVATION_INTERRUPTIBLE] = (
-                "true" if lifecycle == "interruptible-capacity-reservation" else "false"
+            labels.update(
+                reservation_labels(
+                    reservation,
+                    CAPACITY_BLOCK if lifecycle == CAPACITY_BLOCK else "default",
+                    lifecycle == "interruptible-capacity-reservation",
+                )
             )
         if NODEPOOL in tags:
             labels[NODEPOOL] = tags[NODEPOOL]
