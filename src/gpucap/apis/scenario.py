@@ -111,6 +111,18 @@ class AddonSpec(KarpenterModel):
     time_slicing: TimeSlicing | None = None
 
 
+class SpotMarketSpec(KarpenterModel):
+    # Where EC2 reclaims spot pools by itself (`sim/spotmarket.py`): `none` (only `interrupt`
+    # events), `advisor` (Spot Instance Advisor buckets) or `measured` (fitted from traces);
+    # `ratePerHour` (instance family or type -> reclaims per pool-hour) overrides the model.
+    model: Literal["none", "advisor", "measured"] = "none"
+    rate_per_hour: dict[StrictStr, float] = Field(default_factory=dict)
+
+
+class WorldSpec(KarpenterModel):
+    spot: SpotMarketSpec | None = None
+
+
 class ScenarioSpec(KarpenterModel):
     region: StrictStr = "us-east-1"
     kubernetes_version: StrictStr = "1.36"
@@ -127,6 +139,8 @@ class ScenarioSpec(KarpenterModel):
     # Capacity reservations: a file (relative to the scenario) or the document inline
     # (`{CapacityReservations: [...]}`); checked by the loader (`sim/scenario.py`).
     reservations: StrictStr | dict[str, Any] | None = None
+    # The world's own behaviour (`sim/worldspec.py` checks it); None: only what events script.
+    world: WorldSpec | None = None
 
 
 class Scenario(KarpenterModel):

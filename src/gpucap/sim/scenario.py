@@ -55,6 +55,7 @@ from gpucap.cloudprovider.aws.instancetype.resolve import offered_zones
 from gpucap.runtime.clock import EPOCH
 from gpucap.runtime.rfc3339 import parse_rfc3339
 from gpucap.sim.kubelet import Addon
+from gpucap.sim.worldspec import WorldConfig, load_world
 
 __all__ = [
     "SCALABLE_KINDS",
@@ -152,6 +153,8 @@ class LoadedScenario:
     start: dt.datetime = EPOCH
     # `spec.reservations`: the account's capacity reservations; None when the scenario has none.
     reservations: Reservations | None = None
+    # `spec.world` (`sim/worldspec.py`); None when the scenario has no `world` block.
+    world: WorldConfig | None = None
 
 
 CatalogSource = Catalog | Callable[[str], Catalog]
@@ -232,6 +235,7 @@ class _Loader:
             self._gather(lambda: self.check_refs(effective(initial), actions))
         images = self._gather(lambda: self.images(sc))
         timings = self._gather(lambda: self.timings(sc))
+        world = self._gather(lambda: load_world(sc, catalog, self.fail))  # sim/worldspec.py
         if self.problems:
             raise ScenarioError(*self.problems)
         assert images is not None
@@ -260,6 +264,7 @@ class _Loader:
             inputs=tuple(self.inputs),
             start=start or EPOCH,
             reservations=reservations,
+            world=world,
         )
 
     # -- time and reservations
