@@ -78,6 +78,7 @@ from gpucap.sim.podcontroller import POD_RETRY_SECONDS, PodController
 from gpucap.sim.recorder import Event, Recorder
 from gpucap.sim.reservations import ReservationActor, reservation_summary
 from gpucap.sim.scenario import LoadedScenario, ScenarioAction, ScenarioError
+from gpucap.sim.spotmarket import SpotMarket
 from gpucap.sim.summary import summarize
 from gpucap.state.cluster import Cluster
 
@@ -238,6 +239,23 @@ class World:
                 reconcile_claim=self.claim_events.reconcile_claim,
                 reclaimed=self.kubelet.reclaimed,
             )
+        # The spot market: EC2 reclaiming spot pools by itself; only when the scenario's world
+        # asks for it (`sim/spotmarket.py`).
+        self.spot_market: SpotMarket | None = None
+        if scenario.world is not None and scenario.world.spot.active:
+            self.spot_market = SpotMarket(
+                self.bus,
+                self.cluster,
+                self.ec2,
+                cloud=self.cloud,
+                catalog=catalog,
+                world=scenario.world.spot,
+                region=scenario.region,
+                seed=scenario.seed,
+                clock=self.clock,
+                until=scenario.duration,
+                warn=self._spot_warning,
+            )
         self._wire()
 
     def _wire(self) -> None:
@@ -287,6 +305,8 @@ class World:
         self.engine.every(self.cadence.collection_loop, priority=PRIORITY_CONTROLLER + 3)
         if self.reservations is not None:
             self.reservations.start()
+        if self.spot_market is not None:
+            self.spot_market.start()
         # The run makes almost no cyclic garbage (the 24-hour bench day with consolidation
         # leaves ~900 objects in cycles) while the heap it keeps (catalog, cluster state, the
         # event log) grows: the collector's full passes over it were ~7% of that run. Paused
@@ -300,6 +320,8 @@ class World:
             summary["reservations"] = reservation_summary(
                 self.ec2, self.reservations.reclaimed_at, start=self.scenario.start, end=end
             )
+        if self.spot_market is not None:
+            summary["world"] = {"spot": self.spot_market.summary()}
         return SimulationResult(events, summary, end, self.scenario.start)
 
     @property
@@ -408,6 +430,8 @@ class World:
             self.bus.trigger_provisioning()
         if kind in ("NodePool", "EC2NodeClass"):
             self.engine.trigger(self.cadence.drift_loop)
+            if self.spot_market is not None:
+                self.spot_market.refresh()
 
     def _pods_deleted(self, keys: Iterable[str]) -> None:
         for key in keys:
@@ -473,7 +497,14 @@ class World:
             )
             return
         self.emit("ScenarioEvent", index=index, kind="interrupt", detail=name)
-        reclaim_at = self.ec2.interrupt(claim.status.provider_id.rsplit("/", 1)[-1])
+        self._spot_warning(name, claim.status.provider_id)
+
+    def _spot_warning(self, name: str, provider_id: str) -> None:
+        """EC2's two-minute warning to NodeClaim `name`'s spot instance, as a scripted
+        `interrupt` event and the spot market (`sim/spotmarket.py`) both send it: EC2 marks
+        the instance, takes it back when the notice runs out (the kubelet's end of the node),
+        and Karpenter's interruption controller reads the warning at once."""
+        reclaim_at = self.ec2.interrupt(provider_id.rsplit("/", 1)[-1])
 
         def reclaimed() -> None:
             self.ec2.ended("instances")  # the notice ran out: EC2 took the instance back
