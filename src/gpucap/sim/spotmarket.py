@@ -25,7 +25,8 @@ for a drawn outage, then the next lifetime begins.
   optimistic reading: the buckets rank types, they are not hazards; the >20 % bucket gives a
   mean lifetime of 3,227 h where p3.2xlarge pools were measured at 1.4-3.1 h (world-data.md
   §1.1). A type the extract lacks for the region is not reclaimed. `measured`: the log-normal
-  fits below (docs/design/sim.md "The spot market").
+  fits below (docs/design/sim.md "The spot market"), for the families with GPUs only (the traces
+  are of GPU pools; a CPU family is reclaimed only at a `ratePerHour` the scenario gives).
 - **Determinism.** Each pool draws from its own `random.Random`, seeded by a SHA-256 of
   (scenario seed, type, zone, stream): its reclaims and outages (stream `market`) and its
   warnings' spread (stream `warnings`) depend on the seed alone, not on which other pools exist,
@@ -116,10 +117,11 @@ MEASURED_OUTAGE = Lifetime(mu=-0.5319, sigma=1.2956, lognormal=True)
 
 
 def pool_lifetime(
-    world: SpotWorld, region: str, instance_type: str, family: str
+    world: SpotWorld, region: str, instance_type: str, family: str, *, gpu: bool = True
 ) -> Lifetime | None:
     """How long a pool of `instance_type` stays available between reclaims (None: never
-    reclaimed), by the rules of the module docstring."""
+    reclaimed), by the rules of the module docstring. `gpu`: whether the type's family has
+    GPUs (the measured fits are of GPU pools only)."""
     rate = world.rates.get(instance_type, world.rates.get(family))
     if rate is not None:
         return Lifetime(rate=rate) if rate > 0 else None
@@ -129,7 +131,7 @@ def pool_lifetime(
             return None
         p = ADVISOR_MONTHLY_P[min(bucket, len(ADVISOR_MONTHLY_P) - 1)]
         return Lifetime(rate=-math.log(1 - p) / MONTH_HOURS)
-    if world.model == "measured":
+    if world.model == "measured" and gpu:
         return MEASURED_LIFETIME_G if family.startswith("g") else MEASURED_LIFETIME_OTHER
     return None
 
@@ -197,6 +199,10 @@ class SpotMarket:
         self.until = until
         self.warn = warn  # (NodeClaim name, provider ID): the two-minute warning
         self.pools: dict[tuple[str, str], _Pool | None] = {}
+        # The families with a GPU type (what `measured` and the advisor extract cover).
+        self._gpu_families = {
+            info.family for info in map(catalog.info, catalog.names) if info.gpu_count > 0
+        }
         self.reclaims = 0
         self.warned = 0
 
@@ -226,8 +232,9 @@ class SpotMarket:
         return sorted(out)
 
     def _join(self, instance_type: str, zone: str) -> _Pool | None:
+        family = self.catalog.info(instance_type).family
         lifetime = pool_lifetime(
-            self.world, self.region, instance_type, self.catalog.info(instance_type).family
+            self.world, self.region, instance_type, family, gpu=family in self._gpu_families
         )
         if lifetime is None:
             return None
