@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from gpucap.cloudprovider.aws.instance.launch import FleetOverride
 from gpucap.cloudprovider.aws.instancetype.catalog import Catalog, load_catalog
+from gpucap.cloudprovider.aws.simulated.fleet import seeded_pick
 from gpucap.sim.recorder import Event, json_line
 from gpucap.sim.scenario import load_scenario
 from gpucap.sim.spotmarket import (
@@ -20,6 +22,7 @@ from gpucap.sim.spotmarket import (
     MEASURED_OUTAGE,
     Lifetime,
     PoolProcess,
+    fleet_random,
     pool_lifetime,
     pool_random,
 )
@@ -151,6 +154,8 @@ def test_an_explicit_rate_overrides_the_model_type_before_family() -> None:
     assert pool_lifetime(world, "us-east-1", "g5.2xlarge", "g5") == Lifetime(rate=2.0)
     assert pool_lifetime(world, "us-east-1", "g6.xlarge", "g6") == MEASURED_LIFETIME_G
     assert pool_lifetime(SpotWorld("none", {"g5": 0.0}), "us-east-1", "g5.xlarge", "g5") is None
+    # measured covers the GPU families only
+    assert pool_lifetime(SpotWorld("measured"), "us-east-1", "m5.large", "m5", gpu=False) is None
 
 
 def test_the_measured_g_lifetime_is_the_fit_of_the_bundled_g4dn_trace() -> None:
@@ -177,12 +182,18 @@ def test_outages_have_a_median_of_half_an_hour() -> None:
 
 # ---- batches, outages and fallback --------------------------------------------------------------
 def test_one_pools_warnings_come_within_minutes_of_each_other(tmp_path: Path) -> None:
-    # Four spot nodes land in one pool (equal prices: the first zone); every reclaim of it warns
+    # Four spot nodes in one pool (the NodePool allows one zone); every reclaim of it warns
     # each of them, all but a few within 3 minutes of the reclaim.
     delays: list[float] = []
     batches = 0
     for seed in range(1, 9):
-        result = _run(tmp_path, world="{spot: {ratePerHour: {g5: 1}}}", seed=seed, replicas=4)
+        result = _run(
+            tmp_path,
+            world="{spot: {ratePerHour: {g5: 1}}}",
+            seed=seed,
+            replicas=4,
+            zones="us-east-1a",
+        )
         warnings = _of(result, "SpotInterruptionWarning")
         for reclaim in _of(result, "SpotPoolReclaimed"):
             n = reclaim.get("instances")
@@ -258,3 +269,43 @@ def test_the_summary_says_what_the_market_did(tmp_path: Path) -> None:
     assert spot["poolReclaims"] == len(_of(result, "SpotPoolReclaimed")) > 0
     assert spot["instancesWarned"] == len(_of(result, "SpotInterruptionWarning"))
     assert spot["pools"] == len(_catalog().zones)
+
+
+# ---- ties between equal-price spot zones ---------------------------------------------------------
+def _spot_zones(result: SimulationResult) -> list[str]:
+    return [
+        e.get("zone") for e in _of(result, "NodeClaimLaunched") if e.get("capacityType") == "spot"
+    ]
+
+
+def test_without_a_world_equal_price_spot_zones_go_to_the_first_by_name(tmp_path: Path) -> None:
+    assert set(_spot_zones(_run(tmp_path, world=None, replicas=6))) == {"us-east-1a"}
+
+
+def test_with_a_market_equal_price_spot_zones_are_drawn_from_the_seed(tmp_path: Path) -> None:
+    # A tiny rate reclaims nothing in an hour but turns the stochastic world on.
+    world = "{spot: {ratePerHour: {g5: 0.0001}}}"
+    a = _spot_zones(_run(tmp_path, world=world, replicas=6, seed=4, name="a", duration="1h"))
+    b = _spot_zones(_run(tmp_path, world=world, replicas=6, seed=4, name="b", duration="1h"))
+    assert a == b
+    assert len(a) == 6
+    assert len(set(a)) > 1
+
+
+def test_a_tie_break_keeps_price_then_type_first() -> None:
+    overrides = [
+        FleetOverride("g5.xlarge", "us-east-1b", 1.0),
+        FleetOverride("g5.xlarge", "us-east-1a", 1.0),
+        FleetOverride("g6.xlarge", "us-east-1a", 0.9),
+        FleetOverride("g5.xlarge", "us-east-1c", 1.0),
+    ]
+    rng = fleet_random(1)
+    for _ in range(50):
+        pick = seeded_pick(overrides, rng, has_capacity=lambda o: True)
+        assert pick.chosen == overrides[2]
+    full = seeded_pick(overrides, rng, has_capacity=lambda o: o.instance_type == "g5.xlarge")
+    assert full.passed_over == (overrides[2],)
+    chosen = {
+        seeded_pick(overrides, rng, has_capacity=lambda o: o.price == 1.0).chosen for _ in range(50)
+    }
+    assert {c.zone for c in chosen if c is not None} == {"us-east-1a", "us-east-1b", "us-east-1c"}

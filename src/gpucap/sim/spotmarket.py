@@ -34,6 +34,11 @@ for a drawn outage, then the next lifetime begins.
   designs under one seed see the same market. A pool found after the start (a NodePool applied
   later) replays its process from the start and joins it where it is.
 
+With the market on, the simulated CreateFleet also breaks ties between equal-price spot zones
+with a random source from the seed (`fleet_random`; `cloudprovider/aws/simulated/fleet.py`),
+so spot nodes of one type spread over the zones as EC2's price-capacity-optimized choice
+spreads them, instead of all landing in the first zone by name.
+
 Created by `sim/world.py` when the scenario's world is on; `World.run` calls `start`, the
 World calls `refresh` when NodePools or EC2NodeClasses change, and `summary` for the result's
 `world` block.
@@ -70,6 +75,7 @@ __all__ = [
     "Lifetime",
     "PoolProcess",
     "SpotMarket",
+    "fleet_random",
     "pool_lifetime",
     "pool_random",
 ]
@@ -138,8 +144,17 @@ def pool_lifetime(
 
 def pool_random(seed: int, instance_type: str, zone: str, stream: str) -> random.Random:
     """The pool's own random source for `stream` (see the module docstring)."""
-    key = f"{seed}\0{instance_type}\0{zone}\0{stream}".encode()
-    return random.Random(int.from_bytes(hashlib.sha256(key).digest()[:8], "big"))
+    return _seeded(f"{seed}\0{instance_type}\0{zone}\0{stream}")
+
+
+def fleet_random(seed: int) -> random.Random:
+    """The simulated CreateFleet's tie-break between equal-price spot zones
+    (`cloudprovider/aws/simulated/fleet.py`), from the seed alone."""
+    return _seeded(f"{seed}\0fleet")
+
+
+def _seeded(key: str) -> random.Random:
+    return random.Random(int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big"))
 
 
 class PoolProcess:

@@ -78,7 +78,7 @@ from gpucap.sim.podcontroller import POD_RETRY_SECONDS, PodController
 from gpucap.sim.recorder import Event, Recorder
 from gpucap.sim.reservations import ReservationActor, reservation_summary
 from gpucap.sim.scenario import LoadedScenario, ScenarioAction, ScenarioError
-from gpucap.sim.spotmarket import SpotMarket
+from gpucap.sim.spotmarket import SpotMarket, fleet_random
 from gpucap.sim.summary import summarize
 from gpucap.state.cluster import Cluster
 
@@ -256,6 +256,8 @@ class World:
                 until=scenario.duration,
                 warn=self._spot_warning,
             )
+            # Equal-price spot zones: EC2's choice among them, from the seed (simulated/fleet.py).
+            self.ec2.spot_ties = fleet_random(scenario.seed)
         self._wire()
 
     def _wire(self) -> None:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import random
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -126,6 +127,9 @@ class SimulatedEC2(FleetEC2):
     template_data: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Reservation ID -> when its owner reclaimed it (interruptible reservations, `reclaim`).
     _reclaimed: dict[str, dt.datetime] = field(default_factory=dict)
+    # The seeded tie-break between equal-price spot zones (`fleet.py`); set by the simulator
+    # when its world has a spot market, else None (the first zone by name).
+    spot_ties: random.Random | None = None
 
     # ---- the change feed -------------------------------------------------------------------------
     def watch(self, fn: Callable[[str], None]) -> None:

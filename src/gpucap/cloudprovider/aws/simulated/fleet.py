@@ -8,22 +8,32 @@ lowest-price for on-demand), ties by instance type then zone; each override whos
 capacity adds an `InsufficientInstanceCapacity` error; the first pool with capacity launches.
 The overrides of a launch template that targets a capacity reservation launch only into it
 (`reservations.py`). Called by the AWS cloud provider through the EC2 API seam.
+
+Spot ties: which of several equal-price pools EC2's price-capacity-optimized strategy takes
+depends on their spare capacity, which no one outside EC2 sees. Without a stochastic world the
+model takes the first zone by name (every spot node of a type lands in one zone). When the
+simulator's world has a spot market (`spec.world.spot`, `sim/spotmarket.py`) it sets
+`spot_ties`, a random source derived from the scenario's seed alone, and each spot fleet breaks
+the remaining ties between the zones of one type with it (`seeded_pick`): prices still come
+first (a per-zone price, where the catalog has one, is the override's `Priority`), then the
+type, then a fresh draw per zone for the request.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import random
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from gpucap.apis.capacityreservation import CapacityReservationItem
 from gpucap.cloudprovider.aws.ec2.api import EC2APIError, Response
-from gpucap.cloudprovider.aws.instance.launch import FleetOverride, fleet_pick
+from gpucap.cloudprovider.aws.instance.launch import FleetOverride, FleetPick, fleet_pick
 from gpucap.cloudprovider.aws.simulated.reservations import ReservationsEC2
 
 if TYPE_CHECKING:
     from gpucap.cloudprovider.aws.simulated.instance import SimulatedInstance
 
-__all__ = ["FleetEC2", "tags_for"]
+__all__ = ["FleetEC2", "seeded_pick", "tags_for"]
 
 
 class FleetEC2(ReservationsEC2):
@@ -34,6 +44,9 @@ class FleetEC2(ReservationsEC2):
     _prices: Callable[[str], dict[tuple[str, str], float]]
     has_capacity: Callable[[str, str, str], bool]
     _launch: Callable[..., SimulatedInstance]
+    # The seeded tie-break between equal-price spot zones (see the module docstring); None:
+    # the first zone by name.
+    spot_ties: random.Random | None
 
     def create_fleet(self, **kwargs: Any) -> Response:
         """EC2 Fleet `instant`: `launch.fleet_pick` over the overrides of the target capacity
@@ -84,7 +97,11 @@ class FleetEC2(ReservationsEC2):
                 return into is not None and self._reservation_refusal(into, *key) is None
             return key in prices and self.has_capacity(key[0], key[1], capacity_type)
 
-        pick = fleet_pick((f for f, _, _ in requested.values()), has_capacity=launchable)
+        overrides = [f for f, _, _ in requested.values()]
+        if self.spot_ties is not None and capacity_type == "spot" and not reserved:
+            pick = seeded_pick(overrides, self.spot_ties, has_capacity=launchable)
+        else:
+            pick = fleet_pick(overrides, has_capacity=launchable)
         self._next_fleet += 1
         fleet_id = f"fleet-{self._next_fleet:08x}-sim"
         errors: list[dict[str, Any]] = []
@@ -144,6 +161,25 @@ class FleetEC2(ReservationsEC2):
                 }
             ]
         return response
+
+
+def seeded_pick(
+    overrides: Sequence[FleetOverride],
+    rng: random.Random,
+    *,
+    has_capacity: Callable[[FleetOverride], bool],
+) -> FleetPick:
+    """`fleet_pick` with the ties between the zones of one type at one price broken by `rng`
+    (one draw per zone, in zone order, per request) instead of by zone name."""
+    rank = {zone: rng.random() for zone in sorted({o.zone for o in overrides})}
+    passed_over: list[FleetOverride] = []
+    for override in sorted(
+        overrides, key=lambda o: (o.price, o.instance_type, rank[o.zone], o.zone)
+    ):
+        if has_capacity(override):
+            return FleetPick(override, tuple(passed_over))
+        passed_over.append(override)
+    return FleetPick(None, tuple(passed_over))
 
 
 def tags_for(specs: Iterable[Mapping[str, Any]], resource: str) -> dict[str, str]:
