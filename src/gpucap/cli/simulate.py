@@ -19,6 +19,10 @@ What goes where:
 - `--report FILE`: the HTML report of the run (`report/`), in addition to whatever stdout
   carries; its path is checked before the run (`cli/reporting.py`).
 
+`--seed S` runs the scenario with seed S in place of its `spec.seed`. `--runs N` makes it a set
+of runs, seeds S..S+N-1: the options are checked here, the scenario loaded once, and
+`cli/simulate_runs.py` runs and prints the set.
+
 Neither `--events` nor `--report` may name one of the run's inputs (the scenario, the files it
 names): refused in one line before anything is written, rather than overwriting the input.
 """
