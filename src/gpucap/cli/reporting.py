@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from gpucap.apis.serde import Manifests
     from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
     from gpucap.controllers.provisioning import Plan
-    from gpucap.report.page import PlanSection, SimulationSection
+    from gpucap.report.page import PlanSection, SimulationSection, SimulationSetSection
 
 __all__ = [
     "check_report_path",
@@ -82,7 +82,7 @@ def refuse_overwriting_inputs(option: str, path: str, inputs: Iterable[str]) -> 
 def write_report_or_exit(
     path: str,
     title: str,
-    sections: Sequence[SimulationSection | PlanSection],
+    sections: Sequence[SimulationSection | PlanSection | SimulationSetSection],
 ) -> None:
     """Write the report; raise `BadInputError` when the file cannot be written."""
     from gpucap.report.page import write_report  # noqa: PLC0415 - only with --report

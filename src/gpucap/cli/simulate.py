@@ -19,6 +19,10 @@ What goes where:
 - `--report FILE`: the HTML report of the run (`report/`), in addition to whatever stdout
   carries; its path is checked before the run (`cli/reporting.py`).
 
+`--seed S` runs the scenario with seed S in place of its `spec.seed`. `--runs N` makes it a set
+of runs, seeds S..S+N-1: the options are checked here, the scenario loaded once, and
+`cli/simulate_runs.py` runs and prints the set.
+
 Neither `--events` nor `--report` may name one of the run's inputs (the scenario, the files it
 names): refused in one line before anything is written, rather than overwriting the input.
 """
@@ -72,6 +76,7 @@ from gpucap.cli.simulate_render import (
     simulation_document,
     watch_lines,
 )
+from gpucap.cli.simulate_runs import check_set_usage, run_set
 from gpucap.cli.terminals import EXIT_BAD_INPUT, EXIT_FINDINGS
 from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
 from gpucap.runtime.clock import EPOCH, Clock, RealClock
@@ -119,10 +124,14 @@ class SimulateOptions:
     report: str | None = None  # an HTML file (`--report`)
     fail_on_pending: bool = False  # exit 1 when pods are pending at the end or never Ready
     reservations: str | None = None  # a reservations file; replaces spec.reservations
+    seed: int | None = None  # `--seed`: replaces spec.seed (the first seed with --runs)
+    runs: int | None = None  # `--runs N`: a set of N runs (`cli/simulate_runs.py`)
+    workers: int | None = None  # `--workers W` of a set; None: the CPU count
 
 
 def _check_usage(opts: SimulateOptions) -> None:
     """Options that cannot go together, each refused in one line before anything is read."""
+    check_set_usage(runs=opts.runs, workers=opts.workers, events=opts.events, watch=opts.watch)
     machine = opts.output in ("json", "yaml")
     if opts.events == "-" and machine:
         raise BadInputError(
@@ -258,6 +267,25 @@ def run(
     _check_usage(opts)
     scenario, catalog = _load(opts, catalog_for, err)
     _check_outputs(opts, scenario.inputs)  # the files the scenario named are known now
+    if opts.seed is not None:
+        # The run is the scenario's with another seed: the header says which.
+        scenario = dataclasses.replace(scenario, seed=opts.seed)
+    if opts.runs is not None:
+        run_set(
+            scenario,
+            catalog,
+            runs=opts.runs,
+            first_seed=scenario.seed,
+            workers=opts.workers,
+            output=opts.output,
+            report=opts.report,
+            fail_on_pending=opts.fail_on_pending,
+            out=out,
+            err=err,
+            clock=clock,
+            stderr_console=stderr_console,
+        )
+        return
     wall = clock or RealClock()
     with ExitStack() as stack:
         sink: TextIO | None = sys.stdout if opts.events == "-" else None
@@ -536,6 +564,34 @@ def simulate(  # noqa: PLR0917 - typer maps parameters to options
     prices: PricesOption = None,
     report: ReportOption = None,
     reservations: ReservationsOption = None,
+    seed: Annotated[
+        int | None,
+        typer.Option(
+            "--seed",
+            help="Run with this seed instead of the scenario's spec.seed (with --runs: the "
+            "first seed).",
+            metavar="S",
+        ),
+    ] = None,
+    runs: Annotated[
+        int | None,
+        typer.Option(
+            "--runs",
+            help="Run the scenario N times, seeds S..S+N-1 (S: --seed, else spec.seed), and "
+            "print the distributions (p5/p50/p95/mean) of cost, time to ready, serving lost, "
+            "disruptions.",
+            metavar="N",
+        ),
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers",
+            help="With --runs: how many runs go at once, on local processes (default: the "
+            "CPU count). The output is the same whatever the number.",
+            metavar="W",
+        ),
+    ] = None,
     fail_on_pending: Annotated[
         bool,
         typer.Option(
@@ -578,6 +634,9 @@ def simulate(  # noqa: PLR0917 - typer maps parameters to options
             report=report,
             fail_on_pending=fail_on_pending,
             reservations=reservations,
+            seed=seed,
+            runs=runs,
+            workers=workers,
         ),
         catalog_for=lambda r: catalog_from_options(
             r, zones, catalog, prices, where=f"{scenario[0]}: spec.region"

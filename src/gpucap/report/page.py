@@ -1,8 +1,9 @@
 """The report as one self-contained HTML file: Jinja2 renders the page, plotly.js is inlined,
 nothing is fetched when it is opened (no CDN, no fonts, no images from elsewhere).
 
-- `SimulationSection` / `PlanSection`: what one part of the page shows (a run of the simulator,
-  or a plan), with its title and the sentences said above it.
+- `SimulationSection` / `PlanSection` / `SimulationSetSection`: what one part of the page shows
+  (a run of the simulator, a plan, or a set of runs: `simulate --runs`, `report/runset.py`),
+  with its title and the sentences said above it.
 - `render_page(title, sections)`: the HTML text. Each figure (`report/figures.py`) goes in as
   JSON inside `<script type="application/json">` with `<`, `>` and `&` escaped, so a name from a
   manifest cannot close the script; every other text goes through Jinja2's HTML autoescape.
@@ -30,6 +31,7 @@ import jinja2
 from gpucap import __version__
 from gpucap.report.figures import CAPACITY_COLORS, plan_figure, simulation_figure
 from gpucap.report.plan import PlanView
+from gpucap.report.runset import SET_HEADER, SetView, set_figures, set_table
 from gpucap.report.simulation import SimulationView
 from gpucap.report.summary import summary_view
 from gpucap.runtime.clock import EPOCH
@@ -38,6 +40,7 @@ from gpucap.sim.timeline import clock_time, format_duration
 __all__ = [
     "PlanSection",
     "SimulationSection",
+    "SimulationSetSection",
     "figure_json",
     "plotly_js",
     "render_page",
@@ -61,7 +64,16 @@ class PlanSection:
     sentences: Sequence[str] = field(default_factory=tuple)
 
 
-Section = SimulationSection | PlanSection
+@dataclass(frozen=True, slots=True)
+class SimulationSetSection:
+    title: str
+    view: SetView
+    sentences: Sequence[str] = ()
+    start: dt.datetime = EPOCH
+    subtitle: str = ""
+
+
+Section = SimulationSection | PlanSection | SimulationSetSection
 
 
 @functools.cache
@@ -118,6 +130,17 @@ def _context(title: str, sections: Sequence[Section]) -> dict[str, Any]:
                     "categories": sorted({r.category for r in s.view.timeline}),
                 }
             )
+        elif isinstance(s, SimulationSetSection):
+            parts.append(
+                {
+                    "kind": "set",
+                    "anchor": anchor,
+                    "section": s,
+                    "figures": [figure_json(f) for f in set_figures(s.view, start=s.start)],
+                    "header": SET_HEADER,
+                    "rows": set_table(s.view.summary),
+                }
+            )
         else:
             parts.append(
                 {
@@ -140,8 +163,9 @@ def _page_title(title: str, sections: Sequence[Section]) -> str:
     """The page's `<title>` and heading. A page of one run (`simulate --report`) also says its
     section's subtitle, which names the scenario and its file (`Scenario NAME (PATH): ...`), so a
     browser tab or a bookmark tells two scenarios' reports apart."""
-    if len(sections) == 1 and isinstance(sections[0], SimulationSection) and sections[0].subtitle:
-        return f"{title}: {sections[0].subtitle}"
+    one = sections[0] if len(sections) == 1 else None
+    if isinstance(one, SimulationSection | SimulationSetSection) and one.subtitle:
+        return f"{title}: {one.subtitle}"
     return title
 
 
