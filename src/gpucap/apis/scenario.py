@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, StrictBool, StrictInt, StrictStr
+from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
 from gpucap.apis.meta import KarpenterModel, ObjectMeta
 from gpucap.apis.quantity import Quantity
@@ -111,6 +111,17 @@ class AddonSpec(KarpenterModel):
     time_slicing: TimeSlicing | None = None
 
 
+class MetricTrace(KarpenterModel):
+    # `hpa`: NAME or NAMESPACE/NAME; `trace`: a CSV file (relative to the scenario) or
+    # `bundled:NAME`; `column`: the value column (default: the first); `scale` multiplies;
+    # `metric`: the HPA metric's name it feeds (default: every External/Pods metric).
+    hpa: StrictStr
+    trace: StrictStr
+    column: StrictStr | None = None
+    scale: StrictFloat | StrictInt = 1
+    metric: StrictStr | None = None
+
+
 class ScenarioSpec(KarpenterModel):
     region: StrictStr = "us-east-1"
     kubernetes_version: StrictStr = "1.36"
@@ -127,6 +138,9 @@ class ScenarioSpec(KarpenterModel):
     # Capacity reservations: a file (relative to the scenario) or the document inline
     # (`{CapacityReservations: [...]}`); checked by the loader (`sim/scenario.py`).
     reservations: StrictStr | dict[str, Any] | None = None
+
+    # Metric traces feeding HorizontalPodAutoscalers (`sim/metrics.py` loads and checks them).
+    metrics: list[MetricTrace] = Field(default_factory=list)
 
 
 class Scenario(KarpenterModel):
