@@ -315,6 +315,17 @@ class _Timeline:
                 detail = str(kind)
         self.say(e.t, f"scenario events[{e.get('index')}]: {detail}")
 
+    def on_HorizontalPodAutoscalerScaled(self, e: Event, batch: list[int]) -> None:  # noqa: N802
+        # `sim/podautoscaler.py`: "HPA vllm: 3 -> 5 replicas (requests_per_second 412 / target 80)"
+        hpa = str(e.get("hpa", "")).removeprefix("default/")
+        why = ""
+        if e.get("metric") is not None:
+            per = " per replica" if e.get("targetType") == "AverageValue" else ""
+            why = f" ({e.get('metric')} {e.get('value'):g} / target {e.get('target'):g}{per})"
+        elif e.get("reason"):
+            why = f" ({e.get('reason')})"
+        self.say(e.t, f"HPA {hpa}: {e.get('previous')} -> {e.get('replicas')} replicas{why}")
+
     def on_CapacityChanged(self, e: Event, batch: list[int]) -> None:  # noqa: N802
         what = offering_words(
             e.get("capacityType"), e.get("instanceType"), e.get("zone"), e.get("instanceFamily")
