@@ -200,6 +200,12 @@ def price_words(per_hour: float) -> str:
     return f"${per_hour:.4f}/h"
 
 
+def _metric_number(v: Any) -> str:
+    """A metric value as people read it: `412`, `3.93`, `1,250,000`."""
+    r = round(float(v), 2)
+    return f"{r:,.0f}" if r.is_integer() else f"{r:,.2f}".rstrip("0")
+
+
 # ---- the timeline -------------------------------------------------------------------------------
 @dataclass(slots=True)
 class _Index:
@@ -321,7 +327,8 @@ class _Timeline:
         why = ""
         if e.get("metric") is not None:
             per = " per replica" if e.get("targetType") == "AverageValue" else ""
-            why = f" ({e.get('metric')} {e.get('value'):g} / target {e.get('target'):g}{per})"
+            value, target = (_metric_number(e.get(k)) for k in ("value", "target"))
+            why = f" ({e.get('metric')} {value} / target {target}{per})"
         elif e.get("reason"):
             why = f" ({e.get('reason')})"
         self.say(e.t, f"HPA {hpa}: {e.get('previous')} -> {e.get('replicas')} replicas{why}")

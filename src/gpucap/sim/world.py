@@ -296,7 +296,7 @@ class World:
         if self.reservations is not None:
             self.reservations.start()
         if self.hpas is not None:
-            self.engine.every(self.hpas, priority=PRIORITY_CONTROLLER + 4)
+            self.engine.every(self.hpas, priority=PRIORITY_CONTROLLER + 5)
         # The run makes almost no cyclic garbage (the 24-hour bench day with consolidation
         # leaves ~900 objects in cycles) while the heap it keeps (catalog, cluster state, the
         # event log) grows: the collector's full passes over it were ~7% of that run. Paused

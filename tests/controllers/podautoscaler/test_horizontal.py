@@ -5,6 +5,9 @@ Rows are hand-computed from horizontal.go's functions (named per test)."""
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from gpucap.apis.horizontalpodautoscaler import (
     DEFAULT_SCALE_DOWN,
     DEFAULT_SCALE_UP,
@@ -110,3 +113,37 @@ def test_an_invalid_metric_blocks_a_scale_down_not_a_scale_up() -> None:
 
 def test_the_largest_metric_proposal_wins() -> None:
     assert controller().sync(0, 4, [5, 7, 6]).desired == 7
+
+
+@given(
+    lo=st.integers(1, 5),
+    span=st.integers(0, 20),
+    start=st.integers(1, 25),
+    proposals=st.lists(st.integers(0, 60), min_size=1, max_size=40),
+)
+def test_every_decision_stays_within_min_and_max_once_inside(
+    lo: int, span: int, start: int, proposals: list[int]
+) -> None:
+    hi = lo + span
+    c = controller(lo, hi)
+    current = start
+    for i, p in enumerate(proposals):
+        d = c.sync(15.0 * i, current, [p])
+        if lo <= current <= hi:
+            assert lo <= d.desired <= hi
+        current = d.desired
+
+
+@given(proposals=st.lists(st.integers(1, 50), min_size=2, max_size=40))
+def test_the_default_scale_down_never_goes_below_a_recommendation_of_the_last_300_seconds(
+    proposals: list[int],
+) -> None:
+    c = controller(1, 100)
+    current = 10
+    for i, p in enumerate(proposals):
+        now = 15.0 * i
+        d = c.sync(now, current, [p])
+        if d.desired < current:
+            recent = [p2 for j, p2 in enumerate(proposals[: i + 1]) if now - 15.0 * j < 300]
+            assert d.desired >= max(recent) or d.desired == current
+        current = d.desired
