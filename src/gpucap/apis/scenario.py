@@ -111,6 +111,18 @@ class AddonSpec(KarpenterModel):
     time_slicing: TimeSlicing | None = None
 
 
+class SpotMarketSpec(KarpenterModel):
+    # Where EC2 reclaims spot pools by itself (`sim/spotmarket.py`): `none` (only `interrupt`
+    # events), `advisor` (Spot Instance Advisor buckets) or `measured` (fitted from traces);
+    # `ratePerHour` (instance family or type -> reclaims per pool-hour) overrides the model.
+    model: Literal["none", "advisor", "measured"] = "none"
+    rate_per_hour: dict[StrictStr, float] = Field(default_factory=dict)
+
+
+class WorldSpec(KarpenterModel):
+    spot: SpotMarketSpec | None = None
+
+
 class MetricTrace(KarpenterModel):
     # `hpa`: NAME or NAMESPACE/NAME; `trace`: a CSV file (relative to the scenario) or
     # `bundled:NAME`; `column`: the value column (default: the first); `scale` multiplies;
@@ -138,7 +150,8 @@ class ScenarioSpec(KarpenterModel):
     # Capacity reservations: a file (relative to the scenario) or the document inline
     # (`{CapacityReservations: [...]}`); checked by the loader (`sim/scenario.py`).
     reservations: StrictStr | dict[str, Any] | None = None
-
+    # The world's own behaviour (`sim/worldspec.py` checks it); None: only what events script.
+    world: WorldSpec | None = None
     # Metric traces feeding HorizontalPodAutoscalers (`sim/metrics.py` loads and checks them).
     metrics: list[MetricTrace] = Field(default_factory=list)
 

@@ -91,6 +91,9 @@ EVENT_FIELDS: dict[str, tuple[str, ...]] = {
     "Unconsolidatable": ("nodeClaim", "node", "message"),
     "EvictionBlocked": ("pod", "node", "pdb", "since", "for", "evicted"),
     "SpotInterruptionWarning": ("nodeClaim",),
+    # The spot market's (`sim/spotmarket.py`): a pool reclaimed (its outage in seconds), back.
+    "SpotPoolReclaimed": ("instanceType", "zone", "capacityType", "instances", "outage"),
+    "SpotPoolRestored": ("instanceType", "zone", "capacityType"),
 }
 
 # The same as sets, for the check on every emit.

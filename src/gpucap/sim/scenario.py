@@ -56,6 +56,7 @@ from gpucap.runtime.clock import EPOCH
 from gpucap.runtime.rfc3339 import parse_rfc3339
 from gpucap.sim.kubelet import Addon
 from gpucap.sim.metrics import MetricFeed, load_metrics
+from gpucap.sim.worldspec import WorldConfig, load_world
 
 __all__ = [
     "SCALABLE_KINDS",
@@ -153,6 +154,8 @@ class LoadedScenario:
     start: dt.datetime = EPOCH
     # `spec.reservations`: the account's capacity reservations; None when the scenario has none.
     reservations: Reservations | None = None
+    # `spec.world` (`sim/worldspec.py`); None when the scenario has no `world` block.
+    world: WorldConfig | None = None
     # `spec.metrics`: the traces feeding HorizontalPodAutoscalers (`sim/metrics.py`).
     metrics: tuple[MetricFeed, ...] = ()
 
@@ -238,6 +241,7 @@ class _Loader:
             metrics = self._gather(lambda: load_metrics(self, s, initial, actions))
         images = self._gather(lambda: self.images(sc))
         timings = self._gather(lambda: self.timings(sc))
+        world = self._gather(lambda: load_world(sc, catalog, self.fail))  # sim/worldspec.py
         if self.problems:
             raise ScenarioError(*self.problems)
         assert images is not None
@@ -266,6 +270,7 @@ class _Loader:
             inputs=tuple(self.inputs),
             start=start or EPOCH,
             reservations=reservations,
+            world=world,
             metrics=metrics or (),
         )
 

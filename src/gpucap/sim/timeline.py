@@ -291,7 +291,7 @@ class _Timeline:
     def batch(self, batch: list[int]) -> None:
         # An interruption claims the offering it marks unavailable, and an ICE the launches and
         # failures of its batch, before those are told on their own.
-        first = {"SpotInterruptionWarning": 0, "OfferingUnavailable": 1}
+        first = {"SpotPoolReclaimed": -1, "SpotInterruptionWarning": 0, "OfferingUnavailable": 1}
         for i in sorted(batch, key=lambda i: first.get(self.events[i].type, 2)):
             if i in self.done:
                 continue
@@ -339,6 +339,19 @@ class _Timeline:
         )
         state = "capacity back" if e.get("available") else "no capacity"
         self.say(e.t, f"scenario: {what}: {state}")
+
+    def on_SpotPoolReclaimed(self, e: Event, batch: list[int]) -> None:  # noqa: N802
+        # The spot market's reclaim (`sim/spotmarket.py`); the warnings follow on their own.
+        n = e.get("instances") or 0
+        warned = f"{n} instance{'s' if n != 1 else ''} warned" if n else "no instance there"
+        self.say(
+            e.t,
+            f"EC2 reclaims spot pool {e.get('instanceType')}/{e.get('zone')}: {warned}; "
+            f"no spot there for {format_duration(e.get('outage') or 0)}",
+        )
+
+    def on_SpotPoolRestored(self, e: Event, batch: list[int]) -> None:  # noqa: N802
+        self.say(e.t, f"EC2: spot pool {e.get('instanceType')}/{e.get('zone')} has capacity again")
 
     def on_AMIResolved(self, e: Event, batch: list[int]) -> None:  # noqa: N802
         version = f" ({e.get('version')})" if e.get("version") else ""

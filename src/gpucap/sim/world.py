@@ -79,6 +79,7 @@ from gpucap.sim.podcontroller import POD_RETRY_SECONDS, PodController
 from gpucap.sim.recorder import Event, Recorder
 from gpucap.sim.reservations import ReservationActor, reservation_summary
 from gpucap.sim.scenario import LoadedScenario, ScenarioAction, ScenarioError
+from gpucap.sim.spotmarket import SpotMarket, fleet_random
 from gpucap.sim.summary import summarize
 from gpucap.state.cluster import Cluster
 
@@ -239,6 +240,25 @@ class World:
                 reconcile_claim=self.claim_events.reconcile_claim,
                 reclaimed=self.kubelet.reclaimed,
             )
+        # The spot market: EC2 reclaiming spot pools by itself; only when the scenario's world
+        # asks for it (`sim/spotmarket.py`).
+        self.spot_market: SpotMarket | None = None
+        if scenario.world is not None and scenario.world.spot.active:
+            self.spot_market = SpotMarket(
+                self.bus,
+                self.cluster,
+                self.ec2,
+                cloud=self.cloud,
+                catalog=catalog,
+                world=scenario.world.spot,
+                region=scenario.region,
+                seed=scenario.seed,
+                clock=self.clock,
+                until=scenario.duration,
+                warn=self._spot_warning,
+            )
+            # Equal-price spot zones: EC2's choice among them, from the seed (simulated/fleet.py).
+            self.ec2.spot_ties = fleet_random(scenario.seed)
         # The HorizontalPodAutoscalers and their traces; only when the scenario has an HPA.
         self.hpas: HorizontalPodAutoscalers | None = None
         if scenario.metrics or has_hpas(scenario.initial, scenario.actions):
@@ -295,6 +315,8 @@ class World:
         self.engine.every(self.cadence.collection_loop, priority=PRIORITY_CONTROLLER + 3)
         if self.reservations is not None:
             self.reservations.start()
+        if self.spot_market is not None:
+            self.spot_market.start()
         if self.hpas is not None:
             self.engine.every(self.hpas, priority=PRIORITY_CONTROLLER + 5)
         # The run makes almost no cyclic garbage (the 24-hour bench day with consolidation
@@ -310,6 +332,8 @@ class World:
             summary["reservations"] = reservation_summary(
                 self.ec2, self.reservations.reclaimed_at, start=self.scenario.start, end=end
             )
+        if self.spot_market is not None:
+            summary["world"] = {"spot": self.spot_market.summary()}
         return SimulationResult(events, summary, end, self.scenario.start)
 
     @property
@@ -424,6 +448,8 @@ class World:
             self.bus.trigger_provisioning()
         if kind in ("NodePool", "EC2NodeClass"):
             self.engine.trigger(self.cadence.drift_loop)
+            if self.spot_market is not None:
+                self.spot_market.refresh()
 
     def _pods_deleted(self, keys: Iterable[str]) -> None:
         for key in keys:
@@ -489,7 +515,14 @@ class World:
             )
             return
         self.emit("ScenarioEvent", index=index, kind="interrupt", detail=name)
-        reclaim_at = self.ec2.interrupt(claim.status.provider_id.rsplit("/", 1)[-1])
+        self._spot_warning(name, claim.status.provider_id)
+
+    def _spot_warning(self, name: str, provider_id: str) -> None:
+        """EC2's two-minute warning to NodeClaim `name`'s spot instance, as a scripted
+        `interrupt` event and the spot market (`sim/spotmarket.py`) both send it: EC2 marks
+        the instance, takes it back when the notice runs out (the kubelet's end of the node),
+        and Karpenter's interruption controller reads the warning at once."""
+        reclaim_at = self.ec2.interrupt(provider_id.rsplit("/", 1)[-1])
 
         def reclaimed() -> None:
             self.ec2.ended("instances")  # the notice ran out: EC2 took the instance back

@@ -18,7 +18,8 @@ until=...)` makes a pool refuse launches (EC2's `InsufficientInstanceCapacity`) 
 
 Capacity reservations: EC2's side of them is `reservations.py` (`ReservationsEC2`).
 
-CreateFleet is modelled on EC2 Fleet `instant` requests with `launch.fleet_pick`, the one model
+CreateFleet (`fleet.py`, a mixin this class inherits) is modelled on EC2 Fleet `instant`
+requests with `launch.fleet_pick`, the one model
 of the fleet's choice that `plan`'s launch column also uses: the overrides of the requested
 capacity type are tried in the order of their `Priority` (the AWS provider sets it to the
 offering price; price-capacity-optimized for spot is modelled as "the cheapest pool that has
@@ -35,6 +36,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import random
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,7 +52,6 @@ from gpucap.cloudprovider.aws.amifamily.resolver import (
     ssm_parameter_name,
 )
 from gpucap.cloudprovider.aws.ec2.api import EC2APIError, Response
-from gpucap.cloudprovider.aws.instance.launch import FleetOverride, fleet_pick
 from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
 from gpucap.cloudprovider.aws.simulated.amis import (
     BOTTLEROCKET,
@@ -62,6 +63,7 @@ from gpucap.cloudprovider.aws.simulated.amis import (
     bundled,
     release_date,
 )
+from gpucap.cloudprovider.aws.simulated.fleet import FleetEC2
 from gpucap.cloudprovider.aws.simulated.instance import (
     LAUNCH_LATENCY,
     SPOT_INTERRUPTION_NOTICE,
@@ -70,7 +72,6 @@ from gpucap.cloudprovider.aws.simulated.instance import (
 )
 from gpucap.cloudprovider.aws.simulated.reservations import (
     CAPACITY_BLOCK_RECLAIM,
-    ReservationsEC2,
 )
 from gpucap.runtime.clock import Clock
 
@@ -84,7 +85,7 @@ class _Window:
 
 
 @dataclass(slots=True)
-class SimulatedEC2(ReservationsEC2):
+class SimulatedEC2(FleetEC2):
     """An in-memory EC2 + SSM over a catalog (see the module docstring)."""
 
     catalog: Catalog
@@ -126,6 +127,9 @@ class SimulatedEC2(ReservationsEC2):
     template_data: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Reservation ID -> when its owner reclaimed it (interruptible reservations, `reclaim`).
     _reclaimed: dict[str, dt.datetime] = field(default_factory=dict)
+    # The seeded tie-break between equal-price spot zones (`fleet.py`); set by the simulator
+    # when its world has a spot market, else None (the first zone by name).
+    spot_ties: random.Random | None = None
 
     # ---- the change feed -------------------------------------------------------------------------
     def watch(self, fn: Callable[[str], None]) -> None:
@@ -522,117 +526,7 @@ class SimulatedEC2(ReservationsEC2):
             }
         }
 
-    # ---- EC2: instances -------------------------------------------------------------------------
-    def create_fleet(self, **kwargs: Any) -> Response:
-        """EC2 Fleet `instant`: `launch.fleet_pick` over the overrides of the target capacity
-        type (by their `Priority`, ties by type then zone); every override passed over adds an
-        error (`Unsupported` when the catalog does not offer it, else
-        `InsufficientInstanceCapacity`); the instances launch in the chosen pool. The overrides
-        of a launch template that targets a capacity reservation launch only into it (see the
-        module docstring)."""
-        self.calls.append("CreateFleet")
-        if kwargs.get("Type") != "instant":
-            raise EC2APIError(
-                "InvalidParameterValue",
-                "only instant fleets are simulated",
-                operation="CreateFleet",
-            )
-        target = kwargs["TargetCapacitySpecification"]
-        capacity_type = target.get("DefaultTargetCapacityType", "on-demand")
-        count = int(target.get("TotalTargetCapacity", 1))
-        tags = _tags_for(kwargs.get("TagSpecifications", []), "instance")
-        # Each config with the reservation its template targets (None: an ordinary one).
-        configs = [
-            (config, self._target_reservation(config))
-            for config in kwargs.get("LaunchTemplateConfigs", [])
-        ]
-        # A reservation's instances are billed at the on-demand price (an ODCR's rate).
-        reserved = any(into is not None for _, into in configs)
-        prices = self._prices("on-demand" if reserved else capacity_type)
-        # Each override as gpucap's fleet model sees it: its `Priority` (the AWS provider sets
-        # the offering price; lower goes first), else the simulated price; one per type x zone
-        # (and reservation).
-        requested: dict[
-            tuple[str, str, str],
-            tuple[FleetOverride, Mapping[str, Any], CapacityReservationItem | None],
-        ] = {}
-        for config, into in configs:
-            rid = into.capacity_reservation_id if into is not None else ""
-            for o in config.get("Overrides", []):
-                key = (o["InstanceType"], o["AvailabilityZone"], rid)
-                priority = o.get("Priority", prices.get(key[:2], float("inf")))
-                requested.setdefault(
-                    key, (FleetOverride(key[0], key[1], float(priority), rid), o, into)
-                )
-
-        def launchable(override: FleetOverride) -> bool:
-            key = (override.instance_type, override.zone)
-            if override.reservation_id:
-                into = requested[(key[0], key[1], override.reservation_id)][2]
-                return into is not None and self._reservation_refusal(into, *key) is None
-            return key in prices and self.has_capacity(key[0], key[1], capacity_type)
-
-        pick = fleet_pick((f for f, _, _ in requested.values()), has_capacity=launchable)
-        self._next_fleet += 1
-        fleet_id = f"fleet-{self._next_fleet:08x}-sim"
-        errors: list[dict[str, Any]] = []
-        for passed in pick.passed_over:
-            key3 = (passed.instance_type, passed.zone, passed.reservation_id)
-            _, o, into = requested[key3]
-            if into is not None:
-                code, message = self._reservation_refusal(into, *key3[:2]) or ("", "")
-                errors.append(_fleet_error(o, code, message))
-            elif key3[:2] not in prices:
-                errors.append(
-                    _fleet_error(
-                        o, "Unsupported", "The requested configuration is currently not supported."
-                    )
-                )
-            else:
-                errors.append(
-                    _fleet_error(
-                        o,
-                        "InsufficientInstanceCapacity",
-                        f"We currently do not have sufficient {o['InstanceType']} capacity in the "
-                        f"Availability Zone you requested ({o['AvailabilityZone']}).",
-                    )
-                )
-        launched: list[SimulatedInstance] = []
-        if pick.chosen is not None:
-            key3 = (pick.chosen.instance_type, pick.chosen.zone, pick.chosen.reservation_id)
-            _, o, into = requested[key3]
-            while len(launched) < count:
-                if into is not None and self._reservation_refusal(into, *key3[:2]) is not None:
-                    break  # the reservation is full: EC2 launches what it can
-                launched.append(
-                    self._launch(
-                        o,
-                        "reserved" if into is not None else capacity_type,
-                        prices.get(key3[:2], 0.0),
-                        tags,
-                        into=into,
-                    )
-                )
-        response: dict[str, Any] = {"FleetId": fleet_id, "Errors": errors, "Instances": []}
-        if launched:
-            first = launched[0]
-            response["Instances"] = [
-                {
-                    "InstanceIds": [i.instance_id for i in launched],
-                    "InstanceType": first.instance_type,
-                    "Lifecycle": "spot" if capacity_type == "spot" else "on-demand",
-                    "LaunchTemplateAndOverrides": {
-                        "Overrides": {
-                            "InstanceType": first.instance_type,
-                            "AvailabilityZone": first.zone,
-                            "SubnetId": first.subnet_id,
-                            "ImageId": first.image_id,
-                        }
-                    },
-                }
-            ]
-        return response
-
+    # ---- EC2: instances (CreateFleet is `fleet.py`) --------------------------------------------
     def _prices(self, capacity_type: str) -> dict[tuple[str, str], float]:
         """The catalog's price per (type, zone) for `capacity_type`. Built once per capacity
         type: the catalog does not change during a run (capacity windows live in
@@ -913,22 +807,6 @@ class SimulatedEC2(ReservationsEC2):
                 json.dumps(_price_list_entry(info.name, self.catalog.region, price), sort_keys=True)
             )
         return {"PriceList": out}
-
-
-def _tags_for(specs: Iterable[Mapping[str, Any]], resource: str) -> dict[str, str]:
-    for spec in specs:
-        if spec.get("ResourceType") == resource:
-            return {t["Key"]: t["Value"] for t in spec.get("Tags", [])}
-    return {}
-
-
-def _fleet_error(override: Mapping[str, Any], code: str, message: str) -> dict[str, Any]:
-    return {
-        "LaunchTemplateAndOverrides": {"Overrides": dict(override)},
-        "Lifecycle": None,
-        "ErrorCode": code,
-        "ErrorMessage": message,
-    }
 
 
 def _glob(pattern: str, text: str) -> bool:
