@@ -103,6 +103,24 @@ def one_of_each_kind() -> list[dict[str, Any]]:
             "metadata": {"name": "vllm"},
             "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "vllm"}}},
         },
+        {
+            "apiVersion": "autoscaling/v2",
+            "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "vllm"},
+            "spec": {
+                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "vllm"},
+                "maxReplicas": 4,
+                "metrics": [
+                    {
+                        "type": "External",
+                        "external": {
+                            "metric": {"name": "requests_per_second"},
+                            "target": {"type": "AverageValue", "averageValue": "80"},
+                        },
+                    }
+                ],
+            },
+        },
         raycluster(),
         rayservice(),
         rayjob(),

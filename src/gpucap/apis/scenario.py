@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, StrictBool, StrictInt, StrictStr
+from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
 from gpucap.apis.meta import KarpenterModel, ObjectMeta
 from gpucap.apis.quantity import Quantity
@@ -123,6 +123,17 @@ class WorldSpec(KarpenterModel):
     spot: SpotMarketSpec | None = None
 
 
+class MetricTrace(KarpenterModel):
+    # `hpa`: NAME or NAMESPACE/NAME; `trace`: a CSV file (relative to the scenario) or
+    # `bundled:NAME`; `column`: the value column (default: the first); `scale` multiplies;
+    # `metric`: the HPA metric's name it feeds (default: every External/Pods metric).
+    hpa: StrictStr
+    trace: StrictStr
+    column: StrictStr | None = None
+    scale: StrictFloat | StrictInt = 1
+    metric: StrictStr | None = None
+
+
 class ScenarioSpec(KarpenterModel):
     region: StrictStr = "us-east-1"
     kubernetes_version: StrictStr = "1.36"
@@ -141,6 +152,8 @@ class ScenarioSpec(KarpenterModel):
     reservations: StrictStr | dict[str, Any] | None = None
     # The world's own behaviour (`sim/worldspec.py` checks it); None: only what events script.
     world: WorldSpec | None = None
+    # Metric traces feeding HorizontalPodAutoscalers (`sim/metrics.py` loads and checks them).
+    metrics: list[MetricTrace] = Field(default_factory=list)
 
 
 class Scenario(KarpenterModel):

@@ -44,6 +44,7 @@ from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.errors import FieldPath, format_path, translate
 from gpucap.apis.expansion import POD_CREATORS, PodCreator, expand, expansion_notes, pod_groups
 from gpucap.apis.gpuoperator import ClusterPolicy
+from gpucap.apis.horizontalpodautoscaler import HorizontalPodAutoscaler
 from gpucap.apis.jobset import JobSet
 from gpucap.apis.kuberay import RayCluster, RayJob, RayService
 from gpucap.apis.leaderworkerset import LeaderWorkerSet
@@ -124,6 +125,7 @@ KubeObject: TypeAlias = (
     | DaemonSet
     | PodDisruptionBudget
     | ClusterPolicy
+    | HorizontalPodAutoscaler
     | Scenario
 )
 
@@ -148,6 +150,7 @@ KINDS: dict[str, tuple[str, type[BaseModel], bool]] = {
     "DaemonSet": ("apps/v1", DaemonSet, True),
     "PodDisruptionBudget": ("policy/v1", PodDisruptionBudget, True),
     "ClusterPolicy": ("nvidia.com/v1", ClusterPolicy, False),
+    "HorizontalPodAutoscaler": ("autoscaling/v2", HorizontalPodAutoscaler, True),
     "Scenario": ("gpucap.dev/v1alpha1", Scenario, False),
 }
 
@@ -664,6 +667,9 @@ def _load_document(  # noqa: PLR0917 - one document's context, passed down
             ignored[kind] += 1
         return
     want_version, model, namespaced = KINDS[kind]
+    if kind == "HorizontalPodAutoscaler" and api_version != want_version:
+        ignored[kind] += 1  # autoscaling/v1 (CPU only): ignored as before v2 was read
+        return
     if api_version != want_version:
         error(
             ("apiVersion",),

@@ -31,6 +31,7 @@ from gpucap.apis.duration import (
 from gpucap.apis.ec2nodeclass import ALIAS_FAMILIES, EC2NodeClass
 from gpucap.apis.errors import closest_name
 from gpucap.apis.goparse import atoi, parse_float
+from gpucap.apis.horizontalpodautoscaler import HorizontalPodAutoscaler, hpa_violations
 from gpucap.apis.limits import MAX_WORKLOAD_PODS
 from gpucap.apis.nodeoverlay import NodeOverlay
 from gpucap.apis.nodepool import (
@@ -101,6 +102,7 @@ def validate_object(obj: Any) -> list[Violation]:
         EC2NodeClass: _ec2nodeclass,
         NodeOverlay: _nodeoverlay,
         **POD_CHECKS,
+        HorizontalPodAutoscaler: hpa_violations,
         Scenario: _scenario,
     }
     check = checks.get(type(obj))

@@ -25,6 +25,7 @@ from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.expansion import PodCreator, expand, sample_pods
 from gpucap.apis.gpu import GPU_RESOURCES
 from gpucap.apis.gpuoperator import ClusterPolicy, device_plugin_configs
+from gpucap.apis.horizontalpodautoscaler import HorizontalPodAutoscaler, describe_hpa
 from gpucap.apis.jobset import JobSet
 from gpucap.apis.kuberay import RayCluster, RayJob, RayService
 from gpucap.apis.labels import NODEPOOL
@@ -235,6 +236,7 @@ _DESCRIBE: dict[type[Any], Callable[[Any], str]] = {
     NodeClaim: _describe_nodeclaim,
     ConfigMap: _describe_configmap,
     ClusterPolicy: _describe_cluster_policy,
+    HorizontalPodAutoscaler: describe_hpa,
     PodDisruptionBudget: _describe_pdb,
     NodeOverlay: _describe_overlay,
     Scenario: _describe_scenario,

@@ -198,6 +198,18 @@ def _facts(s: Mapping[str, Any], start: dt.datetime) -> list[Fact]:
                 "pull and model load included)",
             )
         )
+    serving = s.get("serving")  # only with a HorizontalPodAutoscaler (`sim/summary.py`)
+    if serving:
+        asked, lost = serving["requestedReplicaSeconds"], serving["lostReplicaSeconds"]
+        facts.append(
+            Sentence(
+                "serving",
+                f"Serving (HPA targets): {asked / 3600:.2f} replica-hours requested, "
+                f"{lost / 3600:.2f} not Ready ({100 * serving['lostFraction']:.1f}% lost to "
+                f"cold starts, evictions and pending pods); "
+                f"{plural(serving['hpaRescales'], 'HPA rescale')}",
+            )
+        )
     c = s["nodeClaims"]
     facts.append(
         Sentence(

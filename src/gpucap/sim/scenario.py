@@ -55,6 +55,7 @@ from gpucap.cloudprovider.aws.instancetype.resolve import offered_zones
 from gpucap.runtime.clock import EPOCH
 from gpucap.runtime.rfc3339 import parse_rfc3339
 from gpucap.sim.kubelet import Addon
+from gpucap.sim.metrics import MetricFeed, load_metrics
 from gpucap.sim.worldspec import WorldConfig, load_world
 
 __all__ = [
@@ -155,6 +156,8 @@ class LoadedScenario:
     reservations: Reservations | None = None
     # `spec.world` (`sim/worldspec.py`); None when the scenario has no `world` block.
     world: WorldConfig | None = None
+    # `spec.metrics`: the traces feeding HorizontalPodAutoscalers (`sim/metrics.py`).
+    metrics: tuple[MetricFeed, ...] = ()
 
 
 CatalogSource = Catalog | Callable[[str], Catalog]
@@ -229,10 +232,13 @@ class _Loader:
             for a in actions:
                 if a.reclaim_reservation is not None:
                     self._gather(functools.partial(self.check_reclaim, a, reservations))
+        metrics: tuple[MetricFeed, ...] | None = ()
         if not self.problems:
             # Only over a whole scenario: a file that did not load would make its objects look
             # never applied.
             self._gather(lambda: self.check_refs(effective(initial), actions))
+            # spec.metrics against the HPAs applied (sim/metrics.py)
+            metrics = self._gather(lambda: load_metrics(self, s, initial, actions))
         images = self._gather(lambda: self.images(sc))
         timings = self._gather(lambda: self.timings(sc))
         world = self._gather(lambda: load_world(sc, catalog, self.fail))  # sim/worldspec.py
@@ -265,6 +271,7 @@ class _Loader:
             start=start or EPOCH,
             reservations=reservations,
             world=world,
+            metrics=metrics or (),
         )
 
     # -- time and reservations

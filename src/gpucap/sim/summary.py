@@ -27,6 +27,10 @@ What it counts, and how:
   since they last became pending; nodes registered but never initialized. A pod whose last word
   is `PodNotPlanned` (a NodePool of EKS Auto Mode or the KWOK provider would take it) is not
   pending: it is in `notPlanned` (only when there is one) with who serves it.
+- Serving (`serving`, only when the scenario has a HorizontalPodAutoscaler): from the HPA actor's
+  `ServingReplicas` events, the replica-seconds each HPA target was asked for (its
+  `spec.replicas` over time) and those that were Ready; `lostReplicaSeconds` and `lostFraction`
+  are the difference: cold starts, evictions and pending pods under load show as lost capacity.
 - Pods that never became Ready (`pods.neverReady`: pod creations without a `PodReady`), and of
   those the ones deleted first (`deletedBeforeReady`: when, and why they were still waiting), so
   a workload scaled to 0 before its pods ever ran is not hidden by "Pending at the end: none".
@@ -143,6 +147,52 @@ def _waiting(p: _Pod, claims: Mapping[str, _Claim]) -> str:
     if p.nominated is not None:
         return _nomination_reason(claims.get(p.nominated), p.nominated)
     return p.wait_reason or NO_DECISION
+
+
+def _serving(log: Sequence[Event], end: float) -> dict[str, Any] | None:
+    """The `serving` block (None without `ServingReplicas` events, i.e. without an HPA): for
+    each HPA target, its `spec.replicas` (requested) and Ready replicas over time, as
+    replica-seconds; lost is requested minus Ready (a Ready replica beyond the request serves
+    nothing asked for). Each event holds until the next for its object, or `end`."""
+    state: dict[str, tuple[float, int, int]] = {}  # object -> (since, requested, ready)
+    totals: dict[str, list[float]] = {}  # object -> [requested s, ready s, rescales]
+
+    def close(obj: str, t: float) -> None:
+        since, requested, ready = state[obj]
+        row = totals.setdefault(obj, [0.0, 0.0, 0])
+        row[0] += (t - since) * requested
+        row[1] += (t - since) * min(ready, requested)
+
+    for e in log:
+        if e.type == "ServingReplicas":
+            obj = e.fields["object"]
+            if obj in state:
+                close(obj, e.t)
+            state[obj] = (e.t, e.fields["requested"], e.fields["ready"])
+            totals.setdefault(obj, [0.0, 0.0, 0])
+        elif e.type == "HorizontalPodAutoscalerScaled":
+            totals.setdefault(e.fields["object"], [0.0, 0.0, 0])[2] += 1
+    if not state:
+        return None
+    for obj in state:
+        close(obj, end)
+
+    def block(requested: float, ready: float) -> dict[str, Any]:
+        return {
+            "requestedReplicaSeconds": round(requested, _SECONDS),
+            "readyReplicaSeconds": round(ready, _SECONDS),
+            "lostReplicaSeconds": round(requested - ready, _SECONDS),
+            "lostFraction": round((requested - ready) / requested, _HOURS) if requested else 0.0,
+        }
+
+    return {
+        **block(sum(r[0] for r in totals.values()), sum(r[1] for r in totals.values())),
+        "hpaRescales": int(sum(r[2] for r in totals.values())),
+        "byObject": {
+            obj: {**block(r[0], r[1]), "hpaRescales": int(r[2])}
+            for obj, r in sorted(totals.items())
+        },
+    }
 
 
 def summarize(events: Sequence[Event], *, end: float) -> dict[str, Any]:
@@ -385,6 +435,8 @@ def summarize(events: Sequence[Event], *, end: float) -> dict[str, Any]:
             _SECONDS,
         ),
         "servingPodsEvicted": evicted_serving,
+        # Only with a HorizontalPodAutoscaler: other summaries stay as they were.
+        **({"serving": serving} if (serving := _serving(log, end)) else {}),
         "pendingAtEnd": pending,
         # Only when some pod is another Karpenter's: other summaries stay as they were.
         **({"notPlanned": not_planned} if not_planned else {}),

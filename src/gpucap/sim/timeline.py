@@ -200,6 +200,12 @@ def price_words(per_hour: float) -> str:
     return f"${per_hour:.4f}/h"
 
 
+def _metric_number(v: Any) -> str:
+    """A metric value as people read it: `412`, `3.93`, `1,250,000`."""
+    r = round(float(v), 2)
+    return f"{r:,.0f}" if r.is_integer() else f"{r:,.2f}".rstrip("0")
+
+
 # ---- the timeline -------------------------------------------------------------------------------
 @dataclass(slots=True)
 class _Index:
@@ -314,6 +320,18 @@ class _Timeline:
             else:
                 detail = str(kind)
         self.say(e.t, f"scenario events[{e.get('index')}]: {detail}")
+
+    def on_HorizontalPodAutoscalerScaled(self, e: Event, batch: list[int]) -> None:  # noqa: N802
+        # `sim/podautoscaler.py`: "HPA vllm: 3 -> 5 replicas (requests_per_second 412 / target 80)"
+        hpa = str(e.get("hpa", "")).removeprefix("default/")
+        why = ""
+        if e.get("metric") is not None:
+            per = " per replica" if e.get("targetType") == "AverageValue" else ""
+            value, target = (_metric_number(e.get(k)) for k in ("value", "target"))
+            why = f" ({e.get('metric')} {value} / target {target}{per})"
+        elif e.get("reason"):
+            why = f" ({e.get('reason')})"
+        self.say(e.t, f"HPA {hpa}: {e.get('previous')} -> {e.get('replicas')} replicas{why}")
 
     def on_CapacityChanged(self, e: Event, batch: list[int]) -> None:  # noqa: N802
         what = offering_words(

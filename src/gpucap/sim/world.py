@@ -74,6 +74,7 @@ from gpucap.sim.daemonsets import DaemonSetController
 from gpucap.sim.engine import Engine
 from gpucap.sim.nodeclaims import NodeClaimEvents
 from gpucap.sim.nodes import NODE_MONITOR_GRACE_S, Kubelet
+from gpucap.sim.podautoscaler import HorizontalPodAutoscalers, has_hpas
 from gpucap.sim.podcontroller import POD_RETRY_SECONDS, PodController
 from gpucap.sim.recorder import Event, Recorder
 from gpucap.sim.reservations import ReservationActor, reservation_summary
@@ -258,6 +259,13 @@ class World:
             )
             # Equal-price spot zones: EC2's choice among them, from the seed (simulated/fleet.py).
             self.ec2.spot_ties = fleet_random(scenario.seed)
+        # The HorizontalPodAutoscalers and their traces; only when the scenario has an HPA.
+        self.hpas: HorizontalPodAutoscalers | None = None
+        if scenario.metrics or has_hpas(scenario.initial, scenario.actions):
+            self.hpas = HorizontalPodAutoscalers(
+                self.bus, self.cluster, scenario.metrics, scale=self.scale
+            )
+            self.cluster.watch(self.hpas.cluster_changed)
         self._wire()
 
     def _wire(self) -> None:
@@ -309,6 +317,8 @@ class World:
             self.reservations.start()
         if self.spot_market is not None:
             self.spot_market.start()
+        if self.hpas is not None:
+            self.engine.every(self.hpas, priority=PRIORITY_CONTROLLER + 5)
         # The run makes almost no cyclic garbage (the 24-hour bench day with consolidation
         # leaves ~900 objects in cycles) while the heap it keeps (catalog, cluster state, the
         # event log) grows: the collector's full passes over it were ~7% of that run. Paused
@@ -346,7 +356,6 @@ class World:
                 )
         elif action.kind == "scale" and action.ref is not None and action.replicas is not None:
             kind, namespace, name = action.ref
-            obj = self.cluster.get(kind, namespace or None, name)
             self.emit(
                 "ScenarioEvent",
                 index=action.index,
@@ -354,17 +363,7 @@ class World:
                 object=f"{kind}/{_ns_name(namespace, name)}",
                 replicas=action.replicas,
             )
-            if obj is None:
-                return
-            before = self.cluster.pod_count()
-            mine = sum(g.count for g in pod_groups(obj)) if isinstance(obj, POD_CREATORS) else 0
-            if before - mine + action.replicas > MAX_PODS:
-                raise ScenarioError(
-                    f"{self.scenario.path}: events[{action.index}].scale.replicas: the cluster "
-                    f"would hold {before - mine + action.replicas:,} pods, more than gpucap "
-                    f"simulates ({MAX_PODS:,})"
-                )
-            self._apply(_with_replicas(obj, action.replicas))
+            self.scale(action.ref, action.replicas, f"events[{action.index}].scale.replicas")
         elif action.kind == "delete" and action.ref is not None:
             kind, namespace, name = action.ref
             self.emit(
@@ -399,6 +398,23 @@ class World:
             )
             self.ec2.publish_release(k8s, version)
             self.engine.trigger(self.cadence.drift_loop)
+
+    def scale(self, ref: tuple[str, str, str], replicas: int, where: str) -> None:
+        """Set a workload's replicas as `kubectl scale` does: a scenario's scale event and the
+        HPA (`sim/podautoscaler.py`) both write here; `where` names the source in an error."""
+        kind, namespace, name = ref
+        obj = self.cluster.get(kind, namespace or None, name)
+        if obj is None:
+            return
+        before = self.cluster.pod_count()
+        mine = sum(g.count for g in pod_groups(obj)) if isinstance(obj, POD_CREATORS) else 0
+        if before - mine + replicas > MAX_PODS:
+            raise ScenarioError(
+                f"{self.scenario.path}: {where}: the cluster "
+                f"would hold {before - mine + replicas:,} pods, more than gpucap "
+                f"simulates ({MAX_PODS:,})"
+            )
+        self._apply(_with_replicas(obj, replicas))
 
     def _apply(self, obj: KubeObject) -> None:
         applied = self.cluster.apply(obj)
