@@ -112,3 +112,17 @@ def test_serving_counts_requested_minus_ready_replica_seconds() -> None:
     assert serving["readyReplicaSeconds"] == 0 + 50 + 50
     assert serving["lostReplicaSeconds"] == 250
     assert serving["lostFraction"] == pytest.approx(250 / 350, abs=1e-6)
+
+
+def test_an_hpa_without_behavior_at_most_doubles_or_reaches_4_per_sync() -> None:
+    # Kubernetes' normalizeDesiredReplicas path (no `behavior`): calculateScaleUpLimit allows
+    # max(2 x 1, 4) = 4 at t=600, then max(2 x 4, 4) = 8 >= 5 at the next sync.
+    assert scaled(run("hpa-step-legacy"))[:2] == [(600, 1, 4), (615, 4, 5)]
+
+
+def test_an_hpa_without_behavior_scales_down_after_the_controllers_300_second_window() -> None:
+    # The highest recommendation of the last 300 s (the controller's flag default) holds 5; this
+    # path keeps a sample exactly at the cutoff (Go: not timestamp.Before(cutoff)), where the
+    # behavior path drops it (timestamp.After(cutoff)): the 2385 sample still counts at 2685, so
+    # the scale-down comes one sync later than with a behavior.
+    assert scaled(run("hpa-step-legacy"))[2] == (2700, 5, 1)

@@ -309,3 +309,36 @@ def test_a_tie_break_keeps_price_then_type_first() -> None:
         seeded_pick(overrides, rng, has_capacity=lambda o: o.price == 1.0).chosen for _ in range(50)
     }
     assert {c.zone for c in chosen if c is not None} == {"us-east-1a", "us-east-1b", "us-east-1c"}
+
+
+def _pool_event(t: float, type_: str, instances: int | None = None) -> Event:
+    fields: dict[str, object] = {"instanceType": "g5.xlarge", "zone": "us-east-1a"}
+    if instances is not None:
+        fields |= {"instances": instances, "outage": 600}
+    return Event(t, type_, fields)
+
+
+def test_the_timeline_leaves_out_the_reclaim_and_restore_of_an_empty_pool() -> None:
+    from gpucap.sim.timeline import format_timeline  # noqa: PLC0415
+
+    empty = [_pool_event(60, "SpotPoolReclaimed", 0), _pool_event(660, "SpotPoolRestored")]
+    assert not [line for line in format_timeline(empty) if "spot pool" in line]
+    busy = [_pool_event(60, "SpotPoolReclaimed", 2), _pool_event(660, "SpotPoolRestored")]
+    said = [line for line in format_timeline(busy) if "spot pool" in line]
+    assert len(said) == 2
+    assert "2 instances warned; no spot there for 10m" in said[0]
+    assert "has capacity again" in said[1]
+
+
+def test_the_summary_counts_the_pools_the_timeline_left_out(tmp_path: Path) -> None:
+    from gpucap.report.summary import Sentence, summary_view  # noqa: PLC0415
+
+    result = _run(tmp_path, world="{spot: {ratePerHour: {g5.xlarge: 2}}}", duration="6h")
+    spot = result.summary["world"]["spot"]
+    quiet = spot["poolReclaims"] - spot["poolReclaimsWithInstances"]
+    assert spot["poolReclaims"] > 0
+    facts = summary_view(result.summary).facts
+    words = [f.text for f in facts if isinstance(f, Sentence) and f.key == "spot-market"]
+    assert len(words) == 1
+    assert f"EC2 reclaimed {spot['poolReclaims']} spot pool" in words[0]
+    assert (f"({quiet} of them empty" in words[0]) == (quiet > 0)

@@ -210,6 +210,18 @@ def _facts(s: Mapping[str, Any], start: dt.datetime) -> list[Fact]:
                 f"{plural(serving['hpaRescales'], 'HPA rescale')}",
             )
         )
+    spot = (s.get("world") or {}).get("spot")  # only with a spot market (`sim/spotmarket.py`)
+    if spot:
+        quiet = spot["poolReclaims"] - spot.get("poolReclaimsWithInstances", 0)
+        facts.append(
+            Sentence(
+                "spot-market",
+                f"Spot market ({spot['model']}, {plural(spot['pools'], 'pool')}): EC2 reclaimed "
+                f"{plural(spot['poolReclaims'], 'spot pool')}, warning "
+                f"{plural(spot['instancesWarned'], 'instance')}"
+                + (f" ({quiet} of them empty, left out of the timeline)" if quiet else ""),
+            )
+        )
     c = s["nodeClaims"]
     facts.append(
         Sentence(

@@ -219,6 +219,7 @@ class SpotMarket:
             info.family for info in map(catalog.info, catalog.names) if info.gpu_count > 0
         }
         self.reclaims = 0
+        self.reclaims_with_instances = 0
         self.warned = 0
 
     @property
@@ -292,6 +293,7 @@ class SpotMarket:
             until=self.clock.now() + dt.timedelta(seconds=outage),
         )
         self.reclaims += 1
+        self.reclaims_with_instances += bool(victims)
         self.bus.emit(
             "SpotPoolReclaimed",
             instanceType=itype,
@@ -369,5 +371,6 @@ class SpotMarket:
             "model": self.world.model,
             "pools": sum(1 for p in self.pools.values() if p is not None),
             "poolReclaims": self.reclaims,
+            "poolReclaimsWithInstances": self.reclaims_with_instances,
             "instancesWarned": self.warned,
         }

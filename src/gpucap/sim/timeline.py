@@ -259,6 +259,8 @@ class _Timeline:
         self.batches = _batches(self.events)
         self.batch_of = [b for b in self.batches for _ in b]  # event index -> its batch
         self.done: set[int] = set()
+        # Spot pools reclaimed while empty, whose reclaim and restore the timeline leaves out.
+        self.quiet_pools: set[tuple[Any, Any]] = set()
         self.lines: list[tuple[float, int, TimelineLine]] = []  # (t, order, line)
         self.evicted_at: dict[str, float] = {}  # pod -> its last eviction, seen so far
         self.instance_gone: dict[str, float] = {}  # NodeClaim -> when EC2 took its instance
@@ -342,8 +344,13 @@ class _Timeline:
 
     def on_SpotPoolReclaimed(self, e: Event, batch: list[int]) -> None:  # noqa: N802
         # The spot market's reclaim (`sim/spotmarket.py`); the warnings follow on their own.
+        # A pool with no instance of the run is not told (a day's market closes dozens of them,
+        # and the summary counts them); a launch that finds one closed says so itself.
         n = e.get("instances") or 0
-        warned = f"{n} instance{'s' if n != 1 else ''} warned" if n else "no instance there"
+        if not n:
+            self.quiet_pools.add((e.get("instanceType"), e.get("zone")))
+            return
+        warned = f"{n} instance{'s' if n != 1 else ''} warned"
         self.say(
             e.t,
             f"EC2 reclaims spot pool {e.get('instanceType')}/{e.get('zone')}: {warned}; "
@@ -351,6 +358,10 @@ class _Timeline:
         )
 
     def on_SpotPoolRestored(self, e: Event, batch: list[int]) -> None:  # noqa: N802
+        pool = (e.get("instanceType"), e.get("zone"))
+        if pool in self.quiet_pools:
+            self.quiet_pools.discard(pool)
+            return
         self.say(e.t, f"EC2: spot pool {e.get('instanceType')}/{e.get('zone')} has capacity again")
 
     def on_AMIResolved(self, e: Event, batch: list[int]) -> None:  # noqa: N802

@@ -26,6 +26,14 @@
 5. A change is remembered as a scale-up or scale-down event (its size and time) for the
    policies' periods.
 
+An HPA written without `behavior` takes Kubernetes' older path instead of 3-4
+(`normalizeDesiredReplicas`, `stabilizeRecommendation`, `convertDesiredReplicasWithRules`,
+`calculateScaleUpLimit`): the API server leaves `behavior` unset, so the controller stabilizes
+down only (the highest recommendation of the last 300 s, its
+`--horizontal-pod-autoscaler-downscale-stabilization` default) and limits a scale-up to twice the
+current count or 4, whichever is more, per sync (with the default policies it would be the
+current count plus the larger of 4 and 100 % per 15 s: one more replica from 1, say).
+
 The controller syncs every HPA every 15 s (`--horizontal-pod-autoscaler-sync-period`).
 Times are seconds on the simulator's clock. Called by the simulator's HPA actor
 (`sim/metrics.py`).
@@ -47,6 +55,10 @@ __all__ = ["SYNC_PERIOD_SECONDS", "Decision", "HorizontalController"]
 
 # kube-controller-manager --horizontal-pod-autoscaler-sync-period (default 15 s).
 SYNC_PERIOD_SECONDS = 15.0
+# kube-controller-manager's --horizontal-pod-autoscaler-downscale-stabilization default (5m,
+# `pkg/controller/podautoscaler/config/v1alpha1/defaults.go`): the window of an HPA without
+# `behavior`.
+LEGACY_DOWNSCALE_WINDOW = 300.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,13 +84,16 @@ class HorizontalController:
     scale_up: HPAScalingRules
     scale_down: HPAScalingRules
     recommendations: list[tuple[float, int]] = field(default_factory=list)
+    # No `behavior` in the HPA: Kubernetes' normalizeDesiredReplicas path (module docstring).
+    legacy: bool = False
     up_events: list[tuple[float, int]] = field(default_factory=list)
     down_events: list[tuple[float, int]] = field(default_factory=list)
 
     @classmethod
     def of(cls, hpa: HorizontalPodAutoscaler) -> HorizontalController:
         up, down = default_behavior(hpa)
-        return cls(hpa.min_replicas, hpa.spec.max_replicas, up, down)
+        legacy = hpa.spec.behavior is None
+        return cls(hpa.min_replicas, hpa.spec.max_replicas, up, down, legacy=legacy)
 
     # -- reconcileAutoscaler
     def sync(self, now: float, current: int, proposals: Sequence[int | None]) -> Decision:
@@ -96,9 +111,38 @@ class HorizontalController:
         proposal = max(valid)
         if len(valid) < len(proposals) and proposal < current:
             return Decision(current, current, "a metric is missing: no scale-down")
+        if self.legacy:
+            desired, why = self._legacy(now, current, proposal)
+            return self._done(now, current, desired, why)
         stabilized = self._stabilize(now, current, proposal)
         desired, why = self._rate(now, current, stabilized)
         return self._done(now, current, desired, why)
+
+    # -- normalizeDesiredReplicas: stabilizeRecommendation, then convertDesiredReplicasWithRules
+    def _legacy(self, now: float, current: int, proposal: int) -> tuple[int, str]:
+        cutoff = now - LEGACY_DOWNSCALE_WINDOW
+        stabilized = proposal
+        old: int | None = None
+        for i, (t, rec) in enumerate(self.recommendations):
+            if t < cutoff:  # Go: timestamp.Before(cutoff); a sample at the cutoff still counts
+                old = i
+            else:
+                stabilized = max(stabilized, rec)
+        if old is not None:
+            self.recommendations[old] = (now, proposal)
+        else:
+            self.recommendations.append((now, proposal))
+        limit = max(2 * current, 4)
+        maximum, over = (
+            (limit, "ScaleUpLimit")
+            if self.max_replicas > limit
+            else (self.max_replicas, "TooManyReplicas")
+        )
+        if stabilized < self.min_replicas:
+            return self.min_replicas, "TooFewReplicas"
+        if stabilized > maximum:
+            return maximum, over
+        return stabilized, "Desired"
 
     def _done(self, now: float, current: int, desired: int, why: str) -> Decision:
         if desired > current:
