@@ -18,9 +18,12 @@ message. A fingerprint says which files differ, not how: record both commits to 
 What is recorded (one file per command: its exit code, stdout and stderr; plus the event log of
 each simulation):
 - `simulate -o json` and `--events` of every story (tests/sim/stories, and the reserved-capacity
-  story in tests/sim/stories/reserved), every good scenario (tests/sim/scenarios/good), the
-  bundled example stories and both 24-hour bench days (bench/simulate.py's generator,
-  disruption off and on);
+  story in tests/sim/stories/reserved), every good scenario (tests/sim/scenarios/good), the HPA
+  scenarios (tests/sim/scenarios/hpa), the bundled example stories (the demo's day under the
+  spot market included) and both 24-hour bench days (bench/simulate.py's generator, disruption
+  off and on);
+- `simulate -o json` and `--events` of the demo's day as `gpucap demo` runs it (placeholders
+  filled), and `simulate --runs 3 --workers 2 -o json` of it (a SimulationSet);
 - `plan -o json|table`, `lint -o json` and one `--explain` of the reserved-capacity example
   (examples/reserved-capacity.yaml with its reservations file);
 - `plan -o json|yaml|table`, `plan --explain` of every unschedulable pod and of the first
@@ -113,6 +116,8 @@ def scenarios(work: Path) -> list[tuple[str, Path]]:
     found += [(f"example-{p.stem}", p) for p in sorted(examples.glob("*.yaml"))]
     reserved = ROOT / "tests/sim/stories/reserved"
     found += [(f"story-reserved-{p.stem}", p) for p in sorted(reserved.glob("*.yaml"))]
+    hpa = ROOT / "tests/sim/scenarios/hpa"
+    found += [(f"scenario-hpa-{p.stem}", p) for p in sorted(hpa.glob("*.yaml"))]
     for disruption in (False, True):
         tag = "on" if disruption else "off"
         out = work / f"bench-{tag}"
@@ -173,6 +178,25 @@ def _reserved_runs() -> list[Run]:
     ]
 
 
+def _demo_day_runs(work: Path) -> list[Run]:
+    """The demo's day (spot market and HPA) as `gpucap demo` runs it, placeholders filled
+    (`cli/demo.story_tree`): one run with its events, and `--runs 3` on two workers (the set's
+    JSON must not depend on the worker count, so one recording covers it)."""
+    from gpucap.cli.demo import story_tree  # noqa: PLC0415
+
+    root = work / "demo"
+    root.mkdir()
+    story_tree(root)
+    day = _rel(root / "story" / "act3-day.yaml")
+    return [
+        Run("simulate-demo-act3-day", ("simulate", day, "-o", "json"), events=True),
+        Run(
+            "simulate-runs-demo-act3-day",
+            ("simulate", day, "--runs", "3", "--workers", "2", "-o", "json"),
+        ),
+    ]
+
+
 def _explain_runs(exe: str, out: Path, name: str, paths: tuple[str, ...]) -> list[Run]:
     """`plan --explain` of the unschedulable pods and the first placed one (at most 4)."""
     recorded = (out / f"plan-json-{_slug(name)}.out").read_text()
@@ -213,6 +237,8 @@ def record(out: Path, jobs: int, only: str | None) -> None:
     ]
     if chosen("reserved-capacity"):
         runs += _reserved_runs()
+    if chosen("demo-act3-day"):
+        runs += _demo_day_runs(work)
     with ThreadPoolExecutor(jobs) as pool:
         list(pool.map(lambda r: _execute(exe, work_out, r), runs))
         explains = [r for n, p in inputs for r in _explain_runs(exe, work_out, n, p)]

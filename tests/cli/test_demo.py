@@ -1,4 +1,4 @@
-"""`gpucap demo`'s story: the two bundled acts run on the workshop manifests, and what the demo
+"""`gpucap demo`'s story: the bundled acts run on the workshop manifests, and what the demo
 says about them agrees with the run's own events and summary (numbers recomputed here from the
 events, not copied)."""
 
@@ -21,7 +21,7 @@ from gpucap.sim.recorder import Event
 from gpucap.sim.scenario import LoadedScenario
 from gpucap.sim.world import SimulationResult
 
-ACT1, ACT2 = ACTS
+ACT1, ACT2, ACT3 = ACTS
 
 
 @pytest.fixture(scope="module")
@@ -63,14 +63,15 @@ def at(t: float) -> str:
 
 
 # ---- the command ---------------------------------------------------------------------------------
-def test_the_demo_keeps_validate_lint_and_plan_then_tells_two_acts(demo_output: str) -> None:
-    parts = ["gpucap validate", "gpucap lint", "gpucap plan", ACT1.title, ACT2.title]
+def test_the_demo_keeps_validate_lint_and_plan_then_tells_three_acts(demo_output: str) -> None:
+    parts = ["gpucap validate", "gpucap lint", "gpucap plan", ACT1.title, ACT2.title, ACT3.title]
     positions = [demo_output.index(p) for p in parts]
     assert positions == sorted(positions)
 
 
-def test_the_demo_fits_on_two_screens(demo_output: str) -> None:
-    assert len(demo_output.splitlines()) <= 110
+def test_the_demo_fits_on_two_screens_and_a_bit(demo_output: str) -> None:
+    # Two acts fitted two screens (110 lines); act 3 adds its table and two sentences.
+    assert len(demo_output.splitlines()) <= 125
 
 
 def test_act1_shows_the_on_demand_fallback_and_the_cost(

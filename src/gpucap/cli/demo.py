@@ -1,7 +1,7 @@
 """`gpucap demo`: the bundled EKS GPU workshop, checked, planned, then told as a story.
 
 Part one is what `validate`, `lint` and `plan` say about the workshop's manifests (placeholders
-filled with `DEMO_VALUES`). Part two runs the two bundled scenarios of
+filled with `DEMO_VALUES`). Part two runs the bundled scenarios of
 `data/examples/story/` on the simulator over those manifests and tells each as an act: a header
 saying what it shows, the timeline (`cli/simulate_render.format_timeline`), and a few plain
 sentences whose every number is computed from the run's events and summary (`act1_sentences`,
@@ -11,6 +11,9 @@ sentences whose every number is computed from the run's events and summary (`act
   (the on-demand fallback and what it costs), then scaled to 0 (what empty nodes cost).
 - Act 2: a GPU pod before any device plugin: the node registers, never initializes, is billed;
   the plugin arrives 30 minutes later and the pod starts. The price of the wrong order.
+- Act 3: the workshop's fleet for a day in a world that does things by itself (spot pools
+  reclaimed at the measured rates, an HPA following a day of requests), 20 runs spot first and
+  20 on-demand only, compared in one table (`cli/demo_world.py`).
 
 The scenarios name the workshop files by relative path (`../workshop/nodepool.yaml`); the demo
 writes both folders, placeholders filled, into a temporary directory (removed afterwards) and
@@ -36,6 +39,14 @@ from gpucap.apis.placeholders import substitute
 from gpucap.apis.serde import LoadResult, Manifest, load_text
 from gpucap.apis.workloads import Deployment
 from gpucap.cli import terminals
+from gpucap.cli.demo_world import (
+    RUNS,
+    Design,
+    act3_sentences,
+    design_table,
+    on_demand_only,
+    run_designs,
+)
 from gpucap.cli.options import ReportOption
 from gpucap.cli.render import describe, format_issue, plan_lines
 from gpucap.cli.reporting import check_report_path, write_report_or_exit
@@ -48,13 +59,15 @@ from gpucap.lint.output import format_text as format_lint_text
 from gpucap.lint.runner import run as run_lint
 from gpucap.operator.plan import plan as make_plan
 from gpucap.runtime.clock import EPOCH
+from gpucap.runtime.executor import default_workers, executor_for
 from gpucap.runtime.terminal import Terminal
 from gpucap.sim.recorder import Event
 from gpucap.sim.scenario import LoadedScenario, load_scenario
+from gpucap.sim.timeline import plural
 from gpucap.sim.world import SimulationResult, simulate
 
 if TYPE_CHECKING:
-    from gpucap.report.page import PlanSection, SimulationSection
+    from gpucap.report.page import PlanSection, SimulationSection, SimulationSetSection
 
     if sys.version_info >= (3, 11):
         from importlib.resources.abc import Traversable
@@ -323,6 +336,14 @@ ACTS = (
         "The same NodePool with no device plugin in the cluster; the plugin DaemonSet is "
         "applied 30 minutes later.",
     ),
+    Act(
+        "act3-day.yaml",
+        "Act 3: a day in a world that does things by itself",
+        f"The same fleet for 24 hours: EC2 reclaims spot pools at the rates measured in public "
+        f"traces, and an HPA scales vLLM with a day of requests (16 to 104 per second). "
+        f"{RUNS} runs spot first (the NodePool as written), {RUNS} with the NodePool "
+        "on-demand only.",
+    ),
 )
 
 
@@ -402,7 +423,7 @@ def run_demo(out: Terminal, err: Terminal, *, report: str | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="gpucap-demo-") as tmp:
         root = Path(tmp)
         story_tree(root)
-        act1, act2 = ACTS
+        act1, act2, act3 = ACTS
         sc1, res1 = run_act(root, act1, cat)
         words1 = act1_sentences(res1, sc1)
         _print_act(out, act1, res1, words1)
@@ -410,6 +431,7 @@ def run_demo(out: Terminal, err: Terminal, *, report: str | None = None) -> int:
         first = _first_ready(res1.events)
         words2 = act2_sentences(res2, sc2, plugin_first=first)
         _print_act(out, act2, res2, words2)
+        designs, words3 = _act3(out, root, act3, cat)
     if report is not None:
         sections = demo_sections(
             [(act1, sc1, res1, words1), (act2, sc2, res2, words2)],
@@ -418,6 +440,7 @@ def run_demo(out: Terminal, err: Terminal, *, report: str | None = None) -> int:
                 ("Plan: vLLM scaled to 8 replicas (the 6-GPU limit)", plan8, scaled),
             ],
             cat,
+            designs=(act3, designs, words3),
         )
         write_report_or_exit(report, "gpucap demo: the EKS GPU workshop", sections)
         out.line()
@@ -425,18 +448,47 @@ def run_demo(out: Terminal, err: Terminal, *, report: str | None = None) -> int:
     return 0
 
 
+def _act3(out: Terminal, root: Path, act: Act, catalog: Catalog) -> tuple[list[Design], list[str]]:
+    """Act 3: the day's scenario run `RUNS` times as written and on-demand only, one table."""
+    scenario = load_scenario(str(root / "story" / act.file), catalog)
+    out.line()
+    out.line((act.title, "bold"))
+    out.line(act.shows)
+    workers = min(default_workers(), RUNS)
+    out.line(f"(running {2 * RUNS} simulated days on {plural(workers, 'worker')})")
+    designs = run_designs(
+        [("spot first (as written)", scenario), ("on-demand only", on_demand_only(scenario))],
+        catalog,
+        executor=executor_for(workers),
+    )
+    out.line()
+    out.lines(design_table(designs))
+    out.line()
+    words = act3_sentences(*designs)
+    for sentence in words:
+        out.line(sentence)
+    return designs, words
+
+
 def demo_sections(
     acts: Sequence[tuple[Act, LoadedScenario, SimulationResult, list[str]]],
     plans: Sequence[tuple[str, Plan, LoadResult]],
     catalog: Catalog,
-) -> list[SimulationSection | PlanSection]:
+    *,
+    designs: tuple[Act, Sequence[Design], list[str]] | None = None,
+) -> list[SimulationSection | PlanSection | SimulationSetSection]:
     """The demo's report: each act as a simulation section (its sentences above the charts),
-    then each plan."""
-    from gpucap.report.page import PlanSection, SimulationSection  # noqa: PLC0415
+    act 3's designs as a set section each (the first with the act's sentences), then each plan."""
+    from gpucap.report.page import (  # noqa: PLC0415
+        PlanSection,
+        SimulationSection,
+        SimulationSetSection,
+    )
     from gpucap.report.plan import plan_view  # noqa: PLC0415
+    from gpucap.report.runset import set_view  # noqa: PLC0415
     from gpucap.report.simulation import gpu_limits, simulation_view  # noqa: PLC0415
 
-    sections: list[SimulationSection | PlanSection] = []
+    sections: list[SimulationSection | PlanSection | SimulationSetSection] = []
     for act, scenario, result, words in acts:
         view = simulation_view(
             result.events, result.summary, end=result.end, limits=gpu_limits(scenario)
@@ -444,6 +496,18 @@ def demo_sections(
         sections.append(
             SimulationSection(act.title, view, words, start=result.start, subtitle=act.shows)
         )
+    if designs is not None:
+        act3, runs, words3 = designs
+        for i, d in enumerate(runs):
+            sections.append(
+                SimulationSetSection(
+                    f"{act3.title}: {d.name}",
+                    set_view(d.outcomes, requested=len(d.outcomes), duration=d.scenario.duration),
+                    words3 if i == 0 else (),
+                    start=d.scenario.start,
+                    subtitle=act3.shows,
+                )
+            )
     for title, made, loaded in plans:
         sections.append(PlanSection(title, plan_view(made, loaded.objects, catalog)))
     return sections
@@ -460,9 +524,11 @@ def _first_ready(events: Sequence[Event]) -> float | None:
 
 def demo(report: ReportOption = None) -> None:
     """Run gpucap on the bundled workshop example (a GPU NodePool, EC2NodeClass, device plugin,
-    time-slicing config and a vLLM Deployment): validate it, lint it, plan it; then simulate two
-    acts on it: spot running out and the fallback to on-demand, with the bill; and a GPU pod
-    created before the device plugin, with what the wrong order costs."""
+    time-slicing config and a vLLM Deployment): validate it, lint it, plan it; then simulate
+    three acts on it: spot running out and the fallback to on-demand, with the bill; a GPU pod
+    created before the device plugin, with what the wrong order costs; and a day of a world
+    that reclaims spot and changes demand by itself, 20 runs spot first against on-demand
+    only."""
     code = run_demo(terminals.out, terminals.err, report=report)
     if code:
         raise typer.Exit(code)
