@@ -5,7 +5,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 SRC := src tests bench scripts
 
-.PHONY: test lint typecheck layers unit unit310 wheel golden browser bench bench-sim fuzz clean
+.PHONY: test lint typecheck layers unit unit310 wheel golden browser bench bench-sim bench-world fuzz clean
 
 test: browser lint typecheck layers unit unit310 wheel golden
 
@@ -86,6 +86,11 @@ bench: $(BIN)/.installed
 # The simulator's 24-hour benchmark (issue 10): stage times, events, provisioning passes.
 bench-sim: $(BIN)/.installed
 	$(BIN)/python bench/simulate.py --repeat 3
+
+# The stochastic world (issue 25): the demo's day under the spot market and the HPA, one run and
+# `--runs 100`, in-process and through the installed command.
+bench-world: $(BIN)/.installed
+	$(BIN)/python bench/world.py --runs 100
 
 # The long fuzz run (tests/fuzz/ runs a fixed minute of it in CI): `make fuzz MINUTES=20 SEED=9`.
 MINUTES ?= 20
