@@ -59,7 +59,8 @@ def _capacity_types(scenario: LoadedScenario) -> list[list[str]]:
 def test_the_day_runs_the_measured_spot_market_and_an_hpa_on_the_diurnal_trace(
     day: LoadedScenario,
 ) -> None:
-    assert day.world is not None and day.world.spot.model == "measured"
+    assert day.world is not None
+    assert day.world.spot.model == "measured"
     assert [(m.namespace, m.name) for m in day.metrics] == [("default", "vllm")]
     assert day.duration == 24 * 3600
 
@@ -111,6 +112,7 @@ def test_the_sentences_say_the_saving_and_its_price_from_the_runs(designs: list[
     spot, on_demand = designs
     words = act3_sentences(spot, on_demand)
     s, o = spot.summary["costUSD"]["p50"], on_demand.summary["costUSD"]["p50"]
-    assert f"${s:.2f} a day" in words[0] and f"${o:.2f} on-demand only" in words[0]
+    assert f"${s:.2f} a day" in words[0]
+    assert f"${o:.2f} on-demand only" in words[0]
     assert f"{100 * (o - s) / o:.0f}% cheaper" in words[0]
     assert f"back {spot.summary['interruptions']['p50']:g} times a day" in words[1]

@@ -241,17 +241,19 @@ def test_the_plan_report_draws_the_options_chart_and_the_tables(
     _checked(o)
 
 
-def test_the_demo_report_draws_both_acts_and_both_plans(opened: Any, tmp_path: Path) -> None:
+def test_the_demo_report_draws_the_acts_act3s_designs_and_both_plans(
+    opened: Any, tmp_path: Path
+) -> None:
     o = opened("demo")
     kinds = o.page.eval_on_selector_all("section", "els => els.map(e => e.dataset.kind)")
-    assert kinds == ["simulation", "simulation", "plan", "plan"]
-    for i in (1, 2, 3, 4):
+    assert kinds == ["simulation", "simulation", "set", "set", "plan", "plan"]
+    for i in (1, 2, 5, 6):
         counts = _figure_counts(o.page, f"section-{i}-chart")
         assert counts["svg"] >= 1
         assert counts["drawn"] == counts["figure"] > 0
     rows = int(o.page.get_attribute("#section-1-chart", "data-rows") or 0)
     assert _figure_counts(o.page, "section-1-chart")["rows"] == rows == 4  # act 1's NodeClaims
-    pending = o.page.locator('table[data-pending="section-4"] tbody tr')
+    pending = o.page.locator('table[data-pending="section-6"] tbody tr')
     assert pending.count() == 2  # vLLM x 8: two pods past the 6-GPU limit
     assert "exceed limits" in (pending.first.text_content() or "")
     text = _hover_node(o.page, "section-1-chart", "gpu-3 · g6.xlarge", "on-demand · initialized")

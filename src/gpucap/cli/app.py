@@ -75,9 +75,10 @@ COMMANDS: dict[str, Command] = {
         "gpucap.cli.demo:demo",
         "Run gpucap on the bundled workshop example (a GPU NodePool, EC2NodeClass, device "
         "plugin, time-slicing config and a vLLM Deployment): validate it, lint it, plan it; "
-        "then simulate two acts on it: spot running out and the fallback to on-demand, with "
-        "the bill; and a GPU pod created before the device plugin, with what the wrong order "
-        "costs.",
+        "then simulate three acts on it: spot running out and the fallback to on-demand, with "
+        "the bill; a GPU pod created before the device plugin, with what the wrong order "
+        "costs; and a day of a world that reclaims spot and changes demand by itself, 20 runs "
+        "spot first against on-demand only.",
     ),
     "ami": Command(
         "gpucap.cli.ami:app",

@@ -51,6 +51,7 @@ from gpucap.controllers.launchpreview import (
 from gpucap.controllers.nodepool.readiness import UnmanagedNodePool
 from gpucap.controllers.provisioning.names import NodeClaimNames
 from gpucap.controllers.provisioning.provisioner import new_scheduler
+from gpucap.controllers.provisioning.spotties import spot_tie_notes
 from gpucap.controllers.static import static_node_claims
 from gpucap.runtime.collector import collector_paused
 from gpucap.scheduling.existingnode import StateNode
@@ -403,6 +404,7 @@ def _run_passes(
     first = out.pass_results[0]
     out.notes.extend(f"NodePool {pool}: {note}" for pool, note in sorted(first.pool_notes.items()))
     out.notes.extend(_windows_notes(out.node_claims))
+    out.notes.extend(spot_tie_notes(out.node_claims))
     return out
 
 
