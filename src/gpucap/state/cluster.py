@@ -228,6 +228,9 @@ class Cluster:
         # The change feed (`watch`): who hears of every mutation, and how many there were.
         self._watchers: list[Callable[[ClusterChange], None]] = []
         self._changes = 0
+        # Bumped by `_set_claim` and `_pop_claim`, the only writers of `_claims` (see
+        # `claims_version`).
+        self._claims_changes = 0
 
     @classmethod
     def from_manifests(cls, manifests: Manifests, *, clock: Clock | None = None) -> Cluster:
@@ -647,6 +650,13 @@ class Cluster:
         """How many mutations the cluster has had (what `watch`'s callers heard)."""
         return self._changes
 
+    @property
+    def claims_version(self) -> int:
+        """How many times a NodeClaim was added, written or removed: the same number means
+        `node_claims()` holds the same objects in the same order (the expiration controller's
+        skip, `controllers/expiration.py`)."""
+        return self._claims_changes
+
     def _changed(self, change: ClusterChange) -> None:
         self._changes += 1
         for fn in self._watchers:
@@ -816,6 +826,7 @@ class Cluster:
     # provider ID (and NodeClaims by `status.nodeName`), and each name's insertion number
     # (its place in the map's order, for the scans' "first").
     def _set_claim(self, claim: NodeClaim) -> None:
+        self._claims_changes += 1
         self._changed(ClusterChange.NODES)
         self._dirty.add(claim.name)
         name = claim.name
@@ -847,6 +858,7 @@ class Cluster:
             self._consolidation_changed(before, pid)
 
     def _pop_claim(self, name: str) -> None:
+        self._claims_changes += 1
         self._changed(ClusterChange.NODES)
         self._dirty.add(name)
         old = self._claims.pop(name, None)
