@@ -1,7 +1,7 @@
 """Disruption scale benchmark (issue 25, "Performance", second bullet): the cost of Karpenter's
 disruption pass as the fleet grows, on a NodePool with consolidation and expiration.
 
-Run: `python bench/disruption_scale.py [--sizes 100,400,1000] [--hours 3] [--day] [--cli]
+Run: `python bench/disruption_scale.py [--sizes 100,400,1000] [--hours 3] [--day] [--no-cli]
 [--profile N] [--keep DIR]`. For each size N it generates, in a temporary directory (or
 `--keep DIR`), the workshop example's EC2NodeClass and NodePool (`src/gpucap/data/examples/
 workshop`; the NodePool's limit raised to 2N GPUs, `WhenEmptyOrUnderutilized` after 5m, expiring
@@ -10,11 +10,11 @@ GPU a pod) scaled to N replicas; every 30 minutes the Deployment is scaled down 
 along a seeded saw (N, 0.6N, 0.8N, 0.5N, N...) so consolidation has empty nodes to
 remove. Then, per size:
 - `cli`: `gpucap simulate FILE -o json` end to end in a subprocess (the installed command), wall
-  time;
+  time (`--no-cli` leaves it out);
 - in-process (one process, catalog warm): the run's time, and the disruption loop's own time
   (`DisruptionCadence._disrupt`, everything the pass does: candidates, budgets, simulations,
   the held-back words) with its number of runs; the per-pass cost is the loop's time over its
-  runs. `--profile N` writes `disruption-N.prof` (cProfile of one in-process run; read it with
+  runs. `--profile N` writes `disruption-N.prof` here (cProfile of one in-process run; read with
   `python -m pstats`) and prints its top 30 by cumulative time.
 `--day` adds the 24-hour run at the largest size (issue 25's target: 1,000 GPU nodes x 24 h
 with consolidation under 10 s). Prints one table, then checks that the per-pass cost per node at
@@ -167,7 +167,12 @@ def main() -> None:
     parser.add_argument("--sizes", default="100,400,1000")
     parser.add_argument("--hours", type=int, default=3)
     parser.add_argument("--day", action="store_true", help="also 24 h at the largest size")
-    parser.add_argument("--cli", action="store_true", help="also time `gpucap simulate`")
+    parser.add_argument(
+        "--cli",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also time `gpucap simulate` end to end (--no-cli: in-process only)",
+    )
     parser.add_argument("--profile", type=int, help="profile the in-process run of this size")
     parser.add_argument("--keep", type=Path, help="write the scenarios here and keep them")
     args = parser.parse_args()
@@ -193,7 +198,7 @@ def main() -> None:
             profile.enable()
             run_once(path)
             profile.disable()
-            profile.dump_stats(str(out / f"disruption-{n}.prof"))
+            profile.dump_stats(f"disruption-{n}.prof")
             pstats.Stats(profile).sort_stats("cumulative").print_stats(30)
         cli = f"{_cli(path):6.2f}" if args.cli else "     -"
         r = run_once(path)

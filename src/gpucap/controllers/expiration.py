@@ -64,6 +64,7 @@ class Expiration:
         # The claims version of the last full scan, and the soonest expiry of a NodeClaim not
         # being deleted it saw (None: none expires).
         self._scanned: tuple[int, dt.datetime | None] | None = None
+        self._live = 0  # how many NodeClaims the last full scan saw (bounds `_expiry`)
 
     def expires_at(self, claim: NodeClaim) -> dt.datetime | None:
         """When `claim` expires; None for `Never` (or an expireAfter Karpenter cannot read,
@@ -75,7 +76,7 @@ class Expiration:
             return kept[1]
         at = self._expires_at(claim)
         if _own_created(claim):
-            if len(self._expiry) > 4 * len(self.cluster.node_claims()) + 64:
+            if len(self._expiry) > 4 * self._live + 64:
                 self._expiry.clear()  # entries of NodeClaims gone (each holds its object)
             self._expiry[id(claim)] = (claim, at)
         return at
@@ -117,6 +118,7 @@ class Expiration:
                 soonest = at
         for name in set(self._first_seen) - live:
             del self._first_seen[name]
+        self._live = len(live)
         # A deletion wrote its NodeClaim (the version moved on); one that `delete` refused
         # stays and counts for the soonest.
         self._scanned = (self.cluster.claims_version, soonest)
