@@ -231,6 +231,16 @@ class Cluster:
         # Bumped by `_set_claim` and `_pop_claim`, the only writers of `_claims` (see
         # `claims_version`).
         self._claims_changes = 0
+        # The nominations in force as last computed (`_active_nominations`): kept while the
+        # pods, NodeClaims and nominations are the same (`_version`, `_claims_changes` and
+        # `_nominations_changes`, bumped after every write of `_nominations`) and the clock is
+        # before the soonest end among them; `keep_nominations` off computes every time (the
+        # reference tests/state/test_cluster_nominations.py compares).
+        self._nominations_changes = 0
+        self._kept_nominations: tuple[tuple[int, int, int], dict[str, str], float | None] | None = (
+            None
+        )
+        self.keep_nominations = True
 
     @classmethod
     def from_manifests(cls, manifests: Manifests, *, clock: Clock | None = None) -> Cluster:
@@ -484,6 +494,7 @@ class Cluster:
 
     def delete_pod(self, key: str) -> Pod | None:
         if self._nominations.pop(key, None) is not None:
+            self._nominations_changes += 1
             self._version += 1
         return self._drop(key)
 
@@ -499,6 +510,7 @@ class Cluster:
         bound = pod.model_copy(update=update)
         self._put(bound)
         self._nominations.pop(pod_key, None)
+        self._nominations_changes += 1
         return bound
 
     def unbind(self, pod_key: str) -> Pod:
@@ -517,12 +529,13 @@ class Cluster:
         if claim_name not in self._claims:
             raise KeyError(f"no NodeClaim {claim_name!r}")
         self._nominations[pod_key] = _Nomination(claim_name, until)
+        self._nominations_changes += 1
         self._version += 1
         self._changed(ClusterChange.PODS)
 
     def nominations(self) -> dict[str, str]:
-        """Pod key -> NodeClaim name, for the nominations in force."""
-        return self._active_nominations()
+        """Pod key -> NodeClaim name, for the nominations in force (the caller's own dict)."""
+        return dict(self._active_nominations())
 
     def nominated_to(self, claim_name: str) -> list[str]:
         return [k for k, c in self._active_nominations().items() if c == claim_name]
@@ -572,6 +585,7 @@ class Cluster:
         released = tuple(k for k, n in self._nominations.items() if n.claim == name)
         for key in released:
             del self._nominations[key]
+        self._nominations_changes += 1
         return Released(pending=released)
 
     def node_claim_for_node(self, node: Node) -> NodeClaim | None:
@@ -980,10 +994,32 @@ class Cluster:
         return self._clock.monotonic() if self._clock is not None else None
 
     def _active_nominations(self) -> dict[str, str]:
-        """The nominations in force. A pod still bound has one only while its node is being
-        deleted (the provisioner placed it ahead of its eviction: `unbind` keeps it), and
-        counts on the NodeClaim it is nominated to as a pending one does."""
+        """The nominations in force (callers here only read the dict). A pod still bound has
+        one only while its node is being deleted (the provisioner placed it ahead of its
+        eviction: `unbind` keeps it), and counts on the NodeClaim it is nominated to as a
+        pending one does. Kept while what it reads is the same (see `__init__`): every
+        trigger of kube-scheduler's bind pass and every snapshot asks, and a launch wave has
+        as many nominations as NodeClaims. The clock only moves on, so a nomination that
+        ended stays ended and the kept answer holds until the soonest end among those in
+        force."""
         now = self._now()
+        key = (self._version, self._claims_changes, self._nominations_changes)
+        kept = self._kept_nominations
+        if (
+            self.keep_nominations
+            and kept is not None
+            and kept[0] == key
+            and (kept[2] is None or now is None or now < kept[2])
+        ):
+            return kept[1]
+        active = self._active_nominations_now(now)
+        ends = [self._nominations[k].until for k in active] if now is not None else []
+        soonest = min((u for u in ends if u is not None), default=None)
+        self._kept_nominations = (key, active, soonest)
+        return active
+
+    def _active_nominations_now(self, now: float | None) -> dict[str, str]:
+        """`_active_nominations` computed from the nominations (the reference)."""
         return {
             key: n.claim
             for key, n in self._nominations.items()
