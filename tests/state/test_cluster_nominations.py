@@ -1,4 +1,4 @@
-"""The nominations in force as the Cluster keeps them (`Cluster.keep_nominations`: the last
+"""The nominations in force as the Cluster keeps them (`Cluster.kept_nominations`: the last
 answer handed out again while the pods, NodeClaims and nominations are unchanged and the clock is
 before the soonest end) are the plain computation's after every change of a random history:
 nominations with and without an end, binds, unbinds, NodeClaims and Nodes deleted and re-added,
@@ -9,6 +9,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpucap.state.nominations import in_force
 from tests.state.cluster_changes import change, changes, fresh
 
 
@@ -20,7 +21,9 @@ def test_the_kept_nominations_are_the_plain_ones_after_every_change(
     cluster, clock, claims, nodes = fresh()
     for op in ops:
         change(cluster, clock, claims, nodes, op, serial=len(ops))
-        plain = cluster._active_nominations_now(clock.monotonic())
+        pods = {p.key for p in cluster.pods()}
+        names = {c.name for c in cluster.node_claims()}
+        plain = in_force(cluster._nominations, names, pods, clock.monotonic())
         assert cluster.nominations() == plain
         assert cluster.nominations() == plain  # asked again: the kept answer
 

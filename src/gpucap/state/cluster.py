@@ -56,6 +56,7 @@ from gpucap.runtime.memo import Memos
 from gpucap.scheduling.existingnode import StateNode
 from gpucap.state.changes import ClusterChange, pod_change
 from gpucap.state.consolidation import ConsolidationState, state_node_view
+from gpucap.state.nominations import KeptNominations
 from gpucap.state.snapshot import (
     UNITS,
     Snapshot,
@@ -228,19 +229,10 @@ class Cluster:
         # The change feed (`watch`): who hears of every mutation, and how many there were.
         self._watchers: list[Callable[[ClusterChange], None]] = []
         self._changes = 0
-        # Bumped by `_set_claim` and `_pop_claim`, the only writers of `_claims` (see
-        # `claims_version`).
-        self._claims_changes = 0
-        # The nominations in force as last computed (`_active_nominations`): kept while the
-        # pods, NodeClaims and nominations are the same (`_version`, `_claims_changes` and
-        # `_nominations_changes`, bumped after every write of `_nominations`) and the clock is
-        # before the soonest end among them; `keep_nominations` off computes every time (the
-        # reference tests/state/test_cluster_nominations.py compares).
-        self._nominations_changes = 0
-        self._kept_nominations: tuple[tuple[int, int, int], dict[str, str], float | None] | None = (
-            None
-        )
-        self.keep_nominations = True
+        # Bumped by `_set_claim`/`_pop_claim` (`_claims`' only writers; expiration's skip reads
+        # it); the kept nominations in force and a count of `_nominations`' writes.
+        self.claims_version = 0
+        self.kept_nominations, self._nominations_changes = KeptNominations(), 0
 
     @classmethod
     def from_manifests(cls, manifests: Manifests, *, clock: Clock | None = None) -> Cluster:
@@ -664,13 +656,6 @@ class Cluster:
         """How many mutations the cluster has had (what `watch`'s callers heard)."""
         return self._changes
 
-    @property
-    def claims_version(self) -> int:
-        """How many times a NodeClaim was added, written or removed: the same number means
-        `node_claims()` holds the same objects in the same order (the expiration controller's
-        skip, `controllers/expiration.py`)."""
-        return self._claims_changes
-
     def _changed(self, change: ClusterChange) -> None:
         self._changes += 1
         for fn in self._watchers:
@@ -840,7 +825,7 @@ class Cluster:
     # provider ID (and NodeClaims by `status.nodeName`), and each name's insertion number
     # (its place in the map's order, for the scans' "first").
     def _set_claim(self, claim: NodeClaim) -> None:
-        self._claims_changes += 1
+        self.claims_version += 1
         self._changed(ClusterChange.NODES)
         self._dirty.add(claim.name)
         name = claim.name
@@ -872,7 +857,7 @@ class Cluster:
             self._consolidation_changed(before, pid)
 
     def _pop_claim(self, name: str) -> None:
-        self._claims_changes += 1
+        self.claims_version += 1
         self._changed(ClusterChange.NODES)
         self._dirty.add(name)
         old = self._claims.pop(name, None)
@@ -994,39 +979,12 @@ class Cluster:
         return self._clock.monotonic() if self._clock is not None else None
 
     def _active_nominations(self) -> dict[str, str]:
-        """The nominations in force (callers here only read the dict). A pod still bound has
-        one only while its node is being deleted (the provisioner placed it ahead of its
-        eviction: `unbind` keeps it), and counts on the NodeClaim it is nominated to as a
-        pending one does. Kept while what it reads is the same (see `__init__`): every
-        trigger of kube-scheduler's bind pass and every snapshot asks, and a launch wave has
-        as many nominations as NodeClaims. The clock only moves on, so a nomination that
-        ended stays ended and the kept answer holds until the soonest end among those in
-        force."""
-        now = self._now()
-        key = (self._version, self._claims_changes, self._nominations_changes)
-        kept = self._kept_nominations
-        if (
-            self.keep_nominations
-            and kept is not None
-            and kept[0] == key
-            and (kept[2] is None or now is None or now < kept[2])
-        ):
-            return kept[1]
-        active = self._active_nominations_now(now)
-        ends = [self._nominations[k].until for k in active] if now is not None else []
-        soonest = min((u for u in ends if u is not None), default=None)
-        self._kept_nominations = (key, active, soonest)
-        return active
-
-    def _active_nominations_now(self, now: float | None) -> dict[str, str]:
-        """`_active_nominations` computed from the nominations (the reference)."""
-        return {
-            key: n.claim
-            for key, n in self._nominations.items()
-            if n.claim in self._claims
-            and key in self._pods
-            and (n.until is None or now is None or n.until > now)
-        }
+        """The nominations in force (kept: `state/nominations.py`; callers here only read). A
+        bound pod has one only while its node is being deleted (`unbind` keeps it)."""
+        key = (self._version, self.claims_version, self._nominations_changes)
+        return self.kept_nominations.answer(
+            key, self._now(), self._nominations, self._claims, self._pods
+        )
 
     def _state_node_name(self, name: str) -> str:
         """The name of the state node a NodeClaim (or Node) `name` is part of: its Node's
