@@ -56,6 +56,7 @@ from gpucap.runtime.memo import Memos
 from gpucap.scheduling.existingnode import StateNode
 from gpucap.state.changes import ClusterChange, pod_change
 from gpucap.state.consolidation import ConsolidationState, state_node_view
+from gpucap.state.nominations import KeptNominations
 from gpucap.state.snapshot import (
     UNITS,
     Snapshot,
@@ -228,6 +229,10 @@ class Cluster:
         # The change feed (`watch`): who hears of every mutation, and how many there were.
         self._watchers: list[Callable[[ClusterChange], None]] = []
         self._changes = 0
+        # Bumped by `_set_claim`/`_pop_claim` (`_claims`' only writers; expiration's skip reads
+        # it); the kept nominations in force and a count of `_nominations`' writes.
+        self.claims_version = 0
+        self.kept_nominations, self._nominations_changes = KeptNominations(), 0
 
     @classmethod
     def from_manifests(cls, manifests: Manifests, *, clock: Clock | None = None) -> Cluster:
@@ -481,6 +486,7 @@ class Cluster:
 
     def delete_pod(self, key: str) -> Pod | None:
         if self._nominations.pop(key, None) is not None:
+            self._nominations_changes += 1
             self._version += 1
         return self._drop(key)
 
@@ -496,6 +502,7 @@ class Cluster:
         bound = pod.model_copy(update=update)
         self._put(bound)
         self._nominations.pop(pod_key, None)
+        self._nominations_changes += 1
         return bound
 
     def unbind(self, pod_key: str) -> Pod:
@@ -514,12 +521,13 @@ class Cluster:
         if claim_name not in self._claims:
             raise KeyError(f"no NodeClaim {claim_name!r}")
         self._nominations[pod_key] = _Nomination(claim_name, until)
+        self._nominations_changes += 1
         self._version += 1
         self._changed(ClusterChange.PODS)
 
     def nominations(self) -> dict[str, str]:
-        """Pod key -> NodeClaim name, for the nominations in force."""
-        return self._active_nominations()
+        """Pod key -> NodeClaim name, for the nominations in force (the caller's own dict)."""
+        return dict(self._active_nominations())
 
     def nominated_to(self, claim_name: str) -> list[str]:
         return [k for k, c in self._active_nominations().items() if c == claim_name]
@@ -569,6 +577,7 @@ class Cluster:
         released = tuple(k for k, n in self._nominations.items() if n.claim == name)
         for key in released:
             del self._nominations[key]
+        self._nominations_changes += 1
         return Released(pending=released)
 
     def node_claim_for_node(self, node: Node) -> NodeClaim | None:
@@ -816,6 +825,7 @@ class Cluster:
     # provider ID (and NodeClaims by `status.nodeName`), and each name's insertion number
     # (its place in the map's order, for the scans' "first").
     def _set_claim(self, claim: NodeClaim) -> None:
+        self.claims_version += 1
         self._changed(ClusterChange.NODES)
         self._dirty.add(claim.name)
         name = claim.name
@@ -847,6 +857,7 @@ class Cluster:
             self._consolidation_changed(before, pid)
 
     def _pop_claim(self, name: str) -> None:
+        self.claims_version += 1
         self._changed(ClusterChange.NODES)
         self._dirty.add(name)
         old = self._claims.pop(name, None)
@@ -968,17 +979,12 @@ class Cluster:
         return self._clock.monotonic() if self._clock is not None else None
 
     def _active_nominations(self) -> dict[str, str]:
-        """The nominations in force. A pod still bound has one only while its node is being
-        deleted (the provisioner placed it ahead of its eviction: `unbind` keeps it), and
-        counts on the NodeClaim it is nominated to as a pending one does."""
-        now = self._now()
-        return {
-            key: n.claim
-            for key, n in self._nominations.items()
-            if n.claim in self._claims
-            and key in self._pods
-            and (n.until is None or now is None or n.until > now)
-        }
+        """The nominations in force (kept: `state/nominations.py`; callers here only read). A
+        bound pod has one only while its node is being deleted (`unbind` keeps it)."""
+        key = (self._version, self.claims_version, self._nominations_changes)
+        return self.kept_nominations.answer(
+            key, self._now(), self._nominations, self._claims, self._pods
+        )
 
     def _state_node_name(self, name: str) -> str:
         """The name of the state node a NodeClaim (or Node) `name` is part of: its Node's

@@ -1,0 +1,223 @@
+"""Disruption scale benchmark (issue 25, "Performance", second bullet): the cost of Karpenter's
+disruption pass as the fleet grows, on a NodePool with consolidation and expiration.
+
+Run: `python bench/disruption_scale.py [--sizes 100,400,1000] [--hours 3] [--day] [--no-cli]
+[--profile N] [--keep DIR]`. For each size N it generates, in a temporary directory (or
+`--keep DIR`), the workshop example's EC2NodeClass and NodePool (`src/gpucap/data/examples/
+workshop`; the NodePool's limit raised to 2N GPUs, `WhenEmptyOrUnderutilized` after 5m, expiring
+after 2h, the default budget), its NVIDIA device plugin DaemonSet and its vLLM Deployment (one
+GPU a pod) scaled to N replicas; every 30 minutes the Deployment is scaled down or back up
+along a seeded saw (N, 0.6N, 0.8N, 0.5N, N...) so consolidation has empty nodes to
+remove. Then, per size:
+- `cli`: `gpucap simulate FILE -o json` end to end in a subprocess (the installed command), wall
+  time (`--no-cli` leaves it out);
+- in-process (one process, catalog warm): the run's time, and the disruption loop's own time
+  (`DisruptionCadence._disrupt`, everything the pass does: candidates, budgets, simulations,
+  the held-back words) with its number of runs; the per-pass cost is the loop's time over its
+  runs. `--profile N` writes `disruption-N.prof` here (cProfile of one in-process run; read with
+  `python -m pstats`) and prints its top 30 by cumulative time.
+`--day` adds the 24-hour run at the largest size (issue 25's target: 1,000 GPU nodes x 24 h
+with consolidation under 10 s). Prints one table, then checks that the per-pass cost per node at
+the largest size stays within 2x of the smallest (exit 1 if not). Not a unit test; figures
+depend on the machine (record them in docs/perf-log.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+
+from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
+from gpucap.sim.cadence import DisruptionCadence
+from gpucap.sim.scenario import load_scenario
+from gpucap.sim.world import World
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKSHOP = ROOT / "src/gpucap/data/examples/workshop"
+GPUCAP = shutil.which("gpucap") or str(Path(sys.executable).with_name("gpucap"))
+STEP = 1800  # seconds between scale events
+SAW = (1.0, 0.6, 0.8, 0.5)  # shares of N the Deployment goes through, in turn
+
+
+def _nodeclass() -> str:
+    return (
+        (WORKSHOP / "ec2nodeclass.yaml")
+        .read_text()
+        .replace("${KARPENTER_NODE_ROLE}", "KarpenterNodeRole-bench")
+        .replace("${AMI_VERSION}", "v20260714")
+        .replace("${CLUSTER_NAME}", "bench")
+    )
+
+
+def _nodepool(n: int) -> str:
+    doc = yaml.safe_load((WORKSHOP / "nodepool.yaml").read_text())
+    spec = doc["spec"]
+    spec["limits"] = {"nvidia.com/gpu": str(2 * n)}
+    spec["template"]["spec"]["expireAfter"] = "2h"
+    spec["disruption"] = {
+        "consolidationPolicy": "WhenEmptyOrUnderutilized",
+        "consolidateAfter": "5m",
+    }
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+def _deployment(n: int) -> str:
+    doc = yaml.safe_load((WORKSHOP / "vllm.yaml").read_text())
+    doc["spec"]["replicas"] = n
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+def generate(out: Path, n: int, *, hours: int = 3, seed: int = 25) -> Path:
+    """Write the size-`n` scenario and its manifests under `out`; returns the scenario path."""
+    rng = random.Random(seed)
+    out = out / f"{n}-{hours}h"
+    out.mkdir(exist_ok=True)
+    (out / "nodeclass.yaml").write_text(_nodeclass())
+    (out / "nodepool.yaml").write_text(_nodepool(n))
+    (out / "vllm.yaml").write_text(_deployment(n))
+    shutil.copy(WORKSHOP / "nvidia-device-plugin.yaml", out / "device-plugin.yaml")
+    events: list[dict[str, Any]] = []
+    for k in range(1, hours * 3600 // STEP):
+        share = SAW[k % len(SAW)] * (1 + rng.uniform(-0.05, 0.05))
+        replicas = max(1, min(n, round(n * share)))
+        target = {"kind": "Deployment", "namespace": "default", "name": "vllm"}
+        events.append({"at": f"{k * STEP}s", "scale": {**target, "replicas": replicas}})
+    scenario = {
+        "apiVersion": "gpucap.dev/v1alpha1",
+        "kind": "Scenario",
+        "metadata": {"name": f"disruption-scale-{n}"},
+        "spec": {
+            "region": "us-east-1",
+            "duration": f"{hours}h",
+            "seed": seed,
+            "manifests": ["nodeclass.yaml", "nodepool.yaml", "device-plugin.yaml", "vllm.yaml"],
+            "events": events,
+        },
+    }
+    path = out / "scenario.yaml"
+    path.write_text(yaml.safe_dump(scenario, sort_keys=False))
+    return path
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    start = time.perf_counter()
+    value = fn()
+    return time.perf_counter() - start, value
+
+
+def _cli(path: Path) -> float:
+    """Wall time of `gpucap simulate FILE -o json` in a subprocess."""
+    t, proc = _timed(
+        lambda: subprocess.run(
+            [GPUCAP, "simulate", str(path), "-o", "json"], capture_output=True, check=False
+        )
+    )
+    if proc.returncode != 0:
+        sys.exit(f"gpucap simulate failed ({proc.returncode}): {proc.stderr.decode()[-400:]}")
+    return float(t)
+
+
+def run_once(path: Path) -> dict[str, Any]:
+    """One in-process load + run, with the disruption loop's time and runs counted."""
+    scenario = load_scenario(str(path), load_catalog)
+    world = World(scenario, load_catalog(scenario.region))
+    cadence: DisruptionCadence = world.cadence
+    loop = cadence.disruption_loop
+    inner = loop._fn  # the bench times the loop's own function
+    spent = [0.0, 0]
+
+    def timed() -> float | None:
+        start = time.perf_counter()
+        try:
+            return inner()
+        finally:
+            spent[0] += time.perf_counter() - start
+            spent[1] += 1
+
+    loop._fn = timed
+    run_t, result = _timed(world.run)
+    launched = sum(e.type == "NodeClaimLaunched" for e in result.events)
+    disrupted = sum(e.type == "DisruptionDecision" for e in result.events)
+    return {
+        "run": run_t,
+        "disruption": spent[0],
+        "passes": spent[1],
+        "launched": launched,
+        "disrupted": disrupted,
+        "events": len(result.events),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="100,400,1000")
+    parser.add_argument("--hours", type=int, default=3)
+    parser.add_argument("--day", action="store_true", help="also 24 h at the largest size")
+    parser.add_argument(
+        "--cli",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also time `gpucap simulate` end to end (--no-cli: in-process only)",
+    )
+    parser.add_argument("--profile", type=int, help="profile the in-process run of this size")
+    parser.add_argument("--keep", type=Path, help="write the scenarios here and keep them")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    tmp = None
+    if args.keep:
+        out = args.keep
+        out.mkdir(parents=True, exist_ok=True)
+    else:
+        tmp = tempfile.TemporaryDirectory(prefix="gpucap-disruptbench-")
+        out = Path(tmp.name)
+    load_catalog("us-east-1")  # warm the catalog cache outside the timings, as a CLI run has it
+    runs = [(n, args.hours) for n in sizes]
+    if args.day:
+        runs.append((sizes[-1], 24))
+    print("nodes  hours  cli s   run s  disrupt s  passes  ms/pass  us/pass/node", end="")
+    print("  launched  disrupted")
+    per_node: list[float] = []
+    for n, hours in runs:
+        path = generate(out, n, hours=hours)
+        if args.profile == n and hours == args.hours:
+            profile = cProfile.Profile()
+            profile.enable()
+            run_once(path)
+            profile.disable()
+            profile.dump_stats(f"disruption-{n}.prof")
+            pstats.Stats(profile).sort_stats("cumulative").print_stats(30)
+        cli = f"{_cli(path):6.2f}" if args.cli else "     -"
+        r = run_once(path)
+        ms = 1000 * r["disruption"] / max(1, r["passes"])
+        us_node = 1000 * ms / n
+        if hours == args.hours:
+            per_node.append(us_node)
+        print(
+            f"{n:5d}  {hours:5d}  {cli}  {r['run']:6.2f}  {r['disruption']:9.2f}  "
+            f"{r['passes']:6d}  {ms:7.2f}  {us_node:12.1f}  {r['launched']:8d}  "
+            f"{r['disrupted']:9d}",
+            flush=True,
+        )
+    if tmp is not None:
+        tmp.cleanup()
+    if len(per_node) > 1 and per_node[-1] > 2 * per_node[0]:
+        print(f"per-pass cost per node grew {per_node[-1] / per_node[0]:.1f}x: not linear")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
