@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import sys
 from collections.abc import Callable, Generator, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -15,12 +14,12 @@ import pytest
 import typer
 from rich.console import Console
 
-from gpucap.cli import main as cli_main
 from gpucap.cli.simulate_runs import NO_RANDOM_WORLD, RunsProgress, run_set
 from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.runtime.executor import InlineExecutor
 from gpucap.runtime.terminal import Terminal
 from gpucap.sim.scenario import load_scenario
+from tests.cli.test_simulate_cli import gpucap, ok
 
 STORIES = Path(__file__).resolve().parents[1] / "sim" / "stories"
 INTERRUPT = str(STORIES / "interrupt.yaml")
@@ -28,24 +27,6 @@ PENDING = str(STORIES / "pending-only.yaml")
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-
-def gpucap(
-    args: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> tuple[int, str, list[str]]:
-    """The console script in-process: (exit status, stdout, stderr lines)."""
-    monkeypatch.setattr(sys, "argv", ["gpucap", *args])
-    with pytest.raises(SystemExit) as exit_info:
-        cli_main.main()
-    code = exit_info.value.code
-    captured = capsys.readouterr()
-    return (code if isinstance(code, int) else 0), captured.out, captured.err.splitlines()
-
-
-def ok(args: list[str], capsys: Any, monkeypatch: Any) -> str:
-    code, out, err = gpucap(args, capsys, monkeypatch)
-    assert (code, err) == (0, [])
-    return out
 
 
 # ---- what a person reads -------------------------------------------------------------------------

@@ -15,18 +15,35 @@ by the provisioning loop (`loop.py`) for `plan`'s notes.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from gpucap.controllers.provisioning.loop import PlannedNodeClaim
+from gpucap.controllers.launchpreview import PreviewedLaunch
+from gpucap.scheduling.instancetypes import InstanceType
+from gpucap.scheduling.requirements import Requirements
 
 __all__ = ["spot_tie_notes"]
+
+
+class _Claim(Protocol):
+    """What the note reads of a planned NodeClaim (`loop.PlannedNodeClaim`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def launch(self) -> PreviewedLaunch | None: ...
+
+    @property
+    def requirements(self) -> Requirements | None: ...
+
+    @property
+    def launched_type(self) -> InstanceType | None: ...
 
 # At most this many zones are named in a note; more are counted.
 _SHOWN = 6
 
 
-def spot_tie_notes(claims: Sequence[PlannedNodeClaim]) -> list[str]:
+def spot_tie_notes(claims: Sequence[_Claim]) -> list[str]:
     """The notes, in instance-type order (see the module docstring)."""
     ties: dict[str, tuple[str, list[str], list[str]]] = {}  # type -> (zone shown, zones, claims)
     for claim in claims:
