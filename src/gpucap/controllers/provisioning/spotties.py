@@ -39,6 +39,7 @@ class _Claim(Protocol):
     @property
     def launched_type(self) -> InstanceType | None: ...
 
+
 # At most this many zones are named in a note; more are counted.
 _SHOWN = 6
 
