@@ -5,7 +5,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 SRC := src tests bench scripts
 
-.PHONY: test lint typecheck layers unit unit310 wheel golden browser bench bench-sim bench-world fuzz clean
+.PHONY: test lint typecheck layers unit unit310 wheel golden browser bench bench-sim bench-world bench-disruption fuzz clean
 
 test: browser lint typecheck layers unit unit310 wheel golden
 
@@ -91,6 +91,9 @@ bench-sim: $(BIN)/.installed
 # `--runs 100`, in-process and through the installed command.
 bench-world: $(BIN)/.installed
 	$(BIN)/python bench/world.py --runs 100
+
+bench-disruption: $(BIN)/.installed
+	$(BIN)/python bench/disruption_scale.py
 
 # The long fuzz run (tests/fuzz/ runs a fixed minute of it in CI): `make fuzz MINUTES=20 SEED=9`.
 MINUTES ?= 20

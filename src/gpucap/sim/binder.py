@@ -13,6 +13,15 @@ Built by the `World` (`sim/world.py`), which hands `place`/`unplace` to the Daem
 and wires the bus's `trigger_bind`, `pod_left`, `bind` and `node_removed` here. It tells the
 others through the bus (`sim/bus.py`): the kubelet starts a bound pod (`start_pod`), the pod
 controller forgets the pod's unschedulable reason (`pod_bound`).
+
+Which nominations a pass tries (`retry_changed`): kube-scheduler itself does not retry an
+unschedulable pod on every pass; its scheduling queue parks it and moves it back when a cluster
+event could make it schedulable (kubernetes/kubernetes `pkg/scheduler/internal/queue`
+`scheduling_queue.go`, the event-driven requeue with QueueingHints). Here a bind try reads only
+the pod's nomination, its NodeClaim's Node (`node_of_claim`), that Node, the pod's spec and the
+node's used requests, so a pass tries only the nominations one of those changed for since their
+last try (`sim/bindqueue.py`, a whole run's events are the same as when every nomination is
+tried on every pass: tests/sim/test_bind_fast_path.py).
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ from gpucap.runtime.clock import Clock
 from gpucap.runtime.memo import Memo
 from gpucap.scheduling.resources import Resources, add, fits, pod_requests, subtract
 from gpucap.scheduling.taints import untolerated
+from gpucap.sim.bindqueue import BindQueue
 from gpucap.sim.bus import Bus, Loop
 from gpucap.state.cluster import Cluster
 
@@ -32,6 +42,11 @@ __all__ = ["KubeScheduler"]
 
 class KubeScheduler:
     """kube-scheduler's cache and binder (see the module docstring)."""
+
+    # Try only the nominations whose inputs changed since their last try (`BindQueue`);
+    # false: every nomination on every pass (the reference tests/sim/test_bind_fast_path.py
+    # compares whole runs with).
+    retry_changed = True
 
     def __init__(self, bus: Bus, cluster: Cluster, pod_events: PodEvents, clock: Clock) -> None:
         self.bus = bus
@@ -46,12 +61,15 @@ class KubeScheduler:
         self._used: dict[str, Resources] = {}  # node -> requests of its pods
         # Pod -> the (Node, pod, used requests) objects of its last failed bind (`try_bind`).
         self._unbindable: dict[str, tuple[Node, Pod, Resources | None]] = {}
+        self.queue = BindQueue(cluster, bus) if self.retry_changed else None
 
     # ---- which pods are on which node (kube-scheduler's cache) -------------------------------
     def place(self, pod: Pod, node: str) -> None:
         self._on_node.setdefault(node, {})[pod.key] = pod
         self._where[pod.key] = node
         self._used[node] = add(self._used.get(node, {}), self.requests_of_spec(pod.spec))
+        if self.queue is not None:
+            self.queue.used_changed(node)
 
     def unplace(self, key: str) -> None:
         """Pod `key` left its node (deleted, evicted, its node gone): free its requests and
@@ -63,12 +81,16 @@ class KubeScheduler:
         if pod is None:
             return
         self._used[node] = subtract(self._used.get(node, {}), self.requests_of_spec(pod.spec))
+        if self.queue is not None:
+            self.queue.used_changed(node)
         if self.cluster.node(node) is not None:
             self.pod_events.pod_changed(pod, node)
 
     def deleted(self, key: str) -> None:
         """Pod `key` was deleted: forget its last failed bind and its place."""
         self._unbindable.pop(key, None)
+        if self.queue is not None:
+            self.queue.forget(key)
         self.unplace(key)
 
     def node_removed(self, node: str) -> None:
@@ -77,36 +99,52 @@ class KubeScheduler:
             self.unplace(key)
         self._on_node.pop(node, None)
         self._used.pop(node, None)
+        if self.queue is not None:
+            self.queue.used_changed(node)
 
     # ---- binding ------------------------------------------------------------------------------
     def bind_all(self) -> float | None:
-        """Bind every nominated pod whose node can take it now (nomination order)."""
-        for key, claim_name in sorted(self.cluster.nominations().items()):
-            node = self.bus.node_of_claim(claim_name)
-            if node is not None:
-                self.try_bind(key, node)
+        """Bind every nominated pod whose node can take it now (nomination order): with the
+        queue, try only those whose inputs changed since their last try (the others would
+        fail again), in the same order."""
+        nominations = self.cluster.nominations()
+        if self.queue is None:
+            for key, claim_name in sorted(nominations.items()):
+                node = self.bus.node_of_claim(claim_name)
+                if node is not None:
+                    self.try_bind(key, node)
+            return None
+        queue = self.queue
+        queue.start(nominations)
+        while (pod_key := queue.next()) is not None:
+            claim_name = nominations[pod_key]
+            node_name = self.bus.node_of_claim(claim_name)
+            queue.tried(pod_key, claim_name, node_name)
+            if node_name is not None and self.try_bind(pod_key, node_name):
+                queue.bound(pod_key)
         return None
 
-    def try_bind(self, key: str, node_name: str) -> None:
+    def try_bind(self, key: str, node_name: str) -> bool:
         """Bind pod `key` to `node_name` if the node can take it now. The answer depends on
         the Node, the pod and the node's used requests only (frozen models; `_used` entries
         are replaced, never changed in place): a try that failed is not repeated while all
-        three are the same objects."""
+        three are the same objects. True when it bound."""
         node = self.cluster.node(node_name)
         if node is None or node.metadata.deletion_timestamp is not None:
-            return
+            return False
         pod = self.cluster.pod(key)
         if pod.spec.node_name:
-            return  # still on the node being deleted it was nominated away from
+            return False  # still on the node being deleted it was nominated away from
         used = self._used.get(node_name)
         failed = self._unbindable.get(key)
         if failed is not None and failed[0] is node and failed[1] is pod and failed[2] is used:
-            return
+            return False
         if not self.can_bind(node, pod, used):
             self._unbindable[key] = (node, pod, used)
-            return
+            return False
         self._unbindable.pop(key, None)
         self.bind(key, node_name)
+        return True
 
     def can_bind(self, node: Node, pod: Pod, used: Resources | None) -> bool:
         if not node.is_ready:

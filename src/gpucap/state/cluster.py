@@ -228,7 +228,7 @@ class Cluster:
         self._units = self.memos[UNITS].lookup
         # The change feed (`watch`): who hears of every mutation, and how many there were.
         self._watchers: list[Callable[[ClusterChange], None]] = []
-        self._changes = 0
+        self._changes, self.changing = 0, ""
         # Bumped by `_set_claim`/`_pop_claim` (`_claims`' only writers; expiration's skip reads
         # it); the kept nominations in force and a count of `_nominations`' writes.
         self.claims_version = 0
@@ -523,7 +523,7 @@ class Cluster:
         self._nominations[pod_key] = _Nomination(claim_name, until)
         self._nominations_changes += 1
         self._version += 1
-        self._changed(ClusterChange.PODS)
+        self._changed(ClusterChange.PODS, pod_key)
 
     def nominations(self) -> dict[str, str]:
         """Pod key -> NodeClaim name, for the nominations in force (the caller's own dict)."""
@@ -645,9 +645,9 @@ class Cluster:
 
     # ---- the change feed -----------------------------------------------------------------------
     def watch(self, fn: Callable[[ClusterChange], None]) -> None:
-        """Call `fn` with the kind of every mutation from now on, inside the mutation (before
-        it returns; a mutation may call it more than once). The simulator's bus watches
-        (`sim/world.py` wires it): what Karpenter's controllers learn from the API server's
+        """Call `fn` with the kind of every mutation from now on, inside it (a mutation may call
+        it more than once; `changing` names the pod key, Node or NodeClaim, else ""). The sim's
+        bus watches (`sim/world.py`): what Karpenter's controllers learn from the API server's
         watches, its actors learn here, so no caller reports a change it made by hand."""
         self._watchers.append(fn)
 
@@ -656,8 +656,8 @@ class Cluster:
         """How many mutations the cluster has had (what `watch`'s callers heard)."""
         return self._changes
 
-    def _changed(self, change: ClusterChange) -> None:
-        self._changes += 1
+    def _changed(self, change: ClusterChange, name: str = "") -> None:
+        self._changes, self.changing = self._changes + 1, name  # `changing`: see `watch`
         for fn in self._watchers:
             fn(change)
 
@@ -826,7 +826,7 @@ class Cluster:
     # (its place in the map's order, for the scans' "first").
     def _set_claim(self, claim: NodeClaim) -> None:
         self.claims_version += 1
-        self._changed(ClusterChange.NODES)
+        self._changed(ClusterChange.NODES, claim.name)
         self._dirty.add(claim.name)
         name = claim.name
         old = self._claims.get(name)
@@ -858,7 +858,7 @@ class Cluster:
 
     def _pop_claim(self, name: str) -> None:
         self.claims_version += 1
-        self._changed(ClusterChange.NODES)
+        self._changed(ClusterChange.NODES, name)
         self._dirty.add(name)
         old = self._claims.pop(name, None)
         self._unlaunched.discard(name)
@@ -871,7 +871,7 @@ class Cluster:
             _unindex(self._claims_by_node_name, old.status.node_name, name)
 
     def _set_node(self, node: Node) -> None:
-        self._changed(ClusterChange.NODES)
+        self._changed(ClusterChange.NODES, node.metadata.name)
         self._dirty.add(node.metadata.name)
         name = node.metadata.name
         old = self._nodes.get(name)
@@ -891,7 +891,7 @@ class Cluster:
         self._consolidation_changed(before, key)
 
     def _pop_node(self, name: str) -> None:
-        self._changed(ClusterChange.NODES)
+        self._changed(ClusterChange.NODES, name)
         self._dirty.add(name)
         old = self._nodes.pop(name, None)
         if old is not None:
@@ -935,7 +935,7 @@ class Cluster:
         key = pod.key if key is None else key
         self._version += 1
         old = self._pods.get(key)
-        self._changed(pod_change(old, pod))
+        self._changed(pod_change(old, pod), key)
         if old is None:
             self._seq[key] = self._next_seq
             self._next_seq += 1
@@ -964,7 +964,7 @@ class Cluster:
         if pod is not None:
             self.mark_unconsolidated()  # `DeletePod`
             self._version += 1
-            self._changed(ClusterChange.PODS)
+            self._changed(ClusterChange.PODS, key)
             del self._seq[key]
             node = pod.spec.node_name
             if node:
