@@ -7,10 +7,7 @@ small fleets of the disruption scale bench's scenario over seeds."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 from unittest.mock import patch
 
 import pytest
@@ -21,22 +18,9 @@ from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.sim.binder import KubeScheduler
 from gpucap.sim.scenario import load_scenario
 from gpucap.sim.world import World
+from tests.sim.disruption_bench import disruption_bench
 
-ROOT = Path(__file__).resolve().parents[2]
 STORIES = Path(__file__).parent / "stories"
-
-
-def _bench() -> ModuleType:
-    """bench/disruption_scale.py, for its scenario generator."""
-    name = "disruption_scale_bench"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "bench/disruption_scale.py")
-        assert spec is not None
-        assert spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
 
 
 def _events(path: Path, *, fast: bool) -> list[tuple[float, str, object]]:
@@ -78,7 +62,7 @@ def test_a_scaling_fleet_binds_the_same_with_the_plain_bind_pass(
     tmp_path_factory: pytest.TempPathFactory, n: int, seed: int
 ) -> None:
     out = tmp_path_factory.mktemp("fleet")
-    path = _bench().generate(out, n, hours=3, seed=seed)
+    path = disruption_bench().generate(out, n, hours=3, seed=seed)
     fast = _events(path, fast=True)
     assert sum(e[1] == "PodBound" for e in fast) > n
     assert fast == _events(path, fast=False)

@@ -7,10 +7,7 @@ Deployment going up and down) over seeds."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from hypothesis import given, settings
@@ -19,22 +16,9 @@ from hypothesis import strategies as st
 from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.sim.scenario import load_scenario
 from gpucap.sim.world import World
+from tests.sim.disruption_bench import disruption_bench
 
-ROOT = Path(__file__).resolve().parents[2]
 STORIES = Path(__file__).parent / "stories"
-
-
-def _bench() -> ModuleType:
-    """bench/disruption_scale.py, for its scenario generator."""
-    name = "disruption_scale_bench"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "bench/disruption_scale.py")
-        assert spec is not None
-        assert spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
 
 
 def _events(path: Path, *, fast: bool) -> list[tuple[float, str, object]]:
@@ -60,7 +44,7 @@ def test_an_expiring_fleet_runs_the_same_with_the_plain_expiry_scan(
     tmp_path_factory: pytest.TempPathFactory, n: int, seed: int
 ) -> None:
     out = tmp_path_factory.mktemp("fleet")
-    path = _bench().generate(out, n, hours=3, seed=seed)
+    path = disruption_bench().generate(out, n, hours=3, seed=seed)
     fast = _events(path, fast=True)
     assert any(e[1] == "DisruptionDecision" and e[2].get("reason") == "Expired" for e in fast)  # type: ignore[attr-defined]
     assert fast == _events(path, fast=False)
