@@ -133,9 +133,18 @@ class ProcessExecutor:
             pool.shutdown(wait=True, cancel_futures=True)
 
 
-def executor_for(workers: int) -> Executor:
-    """The local executor for `--workers`: inline for one worker, a process pool otherwise.
-    Without `fork` (Windows) the runs go inline: a spawned worker would need the work pickled."""
+def executor_for(workers: int, *, ray: str | None = None) -> Executor:
+    """The executor for `--workers` and `--ray [ADDRESS]`.
+
+    With `ray` (an address: `auto`, `ray://host:port`, or `local` for a Ray instance started for
+    the call), the runs go to Ray (`runtime/ray_executor.py`, imported only then: Ray is an
+    optional extra). Otherwise the local engine: inline for one worker, a process pool
+    otherwise. Without `fork` (Windows) the runs go inline: a spawned worker would need the work
+    pickled."""
+    if ray is not None:
+        from gpucap.runtime.ray_executor import RayExecutor  # noqa: PLC0415 - optional engine
+
+        return RayExecutor(address=ray, workers=workers)
     if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         return InlineExecutor()
     return ProcessExecutor(workers)
