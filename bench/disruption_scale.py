@@ -14,7 +14,7 @@ remove. Then, per size:
 - in-process (one process, catalog warm): the run's time, and the disruption loop's own time
   (`DisruptionCadence._disrupt`, everything the pass does: candidates, budgets, simulations,
   the held-back words) with its number of runs; the per-pass cost is the loop's time over its
-  runs. `--profile N` writes `disruption-N.prof` here (cProfile of one in-process run; read with
+  runs. `--profile N` writes `disruption-N-Hh.prof` here (cProfile of one in-process run; read with
   `python -m pstats`) and prints its top 30 by cumulative time.
 `--day` adds the 24-hour run at the largest size (issue 25's target: 1,000 GPU nodes x 24 h
 with consolidation under 10 s). Prints one table, then checks that the per-pass cost per node at
@@ -119,6 +119,13 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - start, value
 
 
+def _cpu(fn: Callable[[], Any]) -> tuple[float, float, Any]:
+    """Wall and CPU (this process's) seconds of `fn()`, and its value."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    value = fn()
+    return time.perf_counter() - wall, time.process_time() - cpu, value
+
+
 def _cli(path: Path) -> float:
     """Wall time of `gpucap simulate FILE -o json` in a subprocess."""
     t, proc = _timed(
@@ -141,19 +148,20 @@ def run_once(path: Path) -> dict[str, Any]:
     spent = [0.0, 0]
 
     def timed() -> float | None:
-        start = time.perf_counter()
+        start = time.process_time()
         try:
             return inner()
         finally:
-            spent[0] += time.perf_counter() - start
+            spent[0] += time.process_time() - start
             spent[1] += 1
 
     loop._fn = timed
-    run_t, result = _timed(world.run)
+    run_t, run_cpu, result = _cpu(world.run)
     launched = sum(e.type == "NodeClaimLaunched" for e in result.events)
     disrupted = sum(e.type == "DisruptionDecision" for e in result.events)
     return {
         "run": run_t,
+        "cpu": run_cpu,
         "disruption": spent[0],
         "passes": spent[1],
         "launched": launched,
@@ -174,6 +182,11 @@ def main() -> None:
         help="also time `gpucap simulate` end to end (--no-cli: in-process only)",
     )
     parser.add_argument("--profile", type=int, help="profile the in-process run of this size")
+    parser.add_argument(
+        "--profile-hours",
+        type=int,
+        help="the profiled run's hours (default --hours; 24 profiles the --day run)",
+    )
     parser.add_argument("--keep", type=Path, help="write the scenarios here and keep them")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -188,17 +201,18 @@ def main() -> None:
     runs = [(n, args.hours) for n in sizes]
     if args.day:
         runs.append((sizes[-1], 24))
-    print("nodes  hours  cli s   run s  disrupt s  passes  ms/pass  us/pass/node", end="")
+    profile_hours = args.profile_hours or args.hours
+    print("nodes  hours  cli s   run s  cpu s  disrupt s  passes  ms/pass  us/pass/node", end="")
     print("  launched  disrupted")
     per_node: list[float] = []
     for n, hours in runs:
         path = generate(out, n, hours=hours)
-        if args.profile == n and hours == args.hours:
+        if args.profile == n and hours == profile_hours:
             profile = cProfile.Profile()
             profile.enable()
             run_once(path)
             profile.disable()
-            profile.dump_stats(f"disruption-{n}.prof")
+            profile.dump_stats(f"disruption-{n}-{hours}h.prof")
             pstats.Stats(profile).sort_stats("cumulative").print_stats(30)
         cli = f"{_cli(path):6.2f}" if args.cli else "     -"
         r = run_once(path)
@@ -207,7 +221,7 @@ def main() -> None:
         if hours == args.hours:
             per_node.append(us_node)
         print(
-            f"{n:5d}  {hours:5d}  {cli}  {r['run']:6.2f}  {r['disruption']:9.2f}  "
+            f"{n:5d}  {hours:5d}  {cli}  {r['run']:6.2f}  {r['cpu']:5.1f}  {r['disruption']:9.2f}  "
             f"{r['passes']:6d}  {ms:7.2f}  {us_node:12.1f}  {r['launched']:8d}  "
             f"{r['disrupted']:9d}",
             flush=True,

@@ -56,7 +56,7 @@ from gpucap.runtime.memo import Memos
 from gpucap.scheduling.existingnode import StateNode
 from gpucap.state.changes import ClusterChange, pod_change
 from gpucap.state.consolidation import ConsolidationState, state_node_view
-from gpucap.state.nominations import KeptNominations
+from gpucap.state.nominations import Nominations
 from gpucap.state.snapshot import (
     UNITS,
     Snapshot,
@@ -112,12 +112,6 @@ class Released:
 
     pending: tuple[str, ...] = ()
     deleted: tuple[str, ...] = ()
-
-
-@dataclass(slots=True)
-class _Nomination:
-    claim: str
-    until: float | None
 
 
 # What one state node is built from (`Cluster.snapshot`): its Node (None for a NodeClaim no
@@ -185,7 +179,6 @@ class Cluster:
         self._unbound: set[str] = set()
         self._nodes: dict[str, Node] = {}
         self._claims: dict[str, NodeClaim] = {}
-        self._nominations: dict[str, _Nomination] = {}
         self._marked: set[str] = set()
         self._applied = 0
         # Indexes of `_claims` and `_nodes` (see `_set_claim`).
@@ -230,9 +223,10 @@ class Cluster:
         self._watchers: list[Callable[[ClusterChange], None]] = []
         self._changes, self.changing = 0, ""
         # Bumped by `_set_claim`/`_pop_claim` (`_claims`' only writers; expiration's skip reads
-        # it); the kept nominations in force and a count of `_nominations`' writes.
+        # it); the nominations, with the ones in force kept (`state/nominations.py`).
         self.claims_version = 0
-        self.kept_nominations, self._nominations_changes = KeptNominations(), 0
+        self.kept_nominations = Nominations(self._claims, self._pods)
+        self._nominations = self.kept_nominations.all
 
     @classmethod
     def from_manifests(cls, manifests: Manifests, *, clock: Clock | None = None) -> Cluster:
@@ -315,10 +309,9 @@ class Cluster:
         self._dirty.clear()
         self._built = (slots, out, nominees, marked)
         seq = self._seq.__getitem__
-        unknown = sorted(
-            (k for node, keys in self._on_node.items() if node not in known for k in keys),
-            key=seq,
-        )
+        # The pods bound to a name no state node has (a set difference: most runs have none).
+        on_node = self._on_node
+        unknown = sorted((k for node in on_node.keys() - known for k in on_node[node]), key=seq)
         pending = sorted((k for k in self._unbound if k not in nominated), key=seq)
         snap = Snapshot(
             tuple(p for p in (self._pods[k] for k in pending) if is_pending(p)),
@@ -485,8 +478,7 @@ class Cluster:
         self._put(pod)
 
     def delete_pod(self, key: str) -> Pod | None:
-        if self._nominations.pop(key, None) is not None:
-            self._nominations_changes += 1
+        if self.kept_nominations.pop(key) is not None:
             self._version += 1
         return self._drop(key)
 
@@ -501,8 +493,7 @@ class Cluster:
             update["status"] = status
         bound = pod.model_copy(update=update)
         self._put(bound)
-        self._nominations.pop(pod_key, None)
-        self._nominations_changes += 1
+        self.kept_nominations.pop(pod_key)
         return bound
 
     def unbind(self, pod_key: str) -> Pod:
@@ -520,8 +511,7 @@ class Cluster:
             raise KeyError(f"no pod {pod_key!r}")
         if claim_name not in self._claims:
             raise KeyError(f"no NodeClaim {claim_name!r}")
-        self._nominations[pod_key] = _Nomination(claim_name, until)
-        self._nominations_changes += 1
+        self.kept_nominations.set(pod_key, claim_name, until, self._now())
         self._version += 1
         self._changed(ClusterChange.PODS, pod_key)
 
@@ -574,11 +564,7 @@ class Cluster:
         self._pop_claim(name)
         self._marked.discard(name)
         self._version += 1
-        released = tuple(k for k, n in self._nominations.items() if n.claim == name)
-        for key in released:
-            del self._nominations[key]
-        self._nominations_changes += 1
-        return Released(pending=released)
+        return Released(pending=self.kept_nominations.release(name))
 
     def node_claim_for_node(self, node: Node) -> NodeClaim | None:
         """The NodeClaim a Node belongs to: by provider ID, else by `status.nodeName` (the
@@ -843,6 +829,7 @@ class Cluster:
         if old is None:
             self._claim_seq[name] = self._next_seq
             self._next_seq += 1
+            self.kept_nominations.claim_changed(name)
         else:
             _unindex(self._claims_by_pid, old.status.provider_id, name)
             _unindex(self._claims_by_node_name, old.status.node_name, name)
@@ -863,6 +850,7 @@ class Cluster:
         old = self._claims.pop(name, None)
         self._unlaunched.discard(name)
         if old is not None:
+            self.kept_nominations.claim_changed(name)
             if old.status.provider_id:
                 self.mark_unconsolidated()  # `cleanupNodeClaim`: a launched NodeClaim went
             self._structure += 1
@@ -939,6 +927,7 @@ class Cluster:
         if old is None:
             self._seq[key] = self._next_seq
             self._next_seq += 1
+            self.kept_nominations.pod_added(key)
         elif old.spec.node_name:
             self._on_node[old.spec.node_name].discard(key)
             self._pods_changed[old.spec.node_name] = self._version
@@ -966,6 +955,7 @@ class Cluster:
             self._version += 1
             self._changed(ClusterChange.PODS, key)
             del self._seq[key]
+            self.kept_nominations.pod_removed(key)
             node = pod.spec.node_name
             if node:
                 self._on_node[node].discard(key)
@@ -981,10 +971,7 @@ class Cluster:
     def _active_nominations(self) -> dict[str, str]:
         """The nominations in force (kept: `state/nominations.py`; callers here only read). A
         bound pod has one only while its node is being deleted (`unbind` keeps it)."""
-        key = (self._version, self.claims_version, self._nominations_changes)
-        return self.kept_nominations.answer(
-            key, self._now(), self._nominations, self._claims, self._pods
-        )
+        return self.kept_nominations.in_force(self._now())
 
     def _state_node_name(self, name: str) -> str:
         """The name of the state node a NodeClaim (or Node) `name` is part of: its Node's
