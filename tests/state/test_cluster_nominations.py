@@ -117,3 +117,26 @@ def test_kept_nominations_follow_every_writer_as_the_plain_computation(
         clock = now if clocked else None
         plain = in_force(kept.all, claims, pods, clock)
         assert list(kept.in_force(clock).items()) == list(plain.items())
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(changes, max_size=40), st.sets(st.integers(0, 40)))
+def test_the_log_since_an_answer_names_every_nomination_new_or_moved_against_it(
+    ops: list[tuple[object, ...]], looks: set[int]
+) -> None:
+    """What the bind queue reads instead of comparing two answers (`Nominations.log`): while
+    the epoch is the same, the keys logged since an earlier answer, those in force now with
+    another NodeClaim than then, are exactly the comparison's."""
+    cluster, clock, claims, nodes = fresh()
+    kept = cluster.kept_nominations
+    then = cluster.nominations()
+    cursor = (kept.epoch, len(kept.log))
+    for i, op in enumerate(ops):
+        change(cluster, clock, claims, nodes, op, serial=len(ops))
+        now = cluster.nominations()
+        compared = {k for k, _ in now.items() - then.items()}
+        if kept.epoch == cursor[0]:
+            logged = kept.log[cursor[1] :]
+            assert {k for k in logged if k in now and then.get(k) != now[k]} == compared
+        if i in looks:
+            then, cursor = now, (kept.epoch, len(kept.log))

@@ -8,7 +8,9 @@ requeue with QueueingHints). The simulator's bind try (`sim/binder.py` `KubeSche
 reads the pod's nomination in force, its NodeClaim's Node (`Bus.node_of_claim`: the kubelet
 model's, or the Node with the NodeClaim's provider ID), that Node, the pod and the node's used
 requests; with the same inputs it decides the same. So a pod is tried again only when
-- its nomination came into force or changed (the nominations against the last pass's),
+- its nomination came into force or changed (against the last pass's nominations: the keys the
+  cluster logged as put in force since, `Nominations.log`, or the two compared when the
+  cluster computed its answer whole meanwhile),
 - its Pod object changed, or the NodeClaim it was nominated to,
 - the Node its last try looked at changed, or one whose NodeClaim is its own appeared,
 - the used requests of that node changed (`used_changed`, from the binder's own cache).
@@ -52,6 +54,9 @@ class BindQueue:
         self._pos = ""  # the last pod tried in this pass ("": none yet; keys are not empty)
         self._nominations: dict[str, str] = {}  # this pass's nominations in force
         self._last: dict[str, str] = {}  # the last pass's
+        # Where the cluster's log of nominations put in force stood at the last pass
+        # (`Nominations.epoch`, `len(log)`; see `start`).
+        self._cursor = (-1, 0)
         # Per pod tried and not bound: the NodeClaim and Node its last try looked at; indexed.
         self._claim_of: dict[str, str] = {}
         self._node_of: dict[str, str] = {}
@@ -64,8 +69,20 @@ class BindQueue:
     # ---- a pass ---------------------------------------------------------------------------------
     def start(self, nominations: dict[str, str]) -> None:
         """A pass over `nominations` (the nominations in force, the caller's dict) starts."""
-        # Between passes `_nominations` is empty: what is marked now waits in `_dirty`.
-        self._mark(k for k, _ in nominations.items() - self._last.items())
+        # Between passes `_nominations` is empty: what is marked now waits in `_dirty`. The
+        # nominations new or changed against the last pass's: among the keys the cluster logged
+        # as put in force since (`Nominations.log`), or, when it computed the answer whole
+        # meanwhile, a comparison of the two.
+        kept = self.cluster.kept_nominations
+        last = self._last
+        if self._cursor[0] == kept.epoch:
+            logged = kept.log[self._cursor[1] :]
+            self._mark(
+                [k for k in logged if (c := nominations.get(k)) is not None and last.get(k) != c]
+            )
+        else:
+            self._mark([k for k, _ in nominations.items() - last.items()])
+        self._cursor = (kept.epoch, len(kept.log))
         self._collect()
         self._last = self._nominations = nominations
         # Dirty pods without a nomination in force are not tried (as in the plain pass); a

@@ -31,6 +31,9 @@ from dataclasses import dataclass
 
 __all__ = ["Nomination", "Nominations", "in_force"]
 
+# At most this many keys in `Nominations.log`; then a new epoch (its readers compare whole).
+_LOG_SIZE = 1 << 16
+
 
 @dataclass(slots=True, eq=False)
 class Nomination:
@@ -68,6 +71,8 @@ class Nominations:
     membership only)."""
 
     __slots__ = (
+        "epoch",
+        "log",
         "_active",
         "_claims",
         "_ends",
@@ -91,6 +96,11 @@ class Nominations:
         # none names leaves the answer as it is).
         self._naming: dict[str, int] = {}
         self._stale = False
+        # The pod keys put in force or moved to another NodeClaim (`set`), in order, since the
+        # answer was last computed whole (`epoch` counts those): a reader that kept the answer
+        # of an earlier ask finds what is new against it here (`sim/bindqueue.py`).
+        self.epoch = 0
+        self.log: list[str] = []
 
     # ---- the writers (Cluster's) ---------------------------------------------------------------
     def set(self, key: str, claim: str, until: float | None, now: float | None) -> None:
@@ -111,6 +121,9 @@ class Nominations:
             self._active.pop(key, None)
             return
         self._active[key] = claim  # new: at the end of both; replaced: where it stood in both
+        self.log.append(key)
+        if len(self.log) > _LOG_SIZE:
+            self._new_epoch()
         if until is not None and now is not None:
             self._serial += 1
             heapq.heappush(self._ends, (until, self._serial, key, new))
@@ -151,6 +164,7 @@ class Nominations:
         """`in_force(all, claims, pods, now)`, kept (callers only read it)."""
         if not self.on:
             self._stale = True  # the kept answer is not kept up to date meanwhile
+            self._new_epoch()
             return in_force(self.all, self._claims, self._pods, now)
         if self._stale:
             self._rebuild(now)
@@ -173,6 +187,11 @@ class Nominations:
                     self._ends.append((n.until, self._serial, key, n))
             heapq.heapify(self._ends)
         self._stale = False
+        self._new_epoch()
+
+    def _new_epoch(self) -> None:
+        self.epoch += 1
+        self.log = []
 
     def _name(self, claim: str, delta: int) -> None:
         count = self._naming.get(claim, 0) + delta
