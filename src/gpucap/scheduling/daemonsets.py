@@ -15,6 +15,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from gpucap.apis.core import NodeSelector, NodeSelectorTerm, Pod, Taint, Toleration
 from gpucap.apis.gpu import NVIDIA_GPU
 from gpucap.apis.gpuoperator import ClusterPolicy
+from gpucap.apis.labels import normalize_label
 from gpucap.scheduling.poddata import pod_requirements
 from gpucap.scheduling.preferences import drop_required_node_term
 from gpucap.scheduling.requirements import Requirements
@@ -25,6 +26,7 @@ __all__ = [
     "RUNTIME_LABEL_PREFIXES",
     "blocking_taint",
     "lands_on",
+    "lands_on_all_labels",
     "operator_tolerations",
     "without_runtime_labels",
 ]
@@ -89,6 +91,27 @@ def lands_on(pod: Pod, labels: Mapping[str, str], taints: Sequence[Taint]) -> bo
     """A DaemonSet's pod runs on a node with `labels` and `taints`: no blocking taint, and its
     node selector with one of its required node-affinity terms (tried one by one, as the
     scheduler ORs them) meets the labels."""
+    if blocking_taint(taints, pod.spec.tolerations) is not None:
+        return False
+    current: Pod | None = pod
+    while current is not None:
+        wanted = pod_requirements(current, strict=True)
+        # `is_compatible` reads the node's requirements only at the keys the pod's define: the
+        # node's labels at those keys (normalised, as requirements are) answer as all of them
+        # would (`lands_on_all_labels`), and a GPU node has some forty labels where a daemon
+        # pod asks for a few.
+        node = Requirements.from_labels(
+            {k: v for k, v in labels.items() if normalize_label(k) in wanted}
+        )
+        if node.is_compatible(wanted):
+            return True
+        current = drop_required_node_term(current)
+    return False
+
+
+def lands_on_all_labels(pod: Pod, labels: Mapping[str, str], taints: Sequence[Taint]) -> bool:
+    """`lands_on` with every node label made a requirement (the reference its law,
+    tests/scheduling/test_daemon_lands_on.py, compares with)."""
     if blocking_taint(taints, pod.spec.tolerations) is not None:
         return False
     node = Requirements.from_labels(labels)

@@ -143,8 +143,13 @@ def _index(index: dict[str, set[str]], key: str | None, name: str) -> None:
 
 
 def _unindex(index: dict[str, set[str]], key: str | None, name: str) -> None:
-    if key and key in index:
-        index[key].discard(name)
+    # An emptied entry goes: the indexes are read with `get`, and the pods-on-node one is
+    # walked per snapshot (a day's fleet has names of thousands of Nodes long gone).
+    names = index.get(key) if key else None
+    if key and names is not None:
+        names.discard(name)
+        if not names:
+            del index[key]
 
 
 def _is_daemon(pod: Pod) -> bool:
@@ -929,7 +934,7 @@ class Cluster:
             self._next_seq += 1
             self.kept_nominations.pod_added(key)
         elif old.spec.node_name:
-            self._on_node[old.spec.node_name].discard(key)
+            _unindex(self._on_node, old.spec.node_name, key)
             self._pods_changed[old.spec.node_name] = self._version
             self._dirty.add(old.spec.node_name)
         else:
@@ -958,7 +963,7 @@ class Cluster:
             self.kept_nominations.pod_removed(key)
             node = pod.spec.node_name
             if node:
-                self._on_node[node].discard(key)
+                _unindex(self._on_node, node, key)
                 self._pods_changed[node] = self._version
                 self._dirty.add(node)
             else:
