@@ -71,8 +71,6 @@ class Nominations:
     membership only)."""
 
     __slots__ = (
-        "epoch",
-        "log",
         "_active",
         "_claims",
         "_ends",
@@ -81,6 +79,8 @@ class Nominations:
         "_serial",
         "_stale",
         "all",
+        "epoch",
+        "log",
         "on",
     )
 
