@@ -18,9 +18,12 @@ The answer keeps the nominations' order (the dict's): an entry put in is new at 
 one replaced keeps its place in both. The rare changes that would put one in at an earlier
 place (a nomination rewritten after it ended, a pod re-created while a nomination of its key
 stayed, a NodeClaim added or removed that a nomination names) make the next ask compute it
-again (`in_force`). Owned by `Cluster` (`Cluster.kept_nominations`, asked by
-`Cluster._active_nominations`); with `on` false every ask computes `in_force` (the reference
-tests/state/test_cluster_nominations.py compares after every change of random histories).
+again (`in_force`). The keys put in force are logged (`log`, per `epoch`: a whole computation
+starts a new one), so a reader holding an earlier answer finds what is new against it without
+comparing the two (the bind queue, `sim/bindqueue.py`). Owned by `Cluster`
+(`Cluster.kept_nominations`, asked by `Cluster._active_nominations`); with `on` false every ask
+computes `in_force` (the reference tests/state/test_cluster_nominations.py compares after every
+change of random histories).
 """
 
 from __future__ import annotations
