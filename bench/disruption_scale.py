@@ -2,20 +2,21 @@
 disruption pass as the fleet grows, on a NodePool with consolidation and expiration.
 
 Run: `python bench/disruption_scale.py [--sizes 100,400,1000] [--hours 3] [--day] [--no-cli]
-[--profile N] [--keep DIR]`. For each size N it generates, in a temporary directory (or
-`--keep DIR`), the workshop example's EC2NodeClass and NodePool (`src/gpucap/data/examples/
-workshop`; the NodePool's limit raised to 2N GPUs, `WhenEmptyOrUnderutilized` after 5m, expiring
-after 2h, the default budget), its NVIDIA device plugin DaemonSet and its vLLM Deployment (one
-GPU a pod) scaled to N replicas; every 30 minutes the Deployment is scaled down or back up
-along a seeded saw (N, 0.6N, 0.8N, 0.5N, N...) so consolidation has empty nodes to
-remove. Then, per size:
+[--profile N [--profile-hours H]] [--keep DIR]`. For each size N it generates, in a temporary
+directory (or `--keep DIR`), the workshop example's EC2NodeClass and NodePool
+(`src/gpucap/data/examples/workshop`; the NodePool's limit raised to 2N GPUs,
+`WhenEmptyOrUnderutilized` after 5m, expiring after 2h, the default budget), its NVIDIA device
+plugin DaemonSet and its vLLM Deployment (one GPU a pod) scaled to N replicas; every 30 minutes
+the Deployment is scaled down or back up along a seeded saw (N, 0.6N, 0.8N, 0.5N, N...) so
+consolidation has empty nodes to remove. Then, per size:
 - `cli`: `gpucap simulate FILE -o json` end to end in a subprocess (the installed command), wall
   time (`--no-cli` leaves it out);
 - in-process (one process, catalog warm): the run's time, and the disruption loop's own time
   (`DisruptionCadence._disrupt`, everything the pass does: candidates, budgets, simulations,
   the held-back words) with its number of runs; the per-pass cost is the loop's time over its
-  runs. `--profile N` writes `disruption-N-Hh.prof` here (cProfile of one in-process run; read with
-  `python -m pstats`) and prints its top 30 by cumulative time.
+  runs. `--profile N` writes `disruption-N-Hh.prof` here (cProfile of one in-process run of H
+  hours, `--profile-hours`, default `--hours`; read with `python -m pstats`) and prints its top
+  30 by cumulative time. Times are CPU seconds (`time.process_time`) but the `run s` column.
 `--day` adds the 24-hour run at the largest size (issue 25's target: 1,000 GPU nodes x 24 h
 with consolidation under 10 s). Prints one table, then checks that the per-pass cost per node at
 the largest size stays within 2x of the smallest (exit 1 if not). Not a unit test; figures
