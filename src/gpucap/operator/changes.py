@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from gpucap.apis.core import TopologySpreadConstraint
@@ -25,6 +24,7 @@ from gpucap.apis.labels import CAPACITY_TYPE, HOSTNAME, INSTANCE_FAMILY, INSTANC
 from gpucap.apis.labels import INSTANCE_TYPE as INSTANCE_TYPE_LABEL
 from gpucap.apis.meta import LabelSelector
 from gpucap.apis.nodepool import NodePool, NodeSelectorRequirementWithMinValues
+from gpucap.apis.quantity import Quantity
 from gpucap.apis.serde import Manifest, Manifests
 from gpucap.apis.workloads import Deployment, StatefulSet
 from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
@@ -45,7 +45,7 @@ _EPS = 1e-6
 _MOST_CANDIDATES = 24
 
 
-@dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class Change:
     """One edit: `object` (`NodePool/gpu`, `Deployment/default/vllm`), the `field` it sets and
     its new `value` (as YAML would hold it), in words (`what`), and Karpenter's plan with it:
@@ -57,6 +57,10 @@ class Change:
     what: str
     before: float
     cost: float
+    # The edit itself: the manifests with this change (what the re-plan planned).
+    apply: Callable[[Manifests], Manifests] = dataclasses.field(
+        default=lambda m: m, repr=False, compare=False
+    )
 
     @property
     def saving(self) -> float:
@@ -73,7 +77,7 @@ class Change:
         )
 
 
-@dataclass(slots=True)
+@dataclasses.dataclass(slots=True)
 class OptimalReport:
     """`plan --optimal`: the fleet comparison and the changes that save."""
 
@@ -151,7 +155,7 @@ def suggest(
             and _placed(replanned) >= placed
             and not (len(replanned.pod_errors) > len(made.pod_errors))
         ):
-            out.append(Change(obj, field, value, what, before, cost))
+            out.append(Change(obj, field, value, what, before, cost, edit))
     out.sort(key=lambda c: (c.cost, c.object, c.field))
     return out
 
@@ -188,14 +192,15 @@ def _candidates(manifests: Manifests, made: Plan, fleet: OptimalFleet) -> list[_
         if karp and ct is not None and "spot" not in ct:
             out.append(_requirement(name, CAPACITY_TYPE, sorted({*ct, "spot"}), "capacity-type"))
         if pool.spec.limits and name in made.pass_results[-1].limited_pools():
-            doubled = {k: _double(v) for k, v in pool.spec.limits.items()}
+            doubled = {k: Quantity(v.nanos * 2) for k, v in pool.spec.limits.items()}
+            shown = {k: str(v) for k, v in doubled.items()}
             out.append(
                 (
                     f"NodePool/{name}",
                     "spec.limits",
-                    doubled,
+                    shown,
                     f"NodePool {name}: raise limits to "
-                    + ", ".join(f"{k}={v}" for k, v in doubled.items()),
+                    + ", ".join(f"{k}={v}" for k, v in shown.items()),
                     _set_limits(name, doubled),
                 )
             )
@@ -216,11 +221,6 @@ def _requirement_values(pool: NodePool, key: str) -> list[str] | None:
         if r.key == key and r.operator == "In":
             return list(r.values)
     return None
-
-
-def _double(value: Any) -> Any:
-    text = str(value)
-    return str(int(text) * 2) if text.isdigit() else text
 
 
 def _requirement(name: str, key: str, values: list[str], short: str) -> _Candidate:
@@ -248,7 +248,7 @@ def _with_requirements(
     return pool.model_copy(update={"spec": pool.spec.model_copy(update={"template": template})})
 
 
-def _set_limits(name: str, limits: dict[str, Any]) -> _Edit:
+def _set_limits(name: str, limits: dict[str, Quantity]) -> _Edit:
     def edit(m: Manifests) -> Manifests:
         return _replace_nodepool(
             m,
