@@ -14,7 +14,7 @@ from gpucap.cli.table import format_table
 from gpucap.controllers.provisioning.optimal import FleetNode
 from gpucap.operator.changes import OptimalReport
 
-__all__ = ["optimal_document", "optimal_lines", "optimal_time"]
+__all__ = ["check_optimal_time", "optimal_document", "optimal_lines", "optimal_time"]
 
 
 def optimal_time(value: str) -> float:
@@ -26,6 +26,12 @@ def optimal_time(value: str) -> float:
     if seconds <= 0:
         raise typer.BadParameter(f"{value!r} must be more than 0")
     return seconds
+
+
+def check_optimal_time(value: str) -> str:
+    """The option's callback: refuses a bad `--optimal-time` before anything is read."""
+    optimal_time(value)
+    return value
 
 
 def _node(n: FleetNode) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from gpucap.apis.capacityreservation import load_reservations
 from gpucap.cli import loading
 from gpucap.cli.catalogs import catalog_from_options
 from gpucap.cli.errors import BadInputError
-from gpucap.cli.optimal import optimal_document, optimal_lines
+from gpucap.cli.optimal import check_optimal_time, optimal_document, optimal_lines
 from gpucap.cli.optimal import optimal_time as optimal_seconds
 from gpucap.cli.options import (
     CatalogOption,
@@ -108,7 +108,11 @@ def plan(  # noqa: PLR0917 - typer maps parameters to options
     ] = False,
     optimal_time: Annotated[
         str,
-        typer.Option("--optimal-time", help="Time limit of the --optimal solver (e.g. 10s)."),
+        typer.Option(
+            "--optimal-time",
+            help="Time limit of the --optimal solver (e.g. 10s).",
+            callback=check_optimal_time,
+        ),
     ] = "10s",
 ) -> None:
     """Schedule the pending pods as Karpenter's provisioner would and print what it would
