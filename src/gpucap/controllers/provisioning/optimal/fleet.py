@@ -13,6 +13,7 @@ report and the bench.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from gpucap.controllers.provisioning.loop import Plan
@@ -111,69 +112,116 @@ def fleet_of(inst: Instance, sol: MilpSolution) -> OptimalFleet:
     return base
 
 
+@dataclass(slots=True)
+class _Node:
+    """A node being filled by `decode`: its bin, what its pods use, its hostname counts."""
+
+    bin: int
+    load: dict[str, int] = field(default_factory=dict)
+    groups: dict[int, int] = field(default_factory=dict)
+    pods: list[str] = field(default_factory=list)
+
+    def takes(self, inst: Instance, i: int) -> bool:
+        c, node = inst.classes[i], inst.bins[self.bin]
+        return all(
+            self.load.get(k, 0) + v <= node.capacity.get(k, 0) for k, v in c.requests.items()
+        ) and all(self.groups.get(g, 0) < inst.group_caps[g] for g in c.groups)
+
+    def add(self, inst: Instance, i: int, key: str) -> None:
+        c = inst.classes[i]
+        for k, v in c.requests.items():
+            self.load[k] = self.load.get(k, 0) + v
+        for g in c.groups:
+            self.groups[g] = self.groups.get(g, 0) + 1
+        self.pods.append(key)
+
+
 def decode(inst: Instance, sol: MilpSolution) -> tuple[list[FleetNode], bool]:
-    """The MILP's solution as nodes (first-fit, largest pods first, per bin), and whether the
-    MILP's node counts sufficed."""
-    out: list[FleetNode] = []
-    exact = True
+    """The MILP's solution as nodes, and whether the MILP's node counts sufficed: per bin,
+    its pods first-fit on its nodes, largest first; a pod that fits none of them goes, after
+    every bin is filled, to the first node of the fleet that takes it (of a bin its class may
+    use), else to a new node of the cheapest bin its class may use within the limits."""
+    nodes: list[_Node] = []
+    overflow: list[tuple[float, str, int]] = []
     taken = [0] * len(inst.classes)
     for b in sorted(sol.nodes, key=lambda b: inst.bins[b].label):
-        node = inst.bins[b]
+        bin_nodes = [_Node(b) for _ in range(sol.nodes[b])]
+        nodes.extend(bin_nodes)
         items: list[tuple[float, str, int]] = []
         for (i, bb), count in sorted(sol.assign.items()):
             if bb != b:
                 continue
             c = inst.classes[i]
-            size = max(
-                (v / node.capacity[k] for k, v in c.requests.items() if node.capacity.get(k)),
-                default=0.0,
-            )
+            size = _size(inst.bins[b], c.requests)
             items.extend((size, p.key, i) for p in c.pods[taken[i] : taken[i] + count])
             taken[i] += count
         items.sort(key=lambda t: (-t[0], t[1]))
-        loads: list[dict[str, int]] = [{} for _ in range(sol.nodes[b])]
-        groups: list[dict[int, int]] = [{} for _ in loads]
-        pods: list[list[str]] = [[] for _ in loads]
-        for _, key, i in items:
-            c = inst.classes[i]
-            at = next(
-                (
-                    j
-                    for j in range(len(loads))
-                    if _room(node, loads[j], c.requests)
-                    and all(groups[j].get(g, 0) < inst.group_caps[g] for g in c.groups)
-                ),
-                None,
-            )
+        for item in items:
+            at = next((n for n in bin_nodes if n.takes(inst, item[2])), None)
             if at is None:
-                exact = False
-                loads.append({})
-                groups.append({})
-                pods.append([])
-                at = len(loads) - 1
-            for k, v in c.requests.items():
-                loads[at][k] = loads[at].get(k, 0) + v
-            for g in c.groups:
-                groups[at][g] = groups[at].get(g, 0) + 1
-            pods[at].append(key)
-        out.extend(
-            FleetNode(
-                node.nodepool,
-                node.instance_type,
-                node.zone,
-                node.capacity_type,
-                node.price,
-                tuple(sorted(p)),
+                overflow.append(item)
+            else:
+                at.add(inst, item[2], item[1])
+    exact = not overflow
+    used = _limits_used(inst, nodes)
+    for _, key, i in sorted(overflow, key=lambda t: (-t[0], t[1])):
+        ok = set(inst.classes[i].bins)
+        at = next((n for n in nodes if n.bin in ok and n.takes(inst, i)), None)
+        if at is None:
+            b = min(
+                (b for b in ok if _within(inst, used, b)),
+                key=lambda b: (inst.bins[b].price, inst.bins[b].label),
+                default=min(ok, key=lambda b: (inst.bins[b].price, inst.bins[b].label)),
             )
-            for p in pods
-            if p
+            at = _Node(b)
+            nodes.append(at)
+            _count(inst, used, b)
+        at.add(inst, i, key)
+    out = [
+        FleetNode(
+            inst.bins[n.bin].nodepool,
+            inst.bins[n.bin].instance_type,
+            inst.bins[n.bin].zone,
+            inst.bins[n.bin].capacity_type,
+            inst.bins[n.bin].price,
+            tuple(sorted(n.pods)),
         )
+        for n in nodes
+        if n.pods
+    ]
     return out, exact
 
 
-def _room(node: Bin, load: dict[str, int], requests: dict[str, int] | object) -> bool:
-    assert isinstance(requests, dict)
-    return all(load.get(k, 0) + v <= node.capacity.get(k, 0) for k, v in requests.items())
+def _size(node: Bin, requests: Mapping[str, int]) -> float:
+    """A pod's largest share of the node's capacity (first-fit decreasing orders by it)."""
+    return max(
+        (v / node.capacity[k] for k, v in requests.items() if node.capacity.get(k)), default=0.0
+    )
+
+
+def _limits_used(inst: Instance, nodes: list[_Node]) -> dict[str, dict[str, int]]:
+    used: dict[str, dict[str, int]] = {}
+    for n in nodes:
+        _count(inst, used, n.bin)
+    return used
+
+
+def _count(inst: Instance, used: dict[str, dict[str, int]], b: int) -> None:
+    node = inst.bins[b]
+    pool = used.setdefault(node.nodepool, {})
+    for k in inst.limits.get(node.nodepool, {}):
+        pool[k] = pool.get(k, 0) + (1 if k == "nodes" else node.limit_capacity.get(k, 0))
+
+
+def _within(inst: Instance, used: dict[str, dict[str, int]], b: int) -> bool:
+    """Whether one more node of bin `b` keeps its NodePool within its limits."""
+    node = inst.bins[b]
+    left = inst.limits.get(node.nodepool, {})
+    pool = used.get(node.nodepool, {})
+    return all(
+        pool.get(k, 0) + (1 if k == "nodes" else node.limit_capacity.get(k, 0)) <= max(v, 0)
+        for k, v in left.items()
+    )
 
 
 def check(inst: Instance, nodes: list[FleetNode]) -> list[str]:

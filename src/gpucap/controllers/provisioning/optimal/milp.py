@@ -106,8 +106,9 @@ def kept_bins(inst: Instance) -> list[int]:
     return [used[j] for j in np.flatnonzero(keep).tolist()]
 
 
-def solve(inst: Instance, time_limit: float) -> MilpSolution:
-    """The MILP of `inst` within `time_limit` seconds, and its LP relaxation."""
+def solve(inst: Instance, time_limit: float, *, integer: bool = True) -> MilpSolution:
+    """The MILP of `inst` within `time_limit` seconds, and its LP relaxation (only the
+    relaxation without `integer`: the floor alone, status "floor")."""
     if not inst.classes:
         return MilpSolution("no pods", 0.0, 0.0, 0.0, {}, {}, 0, 0)
     bins = kept_bins(inst)
@@ -178,6 +179,8 @@ def solve(inst: Instance, time_limit: float) -> MilpSolution:
     if relaxed.status == _INFEASIBLE:
         return MilpSolution("infeasible", None, 0.0, 0.0, {}, {}, nb + nx, len(lo))
     floor = float(relaxed.fun) if relaxed.fun is not None else 0.0
+    if not integer:
+        return MilpSolution("floor", None, floor, floor, {}, {}, nb + nx, len(lo))
     res = milp(
         cost,
         constraints=constraints,
