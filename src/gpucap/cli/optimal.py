@@ -10,11 +10,22 @@ from typing import Any
 import typer
 
 from gpucap.apis.duration import DurationError, parse_go_duration
+from gpucap.apis.reading import os_reason
+from gpucap.apis.serde import Manifests
+from gpucap.cli.errors import BadInputError
 from gpucap.cli.table import format_table
+from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
+from gpucap.controllers.provisioning.loop import Plan
 from gpucap.controllers.provisioning.optimal import FleetNode
 from gpucap.operator.changes import OptimalReport
 
-__all__ = ["check_optimal_time", "optimal_document", "optimal_lines", "optimal_time"]
+__all__ = [
+    "check_optimal_time",
+    "optimal_document",
+    "optimal_lines",
+    "optimal_time",
+    "write_optimal_report",
+]
 
 
 def optimal_time(value: str) -> float:
@@ -123,3 +134,25 @@ def optimal_lines(rep: OptimalReport) -> list[str]:
         lines.append("WHAT TO CHANGE (each re-planned with Karpenter's algorithm):")
         lines += [f"  {c.line()}" for c in rep.changes]
     return lines
+
+
+def write_optimal_report(
+    path: str,
+    made: Plan,
+    manifests: Manifests,
+    catalog: Catalog,
+    rep: OptimalReport,
+    *,
+    title: str,
+) -> None:
+    """`plan --optimal --report`: the plan's section, then both fleets side by side."""
+    from gpucap.report.optimal import OptimalSection, optimal_view  # noqa: PLC0415 - --report
+    from gpucap.report.page import PlanSection, write_report  # noqa: PLC0415
+    from gpucap.report.plan import plan_view  # noqa: PLC0415
+
+    plan_section = PlanSection("Plan", plan_view(made, manifests, catalog))
+    optimal_section = OptimalSection("Optimal fleet", optimal_view(rep))
+    try:
+        write_report(path, title, [plan_section, optimal_section])
+    except OSError as e:
+        raise BadInputError(f"--report {path}: cannot write: {os_reason(e)}") from None

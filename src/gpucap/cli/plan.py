@@ -19,7 +19,12 @@ from gpucap.apis.capacityreservation import load_reservations
 from gpucap.cli import loading
 from gpucap.cli.catalogs import catalog_from_options
 from gpucap.cli.errors import BadInputError
-from gpucap.cli.optimal import check_optimal_time, optimal_document, optimal_lines
+from gpucap.cli.optimal import (
+    check_optimal_time,
+    optimal_document,
+    optimal_lines,
+    write_optimal_report,
+)
 from gpucap.cli.optimal import optimal_time as optimal_seconds
 from gpucap.cli.options import (
     CatalogOption,
@@ -174,9 +179,25 @@ def _plan(  # noqa: PLR0917 - the `plan` command's options, as given
     if reservations is not None:
         objects = dataclasses.replace(objects, reservations=load_reservations(reservations))
     made = make_plan(objects, cat, max_passes=passes, kubernetes_version=kubernetes_version)
+    # Only with --optimal: a plan without it prints what it always printed.
+    rep = (
+        optimal_report(
+            objects,
+            cat,
+            made,
+            time_limit=optimal,
+            max_passes=passes,
+            kubernetes_version=kubernetes_version,
+        )
+        if optimal is not None and explain is None
+        else None
+    )
     if report is not None:
         title = f"gpucap plan {' '.join(files)}"
-        write_plan_report(report, made, objects, cat, title=title)
+        if rep is None:
+            write_plan_report(report, made, objects, cat, title=title)
+        else:
+            write_optimal_report(report, made, objects, cat, rep, title=title)
     if explain is not None:
         key = _pod_key(explain, [p.key for p in result.objects.pods])
         explanation = explain_pending(made, key)
@@ -197,16 +218,7 @@ def _plan(  # noqa: PLR0917 - the `plan` command's options, as given
         return
     # Only with --reservations: a plan without it prints what it always printed.
     used = reservations_use(objects, made) if reservations is not None else None
-    if optimal is not None:
-        # Only with --optimal: a plan without it prints what it always printed.
-        rep = optimal_report(
-            objects,
-            cat,
-            made,
-            time_limit=optimal,
-            max_passes=passes,
-            kubernetes_version=kubernetes_version,
-        )
+    if rep is not None:
         if output == "table":
             out.lines([*plan_lines(made, used), *optimal_lines(rep)])
         else:
