@@ -9,6 +9,8 @@ pairs). Minimise the fleet's price, sum of `price[b] * n[b]`, subject to:
   the DaemonSet overhead of the type;
 - hostname groups: `sum_{c in g} x[c, b] <= cap[g] * n[b]` (one per node for self
   anti-affinity, maxSkew for a hostname spread);
+- per class and bin, `x[c, b] <= m[c, b] * n[b]`, `m` being how many of the class one node
+  holds alone (a cut every real fleet meets, which the summed capacity rows miss);
 - NodePool limits: `sum_{b of pool} capacity[b, k] * n[b] <= what is left of limit k`
   (`nodes` counts 1 per node).
 
@@ -146,6 +148,13 @@ def solve(inst: Instance, time_limit: float, *, integer: bool = True) -> MilpSol
             scale = float(max(node.capacity.get(k, 0), 1))
             entries = [(xcol[i, b], inst.classes[i].requests[k] / scale) for i in users]
             row([*entries, (bcol[b], -node.capacity.get(k, 0) / scale)], -np.inf, 0.0)
+        for i in members:
+            # At most this many pods of the class fit one node of the bin: a valid cut (each
+            # node holds no more) that the summed capacity rows alone miss (three 1-CPU pods
+            # "fit" two 1.9-CPU nodes in total, never on them).
+            most = _per_node(inst, i, b)
+            if most < len(inst.classes[i].pods):
+                row([(xcol[i, b], 1.0), (bcol[b], -float(most))], -np.inf, 0.0)
         groups: dict[int, list[int]] = {}
         for i in members:
             for g in inst.classes[i].groups:
@@ -205,3 +214,14 @@ def solve(inst: Instance, time_limit: float, *, integer: bool = True) -> MilpSol
 def _most(pods: int, most: int | None) -> int:
     """Nodes of a bin worth launching: no more than its pods, nor a reservation's free count."""
     return pods if most is None else min(pods, most)
+
+
+def _per_node(inst: Instance, i: int, b: int) -> int:
+    """How many pods of class `i` one node of bin `b` holds alone: its capacity over their
+    requests, resource by resource, and each hostname group's cap."""
+    c, node = inst.classes[i], inst.bins[b]
+    most = min(
+        (node.capacity.get(k, 0) // v for k, v in c.requests.items() if v > 0),
+        default=len(c.pods),
+    )
+    return min([most, *(inst.group_caps[g] for g in c.groups)])
