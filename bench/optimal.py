@@ -10,7 +10,8 @@ the optimum (MILP with `--optimal-time`'s default, 10 s) and its decode.
 
 Targets: the optimum within 3 % of the floor, in under 10 s (instance + MILP + decode); the
 floor alone (instance + LP) under 2 s. Exit 1 when one is missed. Run: `python bench/optimal.py
-[--pods 1000] [--seed 27]` (`make bench-optimal`). Figures depend on the machine (a shared one
+[--pods 1000] [--seed 27] [--shapes N]` (`make bench-optimal`; `--shapes 40`: forty random
+shapes instead of the six). Figures depend on the machine (a shared one
 inflates wall time; CPU time is shown beside it).
 """
 
@@ -50,6 +51,20 @@ SHAPES: list[tuple[str, int, str, str, str]] = [
     ("train-8", 8, "48", "300Gi", "anti"),
 ]
 WEIGHTS = [30, 20, 15, 15, 12, 8]
+
+
+def _random_shapes(count: int, seed: int) -> None:
+    """Replace the six shapes by `count` random ones (seeded): 1-8 GPUs, CPU and memory per
+    GPU drawn, a third of them with a hostname spread or anti-affinity (`--shapes`)."""
+    rng = random.Random(seed)
+    SHAPES.clear()
+    WEIGHTS.clear()
+    for i in range(count):
+        g = rng.choice([1, 1, 1, 2, 4, 8])
+        cpu, memory = rng.choice([1, 2, 3, 4, 6, 8]) * g, rng.choice([4, 8, 12, 16, 24, 30]) * g
+        constraint = rng.choice(["", "", "spread", "anti"])
+        SHAPES.append((f"shape-{i}", g, str(cpu), f"{memory}Gi", constraint))
+        WEIGHTS.append(rng.randint(1, 10))
 
 
 def _manifests(pods: int, seed: int) -> str:
@@ -166,11 +181,15 @@ def main() -> int:
     parser.add_argument("--pods", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=27)
     parser.add_argument("--time-limit", type=float, default=10.0)
+    parser.add_argument("--shapes", type=int, default=0, help="random shapes instead of six")
     args = parser.parse_args()
+    if args.shapes:
+        _random_shapes(args.shapes, args.seed)
     result = load_text(_manifests(args.pods, args.seed), "bench.yaml")
     assert result.ok, [str(i) for i in result.issues]
     catalog = load_catalog("us-east-1")
-    print(f"plan --optimal, {args.pods} GPU pods (seed {args.seed}), bundled us-east-1 catalog")
+    shapes = f"{len(SHAPES)} shapes"
+    print(f"plan --optimal, {args.pods} GPU pods of {shapes} (seed {args.seed}), us-east-1 catalog")
     made, _ = _timed("Karpenter's plan", lambda: plan(result.objects, catalog))
     inst, t_inst = _timed("instance", lambda: build_instance(made))
     floor, t_floor = _timed("floor (LP relaxation)", lambda: solve(inst, 1.0, integer=False))

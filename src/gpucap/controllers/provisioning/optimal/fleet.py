@@ -139,8 +139,8 @@ class _Node:
 def decode(inst: Instance, sol: MilpSolution) -> tuple[list[FleetNode], bool]:
     """The MILP's solution as nodes, and whether the MILP's node counts sufficed: per bin,
     its pods first-fit on its nodes, largest first; a pod that fits none of them goes, after
-    every bin is filled, to the first node of the fleet that takes it (of a bin its class may
-    use), else to a new node of the cheapest bin its class may use within the limits."""
+    every bin is filled, to the first node (by bin, then launch order) of a bin its class may
+    use that takes it, else to a new node of the cheapest such bin within the limits."""
     nodes: list[_Node] = []
     overflow: list[tuple[float, str, int]] = []
     taken = [0] * len(inst.classes)
@@ -156,17 +156,29 @@ def decode(inst: Instance, sol: MilpSolution) -> tuple[list[FleetNode], bool]:
             items.extend((size, p.key, i) for p in c.pods[taken[i] : taken[i] + count])
             taken[i] += count
         items.sort(key=lambda t: (-t[0], t[1]))
+        # Per class, the first node that may still take it: nodes only fill up, so one that
+        # refused a class refuses it for good (first-fit without rescanning full nodes).
+        first: dict[int, int] = {}
         for item in items:
-            at = next((n for n in bin_nodes if n.takes(inst, item[2])), None)
-            if at is None:
+            i = item[2]
+            j = first.get(i, 0)
+            while j < len(bin_nodes) and not bin_nodes[j].takes(inst, i):
+                j += 1
+            first[i] = j
+            if j == len(bin_nodes):
                 overflow.append(item)
             else:
-                at.add(inst, item[2], item[1])
+                bin_nodes[j].add(inst, i, item[1])
     exact = not overflow
     used = _limits_used(inst, nodes)
+    by_bin: dict[int, list[_Node]] = {}
+    for n in nodes:
+        by_bin.setdefault(n.bin, []).append(n)
     for _, key, i in sorted(overflow, key=lambda t: (-t[0], t[1])):
         ok = set(inst.classes[i].bins)
-        at = next((n for n in nodes if n.bin in ok and n.takes(inst, i)), None)
+        at = next(
+            (n for b in sorted(ok & by_bin.keys()) for n in by_bin[b] if n.takes(inst, i)), None
+        )
         if at is None:
             b = min(
                 (b for b in ok if _within(inst, used, b)),
@@ -175,6 +187,7 @@ def decode(inst: Instance, sol: MilpSolution) -> tuple[list[FleetNode], bool]:
             )
             at = _Node(b)
             nodes.append(at)
+            by_bin.setdefault(b, []).append(at)
             _count(inst, used, b)
         at.add(inst, i, key)
     out = [
