@@ -28,8 +28,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp  # type: ignore[import-untyped]
-from scipy.sparse import coo_matrix  # type: ignore[import-untyped]
 
 from gpucap.controllers.provisioning.optimal.instance import Instance
 
@@ -113,6 +111,15 @@ def solve(inst: Instance, time_limit: float, *, integer: bool = True) -> MilpSol
     relaxation without `integer`: the floor alone, status "floor")."""
     if not inst.classes:
         return MilpSolution("no pods", 0.0, 0.0, 0.0, {}, {}, 0, 0)
+    # Imported here: scipy costs a few hundred milliseconds to import, which `gpucap plan`
+    # without --optimal (and every other command) must not pay.
+    from scipy.optimize import (  # type: ignore[import-untyped]  # noqa: PLC0415
+        Bounds,
+        LinearConstraint,
+        milp,
+    )
+    from scipy.sparse import coo_matrix  # type: ignore[import-untyped]  # noqa: PLC0415
+
     bins = kept_bins(inst)
     bcol = {b: j for j, b in enumerate(bins)}
     pairs = [(i, b) for i, c in enumerate(inst.classes) for b in c.bins if b in bcol]
