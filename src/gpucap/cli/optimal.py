@@ -106,7 +106,8 @@ def optimal_lines(rep: OptimalReport) -> list[str]:
                 n.instance_type,
                 n.zone,
                 n.capacity_type,
-                f"{n.price:.4f}",
+                # A reserved node's cost is the reservation's (as plan's $/HOUR says).
+                "reserved" if n.capacity_type == "reserved" else f"{n.price:.4f}",
                 ", ".join(n.pods),
             ]
             for n in f.nodes

@@ -190,6 +190,8 @@ def build_instance(made: Plan) -> Instance:
                 cgroups,
             )
         )
+    if any(t.requirements.has_min_values() for t in sched.templates):
+        relaxed.add("minValues")
     if relaxed:
         notes.append(
             "relaxed (not linear per node): " + ", ".join(sorted(relaxed)) + "; the optimum "
