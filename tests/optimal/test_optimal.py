@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from gpucap.controllers.provisioning.optimal import build_instance, check, optimise
@@ -121,3 +123,12 @@ def test_no_change_is_suggested_when_karpenter_is_already_optimal() -> None:
         gpu_pool(), gpu_deployment("serve", 2, topologySpreadConstraints=hostname_spread("serve"))
     )
     assert suggest(m, CATALOG, made, optimise(made), max_passes=1) == []
+
+
+def test_the_fleet_check_catches_a_node_over_its_gpus_and_a_pod_left_out() -> None:
+    _, made = planned(gpu_pool(), gpu_deployment("batch", 2))
+    inst = build_instance(made)
+    (node, _) = optimise(made).nodes
+    crowded = dataclasses.replace(node, pods=("default/batch-0", "default/batch-1"))
+    assert check(inst, [crowded]) == ["a g5.xlarge node is over its nvidia.com/gpu"]
+    assert check(inst, [node]) == ["1 pod(s) on no node, e.g. default/batch-1"]
