@@ -9,6 +9,7 @@ import pytest
 from gpucap.controllers.provisioning.optimal import build_instance, check, optimise
 from gpucap.operator.changes import karpenter_cost, suggest
 from gpucap.operator.plan import plan
+from tests.builders import edit
 from tests.optimal.instances import (
     CATALOG,
     gpu_deployment,
@@ -132,3 +133,31 @@ def test_the_fleet_check_catches_a_node_over_its_gpus_and_a_pod_left_out() -> No
     crowded = dataclasses.replace(node, pods=("default/batch-0", "default/batch-1"))
     assert check(inst, [crowded]) == ["a g5.xlarge node is over its nvidia.com/gpu"]
     assert check(inst, [node]) == ["1 pod(s) on no node, e.g. default/batch-1"]
+
+
+def test_an_on_demand_pool_is_told_that_allowing_spot_saves() -> None:
+    on_demand = edit(gpu_pool(), "spec.template.spec.requirements[1].values", ["on-demand"])
+    m, made = planned(
+        on_demand, gpu_deployment("serve", 2, topologySpreadConstraints=hostname_spread("serve"))
+    )
+    changes = suggest(m, CATALOG, made, optimise(made), max_passes=1)
+    spot = [c for c in changes if c.value.get("key") == "karpenter.sh/capacity-type"]
+    assert [c.value["values"] for c in spot] == [["on-demand", "spot"]]
+    again = plan(spot[0].apply(m), CATALOG)
+    assert {c.launch.capacity_type for c in again.node_claims if c.launch} == {"spot"}
+
+
+def test_a_limit_that_sends_pods_to_a_dearer_pool_is_told_to_be_raised() -> None:
+    # The cheap pool (g6, preferred by weight) may hold one GPU: the other pods go to g5.
+    cheap = gpu_pool("cheap", ["g6"], {"nvidia.com/gpu": "1"})
+    cheap["spec"]["weight"] = 10
+    dear = gpu_pool("dear", ["g5"])
+    m, made = planned(
+        cheap, dear, gpu_deployment("serve", 2, topologySpreadConstraints=hostname_spread("serve"))
+    )
+    assert sorted(c.nodepool for c in made.node_claims) == ["cheap", "dear"]
+    changes = suggest(m, CATALOG, made, optimise(made), max_passes=made.passes)
+    raised = [c for c in changes if c.field == "spec.limits"]
+    assert [(c.object, c.value) for c in raised] == [("NodePool/cheap", {"nvidia.com/gpu": "2"})]
+    again = plan(raised[0].apply(m), CATALOG, max_passes=made.passes)
+    assert [c.nodepool for c in again.node_claims] == ["cheap", "cheap"]

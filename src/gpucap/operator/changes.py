@@ -7,10 +7,10 @@ The candidates come from the gap between Karpenter's fleet and the optimum
 `karpenter.k8s.aws/instance-gpu-count`, `karpenter.k8s.aws/instance-family` or
 `node.kubernetes.io/instance-type` to what the optimum launches there (Karpenter packs pods
 created together onto the cheapest type that holds them all, which is often one large type);
-allow `spot` when the pool excludes it; double the limits of a pool whose limits left pods
-pending; and for a Deployment or StatefulSet whose pods Karpenter put together where the
-optimum spreads them, a hostname topology spread (maxSkew 1). Called by `gpucap plan
---optimal` and the report.
+allow `spot` when the pool excludes it; double the limits of a pool with limits that has nodes
+in either fleet or left pods pending; and for a Deployment or StatefulSet whose pods Karpenter
+put together where the optimum spreads them, a hostname topology spread (maxSkew 1). Called by
+`gpucap plan --optimal` and the report.
 """
 
 from __future__ import annotations
@@ -191,7 +191,8 @@ def _candidates(manifests: Manifests, made: Plan, fleet: OptimalFleet) -> list[_
         ct = _requirement_values(pool, CAPACITY_TYPE)
         if karp and ct is not None and "spot" not in ct:
             out.append(_requirement(name, CAPACITY_TYPE, sorted({*ct, "spot"}), "capacity-type"))
-        if pool.spec.limits and name in made.pass_results[-1].limited_pools():
+        # Limits that held pods pending, or sent them to another (dearer) NodePool.
+        if pool.spec.limits and (karp or mine or name in made.pass_results[-1].limited_pools()):
             doubled = {k: Quantity(v.nanos * 2) for k, v in pool.spec.limits.items()}
             shown = {k: str(v) for k, v in doubled.items()}
             out.append(
