@@ -13,11 +13,19 @@ import sys
 from typing import Annotated
 
 import typer
+import yaml
 
 from gpucap.apis.capacityreservation import load_reservations
 from gpucap.cli import loading
 from gpucap.cli.catalogs import catalog_from_options
 from gpucap.cli.errors import BadInputError
+from gpucap.cli.optimal import (
+    check_optimal_time,
+    optimal_document,
+    optimal_lines,
+    write_optimal_report,
+)
+from gpucap.cli.optimal import optimal_time as optimal_seconds
 from gpucap.cli.options import (
     CatalogOption,
     OutputOption,
@@ -30,10 +38,18 @@ from gpucap.cli.options import (
     option_value,
     region_name,
 )
-from gpucap.cli.render import format_explanation, limits_held, plan_lines, write_plan
+from gpucap.cli.render import (
+    format_explanation,
+    limits_held,
+    plan_document,
+    plan_lines,
+    write_json,
+    write_plan,
+)
 from gpucap.cli.reporting import check_report_path, refuse_overwriting_inputs, write_plan_report
 from gpucap.cli.terminals import EXIT_BAD_INPUT, EXIT_FINDINGS, out
 from gpucap.controllers.provisioning import DEFAULT_MAX_PASSES
+from gpucap.operator.changes import optimal_report
 from gpucap.operator.plan import explain as explain_pending
 from gpucap.operator.plan import plan as make_plan
 from gpucap.operator.plan import reservation_causes, reservations_use
@@ -86,6 +102,23 @@ def plan(  # noqa: PLR0917 - typer maps parameters to options
         ),
     ] = False,
     reservations: ReservationsOption = None,
+    optimal: Annotated[
+        bool,
+        typer.Option(
+            "--optimal",
+            help="Also the cheapest fleet the same NodePools allow for the pods Karpenter "
+            "placed (a MILP solved by HiGHS), the cost floor (its LP relaxation), Karpenter's "
+            "excess over each, and the one-line changes whose re-plan saves.",
+        ),
+    ] = False,
+    optimal_time: Annotated[
+        str,
+        typer.Option(
+            "--optimal-time",
+            help="Time limit of the --optimal solver (e.g. 10s).",
+            callback=check_optimal_time,
+        ),
+    ] = "10s",
 ) -> None:
     """Schedule the pending pods as Karpenter's provisioner would and print what it would
     launch, at what price, and why any pod stays Pending."""
@@ -108,6 +141,7 @@ def plan(  # noqa: PLR0917 - typer maps parameters to options
             kubernetes_version,
             fail_on_pending=fail_on_pending,
             reservations=reservations,
+            optimal=optimal_seconds(optimal_time) if optimal else None,
         )
 
 
@@ -125,6 +159,7 @@ def _plan(  # noqa: PLR0917 - the `plan` command's options, as given
     *,
     fail_on_pending: bool = False,
     reservations: str | None = None,
+    optimal: float | None = None,
 ) -> None:
     """The `plan` command's work, with the collector off (see `plan`); `kubernetes_version`
     is what EC2NodeClass AMI aliases resolve for (which NodePools are Ready)."""
@@ -144,9 +179,25 @@ def _plan(  # noqa: PLR0917 - the `plan` command's options, as given
     if reservations is not None:
         objects = dataclasses.replace(objects, reservations=load_reservations(reservations))
     made = make_plan(objects, cat, max_passes=passes, kubernetes_version=kubernetes_version)
+    # Only with --optimal: a plan without it prints what it always printed.
+    rep = (
+        optimal_report(
+            objects,
+            cat,
+            made,
+            time_limit=optimal,
+            max_passes=passes,
+            kubernetes_version=kubernetes_version,
+        )
+        if optimal is not None and explain is None
+        else None
+    )
     if report is not None:
         title = f"gpucap plan {' '.join(files)}"
-        write_plan_report(report, made, objects, cat, title=title)
+        if rep is None:
+            write_plan_report(report, made, objects, cat, title=title)
+        else:
+            write_optimal_report(report, made, objects, cat, rep, title=title)
     if explain is not None:
         key = _pod_key(explain, [p.key for p in result.objects.pods])
         explanation = explain_pending(made, key)
@@ -167,7 +218,18 @@ def _plan(  # noqa: PLR0917 - the `plan` command's options, as given
         return
     # Only with --reservations: a plan without it prints what it always printed.
     used = reservations_use(objects, made) if reservations is not None else None
-    if output == "table":
+    if rep is not None:
+        if output == "table":
+            out.lines([*plan_lines(made, used), *optimal_lines(rep)])
+        else:
+            doc = plan_document(made, used)
+            doc["optimal"] = optimal_document(rep)
+            if output == "json":
+                write_json(doc, sys.stdout)
+                sys.stdout.write("\n")
+            else:
+                yaml.safe_dump(doc, sys.stdout, sort_keys=False, default_flow_style=False)
+    elif output == "table":
         out.lines(plan_lines(made, used))
     else:
         write_plan(made, output, sys.stdout, used)

@@ -30,6 +30,7 @@ import jinja2
 
 from gpucap import __version__
 from gpucap.report.figures import CAPACITY_COLORS, plan_figure, simulation_figure
+from gpucap.report.optimal import OptimalSection
 from gpucap.report.plan import PlanView
 from gpucap.report.runset import SET_HEADER, SetView, set_figures, set_table
 from gpucap.report.simulation import SimulationView
@@ -73,7 +74,7 @@ class SimulationSetSection:
     subtitle: str = ""
 
 
-Section = SimulationSection | PlanSection | SimulationSetSection
+Section = SimulationSection | PlanSection | SimulationSetSection | OptimalSection
 
 
 @functools.cache
@@ -141,6 +142,8 @@ def _context(title: str, sections: Sequence[Section]) -> dict[str, Any]:
                     "rows": set_table(s.view.summary),
                 }
             )
+        elif isinstance(s, OptimalSection):
+            parts.append({"kind": "optimal", "anchor": anchor, "section": s})
         else:
             parts.append(
                 {
