@@ -26,6 +26,8 @@ each simulation):
   filled), and `simulate --runs 3 --workers 2 -o json` of it (a SimulationSet);
 - `plan -o json|table`, `lint -o json` and one `--explain` of the reserved-capacity example
   (examples/reserved-capacity.yaml with its reservations file);
+- `plan --optimal` (table and JSON) of the README's Cost floor examples (the two-pod g5 case,
+  the workshop, the node-overlay blueprint);
 - `plan -o json|yaml|table`, `plan --explain` of every unschedulable pod and of the first
   placed pod (at most 4 a input), `validate -o json` and `lint -o json` of the workshop, every
   realworld group and file (tests/realworld/PROVENANCE.yaml) and the bench's 1,000- and
@@ -178,6 +180,20 @@ def _reserved_runs() -> list[Run]:
     ]
 
 
+def _optimal_runs() -> list[Run]:
+    """`plan --optimal` (issue 27) on the README's Cost floor examples: the two-pod g5 case
+    (table and JSON: its what-to-change list), the workshop and a real repository's NodePools."""
+    blueprint = "tests/realworld/aws-samples__karpenter-blueprints/blueprints/node-overlay"
+    two = "examples/g5-batch-2-pods.yaml"
+    workshop = ("src/gpucap/data/examples/workshop/", "examples/vllm-3-replicas.yaml")
+    return [
+        Run("optimal-table-g5-batch-2-pods", ("plan", two, "--optimal")),
+        Run("optimal-json-g5-batch-2-pods", ("plan", two, "--optimal", "-o", "json")),
+        Run("optimal-json-workshop", ("plan", *workshop, "--optimal", "-o", "json")),
+        Run("optimal-json-node-overlay", ("plan", blueprint, "--optimal", "-o", "json")),
+    ]
+
+
 def _demo_day_runs(work: Path) -> list[Run]:
     """The demo's day (spot market and HPA) as `gpucap demo` runs it, placeholders filled
     (`cli/demo.story_tree`): one run with its events, and `--runs 3` on two workers (the set's
@@ -237,6 +253,8 @@ def record(out: Path, jobs: int, only: str | None) -> None:
     ]
     if chosen("reserved-capacity"):
         runs += _reserved_runs()
+    if chosen("optimal"):
+        runs += _optimal_runs()
     if chosen("demo-act3-day"):
         runs += _demo_day_runs(work)
     with ThreadPoolExecutor(jobs) as pool:
