@@ -51,6 +51,7 @@ from gpucap.cli.simulate_runs import EXIT_INTERRUPTED, collect_runs
 from gpucap.cli.table import format_table
 from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
 from gpucap.report.runset import band
+from gpucap.report.sweep import UNITS, sweep_rows
 from gpucap.runtime.clock import Clock
 from gpucap.runtime.engines import EngineUnavailableError
 from gpucap.runtime.executor import Executor, default_workers, executor_for
@@ -61,7 +62,6 @@ from gpucap.sim.sweep import (
     VariantResult,
     cheapest_within,
     load_sweep,
-    show_value,
     variant_results,
 )
 from gpucap.sim.timeline import format_duration
@@ -82,15 +82,6 @@ OUTPUTS = ("table", "json", "yaml")
 LOCAL_RAY = "local"
 # A Ray address: `local`, `auto`, `ray://host[:port]`, or a cluster's `host:port`.
 _RAY_ADDRESS = re.compile(r"local|auto|ray://[^\s/]+|[A-Za-z0-9.-]+:[0-9]{1,5}")
-# The measures a table column shows, with their unit (`report/runset.band`).
-COLUMNS = (
-    ("COST", "costUSD", "dollars"),
-    ("TIME TO READY (P95)", "timeToReadyP95Seconds", "seconds"),
-    ("SERVING LOST", None, None),  # the sweep's serving measure
-    ("INTERRUPTIONS", "interruptions", "count"),
-    ("DISRUPTIONS", "disruptions", "count"),
-)
-_UNITS = {"servingLostFraction": "fraction", "servingLostSeconds": "seconds"}
 _SAYS = {
     "servingLostFraction": "the share of the replica-time the HPA asked for that was not Ready",
     "servingLostSeconds": "pod-seconds of serving pods evicted until Ready again",
@@ -212,11 +203,16 @@ def run(
         err.line(f"interrupted: {len(outcomes)} of {len(items)} runs finished", style="yellow")
     if opts.report is not None and outcomes:
         from gpucap.cli.reporting import write_report_or_exit  # noqa: PLC0415
-        from gpucap.report.sweep import sweep_section  # noqa: PLC0415 - only with --report
+        from gpucap.report.sweep import sweep_section  # noqa: PLC0415 - figures: only with --report
 
         words = choice_lines(results, measure, bound, choice)
         section = sweep_section(
-            f"Sweep {loaded.name}", results, loaded.axes, measure, header(loaded, results), words
+            f"Sweep {loaded.name}",
+            results,
+            axes=loaded.axes,
+            measure=measure,
+            subtitle=header(loaded, results),
+            sentences=words,
         )
         write_report_or_exit(opts.report, f"gpucap sweep {loaded.name}", [section])
     if opts.output == "table":
@@ -257,23 +253,6 @@ def header(sweep: LoadedSweep, results: Sequence[VariantResult]) -> str:
     )
 
 
-def sweep_rows(
-    axes: Sequence[str], results: Sequence[VariantResult], measure: str
-) -> list[list[str]]:
-    """The table's rows, its header first: the axes' values, the measures' bands, the front."""
-    head = [*(a.upper() for a in axes), *(c[0] for c in COLUMNS), "FRONT"]
-    rows = [head]
-    for r in results:
-        given = dict(r.variant.values)
-        cells = [show_value(given[a]) if a in given else "as written" for a in axes]
-        for _, key, unit in COLUMNS:
-            k, u = (measure, _UNITS[measure]) if key is None else (key, unit or "")
-            cells.append(band(r.summary.get(k), u) if r.summary["runs"] else "-")
-        cells.append("*" if r.pareto else "")
-        rows.append(cells)
-    return rows
-
-
 def choice_lines(
     results: Sequence[VariantResult],
     measure: str,
@@ -287,7 +266,7 @@ def choice_lines(
         words.append(f"On the Pareto front of cost vs serving lost (p50s): {'; '.join(front)}.")
     if bound is None:
         return words
-    b_unit = _UNITS[bound.measure]
+    b_unit = UNITS[bound.measure]
     shown = band_p50(bound.value, b_unit)
     if choice is None:
         words.append(
