@@ -24,6 +24,7 @@ from pydantic import Field, StrictInt, StrictStr, ValidationError
 
 from gpucap.apis.errors import FieldPath, translate
 from gpucap.apis.meta import KarpenterModel, ObjectMeta
+from gpucap.apis.serde import KINDS
 
 __all__ = [
     "MAX_SWEEP_RUNS",
@@ -162,7 +163,7 @@ def sweep_problems(sweep: Sweep) -> list[tuple[FieldPath, str]]:
                 (at, "give one of requirement (a NodePool requirement's key) or path (a field)")
             )
         if axis.requirement is not None:
-            if axis.target.kind != "NodePool":
+            if axis.target.kind != "NodePool" and axis.target.kind in KINDS:
                 out.append(
                     (
                         (*at, "requirement"),
