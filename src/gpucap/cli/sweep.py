@@ -64,7 +64,7 @@ from gpucap.sim.sweep import (
     load_sweep,
     variant_results,
 )
-from gpucap.sim.timeline import format_duration
+from gpucap.sim.timeline import format_duration, plural
 
 __all__ = [
     "Bound",
@@ -247,7 +247,8 @@ def header(sweep: LoadedSweep, results: Sequence[VariantResult]) -> str:
     asked = len(results) * sweep.seeds
     done = f", {runs} of {asked} runs finished" if runs < asked else ""
     return (
-        f"Sweep {sweep.name} ({sweep.path}): {len(results)} variants x {sweep.seeds} seeds "
+        f"Sweep {sweep.name} ({sweep.path}): {plural(len(results), 'variant')} x "
+        f"{plural(sweep.seeds, 'seed')} "
         f"({seeds}){done}; scenario {s.name} ({s.path}): {format_duration(s.duration)} in "
         f"{s.region}, Kubernetes {s.kubernetes_version}"
     )
