@@ -6,9 +6,10 @@ Run: `python bench/sweep.py [--variants 50] [--seeds 20] [--workers W] [--ray [A
 demo's filled story tree (`cli/demo.story_tree`) into a temporary directory, and a Sweep over
 its day (`act3-day.yaml`: the measured spot market, an HPA on `bundled:diurnal-24h`, 24 h):
 capacity spot first or on-demand only x `variants / 2` values of `consolidateAfter` (1m, 2m,
-...). Then, in this process as `gpucap sweep` does it: load and validate the sweep
-(`sim/sweep.load_sweep`), run every (variant, seed) on the executor (`runtime/executor.py`:
-`executor_for(W)`, or `executor_for(W, ray=ADDRESS)`) and summarize (`variant_results`).
+...), the grid's first `variants`. Then, in this process as `gpucap sweep` does it: load and
+validate the sweep (`sim/sweep.load_sweep`), run every (variant, seed) on the executor
+(`runtime/executor.py`: `executor_for(W)`, or `executor_for(W, ray=ADDRESS)`) and summarize
+(`variant_results`).
 
 Prints: the runs, the load time, the wall time, runs per second, CPU seconds per run (the
 workers' user+system over the runs), and peak memory: this process's, and the largest worker's
@@ -35,8 +36,8 @@ from gpucap.sim.sweep import load_sweep, variant_results
 
 
 def sweep_text(variants: int, seeds: int) -> str:
-    """A Sweep over the day: capacity (2) x consolidateAfter (`variants // 2` values)."""
-    afters = ", ".join(f"{m}m" for m in range(1, max(1, variants // 2) + 1))
+    """A Sweep over the day: capacity (2) x consolidateAfter (`ceil(variants / 2)` values)."""
+    afters = ", ".join(f"{m}m" for m in range(1, (variants + 1) // 2 + 1))
     return f"""apiVersion: gpucap.dev/v1alpha1
 kind: Sweep
 metadata: {{name: bench-day}}
@@ -81,7 +82,7 @@ def main() -> None:
         t0 = time.perf_counter()
         sweep = load_sweep(str(path), load_catalog)
         load = time.perf_counter() - t0
-        items = sweep.items()
+        items = sweep.items(only_first=args.variants)  # an odd count: the grid's first
         engine = executor_for(
             args.workers if args.ray else min(args.workers, len(items)), ray=args.ray
         )
@@ -97,12 +98,13 @@ def main() -> None:
                         f"  {len(outcomes):>6} of {len(items)} runs, {rate:.2f} runs/s", flush=True
                     )
         wall = time.perf_counter() - t0
-        results, measure = variant_results(sweep, outcomes)
+        chosen = sweep.variants[: args.variants]
+        results, measure = variant_results(sweep, outcomes, variants=chosen)
         cpu1, worker_rss = _children()
     own_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     runs = len(outcomes)
     print(
-        f"{os.cpu_count()} CPUs; {engine_name}; {len(sweep.variants)} variants x {args.seeds} "
+        f"{os.cpu_count()} CPUs; {engine_name}; {len(chosen)} variants x {args.seeds} "
         f"seeds = {runs} runs of the workshop fleet's day"
     )
     print(f"load and validate the sweep: {load:.2f} s")

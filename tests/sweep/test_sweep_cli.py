@@ -203,3 +203,26 @@ def test_the_report_draws_the_front_and_each_variants_costs(
     assert html.count('data-chart="sweep"') == 2
     assert "capacity=on-demand consolidateAfter=2h" in html
     assert '"type":"box"' in html
+
+
+def test_the_progress_bar_says_runs_per_second_and_the_time_left() -> None:
+    import io  # noqa: PLC0415
+
+    from rich.console import Console  # noqa: PLC0415
+
+    from gpucap.cli.simulate_runs import RunsProgress  # noqa: PLC0415
+    from tests.cli.test_simulate_runs import FakeWall  # noqa: PLC0415
+
+    screen = io.StringIO()
+    wall = FakeWall()
+    bar = RunsProgress(20, console=Console(file=screen, force_terminal=True, width=150), clock=wall)
+    for done in range(1, 11):
+        wall.t += 2.0  # a run finishes every 2 s
+        bar.step(done)
+    assert bar.progress is not None
+    task = bar.progress.tasks[0]
+    assert task.speed == pytest.approx(0.5)
+    assert task.time_remaining == pytest.approx(20.0)  # 10 runs left at 0.5 runs/s
+    bar.progress.refresh()
+    bar.close()
+    assert "0.50 runs/s" in screen.getvalue()
