@@ -226,3 +226,14 @@ def test_the_progress_bar_says_runs_per_second_and_the_time_left() -> None:
     bar.progress.refresh()
     bar.close()
     assert "0.50 runs/s" in screen.getvalue()
+
+
+def test_a_2x2_grid_of_3_seeds_gives_the_same_json_on_a_local_ray_instance(
+    capsys: Any, monkeypatch: Any
+) -> None:
+    # The "done when": locally and on Ray, the same bytes. Runs where Ray is installed
+    # (`pip install 'gpucap[ray]'`; CI), on a Ray instance the engine starts for the sweep.
+    pytest.importorskip("ray")
+    local = ok(["sweep", GRID, "--workers", "1", "-o", "json"], capsys, monkeypatch)
+    on_ray = ok(["sweep", GRID, "--ray", "--workers", "2", "-o", "json"], capsys, monkeypatch)
+    assert on_ray == local

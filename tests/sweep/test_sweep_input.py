@@ -113,6 +113,10 @@ def refused(spec: str, tmp_path: Path, capsys: Any, monkeypatch: Any) -> list[st
             "error: S: axes[0].values: List should have at least 1 item after validation, not 0",
         ),
         (
+            f"axes: [{{name: a, {NODEPOOL}, path: spec.template.metadata.labels.day, values: [2026-01-01]}}]",
+            "error: S: axes[0].values[0]: 2026-01-01 is read as a date, not a string: quote it",
+        ),
+        (
             f"seeds: 0\naxes: [{{name: a, {NODEPOOL}, {CAPACITY}, values: [spot]}}]",
             "error: S: seeds: 0 is less than the minimum 1",
         ),

@@ -17,6 +17,7 @@ docs/scenario.md ("Sweeps"). Paths are written as `format_path` writes them: dot
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Literal, TypeAlias
 
@@ -179,6 +180,10 @@ def sweep_problems(sweep: Sweep) -> list[tuple[FieldPath, str]]:
                             "a requirement's values are a list of strings (or one string)",
                         )
                     )
+        for j, value in enumerate(axis.values):
+            problem = _json_problem(value)
+            if problem is not None:
+                out.append(((*at, "values", j), problem))
         if axis.path is not None:
             try:
                 steps = parse_field_path(axis.path)
@@ -194,7 +199,10 @@ def sweep_problems(sweep: Sweep) -> list[tuple[FieldPath, str]]:
                         )
                     )
     for k, variant in enumerate(s.variants or ()):
-        for key in variant.values:
+        for key, value in variant.values.items():
+            problem = _json_problem(value)
+            if problem is not None:
+                out.append((("variants", k, "values", key), problem))
             if key not in seen:
                 known = ", ".join(seen) or "none"
                 out.append((("variants", k, "values", key), f"not an axis (axes: {known})"))
@@ -227,3 +235,19 @@ def _requirement_values(value: Any) -> bool:
     if isinstance(value, str):
         return True
     return isinstance(value, list) and bool(value) and all(isinstance(v, str) for v in value)
+
+
+def _json_problem(value: Any) -> str | None:
+    """Why `value` cannot be a manifest's value (and the JSON document's), or None: YAML reads
+    `2026-01-01` as a date and `.inf` as infinity, neither of which a manifest field holds."""
+    if value is None or isinstance(value, str | bool | int):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{value} is not a finite number"
+    if isinstance(value, list):
+        return next((p for v in value if (p := _json_problem(v)) is not None), None)
+    if isinstance(value, dict):
+        if not all(isinstance(k, str) for k in value):
+            return "a map's keys are strings"
+        return next((p for v in value.values() if (p := _json_problem(v)) is not None), None)
+    return f"{value!s} is read as a {type(value).__name__}, not a string: quote it"
