@@ -176,6 +176,11 @@ axes:
             "local Ray instance); the sweep file goes before --ray",
         ),
         (["-o", "csv"], "error: --output 'csv' is not one of table, json, yaml"),
+        (
+            ["--ray", "auto", "--workers", "4"],
+            "error: --workers: the cluster at --ray auto runs on its own CPUs; --workers sets "
+            "the CPUs of a local Ray (--ray alone)",
+        ),
     ],
 )
 def test_bad_options_are_one_line_and_exit_2_before_any_run(

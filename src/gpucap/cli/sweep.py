@@ -46,7 +46,11 @@ from gpucap.cli.options import (
     ZonesOption,
     check_output,
 )
-from gpucap.cli.reporting import check_report_path, refuse_overwriting_inputs
+from gpucap.cli.reporting import (
+    check_report_path,
+    refuse_overwriting_inputs,
+    write_report_or_exit,
+)
 from gpucap.cli.simulate_runs import EXIT_INTERRUPTED, collect_runs
 from gpucap.cli.table import format_table
 from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
@@ -136,6 +140,11 @@ def _check_usage(opts: SweepOptions) -> Bound | None:
         raise BadInputError(f"--workers {opts.workers}: give at least 1 worker")
     if opts.only_first is not None and opts.only_first < 1:
         raise BadInputError(f"--only-first {opts.only_first}: give at least 1 variant")
+    if opts.workers is not None and opts.ray not in (None, LOCAL_RAY):
+        raise BadInputError(
+            f"--workers: the cluster at --ray {opts.ray} runs on its own CPUs; --workers sets "
+            "the CPUs of a local Ray (--ray alone)"
+        )
     if opts.ray is not None and not _RAY_ADDRESS.fullmatch(opts.ray):
         raise BadInputError(
             f"--ray {opts.ray}: not a Ray address (auto, ray://host:port, host:port; alone, a "
@@ -202,7 +211,6 @@ def run(
     if interrupted:
         err.line(f"interrupted: {len(outcomes)} of {len(items)} runs finished", style="yellow")
     if opts.report is not None and outcomes:
-        from gpucap.cli.reporting import write_report_or_exit  # noqa: PLC0415
         from gpucap.report.sweep import sweep_section  # noqa: PLC0415 - figures: only with --report
 
         words = choice_lines(results, measure, bound, choice)
@@ -379,8 +387,9 @@ def sweep(  # noqa: PLR0917 - typer maps parameters to options
         int | None,
         typer.Option(
             "--workers",
-            help="How many runs go at once (default: the CPU count); on local processes, or "
-            "with --ray the Ray tasks in flight. The output is the same whatever the number.",
+            help="How many runs go at once (default: the CPU count): local processes, or "
+            "with --ray alone the CPUs of the local Ray. The output is the same whatever the "
+            "number.",
             metavar="W",
         ),
     ] = None,
