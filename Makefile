@@ -5,7 +5,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 SRC := src tests bench scripts
 
-.PHONY: test lint typecheck layers unit unit310 wheel golden browser bench bench-sim bench-world bench-disruption bench-optimal fuzz clean
+.PHONY: test lint typecheck layers unit unit310 wheel golden browser bench bench-sim bench-world bench-disruption bench-optimal bench-sweep fuzz clean
 
 test: browser lint typecheck layers unit unit310 wheel golden
 
@@ -99,6 +99,13 @@ bench-disruption: $(BIN)/.installed
 # the floor in under 10 s, the floor alone under 2 s (exit 1 if missed).
 bench-optimal: $(BIN)/.installed
 	$(BIN)/python bench/optimal.py
+
+# `gpucap sweep` (issue 26): variants x seeds of the workshop fleet's day on the local process
+# pool (1,000 runs by default; SWEEP_VARIANTS=5 for 100), runs/s and peak memory per worker.
+SWEEP_VARIANTS ?= 50
+SWEEP_SEEDS ?= 20
+bench-sweep: $(BIN)/.installed
+	$(BIN)/python bench/sweep.py --variants $(SWEEP_VARIANTS) --seeds $(SWEEP_SEEDS)
 
 # The long fuzz run (tests/fuzz/ runs a fixed minute of it in CI): `make fuzz MINUTES=20 SEED=9`.
 MINUTES ?= 20

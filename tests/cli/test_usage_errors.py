@@ -94,7 +94,8 @@ CASES = [
     ),
     (
         ["frob"],
-        "error: frob: no such command (commands: validate, render, plan, simulate, lint, demo, ami, catalog)",
+        "error: frob: no such command (commands: validate, render, plan, simulate, sweep, lint, demo, ami, "
+        "catalog)",
     ),
     (["plann"], "error: plann: no such command (did you mean 'plan'?)"),
     (["ami", "frob"], "error: frob: no such command (commands: resolve, list, diff)"),

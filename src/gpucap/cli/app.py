@@ -1,7 +1,7 @@
 """The `gpucap` typer app: the root options, the command table, and the input-error boundary.
 
 One module per command (`cli/validate.py`, `cli/render_cmd.py`, `cli/plan.py`,
-`cli/simulate.py`, `cli/lint.py`, `cli/demo.py`, and the groups `cli/ami.py`,
+`cli/simulate.py`, `cli/sweep.py`, `cli/lint.py`, `cli/demo.py`, and the groups `cli/ami.py`,
 `cli/catalog.py`), each importing what it uses at its top. This module imports none of them:
 `COMMANDS` names each command's module and its one-line summary, and `LazyGroup` imports a
 command's module only when that command is run (or its own `--help` is asked for). So
@@ -65,6 +65,13 @@ COMMANDS: dict[str, Command] = {
         "EC2 as pods come and go, capacity vanishes and spot is interrupted, and disrupting "
         "them (consolidation, drift, expiration, within budgets); print the timeline in plain "
         "words and the bill (-o json: the events and the summary).",
+    ),
+    "sweep": Command(
+        "gpucap.cli.sweep:sweep",
+        "Compare designs of a scenario (NodePool requirements, any field) over many seeds: one "
+        "row per variant with cost, time to ready, serving lost, interruptions and "
+        "disruptions, the Pareto front of cost vs serving lost, and the cheapest variant "
+        "within a serving bound; on local processes or a Ray cluster.",
     ),
     "lint": Command(
         "gpucap.cli.lint:lint",
@@ -138,7 +145,9 @@ class LazyGroup(TyperGroup):
                 rich_markup_mode=self.rich_markup_mode,
             )
         return typer.main.get_command_from_info(
-            CommandInfo(name=name, callback=target),
+            # A command may bring its own click class (`command_class`: `sweep`'s `--ray
+            # [ADDRESS]`, an option whose value is optional, which typer cannot declare).
+            CommandInfo(name=name, callback=target, cls=getattr(target, "command_class", None)),
             pretty_exceptions_short=app.pretty_exceptions_short,
             rich_markup_mode=self.rich_markup_mode,
         )

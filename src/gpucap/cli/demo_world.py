@@ -10,9 +10,10 @@ narrowed, nothing else changed). What the demo prints is one table of the two de
 serving lost and interruptions over the runs (`design_table`) and a few sentences comparing
 them (`act3_sentences`), every number computed from the runs' summaries.
 
-The runs go through the same executor and per-seed work as `gpucap simulate --runs`
-(`runtime/executor.py`, `sim/runset.py`), so the answer does not depend on how many workers
-ran it. Called by `cli/demo.py`; the functions but `run_designs` are pure, for the tests.
+The runs go through the same executor and work as `gpucap sweep` (`runtime/executor.py`,
+`sim/sweep.SweepRun`: the two designs are a sweep's variants), so the answer does not depend on
+how many workers ran it. Called by `cli/demo.py`; the functions but `run_designs` are pure,
+for the tests.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ from gpucap.cli.simulate_render import format_duration
 from gpucap.cli.table import format_table
 from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
 from gpucap.runtime.executor import Executor, default_workers, executor_for
-from gpucap.sim.runset import RunOutcome, SeedRun, set_summary
+from gpucap.sim.runset import RunOutcome, set_summary
 from gpucap.sim.scenario import LoadedScenario
+from gpucap.sim.sweep import SweepRun
 
 __all__ = [
     "RUNS",
@@ -86,13 +88,19 @@ def run_designs(
     runs: int = RUNS,
     executor: Executor | None = None,
 ) -> list[Design]:
-    """Run each design `runs` times (its scenario's seed onwards) and summarize each set."""
+    """Run each design `runs` times (its scenario's seed onwards) and summarize each set: the
+    designs are a sweep's variants (`sim/sweep.SweepRun`), all their runs on one executor."""
+    work = SweepRun(tuple(scenario for _, scenario in designs), catalog)
+    items = [
+        (i, seed)
+        for i, (_, scenario) in enumerate(designs)
+        for seed in range(scenario.seed, scenario.seed + runs)
+    ]
+    engine = executor or executor_for(min(default_workers(), len(items)))
+    done = dict(engine.map(work, items))
     out: list[Design] = []
-    for name, scenario in designs:
-        engine = executor or executor_for(min(default_workers(), runs))
-        seeds = range(scenario.seed, scenario.seed + runs)
-        done = dict(engine.map(SeedRun(scenario, catalog), seeds))
-        outcomes = tuple(done[seed] for seed in sorted(done))
+    for i, (name, scenario) in enumerate(designs):
+        outcomes = tuple(done[item] for item in sorted(done) if item[0] == i)
         out.append(Design(name, scenario, outcomes, set_summary(outcomes, requested=runs)))
     return out
 

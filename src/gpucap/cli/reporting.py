@@ -1,6 +1,7 @@
-"""`--report FILE` for `simulate`, `plan` and `demo`: where the HTML report goes, checked before
-the work starts and written after it. Each problem raises `BadInputError` with its line; the
-app's boundary (`cli/app.py`) prints it as `error: <line>` and exits 2, as for every input error.
+"""`--report FILE` for `simulate`, `plan`, `sweep` and `demo`: where the HTML report goes,
+checked before the work starts and written after it. Each problem raises `BadInputError` with
+its line; the app's boundary (`cli/app.py`) prints it as `error: <line>` and exits 2, as for
+every input error.
 
 - `check_report_path(path)`: refuses, before anything runs, a name that cannot be a file
   (empty, a NUL), a directory, or a file in a folder that does not exist.
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
     from gpucap.controllers.provisioning import Plan
     from gpucap.report.page import PlanSection, SimulationSection, SimulationSetSection
+    from gpucap.report.sweep import SweepSection
 
 __all__ = [
     "check_report_path",
@@ -82,7 +84,7 @@ def refuse_overwriting_inputs(option: str, path: str, inputs: Iterable[str]) -> 
 def write_report_or_exit(
     path: str,
     title: str,
-    sections: Sequence[SimulationSection | PlanSection | SimulationSetSection],
+    sections: Sequence[SimulationSection | PlanSection | SimulationSetSection | SweepSection],
 ) -> None:
     """Write the report; raise `BadInputError` when the file cannot be written."""
     from gpucap.report.page import write_report  # noqa: PLC0415 - only with --report

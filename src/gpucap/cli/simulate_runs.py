@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack, closing
-from typing import Any
+from typing import Any, TypeVar
 
 import typer
 import yaml
@@ -30,10 +30,14 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
+    Task,
     TaskID,
     TextColumn,
     TimeElapsedColumn,
+    TimeRemainingColumn,
 )
+from rich.text import Text
 
 from gpucap.cli.errors import BadInputError
 from gpucap.cli.reporting import write_report_or_exit
@@ -53,6 +57,7 @@ __all__ = [
     "NO_RANDOM_WORLD",
     "RunsProgress",
     "check_set_usage",
+    "collect_runs",
     "format_set",
     "run_set",
     "set_document",
@@ -63,6 +68,9 @@ EXIT_INTERRUPTED = 130
 NO_RANDOM_WORLD = "The scenario has no random world: every run is the same."
 # The progress bar appears once the set has taken this long (wall seconds), as simulate's own.
 PROGRESS_AFTER_SECONDS = 0.5
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 def check_set_usage(
@@ -109,23 +117,13 @@ def run_set(
     are injected by tests."""
     seeds = range(first_seed, first_seed + runs)
     engine = executor or executor_for(min(workers or default_workers(), runs))
-    outcomes: dict[int, RunOutcome] = {}
-    interrupted = False
-    with ExitStack() as stack:
-        console = stderr_console or plain_console(stderr=True)
-        bar: RunsProgress | None = None
-        if console.is_terminal:
-            bar = RunsProgress(runs, console=console, clock=clock or RealClock())
-            stack.callback(bar.close)
-        results = stack.enter_context(closing(engine.map(SeedRun(scenario, catalog), seeds)))
-        try:
-            for seed, outcome in results:
-                outcomes[seed] = outcome
-                if bar is not None:
-                    bar.step(len(outcomes))
-        except KeyboardInterrupt:
-            # Closing `results` (on leaving the stack) cancels the runs not started.
-            interrupted = True
+    outcomes, interrupted = collect_runs(
+        engine,
+        SeedRun(scenario, catalog),
+        list(seeds),
+        console=stderr_console or plain_console(stderr=True),
+        clock=clock,
+    )
     done = [outcomes[s] for s in sorted(outcomes)]
     if interrupted:
         err.line(f"interrupted: {len(done)} of {runs} runs finished", style="yellow")
@@ -138,6 +136,36 @@ def run_set(
         o.summary["pendingAtEnd"] or o.summary["pods"]["neverReady"] for o in done
     ):
         raise typer.Exit(EXIT_FINDINGS)
+
+
+def collect_runs(
+    engine: Executor,
+    work: Callable[[T], R],
+    items: Sequence[T],
+    *,
+    console: Console,
+    clock: Clock | None = None,
+) -> tuple[dict[T, R], bool]:
+    """Run `work` on every item on `engine`, with the progress bar on `console` (a terminal
+    only): the results by item, and whether Ctrl-C stopped it (the runs under way finished, the
+    ones not started were cancelled). Shared by `simulate --runs` and `gpucap sweep`."""
+    results: dict[T, R] = {}
+    interrupted = False
+    with ExitStack() as stack:
+        bar: RunsProgress | None = None
+        if console.is_terminal:
+            bar = RunsProgress(len(items), console=console, clock=clock or RealClock())
+            stack.callback(bar.close)
+        running = stack.enter_context(closing(engine.map(work, items)))
+        try:
+            for item, result in running:
+                results[item] = result
+                if bar is not None:
+                    bar.step(len(results))
+        except KeyboardInterrupt:
+            # Closing `running` (on leaving the stack) cancels the runs not started.
+            interrupted = True
+    return results, interrupted
 
 
 def _print(
@@ -226,9 +254,18 @@ def _write_report(
     write_report_or_exit(path, f"gpucap simulate {scenario.name} --runs {requested}", [section])
 
 
+class _RunsPerSecond(ProgressColumn):
+    """Runs finished per wall second, as rich estimates it (blank until it can)."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text("" if speed is None else f"{speed:.2f} runs/s")
+
+
 class RunsProgress:
     """The set's progress bar on stderr (a terminal only): runs done of the runs asked for,
-    shown once the set has taken `after` wall seconds, erased when it ends."""
+    runs per second, the time taken and the time left (rich's estimates), shown once the set
+    has taken `after` wall seconds, erased when it ends."""
 
     def __init__(
         self,
@@ -256,9 +293,13 @@ class RunsProgress:
                 BarColumn(),
                 MofNCompleteColumn(),
                 TextColumn("runs", markup=False),
+                _RunsPerSecond(),
                 TimeElapsedColumn(),
+                TextColumn("left", markup=False),
+                TimeRemainingColumn(),
                 console=self.console,
                 transient=True,
+                get_time=self.clock.monotonic,  # speed and time left on the injected clock
             )
             self._task = self.progress.add_task("runs", total=self.total)
             self.progress.start()

@@ -2,7 +2,8 @@
 nothing is fetched when it is opened (no CDN, no fonts, no images from elsewhere).
 
 - `SimulationSection` / `PlanSection` / `SimulationSetSection`: what one part of the page shows
-  (a run of the simulator, a plan, or a set of runs: `simulate --runs`, `report/runset.py`),
+  (a run of the simulator, a plan, or a set of runs: `simulate --runs`, `report/runset.py`;
+  `SweepSection`, a sweep's variants: `report/sweep.py`),
   with its title and the sentences said above it.
 - `render_page(title, sections)`: the HTML text. Each figure (`report/figures.py`) goes in as
   JSON inside `<script type="application/json">` with `<`, `>` and `&` escaped, so a name from a
@@ -35,6 +36,7 @@ from gpucap.report.plan import PlanView
 from gpucap.report.runset import SET_HEADER, SetView, set_figures, set_table
 from gpucap.report.simulation import SimulationView
 from gpucap.report.summary import summary_view
+from gpucap.report.sweep import SweepSection
 from gpucap.runtime.clock import EPOCH
 from gpucap.sim.timeline import clock_time, format_duration
 
@@ -42,6 +44,7 @@ __all__ = [
     "PlanSection",
     "SimulationSection",
     "SimulationSetSection",
+    "SweepSection",
     "figure_json",
     "plotly_js",
     "render_page",
@@ -74,7 +77,7 @@ class SimulationSetSection:
     subtitle: str = ""
 
 
-Section = SimulationSection | PlanSection | SimulationSetSection | OptimalSection
+Section = SimulationSection | PlanSection | SimulationSetSection | OptimalSection | SweepSection
 
 
 @functools.cache
@@ -144,6 +147,15 @@ def _context(title: str, sections: Sequence[Section]) -> dict[str, Any]:
             )
         elif isinstance(s, OptimalSection):
             parts.append({"kind": "optimal", "anchor": anchor, "section": s})
+        elif isinstance(s, SweepSection):
+            parts.append(
+                {
+                    "kind": "sweep",
+                    "anchor": anchor,
+                    "section": s,
+                    "figures": [figure_json(f) for f in s.figures],
+                }
+            )
         else:
             parts.append(
                 {
@@ -167,7 +179,7 @@ def _page_title(title: str, sections: Sequence[Section]) -> str:
     section's subtitle, which names the scenario and its file (`Scenario NAME (PATH): ...`), so a
     browser tab or a bookmark tells two scenarios' reports apart."""
     one = sections[0] if len(sections) == 1 else None
-    if isinstance(one, SimulationSection | SimulationSetSection) and one.subtitle:
+    if isinstance(one, SimulationSection | SimulationSetSection | SweepSection) and one.subtitle:
         return f"{title}: {one.subtitle}"
     return title
 

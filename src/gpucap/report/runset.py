@@ -26,7 +26,7 @@ from gpucap.sim.costcurve import curve_times
 from gpucap.sim.runset import MEASURES, PERCENTILES, RunOutcome, cost_fan, set_summary
 from gpucap.sim.timeline import format_duration
 
-__all__ = ["SET_HEADER", "SetView", "set_figures", "set_table", "set_view"]
+__all__ = ["SET_HEADER", "SetView", "band", "set_figures", "set_table", "set_view"]
 
 SET_HEADER = ("ACROSS RUNS", *(f"P{p}" for p in PERCENTILES), "MEAN")
 
@@ -75,6 +75,15 @@ def _cell(value: float | None, unit: str) -> str:
             return f"{value:.2%}"
         case _:
             return f"{value:g}" if float(value).is_integer() else f"{value:.1f}"
+
+
+def band(stats: Mapping[str, Any] | None, unit: str) -> str:
+    """A measure over the runs in one cell: `p50 (p5-p95)` (`gpucap sweep`'s table, and its
+    report); `-` without a value."""
+    if stats is None or stats.get("p50") is None:
+        return "-"
+    p5, p50, p95 = (_cell(stats[f"p{p}"], unit) for p in PERCENTILES)
+    return f"{p50} ({p5}-{p95})"
 
 
 def set_table(summary: Mapping[str, Any]) -> list[list[str]]:
