@@ -26,6 +26,7 @@ each simulation):
   filled), and `simulate --runs 3 --workers 2 -o json` of it (a SimulationSet);
 - `plan -o json|table`, `lint -o json` and one `--explain` of the reserved-capacity example
   (examples/reserved-capacity.yaml with its reservations file);
+- `sweep` (table and JSON) of the README's small grid (tests/sweep/data/grid.yaml);
 - `plan --optimal` (table and JSON) of the README's Cost floor examples (the two-pod g5 case,
   the workshop, the node-overlay blueprint);
 - `plan -o json|yaml|table`, `plan --explain` of every unschedulable pod and of the first
@@ -194,6 +195,16 @@ def _optimal_runs() -> list[Run]:
     ]
 
 
+def _sweep_runs() -> list[Run]:
+    """`gpucap sweep` (issue 26) of the README's small grid: the table with a bound, and the
+    SweepResult JSON on two workers (it must not depend on the worker count)."""
+    grid = "tests/sweep/data/grid.yaml"
+    return [
+        Run("sweep-table-grid", ("sweep", grid, "--max-serving-lost", "1m")),
+        Run("sweep-json-grid", ("sweep", grid, "--workers", "2", "-o", "json")),
+    ]
+
+
 def _demo_day_runs(work: Path) -> list[Run]:
     """The demo's day (spot market and HPA) as `gpucap demo` runs it, placeholders filled
     (`cli/demo.story_tree`): one run with its events, and `--runs 3` on two workers (the set's
@@ -253,6 +264,8 @@ def record(out: Path, jobs: int, only: str | None) -> None:
     ]
     if chosen("reserved-capacity"):
         runs += _reserved_runs()
+    if chosen("sweep"):
+        runs += _sweep_runs()
     if chosen("optimal"):
         runs += _optimal_runs()
     if chosen("demo-act3-day"):
