@@ -35,7 +35,7 @@ import os
 import warnings
 from collections.abc import Callable, Generator, Iterable, Iterator
 from contextlib import ExitStack
-from itertools import islice
+from itertools import chain, islice
 from typing import Any, TypeVar
 
 from gpucap.runtime.engines import (
@@ -109,7 +109,7 @@ class RayExecutor:
             return
         with ExitStack() as stack:
             cpus = self._connect(stack)
-            yield from self._stream(work, iter([*first, *todo]), cpus)
+            yield from self._stream(work, chain(first, todo), cpus)
 
     def _connect(self, stack: ExitStack) -> int:
         """Start or join Ray (a shutdown is pushed on `stack` when this call opened it); the
@@ -120,7 +120,7 @@ class RayExecutor:
             os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
             local = self._address == LOCAL
             options: dict[str, Any] = {
-                "address": None if local else self._address,
+                "address": self._address,  # `local`: a new instance, even beside a running one
                 "include_dashboard": False,
                 "log_to_driver": False,
                 "logging_level": logging.ERROR,
