@@ -11,7 +11,7 @@ Prints:
 - the peak memory (max RSS) of each worker process, per engine;
 - whether the two engines gave the same outcomes, byte for byte (they must: exit 1 otherwise).
 
-Run: `python bench/ray_engine.py [--runs 40] [--workers 2] [--scenario FILE]` (or
+Run: `python bench/ray_engine.py [--runs 40] [--workers 2] [--repeat 2] [--scenario FILE]` (or
 `make bench-ray`); needs Ray (`pip install -e '.[ray]'`). Not a unit test: the figures depend on
 the machine and its load (record them in docs/perf-log.md, "The Ray engine").
 """
@@ -81,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--scenario", default=str(ACT3))
     parser.add_argument("--cpu-sample", type=int, default=3, help="runs timed inline for CPU s")
+    parser.add_argument("--repeat", type=int, default=2, help="turns of each engine (median)")
     args = parser.parse_args(argv)
 
     import ray  # noqa: PLC0415 - the engine under test; a clear ImportError without it
@@ -102,10 +103,11 @@ def main(argv: list[str] | None = None) -> int:
     per_run = statistics.mean(cpu)
     print(f"  CPU per run (inline, {len(cpu)} runs): {per_run:.2f} s (min {min(cpu):.2f})")
 
-    pool_wall, pool_out, pool_peaks = _run(ProcessExecutor(args.workers), work, seeds)
-    print(f"local pool: {pool_wall:.2f} s wall; {_mib(pool_peaks)}")
-
+    # Ray starts once (its start-up is measured); then the engines take turns, `--repeat`
+    # times each, so that a change in the machine's load weighs on both alike.
+    # As `RayExecutor` starts a local Ray: no usage report, workers not niced.
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("RAY_worker_niceness", "0")
     t0 = time.perf_counter()
     ray.init(
         address="local",
@@ -116,18 +118,29 @@ def main(argv: list[str] | None = None) -> int:
     )
     start = time.perf_counter() - t0
     engine = RayExecutor(address="auto", workers=args.workers)  # joins the Ray just started
-    ray_wall, ray_out, ray_peaks = _run(engine, work, seeds)
+    pool_walls: list[float] = []
+    ray_walls: list[float] = []
+    for _ in range(args.repeat):
+        wall, pool_out, pool_peaks = _run(ProcessExecutor(args.workers), work, seeds)
+        pool_walls.append(wall)
+        wall, ray_out, ray_peaks = _run(engine, work, seeds)
+        ray_walls.append(wall)
     t0 = time.perf_counter()
     ray.shutdown()
     stop = time.perf_counter() - t0
+    pool_wall = statistics.median(pool_walls)
+    ray_wall = statistics.median(ray_walls)
+    walls = ", ".join(f"{w:.2f}" for w in pool_walls)
+    print(f"local pool: {pool_wall:.2f} s wall (median of {walls}); {_mib(pool_peaks)}")
+    walls = ", ".join(f"{w:.2f}" for w in ray_walls)
+    print(
+        f"ray: runs {ray_wall:.2f} s wall (median of {walls}); start-up {start:.2f} s, "
+        f"shut-down {stop:.2f} s; {_mib(ray_peaks)}"
+    )
     total = start + ray_wall + stop
     print(
-        f"ray: {total:.2f} s wall = start-up {start:.2f} s + runs {ray_wall:.2f} s "
-        f"+ shut-down {stop:.2f} s; {_mib(ray_peaks)}"
-    )
-    print(
-        f"ratio ray/pool: {total / pool_wall:.3f} with start-up and shut-down, "
-        f"{ray_wall / pool_wall:.3f} for the runs alone (target <= 1.15)"
+        f"ratio ray/pool: {ray_wall / pool_wall:.3f} for the runs, {total / pool_wall:.3f} "
+        f"with start-up and shut-down (target <= 1.15)"
     )
     same = _bytes(pool_out) == _bytes(ray_out)
     print(f"outcomes byte-identical: {same}")

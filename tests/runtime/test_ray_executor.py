@@ -44,6 +44,7 @@ def ray_instance() -> Iterator[None]:
     """One local Ray for the module's tests (its workers see this checkout's `tests`)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("RAY_USAGE_STATS_ENABLED", "0")
+        mp.setenv("RAY_worker_niceness", "0")  # as RayExecutor starts a local Ray
         ray.init(
             address="local",
             num_cpus=CPUS,

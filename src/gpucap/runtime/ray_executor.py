@@ -127,6 +127,10 @@ class RayExecutor:
             }
             if local:
                 options["num_cpus"] = self._workers
+                # Ray nices its workers (15) by default; a local Ray started for the runs is the
+                # runs' own, as the local pool's processes are (it would lose the CPU to any
+                # other work on the machine). Read by the raylet it starts.
+                os.environ.setdefault("RAY_worker_niceness", "0")
             try:
                 with warnings.catch_warnings():
                     # Ray Client warns (a UserWarning with a link) before it raises on a timeout.
