@@ -14,8 +14,9 @@ bytes whichever engine ran them.
 - Results stream back as they finish (`ray.wait`, one at a time), with at most `2 x CPUs`
   tasks in flight: 100,000 items never become 100,000 tasks at once, and the cluster is never
   idle waiting for the driver.
-- Closing the results (Ctrl-C, an error, the caller stopped) cancels the tasks in flight
-  (`ray.cancel`: a queued task never starts); the items not yet submitted never are.
+- Closing the results (Ctrl-C, an error, the caller stopped) submits nothing more: the items
+  not yet submitted never start, the tasks in flight (at most 2 per CPU) run out and their
+  results are dropped (not `ray.cancel`led: see `_stream`).
 - A run's exception reaches the caller as itself: Ray's `RayTaskError` is unwrapped to its
   cause.
 - Ray is optional (`pip install 'gpucap[ray]'`), imported only here; not installed, or a
@@ -162,24 +163,24 @@ class RayExecutor:
         task = ray.remote(num_cpus=1)(_run)
         boxed = [ray.put(work)]  # once, to the object store; tasks get the reference
         limit = max(cpus, self._workers) * _IN_FLIGHT_PER_CPU
+        # Closed early, the items not yet submitted are never submitted, and the tasks in flight
+        # (at most `limit`) run out, their results dropped; a local Ray's shutdown ends them at
+        # once. They are not `ray.cancel`led: in Ray 2.60 a cancelled task whose reply was
+        # already on its way aborts the driver process (task_manager.cc, "Tried to complete
+        # task that was not pending"), seen in this test suite.
         flying: dict[Any, T] = {}
-        try:
-            for item in islice(todo, limit):
-                flying[task.remote(boxed, item)] = item
-            while flying:
-                [ref], _ = ray.wait(list(flying), num_returns=1)
-                item = flying.pop(ref)
-                try:
-                    result = ray.get(ref)
-                except RayTaskError as e:
-                    raise _cause(e) from None
-                for following in islice(todo, 1):
-                    flying[task.remote(boxed, following)] = following
-                yield item, result
-        finally:
-            for ref in flying:
-                # Queued tasks never start; one under way stops at its next bytecode.
-                ray.cancel(ref)
+        for item in islice(todo, limit):
+            flying[task.remote(boxed, item)] = item
+        while flying:
+            [ref], _ = ray.wait(list(flying), num_returns=1)
+            item = flying.pop(ref)
+            try:
+                result = ray.get(ref)
+            except RayTaskError as e:
+                raise _cause(e) from None
+            for following in islice(todo, 1):
+                flying[task.remote(boxed, following)] = following
+            yield item, result
 
 
 def _cause(e: BaseException) -> BaseException:
