@@ -5,7 +5,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 SRC := src tests bench scripts
 
-.PHONY: test lint typecheck layers unit unit310 wheel golden browser bench bench-sim bench-world bench-disruption bench-optimal bench-sweep fuzz clean
+.PHONY: test lint typecheck layers unit unit310 wheel golden browser bench bench-sim bench-world bench-disruption bench-optimal bench-sweep bench-ray fuzz clean
 
 test: browser lint typecheck layers unit unit310 wheel golden
 
@@ -106,6 +106,12 @@ SWEEP_VARIANTS ?= 50
 SWEEP_SEEDS ?= 20
 bench-sweep: $(BIN)/.installed
 	$(BIN)/python bench/sweep.py --variants $(SWEEP_VARIANTS) --seeds $(SWEEP_SEEDS)
+
+# The Ray engine against the local pool (issue 26): the same 40 runs of the demo's act-3 day on
+# local processes and on a local Ray with the same CPUs; wall times, Ray's start-up and the
+# work's pickled size, memory per worker (bench/ray_engine.py; exit 1 if the outcomes differ).
+bench-ray: $(BIN)/.installed
+	$(BIN)/python bench/ray_engine.py --runs 40
 
 # The long fuzz run (tests/fuzz/ runs a fixed minute of it in CI): `make fuzz MINUTES=20 SEED=9`.
 MINUTES ?= 20

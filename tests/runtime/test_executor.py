@@ -1,8 +1,8 @@
 """The executor seam (`runtime/executor.py`): the contract every engine passes, run against each
-implementation (inline, local processes; issue 26's Ray executor joins the list). An engine is
-right when every item comes back once with its own result, the shared work reaches a worker
-once rather than per task, a run's error reaches the caller as itself, and stopping early
-leaves no worker behind."""
+implementation (inline, local processes; the Ray executor runs these same tests against a real
+local Ray in tests/runtime/test_ray_executor.py). An engine is right when every item comes back
+once with its own result, the shared work reaches a worker once rather than per task, a run's
+error reaches the caller as itself, and stopping early leaves no worker behind."""
 
 from __future__ import annotations
 

@@ -171,9 +171,8 @@ axes:
             "the scenario; without one give a duration of serving pods evicted (10m)",
         ),
         (
-            ["--ray", "nowhere"],
-            "error: --ray nowhere: not a Ray address (auto, ray://host:port, host:port; alone, a "
-            "local Ray instance); the sweep file goes before --ray",
+            ["--ray", "head:6379"],
+            "error: --ray: 'head:6379' is not a Ray address (local, auto or ray://HOST:PORT)",
         ),
         (["-o", "csv"], "error: --output 'csv' is not one of table, json, yaml"),
         (

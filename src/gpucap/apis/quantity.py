@@ -214,6 +214,11 @@ class Quantity:
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Quantity is immutable")
 
+    def __reduce__(self) -> tuple[type[Quantity], tuple[int]]:
+        # Rebuilt through __init__ (pickle would set the slot, which __setattr__ refuses): a
+        # loaded scenario's manifests hold quantities, and go pickled to a Ray engine (issue 26).
+        return (Quantity, (self.nanos,))
+
     # ----- construction -------------------------------------------------------------------
     @classmethod
     def parse(cls, text: str | int | float) -> Quantity:

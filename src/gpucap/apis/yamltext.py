@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
+from functools import partial
 from typing import Any, Final
 
 import yaml
@@ -444,7 +445,9 @@ class TextLines:
         self._docs: list[dict[Path_, int]] | None = None
 
     def document(self, index: int) -> LazyLines:
-        return LazyLines(lambda: self._document(index))
+        # A bound method, not a closure: a loaded scenario is pickled whole to the workers of a
+        # Ray engine (issue 26), and the text then goes once, shared by its documents' maps.
+        return LazyLines(partial(self._document, index))
 
     def release(self) -> None:
         """Let the text go: a line map not built by now stays empty. For a command that asks

@@ -145,12 +145,17 @@ class LazyGroup(TyperGroup):
                 rich_markup_mode=self.rich_markup_mode,
             )
         return typer.main.get_command_from_info(
-            # A command may bring its own click class (`command_class`: `sweep`'s `--ray
-            # [ADDRESS]`, an option whose value is optional, which typer cannot declare).
-            CommandInfo(name=name, callback=target, cls=getattr(target, "command_class", None)),
+            CommandInfo(name=name, callback=target),
             pretty_exceptions_short=app.pretty_exceptions_short,
             rich_markup_mode=self.rich_markup_mode,
         )
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # `--ray [ADDRESS]`: an option whose value may be left out, which typer's parser cannot
+        # say; the command line gets the left-out value first (cli/options.py, a light module).
+        from gpucap.cli.options import with_optional_values  # noqa: PLC0415
+
+        return super().parse_args(ctx, with_optional_values(args))
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(self.commands)

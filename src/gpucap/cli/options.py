@@ -8,11 +8,13 @@ does, and `gpucap COMMAND --help` should cost no more than that command's own im
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Annotated
 
 import typer
 
 from gpucap.cli.errors import BadInputError
+from gpucap.runtime.engines import LOCAL, RAY_ADDRESSES, is_ray_address
 
 __all__ = [
     "ArchOption",
@@ -22,13 +24,16 @@ __all__ = [
     "OfflineOption",
     "OutputOption",
     "PricesOption",
+    "RayOption",
     "RegionOption",
     "ReportOption",
     "VariantOption",
     "ZonesOption",
     "check_output",
     "option_value",
+    "ray_address",
     "region_name",
+    "with_optional_values",
 ]
 
 # An AWS region name: us-east-1, us-gov-west-1, cn-north-1, eu-isoe-west-1.
@@ -127,3 +132,55 @@ RegionOption = Annotated[
         "--region", help="AWS region (default: your AWS configuration).", callback=region_name
     ),
 ]
+
+
+def ray_address(value: str | None) -> str | None:
+    """Callback of `--ray`: an address Ray is reached at (`runtime/engines.is_ray_address`)."""
+    if value is not None and not is_ray_address(value):
+        raise typer.BadParameter(f"'{value}' is not a Ray address ({RAY_ADDRESSES})")
+    return value
+
+
+# `--ray [ADDRESS]` of `simulate --runs` and `sweep`: the runs as Ray tasks (runtime/
+# ray_executor.py). Its value may be left out (`--ray` alone: a local Ray); typer's parser has no
+# optional values, so the root group completes the command line first (`with_optional_values`).
+RayOption = Annotated[
+    str | None,
+    typer.Option(
+        "--ray",
+        metavar="[ADDRESS]",
+        help="Run the runs as Ray tasks: on a Ray started on this machine for the runs (no "
+        "ADDRESS; --workers CPUs), on the cluster this machine is in (auto: RAY_ADDRESS, or a "
+        "KubeRay head pod), or on ray://HOST:PORT. Needs pip install 'gpucap[ray]'. The output "
+        "is the same as on local processes.",
+        callback=ray_address,
+    ),
+]
+
+
+_HOST_PORT = re.compile(r"[^\s/:]+:[0-9]+")
+# The options whose value may be left out, and the value they then take.
+OPTIONAL_VALUES = {"--ray": LOCAL}
+
+
+def _looks_like_value(arg: str) -> bool:
+    # An address, or something meant as one (`ray://head`, `head:10001`: the callback says what
+    # is wrong with it); a file name or an option is the next argument, not the value.
+    return not arg.startswith("-") and (
+        arg in ("local", "auto") or "://" in arg or _HOST_PORT.fullmatch(arg) is not None
+    )
+
+
+def with_optional_values(args: Sequence[str]) -> list[str]:
+    """The command line with the left-out value of each option of `OPTIONAL_VALUES` written in:
+    `simulate s.yaml --runs 9 --ray` and `simulate --ray s.yaml --runs 9` become `--ray local`,
+    `--ray auto` stays. Called by the root group (`cli/app.py`) before parsing; `--` ends it."""
+    out: list[str] = []
+    for i, arg in enumerate(args):
+        if arg == "--":
+            out += args[i:]
+            break
+        out.append(arg)
+        if arg in OPTIONAL_VALUES and not (i + 1 < len(args) and _looks_like_value(args[i + 1])):
+            out.append(OPTIONAL_VALUES[arg])
+    return out

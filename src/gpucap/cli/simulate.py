@@ -56,6 +56,7 @@ from gpucap.cli.options import (
     CatalogOption,
     OutputOption,
     PricesOption,
+    RayOption,
     ReportOption,
     ReservationsOption,
     ZonesOption,
@@ -127,11 +128,14 @@ class SimulateOptions:
     seed: int | None = None  # `--seed`: replaces spec.seed (the first seed with --runs)
     runs: int | None = None  # `--runs N`: a set of N runs (`cli/simulate_runs.py`)
     workers: int | None = None  # `--workers W` of a set; None: the CPU count
+    ray: str | None = None  # `--ray [ADDRESS]` of a set: its runs on Ray (`runtime/ray_executor`)
 
 
 def _check_usage(opts: SimulateOptions) -> None:
     """Options that cannot go together, each refused in one line before anything is read."""
-    check_set_usage(runs=opts.runs, workers=opts.workers, events=opts.events, watch=opts.watch)
+    check_set_usage(
+        runs=opts.runs, workers=opts.workers, events=opts.events, watch=opts.watch, ray=opts.ray
+    )
     machine = opts.output in ("json", "yaml")
     if opts.events == "-" and machine:
         raise BadInputError(
@@ -277,6 +281,7 @@ def run(
             runs=opts.runs,
             first_seed=scenario.seed,
             workers=opts.workers,
+            ray=opts.ray,
             output=opts.output,
             report=opts.report,
             fail_on_pending=opts.fail_on_pending,
@@ -592,6 +597,7 @@ def simulate(  # noqa: PLR0917 - typer maps parameters to options
             metavar="W",
         ),
     ] = None,
+    ray: RayOption = None,
     fail_on_pending: Annotated[
         bool,
         typer.Option(
@@ -637,6 +643,7 @@ def simulate(  # noqa: PLR0917 - typer maps parameters to options
             seed=seed,
             runs=runs,
             workers=workers,
+            ray=ray,
         ),
         catalog_for=lambda r: catalog_from_options(
             r, zones, catalog, prices, where=f"{scenario[0]}: spec.region"

@@ -1,10 +1,11 @@
-"""`gpucap simulate SCENARIO --runs N [--seed S] [--workers W]`: many runs of one scenario, one
+"""`gpucap simulate SCENARIO --runs N [--seed S] [--workers W] [--ray [ADDRESS]]`: many runs of
 per seed S..S+N-1, and the distributions of what they cost and lost (issue 25, "Many runs").
 
 `cli/simulate.py` checks the options (`check_set_usage`: what makes no sense for a set is one
 line, exit 2), loads the scenario once and hands over to `run_set`, which
 - runs the seeds on an executor (`runtime/executor.py`: inline for one worker, local processes
-  otherwise), each run a World of its own (`sim/runset.SeedRun`);
+  otherwise, Ray tasks with `--ray [ADDRESS]`: `runtime/ray_executor.py`), each run a World of
+  its own (`sim/runset.SeedRun`);
 - collects the outcomes as they finish, with a progress bar of runs done on stderr (a terminal
   only, once the set has taken half a second; transient);
 - orders them by seed and prints: the table (`format_set`), or `-o json|yaml` (`set_document`),
@@ -39,13 +40,14 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from gpucap.cli.errors import BadInputError
+from gpucap.cli.errors import BadInputError, map_exceptions
 from gpucap.cli.reporting import write_report_or_exit
 from gpucap.cli.table import format_table
 from gpucap.cli.terminals import EXIT_FINDINGS
 from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
 from gpucap.report.runset import SET_HEADER, set_table
 from gpucap.runtime.clock import Clock, RealClock
+from gpucap.runtime.engines import LOCAL, EngineUnavailableError
 from gpucap.runtime.executor import Executor, default_workers, executor_for
 from gpucap.runtime.terminal import Terminal, plain_console
 from gpucap.sim.runset import MAX_RUNS, RunOutcome, SeedRun, set_summary
@@ -79,16 +81,24 @@ def check_set_usage(
     workers: int | None,
     events: str | None,
     watch: bool,
+    ray: str | None = None,
 ) -> None:
     """The options of a set, each refused in one line before anything is read."""
     if runs is None:
         if workers is not None:
             raise BadInputError("--workers: runs in parallel only with --runs N")
+        if ray is not None:
+            raise BadInputError("--ray: runs on Ray only with --runs N")
         return
     if not 1 <= runs <= MAX_RUNS:
         raise BadInputError(f"--runs {runs}: give a number of runs from 1 to {MAX_RUNS:,}")
     if workers is not None and workers < 1:
         raise BadInputError(f"--workers {workers}: give at least 1 worker")
+    if workers is not None and ray not in (None, LOCAL):
+        raise BadInputError(
+            f"--workers: the cluster at --ray {ray} runs on its own CPUs; --workers sets the "
+            "CPUs of a local Ray (--ray alone)"
+        )
     if events is not None:
         raise BadInputError(
             "--events: the events are one run's; with --runs run one seed (--seed S) to see them"
@@ -105,6 +115,7 @@ def run_set(
     first_seed: int,
     workers: int | None,
     output: str,
+    ray: str | None = None,
     report: str | None,
     fail_on_pending: bool,
     out: Terminal,
@@ -114,16 +125,17 @@ def run_set(
     stderr_console: Console | None = None,
 ) -> None:
     """Run the set and print it (see the module docstring); `executor`, `clock` and the console
-    are injected by tests."""
+    are injected by tests. `ray`: `--ray ADDRESS` (an engine that cannot run is one line)."""
     seeds = range(first_seed, first_seed + runs)
-    engine = executor or executor_for(min(workers or default_workers(), runs))
-    outcomes, interrupted = collect_runs(
-        engine,
-        SeedRun(scenario, catalog),
-        list(seeds),
-        console=stderr_console or plain_console(stderr=True),
-        clock=clock,
-    )
+    with map_exceptions({EngineUnavailableError: str}):
+        engine = executor or executor_for(min(workers or default_workers(), runs), ray=ray)
+        outcomes, interrupted = collect_runs(
+            engine,
+            SeedRun(scenario, catalog),
+            list(seeds),
+            console=stderr_console or plain_console(stderr=True),
+            clock=clock,
+        )
     done = [outcomes[s] for s in sorted(outcomes)]
     if interrupted:
         err.line(f"interrupted: {len(done)} of {runs} runs finished", style="yellow")

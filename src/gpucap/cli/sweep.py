@@ -22,7 +22,6 @@ pods evicted (`servingLostSeconds`); either is compared with a variant's p50 ove
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,8 +30,6 @@ from typing import Annotated, Any
 import typer
 import yaml
 from rich.console import Console
-from typer import _click as click
-from typer.core import TyperCommand
 
 from gpucap.apis.duration import DurationError, parse_go_duration
 from gpucap.cli import terminals
@@ -42,6 +39,7 @@ from gpucap.cli.options import (
     CatalogOption,
     OutputOption,
     PricesOption,
+    RayOption,
     ReportOption,
     ZonesOption,
     check_output,
@@ -57,7 +55,7 @@ from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
 from gpucap.report.runset import band
 from gpucap.report.sweep import UNITS, sweep_rows
 from gpucap.runtime.clock import Clock
-from gpucap.runtime.engines import EngineUnavailableError
+from gpucap.runtime.engines import LOCAL, EngineUnavailableError
 from gpucap.runtime.executor import Executor, default_workers, executor_for
 from gpucap.runtime.terminal import Terminal, plain_console
 from gpucap.sim.scenario import LoadedScenario
@@ -72,7 +70,6 @@ from gpucap.sim.timeline import format_duration, plural
 
 __all__ = [
     "Bound",
-    "SweepCommand",
     "SweepOptions",
     "format_sweep",
     "parse_bound",
@@ -82,10 +79,6 @@ __all__ = [
 ]
 
 OUTPUTS = ("table", "json", "yaml")
-# What `--ray` alone means: a Ray instance started on this machine for the sweep.
-LOCAL_RAY = "local"
-# A Ray address: `local`, `auto`, `ray://host[:port]`, or a cluster's `host:port`.
-_RAY_ADDRESS = re.compile(r"local|auto|ray://[^\s/]+|[A-Za-z0-9.-]+:[0-9]{1,5}")
 _SAYS = {
     "servingLostFraction": "the share of the replica-time the HPA asked for that was not Ready",
     "servingLostSeconds": "pod-seconds of serving pods evicted until Ready again",
@@ -140,15 +133,10 @@ def _check_usage(opts: SweepOptions) -> Bound | None:
         raise BadInputError(f"--workers {opts.workers}: give at least 1 worker")
     if opts.only_first is not None and opts.only_first < 1:
         raise BadInputError(f"--only-first {opts.only_first}: give at least 1 variant")
-    if opts.workers is not None and opts.ray not in (None, LOCAL_RAY):
+    if opts.workers is not None and opts.ray not in (None, LOCAL):
         raise BadInputError(
             f"--workers: the cluster at --ray {opts.ray} runs on its own CPUs; --workers sets "
             "the CPUs of a local Ray (--ray alone)"
-        )
-    if opts.ray is not None and not _RAY_ADDRESS.fullmatch(opts.ray):
-        raise BadInputError(
-            f"--ray {opts.ray}: not a Ray address (auto, ray://host:port, host:port; alone, a "
-            "local Ray instance); the sweep file goes before --ray"
         )
     if opts.report is not None:
         check_report_path(opts.report)
@@ -356,27 +344,7 @@ def sweep_document(
     }
 
 
-def _is_file_name(word: str) -> bool:
-    return word.lower().endswith((".yaml", ".yml", ".json"))
-
-
 # ---- the command ---------------------------------------------------------------------------------
-class SweepCommand(TyperCommand):
-    """`sweep`'s click command: `--ray` may come without a value (a local Ray instance), which
-    typer cannot declare; a bare `--ray` (last, before another option, or before the sweep
-    file) is read as `--ray=local`."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        fixed: list[str] = []
-        for i, a in enumerate(args):
-            nxt = args[i + 1] if i + 1 < len(args) else None
-            if a == "--ray" and (nxt is None or nxt.startswith("-") or _is_file_name(nxt)):
-                fixed.append(f"--ray={LOCAL_RAY}")
-            else:
-                fixed.append(a)
-        return super().parse_args(ctx, fixed)
-
-
 def sweep(  # noqa: PLR0917 - typer maps parameters to options
     sweep_file: Annotated[
         str, typer.Argument(help="A Sweep file (gpucap.dev/v1alpha1).", metavar="SWEEP")
@@ -407,15 +375,7 @@ def sweep(  # noqa: PLR0917 - typer maps parameters to options
             metavar="BOUND",
         ),
     ] = None,
-    ray: Annotated[
-        str | None,
-        typer.Option(
-            "--ray",
-            help="Run on Ray (pip install 'gpucap[ray]'): alone, a local Ray instance started "
-            "for the sweep; or a cluster's address (auto, ray://host:port).",
-            metavar="[ADDRESS]",
-        ),
-    ] = None,
+    ray: RayOption = None,
     zones: ZonesOption = None,
     catalog: CatalogOption = None,
     prices: PricesOption = None,
@@ -444,6 +404,3 @@ def sweep(  # noqa: PLR0917 - typer maps parameters to options
         out=terminals.out,
         err=terminals.err,
     )
-
-
-sweep.command_class = SweepCommand  # type: ignore[attr-defined]  # read by cli/app.py

@@ -1,5 +1,5 @@
-"""Where many independent runs execute: the executor seam of `simulate --runs` (issue 25), and of
-the sweep's engines to come (issue 26: a Ray executor behind the same Protocol).
+"""Where many independent runs execute: the executor seam of `simulate --runs` (issue 25) and of
+`sweep` (issue 26), with a Ray executor behind the same Protocol.
 
 The work is split in two, so that each engine can ship it the cheap way:
 - the *work*: one callable holding everything the runs share (for `simulate --runs`, the loaded
@@ -17,10 +17,10 @@ Implementations:
 - `InlineExecutor`: the runs one after the other in this process (`--workers 1`, and tests).
 - `ProcessExecutor`: a local `concurrent.futures.ProcessPoolExecutor`. The work reaches each
   worker once, through the pool's initializer; workers are forked, so the work is inherited, not
-  pickled (the loaded scenario holds lazily parsed manifest text and the catalog read-only
-  mappings, neither picklable today). An engine on other machines (Ray) must ship the work
-  pickled: that is the one thing it adds. Workers ignore SIGINT: Ctrl-C reaches the parent
-  only, which stops handing out runs and lets the ones under way finish.
+  pickled. Workers ignore SIGINT: Ctrl-C reaches the parent only, which stops handing out runs
+  and lets the ones under way finish.
+- `RayExecutor` (`runtime/ray_executor.py`, `--ray [ADDRESS]`): Ray tasks on a local Ray or a
+  cluster; the work goes pickled, once, through Ray's object store.
 
 Called by `cli/simulate_runs.py`; tests/runtime/test_executor.py is the contract every
 implementation passes. This module is wall-clock free and draws no random number.

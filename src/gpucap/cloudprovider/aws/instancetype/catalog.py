@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
+from typing import Any
 
 from gpucap.cloudprovider.aws.instancetype.data import (
     CatalogError,
@@ -66,6 +67,12 @@ class Catalog:
     _resolved: dict[NodeClassSettings, tuple[InstanceType, ...]] = field(
         default_factory=dict, init=False, repr=False
     )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled without the cache (the resolved types hold read-only views, which do not
+        # pickle, and a worker resolves its own node classes once): the catalog goes whole to
+        # the workers of a Ray engine (issue 26).
+        return (Catalog, (self.region, self.zones, self.infos, dict(self.pricing)))
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cache
 from importlib import resources
 from types import MappingProxyType
@@ -150,6 +150,16 @@ class InstanceTypeInfo:
         if self.offerings is not None:
             object.__setattr__(self, "offerings", MappingProxyType(dict(self.offerings)))
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled as its fields, the read-only views as plain dicts (a mappingproxy does not
+        # pickle), rebuilt through __init__, which makes them views again: the catalog goes
+        # whole to the workers of a Ray engine (issue 26).
+        state = {f.name: getattr(self, f.name) for f in fields(self)}
+        for name, value in state.items():
+            if isinstance(value, MappingProxyType):
+                state[name] = dict(value)
+        return (_instance_type_info, (state,))
+
     def on_demand_price_in(self, region: str) -> float | None:
         """The on-demand price in `region` (a catalog may give one price for every region)."""
         price = self.on_demand_price.get(region)
@@ -169,6 +179,11 @@ class InstanceTypeInfo:
     def has_gpu(self) -> bool:
         """A GPU device is present (fractional GPUs included, whose gpu_count is 0)."""
         return self.gpu_count > 0 or self.gpu_name is not None
+
+
+def _instance_type_info(state: dict[str, Any]) -> InstanceTypeInfo:
+    """An unpickled `InstanceTypeInfo` (its `__reduce__`)."""
+    return InstanceTypeInfo(**state)
 
 
 # ==== bundled data =============================================================================
