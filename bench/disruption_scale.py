@@ -2,13 +2,14 @@
 disruption pass as the fleet grows, on a NodePool with consolidation and expiration.
 
 Run: `python bench/disruption_scale.py [--sizes 100,400,1000] [--hours 3] [--day] [--no-cli]
-[--profile N [--profile-hours H]] [--keep DIR]`. For each size N it generates, in a temporary
-directory (or `--keep DIR`), the workshop example's EC2NodeClass and NodePool
-(`src/gpucap/data/examples/workshop`; the NodePool's limit raised to 2N GPUs,
-`WhenEmptyOrUnderutilized` after 5m, expiring after 2h, the default budget), its NVIDIA device
-plugin DaemonSet and its vLLM Deployment (one GPU a pod) scaled to N replicas; every 30 minutes
-the Deployment is scaled down or back up along a seeded saw (N, 0.6N, 0.8N, 0.5N, N...) so
-consolidation has empty nodes to remove. Then, per size:
+[--profile N [--profile-hours H]] [--expire-after D] [--keep DIR]`. For each size N it
+generates, in a temporary directory (or `--keep DIR`), the workshop example's EC2NodeClass and
+NodePool (`src/gpucap/data/examples/workshop`; the NodePool's limit raised to 2N GPUs,
+`WhenEmptyOrUnderutilized` after 5m, expiring after 2h (`--expire-after`; `default` leaves
+Karpenter's 720h), the default budget), its NVIDIA device plugin DaemonSet and its vLLM
+Deployment (one GPU a pod) scaled to N replicas; every 30 minutes the Deployment is scaled down
+or back up along a seeded saw (N, 0.6N, 0.8N, 0.5N, N...) so consolidation has empty nodes to
+remove. Then, per size:
 - `cli`: `gpucap simulate FILE -o json` end to end in a subprocess (the installed command), wall
   time (`--no-cli` leaves it out);
 - in-process (one process, catalog warm): the run's time, and the disruption loop's own time
@@ -64,11 +65,14 @@ def _nodeclass() -> str:
     )
 
 
-def _nodepool(n: int) -> str:
+def _nodepool(n: int, expire_after: str | None = "2h") -> str:
     doc = yaml.safe_load((WORKSHOP / "nodepool.yaml").read_text())
     spec = doc["spec"]
     spec["limits"] = {"nvidia.com/gpu": str(2 * n)}
-    spec["template"]["spec"]["expireAfter"] = "2h"
+    if expire_after is None:
+        spec["template"]["spec"].pop("expireAfter", None)
+    else:
+        spec["template"]["spec"]["expireAfter"] = expire_after
     spec["disruption"] = {
         "consolidationPolicy": "WhenEmptyOrUnderutilized",
         "consolidateAfter": "5m",
@@ -82,13 +86,16 @@ def _deployment(n: int) -> str:
     return yaml.safe_dump(doc, sort_keys=False)
 
 
-def generate(out: Path, n: int, *, hours: int = 3, seed: int = 25) -> Path:
-    """Write the size-`n` scenario and its manifests under `out`; returns the scenario path."""
+def generate(
+    out: Path, n: int, *, hours: int = 3, seed: int = 25, expire_after: str | None = "2h"
+) -> Path:
+    """Write the size-`n` scenario and its manifests under `out`; returns the scenario path.
+    `expire_after` is the NodePool's `expireAfter` (None: Karpenter's default, 720h)."""
     rng = random.Random(seed)
     out = out / f"{n}-{hours}h"
     out.mkdir(exist_ok=True)
     (out / "nodeclass.yaml").write_text(_nodeclass())
-    (out / "nodepool.yaml").write_text(_nodepool(n))
+    (out / "nodepool.yaml").write_text(_nodepool(n, expire_after))
     (out / "vllm.yaml").write_text(_deployment(n))
     shutil.copy(WORKSHOP / "nvidia-device-plugin.yaml", out / "device-plugin.yaml")
     events: list[dict[str, Any]] = []
@@ -188,6 +195,11 @@ def main() -> None:
         type=int,
         help="the profiled run's hours (default --hours; 24 profiles the --day run)",
     )
+    parser.add_argument(
+        "--expire-after",
+        default="2h",
+        help="the NodePool's expireAfter (default 2h; 'default' leaves Karpenter's 720h)",
+    )
     parser.add_argument("--keep", type=Path, help="write the scenarios here and keep them")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -207,7 +219,8 @@ def main() -> None:
     print("  launched  disrupted")
     per_node: list[float] = []
     for n, hours in runs:
-        path = generate(out, n, hours=hours)
+        expire = None if args.expire_after == "default" else args.expire_after
+        path = generate(out, n, hours=hours, expire_after=expire)
         if args.profile == n and hours == profile_hours:
             profile = cProfile.Profile()
             profile.enable()

@@ -13,6 +13,7 @@ from gpucap.apis.gpuoperator import DevicePluginConfig
 from gpucap.apis.serde import Manifests
 from gpucap.cloudprovider.aws.coldstart import GIB, Timings
 from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
+from gpucap.runtime.memo import Memos
 from gpucap.sim.kubelet import (
     Addon,
     DevicePlugin,
@@ -28,6 +29,7 @@ from tests.builders import daemonset, edit, load, nodeclass, pod_spec
 from tests.realworld.corpus import real as real_file
 
 CATALOG = load_catalog("us-east-1")
+MEMOS = Memos()  # one run's memos, shared by the tests (what the simulator keeps across nodes)
 TIMINGS = Timings()
 GPU_NODE = {
     "node.kubernetes.io/instance-type": "g5.xlarge",
@@ -72,14 +74,29 @@ def cluster_policy(**spec: Any) -> dict[str, Any]:
 def plugin_on_gpu_node(
     *docs: dict[str, Any], addons: tuple[Addon, ...] = (), ami_family: str | None = "AL2023"
 ) -> DevicePlugin | None:
-    return device_plugin_for(
+    manifests = objects(*docs)
+    plain = device_plugin_for(
         GPU_NODE,
         [GPU_TAINT],
-        objects=objects(*docs),
+        objects=manifests,
         addons=addons,
         ami_family=ami_family,
         timings=TIMINGS,
     )
+    # The simulator passes its run's memos (each DaemonSet's pod and its runtime-label-free
+    # variants made once): asked twice, the same answer as the plain path.
+    for _ in range(2):
+        memoised = device_plugin_for(
+            GPU_NODE,
+            [GPU_TAINT],
+            objects=manifests,
+            addons=addons,
+            ami_family=ami_family,
+            timings=TIMINGS,
+            memos=MEMOS,
+        )
+        assert memoised == plain
+    return plain
 
 
 # ---- which plugin, when ----------------------------------------------------------------------

@@ -6,13 +6,14 @@ module)."""
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import replace
 
 from hypothesis import strategies as st
 
 from gpucap.apis.core import Node, Pod
 from gpucap.apis.labels import INITIALIZED
-from gpucap.apis.nodepool import NodeClaim
+from gpucap.apis.nodepool import NodeClaim, NodeClaimCondition
 from gpucap.apis.serde import Manifests
 from gpucap.runtime.clock import FakeClock
 from gpucap.state.cluster import Cluster
@@ -115,12 +116,16 @@ def rebuilt(cluster: Cluster) -> Snapshot:
     return replace(snap, nodes=nodes)
 
 
+_STAMP = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+
 changes = st.one_of(
     with_scaling,
     st.tuples(st.just("mark"), st.sampled_from([*CLAIMS, *NODES])),
     st.tuples(st.just("unmark"), st.sampled_from([*CLAIMS, *NODES])),
     st.tuples(st.just("initialize"), st.sampled_from(NODES)),
     st.tuples(st.just("relabel_claim"), st.sampled_from(CLAIMS)),
+    st.tuples(st.just("stamp"), st.sampled_from([*CLAIMS, *NODES])),
+    st.tuples(st.just("terminating"), st.sampled_from(CLAIMS)),
     st.tuples(st.just("snapshot")),
     st.tuples(st.just("repoint"), st.sampled_from(CLAIMS), st.sampled_from(NODES)),
     st.tuples(st.just("readd_node"), st.sampled_from(NODES)),
@@ -153,6 +158,18 @@ def change(
         labels = {**c.metadata.labels, "example.com/seen": str(serial)}
         meta = c.metadata.model_copy(update={"labels": labels})
         cluster.update_node_claim(c.model_copy(update={"metadata": meta}))
+    elif op[0] == "stamp" and (c := cluster.node_claim(str(op[1]))) is not None:
+        # A deletion timestamp (what `delete` of a finalized object sets).
+        meta = c.metadata.model_copy(update={"deletion_timestamp": _STAMP})
+        cluster.update_node_claim(c.model_copy(update={"metadata": meta}))
+    elif op[0] == "stamp" and (n := cluster.node(str(op[1]))) is not None:
+        meta = n.metadata.model_copy(update={"deletion_timestamp": _STAMP})
+        cluster.update_node(n.model_copy(update={"metadata": meta}))
+    elif op[0] == "terminating" and (c := cluster.node_claim(str(op[1]))) is not None:
+        terminating = NodeClaimCondition(type="InstanceTerminating", status="True")
+        conditions = [*c.status.conditions, terminating]
+        status = c.status.model_copy(update={"conditions": conditions})
+        cluster.update_node_claim(c.model_copy(update={"status": status}))
     elif op[0] == "repoint" and (c := cluster.node_claim(str(op[1]))) is not None:
         # The NodeClaim now names the Node (a registration), or a removed one's NodeClaim
         # comes back at the end of the order.
@@ -163,7 +180,7 @@ def change(
         )
     elif op[0] == "repoint" and (c := claims.get(str(op[1]))) is not None:
         cluster.add_node_claim(c)
-    elif op[0] not in ("snapshot", "repoint", "readd_node"):
+    elif op[0] not in ("snapshot", "repoint", "readd_node", "stamp", "terminating"):
         do(cluster, clock, op)
 
 

@@ -44,7 +44,11 @@ def reference(cluster: Cluster) -> tuple[object, ...]:
             node_ is not None and node_.metadata.labels.get(INITIALIZED) == "true",
             claim.name in marked
             or (node_ is not None and node_.metadata.name in marked)
-            or claim.metadata.deletion_timestamp is not None,
+            or claim.metadata.deletion_timestamp is not None
+            or any(
+                c.type == "InstanceTerminating" and c.status == "True"
+                for c in claim.status.conditions
+            ),
         )
     pools = tuple(id(np) for np in cluster.nodepools())
     return bindings, claims, nodes, views, pools

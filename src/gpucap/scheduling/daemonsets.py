@@ -16,6 +16,7 @@ from gpucap.apis.core import NodeSelector, NodeSelectorTerm, Pod, Taint, Tolerat
 from gpucap.apis.gpu import NVIDIA_GPU
 from gpucap.apis.gpuoperator import ClusterPolicy
 from gpucap.apis.labels import normalize_label
+from gpucap.runtime.memo import IdentityMemo, Memo
 from gpucap.scheduling.poddata import pod_requirements
 from gpucap.scheduling.preferences import drop_required_node_term
 from gpucap.scheduling.requirements import Requirements
@@ -23,6 +24,7 @@ from gpucap.scheduling.taints import untolerated
 
 __all__ = [
     "OPERATOR_DEFAULT_TOLERATIONS",
+    "RUNTIME_FREE",
     "RUNTIME_LABEL_PREFIXES",
     "blocking_taint",
     "lands_on",
@@ -42,12 +44,48 @@ RUNTIME_LABEL_PREFIXES = ("feature.node.kubernetes.io/", "nvidia.com/")
 OPERATOR_DEFAULT_TOLERATIONS = (Toleration(key=NVIDIA_GPU, operator="Exists", effect="NoSchedule"),)
 
 
-def without_runtime_labels(pod: Pod, known: Collection[str]) -> Pod:
+# Per run (`Cluster.memos`): a pod -> the runtime-label keys its node selector and required
+# affinity name, and its runtime-label-free variants by which of those keys are known. The
+# simulator asks for the same DaemonSet pod on every node it registers (the device plugin's
+# three times a node); the variant depends only on the pod and those known keys.
+RUNTIME_FREE: Memo[IdentityMemo[Pod, tuple[frozenset[str], dict[frozenset[str], Pod]]]] = (
+    Memo.identity(lambda pod: (_runtime_keys(pod), {}), size=64)
+)
+
+
+def _runtime_keys(pod: Pod) -> frozenset[str]:
+    spec = pod.spec
+    keys = set(spec.node_selector)
+    na = spec.affinity.node_affinity if spec.affinity else None
+    required = na.required_during_scheduling_ignored_during_execution if na else None
+    if required is not None:
+        for term in required.node_selector_terms:
+            keys.update(e.key for e in term.match_expressions)
+    return frozenset(k for k in keys if k.startswith(RUNTIME_LABEL_PREFIXES))
+
+
+def without_runtime_labels(
+    pod: Pod,
+    known: Collection[str],
+    memo: IdentityMemo[Pod, tuple[frozenset[str], dict[frozenset[str], Pod]]] | None = None,
+) -> Pod:
     """The pod with its node selector and required node-affinity expressions on runtime labels
     (RUNTIME_LABEL_PREFIXES) dropped, unless the label is in `known` (the node or pool sets it);
     a required term made only of such expressions may match, so the required affinity is then
-    dropped."""
+    dropped. With `memo` (the run's `RUNTIME_FREE`), the variant made once per pod and known
+    runtime keys (`_without_runtime_labels` is the reference; the law in
+    tests/scheduling/test_daemonsets.py compares them)."""
+    if memo is None:
+        return _without_runtime_labels(pod, known)
+    keys, variants = memo.lookup(pod)
+    seen = frozenset(k for k in keys if k in known)
+    variant = variants.get(seen)
+    if variant is None:
+        variant = variants[seen] = _without_runtime_labels(pod, known)
+    return variant
 
+
+def _without_runtime_labels(pod: Pod, known: Collection[str]) -> Pod:
     def runtime(key: str) -> bool:
         return key.startswith(RUNTIME_LABEL_PREFIXES) and key not in known
 

@@ -43,7 +43,8 @@ from gpucap.apis.core import Node, Pod, Taint, Toleration
 from gpucap.apis.labels import INSTANCE_GPU_COUNT
 from gpucap.apis.workloads import DaemonSet, build_pod, pod_uid
 from gpucap.runtime.clock import Clock
-from gpucap.scheduling.daemonsets import lands_on, without_runtime_labels
+from gpucap.runtime.memo import Memos
+from gpucap.scheduling.daemonsets import RUNTIME_FREE, lands_on, without_runtime_labels
 from gpucap.state.cluster import Cluster
 
 __all__ = ["DAEMON_TOLERATIONS", "DaemonSetController", "daemon_pod_for", "should_run"]
@@ -102,12 +103,14 @@ def _gpu_node(labels: Mapping[str, str]) -> bool:
     return text.isdigit() and int(text) > 0
 
 
-def should_run(pod: Pod, node: Node) -> tuple[bool, bool]:
+def should_run(pod: Pod, node: Node, memos: Memos | None = None) -> tuple[bool, bool]:
     """`NodeShouldRunDaemonPod` for a daemon pod (tolerations included) and a Node: (should
-    run, should continue running); see the module docstring."""
+    run, should continue running); see the module docstring. `memos`: the run's, to keep the
+    pod's runtime-label-free variants (`RUNTIME_FREE`)."""
     labels = node.metadata.labels
     if _gpu_node(labels):
-        pod = without_runtime_labels(pod, set(labels))
+        memo = memos[RUNTIME_FREE] if memos is not None else None
+        pod = without_runtime_labels(pod, labels, memo)
     taints = node.spec.taints
     if lands_on(pod, labels, taints):
         return True, True
@@ -177,7 +180,7 @@ class DaemonSetController:
                 have.setdefault(owner, pod)
         done = False
         for t in templates:
-            run, keep = should_run(t.pod, node)
+            run, keep = should_run(t.pod, node, self.cluster.memos)
             mine = have.get(_ds_key(t.ds))
             if mine is None:
                 if run:

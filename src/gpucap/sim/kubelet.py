@@ -52,8 +52,10 @@ from gpucap.cloudprovider.aws.coldstart import (
 )
 from gpucap.cloudprovider.aws.instancetype.capacity import DEFAULT_EBS_VOLUME_SIZE
 from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
+from gpucap.runtime.memo import IdentityMemo, Memo, Memos
 from gpucap.scheduling.daemonsets import (
     OPERATOR_DEFAULT_TOLERATIONS,
+    RUNTIME_FREE,
     blocking_taint,
     lands_on,
     operator_tolerations,
@@ -135,10 +137,18 @@ _HELM_PLUGIN_POD = Pod(
 )
 
 
-def _plugin_lands(pod: Pod, labels: Mapping[str, str], taints: Sequence[Taint]) -> bool:
+# Per run: a DaemonSet -> its pod (`daemon_pod` makes a new one per call; the same pod object
+# lets `RUNTIME_FREE` keep its variants across the nodes registered).
+_DAEMON_POD: Memo[IdentityMemo[DaemonSet, Pod]] = Memo.identity(daemon_pod, size=64)
+
+
+def _plugin_lands(
+    pod: Pod, labels: Mapping[str, str], taints: Sequence[Taint], memos: Memos | None
+) -> bool:
     """A device plugin's pod lands on the node; labels GPU nodes get at run time are unknown,
     so allowed (as GPU001 treats them)."""
-    return lands_on(without_runtime_labels(pod, set(labels)), labels, taints)
+    memo = memos[RUNTIME_FREE] if memos is not None else None
+    return lands_on(without_runtime_labels(pod, labels, memo), labels, taints)
 
 
 def _shared(source: str, delay: float, config: DevicePluginConfig | None) -> DevicePlugin:
@@ -182,6 +192,7 @@ def device_plugin_for(
     ami_family: str | None,
     timings: Timings,
     ami_config: DevicePluginConfig | None = None,
+    memos: Memos | None = None,
 ) -> DevicePlugin | None:
     """The device plugin that advertises GPUs on a node with these labels and taints, or None
     (the node never advertises a GPU). Tried in this order, the first that lands wins:
@@ -199,7 +210,8 @@ def device_plugin_for(
 
     Time-slicing for 2 and 3 comes from the device-plugin config in the applied ConfigMaps (the
     node's `nvidia.com/device-plugin.config` label, the ClusterPolicy's default, or the only one;
-    `choose_config`), for 4 from the add-on.
+    `choose_config`), for 4 from the add-on. `memos`: the run's (the simulator's cluster's),
+    to make each DaemonSet's pod and its runtime-label-free variants once.
     """
     if (ami_family or "").lower() == "bottlerocket":
         return _shared("ami/bottlerocket", timings.device_plugin, ami_config)
@@ -211,7 +223,8 @@ def device_plugin_for(
         images = [c.image or "" for c in containers]
         if not containers or not is_device_plugin(ds.metadata.name, images):
             continue
-        if _plugin_lands(daemon_pod(ds), node_labels, node_taints):
+        pod = memos[_DAEMON_POD].lookup(ds) if memos is not None else daemon_pod(ds)
+        if _plugin_lands(pod, node_labels, node_taints, memos):
             source = f"daemonset/{ds.metadata.namespace}/{ds.metadata.name}"
             delay = timings.daemonset_start + timings.device_plugin
             return _shared(source, delay, _config_for(node_labels, configs, None))
@@ -223,7 +236,7 @@ def device_plugin_for(
             return _shared(f"clusterpolicy/{policy.metadata.name}", timings.gpu_operator, config)
     for addon in addons:
         if addon.name == NVIDIA_DEVICE_PLUGIN:
-            if not _plugin_lands(_HELM_PLUGIN_POD, node_labels, node_taints):
+            if not _plugin_lands(_HELM_PLUGIN_POD, node_labels, node_taints, memos):
                 continue
             delay = timings.daemonset_start + timings.device_plugin
         elif addon.name == GPU_OPERATOR:

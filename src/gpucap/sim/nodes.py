@@ -164,6 +164,7 @@ class Kubelet:
             ami_family=sim.ami_family,
             timings=self.timings,
             ami_config=_bottlerocket_config(nodeclass),
+            memos=self.cluster.memos,
         )
         if plugin is None:
             return

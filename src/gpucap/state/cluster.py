@@ -55,7 +55,7 @@ from gpucap.runtime.clock import Clock
 from gpucap.runtime.memo import Memos
 from gpucap.scheduling.existingnode import StateNode
 from gpucap.state.changes import ClusterChange, pod_change
-from gpucap.state.consolidation import ConsolidationState, state_node_view
+from gpucap.state.consolidation import ConsolidationState, same_view, state_node_view
 from gpucap.state.nominations import Nominations
 from gpucap.state.snapshot import (
     UNITS,
@@ -822,7 +822,8 @@ class Cluster:
         name = claim.name
         old = self._claims.get(name)
         pid = claim.status.provider_id
-        before = self._consolidation_view(pid) if pid else None
+        viewed = pid if pid and not same_view(old, claim) else None  # else the view stays
+        before = self._consolidation_view(viewed) if viewed else None
         if old is not None and old.status.provider_id and old.status.provider_id != pid:
             self.mark_unconsolidated()  # `cleanupNodeClaim` of its old provider ID
         if (
@@ -845,8 +846,8 @@ class Cluster:
             self._unlaunched.add(name)
         _index(self._claims_by_pid, claim.status.provider_id, name)
         _index(self._claims_by_node_name, claim.status.node_name, name)
-        if pid:
-            self._consolidation_changed(before, pid)
+        if viewed:
+            self._consolidation_changed(before, viewed)
 
     def _pop_claim(self, name: str) -> None:
         self.claims_version += 1
@@ -869,7 +870,8 @@ class Cluster:
         name = node.metadata.name
         old = self._nodes.get(name)
         key = node.spec.provider_id or name
-        before = self._consolidation_view(key)
+        viewed = not same_view(old, node)  # else the view stays as it was
+        before = self._consolidation_view(key) if viewed else None
         if old is not None and (old.spec.provider_id or name) != key:
             self.mark_unconsolidated()  # `cleanupNode` of its old provider ID
         if old is None or old.spec.provider_id != node.spec.provider_id:
@@ -881,7 +883,8 @@ class Cluster:
             _unindex(self._nodes_by_pid, old.spec.provider_id, name)
         self._nodes[name] = node
         _index(self._nodes_by_pid, node.spec.provider_id, name)
-        self._consolidation_changed(before, key)
+        if viewed:
+            self._consolidation_changed(before, key)
 
     def _pop_node(self, name: str) -> None:
         self._changed(ClusterChange.NODES, name)
