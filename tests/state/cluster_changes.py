@@ -116,7 +116,7 @@ def rebuilt(cluster: Cluster) -> Snapshot:
     return replace(snap, nodes=nodes)
 
 
-_STAMP = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+_STAMP = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
 
 changes = st.one_of(
     with_scaling,
