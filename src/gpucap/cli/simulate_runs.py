@@ -75,6 +75,18 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
+def check_engine_usage(workers: int | None, ray: str | None) -> None:
+    """`--workers` and `--ray` of a set of runs (`simulate --runs`, `sweep`): a worker count of
+    at least 1, and none with a cluster's address (the cluster's CPUs decide)."""
+    if workers is not None and workers < 1:
+        raise BadInputError(f"--workers {workers}: give at least 1 worker")
+    if workers is not None and ray not in (None, LOCAL):
+        raise BadInputError(
+            f"--workers: the cluster at --ray {ray} runs on its own CPUs; --workers sets the "
+            "CPUs of a local Ray (--ray alone)"
+        )
+
+
 def check_set_usage(
     *,
     runs: int | None,
@@ -92,13 +104,7 @@ def check_set_usage(
         return
     if not 1 <= runs <= MAX_RUNS:
         raise BadInputError(f"--runs {runs}: give a number of runs from 1 to {MAX_RUNS:,}")
-    if workers is not None and workers < 1:
-        raise BadInputError(f"--workers {workers}: give at least 1 worker")
-    if workers is not None and ray not in (None, LOCAL):
-        raise BadInputError(
-            f"--workers: the cluster at --ray {ray} runs on its own CPUs; --workers sets the "
-            "CPUs of a local Ray (--ray alone)"
-        )
+    check_engine_usage(workers, ray)
     if events is not None:
         raise BadInputError(
             "--events: the events are one run's; with --runs run one seed (--seed S) to see them"

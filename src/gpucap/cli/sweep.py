@@ -49,13 +49,13 @@ from gpucap.cli.reporting import (
     refuse_overwriting_inputs,
     write_report_or_exit,
 )
-from gpucap.cli.simulate_runs import EXIT_INTERRUPTED, collect_runs
+from gpucap.cli.simulate_runs import EXIT_INTERRUPTED, check_engine_usage, collect_runs
 from gpucap.cli.table import format_table
 from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
 from gpucap.report.runset import band
 from gpucap.report.sweep import UNITS, sweep_rows
 from gpucap.runtime.clock import Clock
-from gpucap.runtime.engines import LOCAL, EngineUnavailableError
+from gpucap.runtime.engines import EngineUnavailableError
 from gpucap.runtime.executor import Executor, default_workers, executor_for
 from gpucap.runtime.terminal import Terminal, plain_console
 from gpucap.sim.scenario import LoadedScenario
@@ -129,15 +129,9 @@ def parse_bound(text: str) -> Bound:
 
 
 def _check_usage(opts: SweepOptions) -> Bound | None:
-    if opts.workers is not None and opts.workers < 1:
-        raise BadInputError(f"--workers {opts.workers}: give at least 1 worker")
+    check_engine_usage(opts.workers, opts.ray)
     if opts.only_first is not None and opts.only_first < 1:
         raise BadInputError(f"--only-first {opts.only_first}: give at least 1 variant")
-    if opts.workers is not None and opts.ray not in (None, LOCAL):
-        raise BadInputError(
-            f"--workers: the cluster at --ray {opts.ray} runs on its own CPUs; --workers sets "
-            "the CPUs of a local Ray (--ray alone)"
-        )
     if opts.report is not None:
         check_report_path(opts.report)
         refuse_overwriting_inputs("--report", opts.report, [opts.sweep])
