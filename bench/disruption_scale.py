@@ -9,7 +9,10 @@ NodePool (`src/gpucap/data/examples/workshop`; the NodePool's limit raised to 2N
 Karpenter's 720h), the default budget), its NVIDIA device plugin DaemonSet and its vLLM
 Deployment (one GPU a pod) scaled to N replicas; every 30 minutes the Deployment is scaled down
 or back up along a seeded saw (N, 0.6N, 0.8N, 0.5N, N...) so consolidation has empty nodes to
-remove. Then, per size:
+remove: a stress test, a fifth of the fleet replaced every half hour. `--shape diurnal` is a
+day's demand instead: N replicas at 14:00 and N/2 at 02:00 along a cosine, adjusted every 30
+minutes (issue 25's "1,000 GPU nodes x 24 h with consolidation" as a fleet lives it; with
+`--expire-after default`, Karpenter's 720h, nothing expires within the day). Then, per size:
 - `cli`: `gpucap simulate FILE -o json` end to end in a subprocess (the installed command), wall
   time (`--no-cli` leaves it out);
 - in-process (one process, catalog warm): the run's time, and the disruption loop's own time
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import math
 import pstats
 import random
 import shutil
@@ -53,6 +57,19 @@ WORKSHOP = ROOT / "src/gpucap/data/examples/workshop"
 GPUCAP = shutil.which("gpucap") or str(Path(sys.executable).with_name("gpucap"))
 STEP = 1800  # seconds between scale events
 SAW = (1.0, 0.6, 0.8, 0.5)  # shares of N the Deployment goes through, in turn
+PEAK_HOUR = 14  # the diurnal shape's peak (its trough is 12 hours later)
+
+
+def _share(shape: str, k: int, rng: random.Random) -> float:
+    """The Deployment's share of N at the k-th scale event. `saw`: the stress saw (N, 0.6N,
+    0.8N, 0.5N, ... every 30 minutes, +-5 %: a fifth of the fleet replaced each step); `diurnal`:
+    a day's demand, N at 14:00 and N/2 at 02:00 along a cosine, +-2 % noise, adjusted every 30
+    minutes as an autoscaler would."""
+    if shape == "saw":
+        return SAW[k % len(SAW)] * (1 + rng.uniform(-0.05, 0.05))
+    hour = k * STEP / 3600
+    wave = 0.75 + 0.25 * math.cos(2 * math.pi * (hour - PEAK_HOUR) / 24)
+    return min(1.0, wave * (1 + rng.uniform(-0.02, 0.02)))
 
 
 def _nodeclass() -> str:
@@ -80,27 +97,36 @@ def _nodepool(n: int, expire_after: str | None = "2h") -> str:
     return yaml.safe_dump(doc, sort_keys=False)
 
 
-def _deployment(n: int) -> str:
+def _deployment(replicas: int) -> str:
     doc = yaml.safe_load((WORKSHOP / "vllm.yaml").read_text())
-    doc["spec"]["replicas"] = n
+    doc["spec"]["replicas"] = replicas
     return yaml.safe_dump(doc, sort_keys=False)
 
 
 def generate(
-    out: Path, n: int, *, hours: int = 3, seed: int = 25, expire_after: str | None = "2h"
+    out: Path,
+    n: int,
+    *,
+    hours: int = 3,
+    seed: int = 25,
+    expire_after: str | None = "2h",
+    shape: str = "saw",
 ) -> Path:
     """Write the size-`n` scenario and its manifests under `out`; returns the scenario path.
-    `expire_after` is the NodePool's `expireAfter` (None: Karpenter's default, 720h)."""
+    `expire_after` is the NodePool's `expireAfter` (None: Karpenter's default, 720h); `shape`
+    the demand's (`_share`)."""
     rng = random.Random(seed)
-    out = out / f"{n}-{hours}h"
+    out = out / f"{n}-{hours}h-{shape}"
     out.mkdir(exist_ok=True)
     (out / "nodeclass.yaml").write_text(_nodeclass())
     (out / "nodepool.yaml").write_text(_nodepool(n, expire_after))
-    (out / "vllm.yaml").write_text(_deployment(n))
+    # The saw starts at its peak; the day starts at midnight's demand.
+    first = n if shape == "saw" else round(n * _share(shape, 0, random.Random(seed)))
+    (out / "vllm.yaml").write_text(_deployment(first))
     shutil.copy(WORKSHOP / "nvidia-device-plugin.yaml", out / "device-plugin.yaml")
     events: list[dict[str, Any]] = []
     for k in range(1, hours * 3600 // STEP):
-        share = SAW[k % len(SAW)] * (1 + rng.uniform(-0.05, 0.05))
+        share = _share(shape, k, rng)
         replicas = max(1, min(n, round(n * share)))
         target = {"kind": "Deployment", "namespace": "default", "name": "vllm"}
         events.append({"at": f"{k * STEP}s", "scale": {**target, "replicas": replicas}})
@@ -200,6 +226,12 @@ def main() -> None:
         default="2h",
         help="the NodePool's expireAfter (default 2h; 'default' leaves Karpenter's 720h)",
     )
+    parser.add_argument(
+        "--shape",
+        choices=("saw", "diurnal"),
+        default="saw",
+        help="the demand: the stress saw (default) or a diurnal day (N at 14:00, N/2 at 02:00)",
+    )
     parser.add_argument("--keep", type=Path, help="write the scenarios here and keep them")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -220,7 +252,7 @@ def main() -> None:
     per_node: list[float] = []
     for n, hours in runs:
         expire = None if args.expire_after == "default" else args.expire_after
-        path = generate(out, n, hours=hours, expire_after=expire)
+        path = generate(out, n, hours=hours, expire_after=expire, shape=args.shape)
         if args.profile == n and hours == profile_hours:
             profile = cProfile.Profile()
             profile.enable()

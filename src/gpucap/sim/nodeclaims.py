@@ -249,6 +249,9 @@ class NodeClaimEvents:
         command = result.decided
         if command is not None:
             replacements = [r.name for r in command.replacements]
+            # One list for every candidate's event: the events carry equal lists, made once
+            # (a pass that deletes hundreds of empty nodes at once made one per candidate).
+            candidates = [x.node_claim.name for x in command.candidates]
             for c in command.candidates:
                 self.bus.emit(
                     "DisruptionDecision",
@@ -260,7 +263,7 @@ class NodeClaimEvents:
                     reason=command.reason,
                     method=command.method,
                     decision=command.decision,
-                    candidates=[x.node_claim.name for x in command.candidates],
+                    candidates=candidates,
                     replacements=replacements,
                     message=command.message,
                 )
