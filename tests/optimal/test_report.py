@@ -43,3 +43,16 @@ def test_plan_optimal_report_writes_the_page(tmp_path: Path) -> None:
     html = page.read_text()
     assert "Optimal fleet" in html
     assert html.count("data-fleet=") == 2
+
+
+def test_plan_optimal_explain_report_still_draws_both_fleets(tmp_path: Path) -> None:
+    f = tmp_path / "two.yaml"
+    f.write_text(to_yaml(gpu_pool(), nodeclass(), gpu_deployment("batch", 2)))
+    page = tmp_path / "r.html"
+    args = ["plan", str(f), "--optimal", "--report", str(page), "--explain", "batch-0"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.stderr
+    assert "Optimal fleet" not in result.stdout  # the terminal gets the pod's story alone
+    html = page.read_text()
+    assert "Optimal fleet" in html
+    assert html.count("data-fleet=") == 2

@@ -179,7 +179,8 @@ def _plan(  # noqa: PLR0917 - the `plan` command's options, as given
     if reservations is not None:
         objects = dataclasses.replace(objects, reservations=load_reservations(reservations))
     made = make_plan(objects, cat, max_passes=passes, kubernetes_version=kubernetes_version)
-    # Only with --optimal: a plan without it prints what it always printed.
+    # Only with --optimal: a plan without it prints what it always printed. `--explain` prints
+    # one pod's story alone, so the optimum is solved then only for the report's section.
     rep = (
         optimal_report(
             objects,
@@ -189,7 +190,7 @@ def _plan(  # noqa: PLR0917 - the `plan` command's options, as given
             max_passes=passes,
             kubernetes_version=kubernetes_version,
         )
-        if optimal is not None and explain is None
+        if optimal is not None and (explain is None or report is not None)
         else None
     )
     if report is not None:
