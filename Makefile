@@ -5,7 +5,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 SRC := src tests bench scripts
 
-.PHONY: test lint typecheck layers unit unit310 wheel golden browser bench bench-sim bench-world bench-disruption bench-optimal bench-sweep bench-ray fuzz clean
+.PHONY: test lint typecheck layers unit unit310 wheel golden browser bench bench-sim bench-world bench-disruption bench-day bench-optimal bench-sweep bench-ray fuzz clean
 
 test: browser lint typecheck layers unit unit310 wheel golden
 
@@ -94,6 +94,11 @@ bench-world: $(BIN)/.installed
 
 bench-disruption: $(BIN)/.installed
 	$(BIN)/python bench/disruption_scale.py
+
+# Issue 25's day: 1,000 one-GPU nodes at the afternoon peak, 500 at night, for 24 hours with
+# consolidation (target under 10 s), through `gpucap simulate` and in-process.
+bench-day: $(BIN)/.installed
+	$(BIN)/python bench/disruption_scale.py --sizes 1000 --hours 24 --shape diurnal --expire-after default --target 10
 
 # `plan --optimal` on 1,000 GPU pods over the bundled catalog (issue 27): optimum within 3 % of
 # the floor in under 10 s, the floor alone under 2 s (exit 1 if missed).

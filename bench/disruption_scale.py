@@ -22,9 +22,10 @@ minutes (issue 25's "1,000 GPU nodes x 24 h with consolidation" as a fleet lives
   hours, `--profile-hours`, default `--hours`; read with `python -m pstats`) and prints its top
   30 by cumulative time. Times are CPU seconds (`time.process_time`) but the `run s` column.
 `--day` adds the 24-hour run at the largest size (issue 25's target: 1,000 GPU nodes x 24 h
-with consolidation under 10 s). Prints one table, then checks that the per-pass cost per node at
-the largest size stays within 2x of the smallest (exit 1 if not). Not a unit test; figures
-depend on the machine (record them in docs/perf-log.md).
+with consolidation under 10 s; `make bench-day` runs the diurnal day with `--target 10`, which
+exits 1 when the last run is slower). Prints one table, then checks that the per-pass cost per
+node at the largest size stays within 2x of the smallest (exit 1 if not). Not a unit test;
+figures depend on the machine (record them in docs/perf-log.md).
 """
 
 from __future__ import annotations
@@ -232,6 +233,12 @@ def main() -> None:
         default="saw",
         help="the demand: the stress saw (default) or a diurnal day (N at 14:00, N/2 at 02:00)",
     )
+    parser.add_argument(
+        "--target",
+        type=float,
+        help="exit 1 when the last run takes longer (seconds: `gpucap simulate` end to end, "
+        "or the in-process CPU time with --no-cli)",
+    )
     parser.add_argument("--keep", type=Path, help="write the scenarios here and keep them")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -250,6 +257,7 @@ def main() -> None:
     print("nodes  hours  cli s   run s  cpu s  disrupt s  passes  ms/pass  us/pass/node", end="")
     print("  launched  disrupted")
     per_node: list[float] = []
+    last = 0.0
     for n, hours in runs:
         expire = None if args.expire_after == "default" else args.expire_after
         path = generate(out, n, hours=hours, expire_after=expire, shape=args.shape)
@@ -260,8 +268,10 @@ def main() -> None:
             profile.disable()
             profile.dump_stats(f"disruption-{n}-{hours}h.prof")
             pstats.Stats(profile).sort_stats("cumulative").print_stats(30)
-        cli = f"{_cli(path):6.2f}" if args.cli else "     -"
+        cli_s = _cli(path) if args.cli else None
+        cli = f"{cli_s:6.2f}" if cli_s is not None else "     -"
         r = run_once(path)
+        last = cli_s if cli_s is not None else r["cpu"]
         ms = 1000 * r["disruption"] / max(1, r["passes"])
         us_node = 1000 * ms / n
         if hours == args.hours:
@@ -274,6 +284,12 @@ def main() -> None:
         )
     if tmp is not None:
         tmp.cleanup()
+    if args.target is not None:
+        what = "gpucap simulate" if args.cli else "the in-process run (CPU)"
+        verdict = "within" if last <= args.target else "over"
+        print(f"{what}: {last:.2f} s, {verdict} the {args.target:g} s target")
+        if last > args.target:
+            sys.exit(1)
     if len(per_node) > 1 and per_node[-1] > 2 * per_node[0]:
         print(f"per-pass cost per node grew {per_node[-1] / per_node[0]:.1f}x: not linear")
         sys.exit(1)

@@ -59,7 +59,15 @@ from tests.fuzz.mutations import (
     serialize,
     walk,
 )
-from tests.fuzz.seeds import SCENARIO_FILE, WORKSHOP, Seed, SeedFile, all_seeds, workshop_files
+from tests.fuzz.seeds import (
+    SCENARIO_FILE,
+    SWEEP_FILE,
+    WORKSHOP,
+    Seed,
+    SeedFile,
+    all_seeds,
+    workshop_files,
+)
 
 __all__ = [
     "BOUND_SECONDS",
@@ -79,7 +87,7 @@ MEMORY_HEADROOM = 1536 << 20  # bytes a command may allocate beyond the process'
 EXIT_INTERNAL = 70
 FUZZER_ERROR = 98  # the child's status when the fuzzer itself failed (run_gpucap raises)
 ORACLE_EVERY = 4  # one case in four is an oracle mutation
-# Mutation classes after which `simulate` is not run. workload-size makes 20,000 pods: `plan`
+# Mutation classes after which `simulate`, `sweep` and `plan --optimal` are not run. workload-size makes 20,000 pods: `plan`
 # solves them once (~4 s), a simulation several times as nodes come up, plus a cluster snapshot
 # every 10 virtual seconds while they pend: honest work of a minute, which the bound would call
 # a hang (the same reason WORKLOAD_SIZES leaves out 100,000).
@@ -101,7 +109,13 @@ def load_cli() -> Callable[[], None]:
         from gpucap.cli import main as cli  # noqa: PLC0415
 
         _share_bundled_catalog(catalogs)
-        for argv in (["plan", str(WORKSHOP)], ["lint", str(WORKSHOP)]):
+        # `plan --optimal` imports scipy's HiGHS before the fork, as the catalog is loaded.
+        warm = (
+            ["plan", str(WORKSHOP)],
+            ["lint", str(WORKSHOP)],
+            ["plan", "--optimal", str(WORKSHOP)],
+        )
+        for argv in warm:
             sys.argv = ["gpucap", *argv]
             with contextlib.suppress(SystemExit):
                 cli.main()
@@ -162,8 +176,8 @@ def make_case(seed: int, index: int) -> Case:
         if oracle_case is not None:
             return oracle_case
     role = rng.choices(
-        ("manifests", "catalog", "prices", "lint-config", "scenario", "reservations"),
-        (70, 8, 8, 7, 7, 6),
+        ("manifests", "catalog", "prices", "lint-config", "scenario", "reservations", "sweep"),
+        (66, 7, 7, 6, 8, 6, 6),
     )[0]
     s = rng.choice([x for x in seeds if x.role == role])
     target = rng.randrange(len(s.files))
@@ -210,6 +224,10 @@ def _explain_pod(docs: list[Any]) -> str:
     return "default/vllm-0"
 
 
+# Roles whose seed files are written side by side (the others get the workshop in `w/`).
+_SIDE_BY_SIDE = ("manifests", "scenario", "sweep")
+
+
 def materialize(case: Case, where: Path) -> Materialized:
     """Write the case's files under `where` (which must exist and be empty)."""
     target_file = case.seed.files[case.target]
@@ -217,7 +235,7 @@ def materialize(case: Case, where: Path) -> Materialized:
     file_step = next((s for s in case.steps if isinstance(s, FileStep)), None)
     manifests: list[SeedFile] = list(case.seed.files)
     given: list[str] = []
-    if case.seed.role not in ("manifests", "scenario"):
+    if case.seed.role not in _SIDE_BY_SIDE:
         (where / "w").mkdir()
         manifests = list(workshop_files())
         for f in manifests:
@@ -233,7 +251,7 @@ def materialize(case: Case, where: Path) -> Materialized:
     if not file_step:
         target_path.write_bytes(raw)
     target_rel = str(written.relative_to(where))
-    if case.seed.role in ("manifests", "scenario"):
+    if case.seed.role in _SIDE_BY_SIDE:
         given = sorted(f.name for i, f in enumerate(case.seed.files) if i != case.target)
         given = sorted([*given, target_rel])
     try:
@@ -281,6 +299,17 @@ def commands_for(case: Case, m: Materialized) -> list[Command]:
             Command(("plan", opt, m.target, *files)),
             Command(("plan", "-o", "json", opt, m.target, *files)),
         ]
+    if role == "sweep":
+        # The sweep (wherever a file step moved it), every design and seed run inline: the
+        # table and the JSON document, whose variant names quote the axes' values.
+        if not SIMULATE_SKIPS.isdisjoint(case.classes):
+            return []
+        target_is_sweep = case.seed.files[case.target].name == SWEEP_FILE
+        sweep = m.target if target_is_sweep else SWEEP_FILE
+        return [
+            Command(("sweep", "--workers", "1", sweep)),
+            Command(("sweep", "--workers", "1", "-o", "json", sweep)),
+        ]
     if role == "lint-config":
         return [
             Command(("lint", *files)),  # found from the working directory
@@ -297,6 +326,10 @@ def commands_for(case: Case, m: Materialized) -> list[Command]:
         Command(("lint", "-o", "sarif", *files)),
         Command(("render", *files)),
     ]
+    if SIMULATE_SKIPS.isdisjoint(case.classes):
+        # The cheapest fleet and the cost floor (HiGHS) on whatever the plan placed; its "what
+        # to change" re-plans the input once per candidate change, too slow for 20,000 pods.
+        cmds.append(Command(("plan", "--optimal", "--optimal-time", "2s", *files)))
     if role == "scenario" and SIMULATE_SKIPS.isdisjoint(case.classes):
         # The scenario itself (wherever a file step moved it), run to its end: the table, whose
         # timeline quotes names from the files, and the events file as it streams.

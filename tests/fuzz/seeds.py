@@ -30,14 +30,23 @@ if sys.version_info >= (3, 11):
 else:  # Python 3.10: tomllib is tomli, added to the standard library in 3.11
     import tomli as tomllib
 
-__all__ = ["SCENARIO_FILE", "WORKSHOP", "Role", "Seed", "SeedFile", "all_seeds", "workshop_files"]
+__all__ = [
+    "SCENARIO_FILE",
+    "SWEEP_FILE",
+    "WORKSHOP",
+    "Role",
+    "Seed",
+    "SeedFile",
+    "all_seeds",
+    "workshop_files",
+]
 
 REPO = Path(__file__).resolve().parents[2]
 WORKSHOP = REPO / "src" / "gpucap" / "data" / "examples" / "workshop"
 REALWORLD = REPO / "tests" / "realworld"
 STORIES = REPO / "tests" / "sim" / "stories"
 
-Role = Literal["manifests", "catalog", "prices", "lint-config", "scenario", "reservations"]
+Role = Literal["manifests", "catalog", "prices", "lint-config", "scenario", "reservations", "sweep"]
 Format = Literal["yaml", "json", "toml"]
 
 
@@ -136,6 +145,63 @@ spec:
 SCENARIO_FILE = "scenario.yaml"
 SCENARIO_MANIFESTS = ("nodeclass.yaml", "nodepool.yaml", "device-plugin.yaml", "vllm.yaml")
 
+# A scenario in a world that does things by itself (README "A world that does things by
+# itself"): spot pools reclaimed at the measured rates, and vLLM autoscaled by an HPA on the
+# bundled diurnal trace; two hours, to stay well inside the fuzzer's time bound.
+WORLD_SCENARIO = """\
+apiVersion: gpucap.dev/v1alpha1
+kind: Scenario
+metadata:
+  name: world
+spec:
+  region: us-east-1
+  duration: 2h
+  seed: 3
+  world:
+    spot: {model: measured}
+  manifests: [nodeclass.yaml, nodepool.yaml, device-plugin.yaml, vllm.yaml, hpa.yaml]
+  metrics:
+    - {hpa: vllm, trace: "bundled:diurnal-24h", column: requests_per_second, scale: 0.05}
+"""
+HPA = """\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: vllm, namespace: default}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: vllm}
+  minReplicas: 1
+  maxReplicas: 4
+  metrics:
+    - type: Pods
+      pods:
+        metric: {name: requests_per_second}
+        target: {type: AverageValue, averageValue: "2"}
+  behavior:
+    scaleDown:
+      stabilizationWindowSeconds: 120
+      policies: [{type: Pods, value: 1, periodSeconds: 60}]
+"""
+# A sweep of the scenario above (`SCENARIO`): a requirement axis and a path axis, 2 x 2
+# designs of 2 seeds each (README "Sweeps", docs/scenario.md).
+SWEEP_FILE = "sweep.yaml"
+SWEEP = """\
+apiVersion: gpucap.dev/v1alpha1
+kind: Sweep
+metadata: {name: designs}
+spec:
+  scenario: scenario.yaml
+  seeds: 2
+  axes:
+    - name: capacity
+      target: {kind: NodePool, name: gpu}
+      requirement: karpenter.sh/capacity-type
+      values: [[spot, on-demand], [on-demand]]
+    - name: limit
+      target: {kind: NodePool, name: gpu}
+      path: spec.limits[nvidia.com/gpu]
+      values: ["2", "6"]
+"""
+
 
 # A DescribeCapacityReservations answer: an ODCR and a Capacity Block (`--reservations`).
 RESERVATIONS = {
@@ -191,6 +257,28 @@ def all_seeds() -> tuple[Seed, ...]:
             "scenario",
             "scenario",
             (
+                SeedFile(SCENARIO_FILE, "yaml", tuple(yaml.safe_load_all(SCENARIO))),
+                *(_yaml_file(STORIES / name, name) for name in SCENARIO_MANIFESTS),
+            ),
+        )
+    )
+    seeds.append(
+        Seed(
+            "scenario-world",
+            "scenario",
+            (
+                SeedFile(SCENARIO_FILE, "yaml", tuple(yaml.safe_load_all(WORLD_SCENARIO))),
+                *(_yaml_file(STORIES / name, name) for name in SCENARIO_MANIFESTS),
+                SeedFile("hpa.yaml", "yaml", tuple(yaml.safe_load_all(HPA))),
+            ),
+        )
+    )
+    seeds.append(
+        Seed(
+            "sweep",
+            "sweep",
+            (
+                SeedFile(SWEEP_FILE, "yaml", tuple(yaml.safe_load_all(SWEEP))),
                 SeedFile(SCENARIO_FILE, "yaml", tuple(yaml.safe_load_all(SCENARIO))),
                 *(_yaml_file(STORIES / name, name) for name in SCENARIO_MANIFESTS),
             ),

@@ -74,6 +74,7 @@ def test_cases_cover_every_role_and_oracles() -> None:
         "lint-config",
         "scenario",
         "reservations",
+        "sweep",
     }
     assert sum(c.oracle is not None for c in cases) == 50
 
@@ -179,8 +180,9 @@ def test_a_memory_blow_up_is_stopped_by_the_limit(tmp_path: Path) -> None:
 def test_the_workshop_keeps_the_promise_unmutated() -> None:
     fuzzer = Fuzzer(seed=0)
     results = fuzzer.execute(Case(0, all_seeds()[0], 0, ()))
-    assert len(results) == 8  # validate, plan x3, lint x3, render (no stdin: several files)
-    assert [f for *_, f in results] == [None] * 8
+    # validate, plan x3, lint x3, render, plan --optimal (no stdin: several files)
+    assert len(results) == 9
+    assert [f for *_, f in results] == [None] * 9
     by_name = {cmd.name: o for _, cmd, o, _ in results}
     assert by_name["validate"].code == 0
     assert by_name["lint"].code in (0, 1)
