@@ -3,8 +3,11 @@
 A sweep names a scenario (relative to the sweep file), how many seeds each design runs, and
 axes: each axis changes one field of one object of the scenario's `spec.manifests` (`target`,
 by kind and name), either a NodePool requirement's values (`requirement: KEY`) or any field by
-its path (`path: spec.disruption.consolidateAfter`), over a list of `values`. The designs
-(variants) are the product of the axes in the order written, unless `variants:` lists them.
+its path (`path: spec.disruption.consolidateAfter`), over a list of `values`; or, with `target:
+{kind: Scenario, name: SCENARIO}`, a field of the scenario itself (`spec.world.spot.model`,
+`spec.timings.registration`, `spec.metrics[0].scale`), but not `spec.manifests` or
+`spec.seed`. The designs (variants) are the product of the axes in the order written, unless
+`variants:` lists them.
 
 This module reads the document and checks what needs nothing else (`sweep_problems`: axis names,
 one of requirement/path, path syntax, variants naming axes); `sim/sweep.py` applies the values
@@ -198,6 +201,10 @@ def sweep_problems(sweep: Sweep) -> list[tuple[FieldPath, str]]:
                             "an object's fields, not its identity",
                         )
                     )
+                elif axis.target.kind == "Scenario":
+                    problem = _scenario_path_problem(steps)
+                    if problem is not None:
+                        out.append(((*at, "path"), f"{axis.path}: {problem}"))
     for k, variant in enumerate(s.variants or ()):
         for key, value in variant.values.items():
             problem = _json_problem(value)
@@ -222,6 +229,22 @@ def sweep_problems(sweep: Sweep) -> list[tuple[FieldPath, str]]:
     if s.variants is not None and not s.variants:
         out.append((("variants",), "an empty list runs nothing; leave it out to run the grid"))
     return out
+
+
+def _scenario_path_problem(steps: tuple[PathStep, ...]) -> str | None:
+    """Why a Scenario axis cannot change this field, or None. Its world (`spec.world`,
+    `spec.metrics`, `spec.timings`, `spec.images`, events...) is what a Scenario axis is for;
+    which files it applies are the designs' common ground, and its seed is the sweep's."""
+    if steps[0] != "spec" or len(steps) < 2:
+        return "a Scenario axis changes a field under spec (spec.world.spot.model)"
+    if steps[1] == "manifests":
+        return (
+            "a sweep changes the objects of spec.manifests (target them by kind and name), "
+            "not which files the scenario applies"
+        )
+    if steps[1] == "seed":
+        return "the runs' seeds are the sweep's (spec.seeds, from the scenario's seed on)"
+    return None
 
 
 def _grid_size(spec: SweepSpec) -> int:

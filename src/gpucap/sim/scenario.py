@@ -46,7 +46,9 @@ from gpucap.apis.serde import (
     LoadResult,
     Manifest,
     effective,
+    load_documents,
     load_text,
+    parse_text,
 )
 from gpucap.apis.yamltext import documents
 from gpucap.cloudprovider.aws.coldstart import TIMING_FIELDS, TIMING_KEYS
@@ -164,12 +166,18 @@ CatalogSource = Catalog | Callable[[str], Catalog]
 
 
 def load_scenario(
-    path: str, catalog: CatalogSource, *, reservations: Reservations | None = None
+    path: str,
+    catalog: CatalogSource,
+    *,
+    reservations: Reservations | None = None,
+    edit: Callable[[dict[str, Any]], None] | None = None,
 ) -> LoadedScenario:
     """Load and check the scenario at `path`. `catalog` is the region's catalog, or a function
     from the scenario's region to it (so the caller need not read the region first).
-    `reservations` (`simulate --reservations`) replace the scenario's `spec.reservations`."""
-    return _Loader(path, reservations).load(catalog)
+    `reservations` (`simulate --reservations`) replace the scenario's `spec.reservations`.
+    `edit` changes the parsed document in place before it is checked (a sweep's Scenario axes,
+    `sim/sweep.py`); what it raises reaches the caller."""
+    return _Loader(path, reservations, edit).load(catalog)
 
 
 # ---- the loader -------------------------------------------------------------------------------
@@ -179,9 +187,15 @@ _AMI_VERSION = re.compile(r"v[0-9]{8}")
 
 
 class _Loader:
-    def __init__(self, path: str, reservations: Reservations | None = None) -> None:
+    def __init__(
+        self,
+        path: str,
+        reservations: Reservations | None = None,
+        edit: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
         self.path = path
         self.given_reservations = reservations
+        self.edit = edit
         self.first_apply: dict[_REF, ScenarioAction] = {}
         self.warnings: list[str] = []
         self.inputs: list[str] = [path]
@@ -329,7 +343,9 @@ class _Loader:
 
     def document(self) -> Scenario:
         text = read_path(self.path, self.budget)  # InputError names the file
-        result = load_text(text, self.path, budget=self.budget)
+        result = self._edited(text) if self.edit is not None else None
+        if result is None:
+            result = load_text(text, self.path, budget=self.budget)
         if result.errors:
             raise ScenarioError(*(self.scenario_issue(issue) for issue in result.errors))
         self.warnings.extend(str(w) for w in result.warnings)
@@ -341,6 +357,17 @@ class _Loader:
                 f"(apiVersion gpucap.dev/v1alpha1); found {kinds}"
             )
         return loaded[0]
+
+    def _edited(self, text: str) -> LoadResult | None:
+        """The document parsed, changed by `edit` and loaded; None when the text is not one
+        mapping (the plain load then says what it is)."""
+        assert self.edit is not None
+        parsed = parse_text(text, self.path, self.budget)
+        if isinstance(parsed, str) or len(parsed) != 1 or not isinstance(parsed[0][0], dict):
+            return None
+        data, lines = parsed[0]
+        self.edit(data)
+        return load_documents([(data, lines)], self.path, budget=self.budget)
 
     def scenario_issue(self, issue: Issue) -> str:
         """An error the loader found in the scenario document, as one line: the file, then the

@@ -16,10 +16,12 @@ the same seeds, and which design is worth its cost.
   (`pareto_front`, on the p50s); `cheapest_within(results, bound)`: the `--max-serving-lost`
   choice.
 
-How a value is applied: the target object's wire form (`apis/meta.dump`, which the loader reads
-back to the same object) is changed and loaded again. `requirement: KEY` makes the NodePool's
-requirement `KEY In values` (replacing the one with that key, or added after the others);
-`path:` sets the field, creating the maps on the way (a list item must exist: `[N]`,
+How a value is applied: the target object's wire form (`apis/meta.dump`, which the loader reads back
+to the same object) is changed and loaded again. A Scenario axis (the target `SCENARIO`) sets the
+value in the scenario file's parsed document, which is loaded again as a whole
+(`load_scenario(edit=...)`, `_reloaded`) before the objects' axes apply. `requirement: KEY` makes
+the NodePool's requirement `KEY In values` (replacing the one with that key, or added after the
+others); `path:` sets the field, creating the maps on the way (a list item must exist: `[N]`,
 `[FIELD=VALUE]`). The axes apply in the order written; a later axis on the same field wins.
 
 Called by `cli/sweep.py`, `cli/demo_world.py` (act 3's two designs) and bench/sweep.py. Pure
@@ -53,9 +55,10 @@ from gpucap.apis.sweep import (
 from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
 from gpucap.sim.costcurve import COST_CURVE_POINTS
 from gpucap.sim.runset import RunOutcome, SeedRun, set_summary
-from gpucap.sim.scenario import LoadedScenario, load_scenario
+from gpucap.sim.scenario import LoadedScenario, ScenarioError, load_scenario
 
 __all__ = [
+    "SCENARIO",
     "SERVING_MEASURES",
     "LoadedSweep",
     "SweepError",
@@ -76,6 +79,8 @@ __all__ = [
 # evicted (`sim/summary.py`).
 SERVING_MEASURES = ("servingLostFraction", "servingLostSeconds")
 _REQUIREMENTS: FieldPath = ("spec", "template", "spec", "requirements")
+# The target index of a Scenario axis: the scenario itself, not one of its manifests.
+SCENARIO = -2
 
 
 class SweepError(InputError):
@@ -159,6 +164,9 @@ def load_sweep(path: str, catalog: Catalog | Callable[[str], Catalog]) -> Loaded
     def fail(field: FieldPath, message: str) -> None:
         problems.append(f"{path}: {format_path(field)}: {message}")
 
+    def reload(edits: Sequence[tuple[SweepAxis, Any]]) -> LoadedScenario | list[str]:
+        return _reloaded(where, scenario, loaded[-1], edits)
+
     targets = [_target(scenario, i, axis, fail) for i, axis in enumerate(sweep.spec.axes)]
     if problems:
         raise SweepError(*problems)
@@ -166,7 +174,7 @@ def load_sweep(path: str, catalog: Catalog | Callable[[str], Catalog]) -> Loaded
     # Each value alone, so that a value the field rejects is named once, at the value.
     for i, axis in enumerate(axes):
         for j, value in enumerate(axis.values):
-            bad = _apply(scenario, [(axis, targets[i], value)])
+            bad = _apply(scenario, [(axis, targets[i], value)], reload)
             if isinstance(bad, list):
                 for line in bad:
                     fail(("axes", i, "values", j), line)
@@ -179,7 +187,7 @@ def load_sweep(path: str, catalog: Catalog | Callable[[str], Catalog]) -> Loaded
             for i in range(len(axes))
             if axes[i].name in values
         ]
-        made = _apply(scenario, chosen)
+        made = _apply(scenario, chosen, reload)
         if isinstance(made, list):
             for line in made:
                 fail(field, f"({name}) {line}")
@@ -268,13 +276,22 @@ def _target(
     """The index in `scenario.initial` of the axis's target; -1 (with the problem said) when the
     scenario's manifests have no such object."""
     t = axis.target
-    if t.kind not in KINDS or t.kind == "Scenario":
-        hint = closest_name(t.kind, [k for k in KINDS if k != "Scenario"])
+    if t.kind not in KINDS:
+        hint = closest_name(t.kind, list(KINDS))
         fail(
             ("axes", i, "target", "kind"),
             f"unknown kind {t.kind!r}" + (f" (did you mean {hint!r}?)" if hint else ""),
         )
         return -1
+    if t.kind == "Scenario":
+        if t.name != scenario.name:
+            fail(
+                ("axes", i, "target", "name"),
+                f"the sweep's scenario ({scenario.path}) is named {scenario.name!r}, not "
+                f"{t.name!r}",
+            )
+            return -1
+        return SCENARIO
     namespaced = KINDS[t.kind][2]
     namespace = (t.namespace or "default") if namespaced else None
     for n, m in enumerate(scenario.initial):
@@ -313,19 +330,59 @@ def apply_values(
 ) -> LoadedScenario:
     """`scenario` with each (axis, target index, value) applied; raises SweepError (the
     problems, without the sweep's file) when a value does not apply or the object it makes
-    does not validate. For tests and callers that build variants themselves."""
-    made = _apply(scenario, chosen)
+    does not validate. For tests and callers that build variants of the objects themselves;
+    an axis on the scenario's own fields (a `SCENARIO` target) needs its file read again, which
+    `load_sweep` does."""
+    made = _apply(scenario, chosen, None)
     if isinstance(made, list):
         raise SweepError(*made)
     return made
 
 
-def _apply(
-    scenario: LoadedScenario, chosen: Sequence[tuple[SweepAxis, int, Any]]
+# Loads the scenario again with the given Scenario axes' values (`_reloaded`, bound by
+# `load_sweep`).
+Reload = Callable[[Sequence[tuple[SweepAxis, Any]]], LoadedScenario | list[str]]
+
+
+def _reloaded(
+    where: str, base: LoadedScenario, catalog: Catalog, edits: Sequence[tuple[SweepAxis, Any]]
 ) -> LoadedScenario | list[str]:
+    """The scenario at `where` loaded again with the Scenario axes' values set in its document
+    (`load_scenario(edit=...)`): checked as `simulate` checks it, its problems one line each."""
+
+    def edit(doc: dict[str, Any]) -> None:
+        for axis, value in edits:
+            assert axis.path is not None  # a Scenario axis has a path (sweep_problems)
+            _set_path(doc, parse_field_path(axis.path), value)
+
+    try:
+        return load_scenario(where, catalog, edit=edit)
+    except _PathError as err:
+        return [f"Scenario/{base.name}: {err}"]
+    except ScenarioError as err:
+        return list(err.problems)
+
+
+def _apply(
+    scenario: LoadedScenario,
+    chosen: Sequence[tuple[SweepAxis, int, Any]],
+    reload: Reload | None,
+) -> LoadedScenario | list[str]:
+    # The scenario's own fields first: the objects' axes then change the objects it loads
+    # (the same files: a Scenario axis cannot change spec.manifests).
+    edits = [(axis, value) for axis, target, value in chosen if target == SCENARIO]
+    if edits:
+        if reload is None:
+            return ["a Scenario axis is applied by load_sweep (the scenario is read again)"]
+        again = reload(edits)
+        if isinstance(again, list):
+            return again
+        scenario = again
     docs: dict[int, dict[str, Any]] = {}
     problems: list[str] = []
     for axis, target, value in chosen:
+        if target == SCENARIO:
+            continue
         if target not in docs:
             docs[target] = copy.deepcopy(dump(scenario.initial[target].obj))
         m = scenario.initial[target]
