@@ -11,6 +11,8 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpucap.cloudprovider.aws.instance.launch import FleetOverride
 from gpucap.cloudprovider.aws.instancetype.catalog import Catalog, load_catalog
@@ -342,3 +344,67 @@ def test_the_summary_counts_the_pools_the_timeline_left_out(tmp_path: Path) -> N
     assert len(words) == 1
     assert f"EC2 reclaimed {spot['poolReclaims']} spot pool" in words[0]
     assert (f"({quiet} of them empty" in words[0]) == (quiet > 0)
+
+
+# ---- the pools a refresh starts: the NodePool applied alone, beside every NodePool each time ----
+_TYPES = ("g5.xlarge", "g6.xlarge", "g5.2xlarge", "g4dn.xlarge")
+
+
+def _pools_story(tmp_path: Path, types: list[str], later: int, seed: int) -> Path:
+    """NodePools np-0.. (one instance type each, spot), the story's NodeClass applied after the
+    first of them, the rest up front, and `later` more applied by events."""
+    docs = []
+    for i, t in enumerate(types):
+        docs.append(
+            "apiVersion: karpenter.sh/v1\nkind: NodePool\n"
+            f"metadata: {{name: np-{i}}}\nspec:\n  template:\n    spec:\n"
+            "      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: gpu}\n"
+            "      requirements:\n"
+            "        - {key: karpenter.sh/capacity-type, operator: In, values: [spot]}\n"
+            f"        - {{key: node.kubernetes.io/instance-type, operator: In, values: [{t}]}}\n"
+        )
+    files = []
+    for i, doc in enumerate(docs):
+        f = tmp_path / f"np-{i}.yaml"
+        f.write_text(doc)
+        files.append(f)
+    up_front = files[: len(files) - later]
+    manifests = [*up_front[:1], STORIES / "nodeclass.yaml", *up_front[1:]]
+    events = "".join(
+        f"    - {{at: {10 * (k + 1)}m, apply: {{file: {f}}}}}\n"
+        for k, f in enumerate(files[len(files) - later :])
+    )
+    text = (
+        "apiVersion: gpucap.dev/v1alpha1\nkind: Scenario\nmetadata: {name: pools}\nspec:\n"
+        f"  duration: 2h\n  seed: {seed}\n  world: {{spot: {{model: measured}}}}\n"
+        f"  manifests: [{', '.join(str(m) for m in manifests)}]\n"
+        + (f"  events:\n{events}" if events else "")
+    )
+    path = tmp_path / "pools.yaml"
+    path.write_text(text)
+    return path
+
+
+def _market_bytes(path: Path, *, indexed: bool) -> tuple[str, list[tuple[str, str]]]:
+    from gpucap.sim.world import World  # noqa: PLC0415 - the world itself, to reach its market
+
+    world = World(load_scenario(str(path), _catalog), _catalog())
+    assert world.spot_market is not None
+    world.spot_market.indexed = indexed
+    result = world.run()
+    return _bytes(result), list(world.spot_market.pools)
+
+
+@settings(max_examples=6, deadline=None)
+@given(
+    types=st.lists(st.sampled_from(_TYPES), min_size=1, max_size=6),
+    later=st.integers(0, 3),
+    seed=st.integers(1, 50),
+)
+def test_a_refresh_of_the_nodepool_applied_starts_the_pools_a_look_at_every_nodepool_would(
+    tmp_path_factory: pytest.TempPathFactory, types: list[str], later: int, seed: int
+) -> None:
+    path = _pools_story(tmp_path_factory.mktemp("pools"), types, min(later, len(types) - 1), seed)
+    fast = _market_bytes(path, indexed=True)
+    assert fast[1]  # pools started
+    assert fast == _market_bytes(path, indexed=False)

@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from gpucap.runtime.clock import FakeClock
 from gpucap.state.cluster import Cluster
 from gpucap.state.snapshot import snapshot
+from tests.builders import daemonset, load, nodepool
+from tests.scheduling.overlays import overlay
 from tests.state.cluster_changes import (
     BASE,
     NODES,
@@ -137,3 +139,43 @@ def test_the_snapshot_after_many_changes_is_the_rebuilt_one(ops: list[tuple[obje
         if op[0] == "snapshot":
             assert cluster.snapshot() == rebuilt(cluster)
     assert cluster.snapshot() == rebuilt(cluster)
+
+
+_KIND_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["apply", "delete"]),
+        st.sampled_from(["NodePool", "DaemonSet", "NodeOverlay"]),
+        st.sampled_from(["a", "b", "c"]),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(ops=_KIND_OPS)
+def test_the_objects_of_a_kind_are_the_scan_of_the_objects_after_every_apply_and_delete(
+    ops: list[tuple[str, str, str]],
+) -> None:
+    cluster = Cluster.from_manifests(BASE)
+    for verb, kind, name in ops:
+        if verb == "apply":
+            obj = (
+                overlay(name, price="1")
+                if kind == "NodeOverlay"
+                else load(nodepool(name) if kind == "NodePool" else daemonset(name))
+                .objects.items[0]
+                .obj
+            )
+            cluster.apply(obj)
+        else:
+            cluster.delete(kind, "default" if kind == "DaemonSet" else None, name)
+        for k, got in (
+            ("NodePool", cluster.nodepools()),
+            ("DaemonSet", cluster.daemonsets()),
+            ("NodeOverlay", cluster.nodeoverlays()),
+        ):
+            assert got == [m.obj for m in cluster._objects.values() if m.obj.kind == k]
+            got.clear()  # a caller's list is its own: the next answer is whole again
+        assert [np.name for np in cluster.nodepools()] == [
+            m.obj.metadata.name for m in cluster._objects.values() if m.obj.kind == "NodePool"
+        ]

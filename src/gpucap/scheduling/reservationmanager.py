@@ -30,7 +30,10 @@ class ReservationManager:
 
     def __init__(self, instance_types: Iterable[Iterable[InstanceType]]) -> None:
         self._left: dict[str, int] = {}
-        for types in instance_types:
+        # NodePools of one node class share their types' sequence: each is read once (the
+        # minimum below is the same however often an offering is seen).
+        unique = {id(types): types for types in instance_types}
+        for types in unique.values():
             for it in types:
                 for o in it.offerings:
                     if o.capacity_type != _RESERVED or not o.reservation_id:

@@ -50,7 +50,7 @@ import datetime as dt
 import hashlib
 import math
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,6 +60,7 @@ from gpucap.cloudprovider.aws.instancetype.catalog import Catalog
 from gpucap.cloudprovider.aws.simulated.ec2 import SimulatedEC2
 from gpucap.cloudprovider.types import CloudProvider
 from gpucap.runtime.clock import Clock
+from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.requirements import Requirements
 from gpucap.sim.bus import PRIORITY_SCENARIO, Bus
 from gpucap.sim.worldspec import SpotWorld, advisor_buckets
@@ -214,6 +215,11 @@ class SpotMarket:
         self.until = until
         self.warn = warn  # (NodeClaim name, provider ID): the two-minute warning
         self.pools: dict[tuple[str, str], _Pool | None] = {}
+        # NodePool name -> (the object, its instance types) at `refresh`'s last look at it.
+        self._looked: dict[str, tuple[NodePool, Sequence[InstanceType]]] = {}
+        # Whether `refresh` skips what cannot add a pool; off: every NodePool looked at each
+        # time (the reference tests/sim/test_spot_market.py compares runs with).
+        self.indexed = True
         # The families with a GPU type (what `measured` and the advisor extract cover).
         self._gpu_families = {
             info.family for info in map(catalog.info, catalog.names) if info.gpu_count > 0
@@ -229,17 +235,31 @@ class SpotMarket:
     def start(self) -> None:
         self.refresh()
 
-    def refresh(self) -> None:
-        """Start the process of every spot pool a NodePool could now launch into."""
-        for nodepool in self.cluster.nodepools():
-            for key in self._pools_of(nodepool):
+    def refresh(self, nodepool_name: str | None = None) -> None:
+        """Start the process of every spot pool a NodePool could now launch into; with
+        `nodepool_name` (that NodePool applied), of that NodePool's pools alone. The spot pools
+        of a NodePool are a function of its object and its node class's instance types (their
+        offerings' zones and capacity types; never their availability), so another NodePool
+        has none to add then, and one whose object and types are those of its last look is
+        skipped: applying N NodePools one by one is not N passes over every NodePool's types.
+        Called by the world when a NodePool or an EC2NodeClass is applied or deleted."""
+        pools = self.cluster.nodepools()
+        if nodepool_name is not None and self.indexed:
+            pools = [np for np in pools if np.name == nodepool_name]
+        for nodepool in pools:
+            types = self.cloud.get_instance_types(nodepool)
+            seen = self._looked.get(nodepool.name)
+            if self.indexed and seen is not None and seen[0] is nodepool and seen[1] is types:
+                continue
+            self._looked[nodepool.name] = (nodepool, types)
+            for key in self._pools_of(nodepool, types):
                 if key not in self.pools:
                     self.pools[key] = self._join(*key)
 
-    def _pools_of(self, nodepool: NodePool) -> list[tuple[str, str]]:
+    def _pools_of(self, nodepool: NodePool, types: Sequence[InstanceType]) -> list[tuple[str, str]]:
         reqs = Requirements.from_node_selector(nodepool.spec.template.spec.requirements)
         out = []
-        for it in self.cloud.get_instance_types(nodepool):
+        for it in types:
             if not it.is_compatible(reqs):
                 continue
             for o in it.offerings:

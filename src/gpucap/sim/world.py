@@ -434,14 +434,14 @@ class World:
             else:
                 self.pod_controller.pending(key)
         self._pods_deleted(applied.deleted)
-        self._objects_changed(kind)
+        self._objects_changed(kind, obj.metadata.name)
         if kind == "DaemonSet":
             self.daemonsets.daemonsets_changed()
         elif kind == "Node":
             self.daemonsets.node_changed(obj.metadata.name)
 
-    def _objects_changed(self, kind: str) -> None:
-        """Re-wire what depends on the applied objects of `kind`."""
+    def _objects_changed(self, kind: str, name: str | None = None) -> None:
+        """Re-wire what depends on the applied objects of `kind` (`name`: the one applied)."""
         if kind in ("DaemonSet", "ClusterPolicy", "ConfigMap"):
             self.kubelet.start_plugins()
         if kind in ("NodePool", "EC2NodeClass", "NodeOverlay", "DaemonSet"):
@@ -449,7 +449,7 @@ class World:
         if kind in ("NodePool", "EC2NodeClass"):
             self.engine.trigger(self.cadence.drift_loop)
             if self.spot_market is not None:
-                self.spot_market.refresh()
+                self.spot_market.refresh(name if kind == "NodePool" else None)
 
     def _pods_deleted(self, keys: Iterable[str]) -> None:
         for key in keys:

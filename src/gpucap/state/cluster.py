@@ -166,12 +166,12 @@ def _unbound(pod: Pod) -> Pod:
 
 
 class Cluster:
-    """Mutable cluster state (see the module docstring). `clock` dates nominations; without
-    one they never expire."""
+    """Mutable cluster state (module docstring); `clock` dates nominations (none: no end)."""
 
     def __init__(self, clock: Clock | None = None) -> None:
         self._clock = clock
         self._objects: dict[tuple[str, str, str], Manifest] = {}
+        self._kinds: dict[str, list[Any]] = {}  # `_of_kind`'s lists, until an object changes
         self._pods: dict[str, Pod] = {}
         # Index of `_pods` for `pods_on`: node name -> keys of the pods bound to it, and each
         # key's insertion number (its place in `_pods`' order). Kept by `_put` and `_drop`,
@@ -246,6 +246,7 @@ class Cluster:
                 out._set_claim(cast(NodeClaim, m.obj))
             elif kind != "Pod":
                 out._objects[_key_of(m.obj)] = m
+                out._kinds.clear()  # (a Node or NodeClaim written may have asked for a kind)
         out._version += 1
         for pod in manifests.pods:
             out._put(pod)
@@ -649,6 +650,8 @@ class Cluster:
 
     def _changed(self, change: ClusterChange, name: str = "") -> None:
         self._changes, self.changing = self._changes + 1, name  # `changing`: see `watch`
+        if change is ClusterChange.OBJECTS:  # `apply` and `delete`, the writers of `_objects`
+            self._kinds.clear()
         for fn in self._watchers:
             fn(change)
 
@@ -908,7 +911,9 @@ class Cluster:
         return [k for k, _ in expand_keys(cast(PodCreator, previous.obj))]
 
     def _of_kind(self, kind: str) -> list[Any]:
-        return [m.obj for m in self._objects.values() if m.obj.kind == kind]
+        if kind not in self._kinds:  # a NodePool's types ask for the NodeOverlays every time
+            self._kinds[kind] = [m.obj for m in self._objects.values() if m.obj.kind == kind]
+        return list(self._kinds[kind])
 
     def _sync_pods(
         self, old: Iterable[str], new: Iterable[tuple[str, Callable[[], Pod]]]
