@@ -181,8 +181,8 @@ spec:
       stabilizationWindowSeconds: 120
       policies: [{type: Pods, value: 1, periodSeconds: 60}]
 """
-# A sweep of the scenario above (`SCENARIO`): a requirement axis and a path axis, 2 x 2
-# designs of 2 seeds each (README "Sweeps", docs/scenario.md).
+# A sweep of the scenario above (`SCENARIO`): a NodePool requirement axis and an axis on the
+# scenario's own timings, 2 x 2 designs of one seed each (README "Sweeps", docs/scenario.md).
 SWEEP_FILE = "sweep.yaml"
 SWEEP = """\
 apiVersion: gpucap.dev/v1alpha1
@@ -190,16 +190,16 @@ kind: Sweep
 metadata: {name: designs}
 spec:
   scenario: scenario.yaml
-  seeds: 2
+  seeds: 1
   axes:
     - name: capacity
       target: {kind: NodePool, name: gpu}
       requirement: karpenter.sh/capacity-type
       values: [[spot, on-demand], [on-demand]]
-    - name: limit
-      target: {kind: NodePool, name: gpu}
-      path: spec.limits[nvidia.com/gpu]
-      values: ["2", "6"]
+    - name: registration
+      target: {kind: Scenario, name: burst}
+      path: spec.timings.registration
+      values: [40s, 2m]
 """
 
 
