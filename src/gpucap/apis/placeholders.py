@@ -44,6 +44,7 @@ from typing import Literal
 import yaml
 
 from gpucap.apis.limits import MAX_FILE_BYTES
+from gpucap.apis.yamltext import Loader
 
 __all__ = [
     "PLACEHOLDER",
@@ -278,7 +279,9 @@ def _spans(text: str) -> list[tuple[int, int, _Category]] | None:
         walk(root, kind, ())
 
     try:
-        for root in yaml.compose_all(text, Loader=yaml.SafeLoader):
+        # libyaml when present (as the loader, `yamltext.Loader`): the same nodes and marks
+        # (character offsets), ~10x faster than PyYAML's own scanner on a large file.
+        for root in yaml.compose_all(text, Loader=Loader):
             if root is not None:
                 walk_document(root)
     except (yaml.YAMLError, RecursionError):
