@@ -184,8 +184,28 @@ def _latency(s: Mapping[str, Any]) -> SummaryTable:
     )
 
 
+def _floor(s: Mapping[str, Any]) -> Sentence | None:
+    """The cost floor and how far above it the bill is (a summary without one, recorded before
+    it existed, has no line)."""
+    floor = s.get("costFloorUSD")
+    if floor is None:
+        return None
+    text = f"Cost floor: ${floor:.2f}"
+    if floor > 0:
+        over = 100 * (s["costUSD"] - floor) / floor
+        text += (
+            f" (the bill is {over:.1f}% above)"
+            if over >= 0
+            else f" (the bill is {-over:.1f}% below: pending pods count from their creation)"
+        )
+    return Sentence("cost-floor", text)
+
+
 def _facts(s: Mapping[str, Any], start: dt.datetime) -> list[Fact]:
     facts: list[Fact] = []
+    floor = _floor(s)
+    if floor is not None:
+        facts.append(floor)
     disruptions = ", ".join(f"{r} {n}" for r, n in s["disruptions"].items())
     facts.append(Sentence("disruptions", f"Disruptions: {disruptions or 'none'}"))
     if s.get("servingPodsEvicted"):

@@ -42,7 +42,7 @@ from gpucap.scheduling.poddata import PodData, pod_data
 from gpucap.scheduling.scheduler import Scheduler
 from gpucap.scheduling.topology import TopologyType
 
-__all__ = ["Bin", "FleetNode", "Instance", "PodClass", "build_instance"]
+__all__ = ["Bin", "FleetNode", "Instance", "PodClass", "build_instance", "pack_instance"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +127,6 @@ def build_instance(made: Plan) -> Instance:
         pending_pods=pods,
         options=options,
     )
-    notes: list[str] = []
     limits = {k: dict(v) for k, v in sched.remaining_resources.items()}
     for c in made.node_claims:
         it = c.launched_type
@@ -135,6 +134,35 @@ def build_instance(made: Plan) -> Instance:
             left = limits[c.nodepool]
             for k in left:
                 left[k] -= 1 if k == "nodes" else it.capacity.get(k, 0)
+    inst = pack_instance(sched, pods, limits)
+    inst.karpenter = [
+        FleetNode(
+            c.nodepool,
+            c.launch.instance_type,
+            c.launch.zone,
+            c.launch.capacity_type,
+            c.launch.price,
+            tuple(p.key for p in c.pods),
+        )
+        for c in claims
+        if c.launch is not None
+    ]
+    inst.karpenter_cost = round(sum(n.price for n in inst.karpenter), 6)
+    return inst
+
+
+def pack_instance(
+    sched: Scheduler,
+    pods: Sequence[Pod],
+    limits: Mapping[str, Mapping[str, int]],
+    counts: Sequence[int] | None = None,
+) -> Instance:
+    """The classes and bins of `pods` over `sched`'s NodePool templates, under `limits` (what
+    is left of each NodePool's), without Karpenter's fleet: `build_instance`'s core, and the
+    simulator's cost floor's (`optimal/floor.py`). `sched` is built with preferences ignored
+    and `pods` as its pending pods (the topology reads them). With `counts`, `pods[i]` stands
+    for `counts[i]` pods alike (its class holds it that many times)."""
+    options = sched.options
     datas = [pod_data(p, options) for p in pods]
     resources = sorted({k for d in datas for k, v in d.requests.items() if v > 0})
     bins: list[Bin] = []
@@ -176,6 +204,7 @@ def build_instance(made: Plan) -> Instance:
                 relaxed.add(f"{g.type.value} on {g.key}")
         key = (tuple(sorted(data.requests.items())), compat(pod, data), tuple(sorted(mine)))
         by_key.setdefault(key, []).append(i)
+    times = counts if counts is not None else [1] * len(pods)
     classes: list[PodClass] = []
     unplaceable: list[str] = []
     for (_, cbins, cgroups), members in by_key.items():
@@ -184,12 +213,13 @@ def build_instance(made: Plan) -> Instance:
             continue
         classes.append(
             PodClass(
-                tuple(pods[i] for i in members),
+                tuple(pods[i] for i in members for _ in range(times[i])),
                 {k: v for k, v in datas[members[0]].requests.items() if v > 0},
                 cbins,
                 cgroups,
             )
         )
+    notes: list[str] = []
     if any(t.requirements.has_min_values() for t in sched.templates):
         relaxed.add("minValues")
     if relaxed:
@@ -202,26 +232,14 @@ def build_instance(made: Plan) -> Instance:
             f"{len(unplaceable)} pod(s) Karpenter placed fit no bin of the model and are left "
             f"out: {', '.join(unplaceable[:5])}"
         )
-    karpenter = [
-        FleetNode(
-            c.nodepool,
-            c.launch.instance_type,
-            c.launch.zone,
-            c.launch.capacity_type,
-            c.launch.price,
-            tuple(p.key for p in c.pods),
-        )
-        for c in claims
-        if c.launch is not None
-    ]
     return Instance(
         classes=classes,
         bins=bins,
         resources=resources,
         group_caps=group_caps,
-        limits={k: v for k, v in limits.items() if any(b.nodepool == k for b in bins)},
-        karpenter=karpenter,
-        karpenter_cost=round(sum(n.price for n in karpenter), 6),
+        limits={k: dict(v) for k, v in limits.items() if any(b.nodepool == k for b in bins)},
+        karpenter=[],
+        karpenter_cost=0.0,
         notes=notes,
         unplaceable=unplaceable,
     )

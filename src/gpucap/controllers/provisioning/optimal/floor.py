@@ -1,0 +1,113 @@
+"""The cost floor of a population of pods: the LP relaxation of `plan --optimal`'s model for
+every pod Karpenter's NodePools serve at one moment, packed anew (docs/design/optimal.md).
+
+`cost_floor(pools, daemonsets, pods, counts, options=...)` is the plain path: a scheduler over
+the Ready dynamic NodePools (`pools`, as the provisioner asks for them) and their DaemonSet
+overhead, with preferences ignored and `pods` as its pending pods, gives the instance
+(`instance.pack_instance`: `pods[i]` stands for `counts[i]` alike pods), whose LP relaxation
+(`milp.solve(integer=False)`, HiGHS without a time limit: the same input, the same answer) is
+the floor in $/hour. Two things are relaxed beyond `plan --optimal`'s model, so the floor stays
+a lower bound on any fleet serving the pods: a reservation's count (its free instances exclude
+the ones these pods hold: every reserved bin is unbounded), and, when the NodePools' limits
+cannot hold every pod (pods pending at a limit), the limits.
+
+`CostFloors` is the memo in front of it: per population (the multiset of pod classes, as the
+caller keys them) under one context (the same NodePool, instance-type and DaemonSet objects,
+which are replaced, never edited), so a population seen before costs no LP. A law in
+tests/optimal/test_floor.py holds it to the plain path. Called by the simulator's cost-floor
+actor (`sim/costfloor.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from gpucap.apis.core import Pod
+from gpucap.apis.workloads import DaemonSet
+from gpucap.controllers.provisioning.optimal.instance import pack_instance
+from gpucap.controllers.provisioning.optimal.milp import solve
+from gpucap.scheduling.options import SchedulingOptions
+from gpucap.scheduling.passcache import PassCache
+from gpucap.scheduling.scheduler import PoolInput, Scheduler
+
+__all__ = ["CostFloors", "cost_floor"]
+
+# Populations remembered per context before the memo starts again (a day of churn over a
+# few workloads sees hundreds; the bound only caps a pathological run's memory).
+_MEMO_MAX = 65_536
+
+
+def cost_floor(
+    pools: Sequence[PoolInput],
+    daemonsets: Sequence[DaemonSet],
+    pods: Sequence[Pod],
+    counts: Sequence[int],
+    *,
+    options: SchedulingOptions,
+    cache: PassCache | None = None,
+) -> float:
+    """The floor ($/hour, 6 decimals) of `counts[i]` pods like `pods[i]` over `pools` (see the
+    module docstring); 0 without pods or without a NodePool that takes one."""
+    if not any(counts):
+        return 0.0
+    sched = Scheduler(
+        pools,
+        daemonsets=daemonsets,
+        pending_pods=pods,
+        options=replace(options, preference_policy="Ignore", reserved_offering_mode="Strict"),
+        cache=cache,
+    )
+    inst = pack_instance(sched, pods, sched.remaining_resources, counts)
+    inst.bins = [b if b.most is None else replace(b, most=None) for b in inst.bins]
+    found = solve(inst, 0.0, integer=False)
+    if found.status == "infeasible" and inst.limits:
+        inst.limits = {}
+        found = solve(inst, 0.0, integer=False)
+    return round(max(found.floor, 0.0), 6)
+
+
+class CostFloors:
+    """`cost_floor` remembered per population under the current context (module docstring)."""
+
+    def __init__(self, options: SchedulingOptions, cache: PassCache | None = None) -> None:
+        self.options = options
+        self.cache = cache
+        self._context: tuple[object, ...] = ()
+        self._memo: dict[frozenset[tuple[str, int]], float] = {}
+        self.solved = 0  # LPs built and solved (tests and the bench read it)
+
+    def floor(
+        self,
+        pools: Sequence[PoolInput],
+        daemonsets: Sequence[DaemonSet],
+        population: Mapping[str, tuple[Pod, int]],
+    ) -> float:
+        """The floor of `population` (class key -> a pod of the class and how many there are;
+        equal keys mean alike pods) over `pools` and `daemonsets`."""
+        context = (
+            *(x for p in pools for x in (p.nodepool, p.instance_types)),
+            *daemonsets,
+        )
+        if len(context) != len(self._context) or any(
+            a is not b for a, b in zip(context, self._context, strict=True)
+        ):
+            self._context, self._memo = context, {}
+        key = frozenset((k, n) for k, (_, n) in population.items() if n > 0)
+        hit = self._memo.get(key)
+        if hit is not None:
+            return hit
+        if len(self._memo) >= _MEMO_MAX:
+            self._memo.clear()
+        order = sorted(k for k, _ in key)
+        value = cost_floor(
+            pools,
+            daemonsets,
+            [population[k][0] for k in order],
+            [population[k][1] for k in order],
+            options=self.options,
+            cache=self.cache,
+        )
+        self.solved += 1
+        self._memo[key] = value
+        return value
