@@ -113,9 +113,7 @@ def test_the_memo_gives_the_plain_floor_and_the_plain_floor_is_plan_optimals(
     by_app = Counter(_app(p) for p in pods)
     reps = {_app(p): p for p in pods}
     population = {a: (reps[a], n) for a, n in by_app.items()}
-    assert floors.floor(first.pools, first.daemonsets, population) == pytest.approx(
-        plain, abs=1e-5
-    )
+    assert floors.floor(first.pools, first.daemonsets, population) == pytest.approx(plain, abs=1e-5)
     smaller = {a: (p, max(1, n - 1)) for a, (p, n) in population.items()}
     less = floors.floor(first.pools, first.daemonsets, smaller)
     assert less == pytest.approx(

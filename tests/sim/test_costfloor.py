@@ -4,6 +4,7 @@ the same bytes for the same seed."""
 
 from __future__ import annotations
 
+import itertools
 import shutil
 from functools import cache
 from pathlib import Path
@@ -77,4 +78,4 @@ def test_daemonset_pods_are_overhead_not_pods_and_a_floor_is_told_once_per_chang
     floors = _floors(result)
     assert [t for t, _ in floors] == [0.0, 1800.0]
     assert floors[1][1] < floors[0][1]
-    assert all(a[1] != b[1] for a, b in zip(floors, floors[1:], strict=False))
+    assert all(a[1] != b[1] for a, b in itertools.pairwise(floors))

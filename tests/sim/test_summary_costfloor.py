@@ -89,8 +89,9 @@ def test_the_text_says_the_floor_and_how_far_the_bill_is_above_it() -> None:
     assert said == ["Cost floor: $2.00 (the bill is 50.0% above)"]
 
 
-def test_a_summary_recorded_before_the_floor_existed_has_no_floor_line() -> None:
+def test_no_floor_line_without_a_floor_nor_in_a_summary_recorded_before_it() -> None:
     summary = summarize([], end=60.0)
+    assert summary["costFloorUSD"] == 0.0
+    assert not [f for f in summary_view(summary).facts if getattr(f, "key", "") == "cost-floor"]
     del summary["costFloorUSD"]
-    view = summary_view(summary)
-    assert not [f for f in view.facts if getattr(f, "key", "") == "cost-floor"]
+    assert not [f for f in summary_view(summary).facts if getattr(f, "key", "") == "cost-floor"]

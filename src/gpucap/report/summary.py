@@ -185,20 +185,18 @@ def _latency(s: Mapping[str, Any]) -> SummaryTable:
 
 
 def _floor(s: Mapping[str, Any]) -> Sentence | None:
-    """The cost floor and how far above it the bill is (a summary without one, recorded before
-    it existed, has no line)."""
+    """The cost floor and how far above it the bill is; no line without a floor (no pod served,
+    or a log recorded before the floor existed, `sim/costfloor.py`)."""
     floor = s.get("costFloorUSD")
-    if floor is None:
+    if not floor:
         return None
-    text = f"Cost floor: ${floor:.2f}"
-    if floor > 0:
-        over = 100 * (s["costUSD"] - floor) / floor
-        text += (
-            f" (the bill is {over:.1f}% above)"
-            if over >= 0
-            else f" (the bill is {-over:.1f}% below: pending pods count from their creation)"
-        )
-    return Sentence("cost-floor", text)
+    over = 100 * (s["costUSD"] - floor) / floor
+    how = (
+        f"the bill is {over:.1f}% above"
+        if over >= 0
+        else f"the bill is {-over:.1f}% below: pending pods count from their creation"
+    )
+    return Sentence("cost-floor", f"Cost floor: ${floor:.2f} ({how})")
 
 
 def _facts(s: Mapping[str, Any], start: dt.datetime) -> list[Fact]:

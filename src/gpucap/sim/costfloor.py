@@ -90,11 +90,12 @@ class CostFloorActor:
             self._stale = True
 
     def _sample(self) -> float | None:
-        if not self._dirty and not self._stale:
-            return None
-        for key in sorted(self._dirty):
-            self._recount(key)
+        # Most instants move pods between pending and bound, which leaves the population as
+        # it was: then neither the NodePools nor the memo are asked.
+        moved = [key for key in sorted(self._dirty) if self._recount(key)]
         self._dirty.clear()
+        if not moved and not self._stale:
+            return None
         self._stale = False
         value = self._floor()
         if value != self.usd_per_hour:
@@ -113,39 +114,50 @@ class CostFloorActor:
         pools = self.provisioner.pools([np for np in readiness.ready if not np.is_static])
         return self.floors.floor(pools, self.cluster.daemonsets(), self._population)
 
-    def _recount(self, key: str) -> None:
-        """Pod `key` counted again: out of its old class, into its class if it is served."""
+    def _recount(self, key: str) -> bool:
+        """Pod `key` counted again: out of its old class, into its class if it is served.
+        Whether the population changed (not when the pod stays in its class)."""
         was = self._counted.pop(key, None)
+        now = self._class_of(key)
+        if now == was:
+            if now is not None:
+                self._counted[key] = now
+            return False
         if was is not None:
             rep, n = self._population[was]
             if n > 1:
                 self._population[was] = (rep, n - 1)
             else:
                 del self._population[was]
+        if now is None:
+            return True
+        self._counted[key] = now
+        held = self._population.get(now)
+        if held is None:
+            pod = self.cluster.pod(key)
+            if pod.spec.node_name:  # the scheduler takes pods pending
+                spec = pod.spec.model_copy(update={"node_name": None})
+                pod = pod.model_copy(update={"spec": spec})
+            self._population[now] = (pod, 1)
+        else:
+            self._population[now] = (held[0], held[1] + 1)
+        return True
+
+    def _class_of(self, key: str) -> str | None:
+        """The class of pod `key` if it is served now, else None."""
         try:
             pod = self.cluster.pod(key)
         except KeyError:
             self._classes.pop(key, None)
-            return
+            return None
         if not self._served(pod):
-            return
+            return None
         known = self._classes.get(key)
         if known is not None and known[0] is pod.metadata:
-            cls = known[1]
-        else:
-            cls = pod_class(pod, self._spec_key(pod.spec))
-            self._classes[key] = (pod.metadata, cls)
-        self._counted[key] = cls
-        held = self._population.get(cls)
-        if held is None:
-            rep = pod
-            if pod.spec.node_name:  # the scheduler takes pods pending
-                rep = pod.model_copy(
-                    update={"spec": pod.spec.model_copy(update={"node_name": None})}
-                )
-            self._population[cls] = (rep, 1)
-        else:
-            self._population[cls] = (held[0], held[1] + 1)
+            return known[1]
+        cls = pod_class(pod, self._spec_key(pod.spec))
+        self._classes[key] = (pod.metadata, cls)
+        return cls
 
     def _served(self, pod: Pod) -> bool:
         """Whether Karpenter's NodePools serve `pod` now (see the module docstring)."""
