@@ -21,7 +21,10 @@ Hostname constraints that are linear per node are kept: a required pod anti-affi
 DoNotSchedule topology spread on hostname at most maxSkew selected pods per node (a new node is
 a domain holding none of them, which Karpenter's topology counts as the minimum). Every other
 topology constraint (zone spreads, minDomains, pod affinity, anti-affinity between different
-pods) is relaxed and said so in `Instance.notes`. Called by `fleet.optimise`.
+pods) is relaxed and said so in `Instance.notes`. `build_instance` gathers the Plan's pods, its
+first pass's scheduler and limits; `pack_instance` is the rest, over any pods and scheduler
+(the simulator's cost floor, `floor.py`, packs every pod served, one pod standing for its class).
+Called by `fleet.optimise` and `floor.py`.
 """
 
 from __future__ import annotations
