@@ -52,13 +52,16 @@ def test_the_two_pod_g5_run_floor_is_plan_optimals_floor_for_as_long_as_the_pods
     tmp_path: Path,
 ) -> None:
     # By hand: `plan --optimal` on the same manifests says two g5.xlarge ($/h: `floor`); the
-    # run has both pods from 0 to 30m, then none: the floor costs half an hour of it.
+    # run has both pods from the first provisioning pass (the batch window after 0s: the
+    # floor is over that pass's NodePools and offerings) to 30m, then none.
     floor = optimise(plan(load_paths([str(EXAMPLE)]).objects, _catalog())).floor
     assert floor > 0
     result = _two_pods(tmp_path)
-    assert _floors(result) == [(0.0, pytest.approx(floor, abs=1e-6)), (1800.0, 0.0)]
+    first = next(e.t for e in result.events if e.type == "NodeClaimCreated")
+    assert 0 < first < 30
+    assert _floors(result) == [(first, pytest.approx(floor, abs=1e-6)), (1800.0, 0.0)]
     summary = result.summary
-    assert summary["costFloorUSD"] == pytest.approx(floor / 2, abs=1e-6)
+    assert summary["costFloorUSD"] == pytest.approx(floor * (1800 - first) / 3600, abs=1e-6)
     # Karpenter's g5.12xlarge costs more than two g5.xlarge while the pods run.
     assert summary["costUSD"] > summary["costFloorUSD"]
 
@@ -76,6 +79,9 @@ def test_daemonset_pods_are_overhead_not_pods_and_a_floor_is_told_once_per_chang
     # when the node registers, without changing the floor), then the small GPU pod alone.
     result = simulate(load_scenario(str(STORIES / "underutilized.yaml"), _catalog), _catalog())
     floors = _floors(result)
-    assert [t for t, _ in floors] == [0.0, 1800.0]
+    assert [t for t, _ in floors] == [
+        next(e.t for e in result.events if e.type == "NodeClaimCreated"),
+        1800.0,
+    ]
     assert floors[1][1] < floors[0][1]
     assert all(a[1] != b[1] for a, b in itertools.pairwise(floors))

@@ -11,33 +11,33 @@ The population is kept as it changes: the cluster's change feed names each pod w
 at the end of that instant (this actor's loop runs after every other) the pods named are looked
 at again and counted by class. A class is the pod's namespace, spec (its node aside) and, when
 the pod has pod (anti-)affinity or topology spreads, its labels (what its hostname groups
-select): alike pods for the model. The floor of the population, the Ready dynamic NodePools
-(readiness from the EC2NodeClasses, as the provisioner reads it) with their instance types and
-the DaemonSets, comes from `optimal.floor.CostFloors`, which solves an LP only for a population
-it has not seen under the same NodePools, instance types and DaemonSets. A `CostFloor` event
-(`usdPerHour`) is recorded when the value changes; the summary integrates it (`costFloorUSD`).
-So the floor follows the pods (a Job's pods finishing lower it at once) rather than
-provisioning passes, which a pod deleted does not start.
+select): alike pods for the model. The floor of the population, over the NodePools and instance
+types of the provisioner's last pass (`Provisioner.last_pools`: the Ready dynamic NodePools
+with the offerings available then; asking the cloud provider here would move when its caches
+refresh, and so the run) and the DaemonSets, comes from `optimal.floor.CostFloors`, which
+solves an LP only for a population it has not seen under the same NodePools, instance types
+and DaemonSets. Before the first pass there are no pools and the floor is 0; a pass with new
+pools counts as a change. A `CostFloor` event (`usdPerHour`) is recorded when the value
+changes; the summary integrates it (`costFloorUSD`). So the floor follows the pods (a Job's
+pods finishing lower it at once) rather than provisioning passes, which a pod deleted does not
+start.
 
 Built and wired by the `World` (`sim/world.py`): `cluster_changed` watches the cluster and
-`loop` is registered with the engine. It reads the cluster, the provisioner (instance types,
-the scheduler's cross-pass cache) and the cloud provider (EC2NodeClass readiness); it changes
-nothing but the event log.
+`loop` is registered with the engine. It reads the cluster and the provisioner (its last
+pass's pools, the scheduler's cross-pass cache); it changes nothing but the event log.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Sequence
 
 from gpucap.apis.core import Pod, PodSpec
-from gpucap.apis.ec2nodeclass import EC2NodeClass
 from gpucap.apis.meta import ObjectMeta
-from gpucap.cloudprovider.aws.cloudprovider import AWSCloudProvider
-from gpucap.controllers.nodepool.readiness import ready_nodepools
 from gpucap.controllers.provisioning.optimal.floor import CostFloors
 from gpucap.controllers.provisioning.provisioner import Provisioner
 from gpucap.scheduling.poddata import validate_pod
+from gpucap.scheduling.scheduler import PoolInput
 from gpucap.sim.bus import Bus, Loop
 from gpucap.state.changes import ClusterChange
 from gpucap.state.cluster import Cluster
@@ -56,19 +56,15 @@ class CostFloorActor:
         bus: Bus,
         cluster: Cluster,
         provisioner: Provisioner,
-        aws: AWSCloudProvider,
-        *,
-        nodeclasses: Mapping[str, EC2NodeClass],
     ) -> None:
         self.bus = bus
         self.cluster = cluster
         self.provisioner = provisioner
-        self.aws = aws
-        self.nodeclasses = nodeclasses
         self.loop = Loop("costfloor", self._sample)
         self.floors = CostFloors(provisioner.provisioning_options, provisioner.cache)
         self._dirty: set[str] = set()  # pods written since the last sample
         self._stale = True  # NodePools, DaemonSets, ... applied: sample again
+        self._pools: Sequence[PoolInput] = ()  # the pass's pools the last floor was of
         self._classes: dict[str, tuple[ObjectMeta, str]] = {}  # pod -> (metadata, class)
         self._specs: dict[int, tuple[PodSpec, str]] = {}  # id(spec) -> (spec, its key)
         self._counted: dict[str, str] = {}  # pod -> its class, while counted
@@ -91,28 +87,22 @@ class CostFloorActor:
 
     def _sample(self) -> float | None:
         # Most instants move pods between pending and bound, which leaves the population as
-        # it was: then neither the NodePools nor the memo are asked.
+        # it was: then the memo is not asked (unless a pass came with new pools).
         moved = [key for key in sorted(self._dirty) if self._recount(key)]
         self._dirty.clear()
-        if not moved and not self._stale:
+        pools = self.provisioner.last_pools
+        if not moved and not self._stale and pools is self._pools:
             return None
-        self._stale = False
-        value = self._floor()
+        self._stale, self._pools = False, pools
+        value = (
+            self.floors.floor(pools, self.cluster.daemonsets(), self._population)
+            if self._population and pools
+            else 0.0
+        )
         if value != self.usd_per_hour:
             self.usd_per_hour = value
             self.bus.emit("CostFloor", usdPerHour=value)
         return None
-
-    def _floor(self) -> float:
-        if not self._population:
-            return 0.0
-        readiness = ready_nodepools(
-            self.cluster.nodepools(),
-            {name: self.aws.nodeclass_readiness(nc) for name, nc in self.nodeclasses.items()},
-            missing_class="skip",
-        )
-        pools = self.provisioner.pools([np for np in readiness.ready if not np.is_static])
-        return self.floors.floor(pools, self.cluster.daemonsets(), self._population)
 
     def _recount(self, key: str) -> bool:
         """Pod `key` counted again: out of its old class, into its class if it is served.

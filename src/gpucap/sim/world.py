@@ -204,9 +204,7 @@ class World:
         )
         self.binder = KubeScheduler(self.bus, self.cluster, self.pod_events, self.clock)
         # The cost floor of the pods served, recorded as it changes (`sim/costfloor.py`).
-        self.cost_floor = CostFloorActor(
-            self.bus, self.cluster, self.provisioner, self.aws, nodeclasses=self.nodeclasses
-        )
+        self.cost_floor = CostFloorActor(self.bus, self.cluster, self.provisioner)
 
         # The DaemonSet controller: its pods are bound at once, without events (see
         # `sim/daemonsets.py`).

@@ -25,8 +25,8 @@ from dataclasses import replace
 
 from gpucap.apis.core import Pod
 from gpucap.apis.workloads import DaemonSet
-from gpucap.controllers.provisioning.optimal.instance import pack_instance
-from gpucap.controllers.provisioning.optimal.milp import solve
+from gpucap.controllers.provisioning.optimal.instance import Instance, PackMemo, pack_instance
+from gpucap.controllers.provisioning.optimal.milp import kept_bins, solve
 from gpucap.scheduling.options import SchedulingOptions
 from gpucap.scheduling.passcache import PassCache
 from gpucap.scheduling.scheduler import PoolInput, Scheduler
@@ -51,30 +51,24 @@ def cost_floor(
     module docstring); 0 without pods or without a NodePool that takes one."""
     if not any(counts):
         return 0.0
-    sched = Scheduler(
-        pools,
-        daemonsets=daemonsets,
-        pending_pods=pods,
-        options=replace(options, preference_policy="Ignore", reserved_offering_mode="Strict"),
-        cache=cache,
-    )
+    sched = _scheduler(pools, daemonsets, pods, options, cache)
     inst = pack_instance(sched, pods, sched.remaining_resources, counts)
     inst.bins = [b if b.most is None else replace(b, most=None) for b in inst.bins]
-    found = solve(inst, 0.0, integer=False)
-    if found.status == "infeasible" and inst.limits:
-        inst.limits = {}
-        found = solve(inst, 0.0, integer=False)
-    return round(max(found.floor, 0.0), 6)
+    return _relaxed_floor(inst, kept_bins(inst))
 
 
 class CostFloors:
-    """`cost_floor` remembered per population under the current context (module docstring)."""
+    """`cost_floor` remembered per population under the current context (module docstring).
+    Within a context one scheduler and one `PackMemo` serve every population (a new class is
+    worked out once), and the bins kept for the LP are kept per classes' bins and resources."""
 
     def __init__(self, options: SchedulingOptions, cache: PassCache | None = None) -> None:
         self.options = options
         self.cache = cache
         self._context: tuple[object, ...] = ()
         self._memo: dict[frozenset[tuple[str, int]], float] = {}
+        self._pack: PackMemo | None = None
+        self._kept: dict[tuple[frozenset[tuple[int, ...]], tuple[str, ...]], list[int]] = {}
         self.solved = 0  # LPs built and solved (tests and the bench read it)
 
     def floor(
@@ -92,7 +86,7 @@ class CostFloors:
         if len(context) != len(self._context) or any(
             a is not b for a, b in zip(context, self._context, strict=True)
         ):
-            self._context, self._memo = context, {}
+            self._context, self._memo, self._pack, self._kept = context, {}, None, {}
         key = frozenset((k, n) for k, (_, n) in population.items() if n > 0)
         hit = self._memo.get(key)
         if hit is not None:
@@ -100,14 +94,48 @@ class CostFloors:
         if len(self._memo) >= _MEMO_MAX:
             self._memo.clear()
         order = sorted(k for k, _ in key)
-        value = cost_floor(
-            pools,
-            daemonsets,
-            [population[k][0] for k in order],
-            [population[k][1] for k in order],
-            options=self.options,
-            cache=self.cache,
-        )
+        pods = [population[k][0] for k in order]
+        counts = [population[k][1] for k in order]
+        if self._pack is None:
+            self._pack = PackMemo(_scheduler(pools, daemonsets, pods, self.options, self.cache))
+        sched = self._pack.sched
+        inst = pack_instance(sched, pods, sched.remaining_resources, counts, memo=self._pack)
+        # What `kept_bins` reads besides the bins themselves: which bins each class takes.
+        used = (frozenset(c.bins for c in inst.classes), tuple(inst.resources))
+        kept = self._kept.get(used)
+        if kept is None:
+            kept = self._kept[used] = kept_bins(inst)
+        value = _relaxed_floor(inst, kept)
         self.solved += 1
         self._memo[key] = value
         return value
+
+
+def _scheduler(
+    pools: Sequence[PoolInput],
+    daemonsets: Sequence[DaemonSet],
+    pods: Sequence[Pod],
+    options: SchedulingOptions,
+    cache: PassCache | None,
+) -> Scheduler:
+    return Scheduler(
+        pools,
+        daemonsets=daemonsets,
+        pending_pods=pods,
+        options=replace(options, preference_policy="Ignore", reserved_offering_mode="Strict"),
+        cache=cache,
+    )
+
+
+def _relaxed_floor(inst: Instance, kept: Sequence[int]) -> float:
+    """The LP relaxation of `inst` over the bins `kept` (`kept_bins`), reservations unbounded,
+    and without the limits when they cannot hold every pod (module docstring)."""
+    inst.bins = list(inst.bins)
+    for b in kept:
+        if inst.bins[b].most is not None:
+            inst.bins[b] = replace(inst.bins[b], most=None)
+    found = solve(inst, 0.0, integer=False, bins=kept)
+    if found.status == "infeasible" and inst.limits:
+        inst.limits = {}
+        found = solve(inst, 0.0, integer=False, bins=kept)
+    return round(max(found.floor, 0.0), 6)
