@@ -4,7 +4,9 @@ for the same pods, the memo gives what the plain path gives, and more pods never
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -16,7 +18,9 @@ from gpucap.controllers.provisioning.loop import Plan
 from gpucap.controllers.provisioning.optimal import build_instance, optimise
 from gpucap.controllers.provisioning.optimal.floor import CostFloors, cost_floor
 from gpucap.controllers.provisioning.optimal.milp import solve
+from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.options import SchedulingOptions
+from gpucap.scheduling.scheduler import PoolInput
 from tests.optimal.instances import gpu_deployment, gpu_pool, hostname_spread, planned
 
 _OPTIONS = SchedulingOptions()
@@ -127,3 +131,40 @@ def test_the_memo_gives_the_plain_floor_and_the_plain_floor_is_plan_optimals(
     # More pods never lower the floor (the limits are out of reach here).
     assert less <= plain + 1e-6
     assert less >= 0.0
+
+
+def _closed(types: Sequence[InstanceType]) -> tuple[InstanceType, ...]:
+    """`types` as the provider lists them under insufficient-capacity marks on every spot
+    offering (marked copies: the same requirements, capacity and allocatable objects)."""
+    return tuple(
+        InstanceType(
+            it.name,
+            it.requirements,
+            it.capacity,
+            it.allocatable,
+            tuple(
+                dataclasses.replace(o, available=False) if o.capacity_type == "spot" else o
+                for o in it.offerings
+            ),
+        )
+        for it in types
+    )
+
+
+def test_an_offering_a_capacity_error_closed_is_open_again_for_the_floor() -> None:
+    # A spot outage marks spot closed; the pods already on spot keep their nodes, so the
+    # floor stays the spot one (the bill's excess shows the fallback), as long as the open
+    # offering was seen first. Seen only closed, the floor is the on-demand one.
+    _, made = planned(gpu_pool(), gpu_deployment("batch", 2))
+    first = made.first_pass
+    assert first is not None
+    pods = _pods(made)
+    population = {"batch": (pods[0], 2)}
+    closed = [PoolInput(p.nodepool, _closed(p.instance_types)) for p in first.pools]
+    floors = CostFloors(_OPTIONS)
+    spot = floors.floor(first.pools, first.daemonsets, population)
+    solved = floors.solved
+    assert floors.floor(closed, first.daemonsets, population) == spot
+    assert floors.solved == solved  # the same context: the memo answers
+    on_demand = CostFloors(_OPTIONS).floor(closed, first.daemonsets, population)
+    assert on_demand > spot

@@ -13,8 +13,9 @@ at again and counted by class. A class is the pod's namespace, spec (its node as
 the pod has pod (anti-)affinity or topology spreads, its labels (what its hostname groups
 select): alike pods for the model. The floor of the population, over the NodePools and instance
 types of the provisioner's last pass (`Provisioner.last_pools`: the Ready dynamic NodePools
-with the offerings available then; asking the cloud provider here would move when its caches
-refresh, and so the run) and the DaemonSets, comes from `optimal.floor.CostFloors`, which
+and their offerings, those an insufficient-capacity mark closed open again for the floor;
+asking the cloud provider here would move when its caches refresh, and so the run) and the
+DaemonSets, comes from `optimal.floor.CostFloors`, which
 solves an LP only for a population it has not seen under the same NodePools, instance types
 and DaemonSets. Before the first pass there are no pools and the floor is 0; a pass with new
 pools counts as a change. A `CostFloor` event (`usdPerHour`) is recorded when the value

@@ -6,10 +6,11 @@ the Ready dynamic NodePools (`pools`, as the provisioner asks for them) and thei
 overhead, with preferences ignored and `pods` as its pending pods, gives the instance
 (`instance.pack_instance`: `pods[i]` stands for `counts[i]` alike pods), whose LP relaxation
 (`milp.solve(integer=False)`, HiGHS without a time limit: the same input, the same answer) is
-the floor in $/hour. Two things are relaxed beyond `plan --optimal`'s model, so the floor stays
-a lower bound on any fleet serving the pods: a reservation's count (its free instances exclude
-the ones these pods hold: every reserved bin is unbounded), and, when the NodePools' limits
-cannot hold every pod (pods pending at a limit), the limits.
+the floor in $/hour. Three things are relaxed beyond `plan --optimal`'s model, so the floor
+stays a lower bound on any fleet serving the pods: a reservation's count (its free instances
+exclude the ones these pods hold: every reserved bin is unbounded), when the NodePools' limits
+cannot hold every pod (pods pending at a limit) the limits, and in `CostFloors` the offerings an
+insufficient-capacity mark closed (`CostFloors._opened`: a running node keeps its offering).
 
 `CostFloors` is the memo in front of it: per population (the multiset of pod classes, as the
 caller keys them) under one context (the same NodePool, instance-type and DaemonSet objects,
@@ -27,6 +28,7 @@ from gpucap.apis.core import Pod
 from gpucap.apis.workloads import DaemonSet
 from gpucap.controllers.provisioning.optimal.instance import Instance, PackMemo, pack_instance
 from gpucap.controllers.provisioning.optimal.milp import kept_bins, solve
+from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.options import SchedulingOptions
 from gpucap.scheduling.passcache import PassCache
 from gpucap.scheduling.scheduler import PoolInput, Scheduler
@@ -70,6 +72,40 @@ class CostFloors:
         self._pack: PackMemo | None = None
         self._kept: dict[tuple[frozenset[tuple[int, ...]], tuple[str, ...]], list[int]] = {}
         self.solved = 0  # LPs built and solved (tests and the bench read it)
+        # (NodePool, type) -> the type with the most offerings available seen (see `_opened`);
+        # a pool's type tuple -> its opened tuple; opened tuples by their types, to reuse.
+        self._types: dict[tuple[str, str], InstanceType] = {}
+        self._pool_types: dict[int, tuple[Sequence[InstanceType], tuple[InstanceType, ...]]] = {}
+        self._tuples: dict[tuple[int, ...], tuple[InstanceType, ...]] = {}
+
+    def _opened(self, pool: PoolInput) -> tuple[InstanceType, ...]:
+        """`pool`'s instance types with the offerings an insufficient-capacity mark closed open
+        again: each type as last seen with those offerings available (a marked copy has the
+        same requirements, capacity and allocatable objects and the same offerings but for
+        `available`). So a capacity outage does not raise the floor of pods already running
+        (their nodes keep their offering): the bill's excess over the floor shows what the
+        fallback cost. The same opened tuple object for the same types (the memo's context)."""
+        types = pool.instance_types
+        held = self._pool_types.get(id(types))
+        if held is not None and held[0] is types:
+            return held[1]
+        out: list[InstanceType] = []
+        for it in types:
+            key = (pool.nodepool.name, it.name)
+            seen = self._types.get(key)
+            if seen is None or (seen is not it and not _marked_copy(it, seen)):
+                self._types[key] = seen = it
+            out.append(seen)
+        ids = tuple(id(it) for it in out)
+        opened = self._tuples.get(ids)
+        if opened is None:
+            if len(self._tuples) >= _MEMO_MAX:
+                self._tuples.clear()
+            opened = self._tuples[ids] = tuple(out)
+        if len(self._pool_types) >= _MEMO_MAX:
+            self._pool_types.clear()
+        self._pool_types[id(types)] = (types, opened)
+        return opened
 
     def floor(
         self,
@@ -79,6 +115,7 @@ class CostFloors:
     ) -> float:
         """The floor of `population` (class key -> a pod of the class and how many there are;
         equal keys mean alike pods) over `pools` and `daemonsets`."""
+        pools = [PoolInput(p.nodepool, self._opened(p)) for p in pools]
         context = (
             *(x for p in pools for x in (p.nodepool, p.instance_types)),
             *daemonsets,
@@ -109,6 +146,21 @@ class CostFloors:
         self.solved += 1
         self._memo[key] = value
         return value
+
+
+def _marked_copy(it: InstanceType, seen: InstanceType) -> bool:
+    """Whether `it` is `seen` with some offerings closed (see `CostFloors._opened`)."""
+    if (
+        it.requirements is not seen.requirements
+        or it.capacity is not seen.capacity
+        or it.allocatable is not seen.allocatable
+        or len(it.offerings) != len(seen.offerings)
+    ):
+        return False
+    return all(
+        o == s or (not o.available and s.available and replace(o, available=True) == s)
+        for o, s in zip(it.offerings, seen.offerings, strict=True)
+    )
 
 
 def _scheduler(
