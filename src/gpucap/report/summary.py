@@ -194,7 +194,8 @@ def _floor(s: Mapping[str, Any]) -> Sentence | None:
     how = (
         f"the bill is {over:.1f}% above"
         if over >= 0
-        else f"the bill is {-over:.1f}% below: pending pods count from their creation"
+        else f"the bill is {-over:.1f}% below: the floor counts pending pods and sees no "
+        "time-slicing"
     )
     return Sentence("cost-floor", f"Cost floor: ${floor:.2f} ({how})")
 
