@@ -35,7 +35,9 @@ the bus (`sim/bus.py`) that the world builds, connects to the engine and wires (
   `NodeClaimEvents`);
 - the DaemonSet controller (`sim/daemonsets.py`): one bound pod per DaemonSet on every node it
   selects, made when a Node registers, loses its startup taints or is initialized and when a
-  DaemonSet is applied or deleted; no events.
+  DaemonSet is applied or deleted; no events;
+- the cost floor (`sim/costfloor.py` `CostFloorActor`): the LP relaxation's cheapest fleet for
+  the pods Karpenter serves, last at each instant where they changed, as `CostFloor` events.
 Called by `gpucap simulate` and `gpucap demo`.
 """
 
