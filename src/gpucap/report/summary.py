@@ -184,8 +184,27 @@ def _latency(s: Mapping[str, Any]) -> SummaryTable:
     )
 
 
+def _floor(s: Mapping[str, Any]) -> Sentence | None:
+    """The cost floor and how far above it the bill is; no line without a floor (no pod served,
+    or a log recorded before the floor existed, `sim/costfloor.py`)."""
+    floor = s.get("costFloorUSD")
+    if not floor:
+        return None
+    over = 100 * (s["costUSD"] - floor) / floor
+    how = (
+        f"the bill is {over:.1f}% above"
+        if over >= 0
+        else f"the bill is {-over:.1f}% below: the floor counts pending pods and sees no "
+        "time-slicing"
+    )
+    return Sentence("cost-floor", f"Cost floor: ${floor:.2f} ({how})")
+
+
 def _facts(s: Mapping[str, Any], start: dt.datetime) -> list[Fact]:
     facts: list[Fact] = []
+    floor = _floor(s)
+    if floor is not None:
+        facts.append(floor)
     disruptions = ", ".join(f"{r} {n}" for r, n in s["disruptions"].items())
     facts.append(Sentence("disruptions", f"Disruptions: {disruptions or 'none'}"))
     if s.get("servingPodsEvicted"):

@@ -2,9 +2,10 @@
 table.
 
 - `sweep_rows(axes, results, measure)`: the table, its header first: per variant the axes'
-  values, then cost, time to ready (a run's p95), serving lost, interruptions and disruptions
-  as `p50 (p5-p95)` over its runs (`report/runset.band`), and `*` on the Pareto front. The
-  terminal prints these cells (`cli/sweep.py`) and the page shows them.
+  values, then cost, the cost floor (`sim/costfloor.py`), time to ready (a run's p95), serving
+  lost, interruptions and disruptions as `p50 (p5-p95)` over its runs (`report/runset.band`),
+  and `*` on the Pareto front. The terminal prints these cells (`cli/sweep.py`) and the page
+  shows them.
 - `sweep_section(...)`: the page's section (`SweepSection`, rendered by `report/page.py`): the
   table, the sentences the terminal prints under it, and two figures (Plotly dicts, as
   `report/figures.py`): the Pareto scatter of p50 cost vs p50 serving lost (p5-p95 whiskers,
@@ -30,6 +31,7 @@ __all__ = ["COLUMNS", "UNITS", "SweepSection", "sweep_figures", "sweep_rows", "s
 # sweep's serving measure (`sim/sweep.serving_measure`).
 COLUMNS: tuple[tuple[str, str | None, str], ...] = (
     ("COST", "costUSD", "dollars"),
+    ("COST FLOOR", "costFloorUSD", "dollars"),
     ("TIME TO READY (P95)", "timeToReadyP95Seconds", "seconds"),
     ("SERVING LOST", None, ""),
     ("INTERRUPTIONS", "interruptions", "count"),

@@ -56,7 +56,7 @@ _LAST = ("reason", "message")
 _RANK = {k: i for i, k in enumerate(FIELD_ORDER)}
 
 # Floats in dollars: 6 decimals, like `plan`'s pricePerHour; every other float is seconds.
-PRICE_KEYS = frozenset({"pricePerHour", "price", "costUSD"})
+PRICE_KEYS = frozenset({"pricePerHour", "price", "costUSD", "usdPerHour"})
 
 # The fields each event type must carry (SIM-INTERFACES.md); the summary and the timeline rely
 # on them. Types not listed here are recorded as given ("more may be added").

@@ -89,6 +89,11 @@ def _cost(s: Mapping[str, Any]) -> float:
     return float(s["costUSD"])
 
 
+def _cost_floor(s: Mapping[str, Any]) -> float | None:
+    value = s.get("costFloorUSD")  # None: a summary recorded before the floor existed
+    return None if value is None else float(value)
+
+
 def _node_hours(s: Mapping[str, Any]) -> float:
     return _total(s["nodeHours"])
 
@@ -141,6 +146,7 @@ class Measure:
 
 MEASURES: tuple[Measure, ...] = (
     Measure("costUSD", "Cost", "dollars", _cost),
+    Measure("costFloorUSD", "Cost floor", "dollars", _cost_floor),
     Measure("nodeHours", "Node-hours", "hours", _node_hours),
     Measure("gpuHours", "GPU-hours", "hours", _gpu_hours),
     Measure("timeToReadyP95Seconds", "Time to ready (a run's p95)", "seconds", _ready_p95),

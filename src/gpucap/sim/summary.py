@@ -12,6 +12,11 @@ What it counts, and how:
   from the `running` state until `shutting-down`, with a 60-second minimum; gpucap starts at
   Launched (the instance is `pending` then, ~20 s early), stops at termination, and does not apply
   the minimum or whole-second rounding: at most a minute per node either way (docs/design/sim.md).
+- The cost floor (`costFloorUSD`): each `CostFloor` event's `usdPerHour` (the LP relaxation's
+  cheapest fleet for the pods Karpenter's NodePools serve then, `sim/costfloor.py`) from its
+  time to the next one's or `end`, none before the first; the same rounding as the cost. No
+  fleet that honours the modelled rules could have served those pods for less, so the bill's
+  excess over it is what the packing (and the waiting for nodes) cost.
 - Node-hours and GPU-hours (physical GPUs, the launch event's `gpus`) by instance type and
   capacity type, and the cost by the same keys.
 - GPU-hours advertised: each resource of `NodeInitialized.gpusAdvertised` from initialization to
@@ -45,7 +50,14 @@ from typing import Any
 
 from gpucap.sim.recorder import Event
 
-__all__ = ["BOUND_NOT_READY", "NO_DECISION", "billed_seconds", "nearest_rank", "summarize"]
+__all__ = [
+    "BOUND_NOT_READY",
+    "NO_DECISION",
+    "billed_seconds",
+    "cost_floor_usd",
+    "nearest_rank",
+    "summarize",
+]
 
 NO_DECISION = "no scheduling decision yet"
 BOUND_NOT_READY = "bound to its node, not Ready yet (image pull or start-up)"
@@ -193,6 +205,17 @@ def _serving(log: Sequence[Event], end: float) -> dict[str, Any] | None:
             for obj, r in sorted(totals.items())
         },
     }
+
+
+def cost_floor_usd(log: Sequence[Event], end: float) -> float:
+    """The integral of the `CostFloor` events' $/hour over time (see the module docstring),
+    unrounded; `log` sorted by time, none after `end`."""
+    total, since, rate = 0.0, 0.0, 0.0
+    for e in log:
+        if e.type == "CostFloor":
+            total += rate * (e.t - since) / 3600
+            since, rate = e.t, float(e.fields["usdPerHour"])
+    return total + rate * max(0.0, end - since) / 3600
 
 
 def summarize(events: Sequence[Event], *, end: float) -> dict[str, Any]:
@@ -417,6 +440,7 @@ def summarize(events: Sequence[Event], *, end: float) -> dict[str, Any]:
     return {
         "durationSeconds": round(float(end), _SECONDS),
         "costUSD": round(cost, _HOURS),
+        "costFloorUSD": round(cost_floor_usd(log, end), _HOURS),
         "nodeHours": _rounded(node_hours, _HOURS),
         "gpuHours": _rounded(gpu_hours, _HOURS),
         "costUSDByType": _rounded(cost_by_type, _HOURS),

@@ -35,7 +35,9 @@ the bus (`sim/bus.py`) that the world builds, connects to the engine and wires (
   `NodeClaimEvents`);
 - the DaemonSet controller (`sim/daemonsets.py`): one bound pod per DaemonSet on every node it
   selects, made when a Node registers, loses its startup taints or is initialized and when a
-  DaemonSet is applied or deleted; no events.
+  DaemonSet is applied or deleted; no events;
+- the cost floor (`sim/costfloor.py` `CostFloorActor`): the LP relaxation's cheapest fleet for
+  the pods Karpenter serves, last at each instant where they changed, as `CostFloor` events.
 Called by `gpucap simulate` and `gpucap demo`.
 """
 
@@ -70,6 +72,7 @@ from gpucap.scheduling.resources import pod_requests
 from gpucap.sim.binder import KubeScheduler
 from gpucap.sim.bus import GPU_KEYS, PRIORITY_CONTROLLER, PRIORITY_KUBELET, PRIORITY_SCENARIO, Bus
 from gpucap.sim.cadence import DisruptionCadence, due_inputs, next_disruption_time
+from gpucap.sim.costfloor import CostFloorActor
 from gpucap.sim.daemonsets import DaemonSetController
 from gpucap.sim.engine import Engine
 from gpucap.sim.nodeclaims import NodeClaimEvents
@@ -202,6 +205,8 @@ class World:
             clock=self.clock,
         )
         self.binder = KubeScheduler(self.bus, self.cluster, self.pod_events, self.clock)
+        # The cost floor of the pods served, recorded as it changes (`sim/costfloor.py`).
+        self.cost_floor = CostFloorActor(self.bus, self.cluster, self.provisioner)
 
         # The DaemonSet controller: its pods are bound at once, without events (see
         # `sim/daemonsets.py`).
@@ -295,6 +300,7 @@ class World:
         bus.pdbs_present = lambda: bool(self.cluster.pdbs())
         # What changes, the bus hears from the cluster and EC2 themselves.
         self.cluster.watch(bus.cluster_changed)
+        self.cluster.watch(self.cost_floor.cluster_changed)
         self.ec2.watch(bus.ec2_changed)
 
     # ---- running --------------------------------------------------------------------------------
@@ -319,6 +325,8 @@ class World:
             self.spot_market.start()
         if self.hpas is not None:
             self.engine.every(self.hpas, priority=PRIORITY_CONTROLLER + 5)
+        # Last at every instant: it reads what the instant's events left (`sim/costfloor.py`).
+        self.engine.every(self.cost_floor.loop, priority=PRIORITY_CONTROLLER + 200)
         # The run makes almost no cyclic garbage (the 24-hour bench day with consolidation
         # leaves ~900 objects in cycles) while the heap it keeps (catalog, cluster state, the
         # event log) grows: the collector's full passes over it were ~7% of that run. Paused

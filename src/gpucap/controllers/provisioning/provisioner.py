@@ -82,6 +82,10 @@ class Provisioner:
         # Shared by this provisioner's passes (the simulator runs many over the same type
         # tuples); see `PassCache` for why a hit is the same answer.
         self.cache = PassCache()
+        # The pools of the last `schedule` pass: the simulator's cost floor reads the NodePools
+        # and instance types the provisioner used rather than asking the provider itself
+        # (which would move its caches' refreshes: `sim/costfloor.py`).
+        self.last_pools: Sequence[PoolInput] = ()
 
     def pools(self, nodepools: Sequence[NodePool]) -> list[PoolInput]:
         """Each NodePool with the instance types the cloud provider answers for it, in the
@@ -119,8 +123,9 @@ class Provisioner:
         """One scheduling pass: the dynamic ones of `nodepools` (the Ready ones) with their
         instance types from the cloud provider, the state nodes, DaemonSets and pending pods."""
         dynamic = [np for np in nodepools if not np.is_static]
+        self.last_pools = self.pools(dynamic)
         scheduler = self.scheduler(
-            self.pools(dynamic),
+            self.last_pools,
             state_nodes=state_nodes,
             daemonsets=daemonsets,
             pending=pending,

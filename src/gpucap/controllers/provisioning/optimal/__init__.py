@@ -3,8 +3,9 @@ on new nodes, its LP relaxation (the cost floor), and the decoded fleet (docs/de
 
 `instance.py` builds the bin-packing instance from a `Plan` with the scheduler's own
 compatibility checks, `milp.py` solves it with HiGHS (`scipy.optimize.milp`), `fleet.py`
-decodes the solution into nodes and checks each pod fits. Called by `operator/changes.py` and
-`gpucap plan --optimal`.
+decodes the solution into nodes and checks each pod fits; `floor.py` is the floor of a population
+of pods, memoised (the simulator's `costFloorUSD`). Called by `operator/changes.py`,
+`gpucap plan --optimal` and `sim/costfloor.py`.
 """
 
 from gpucap.controllers.provisioning.optimal.fleet import (

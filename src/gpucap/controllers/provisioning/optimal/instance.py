@@ -21,7 +21,10 @@ Hostname constraints that are linear per node are kept: a required pod anti-affi
 DoNotSchedule topology spread on hostname at most maxSkew selected pods per node (a new node is
 a domain holding none of them, which Karpenter's topology counts as the minimum). Every other
 topology constraint (zone spreads, minDomains, pod affinity, anti-affinity between different
-pods) is relaxed and said so in `Instance.notes`. Called by `fleet.optimise`.
+pods) is relaxed and said so in `Instance.notes`. `build_instance` gathers the Plan's pods, its
+first pass's scheduler and limits; `pack_instance` is the rest, over any pods and scheduler
+(the simulator's cost floor, `floor.py`, packs every pod served, one pod standing for its class).
+Called by `fleet.optimise` and `floor.py`.
 """
 
 from __future__ import annotations
@@ -42,7 +45,15 @@ from gpucap.scheduling.poddata import PodData, pod_data
 from gpucap.scheduling.scheduler import Scheduler
 from gpucap.scheduling.topology import TopologyType
 
-__all__ = ["Bin", "FleetNode", "Instance", "PodClass", "build_instance"]
+__all__ = [
+    "Bin",
+    "FleetNode",
+    "Instance",
+    "PackMemo",
+    "PodClass",
+    "build_instance",
+    "pack_instance",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +138,6 @@ def build_instance(made: Plan) -> Instance:
         pending_pods=pods,
         options=options,
     )
-    notes: list[str] = []
     limits = {k: dict(v) for k, v in sched.remaining_resources.items()}
     for c in made.node_claims:
         it = c.launched_type
@@ -135,11 +145,69 @@ def build_instance(made: Plan) -> Instance:
             left = limits[c.nodepool]
             for k in left:
                 left[k] -= 1 if k == "nodes" else it.capacity.get(k, 0)
-    datas = [pod_data(p, options) for p in pods]
-    resources = sorted({k for d in datas for k, v in d.requests.items() if v > 0})
-    bins: list[Bin] = []
-    bin_index: dict[tuple[str, str, str, str, str], int] = {}
-    compat_memo: dict[object, tuple[int, ...]] = {}
+    inst = pack_instance(sched, pods, limits)
+    inst.karpenter = [
+        FleetNode(
+            c.nodepool,
+            c.launch.instance_type,
+            c.launch.zone,
+            c.launch.capacity_type,
+            c.launch.price,
+            tuple(p.key for p in c.pods),
+        )
+        for c in claims
+        if c.launch is not None
+    ]
+    inst.karpenter_cost = round(sum(n.price for n in inst.karpenter), 6)
+    return inst
+
+
+@dataclass(slots=True)
+class PackMemo:
+    """What `pack_instance` keeps between calls over one scheduler (the simulator's floor asks
+    for many populations under the same NodePools): the bins made so far (each with all of its
+    type's resources), the compatible bins per pod shape, the hostname groups, and each pod's
+    parts, by pod object (pods are frozen; the pod is kept, so its id stays its own)."""
+
+    sched: Scheduler
+    bins: list[Bin] = field(default_factory=list)
+    bin_index: dict[tuple[str, str, str, str, str], int] = field(default_factory=dict)
+    compat: dict[object, tuple[int, ...]] = field(default_factory=dict)
+    groups: dict[int, int] = field(default_factory=dict)
+    group_caps: list[int] = field(default_factory=list)
+    pods: dict[int, tuple[Pod, PodData, tuple[int, ...], frozenset[str]]] = field(
+        default_factory=dict
+    )
+
+
+def pack_instance(
+    sched: Scheduler,
+    pods: Sequence[Pod],
+    limits: Mapping[str, Mapping[str, int]],
+    counts: Sequence[int] | None = None,
+    memo: PackMemo | None = None,
+) -> Instance:
+    """The classes and bins of `pods` over `sched`'s NodePool templates, under `limits` (what
+    is left of each NodePool's), without Karpenter's fleet: `build_instance`'s core, and the
+    simulator's cost floor's (`optimal/floor.py`). `sched` is built with preferences ignored
+    and `pods` as its pending pods (the topology reads them). With `counts`, `pods[i]` stands
+    for `counts[i]` pods alike (its class holds it that many times). With `memo` (over `sched`),
+    what earlier calls worked out is reused and its bins are the instance's: the same classes
+    and floor, bins with more resources than the pods ask for."""
+    m = memo if memo is not None else PackMemo(sched)
+    # Without a memo a bin holds only the resources the pods ask for (`plan --optimal`'s).
+    own: list[str] | None = None
+    parts: list[tuple[PodData, tuple[int, ...], frozenset[str]]] = []
+    for pod in pods:
+        hit = m.pods.get(id(pod))
+        if hit is None or hit[0] is not pod:
+            data = pod_data(pod, sched.options)
+            mine, why = _hostname_groups(sched, pod, m)
+            hit = m.pods[id(pod)] = (pod, data, mine, why)
+        parts.append(hit[1:])
+    resources = sorted({k for d, _, _ in parts for k, v in d.requests.items() if v > 0})
+    if memo is None:
+        own = resources
 
     def compat(pod: Pod, data: PodData) -> tuple[int, ...]:
         key = (
@@ -148,34 +216,22 @@ def build_instance(made: Plan) -> Instance:
             data.ports,
             tuple(sorted(data.requests.items())),
         )
-        hit = compat_memo.get(key)
+        hit = m.compat.get(key)
         if hit is None:
-            hit = compat_memo[key] = _compatible_bins(
-                pod, data, sched.templates, resources, bins, bin_index
+            hit = m.compat[key] = _compatible_bins(
+                pod, data, sched.templates, own, m.bins, m.bin_index
             )
         return hit
 
-    groups: dict[int, int] = {}
-    group_caps: list[int] = []
     relaxed: set[str] = set()
+    datas = [d for d, _, _ in parts]
     by_key: dict[tuple[object, tuple[int, ...], tuple[int, ...]], list[int]] = {}
-    for i, (pod, data) in enumerate(zip(pods, datas, strict=True)):
-        sched.topology.update(pod)
-        owned = sched.topology.owned.get(pod.metadata.uid or pod.key, [])
-        mine: list[int] = []
-        for g in owned:
-            if g.key == HOSTNAME and g.type is not TopologyType.AFFINITY and g.selects(pod):
-                gid = groups.get(id(g))
-                if gid is None:
-                    gid = groups[id(g)] = len(group_caps)
-                    group_caps.append(g.max_skew if g.type is TopologyType.SPREAD else 1)
-                mine.append(gid)
-                if g.min_domains is not None:
-                    relaxed.add("minDomains")
-            else:
-                relaxed.add(f"{g.type.value} on {g.key}")
-        key = (tuple(sorted(data.requests.items())), compat(pod, data), tuple(sorted(mine)))
+    for i, (pod, (data, mine, why)) in enumerate(zip(pods, parts, strict=True)):
+        relaxed |= why
+        key = (tuple(sorted(data.requests.items())), compat(pod, data), mine)
         by_key.setdefault(key, []).append(i)
+    bins, group_caps = m.bins, m.group_caps
+    times = counts if counts is not None else [1] * len(pods)
     classes: list[PodClass] = []
     unplaceable: list[str] = []
     for (_, cbins, cgroups), members in by_key.items():
@@ -184,12 +240,13 @@ def build_instance(made: Plan) -> Instance:
             continue
         classes.append(
             PodClass(
-                tuple(pods[i] for i in members),
+                tuple(pods[i] for i in members for _ in range(times[i])),
                 {k: v for k, v in datas[members[0]].requests.items() if v > 0},
                 cbins,
                 cgroups,
             )
         )
+    notes: list[str] = []
     if any(t.requirements.has_min_values() for t in sched.templates):
         relaxed.add("minValues")
     if relaxed:
@@ -202,36 +259,48 @@ def build_instance(made: Plan) -> Instance:
             f"{len(unplaceable)} pod(s) Karpenter placed fit no bin of the model and are left "
             f"out: {', '.join(unplaceable[:5])}"
         )
-    karpenter = [
-        FleetNode(
-            c.nodepool,
-            c.launch.instance_type,
-            c.launch.zone,
-            c.launch.capacity_type,
-            c.launch.price,
-            tuple(p.key for p in c.pods),
-        )
-        for c in claims
-        if c.launch is not None
-    ]
+    pools = {b.nodepool for b in bins}
     return Instance(
         classes=classes,
         bins=bins,
         resources=resources,
-        group_caps=group_caps,
-        limits={k: v for k, v in limits.items() if any(b.nodepool == k for b in bins)},
-        karpenter=karpenter,
-        karpenter_cost=round(sum(n.price for n in karpenter), 6),
+        group_caps=list(group_caps),
+        limits={k: dict(v) for k, v in limits.items() if k in pools},
+        karpenter=[],
+        karpenter_cost=0.0,
         notes=notes,
         unplaceable=unplaceable,
     )
+
+
+def _hostname_groups(
+    sched: Scheduler, pod: Pod, m: PackMemo
+) -> tuple[tuple[int, ...], frozenset[str]]:
+    """The hostname groups of `pod` (ids into `m.group_caps`, made as first seen) and what of
+    its topology the model relaxes (see the module docstring)."""
+    sched.topology.update(pod)
+    owned = sched.topology.owned.get(pod.metadata.uid or pod.key, [])
+    mine: list[int] = []
+    relaxed: set[str] = set()
+    for g in owned:
+        if g.key == HOSTNAME and g.type is not TopologyType.AFFINITY and g.selects(pod):
+            gid = m.groups.get(id(g))
+            if gid is None:
+                gid = m.groups[id(g)] = len(m.group_caps)
+                m.group_caps.append(g.max_skew if g.type is TopologyType.SPREAD else 1)
+            mine.append(gid)
+            if g.min_domains is not None:
+                relaxed.add("minDomains")
+        else:
+            relaxed.add(f"{g.type.value} on {g.key}")
+    return tuple(sorted(mine)), frozenset(relaxed)
 
 
 def _compatible_bins(  # noqa: PLR0917 - the builder's shared tables
     pod: Pod,
     data: PodData,
     templates: Sequence[NodeClaimTemplate],
-    resources: Sequence[str],
+    resources: Sequence[str] | None,
     bins: list[Bin],
     bin_index: dict[tuple[str, str, str, str, str], int],
 ) -> tuple[int, ...]:
@@ -283,9 +352,10 @@ def _bin(
     it: InstanceType,
     o: Offering,
     overhead: Mapping[str, int],
-    resources: Sequence[str],
+    resources: Sequence[str] | None,
 ) -> Bin:
-    capacity = {k: it.allocatable.get(k, 0) - overhead.get(k, 0) for k in resources}
+    keys = resources if resources is not None else sorted({*it.allocatable, *overhead})
+    capacity = {k: it.allocatable.get(k, 0) - overhead.get(k, 0) for k in keys}
     return Bin(
         nodepool=nodepool,
         instance_type=it.name,

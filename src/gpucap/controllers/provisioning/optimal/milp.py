@@ -55,7 +55,7 @@ class MilpSolution:
 
 def kept_bins(inst: Instance) -> list[int]:
     """The bins left after dropping the dominated ones (see the module docstring)."""
-    used = sorted({b for c in inst.classes for b in c.bins})
+    used = _cheapest_alike(inst, sorted({b for c in inst.classes for b in c.bins}))
     if not used:
         return []
     res = inst.resources
@@ -63,7 +63,8 @@ def kept_bins(inst: Instance) -> list[int]:
     col = {b: j for j, b in enumerate(used)}
     for i, c in enumerate(inst.classes):
         for b in c.bins:
-            cls[i, col[b]] = True
+            if b in col:  # not one `_cheapest_alike` dropped
+                cls[i, col[b]] = True
     bins = [inst.bins[b] for b in used]
     cap = np.array([[b.capacity.get(k, 0) for k in res] for b in bins], dtype=np.float64)
     price = np.array([b.price for b in bins], dtype=np.float64)
@@ -106,9 +107,12 @@ def kept_bins(inst: Instance) -> list[int]:
     return [used[j] for j in np.flatnonzero(keep).tolist()]
 
 
-def solve(inst: Instance, time_limit: float, *, integer: bool = True) -> MilpSolution:
+def solve(
+    inst: Instance, time_limit: float, *, integer: bool = True, bins: Sequence[int] | None = None
+) -> MilpSolution:
     """The MILP of `inst` within `time_limit` seconds, and its LP relaxation (only the
-    relaxation without `integer`: the floor alone, status "floor")."""
+    relaxation without `integer`: the floor alone, status "floor"). `bins`: `kept_bins(inst)`
+    when the caller has it (the simulator's floor keeps it per set of bins)."""
     if not inst.classes:
         return MilpSolution("no pods", 0.0, 0.0, 0.0, {}, {}, 0, 0)
     # Imported here: scipy costs a few hundred milliseconds to import, which `gpucap plan`
@@ -120,7 +124,7 @@ def solve(inst: Instance, time_limit: float, *, integer: bool = True) -> MilpSol
     )
     from scipy.sparse import coo_matrix  # type: ignore[import-untyped]  # noqa: PLC0415
 
-    bins = kept_bins(inst)
+    bins = list(bins) if bins is not None else kept_bins(inst)
     bcol = {b: j for j, b in enumerate(bins)}
     pairs = [(i, b) for i, c in enumerate(inst.classes) for b in c.bins if b in bcol]
     nb, nx = len(bins), len(pairs)
@@ -216,6 +220,35 @@ def solve(inst: Instance, time_limit: float, *, integer: bool = True) -> MilpSol
     status = "optimal" if res.status == 0 else "time limit"
     bound = min(bound, objective)
     return MilpSolution(status, objective, bound, floor, nodes, assign, nb + nx, len(lo))
+
+
+def _cheapest_alike(inst: Instance, used: list[int]) -> list[int]:
+    """`used` less the bins an alike one replaces (the same NodePool, capacity, weight on the
+    limits and classes, unbounded, and cheaper or as cheap and earlier): what the dominance
+    pass would drop among them, found in one look per bin (a type's offerings in every zone
+    and capacity type are alike; a catalog NodePool has thousands)."""
+    takers: dict[int, list[int]] = {}
+    for i, c in enumerate(inst.classes):
+        for b in c.bins:
+            takers.setdefault(b, []).append(i)
+    res = inst.resources
+    best: dict[tuple[object, ...], int] = {}
+    out: list[int] = []
+    for b in used:
+        node = inst.bins[b]
+        if node.most is not None:
+            out.append(b)
+            continue
+        key = (
+            node.nodepool,
+            tuple(node.capacity.get(k, 0) for k in res),
+            tuple(sorted(node.limit_capacity.items())),
+            tuple(takers.get(b, ())),
+        )
+        held = best.get(key)
+        if held is None or node.price < inst.bins[held].price:
+            best[key] = b
+    return sorted([*out, *best.values()])
 
 
 def _most(pods: int, most: int | None) -> int:
