@@ -205,6 +205,27 @@ def _sweep_runs() -> list[Run]:
     ]
 
 
+def _cost_floor_runs() -> list[Run]:
+    """`--cost-floor` (issue 27): the README's simulate story (events and summary), the small
+    grid's sweep and a set of runs of the underutilized story."""
+    story = "tests/sim/stories/spot-ice.yaml"
+    grid = "tests/sweep/data/grid.yaml"
+    under = "tests/sim/stories/underutilized.yaml"
+    return [
+        Run(
+            "costfloor-simulate-spot-ice",
+            ("simulate", story, "--cost-floor", "-o", "json"),
+            events=True,
+        ),
+        Run("costfloor-simulate-table-spot-ice", ("simulate", story, "--cost-floor")),
+        Run("costfloor-sweep-table-grid", ("sweep", grid, "--cost-floor", "--workers", "2")),
+        Run(
+            "costfloor-runs-underutilized",
+            ("simulate", under, "--cost-floor", "--runs", "2", "--workers", "1", "-o", "json"),
+        ),
+    ]
+
+
 def _demo_day_runs(work: Path) -> list[Run]:
     """The demo's day (spot market and HPA) as `gpucap demo` runs it, placeholders filled
     (`cli/demo.story_tree`): one run with its events, and `--runs 3` on two workers (the set's
@@ -268,6 +289,8 @@ def record(out: Path, jobs: int, only: str | None) -> None:
         runs += _sweep_runs()
     if chosen("optimal"):
         runs += _optimal_runs()
+    if chosen("costfloor"):
+        runs += _cost_floor_runs()
     if chosen("demo-act3-day"):
         runs += _demo_day_runs(work)
     with ThreadPoolExecutor(jobs) as pool:

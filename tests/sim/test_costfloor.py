@@ -4,6 +4,7 @@ the same bytes for the same seed."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import shutil
 from functools import cache
@@ -15,7 +16,7 @@ from gpucap.apis.serde import load_paths
 from gpucap.cloudprovider.aws.instancetype.catalog import Catalog, load_catalog
 from gpucap.controllers.provisioning.optimal import optimise
 from gpucap.operator.plan import plan
-from gpucap.sim.scenario import load_scenario
+from gpucap.sim.scenario import LoadedScenario, load_scenario
 from gpucap.sim.world import SimulationResult, simulate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,6 +27,11 @@ STORIES = Path(__file__).parent / "stories"
 @cache
 def _catalog(region: str = "us-east-1") -> Catalog:
     return load_catalog(region)
+
+
+def _floored(path: str) -> LoadedScenario:
+    """The scenario as `simulate --cost-floor` runs it."""
+    return dataclasses.replace(load_scenario(path, _catalog), cost_floor=True)
 
 
 def _two_pods(tmp: Path, *, delete_at: str = "30m") -> SimulationResult:
@@ -41,7 +47,7 @@ def _two_pods(tmp: Path, *, delete_at: str = "30m") -> SimulationResult:
         f"    - {{at: {delete_at}, delete: {{kind: Deployment, name: batch, "
         "namespace: default}}\n"
     )
-    return simulate(load_scenario(str(tmp / "scenario.yaml"), _catalog), _catalog())
+    return simulate(_floored(str(tmp / "scenario.yaml")), _catalog())
 
 
 def _floors(result: SimulationResult) -> list[tuple[float, float]]:
@@ -59,7 +65,12 @@ def test_the_two_pod_g5_run_floor_is_plan_optimals_floor_for_as_long_as_the_pods
     result = _two_pods(tmp_path)
     first = next(e.t for e in result.events if e.type == "NodeClaimCreated")
     assert 0 < first < 30
-    assert _floors(result) == [(first, pytest.approx(floor, abs=1e-6)), (1800.0, 0.0)]
+    # The first sample is always said (no pod yet: 0), then each change.
+    assert _floors(result) == [
+        (0.0, 0.0),
+        (first, pytest.approx(floor, abs=1e-6)),
+        (1800.0, 0.0),
+    ]
     summary = result.summary
     assert summary["costFloorUSD"] == pytest.approx(floor * (1800 - first) / 3600, abs=1e-6)
     # Karpenter's g5.12xlarge costs more than two g5.xlarge while the pods run.
@@ -77,8 +88,10 @@ def test_the_same_run_records_the_same_floor(tmp_path: Path) -> None:
 def test_daemonset_pods_are_overhead_not_pods_and_a_floor_is_told_once_per_change() -> None:
     # The underutilized story: the 6-CPU pod alone until 30m (the device plugin's pod binds
     # when the node registers, without changing the floor), then the small GPU pod alone.
-    result = simulate(load_scenario(str(STORIES / "underutilized.yaml"), _catalog), _catalog())
+    result = simulate(_floored(str(STORIES / "underutilized.yaml")), _catalog())
     floors = _floors(result)
+    assert floors[0] == (0.0, 0.0)  # the first sample: no pod yet
+    floors = floors[1:]
     assert [t for t, _ in floors] == [
         next(e.t for e in result.events if e.type == "NodeClaimCreated"),
         1800.0,

@@ -31,7 +31,7 @@ def test_the_floor_is_each_rate_from_its_change_to_the_next_or_the_end() -> None
 
 
 def test_no_floor_before_the_first_change_and_none_without_one() -> None:
-    assert summarize([], end=3600.0)["costFloorUSD"] == 0.0
+    assert "costFloorUSD" not in summarize([], end=3600.0)  # a run without --cost-floor
     log = [ev(600.0, "CostFloor", usdPerHour=3.6)]
     assert summarize(log, end=4200.0)["costFloorUSD"] == pytest.approx(3.6)
 
@@ -63,7 +63,11 @@ def test_the_floor_is_the_sum_of_its_pieces_and_never_negative(
     for i, e in enumerate(inside):
         until = inside[i + 1].t if i + 1 < len(inside) else end
         pieces += e.fields["usdPerHour"] * (until - e.t) / 3600
-    floor = summarize(log, end=end)["costFloorUSD"]
+    summary = summarize(log, end=end)
+    if not inside:
+        assert "costFloorUSD" not in summary  # not recorded: no floor, not a floor of 0
+        return
+    floor = summary["costFloorUSD"]
     assert floor >= 0.0
     assert floor == pytest.approx(round(pieces, 6), abs=1e-6)
 
@@ -90,7 +94,7 @@ def test_the_text_says_the_floor_and_how_far_the_bill_is_above_it() -> None:
 
 
 def test_no_floor_line_without_a_floor_nor_in_a_summary_recorded_before_it() -> None:
-    summary = summarize([], end=60.0)
+    summary = summarize([ev(0.0, "CostFloor", usdPerHour=0.0)], end=60.0)
     assert summary["costFloorUSD"] == 0.0
     assert not [f for f in summary_view(summary).facts if getattr(f, "key", "") == "cost-floor"]
     del summary["costFloorUSD"]

@@ -129,6 +129,7 @@ class SimulateOptions:
     runs: int | None = None  # `--runs N`: a set of N runs (`cli/simulate_runs.py`)
     workers: int | None = None  # `--workers W` of a set; None: the CPU count
     ray: str | None = None  # `--ray [ADDRESS]` of a set: its runs on Ray (`runtime/ray_executor`)
+    cost_floor: bool = False  # `--cost-floor`: record the cost floor (`sim/costfloor.py`)
 
 
 def _check_usage(opts: SimulateOptions) -> None:
@@ -274,6 +275,8 @@ def run(
     if opts.seed is not None:
         # The run is the scenario's with another seed: the header says which.
         scenario = dataclasses.replace(scenario, seed=opts.seed)
+    if opts.cost_floor:
+        scenario = dataclasses.replace(scenario, cost_floor=True)
     if opts.runs is not None:
         run_set(
             scenario,
@@ -598,6 +601,15 @@ def simulate(  # noqa: PLR0917 - typer maps parameters to options
         ),
     ] = None,
     ray: RayOption = None,
+    cost_floor: Annotated[
+        bool,
+        typer.Option(
+            "--cost-floor",
+            help="Also record the cost floor: what the cheapest fleet the NodePools allow "
+            "would cost for the pods they serve at each moment (an LP per new population of "
+            "pods; the summary's costFloorUSD).",
+        ),
+    ] = False,
     fail_on_pending: Annotated[
         bool,
         typer.Option(
@@ -644,6 +656,7 @@ def simulate(  # noqa: PLR0917 - typer maps parameters to options
             runs=runs,
             workers=workers,
             ray=ray,
+            cost_floor=cost_floor,
         ),
         catalog_for=lambda r: catalog_from_options(
             r, zones, catalog, prices, where=f"{scenario[0]}: spec.region"

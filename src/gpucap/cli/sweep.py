@@ -21,6 +21,7 @@ pods evicted (`servingLostSeconds`); either is compared with a variant's p50 ove
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -61,6 +62,7 @@ from gpucap.runtime.terminal import Terminal, plain_console
 from gpucap.sim.scenario import LoadedScenario
 from gpucap.sim.sweep import (
     LoadedSweep,
+    SweepRun,
     VariantResult,
     cheapest_within,
     load_sweep,
@@ -103,6 +105,7 @@ class SweepOptions:
     only_first: int | None = None
     max_serving_lost: str | None = None
     ray: str | None = None
+    cost_floor: bool = False  # `--cost-floor`: each run records the cost floor
 
 
 def parse_bound(text: str) -> Bound:
@@ -181,7 +184,7 @@ def run(
     try:
         outcomes, interrupted = collect_runs(
             engine,
-            loaded.work(),
+            _work(loaded, cost_floor=opts.cost_floor),
             items,
             console=stderr_console or plain_console(stderr=True),
             clock=clock,
@@ -215,6 +218,15 @@ def run(
             sys.stdout.write(yaml.safe_dump(doc, sort_keys=False, default_flow_style=False))
     if interrupted:
         raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def _work(loaded: LoadedSweep, *, cost_floor: bool) -> SweepRun:
+    """What every run shares; with `--cost-floor`, each variant's runs record the floor."""
+    work = loaded.work()
+    if not cost_floor:
+        return work
+    scenarios = tuple(dataclasses.replace(s, cost_floor=True) for s in work.scenarios)
+    return dataclasses.replace(work, scenarios=scenarios)
 
 
 def _engine(opts: SweepOptions, runs: int) -> Executor:
@@ -370,6 +382,14 @@ def sweep(  # noqa: PLR0917 - typer maps parameters to options
         ),
     ] = None,
     ray: RayOption = None,
+    cost_floor: Annotated[
+        bool,
+        typer.Option(
+            "--cost-floor",
+            help="Also record each run's cost floor (the cheapest fleet the NodePools allow for "
+            "the pods they serve; an LP per new population of pods): a COST FLOOR column.",
+        ),
+    ] = False,
     zones: ZonesOption = None,
     catalog: CatalogOption = None,
     prices: PricesOption = None,
@@ -393,6 +413,7 @@ def sweep(  # noqa: PLR0917 - typer maps parameters to options
             only_first=only_first,
             max_serving_lost=max_serving_lost,
             ray=ray,
+            cost_floor=cost_floor,
         ),
         catalog_for=catalog_for,
         out=terminals.out,

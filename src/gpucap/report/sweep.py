@@ -1,11 +1,11 @@
 """The HTML report of a sweep (`gpucap sweep SWEEP.yaml --report FILE`) and the cells of its
 table.
 
-- `sweep_rows(axes, results, measure)`: the table, its header first: per variant the axes'
-  values, then cost, the cost floor (`sim/costfloor.py`), time to ready (a run's p95), serving
-  lost, interruptions and disruptions as `p50 (p5-p95)` over its runs (`report/runset.band`),
-  and `*` on the Pareto front. The terminal prints these cells (`cli/sweep.py`) and the page
-  shows them.
+- `sweep_rows(axes, results, measure)`: the table, its header first: per variant the axes' values,
+  then cost, the cost floor (`sim/costfloor.py`, with `--cost-floor`), time to ready (a run's p95),
+  serving lost, interruptions and disruptions as `p50 (p5-p95)` over its runs
+  (`report/runset.band`), and `*` on the Pareto front. The terminal prints these cells
+  (`cli/sweep.py`) and the page shows them.
 - `sweep_section(...)`: the page's section (`SweepSection`, rendered by `report/page.py`): the
   table, the sentences the terminal prints under it, and two figures (Plotly dicts, as
   `report/figures.py`): the Pareto scatter of p50 cost vs p50 serving lost (p5-p95 whiskers,
@@ -64,13 +64,16 @@ class SweepSection:
 def sweep_rows(
     axes: Sequence[str], results: Sequence[VariantResult], measure: str
 ) -> list[list[str]]:
-    """The table's rows, its header first (see the module docstring)."""
-    head = [*(a.upper() for a in axes), *(c[0] for c in COLUMNS), "FRONT"]
+    """The table's rows, its header first (see the module docstring). The cost floor's column
+    only when the runs recorded it (`--cost-floor`)."""
+    floor = any("costFloorUSD" in r.summary for r in results)
+    columns = [c for c in COLUMNS if floor or c[1] != "costFloorUSD"]
+    head = [*(a.upper() for a in axes), *(c[0] for c in columns), "FRONT"]
     rows = [head]
     for r in results:
         given = dict(r.variant.values)
         cells = [show_value(given[a]) if a in given else "as written" for a in axes]
-        for _, key, unit in COLUMNS:
+        for _, key, unit in columns:
             k, u = (measure, UNITS[measure]) if key is None else (key, unit)
             cells.append(band(r.summary.get(k), u) if r.summary["runs"] else "-")
         cells.append("*" if r.pareto else "")

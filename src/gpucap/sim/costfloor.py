@@ -70,7 +70,9 @@ class CostFloorActor:
         self._specs: dict[int, tuple[PodSpec, str]] = {}  # id(spec) -> (spec, its key)
         self._counted: dict[str, str] = {}  # pod -> its class, while counted
         self._population: dict[str, tuple[Pod, int]] = {}  # class -> (a pod of it, count)
-        self.usd_per_hour = 0.0  # the last value recorded (none recorded: 0)
+        # The last value recorded; None before the first sample, which is always recorded
+        # (a run with the floor on has a `CostFloor` event, so its summary has the key).
+        self.usd_per_hour: float | None = None
 
     def cluster_changed(self, change: ClusterChange) -> None:
         """The cluster's change feed: a pod written is looked at again at the end of the

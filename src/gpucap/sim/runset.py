@@ -146,7 +146,7 @@ class Measure:
 
 MEASURES: tuple[Measure, ...] = (
     Measure("costUSD", "Cost", "dollars", _cost),
-    Measure("costFloorUSD", "Cost floor", "dollars", _cost_floor),
+    Measure("costFloorUSD", "Cost floor", "dollars", _cost_floor, optional=True),
     Measure("nodeHours", "Node-hours", "hours", _node_hours),
     Measure("gpuHours", "GPU-hours", "hours", _gpu_hours),
     Measure("timeToReadyP95Seconds", "Time to ready (a run's p95)", "seconds", _ready_p95),

@@ -160,6 +160,9 @@ class LoadedScenario:
     world: WorldConfig | None = None
     # `spec.metrics`: the traces feeding HorizontalPodAutoscalers (`sim/metrics.py`).
     metrics: tuple[MetricFeed, ...] = ()
+    # `--cost-floor` (simulate, sweep): record the cost floor (`sim/costfloor.py`); set by the
+    # command, not the document, as it changes what is recorded, not the world.
+    cost_floor: bool = False
 
 
 CatalogSource = Catalog | Callable[[str], Catalog]

@@ -12,11 +12,11 @@ What it counts, and how:
   from the `running` state until `shutting-down`, with a 60-second minimum; gpucap starts at
   Launched (the instance is `pending` then, ~20 s early), stops at termination, and does not apply
   the minimum or whole-second rounding: at most a minute per node either way (docs/design/sim.md).
-- The cost floor (`costFloorUSD`): each `CostFloor` event's `usdPerHour` (the LP relaxation's
-  cheapest fleet for the pods Karpenter's NodePools serve then, `sim/costfloor.py`) from its
-  time to the next one's or `end`, none before the first; the same rounding as the cost. No
-  fleet that honours the modelled rules could have served those pods for less, so the bill's
-  excess over it is what the packing (and the waiting for nodes) cost.
+- The cost floor (`costFloorUSD`, only in a run recorded with `--cost-floor`): each `CostFloor`
+  event's `usdPerHour` (the LP relaxation's cheapest fleet for the pods Karpenter's NodePools serve
+  then, `sim/costfloor.py`) from its time to the next one's or `end`, none before the first; the
+  same rounding as the cost. No fleet that honours the modelled rules could have served those pods
+  for less, so the bill's excess over it is what the packing (and the waiting for nodes) cost.
 - Node-hours and GPU-hours (physical GPUs, the launch event's `gpus`) by instance type and
   capacity type, and the cost by the same keys.
 - GPU-hours advertised: each resource of `NodeInitialized.gpusAdvertised` from initialization to
@@ -437,10 +437,17 @@ def summarize(events: Sequence[Event], *, end: float) -> dict[str, Any]:
             uninitialized.append(stuck)
     billing.sort(key=lambda b: (b["launched"], b["nodeClaim"]))
 
+    floor = (
+        # Only a run that recorded the floor (`--cost-floor`) has one: its first sample is
+        # always an event (`sim/costfloor.py`).
+        {"costFloorUSD": round(cost_floor_usd(log, end), _HOURS)}
+        if any(e.type == "CostFloor" for e in log)
+        else {}
+    )
     return {
         "durationSeconds": round(float(end), _SECONDS),
         "costUSD": round(cost, _HOURS),
-        "costFloorUSD": round(cost_floor_usd(log, end), _HOURS),
+        **floor,
         "nodeHours": _rounded(node_hours, _HOURS),
         "gpuHours": _rounded(gpu_hours, _HOURS),
         "costUSDByType": _rounded(cost_by_type, _HOURS),

@@ -205,8 +205,13 @@ class World:
             clock=self.clock,
         )
         self.binder = KubeScheduler(self.bus, self.cluster, self.pod_events, self.clock)
-        # The cost floor of the pods served, recorded as it changes (`sim/costfloor.py`).
-        self.cost_floor = CostFloorActor(self.bus, self.cluster, self.provisioner)
+        # The cost floor of the pods served, recorded as it changes (`sim/costfloor.py`), when
+        # the command asks for it (`--cost-floor`: an LP per new population of pods).
+        self.cost_floor = (
+            CostFloorActor(self.bus, self.cluster, self.provisioner)
+            if scenario.cost_floor
+            else None
+        )
 
         # The DaemonSet controller: its pods are bound at once, without events (see
         # `sim/daemonsets.py`).
@@ -300,7 +305,8 @@ class World:
         bus.pdbs_present = lambda: bool(self.cluster.pdbs())
         # What changes, the bus hears from the cluster and EC2 themselves.
         self.cluster.watch(bus.cluster_changed)
-        self.cluster.watch(self.cost_floor.cluster_changed)
+        if self.cost_floor is not None:
+            self.cluster.watch(self.cost_floor.cluster_changed)
         self.ec2.watch(bus.ec2_changed)
 
     # ---- running --------------------------------------------------------------------------------
@@ -325,8 +331,9 @@ class World:
             self.spot_market.start()
         if self.hpas is not None:
             self.engine.every(self.hpas, priority=PRIORITY_CONTROLLER + 5)
-        # Last at every instant: it reads what the instant's events left (`sim/costfloor.py`).
-        self.engine.every(self.cost_floor.loop, priority=PRIORITY_CONTROLLER + 200)
+        if self.cost_floor is not None:
+            # Last at every instant: it reads what the instant's events left.
+            self.engine.every(self.cost_floor.loop, priority=PRIORITY_CONTROLLER + 200)
         # The run makes almost no cyclic garbage (the 24-hour bench day with consolidation
         # leaves ~900 objects in cycles) while the heap it keeps (catalog, cluster state, the
         # event log) grows: the collector's full passes over it were ~7% of that run. Paused
