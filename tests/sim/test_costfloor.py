@@ -98,3 +98,14 @@ def test_daemonset_pods_are_overhead_not_pods_and_a_floor_is_told_once_per_chang
     ]
     assert floors[1][1] < floors[0][1]
     assert all(a[1] != b[1] for a, b in itertools.pairwise(floors))
+
+
+def test_without_cost_floor_a_run_records_no_floor_and_its_summary_has_none() -> None:
+    path = str(STORIES / "underutilized.yaml")
+    plain = simulate(load_scenario(path, _catalog), _catalog())
+    floored = simulate(_floored(path), _catalog())
+    assert not _floors(plain)
+    assert "costFloorUSD" not in plain.summary
+    assert "costFloorUSD" in floored.summary
+    # The floor only records: every other event is the same.
+    assert [e for e in floored.events if e.type != "CostFloor"] == plain.events
