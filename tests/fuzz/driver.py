@@ -4,8 +4,9 @@ A `Case` is a seed, the file of it that is mutated, and the mutation steps (or a
 mutation). `make_case(seed, i)` derives case `i` from `random.Random(f"...:{seed}:{i}")` alone, so
 a run is a deterministic case list however long it lasts. For each case the driver writes the
 files into a scratch directory and runs each command the seed's role calls for (`validate`,
-`validate -`, `plan`, `plan -o json`, `plan --explain POD`, `lint` text/json/sarif, `render`;
-`plan --catalog`/`--prices`; `lint --config`; `simulate --events` for a Scenario) through the
+`validate -`, `plan`, `plan -o json`, `plan --explain POD`, `lint` text/json/sarif, `render`,
+`plan --optimal`; `plan --catalog`/`--prices`; `lint --config`; `simulate --events` for a
+Scenario; `sweep` table and JSON for a Sweep) through the
 real entry point (`gpucap.cli.main:main`), in a forked child of this process (the modules and the bundled catalog
 are loaded once, before the fork), with:
 

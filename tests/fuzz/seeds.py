@@ -5,8 +5,9 @@ on the structure (`mutations.py`), plus its *role*: which part of the command li
 file is (manifests, a `--catalog` file, a `--prices` file, a lint configuration, a Scenario).
 Seeds come from what the project already holds: the workshop example, every public manifest in
 `tests/realworld/`, three entries of the bundled catalog, and small hand-written price, lint
-configuration and Scenario files in the formats the README documents (the Scenario with the
-simulator's story manifests it names, `tests/sim/stories/`).
+configuration and Scenario files in the formats the README documents (the Scenarios with the
+simulator's story manifests they name, `tests/sim/stories/`: one in the stochastic world), and a
+Sweep of the first Scenario.
 
 Called by the driver (`driver.py`) and by `bench/fuzz.py`; deterministic (sorted file lists).
 """
