@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import strategies as st
+
 from gpucap.apis.serde import Manifests
 from gpucap.cloudprovider.aws.instancetype.catalog import load_catalog
 from gpucap.controllers.provisioning.loop import Plan
@@ -47,3 +49,32 @@ def manifests(*docs: dict[str, Any]) -> Manifests:
 def planned(*docs: dict[str, Any]) -> tuple[Manifests, Plan]:
     m = manifests(*docs)
     return m, plan(m, CATALOG)
+
+
+@st.composite
+def random_inputs(
+    draw: st.DrawFn,
+    families: st.SearchStrategy[list[str]],
+    limits: st.SearchStrategy[int],
+    replicas: st.SearchStrategy[int],
+) -> list[dict[str, Any]]:
+    """One or two GPU NodePools (instance families from `families`, a GPU limit from `limits`) and one to three GPU
+    Deployments of mixed CPU, memory and GPU shapes (`replicas` each), some spread on hostname:
+    the random instances of the laws."""
+    pools = [
+        gpu_pool(f"pool{i}", draw(families), {"nvidia.com/gpu": str(draw(limits))})
+        for i in range(draw(st.integers(1, 2)))
+    ]
+    workloads = []
+    for j in range(draw(st.integers(1, 3))):
+        name = f"w{j}"
+        extra: dict[str, Any] = {
+            "cpu": str(draw(st.sampled_from([1, 2, 4, 8]))),
+            "memory": f"{draw(st.sampled_from([1, 4, 16, 30]))}Gi",
+        }
+        if draw(st.booleans()):
+            extra["topologySpreadConstraints"] = hostname_spread(name)
+        workloads.append(
+            gpu_deployment(name, draw(replicas), draw(st.sampled_from([1, 1, 2, 4])), **extra)
+        )
+    return [*pools, *workloads]

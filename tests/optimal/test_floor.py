@@ -5,6 +5,7 @@ for the same pods, the memo gives what the plain path gives, and more pods never
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -21,7 +22,12 @@ from gpucap.controllers.provisioning.optimal.milp import solve
 from gpucap.scheduling.instancetypes import InstanceType
 from gpucap.scheduling.options import SchedulingOptions
 from gpucap.scheduling.scheduler import PoolInput
-from tests.optimal.instances import gpu_deployment, gpu_pool, hostname_spread, planned
+from tests.optimal.instances import (
+    gpu_deployment,
+    gpu_pool,
+    planned,
+    random_inputs,
+)
 
 _OPTIONS = SchedulingOptions()
 
@@ -74,27 +80,9 @@ def test_pods_pending_at_a_limit_still_count_with_the_limit_relaxed() -> None:
 _FAMILIES = st.sampled_from([["g5"], ["g6"], ["g5", "g6"], ["g4dn", "g5"]])
 
 
-@st.composite
-def _inputs(draw: st.DrawFn) -> list[dict[str, Any]]:
-    pools = [
-        gpu_pool(f"pool{i}", draw(_FAMILIES), {"nvidia.com/gpu": "1000"})
-        for i in range(draw(st.integers(1, 2)))
-    ]
-    workloads = []
-    for j in range(draw(st.integers(1, 3))):
-        name = f"w{j}"
-        extra: dict[str, Any] = {
-            "cpu": str(draw(st.sampled_from([1, 2, 4, 8]))),
-            "memory": f"{draw(st.sampled_from([1, 4, 16, 30]))}Gi",
-        }
-        if draw(st.booleans()):
-            extra["topologySpreadConstraints"] = hostname_spread(name)
-        workloads.append(
-            gpu_deployment(
-                name, draw(st.integers(1, 4)), draw(st.sampled_from([1, 1, 2, 4])), **extra
-            )
-        )
-    return [*pools, *workloads]
+_inputs = functools.partial(
+    random_inputs, families=_FAMILIES, limits=st.just(1000), replicas=st.integers(1, 4)
+)
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -4,6 +4,7 @@ suggests saves when Karpenter re-plans with it."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -14,38 +15,23 @@ from gpucap.controllers.provisioning.optimal.fleet import fleet_of
 from gpucap.controllers.provisioning.optimal.milp import solve
 from gpucap.operator.changes import karpenter_cost, suggest
 from gpucap.operator.plan import plan
-from tests.optimal.instances import CATALOG, gpu_deployment, gpu_pool, hostname_spread, planned
+from tests.optimal.instances import (
+    CATALOG,
+    planned,
+    random_inputs,
+)
 
 _EPS = 1e-6
 
 _FAMILIES = st.sampled_from([["g5"], ["g6"], ["g5", "g6"], ["g4dn", "g5"], ["g6e"]])
 
 
-@st.composite
-def _inputs(draw: st.DrawFn) -> list[dict[str, Any]]:
-    pools = [
-        gpu_pool(
-            f"pool{i}",
-            draw(_FAMILIES),
-            {"nvidia.com/gpu": str(draw(st.sampled_from([2, 4, 8, 100])))},
-        )
-        for i in range(draw(st.integers(1, 2)))
-    ]
-    workloads = []
-    for j in range(draw(st.integers(1, 3))):
-        name = f"w{j}"
-        extra: dict[str, Any] = {
-            "cpu": str(draw(st.sampled_from([1, 2, 4, 8]))),
-            "memory": f"{draw(st.sampled_from([1, 4, 16, 30]))}Gi",
-        }
-        if draw(st.booleans()):
-            extra["topologySpreadConstraints"] = hostname_spread(name)
-        workloads.append(
-            gpu_deployment(
-                name, draw(st.integers(1, 5)), draw(st.sampled_from([1, 1, 2, 4])), **extra
-            )
-        )
-    return [*pools, *workloads]
+_inputs = functools.partial(
+    random_inputs,
+    families=_FAMILIES,
+    limits=st.sampled_from([2, 4, 8, 100]),
+    replicas=st.integers(1, 5),
+)
 
 
 @settings(max_examples=25, suppress_health_check=[HealthCheck.too_slow])
