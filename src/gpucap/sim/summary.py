@@ -207,15 +207,16 @@ def _serving(log: Sequence[Event], end: float) -> dict[str, Any] | None:
     }
 
 
-def cost_floor_usd(log: Sequence[Event], end: float) -> float:
+def cost_floor_usd(log: Sequence[Event], end: float) -> float | None:
     """The integral of the `CostFloor` events' $/hour over time (see the module docstring),
-    unrounded; `log` sorted by time, none after `end`."""
-    total, since, rate = 0.0, 0.0, 0.0
+    unrounded; None when the run recorded no floor (no `--cost-floor`). `log` sorted by time,
+    none after `end`."""
+    total, since, rate, seen = 0.0, 0.0, 0.0, False
     for e in log:
         if e.type == "CostFloor":
             total += rate * (e.t - since) / 3600
-            since, rate = e.t, float(e.fields["usdPerHour"])
-    return total + rate * max(0.0, end - since) / 3600
+            since, rate, seen = e.t, float(e.fields["usdPerHour"]), True
+    return total + rate * max(0.0, end - since) / 3600 if seen else None
 
 
 def summarize(events: Sequence[Event], *, end: float) -> dict[str, Any]:
@@ -437,13 +438,10 @@ def summarize(events: Sequence[Event], *, end: float) -> dict[str, Any]:
             uninitialized.append(stuck)
     billing.sort(key=lambda b: (b["launched"], b["nodeClaim"]))
 
-    floor = (
-        # Only a run that recorded the floor (`--cost-floor`) has one: its first sample is
-        # always an event (`sim/costfloor.py`).
-        {"costFloorUSD": round(cost_floor_usd(log, end), _HOURS)}
-        if any(e.type == "CostFloor" for e in log)
-        else {}
-    )
+    # Only a run that recorded the floor (`--cost-floor`) has one: its first sample is always
+    # an event (`sim/costfloor.py`).
+    floor_usd = cost_floor_usd(log, end)
+    floor = {} if floor_usd is None else {"costFloorUSD": round(floor_usd, _HOURS)}
     return {
         "durationSeconds": round(float(end), _SECONDS),
         "costUSD": round(cost, _HOURS),
